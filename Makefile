@@ -1,0 +1,35 @@
+# The two commands a new user needs:  make demo  (runs the main job end to end)
+#                                      make test  (installs everything, runs every test)
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PYSPARK_PYTHON := $(abspath $(PY))
+
+.PHONY: setup setup-test demo test test-fast test-spark lint bench bench-quick clean
+
+setup:                ## venv + package + JVM jars (idempotent)
+	bash scripts/setup.sh
+
+setup-test:           ## setup + the Debian services the tests start (PostgreSQL, Chromium)
+	bash scripts/setup.sh --test-services
+
+demo: setup           ## the main job end to end on embedded defaults
+	$(VENV)/bin/reckon demo
+
+test: setup-test      ## every test: fast tier, then the Spark tier
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: setup      ## pure logic only, seconds
+	$(PY) -m pytest -q -m "not spark" $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check reckon spark audits reports dags bench tests
+
+bench-quick: setup
+	$(PY) -m bench --quick
+
+bench: setup
+	$(PY) -m bench
+
+clean:
+	rm -rf warehouse .pytest_cache .hypothesis

@@ -1,0 +1,202 @@
+"""The ``reckon`` console script. Every command has --help; heavy imports happen inside commands.
+
+Errors reckon raises on purpose (bad arguments, missing setup, failed checks) print one clear
+line and exit non-zero; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from reckon.config import Settings, load_settings
+from reckon.errors import NotBuiltYetError, ReckonError
+
+__all__ = ["main"]
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for name in ("warehouse", "window", "slide", "lateness", "grace", "idle_timeout",
+                 "max_files_per_trigger", "kafka_bootstrap", "kafka_topic", "spark_master",
+                 "report_db_url", "expected_partitions"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return load_settings(getattr(args, "config", None), **overrides)
+
+
+def _print_json(payload: object) -> None:
+    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
+    from reckon.generate import GeneratorConfig, generate_landing
+
+    cfg = GeneratorConfig(
+        events=args.events, partitions=args.partitions, keys=args.keys, seed=args.seed,
+        rate=args.rate, start=args.start, duplicate_rate=args.duplicate_rate,
+        malformed_rate=args.malformed_rate, future_rate=args.future_rate,
+        lines_per_file=args.lines_per_file, slow_skew=args.slow_skew,
+        tail_share=args.tail_share, median_delay=args.median_delay,
+        idle_partition=None if args.no_idle_partition else 0,
+        slow_partition=None if args.no_slow_partition else -1,
+    )
+    manifest = generate_landing(args.out, cfg)
+    print(f"wrote {manifest.lines} lines in {len(manifest.files)} files to {args.out}: "
+          f"{manifest.valid_events} events, {manifest.duplicates} duplicates, "
+          f"{manifest.future_dated} future-dated, {sum(manifest.malformed.values())} malformed "
+          f"(manifest.json has the details)")
+    return 0
+
+
+def _not_built(issue: str) -> Handler:
+    def handler(args: argparse.Namespace, settings: Settings) -> int:
+        raise NotBuiltYetError(f"`reckon {args.command}` is not built yet ({issue})")
+    return handler
+
+
+# ----------------------------------------------------------------------------- parser
+
+COMMANDS: dict[str, Handler] = {}
+
+
+def _add(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help_text, description=help_text)
+    parser.set_defaults(handler=handler, command=name)
+    COMMANDS[name] = handler
+    return parser
+
+
+def _warehouse(p: argparse.ArgumentParser, required: bool = False) -> None:
+    p.add_argument("--warehouse", required=required,
+                   help="warehouse directory holding the Delta tables (default: ./warehouse)")
+
+
+def _event_time_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--window", help="window width, e.g. 10s (default from config: 10s)")
+    p.add_argument("--slide", help="hopping windows: slide, e.g. 5s (must divide the window)")
+    p.add_argument("--lateness", help="watermark lateness bound L, e.g. 3s")
+    p.add_argument("--grace", help="allowed lateness G after a window closes, e.g. 0s")
+    p.add_argument("--idle-timeout", dest="idle_timeout",
+                   help="a partition silent this long (arrival time) stops holding the watermark")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reckon",
+        description="Provisional stream totals, canonical batch totals, and the audit between "
+                    "them. Every command takes --help.",
+    )
+    parser.add_argument("--config", help="TOML config file (default: $RECKON_CONFIG or ./reckon.toml)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = _add(sub, "generate", cmd_generate,
+             "write a landing directory of NDJSON events in arrival order, with realistic faults")
+    p.add_argument("--out", required=True, help="folder to write (must not hold event files)")
+    p.add_argument("--events", type=int, default=100_000, help="unique events (default 100000)")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--keys", type=int, default=50)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--rate", type=float, default=200.0, help="events per second of event time")
+    p.add_argument("--start", default="2026-01-01T00:00:00Z", help="first event time (UTC)")
+    p.add_argument("--duplicate-rate", dest="duplicate_rate", type=float, default=0.01)
+    p.add_argument("--malformed-rate", dest="malformed_rate", type=float, default=0.002)
+    p.add_argument("--future-rate", dest="future_rate", type=float, default=0.0005)
+    p.add_argument("--tail-share", dest="tail_share", type=float, default=0.03,
+                   help="share of events in the heavy delay tail")
+    p.add_argument("--median-delay", dest="median_delay", default="300ms")
+    p.add_argument("--slow-skew", dest="slow_skew", default="2s",
+                   help="extra delay of the slow partition")
+    p.add_argument("--lines-per-file", dest="lines_per_file", type=int, default=10_000)
+    p.add_argument("--no-idle-partition", action="store_true")
+    p.add_argument("--no-slow-partition", action="store_true")
+
+    p = _add(sub, "stream", _not_built("issue: streaming aggregator"),
+             "run the streaming aggregator: provisional totals, late events, watermark progress")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--landing", help="landing directory of NDJSON files")
+    src.add_argument("--kafka", dest="kafka_bootstrap", help="Kafka bootstrap servers")
+    p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
+    _warehouse(p)
+    _event_time_flags(p)
+    p.add_argument("--max-files-per-trigger", dest="max_files_per_trigger", type=int)
+    p.add_argument("--partitions", dest="expected_partitions",
+                   help="expected partitions, e.g. 0,1,2,3 (the watermark waits for each)")
+    trig = p.add_mutually_exclusive_group()
+    trig.add_argument("--available-now", action="store_true",
+                      help="process everything there now, then stop")
+    trig.add_argument("--trigger", help="processing-time trigger interval, e.g. 5s")
+
+    p = _add(sub, "replay", _not_built("issue: nightly replay"),
+             "recompute canonical totals for a day (or a range) from the full event log")
+    _warehouse(p)
+    p.add_argument("--date", help="day to replay, YYYY-MM-DD (UTC)")
+    p.add_argument("--from", dest="date_from", help="first day of a range")
+    p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
+
+    for name, help_text in (
+        ("audit", "reconcile provisional against canonical totals for a day"),
+        ("check", "run the data-quality suites (Great Expectations) for a day"),
+    ):
+        p = _add(sub, name, _not_built(f"issue: {name}"), help_text)
+        _warehouse(p)
+        p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
+
+    p = _add(sub, "report", _not_built("issue: reports"),
+             "render the day's reconciliation report (HTML, PDF, CSV)")
+    _warehouse(p)
+    p.add_argument("--date", required=True)
+    p.add_argument("--out", required=True, help="output folder")
+
+    p = _add(sub, "sql", _not_built("issue: stream (reckon sql)"),
+             "run a read-only SQL query over the warehouse tables")
+    _warehouse(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')
+
+    p = _add(sub, "explain", _not_built("issue: postmortem tools"),
+             "tell the story of one window and key: every event and what became of it")
+    _warehouse(p)
+    p.add_argument("--key", required=True)
+    p.add_argument("--window", dest="window_at", required=True,
+                   help="any instant inside the window, e.g. 2026-01-01T09:42:00Z")
+
+    p = _add(sub, "lateness-curve", _not_built("issue: lateness analysis"),
+             "what-if analysis: completeness and emit latency for candidate lateness bounds")
+    p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
+    p.add_argument("--window", required=True)
+    p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
+    p.add_argument("--json", action="store_true")
+
+    p = _add(sub, "demo", _not_built("issue: demo"),
+             "run the whole flow end to end on the embedded defaults")
+    _warehouse(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = _settings(args)
+        return int(args.handler(args, settings) or 0)
+    except ReckonError as exc:
+        print(f"reckon {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"reckon {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

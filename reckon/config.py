@@ -1,0 +1,190 @@
+"""Configuration in one place: built-in defaults < a TOML file < RECKON_* environment < CLI flags.
+
+The defaults run on one laptop: local Spark, a ``./warehouse`` directory, a SQLite report
+database inside it. The file is ``$RECKON_CONFIG`` or ``./reckon.toml`` when present (see
+``reckon.example.toml``). Every key can be overridden by an environment variable named
+``RECKON_`` + the key in upper case, e.g. ``RECKON_LATENESS=5s``,
+``RECKON_REPORT_DB_URL=postgresql+psycopg://...``. Secrets (database passwords) belong in the
+environment, never in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from reckon.errors import ConfigError
+from reckon.eventtime import EventTimeRules
+from reckon.timeutil import parse_duration
+
+__all__ = ["PROJECT_ROOT", "Settings", "load_settings"]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULT_CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "NOK", "DKK")
+
+
+@dataclass(frozen=True)
+class Settings:
+    # where things live
+    warehouse: str = "warehouse"
+    report_db_url: str = ""  # empty -> sqlite file <warehouse>/reports/reckon.db
+    jars_dir: str = str(PROJECT_ROOT / ".cache" / "jars")
+    # Spark
+    spark_master: str = "local[*]"
+    spark_driver_memory: str = "4g"
+    shuffle_partitions: int = 4
+    spark_ui: bool = False
+    # event time (see reckon.eventtime)
+    window: str = "10s"
+    slide: str = ""
+    lateness: str = "3s"
+    grace: str = "0s"
+    idle_timeout: str = "60s"
+    max_clock_skew: str = "5m"
+    dedup_horizon: str = "1h"
+    expected_partitions: tuple[int, ...] = ()
+    # validation
+    amount_min: Decimal = Decimal("0.00")
+    amount_max: Decimal = Decimal("1000000.00")
+    currencies: tuple[str, ...] = DEFAULT_CURRENCIES
+    min_event_time: str = "2000-01-01T00:00:00Z"
+    # stream source
+    kafka_bootstrap: str = ""
+    kafka_topic: str = "events"
+    max_files_per_trigger: int = 10
+    max_offsets_per_trigger: int = 1_000_000
+    # audit
+    tolerance_abs: Decimal = Decimal("0.00")
+    tolerance_rel: Decimal = Decimal("0")
+    target_completeness: Decimal = Decimal("0.999")
+    # nightly
+    lookback_days: int = 1
+    watermark_wait_timeout: str = "2h"
+    extra_spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.event_time_rules()  # validates every duration and the window/slide pair
+        if self.amount_min > self.amount_max:
+            raise ConfigError(f"amount_min={self.amount_min} is above amount_max={self.amount_max}")
+        if self.shuffle_partitions < 1:
+            raise ConfigError(f"shuffle_partitions={self.shuffle_partitions} must be >= 1")
+        if not (Decimal(0) < self.target_completeness <= Decimal(1)):
+            raise ConfigError(f"target_completeness={self.target_completeness} must be in (0, 1]")
+        if self.tolerance_abs < 0 or self.tolerance_rel < 0:
+            raise ConfigError("tolerance_abs and tolerance_rel must be >= 0")
+        if self.lookback_days < 0:
+            raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
+        parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def warehouse_path(self) -> Path:
+        return Path(self.warehouse).expanduser().resolve()
+
+    @property
+    def report_db(self) -> str:
+        if self.report_db_url:
+            return self.report_db_url
+        return f"sqlite:///{self.warehouse_path / 'reports' / 'reckon.db'}"
+
+    def event_time_rules(self) -> EventTimeRules:
+        return EventTimeRules.parse(
+            window=self.window, slide=self.slide or None, lateness=self.lateness,
+            grace=self.grace, idle_timeout=self.idle_timeout,
+            max_clock_skew=self.max_clock_skew, dedup_horizon=self.dedup_horizon,
+            expected_partitions=self.expected_partitions,
+        )
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """A copy with the given keys replaced (None values are ignored: 'flag not given')."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **_coerce_all(given))
+
+    def public_dict(self) -> dict[str, Any]:
+        """For logs and report headers: no secrets (the database URL loses its password)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "report_db_url":
+                value = _redact_url(self.report_db)
+            out[f.name] = str(value) if isinstance(value, Decimal) else value
+        return out
+
+
+def _redact_url(url: str) -> str:
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kinds = {f.name: f.type for f in fields(Settings)}
+    if name not in kinds:
+        allowed = ", ".join(sorted(kinds))
+        raise ConfigError(f"unknown setting {name!r}; known settings: {allowed}")
+    kind = kinds[name]
+    try:
+        if kind == "int":
+            return int(value)
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            return str(value).strip().lower() in ("1", "true", "yes", "on")
+        if kind == "Decimal":
+            if isinstance(value, float):
+                raise ConfigError(f"{name}={value!r}: write money and ratios as strings "
+                                  f"(\"{value}\"), floats are not exact")
+            return Decimal(str(value))
+        if kind == "tuple[int, ...]":
+            items = value.split(",") if isinstance(value, str) else value
+            return tuple(int(x) for x in items if str(x).strip() != "")
+        if kind == "tuple[str, ...]":
+            items = value.split(",") if isinstance(value, str) else value
+            return tuple(str(x).strip() for x in items if str(x).strip())
+        if kind == "Mapping[str, str]":
+            if isinstance(value, str):
+                pairs = [kv.split("=", 1) for kv in value.split(",") if kv.strip()]
+                return {k.strip(): v.strip() for k, v in pairs}
+            return {str(k): str(v) for k, v in dict(value).items()}
+        return str(value)
+    except (ValueError, InvalidOperation, TypeError):
+        raise ConfigError(f"setting {name}={value!r} cannot be read as {kind}") from None
+
+
+def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _coerce(k, v) for k, v in values.items()}
+
+
+def load_settings(path: str | os.PathLike[str] | None = None,
+                  env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults, then the TOML file, then RECKON_* variables, then keyword overrides."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    file = path or env.get("RECKON_CONFIG") or ("reckon.toml" if Path("reckon.toml").is_file()
+                                                else None)
+    if file:
+        p = Path(file)
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist (RECKON_CONFIG or --config)")
+        with p.open("rb") as fh:
+            try:
+                raw = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+        values.update(raw.get("reckon", raw))
+    names = {f.name for f in fields(Settings)}
+    for name in names:
+        key = "RECKON_" + name.upper()
+        if key in env:
+            values[name] = env[key]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**_coerce_all(values))

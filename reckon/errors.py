@@ -1,0 +1,49 @@
+"""One small exception hierarchy. Messages name the argument, the bad value and what is allowed."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DataQualityError",
+    "NotBuiltYetError",
+    "ReckonError",
+    "UsageError",
+    "WatermarkNotReadyError",
+]
+
+
+class ReckonError(Exception):
+    """Base class: every error reckon raises on purpose. The CLI prints it without a traceback."""
+
+    exit_code = 1
+
+
+class UsageError(ReckonError):
+    """A command-line argument or API argument is wrong."""
+
+    exit_code = 2
+
+
+class ConfigError(ReckonError):
+    """The configuration is invalid or could lose data; rejected at start-up."""
+
+    exit_code = 2
+
+
+class NotBuiltYetError(ReckonError):
+    """A command of the CLI contract whose implementation has not landed yet."""
+
+    exit_code = 3
+
+
+class WatermarkNotReadyError(ReckonError):
+    """The stream's watermark has not passed the point a nightly step needs."""
+
+
+class DataQualityError(ReckonError):
+    """A blocking data-quality expectation failed."""
+
+
+def invalid(name: str, value: object, allowed: str) -> UsageError:
+    """Build the standard 'bad argument' error: names the argument, the value, what is allowed."""
+    return UsageError(f"{name}={value!r} is not valid: {allowed}")

@@ -1,0 +1,94 @@
+"""One SparkSession factory for every job, test and benchmark.
+
+Local by default (``local[*]``, Delta enabled, a few shuffle partitions, UI off); any
+cluster master from configuration (``spark://``, ``yarn``, ``k8s://``) without code changes.
+JVM jars come from the local cache that ``make setup`` fills with mvn; Spark is never asked
+to download packages at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from reckon.config import Settings
+from reckon.errors import ConfigError
+
+__all__ = ["get_spark", "local_jars", "stop_spark"]
+
+_REQUIRED_JARS = ("delta-spark_", "delta-storage-")
+
+
+def local_jars(settings: Settings, *, kafka: bool = True) -> list[str]:
+    """The jar files Spark needs, from the mvn cache. Raises with what to run if missing."""
+    folder = Path(settings.jars_dir) / "spark"
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    missing = [prefix for prefix in _REQUIRED_JARS
+               if not any(Path(j).name.startswith(prefix) for j in jars)]
+    if missing:
+        raise ConfigError(
+            f"Delta Lake jars are missing from {folder} (looked for {', '.join(missing)}*). "
+            "Run `make setup` (or scripts/setup.sh) to fetch them with mvn, or set "
+            "RECKON_JARS_DIR to a folder that has a spark/ subfolder of jars."
+        )
+    if not kafka:
+        jars = [j for j in jars if "kafka" not in Path(j).name and "pool2" not in Path(j).name]
+    return jars
+
+
+def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
+    """Get or create the process-wide SparkSession configured for reckon."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    jars = local_jars(settings)
+    local = settings.spark_master.startswith("local")
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(settings.spark_master)
+        .config("spark.jars", ",".join(jars))
+        .config("spark.jars.packages", "")  # never download at start-up
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog",
+                "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(settings.shuffle_partitions))
+        .config("spark.default.parallelism", str(max(2, settings.shuffle_partitions)))
+        .config("spark.ui.enabled", "true" if settings.spark_ui else "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
+        .config("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "false")
+        .config("spark.sql.warehouse.dir", str(settings.warehouse_path / "_spark_sql"))
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={settings.warehouse_path / '_derby'}")
+    )
+    if local:
+        # Delta reconstructs table snapshots with 50 tasks by default: on 2 cores that alone
+        # costs seconds per commit. One task per shuffle partition is plenty locally.
+        builder = (builder.config("spark.driver.memory", settings.spark_driver_memory)
+                   .config("spark.databricks.delta.snapshotPartitions",
+                           str(settings.shuffle_partitions))
+                   .config("spark.sql.files.maxPartitionBytes", str(64 * 1024 * 1024)))
+    else:
+        # On a cluster the executors need the same jars; spark.jars ships them.
+        builder = builder.config("spark.executorEnv.PYSPARK_PYTHON",
+                                 os.environ.get("RECKON_EXECUTOR_PYTHON", sys.executable))
+    for key, value in settings.extra_spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stop_spark() -> None:
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()

@@ -1,0 +1,50 @@
+"""Shared fixtures. One SparkSession for the whole test session (few shuffle partitions, no
+UI); a fresh temporary warehouse per test. Tests that use the ``spark`` fixture are marked
+``spark`` automatically and run after the fast tier."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+os.environ.setdefault("TZ", "UTC")
+
+
+@pytest.fixture(scope="session")
+def spark_settings(tmp_path_factory: pytest.TempPathFactory):
+    from reckon.config import load_settings
+
+    base = tmp_path_factory.mktemp("spark-session")
+    return load_settings(env={}, warehouse=str(base / "wh"), shuffle_partitions=2,
+                         spark_driver_memory="3g")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_settings) -> Iterator[object]:
+    from spark.session import get_spark
+
+    session = get_spark(spark_settings, app_name="reckon-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture()
+def warehouse(tmp_path: Path) -> Path:
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return path
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spark_marker = pytest.mark.spark
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(spark_marker)
+    # fast tier first, then the Spark tier (stable within each tier)
+    items.sort(key=lambda it: 1 if it.get_closest_marker("spark") else 0)

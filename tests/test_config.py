@@ -1,0 +1,57 @@
+"""Fast tier: configuration layering and validation."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from reckon.config import load_settings
+from reckon.errors import ConfigError
+
+
+def test_defaults_run_on_a_laptop(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = load_settings(env={})
+    assert s.spark_master == "local[*]"
+    assert s.report_db.startswith("sqlite:///") and s.report_db.endswith("reports/reckon.db")
+    assert s.event_time_rules().windows.size == 10_000_000
+
+
+def test_file_then_environment_then_overrides(tmp_path):
+    cfg = tmp_path / "reckon.toml"
+    cfg.write_text('[reckon]\nlateness = "5s"\nwindow = "1m"\namount_max = "50.00"\n')
+    s = load_settings(cfg, env={"RECKON_LATENESS": "7s", "RECKON_EXPECTED_PARTITIONS": "0,1,2"},
+                      window="30s")
+    assert (s.lateness, s.window, s.amount_max) == ("7s", "30s", Decimal("50.00"))
+    assert s.expected_partitions == (0, 1, 2)
+
+
+def test_unknown_key_names_the_known_ones(tmp_path):
+    cfg = tmp_path / "reckon.toml"
+    cfg.write_text('[reckon]\nlatenes = "5s"\n')
+    with pytest.raises(ConfigError, match="unknown setting 'latenes'.*lateness"):
+        load_settings(cfg, env={})
+
+
+def test_money_as_float_is_refused(tmp_path):
+    cfg = tmp_path / "reckon.toml"
+    cfg.write_text("[reckon]\namount_max = 50.1\n")
+    with pytest.raises(ConfigError, match="floats are not exact"):
+        load_settings(cfg, env={})
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("window", "ten seconds", "window"),
+    ("slide", "3s", "slide"),
+    ("idle_timeout", "0s", "idle_timeout"),
+    ("lateness", "-1s", "lateness"),
+])
+def test_invalid_event_time_settings_fail_at_start_up(key, value, match):
+    with pytest.raises(Exception, match=match):
+        load_settings(env={}, **{key: value})
+
+
+def test_public_dict_hides_database_password():
+    s = load_settings(env={}, report_db_url="postgresql+psycopg://reckon:s3cret@db:5432/reckon")
+    assert "s3cret" not in str(s.public_dict())

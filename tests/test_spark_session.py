@@ -1,0 +1,38 @@
+"""Spark tier: the session factory loads Delta from the local jar cache."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from reckon.config import load_settings
+from reckon.errors import ConfigError
+
+
+def test_delta_round_trip_writes_a_transaction_log(spark, warehouse):
+    path = warehouse / "roundtrip"
+    df = spark.createDataFrame([("a", Decimal("1.10")), ("b", Decimal("2.25"))],
+                               "key string, amount decimal(18,2)")
+    df.write.format("delta").save(str(path))
+    log = sorted(p.name for p in (path / "_delta_log").glob("*.json"))
+    assert log == ["00000000000000000000.json"]
+    back = spark.read.format("delta").load(str(path)).orderBy("key").collect()
+    assert [(r.key, r.amount) for r in back] == [("a", Decimal("1.10")), ("b", Decimal("2.25"))]
+    assert str(spark.read.format("delta").load(str(path)).schema["amount"].dataType) == \
+        "DecimalType(18,2)"
+
+
+def test_jars_come_from_the_local_cache_not_a_download(spark):
+    conf = spark.sparkContext.getConf()
+    jars = conf.get("spark.jars")
+    assert "delta-spark_4.1_2.13" in jars and ".cache/jars/spark" in jars
+    assert not conf.get("spark.jars.packages", "")
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_missing_jars_tell_the_user_what_to_run(tmp_path):
+    from spark.session import local_jars
+
+    with pytest.raises(ConfigError, match="make setup"):
+        local_jars(load_settings(env={}, jars_dir=str(tmp_path)))
