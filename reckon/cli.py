@@ -24,7 +24,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
     for name in ("warehouse", "window", "slide", "lateness", "grace", "idle_timeout",
                  "max_files_per_trigger", "kafka_bootstrap", "kafka_topic", "spark_master",
-                 "report_db_url", "expected_partitions"):
+                 "report_db_url", "expected_partitions", "tolerance_abs", "tolerance_rel"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -58,9 +58,20 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _not_built(issue: str) -> Handler:
+def _lazy(target: str) -> Handler:
+    """A handler living in another module (``module:function``), imported only when run, so
+    `reckon --help` stays fast and each command's code stays with the module that owns it."""
+
     def handler(args: argparse.Namespace, settings: Settings) -> int:
-        raise NotBuiltYetError(f"`reckon {args.command}` is not built yet ({issue})")
+        import importlib
+
+        module_name, func_name = target.split(":")
+        try:
+            func = getattr(importlib.import_module(module_name), func_name)
+        except (ImportError, AttributeError) as exc:
+            raise NotBuiltYetError(f"`reckon {args.command}` is not available: {exc}") from None
+        return int(func(args, settings) or 0)
+
     return handler
 
 
@@ -120,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-idle-partition", action="store_true")
     p.add_argument("--no-slow-partition", action="store_true")
 
-    p = _add(sub, "stream", _not_built("issue: streaming aggregator"),
+    p = _add(sub, "stream", _lazy("spark.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--landing", help="landing directory of NDJSON files")
@@ -136,50 +147,98 @@ def build_parser() -> argparse.ArgumentParser:
                       help="process everything there now, then stop")
     trig.add_argument("--trigger", help="processing-time trigger interval, e.g. 5s")
 
-    p = _add(sub, "replay", _not_built("issue: nightly replay"),
+    p = _add(sub, "replay", _lazy("spark.replay:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
     _warehouse(p)
+    p.add_argument("--kafka", dest="kafka_bootstrap",
+                   help="replay straight from a Kafka topic (earliest to latest) instead")
+    p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.add_argument("--date", help="day to replay, YYYY-MM-DD (UTC)")
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
-    for name, help_text in (
-        ("audit", "reconcile provisional against canonical totals for a day"),
-        ("check", "run the data-quality suites (Great Expectations) for a day"),
-    ):
-        p = _add(sub, name, _not_built(f"issue: {name}"), help_text)
-        _warehouse(p)
-        p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
+    p = _add(sub, "audit", _lazy("audits.audit:cmd_audit"),
+             "reconcile provisional against canonical totals for a day")
+    _warehouse(p)
+    p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
+    p.add_argument("--tolerance-abs", dest="tolerance_abs",
+                   help="absolute money tolerance for a residual (default 0.00)")
+    p.add_argument("--tolerance-rel", dest="tolerance_rel",
+                   help="relative tolerance, share of the canonical amount (default 0)")
+    p.add_argument("--kind", default="nightly", help="run kind recorded with the result")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
 
-    p = _add(sub, "report", _not_built("issue: reports"),
+    p = _add(sub, "check", _lazy("audits.quality:cmd_check"),
+             "run the data-quality suites (Great Expectations) for a day")
+    _warehouse(p)
+    p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+
+    p = _add(sub, "breaks", _lazy("reports.review:cmd_breaks"),
+             "list reconciliation breaks with their review status and age")
+    p.add_argument("action", choices=["list"], help="what to do (list)")
+    _warehouse(p)
+    p.add_argument("--date", help="only this day (YYYY-MM-DD)")
+    p.add_argument("--status", help="only breaks in this review status (open, explained, "
+                                    "accepted, resolved)")
+    p.add_argument("--json", action="store_true")
+
+    p = _add(sub, "signoff", _lazy("reports.review:cmd_signoff"),
+             "record a review decision on an audit run in the hash-chained sign-off log")
+    _warehouse(p)
+    p.add_argument("--run", required=True, help="audit run id")
+    p.add_argument("--by", required=True, help="reviewer name (not the run's reconciler)")
+    p.add_argument("--note", required=True, help="what was reviewed and decided")
+    p.add_argument("--decision", default="approved",
+                   choices=["approved", "rejected", "accepted", "resolved"])
+
+    p = _add(sub, "verify-log", _lazy("reports.review:cmd_verify_log"),
+             "check the sign-off log's hash chain: detects edited or deleted entries")
+    _warehouse(p)
+
+    p = _add(sub, "report", _lazy("reports.render:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
     p.add_argument("--date", required=True)
     p.add_argument("--out", required=True, help="output folder")
 
-    p = _add(sub, "sql", _not_built("issue: stream (reckon sql)"),
+    p = _add(sub, "sql", _lazy("reports.query:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")
     p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')
 
-    p = _add(sub, "explain", _not_built("issue: postmortem tools"),
+    p = _add(sub, "explain", _lazy("reports.explain:cmd_explain"),
              "tell the story of one window and key: every event and what became of it")
     _warehouse(p)
     p.add_argument("--key", required=True)
     p.add_argument("--window", dest="window_at", required=True,
                    help="any instant inside the window, e.g. 2026-01-01T09:42:00Z")
+    p.add_argument("--json", action="store_true")
 
-    p = _add(sub, "lateness-curve", _not_built("issue: lateness analysis"),
+    p = _add(sub, "lateness-curve", _lazy("audits.lateness:cmd_lateness_curve"),
              "what-if analysis: completeness and emit latency for candidate lateness bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True)
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
     p.add_argument("--json", action="store_true")
 
-    p = _add(sub, "demo", _not_built("issue: demo"),
+    p = _add(sub, "lateness", _lazy("audits.lateness:cmd_lateness_warehouse"),
+             "lateness analysis of the warehouse's event log for a day: curve, recommended "
+             "bound overall and per partition, who is late")
+    _warehouse(p)
+    p.add_argument("--date", required=True)
+    p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")
+    p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")
+    p.add_argument("--json", action="store_true")
+
+    p = _add(sub, "demo", _lazy("reckon.demo:cmd_demo"),
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
+    p.add_argument("--events", type=int, default=200_000, help="events to generate")
+    p.add_argument("--out", help="report folder (default: <warehouse>/reports/<day>)")
     return parser
 
 

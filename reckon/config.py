@@ -63,6 +63,8 @@ class Settings:
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")
     target_completeness: Decimal = Decimal("0.999")
+    reconciler: str = ""  # who runs audits (may not sign them off); empty -> the OS user
+    allow_unexplained: bool = False  # data-quality: UNEXPLAINED/MISSING_* rows only warn
     # nightly
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"

@@ -57,9 +57,10 @@ def format_duration(micros: int) -> str:
 
 
 def to_micros(moment: datetime) -> int:
-    """A timezone-aware datetime -> microseconds since the epoch. Naive datetimes are rejected."""
+    """A datetime -> microseconds since the epoch. A naive datetime is taken as local time,
+    which is what PySpark returns for TIMESTAMP values (the process's own time zone)."""
     if moment.tzinfo is None:
-        raise invalid("timestamp", moment, "a timezone-aware datetime (UTC)")
+        moment = moment.astimezone(UTC)
     delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * MICROS_PER_SECOND + delta.microseconds
 

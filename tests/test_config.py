@@ -30,7 +30,7 @@ def test_file_then_environment_then_overrides(tmp_path):
 def test_unknown_key_names_the_known_ones(tmp_path):
     cfg = tmp_path / "reckon.toml"
     cfg.write_text('[reckon]\nlatenes = "5s"\n')
-    with pytest.raises(ConfigError, match="unknown setting 'latenes'.*lateness"):
+    with pytest.raises(ConfigError, match=r"unknown setting 'latenes'.*lateness"):
         load_settings(cfg, env={})
 
 

@@ -1,0 +1,1 @@
+"""Reconciliation, attribution, lateness analysis and the data-quality suites."""

@@ -1,0 +1,85 @@
+"""The nightly steps as plain functions: the CLI commands and the Airflow DAG call these and
+nothing else, so a step behaves the same from a terminal, a backfill or the scheduler.
+
+Each step takes the settings and a UTC day, does its Spark work inside one call, and returns
+a small frozen result whose ``to_dict()`` is JSON-safe (what an Airflow task passes on:
+dates, ids and table versions, never data). Every step is idempotent per day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import date
+from typing import Any
+
+from reckon.config import Settings
+
+__all__ = [
+    "StepResult",
+    "run_audit",
+    "run_check",
+    "run_replay",
+    "run_report",
+    "wait_for_watermark",
+]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a step reports upward: its name, the day, and a JSON-safe summary."""
+
+    step: str
+    day: str
+    summary: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _spark(settings: Settings, app: str) -> Any:
+    from spark.session import get_spark
+
+    return get_spark(settings, app_name=app)
+
+
+def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = None,
+                       poll: str = "30s") -> StepResult:
+    """Block until the stream's global watermark passed the end of ``day`` plus grace.
+    Raises WatermarkNotReadyError (with the watermark it saw) when the timeout runs out."""
+    from spark.progress import wait_for_day_closed
+
+    result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings, day,
+                                 timeout=timeout or settings.watermark_wait_timeout, poll=poll)
+    return StepResult("wait_for_watermark", day.isoformat(), result)
+
+
+def run_replay(settings: Settings, day: date) -> StepResult:
+    """Canonical totals for ``day`` from the full event log (replaceWhere of that day only)."""
+    from spark.replay import replay_day
+
+    result = replay_day(_spark(settings, "reckon-replay"), settings, day)
+    return StepResult("replay", day.isoformat(), result.to_dict())
+
+
+def run_audit(settings: Settings, day: date, *, kind: str = "nightly") -> StepResult:
+    """Reconcile provisional against canonical totals for ``day``; record it in the report DB."""
+    from audits.audit import audit_day
+
+    result = audit_day(_spark(settings, "reckon-audit"), settings, day, kind=kind)
+    return StepResult("audit", day.isoformat(), result.to_dict())
+
+
+def run_check(settings: Settings, day: date) -> StepResult:
+    """The Great Expectations suites for ``day``; raises DataQualityError on a blocking failure."""
+    from audits.quality import check_day
+
+    result = check_day(_spark(settings, "reckon-check"), settings, day)
+    return StepResult("check", day.isoformat(), result.to_dict())
+
+
+def run_report(settings: Settings, day: date, out: str | None = None) -> StepResult:
+    """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
+    from reports.render import render_day
+
+    result = render_day(_spark(settings, "reckon-report"), settings, day, out=out)
+    return StepResult("report", day.isoformat(), result.to_dict())

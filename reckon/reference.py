@@ -1,0 +1,237 @@
+"""The reference implementation: the whole contract on plain Python lists, no Spark.
+
+Small and obviously correct rather than fast. The Spark stream and replay are checked
+against it row for row on many random streams (tests/test_stream_properties.py); scenario
+files run through both. All rules come from ``reckon.eventtime``.
+
+Batches are lists of already-parsed events; parsing and validation of raw lines is the
+parser's job (spark/parse.py), except the one semantic check that needs two event fields and
+affects the watermark: future-dated events are quarantined here too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from reckon.eventtime import (
+    Disposition,
+    EventTimeRules,
+    PartitionObservation,
+    WatermarkState,
+    Window,
+    WindowStatus,
+    advance_watermark,
+    classify,
+    is_duplicate_of_recent,
+    is_future_dated,
+    window_status,
+)
+from reckon.reconcile import ReconRow, Tolerance, reconcile
+
+__all__ = [
+    "CanonicalRow",
+    "Event",
+    "LateRow",
+    "StreamOutcome",
+    "TotalRow",
+    "arrival_order",
+    "canonical_totals",
+    "duplicate_overcount",
+    "reconcile_outcome",
+    "run_stream",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    event_id: str
+    key: str
+    amount: Decimal
+    event_time: int
+    arrival_time: int
+    partition: int = 0
+    offset: int = 0
+    source: str = "test"
+    currency: str = "USD"
+
+    @property
+    def fingerprint(self) -> tuple[object, ...]:
+        """The payload as far as totals are concerned; differing copies are a conflict."""
+        return (self.key, self.amount, self.currency, self.event_time, self.source)
+
+
+def arrival_order(event: Event) -> tuple[int, int, int]:
+    """Order of events inside one batch: arrival time, then partition, then offset."""
+    return (event.arrival_time, event.partition, event.offset)
+
+
+@dataclass
+class TotalRow:
+    window: Window
+    key: str
+    total: Decimal = Decimal("0.00")
+    count: int = 0
+    status: WindowStatus = WindowStatus.OPEN
+    revision: int = 0
+    closed_batch: int | None = None
+    watermark_at_close: int | None = None
+    final_batch: int | None = None
+
+
+@dataclass(frozen=True)
+class LateRow:
+    event: Event
+    window: Window
+    watermark: int
+    batch_id: int
+
+    @property
+    def lateness(self) -> int:
+        """How far past the window's close the event was: ``WM - end`` (microseconds)."""
+        return self.watermark - self.window.end
+
+
+@dataclass
+class StreamOutcome:
+    totals: dict[tuple[Window, str], TotalRow] = field(default_factory=dict)
+    late: list[LateRow] = field(default_factory=list)
+    duplicates: list[tuple[Event, int]] = field(default_factory=list)
+    quarantined: list[tuple[Event, str, int]] = field(default_factory=list)
+    watermarks: list[int | None] = field(default_factory=list)
+    admitted: list[tuple[Event, int]] = field(default_factory=list)  # not caught as duplicates
+    counted: int = 0     # (event, window) pairs added to a provisional total
+    revised: int = 0     # of which arrived within grace after the window closed
+    valid: int = 0       # events that passed validation (duplicates included)
+
+
+def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> StreamOutcome:
+    """Process micro-batches exactly as the streaming aggregator does.
+
+    Batch n is judged against the watermark after batch n-1; then the per-partition maxima
+    absorb batch n (every valid event, late and duplicates included) and the window states
+    move with the new watermark. Revision counts batches that revised a closed window.
+    """
+    out = StreamOutcome()
+    state = WatermarkState()
+    latest_arrival: dict[str, int] = {}   # event_id -> latest arrival among copies seen
+    for batch_id, batch in enumerate(batches):
+        previous = state.watermark
+        valid: list[Event] = []
+        for event in sorted(batch, key=arrival_order):
+            if is_future_dated(event.event_time, event.arrival_time, rules.max_clock_skew):
+                out.quarantined.append((event, "future_dated", batch_id))
+            else:
+                valid.append(event)
+        revised_keys: set[tuple[Window, str]] = set()
+        for event in valid:
+            prior = latest_arrival.get(event.event_id)
+            latest_arrival[event.event_id] = event.arrival_time if prior is None else max(
+                prior, event.arrival_time)
+            if prior is not None and is_duplicate_of_recent(prior, event.arrival_time,
+                                                            rules.dedup_horizon):
+                out.duplicates.append((event, batch_id))
+                continue
+            out.admitted.append((event, batch_id))
+            for window in rules.windows.assign(event.event_time):
+                verdict = classify(window.end, previous, rules.grace)
+                if verdict is Disposition.LATE:
+                    assert previous is not None
+                    out.late.append(LateRow(event, window, previous, batch_id))
+                    continue
+                row = out.totals.setdefault((window, event.key), TotalRow(window, event.key))
+                row.total += event.amount
+                row.count += 1
+                out.counted += 1
+                if verdict is Disposition.REVISION:
+                    out.revised += 1
+                    revised_keys.add((window, event.key))
+        for key in revised_keys:
+            out.totals[key].revision += 1
+        out.valid += len(valid)
+        state = advance_watermark(state, _observations(valid), rules.watermark)
+        out.watermarks.append(state.watermark)
+        for row in out.totals.values():
+            status = window_status(row.window.end, state.watermark, rules.grace)
+            if status is not WindowStatus.OPEN and row.closed_batch is None:
+                row.closed_batch, row.watermark_at_close = batch_id, state.watermark
+            if status is WindowStatus.FINAL and row.final_batch is None:
+                row.final_batch = batch_id
+            row.status = status
+    return out
+
+
+def _observations(events: Iterable[Event]) -> list[PartitionObservation]:
+    maxima: dict[int, tuple[int, int]] = {}
+    for e in events:
+        t, a = maxima.get(e.partition, (e.event_time, e.arrival_time))
+        maxima[e.partition] = (max(t, e.event_time), max(a, e.arrival_time))
+    return [PartitionObservation(p, t, a) for p, (t, a) in sorted(maxima.items())]
+
+
+@dataclass(frozen=True)
+class CanonicalRow:
+    window: Window
+    key: str
+    total: Decimal
+    count: int
+
+
+def canonical_totals(events: Iterable[Event], rules: EventTimeRules
+                     ) -> tuple[dict[tuple[Window, str], CanonicalRow], list[str]]:
+    """The nightly replay: every valid event, de-duplicated by event_id over the whole log
+    (first copy in arrival order wins), summed per window and key. Returns the totals and
+    the event_ids whose copies disagree (conflicts, reported, never silently merged)."""
+    first: dict[str, Event] = {}
+    conflicts: set[str] = set()
+    ordered = sorted(events, key=lambda e: (e.arrival_time, e.partition, e.offset))
+    for e in ordered:
+        if is_future_dated(e.event_time, e.arrival_time, rules.max_clock_skew):
+            continue
+        if e.event_id in first:
+            if first[e.event_id].fingerprint != e.fingerprint:
+                conflicts.add(e.event_id)
+            continue
+        first[e.event_id] = e
+    sums: dict[tuple[Window, str], tuple[Decimal, int]] = {}
+    for e in first.values():
+        for w in rules.windows.assign(e.event_time):
+            total, count = sums.get((w, e.key), (Decimal("0.00"), 0))
+            sums[(w, e.key)] = (total + e.amount, count + 1)
+    rows = {k: CanonicalRow(k[0], k[1], t, c) for k, (t, c) in sums.items()}
+    return rows, sorted(conflicts)
+
+
+Measure = tuple[Decimal, int]
+
+
+def duplicate_overcount(out: StreamOutcome, rules: EventTimeRules) -> dict[tuple[Window, str],
+                                                                            Measure]:
+    """What the stream counted more than once, per (window, key): every copy of an event_id
+    that was not caught as a duplicate, beyond the first in arrival order (each such copy was
+    either counted or sent to the late side output)."""
+    seen: set[str] = set()
+    over: dict[tuple[Window, str], Measure] = {}
+    for event, _batch in out.admitted:
+        if event.event_id not in seen:
+            seen.add(event.event_id)
+            continue
+        for w in rules.windows.assign(event.event_time):
+            amount, count = over.get((w, event.key), (Decimal("0.00"), 0))
+            over[(w, event.key)] = (amount + event.amount, count + 1)
+    return over
+
+
+def reconcile_outcome(out: StreamOutcome, events: Iterable[Event], rules: EventTimeRules,
+                      tolerance: Tolerance | None = None) -> dict[tuple[Window, str], ReconRow]:
+    """The audit on plain lists: the stream's outcome against the replay of ``events``."""
+    canonical, _ = canonical_totals(events, rules)
+    late: dict[tuple[Window, str], Measure] = {}
+    for row in out.late:
+        amount, count = late.get((row.window, row.event.key), (Decimal("0.00"), 0))
+        late[(row.window, row.event.key)] = (amount + row.event.amount, count + 1)
+    return reconcile(
+        {k: (r.total, r.count) for k, r in out.totals.items()},
+        {k: (r.total, r.count) for k, r in canonical.items()},
+        late, duplicate_overcount(out, rules), tolerance or Tolerance())

@@ -1,0 +1,1 @@
+"""Report rendering, the report database, review (sign-off) and postmortem tools."""

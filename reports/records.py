@@ -1,0 +1,125 @@
+"""The records the nightly steps hand to the report database and the report renderer.
+
+Plain frozen dataclasses, one per row kind, so the audit, the data-quality checks, the report
+and the database agree on fields without importing each other. Money is ``Decimal`` (exact),
+times are aware UTC datetimes, days are ``date`` (UTC).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "AttributionRow",
+    "AuditRun",
+    "BreakRow",
+    "CheckRun",
+    "ExpectationResult",
+    "ReportRecord",
+]
+
+
+@dataclass(frozen=True)
+class AuditRun:
+    """One reconciliation of one day. ``is_current`` is managed by the database: the newest
+    run of a (day, kind) is current, earlier ones stay as history."""
+
+    run_id: str
+    day: date
+    kind: str                          # 'nightly', 'adhoc', 'backfill', ...
+    started_at: datetime
+    duration_seconds: float
+    reconciler: str                    # who ran it; may not sign it off
+    params: dict[str, Any]             # tolerances, event-time rules (JSON-safe)
+    status_counts: dict[str, int]      # reckon.reconcile.ReconStatus value -> rows
+    rows: int
+    provisional_total: Decimal
+    canonical_total: Decimal
+    gap_total: Decimal
+    late_total: Decimal
+    duplicate_total: Decimal
+    residual_total: Decimal
+    unexplained: int                   # rows in UNEXPLAINED_STATUSES
+    table_versions: dict[str, int]     # Delta table -> version read
+    completeness: Decimal | None = None  # share of canonical events the stream counted
+    is_current: bool = True
+
+
+@dataclass(frozen=True)
+class BreakRow:
+    """One non-MATCHED (window, key) of an audit run, with its explanation."""
+
+    run_id: str
+    day: date
+    window_start: datetime
+    window_end: datetime
+    key: str
+    status: str                        # ReconStatus value
+    provisional_amount: Decimal | None
+    canonical_amount: Decimal | None
+    gap_amount: Decimal
+    gap_count: int
+    late_amount: Decimal
+    late_count: int
+    duplicate_amount: Decimal
+    duplicate_count: int
+    residual_amount: Decimal
+    residual_count: int
+    explanation: str
+
+
+@dataclass(frozen=True)
+class AttributionRow:
+    """Who is late: one value of one dimension, its share of late events against its share of
+    all events. ``lift = late_share / event_share`` (None when event_share is 0)."""
+
+    dimension: str                     # 'partition', 'source', 'lateness_bucket', 'arrival_hour'
+    value: str
+    late_events: int
+    late_amount: Decimal
+    all_events: int
+    late_share: Decimal
+    event_share: Decimal
+    lift: Decimal | None
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    run_id: str
+    day: date
+    started_at: datetime
+    duration_seconds: float
+    success: bool                      # no blocking expectation failed
+    blocking_failures: int
+    warnings: int
+    suites: int
+    expectations: int
+    data_docs_path: str
+
+
+@dataclass(frozen=True)
+class ExpectationResult:
+    run_id: str
+    suite: str
+    table: str
+    expectation: str                   # GX expectation type, e.g. expect_column_values_to_not_be_null
+    column: str | None
+    severity: str                      # 'blocking' or 'warning'
+    success: bool
+    unexpected_count: int | None
+    sample: str                        # JSON text: up to 5 offending values or rows
+    kwargs: str                        # JSON text of the expectation's arguments
+
+
+@dataclass(frozen=True)
+class ReportRecord:
+    day: date
+    audit_run_id: str
+    created_at: datetime
+    html_path: str
+    pdf_path: str
+    csv_paths: list[str] = field(default_factory=list)
+    sha256: str = ""                   # of the HTML report (the content reviewers sign)

@@ -1,0 +1,145 @@
+"""Parse and validate raw event lines: the same code for the stream and the replay.
+
+Input columns: ``payload`` (the raw line), ``transport_partition`` (Kafka's partition, or null),
+``offset``, ``transport_time`` (Kafka timestamp or the landing file's modification time) and
+``input_file``. Output: the typed event columns plus ``reason``/``detail``; ``reason`` is null
+for a valid event. Nothing raises on bad input: every row comes out, valid or with a reason.
+
+Rules (first failure wins). Shape first: ``empty_line``, ``invalid_json``, ``missing_field``,
+``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
+plain decimal with at most 2 places), ``bad_event_time`` (ISO-8601 with a zone),
+``bad_partition``, ``bad_arrival_time``. Then the typed rules (``typed_checks``, which the
+replay re-applies to the event log): ``amount_out_of_range``, ``unknown_currency``,
+``event_time_out_of_range``, ``future_dated`` (event_time more than ``max_clock_skew`` after
+arrival: a bad clock must never move the watermark).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from reckon.config import Settings
+from reckon.eventtime import is_future_dated
+from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE, REQUIRED_EVENT_FIELDS
+from reckon.timeutil import parse_timestamp
+
+__all__ = ["MAX_FIELD_LENGTH", "QUARANTINE_REASONS", "first_failure", "parse_events",
+           "typed_checks"]
+
+MAX_FIELD_LENGTH = 256
+QUARANTINE_REASONS = (
+    "empty_line", "invalid_json", "missing_field", "wrong_type", "field_too_long", "bad_amount",
+    "amount_out_of_range", "unknown_currency", "bad_event_time", "event_time_out_of_range",
+    "bad_partition", "bad_arrival_time", "future_dated",
+)
+_ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+_AMOUNT = rf"^-?\d{{1,{AMOUNT_PRECISION - AMOUNT_SCALE}}}(\.\d{{1,{AMOUNT_SCALE}}})?$"
+_INT = r"^-?\d{1,9}$"
+_RAW_FIELDS = (*REQUIRED_EVENT_FIELDS, "partition", "arrival_time")
+_RAW_SCHEMA = T.StructType(
+    [T.StructField(name, T.StringType(), True) for name in _RAW_FIELDS]
+    + [T.StructField("_corrupt", T.StringType(), True)]
+)
+
+
+Check = tuple[Column, str, Column]
+
+
+def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_time: Column,
+                 settings: Settings) -> list[Check]:
+    """The rules that judge already-typed values: amount range, currency set, event-time range,
+    clock skew. The stream applies them after parsing; the replay re-applies them to the event
+    log, so a tightened rule is honoured by the nightly run without a second implementation."""
+    rules = settings.event_time_rules()
+    min_us = parse_timestamp(settings.min_event_time, "min_event_time")
+    event_us, arrival_us = F.unix_micros(event_time), F.unix_micros(arrival_time)
+    return [
+        ((amount < F.lit(settings.amount_min)) | (amount > F.lit(settings.amount_max)),
+         "amount_out_of_range",
+         F.concat(F.lit(f"amount outside [{settings.amount_min}, {settings.amount_max}]: "),
+                  amount.cast("string"))),
+        (~currency.isin(list(settings.currencies)), "unknown_currency",
+         F.concat(F.lit("currency not in the allowed set: "), F.substring(currency, 1, 40))),
+        (event_us < F.lit(min_us), "event_time_out_of_range",
+         F.concat(F.lit(f"event_time before {settings.min_event_time}: "),
+                  event_time.cast("string"))),
+        (is_future_dated(event_us, arrival_us, rules.max_clock_skew), "future_dated",
+         F.concat(F.lit("event_time more than the max clock skew after arrival: "),
+                  event_time.cast("string"), F.lit(" > "), arrival_time.cast("string"))),
+    ]
+
+
+def first_failure(checks: list[Check]) -> tuple[Column, Column]:
+    """(reason, detail) of the first check that holds, both null when none does."""
+    reason = F.lit(None).cast("string")
+    detail = F.lit(None).cast("string")
+    for condition, name, text in reversed(checks):
+        hit = F.coalesce(condition, F.lit(False))
+        reason = F.when(hit, F.lit(name)).otherwise(reason)
+        detail = F.when(hit, text).otherwise(detail)
+    return reason, detail
+
+
+def _iso_timestamp(text: Column) -> Column:
+    """Strict ISO-8601 with a zone -> timestamp, else null (never raises)."""
+    return F.when(text.rlike(_ISO), F.try_to_timestamp(text)).otherwise(F.lit(None))
+
+
+def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
+    """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event)."""
+    payload = F.col("payload")
+    j = F.from_json(payload, _RAW_SCHEMA,
+                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    df = raw.withColumn("_j", j)
+    f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
+    amount_ok = f["amount"].rlike(_AMOUNT)
+    amount = F.when(amount_ok, f["amount"].try_cast(T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)))
+    event_time = _iso_timestamp(f["event_time"])
+    line_arrival = _iso_timestamp(f["arrival_time"])
+    arrival_time = F.coalesce(line_arrival, F.col("transport_time"))
+    partition = F.coalesce(F.col("transport_partition"),
+                           F.when(f["partition"].rlike(_INT), f["partition"].cast("int")),
+                           F.lit(0))
+    missing = [F.when(f[n].isNull() | (F.trim(f[n]) == ""), F.lit(n))
+               for n in REQUIRED_EVENT_FIELDS]
+    text_fields = ("event_id", "key", "source", "currency")
+    too_long = [F.when(F.length(f[n]) > MAX_FIELD_LENGTH, F.lit(n)) for n in text_fields]
+    # JSON numbers and booleans in text fields are read as their text; objects and arrays
+    # are not identifiers.
+    nested = [F.when(f[n].rlike(r"^\s*[\[{]"), F.lit(n)) for n in text_fields]
+    checks: list[tuple[Column, str, Column]] = [
+        (F.trim(payload) == "", "empty_line", F.lit("blank line")),
+        (F.col("_j").isNull() | F.col("_j._corrupt").isNotNull(), "invalid_json",
+         F.lit("not a JSON object")),
+        (F.coalesce(*missing).isNotNull(), "missing_field",
+         F.concat(F.lit("missing or empty: "), F.concat_ws(",", *missing))),
+        (F.coalesce(*nested).isNotNull(), "wrong_type",
+         F.concat(F.lit("an object or array where text belongs: "), F.concat_ws(",", *nested))),
+        (F.coalesce(*too_long).isNotNull(), "field_too_long",
+         F.concat(F.lit(f"longer than {MAX_FIELD_LENGTH} characters: "),
+                  F.concat_ws(",", *too_long))),
+        (~amount_ok | amount.isNull(), "bad_amount",
+         F.concat(F.lit("amount is not a decimal with at most 2 places: "),
+                  F.substring(f["amount"], 1, 40))),
+        (event_time.isNull(), "bad_event_time",
+         F.concat(F.lit("event_time is not ISO-8601 with a zone: "),
+                  F.substring(f["event_time"], 1, 60))),
+        (f["partition"].isNotNull() & ~f["partition"].rlike(_INT)
+         & F.col("transport_partition").isNull(), "bad_partition",
+         F.concat(F.lit("partition is not an integer: "), F.substring(f["partition"], 1, 40))),
+        ((f["arrival_time"].isNotNull() & line_arrival.isNull()) | arrival_time.isNull(),
+         "bad_arrival_time",
+         F.concat(F.lit("arrival_time is not ISO-8601 with a zone: "),
+                  F.coalesce(F.substring(f["arrival_time"], 1, 60), F.lit("(none)")))),
+        *typed_checks(amount, f["currency"], event_time, arrival_time, settings),
+    ]
+    reason, detail = first_failure(checks)
+    return df.select(
+        f["event_id"].alias("event_id"), f["key"].alias("key"), amount.alias("amount"),
+        f["currency"].alias("currency"), event_time.alias("event_time"),
+        f["source"].alias("source"), partition.alias("partition"), F.col("offset"),
+        arrival_time.alias("arrival_time"), F.col("input_file"), payload.alias("payload"),
+        reason.alias("reason"), detail.alias("detail"),
+    )

@@ -1,0 +1,292 @@
+"""The nightly replay: canonical totals for one UTC day from the full event log.
+
+Independent of the stream's decisions: every valid event of the day counts once, whether the
+stream counted it, sent it to ``late_events``, caught it as a duplicate or never saw it. The
+replay re-applies the typed validation rules (spark/parse.py ``typed_checks``) and the window
+assignment (reckon.eventtime via spark/rules.py), de-duplicates by event_id (first copy in
+arrival order wins; copies whose payloads disagree are reported in ``replay_conflicts``, never
+silently merged) and overwrites the day atomically (Delta ``replaceWhere``), so a re-run gives
+identical rows and leaves other days untouched.
+
+A day's windows are those whose start lies in ``[00:00, 24:00)`` UTC; with hopping windows the
+first ones reach back ``size - slide`` into the previous day, so the read starts there. An
+event "of the day" (for the counts in ``replay_runs``) is one whose slide-aligned window starts
+in the day. Reads pin the event log's Delta version, which ``replay_runs`` records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.timeutil import day_bounds, parse_date
+from spark import tables as tb
+from spark.parse import first_failure, parse_events, typed_checks
+from spark.rules import window_starts_col
+
+__all__ = ["ReplayResult", "cmd_replay", "replay_day", "replay_range"]
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What one replay of one day read and wrote. Counts are events of the day (see module)."""
+
+    replay_id: str
+    day: str
+    source: str
+    event_log_version: int | None
+    rows_read: int            # copies read for the day's windows, valid or not
+    valid_events: int         # unique event_ids counted
+    quarantined: int          # rows the typed rules reject now
+    duplicate_copies: int     # extra copies beyond the first
+    conflicts: int            # event_ids whose copies disagree
+    arrived_after_day: int    # valid events that arrived after the day ended
+    new_since_previous: int | None
+    windows: int              # (window, key) rows written
+    total_amount: str         # exact decimal text
+    duration_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ts(micros: int) -> Column:
+    return F.timestamp_micros(F.lit(micros))
+
+
+def _read_range(settings: Settings, day: date) -> tuple[int, int, int]:
+    """(read_from, day_start, day_end) in microseconds: the events whose windows start in day."""
+    spec = settings.event_time_rules().windows
+    d0, d1 = day_bounds(day)
+    return d0 - (spec.size - spec.step), d0, d1
+
+
+def _from_event_log(spark: SparkSession, settings: Settings, day: date
+                    ) -> tuple[DataFrame, int | None]:
+    """The day's candidate rows from the event log at a pinned version, with ``reason``."""
+    from delta.tables import DeltaTable
+
+    wh = settings.warehouse_path
+    if not tb.table_exists(wh, tb.EVENT_LOG):
+        raise UsageError(f"no event_log in warehouse {str(wh)!r}: run `reckon stream` first "
+                         "(or check --warehouse)")
+    path = tb.table_path(wh, tb.EVENT_LOG)
+    version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+    lo, _, d1 = _read_range(settings, day)
+    first_day = (datetime.fromtimestamp(lo / 1e6, UTC)).date()
+    log = (spark.read.format("delta").option("versionAsOf", version).load(path)
+           .filter((F.col("event_date") >= F.lit(first_day)) & (F.col("event_date") <= F.lit(day))
+                   & (F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(d1))))
+    reason, detail = first_failure(typed_checks(F.col("amount"), F.col("currency"),
+                                                F.col("event_time"), F.col("arrival_time"),
+                                                settings))
+    return log.withColumn("reason", reason).withColumn("detail", detail), version
+
+
+def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
+    """Replay straight from the topic (batch read, earliest to latest): full validation."""
+    from spark.stream import RAW_COLUMNS
+
+    raw = (spark.read.format("kafka")
+           .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+           .option("subscribe", settings.kafka_topic)
+           .option("startingOffsets", "earliest").option("endingOffsets", "latest")
+           .load()
+           .select(F.col("value").cast("string").alias("payload"),
+                   F.col("partition").cast("int").alias("transport_partition"),
+                   F.col("offset").cast("long").alias("offset"),
+                   F.col("timestamp").alias("transport_time"),
+                   F.lit(settings.kafka_topic).alias("input_file")))
+    lo, _, d1 = _read_range(settings, day)
+    parsed = parse_events(raw.select(*RAW_COLUMNS), settings)
+    # Rows that fail before an event_time is known cannot be placed in a day: they are the
+    # stream's quarantine, not the replay's. Keep the ones this day's windows would hold.
+    return parsed.filter((F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(d1)))
+
+
+def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
+    rules = json.dumps(settings.event_time_rules().to_config(), sort_keys=True)
+    checks = f"{settings.amount_min}|{settings.amount_max}|{','.join(settings.currencies)}"
+    digest = hashlib.sha256(f"{rules}|{checks}|{settings.min_event_time}".encode()).hexdigest()
+    return f"{day.isoformat()}:{source}:v{'-' if version is None else version}:{digest[:10]}"
+
+
+def replay_day(spark: SparkSession, settings: Settings, day: date, *,
+               from_kafka: bool = False) -> ReplayResult:
+    """Recompute ``canonical_totals`` for ``day`` and record the run in ``replay_runs``.
+
+    ``from_kafka`` reads the configured topic (settings.kafka_bootstrap / kafka_topic) from
+    earliest to latest instead of the event log."""
+    started_at, t0 = datetime.now(UTC), time.monotonic()
+    wh, rules = settings.warehouse_path, settings.event_time_rules()
+    spec = rules.windows
+    for name in (tb.CANONICAL_TOTALS, tb.REPLAY_RUNS, tb.REPLAY_CONFLICTS, tb.QUARANTINE):
+        tb.ensure_table(spark, wh, name)
+    if from_kafka:
+        if not settings.kafka_bootstrap:
+            raise UsageError("replay from Kafka needs --kafka BOOTSTRAP (or RECKON_KAFKA_BOOTSTRAP)")
+        source, version = f"kafka:{settings.kafka_topic}", None
+        rows = _from_kafka(spark, settings, day)
+    else:
+        source = "event_log"
+        rows, version = _from_event_log(spark, settings, day)
+    replay_id = _replay_id(day, source, version, settings)
+    _, d0, d1 = _read_range(settings, day)
+    origin = f"replay:{day.isoformat()}"
+
+    # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
+    bad = rows.filter(F.col("reason").isNotNull()).select(
+        "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
+        F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
+        F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
+        F.to_date("arrival_time").alias("arrival_date"))
+    (tb.conform(bad, tb.QUARANTINE).write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"origin = '{origin}'").save(tb.table_path(wh, tb.QUARANTINE)))
+    quarantined = _last_write_rows(spark, wh, tb.QUARANTINE)
+
+    # 2. One row per event_id: the first copy in arrival order; copies and disagreement.
+    valid = rows.filter(F.col("reason").isNull()).select(
+        "event_id", "key", "amount", "currency", "source", "partition", "offset", "input_file",
+        F.unix_micros("event_time").alias("event_us"),
+        F.unix_micros("arrival_time").alias("arrival_us"))
+    fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
+    first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
+                     F.struct("arrival_us", "partition", "input_file", "offset"))
+    events = (valid.groupBy("event_id")
+              .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
+                   (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"))
+              .select("event_id", "f.key", "f.amount", "f.event_us", "f.arrival_us",
+                      "copies", "conflict"))
+
+    # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
+    #    counts ride along on the event's own slide-aligned window (pos 0) so one pass gives
+    #    both the totals and the run's counts.
+    exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), spec))
+                              .alias("pos", "ws_us"))
+                .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
+    own = F.col("pos") == 0
+    totals = (exploded.groupBy("ws_us", "key")
+              .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                   F.count(F.lit(1)).alias("event_count"),
+                   F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
+                   F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
+                   F.sum(F.when(own & F.col("conflict"), 1).otherwise(0)).alias("_conflicts"),
+                   F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
+                   .alias("_after"))
+              .withColumns({"window_start": F.timestamp_micros("ws_us"),
+                            "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(spec.size)),
+                            "window_date": F.to_date(F.timestamp_micros("ws_us")),
+                            "replay_id": F.lit(replay_id)})
+              .persist())
+    try:
+        (tb.conform(totals, tb.CANONICAL_TOTALS).write.format("delta").mode("overwrite")
+         .option("replaceWhere", f"window_date = '{day.isoformat()}'")
+         .save(tb.table_path(wh, tb.CANONICAL_TOTALS)))
+        s = totals.agg(F.count(F.lit(1)).alias("windows"),
+                       F.sum("total_amount").alias("amount"), F.sum("_events").alias("events"),
+                       F.sum("_dups").alias("dups"), F.sum("_conflicts").alias("conflicts"),
+                       F.sum("_after").alias("after")).first()
+    finally:
+        totals.unpersist()
+    windows, events_n = int(s["windows"]), int(s["events"] or 0)
+    dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
+
+    # 4. Conflicts: which ids, every payload seen (small: only disagreeing ids).
+    conflict_rows = (rows.filter(F.col("reason").isNull())
+                     .join(events.filter("conflict").select("event_id", "event_us"), "event_id")
+                     .groupBy("event_id")
+                     .agg(F.count(F.lit(1)).alias("copies"),
+                          F.sort_array(F.collect_set("payload")).alias("payloads"),
+                          F.min_by("payload", F.struct("arrival_time", "partition", "input_file",
+                                                       "offset")).alias("kept_payload"),
+                          F.min("event_us").alias("event_us"))
+                     .filter(F.col("event_us") - F.col("event_us") % F.lit(spec.step)
+                             >= F.lit(d0))
+                     .withColumns({"replay_id": F.lit(replay_id), "window_date": F.lit(day)}))
+    if not conflicts:
+        conflict_rows = conflict_rows.limit(0)
+    (tb.conform(conflict_rows, tb.REPLAY_CONFLICTS).write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
+     .save(tb.table_path(wh, tb.REPLAY_CONFLICTS)))
+
+    # 5. The run record (replaced when the same inputs are replayed again).
+    previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
+                .filter((F.col("window_date") == F.lit(day)) & (F.col("replay_id") != replay_id))
+                .orderBy(F.col("started_at").desc()).select("valid_events").limit(1).collect())
+    new_since = events_n - int(previous[0][0]) if previous else None
+    amount = Decimal(s["amount"] or 0).quantize(Decimal("0.01"))
+    result = ReplayResult(
+        replay_id, day.isoformat(), source, version, events_n + dups + quarantined, events_n,
+        quarantined, dups, conflicts, int(s["after"] or 0), new_since, windows, str(amount),
+        round(time.monotonic() - t0, 3))
+    run_row = {**asdict(result), "window_date": day, "started_at": started_at,
+               "arrived_after_close": result.arrived_after_day,
+               "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
+    run_df = spark.createDataFrame([tuple(run_row[f.name] for f in tb.SCHEMAS[tb.REPLAY_RUNS])],
+                                   tb.SCHEMAS[tb.REPLAY_RUNS])
+    (run_df.write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"replay_id = '{replay_id}'")
+     .save(tb.table_path(wh, tb.REPLAY_RUNS)))
+    return result
+
+
+def _last_write_rows(spark: SparkSession, warehouse: Any, name: str) -> int:
+    """Rows written by the table's latest commit (Delta's own operation metrics)."""
+    from delta.tables import DeltaTable
+
+    metrics = (DeltaTable.forPath(spark, tb.table_path(warehouse, name)).history(1)
+               .select("operationMetrics").first()[0]) or {}
+    return int(metrics.get("numOutputRows", 0))
+
+
+def replay_range(spark: SparkSession, settings: Settings, first: date, last: date, *,
+                 from_kafka: bool = False) -> list[ReplayResult]:
+    """Replay every day in ``[first, last]`` (a backfill without Airflow), oldest first."""
+    return [replay_day(spark, settings, day, from_kafka=from_kafka) for day in _days(first, last)]
+
+
+def _days(first: date, last: date) -> list[date]:
+    if last < first:
+        raise UsageError(f"--to {last} is before --from {first}: give an increasing range")
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
+def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
+    from spark.session import get_spark
+
+    if args.date and (args.date_from or args.date_to):
+        raise UsageError("give either --date D or --from D1 --to D2, not both")
+    if args.date:
+        first = last = parse_date(args.date, "--date")
+    elif args.date_from and args.date_to:
+        first, last = parse_date(args.date_from, "--from"), parse_date(args.date_to, "--to")
+    else:
+        raise UsageError("give --date YYYY-MM-DD, or --from D1 --to D2 for a range")
+    from_kafka = bool(getattr(args, "kafka_bootstrap", None))
+    spark = get_spark(settings, app_name="reckon-replay")
+    results = []
+    for day in _days(first, last):
+        print(f"[replay] {day}: reading {'kafka' if from_kafka else 'event_log'}",
+              file=sys.stderr, flush=True)
+        r = replay_day(spark, settings, day, from_kafka=from_kafka)
+        results.append(r)
+        if not args.json:
+            print(f"{r.day}: {r.windows} windows, {r.valid_events} events, total {r.total_amount}"
+                  f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
+                  f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day"
+                  f" | event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=2))
+    return 0

@@ -1,0 +1,54 @@
+"""The event-time rules of ``reckon.eventtime`` as Spark columns. No rule is restated here:
+each column is built by calling the pure predicate on Column arguments, so the stream, the
+replay and the reference share one definition (checked by the property tests)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from reckon.eventtime import (
+    Disposition,
+    WindowSpec,
+    WindowStatus,
+    is_beyond_grace,
+    is_open,
+)
+from reckon.reconcile import FALLBACK_STATUS, STATUS_RULES, Measure
+
+__all__ = ["disposition_col", "recon_status_col", "status_col", "window_starts_col"]
+
+
+def window_starts_col(event_us: Column, spec: WindowSpec) -> Column:
+    """An array of the start (microseconds) of every window containing the event."""
+    return F.array(*spec.window_starts(event_us))
+
+
+def disposition_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
+    """on_time / revision / late against the watermark left by the previous batch."""
+    if watermark is None:
+        return F.lit(Disposition.ON_TIME.value)
+    wm = F.lit(watermark)
+    return (F.when(is_open(window_end_us, wm), F.lit(Disposition.ON_TIME.value))
+            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(Disposition.LATE.value))
+            .otherwise(F.lit(Disposition.REVISION.value)))
+
+
+def status_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
+    """OPEN / CLOSED / FINAL under the watermark after the current batch."""
+    if watermark is None:
+        return F.lit(WindowStatus.OPEN.value)
+    wm = F.lit(watermark)
+    return (F.when(is_open(window_end_us, wm), F.lit(WindowStatus.OPEN.value))
+            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(WindowStatus.FINAL.value))
+            .otherwise(F.lit(WindowStatus.CLOSED.value)))
+
+
+def recon_status_col(measure: Measure) -> Column:
+    """The reconciliation status column, built from reckon.reconcile.STATUS_RULES (first rule
+    that holds wins) on a Measure of Columns: the very rules the reference applies."""
+    status: Column = F.lit(FALLBACK_STATUS.value)
+    for rule, value in reversed(STATUS_RULES):
+        status = F.when(F.coalesce(rule(measure), F.lit(False)), F.lit(value.value)) \
+            .otherwise(status)
+    return status

@@ -1,0 +1,489 @@
+"""The streaming aggregator: provisional windowed totals under per-partition watermarks.
+
+Spark Structured Streaming reads the landing directory (NDJSON files, one row per file so
+line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcessor`` in
+``foreachBatch``, which does, in this order:
+
+1. parse and validate (spark/parse.py); bad rows -> ``quarantine`` with a reason;
+2. de-duplicate by event_id within the dedup horizon (earlier copies in ``event_log`` from
+   earlier batches, or earlier in this batch in arrival order);
+3. archive every valid row to ``event_log`` (duplicates flagged), the log the replay reads;
+4. classify each (event, window) against the watermark left by the previous batch;
+5. MERGE on-time and within-grace sums into ``provisional_totals`` (bounded to the windows
+   the batch touches), append late ones to ``late_events``;
+6. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
+   to CLOSED/FINAL, and record the batch in ``watermark_progress``.
+
+Spark's own watermark is global, max-based and has no idle handling, so it is not used: the
+platform's watermark state is stored in ``watermark_progress`` (written last in each batch)
+and restored from the row of batch n-1, so a re-run batch is judged exactly as before.
+Every write is idempotent by (query id, table, batch id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.eventtime import (
+    Disposition,
+    EventTimeRules,
+    PartitionObservation,
+    WatermarkState,
+    WindowStatus,
+    advance_watermark,
+    is_duplicate_of_recent,
+)
+from spark import tables as tb
+from spark.parse import parse_events
+from spark.rules import disposition_col, status_col, window_starts_col
+
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "run_stream"]
+
+RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
+STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
+                 tb.WATERMARK_PROGRESS)
+_EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
+                  "partition", "offset", "arrival_time", "input_file")
+
+
+def _ts(micros: int | None) -> Column:
+    return F.lit(None).cast("timestamp") if micros is None else F.timestamp_micros(F.lit(micros))
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    batch_id: int
+    rows_in: int
+    valid: int
+    quarantined: int
+    duplicates: int
+    on_time: int
+    revised: int
+    late: int
+    watermark: int | None
+    duration_seconds: float
+    step_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class BatchProcessor:
+    """The foreachBatch function. Callable on any DataFrame with RAW_COLUMNS, so tests can
+    drive it with static DataFrames exactly as the stream does."""
+
+    def __init__(self, spark: SparkSession, settings: Settings, *, query_id: str | None = None,
+                 checkpoint: str | None = None,
+                 on_batch: Callable[[BatchMetrics], None] | None = None) -> None:
+        self.spark = spark
+        self.settings = settings
+        self.rules: EventTimeRules = settings.event_time_rules()
+        self.warehouse = settings.warehouse_path
+        self._query_id = query_id
+        self._checkpoint = checkpoint
+        self._cache: tuple[int, WatermarkState] | None = None
+        self.on_batch = on_batch
+        for name in STREAM_TABLES:
+            tb.ensure_table(spark, self.warehouse, name)
+
+    # ------------------------------------------------------------------ identity and state
+    @property
+    def query_id(self) -> str:
+        if self._query_id is None:
+            if self._checkpoint is None:
+                raise UsageError("BatchProcessor needs a query_id or a checkpoint")
+            meta = Path(self._checkpoint) / "metadata"
+            self._query_id = json.loads(meta.read_text().splitlines()[0])["id"]
+        return self._query_id
+
+    @property
+    def app_id(self) -> str:
+        return f"reckon-stream:{self.query_id}"
+
+    def restore_state(self, batch_id: int) -> WatermarkState:
+        """The watermark state after batch ``batch_id - 1`` (from memory or the progress table)."""
+        if self._cache is not None and self._cache[0] == batch_id - 1:
+            return self._cache[1]
+        rows = (tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS)
+                .filter((F.col("query_id") == self.query_id) & (F.col("batch_id") < batch_id))
+                .orderBy(F.col("batch_id").desc()).select("state_json").limit(1).collect())
+        return WatermarkState.from_json(rows[0].state_json if rows else None)
+
+    @contextmanager
+    def _step(self, name: str) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self._steps[name] = self._steps.get(name, 0.0) + time.monotonic() - t0
+
+    # ------------------------------------------------------------------ the batch
+    def __call__(self, raw: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        self._steps: dict[str, float] = {}
+        processed_at = datetime.now(UTC)
+        with self._step("restore"):
+            before = self.restore_state(batch_id)
+        wm_before = before.watermark
+
+        parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
+                  .withColumn("event_us", F.unix_micros("event_time"))
+                  .withColumn("arrival_us", F.unix_micros("arrival_time"))
+                  .persist(StorageLevel.MEMORY_AND_DISK))
+        try:
+            self._process(parsed, batch_id, before, wm_before, processed_at, started)
+        finally:
+            parsed.unpersist()
+
+    def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
+                 wm_before: int | None, processed_at: datetime, started: float) -> None:
+        rules, wh = self.rules, self.warehouse
+        # One small job: per-partition maxima of valid rows, counts, earliest arrival.
+        with self._step("parse+summary"):
+            summary = (parsed.groupBy("partition", F.col("reason").isNull().alias("ok"))
+                       .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
+                            F.max("arrival_us").alias("max_arrival"),
+                            F.min("arrival_us").alias("min_arrival"))
+                       .collect())
+        rows_in = sum(r.n for r in summary)
+        valid_rows = [r for r in summary if r.ok]
+        valid_n = sum(r.n for r in valid_rows)
+        quarantined_n = rows_in - valid_n
+        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival)
+                        for r in valid_rows]
+        after = advance_watermark(before, observations, rules.watermark)
+        wm_after = after.watermark
+
+        if quarantined_n:
+            bad = parsed.filter(F.col("reason").isNotNull()).select(
+                "reason", "detail", "payload", "partition", "offset", "arrival_time",
+                "input_file", F.lit(batch_id).alias("batch_id"), F.lit("stream").alias("origin"),
+                F.lit(processed_at).alias("quarantined_at"), "event_id", "event_time",
+                F.to_date(F.coalesce("arrival_time", F.lit(processed_at))).alias("arrival_date"))
+            with self._step("quarantine"):
+                tb.idempotent_append(bad, wh, tb.QUARANTINE, self.app_id, batch_id)
+
+        counts = {d.value: 0 for d in Disposition}
+        if valid_n:
+            deduped = self._deduplicate(parsed, batch_id, valid_rows)
+            try:
+                classified = self._classify(deduped, wm_before)
+                with self._step("dedup+classify"):
+                    agg = (classified.groupBy("disposition")
+                           .agg(F.count(F.lit(1)).alias("n"), F.min("ws_us").alias("lo"),
+                                F.max("ws_us").alias("hi")).collect())
+                counts.update({r.disposition: r.n for r in agg})
+                counted = [r for r in agg if r.disposition in ("on_time", "revision")]
+                with self._step("event_log"):
+                    self._write_event_log(deduped, batch_id)
+                if counts["late"]:
+                    with self._step("late_events"):
+                        self._write_late(classified, batch_id, wm_before)
+                if counted:
+                    with self._step("merge"):
+                        self._merge_provisional(classified, batch_id, wm_after, processed_at,
+                                                min(r.lo for r in counted),
+                                                max(r.hi for r in counted))
+            finally:
+                deduped.unpersist()
+        if wm_after is not None and wm_after != wm_before:
+            with self._step("status_update"):
+                self._advance_statuses(batch_id, wm_before, wm_after, processed_at)
+
+        metrics = BatchMetrics(
+            batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
+            counts["revision"], counts["late"], wm_after, time.monotonic() - started,
+            self._steps)
+        with self._step("progress"):
+            self._write_progress(metrics, after, wm_before, processed_at)
+        self._cache = (batch_id, after)
+        if self.on_batch:
+            self.on_batch(metrics)
+
+    def _deduplicate(self, parsed: DataFrame, batch_id: int, valid_rows: list) -> DataFrame:
+        """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
+        batch in arrival order) arrived within the dedup horizon. Persisted."""
+        rules = self.rules
+        valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
+        min_arrival = min(r.min_arrival for r in valid_rows)
+        prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG)
+                 .filter((F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
+                         & (F.col("batch_id") < batch_id))
+                 .groupBy("event_id")
+                 .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
+        order = Window.partitionBy("event_id").orderBy(
+            "arrival_us", "partition", "input_file", "offset").rowsBetween(
+            Window.unboundedPreceding, -1)
+        latest_prior = F.greatest(F.col("prior_arrival"), F.max("arrival_us").over(order))
+        return (valid.join(prior, "event_id", "left")
+                .withColumn("is_duplicate", F.coalesce(
+                    is_duplicate_of_recent(latest_prior, F.col("arrival_us"),
+                                           rules.dedup_horizon), F.lit(False)))
+                .drop("prior_arrival")
+                .persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _classify(self, deduped: DataFrame, wm_before: int | None) -> DataFrame:
+        """One row per (event, window) with its disposition; a duplicate keeps one row with
+        disposition 'duplicate' and no window."""
+        rules = self.rules
+        starts = F.when(F.col("is_duplicate"), F.array(F.lit(None).cast("long"))).otherwise(
+            window_starts_col(F.col("event_us"), rules.windows))
+        exploded = deduped.withColumn("ws_us", F.explode(starts)).withColumn(
+            "we_us", F.col("ws_us") + F.lit(rules.windows.size))
+        disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)).otherwise(
+            disposition_col(F.col("we_us"), wm_before, rules.grace))
+        return exploded.withColumn("disposition", disposition)
+
+    # ------------------------------------------------------------------ writes
+    def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
+        log = deduped.select(*_EVENT_COLUMNS, "payload", F.lit(batch_id).alias("batch_id"),
+                             "is_duplicate", F.to_date("event_time").alias("event_date"))
+        tb.idempotent_append(log, self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
+
+    def _write_late(self, classified: DataFrame, batch_id: int, wm_before: int | None) -> None:
+        assert wm_before is not None  # late needs a watermark
+        late = classified.filter(F.col("disposition") == Disposition.LATE.value).select(
+            *_EVENT_COLUMNS,
+            F.timestamp_micros("ws_us").alias("window_start"),
+            F.timestamp_micros("we_us").alias("window_end"),
+            _ts(wm_before).alias("watermark"),
+            ((F.lit(wm_before) - F.col("we_us")).cast("decimal(20,0)") / F.lit(1_000_000))
+            .cast(tb.SECONDS).alias("lateness_seconds"),
+            F.lit(batch_id).alias("batch_id"),
+            F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
+        tb.idempotent_append(late, self.warehouse, tb.LATE_EVENTS, self.app_id, batch_id)
+
+    def _merge_provisional(self, classified: DataFrame, batch_id: int, wm_after: int | None,
+                           processed_at: datetime, lo: int, hi: int) -> None:
+        from delta.tables import DeltaTable
+
+        rules = self.rules
+        source = (classified
+                  .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
+                                                    Disposition.REVISION.value))
+                  .groupBy("ws_us", "key")
+                  .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                       F.count(F.lit(1)).alias("event_count"),
+                       F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
+                             .otherwise(0)).alias("revised"))
+                  .select(F.timestamp_micros("ws_us").alias("window_start"),
+                          F.timestamp_micros(F.col("ws_us") + F.lit(rules.windows.size))
+                          .alias("window_end"),
+                          "key", "total_amount", "event_count", "revised",
+                          (F.col("ws_us") + F.lit(rules.windows.size)).alias("we_us")))
+        now, wm = F.lit(processed_at), _ts(wm_after)
+        t_status = status_col(F.unix_micros(F.col("t.window_end")), wm_after, rules.grace)
+        s_status = status_col(F.col("s.we_us"), wm_after, rules.grace)
+
+        def lifecycle(status: Column, prefix: str) -> dict[str, Column]:
+            closed = status != F.lit(WindowStatus.OPEN.value)
+            final = status == F.lit(WindowStatus.FINAL.value)
+            keep = (lambda c: F.col(f"t.{c}")) if prefix == "t" else (lambda c: F.lit(None))
+            return {
+                "status": status,
+                "closed_at": F.coalesce(keep("closed_at"), F.when(closed, now)),
+                "closed_batch_id": F.coalesce(keep("closed_batch_id"),
+                                              F.when(closed, F.lit(batch_id))),
+                "watermark_at_close": F.coalesce(keep("watermark_at_close"),
+                                                 F.when(closed, wm)),
+                "finalized_at": F.coalesce(keep("finalized_at"), F.when(final, now)),
+                "finalized_batch_id": F.coalesce(keep("finalized_batch_id"),
+                                                 F.when(final, F.lit(batch_id))),
+            }
+
+        target = DeltaTable.forPath(self.spark, tb.table_path(self.warehouse,
+                                                              tb.PROVISIONAL_TOTALS))
+        bounded = ((F.col("t.window_start") >= _ts(lo)) & (F.col("t.window_start") <= _ts(hi))
+                   & (F.col("t.window_date") >= F.to_date(_ts(lo)))
+                   & (F.col("t.window_date") <= F.to_date(_ts(hi))))
+        condition = ((F.col("t.window_start") == F.col("s.window_start"))
+                     & (F.col("t.key") == F.col("s.key")) & bounded)
+        with tb.idempotent_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, 2 * batch_id):
+            (target.alias("t").merge(source.alias("s"), condition)
+             .whenMatchedUpdate(set={
+                 "total_amount": (F.col("t.total_amount") + F.col("s.total_amount"))
+                 .cast(tb.TOTAL),
+                 "event_count": F.col("t.event_count") + F.col("s.event_count"),
+                 "revision": (F.col("t.revision") + F.col("s.revised")).cast("int"),
+                 "last_batch_id": F.lit(batch_id).cast("long"),
+                 **lifecycle(t_status, "t"),
+             })
+             .whenNotMatchedInsert(values={
+                 "window_start": F.col("s.window_start"), "window_end": F.col("s.window_end"),
+                 "key": F.col("s.key"), "total_amount": F.col("s.total_amount"),
+                 "event_count": F.col("s.event_count"),
+                 "revision": F.col("s.revised").cast("int"),
+                 "first_batch_id": F.lit(batch_id).cast("long"),
+                 "last_batch_id": F.lit(batch_id).cast("long"),
+                 "window_date": F.to_date(F.col("s.window_start")),
+                 **lifecycle(s_status, "s"),
+             })
+             .execute())
+
+    def _advance_statuses(self, batch_id: int, wm_before: int | None, wm_after: int,
+                          processed_at: datetime) -> None:
+        """Move rows the watermark passed to CLOSED/FINAL. Bounded: only rows whose end lies
+        in (WM_before - grace, WM_after] can change (earlier ones are FINAL already)."""
+        from delta.tables import DeltaTable
+
+        rules = self.rules
+        end_us = F.unix_micros(F.col("window_end"))
+        status = status_col(end_us, wm_after, rules.grace)
+        closed = status != F.lit(WindowStatus.OPEN.value)
+        final = status == F.lit(WindowStatus.FINAL.value)
+        condition = ((F.col("status") != F.lit(WindowStatus.FINAL.value))
+                     & (end_us <= F.lit(wm_after))
+                     & ((F.col("status") == F.lit(WindowStatus.OPEN.value))
+                        | (end_us + F.lit(rules.grace) <= F.lit(wm_after))))
+        if wm_before is not None:
+            floor = wm_before - rules.grace
+            condition = (condition & (end_us > F.lit(floor))
+                         & (F.col("window_date") >= F.to_date(_ts(floor - rules.windows.size))))
+        now = F.lit(processed_at)
+        target = DeltaTable.forPath(self.spark, tb.table_path(self.warehouse,
+                                                              tb.PROVISIONAL_TOTALS))
+        with tb.idempotent_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, 2 * batch_id + 1):
+            target.update(condition=condition, set={
+                "status": status,
+                "closed_at": F.coalesce(F.col("closed_at"), F.when(closed, now)),
+                "closed_batch_id": F.coalesce(F.col("closed_batch_id"),
+                                              F.when(closed, F.lit(batch_id).cast("long"))),
+                "watermark_at_close": F.coalesce(F.col("watermark_at_close"),
+                                                 F.when(closed, _ts(wm_after))),
+                "finalized_at": F.coalesce(F.col("finalized_at"), F.when(final, now)),
+                "finalized_batch_id": F.coalesce(F.col("finalized_batch_id"),
+                                                 F.when(final, F.lit(batch_id).cast("long"))),
+            })
+
+    def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
+                        processed_at: datetime) -> None:
+        idle = list(after.idle_partitions(self.rules.watermark))
+        row = {
+            "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
+            "watermark_before": None, "watermark": None,
+            "partition_max_event_time": {}, "partition_last_arrival": {},
+            "idle_partitions": idle, "state_json": after.to_json(),
+            "rows_in": m.rows_in, "valid": m.valid, "quarantined": m.quarantined,
+            "duplicates": m.duplicates, "on_time": m.on_time, "revised": m.revised,
+            "late": m.late, "duration_seconds": float(m.duration_seconds),
+            "rules_json": json.dumps(self.rules.to_config(), sort_keys=True),
+        }
+        df = self.spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS])
+        maxima = {p: pr.max_event_time for p, pr in after.partitions.items()}
+        arrivals = {p: pr.last_arrival for p, pr in after.partitions.items()}
+        df = df.withColumns({
+            "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
+            "partition_max_event_time": _micros_map(maxima),
+            "partition_last_arrival": _micros_map(arrivals),
+        })
+        tb.idempotent_append(df, self.warehouse, tb.WATERMARK_PROGRESS, self.app_id, m.batch_id)
+
+
+def _micros_map(values: dict[int, int]) -> Column:
+    if not values:
+        return F.create_map().cast("map<int,timestamp>")
+    items: list[Column] = []
+    for p, us in sorted(values.items()):
+        items += [F.lit(p).cast("int"), F.timestamp_micros(F.lit(us))]
+    return F.create_map(*items)
+
+
+# ---------------------------------------------------------------------------- the query
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """Where the stream reads: a landing directory of NDJSON files, or a Kafka topic."""
+
+    landing: str | None = None
+    kafka_bootstrap: str | None = None
+    topic: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.landing) == bool(self.kafka_bootstrap):
+            raise UsageError("give exactly one source: --landing DIR or --kafka BOOTSTRAP")
+        if self.kafka_bootstrap and not self.topic:
+            raise UsageError("--kafka needs --topic")
+        if self.landing and not Path(self.landing).is_dir():
+            raise UsageError(f"--landing {self.landing!r} is not a directory")
+
+    @property
+    def name(self) -> str:
+        return "landing" if self.landing else f"kafka-{self.topic}"
+
+    def read(self, spark: SparkSession, settings: Settings) -> DataFrame:
+        """A streaming DataFrame with RAW_COLUMNS."""
+        if self.landing:
+            files = (spark.readStream.format("text").option("wholetext", "true")
+                     .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
+                     .option("maxFileAge", "36500d")
+                     .load(str(Path(self.landing).resolve()))
+                     .select("value", F.col("_metadata.file_path").alias("input_file"),
+                             F.col("_metadata.file_modification_time").alias("transport_time")))
+            lines = files.select("input_file", "transport_time",
+                                 F.posexplode(F.split("value", "\n")).alias("offset", "line"),
+                                 F.size(F.split("value", "\n")).alias("n"))
+            return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
+                    .select(F.regexp_replace("line", "\r$", "").alias("payload"),
+                            F.lit(None).cast("int").alias("transport_partition"),
+                            F.col("offset").cast("long").alias("offset"),
+                            "transport_time", "input_file"))
+        return (spark.readStream.format("kafka")
+                .option("kafka.bootstrap.servers", self.kafka_bootstrap)
+                .option("subscribe", self.topic)
+                .option("startingOffsets", "earliest")
+                .option("failOnDataLoss", "true")
+                .option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+                .load()
+                .select(F.col("value").cast("string").alias("payload"),
+                        F.col("partition").cast("int").alias("transport_partition"),
+                        F.col("offset").cast("long").alias("offset"),
+                        F.col("timestamp").alias("transport_time"),
+                        F.lit(self.topic).alias("input_file")))
+
+
+def print_progress(m: BatchMetrics) -> None:
+    from reckon.timeutil import format_micros
+
+    print(f"[stream] batch {m.batch_id}: {m.rows_in} rows, {m.on_time} on time, "
+          f"{m.revised} revised, {m.late} late, {m.duplicates} duplicates, "
+          f"{m.quarantined} quarantined; watermark {format_micros(m.watermark)} "
+          f"({m.duration_seconds:.1f}s)", file=sys.stderr, flush=True)
+    if os.environ.get("RECKON_PROFILE"):
+        steps = ", ".join(f"{k} {v:.2f}s" for k, v in m.step_seconds.items())
+        print(f"[stream]   steps: {steps}", file=sys.stderr, flush=True)
+
+
+def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
+               available_now: bool = True, trigger: str | None = None,
+               checkpoint: str | None = None,
+               on_batch: Callable[[BatchMetrics], None] | None = print_progress,
+               timeout_seconds: float | None = None) -> str:
+    """Run the stream until the source is drained (available-now) or forever (trigger).
+    Returns the checkpoint location."""
+    cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
+    processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch)
+    writer = (source.read(spark, settings).writeStream
+              .foreachBatch(processor)
+              .option("checkpointLocation", cp)
+              .queryName(f"reckon-stream-{source.name}"))
+    if trigger:
+        writer = writer.trigger(processingTime=trigger)
+    elif available_now:
+        writer = writer.trigger(availableNow=True)
+    query = writer.start()
+    query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()
+    if query.isActive:
+        query.stop()
+    return cp

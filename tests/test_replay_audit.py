@@ -1,0 +1,201 @@
+"""Spark tier: stream -> replay -> audit on random streams, checked row for row against the pure
+reference (reckon.reference), plus injected faults the audit must catch exactly.
+
+The streams cross midnight UTC so the day boundary of the replay and the audit is exercised;
+re-deliveries arrive beyond a short dedup horizon so some duplicates escape the stream and
+must be explained as duplicate over-count."""
+
+from __future__ import annotations
+
+import random
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from audits.audit import audit_day
+from reckon.eventtime import EventTimeRules
+from reckon.reconcile import ReconStatus
+from reckon.reference import Event, canonical_totals, reconcile_outcome, run_stream
+from reckon.timeutil import day_bounds, to_micros
+from spark import tables as tb
+from spark.replay import replay_day
+from spark.stream import BatchProcessor
+from tests.streamkit import event_line, provisional_rows, reference_rows, stream_settings
+
+S = 1_000_000
+DAY1, DAY2 = date(2026, 1, 1), date(2026, 1, 2)
+MIDNIGHT = day_bounds(DAY2)[0]
+RULES = dict(window="10s", lateness="3s", grace="2s", dedup_horizon="4s", idle_timeout="1h")
+
+
+def random_batches(seed: int, n: int = 60, partitions: int = 3) -> list[list[Event]]:
+    """Events around midnight, out of order, some re-delivered (same payload) much later."""
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        t = MIDNIGHT + rng.randint(-40, 40) * S + rng.randint(0, 999) * 1000
+        delay = rng.choice([0, 0, 1, 2, 3, 5, 8, 20]) * S + rng.randint(0, 999_999)
+        events.append(Event(f"ev{seed}-{i}", rng.choice(["m1", "m2", "m3"]),
+                            Decimal(rng.randint(1, 99_999)) / 100, t, t + delay,
+                            rng.randrange(partitions), 0, rng.choice(["pos", "web"])))
+    for e in rng.sample(events, n // 10):  # re-deliveries: within and beyond the horizon
+        later = e.arrival_time + rng.choice([1, 10]) * S
+        events.append(Event(e.event_id, e.key, e.amount, e.event_time, later, e.partition, 0,
+                            e.source))
+    events.sort(key=lambda e: e.arrival_time)
+    offsets: dict[int, int] = {}
+    ordered = []
+    for e in events:
+        offsets[e.partition] = offsets.get(e.partition, -1) + 1
+        ordered.append(Event(e.event_id, e.key, e.amount, e.event_time, e.arrival_time,
+                             e.partition, offsets[e.partition], e.source))
+    cuts = sorted(rng.sample(range(1, len(ordered)), 5))
+    return [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
+
+
+def run_batches(spark, settings, batches: list[list[Event]]) -> None:
+    """Drive the real foreachBatch function with static DataFrames, one per micro-batch."""
+    processor = BatchProcessor(spark, settings, query_id="test-query")
+    for batch_id, batch in enumerate(batches):
+        raw = spark.createDataFrame(
+            [(event_line(e), None, e.offset, None, f"p{e.partition}") for e in batch],
+            "payload string, transport_partition int, offset long, transport_time timestamp, "
+            "input_file string")
+        processor(raw, batch_id)
+
+
+def _canonical_rows(spark, warehouse):
+    df = spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS))
+    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
+            for r in df.collect()}
+
+
+def _recon_rows(spark, warehouse):
+    df = spark.read.format("delta").load(str(warehouse / tb.RECONCILIATION))
+    return {(to_micros(r.window_start), r.key): r for r in df.collect()}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed):
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    batches = random_batches(seed)
+    run_batches(spark, settings, batches)
+    rules = EventTimeRules.parse(**RULES)
+    expected = run_stream(batches, rules)
+    log = [e for b in batches for e in b]
+
+    # the stream: row for row, and nothing vanishes
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
+    sums = progress.groupBy().sum("valid", "on_time", "revised", "late", "duplicates").first()
+    valid, on_time, revised, late, dups = (int(x) for x in sums)
+    assert valid == len(log) == expected.valid
+    assert (on_time + revised, late, dups) == (expected.counted, len(expected.late),
+                                              len(expected.duplicates))
+
+    # the replay of both days equals the reference's canonical totals
+    for day in (DAY1, DAY2):
+        replay_day(spark, settings, day)
+    canon, conflicts = canonical_totals(log, rules)
+    assert conflicts == []
+    assert _canonical_rows(spark, warehouse) == {
+        (w.start, k): (r.total.quantize(Decimal("0.01")), r.count) for (w, k), r in canon.items()}
+
+    # the audit: every row explained, equal to the reference reconciliation
+    results = [audit_day(spark, settings, day, record=False) for day in (DAY1, DAY2)]
+    assert sum(r.unexplained for r in results) == 0
+    got = _recon_rows(spark, warehouse)
+    want = reconcile_outcome(expected, log, rules)
+    assert set(got) == {(w.start, k) for (w, k) in want}
+    for (w, k), ref in want.items():
+        row = got[(w.start, k)]
+        assert row.status == ref.status.value
+        assert (row.late_amount, row.late_count) == ref.late
+        assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate
+        assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
+    gap = sum(Decimal(r.gap_total) for r in results)
+    assert sum(Decimal(r.late_total) for r in results) - sum(
+        Decimal(r.duplicate_total) for r in results) == gap
+
+
+def test_replay_is_idempotent_and_leaves_other_days_alone(spark, tmp_path):
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    run_batches(spark, settings, random_batches(7))
+    first = replay_day(spark, settings, DAY1)
+    replay_day(spark, settings, DAY2)
+    canonical = spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS))
+    before = sorted(tuple(r) for r in canonical.collect())
+    day2_files = sorted(p.name for p in (warehouse / tb.CANONICAL_TOTALS).glob(
+        "window_date=2026-01-02/*.parquet"))
+    again = replay_day(spark, settings, DAY1)
+    after = sorted(tuple(r) for r in
+                   spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS)).collect())
+    assert after == before
+    assert again.replay_id == first.replay_id and again.windows == first.windows
+    assert sorted(p.name for p in (warehouse / tb.CANONICAL_TOTALS).glob(
+        "window_date=2026-01-02/*.parquet")) == day2_files
+    runs = spark.read.format("delta").load(str(warehouse / tb.REPLAY_RUNS))
+    assert runs.filter("window_date = '2026-01-01'").count() == 1
+
+
+def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, tmp_path):
+    """Drop events from the stream's view only (archived by another writer, batch_id null):
+    canonical includes them; the audit reports exactly those windows UNEXPLAINED."""
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    batches = random_batches(4)
+    run_batches(spark, settings, batches)
+    t = MIDNIGHT + 5 * S + 123
+    hidden = [Event("hidden-1", "m9", Decimal("12.34"), t, t + S, 0, 999),
+              Event("hidden-2", "m9", Decimal("0.66"), t + S, t + 2 * S, 0, 1000)]
+    rows = [(e.event_id, e.key, e.amount, e.currency, e.event_time, e.source, e.partition,
+             e.offset, e.arrival_time) for e in hidden]
+    df = spark.createDataFrame(rows, "event_id string, key string, amount decimal(18,2), "
+                                     "currency string, t long, source string, partition int, "
+                                     "offset long, a long")
+    from pyspark.sql import functions as F
+    df = df.select("event_id", "key", "amount", "currency",
+                   F.timestamp_micros("t").alias("event_time"), "source", "partition", "offset",
+                   F.timestamp_micros("a").alias("arrival_time"),
+                   F.lit("other-writer").alias("input_file"), F.lit(None).alias("payload"),
+                   F.lit(None).cast("long").alias("batch_id"), F.lit(False).alias("is_duplicate"),
+                   F.to_date(F.timestamp_micros("t")).alias("event_date"))
+    tb.conform(df, tb.EVENT_LOG).write.format("delta").mode("append").save(
+        str(warehouse / tb.EVENT_LOG))
+    replay_day(spark, settings, DAY2)
+    result = audit_day(spark, settings, DAY2, record=False)
+    bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
+           if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
+    assert list(bad) == [(MIDNIGHT, "m9")]
+    row = bad[(MIDNIGHT, "m9")]
+    assert (row.residual_amount, row.residual_count) == (Decimal("13.00"), 2)
+    assert row.status == ReconStatus.MISSING_IN_STREAM.value
+    assert result.unexplained == 1
+
+
+def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, tmp_path):
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    run_batches(spark, settings, random_batches(5))
+    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings, DAY2)
+    table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_TOTALS))
+    victim = (table.toDF().filter("window_date = '2026-01-02'")
+              .orderBy("window_start", "key").first())
+    table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
+                 & (F.col("key") == F.lit(victim.key)),
+                 set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
+    audit_day(spark, settings, DAY1, record=False)
+    audit_day(spark, settings, DAY2, record=False)
+    bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
+           if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
+    assert list(bad) == [(to_micros(victim.window_start), victim.key)]
+    row = next(iter(bad.values()))
+    assert (row.status, row.residual_amount, row.residual_count) == (
+        ReconStatus.UNEXPLAINED.value, Decimal("-0.07"), 0)
