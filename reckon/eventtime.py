@@ -40,6 +40,7 @@ __all__ = [
     "is_duplicate_of_recent",
     "is_future_dated",
     "is_open",
+    "watermark_series",
     "window_status",
 ]
 
@@ -305,6 +306,87 @@ def advance_watermark(state: WatermarkState, observations: Iterable[PartitionObs
     candidate = min(partitions[p].max_event_time for p in active) - policy.lateness
     watermark = candidate if state.watermark is None else max(state.watermark, candidate)
     return WatermarkState(partitions, first_arrival, clock, watermark)
+
+
+def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: WatermarkPolicy,
+                     state: WatermarkState | None = None, *, max_cells: int = 1 << 20
+                     ) -> tuple[Any, WatermarkState]:
+    """The per-event form of ``advance_watermark``: the watermark each event is judged against.
+
+    Exactly what calling ``advance_watermark`` once per event (one event per batch, in the
+    given order) starting from ``state`` gives, computed with numpy instead of a Python loop:
+    the same per-partition maxima, idle rule (``clock - last_arrival_p >= idle_timeout``,
+    never-seen expected partitions timed from the first arrival), waiting for expected
+    partitions, min rule and monotonicity (``WM = max(WM_prev, min over active WM_p)``).
+
+    Arguments are 1-D int64-compatible arrays of equal length (microseconds; ``partition``
+    may be None for a single partition 0). Returns ``(before, final)``: ``before[i]`` is the
+    global watermark left by events ``0..i-1`` (``state.watermark`` for ``i = 0``), the one
+    event i is classified against; ``final`` is the state after the last event. An undefined
+    watermark is ``numpy.iinfo(int64).min``: every window end exceeds it, so ``is_open`` and
+    ``is_beyond_grace`` treat it exactly as they treat "no watermark yet". Memory stays below
+    about ``max_cells`` partition x event cells per step (the log is walked in chunks).
+    """
+    import numpy as np
+
+    none = np.iinfo(np.int64).min
+    t = np.asarray(event_us, dtype=np.int64).ravel()
+    a = np.asarray(arrival_us, dtype=np.int64).ravel()
+    p = (np.zeros(len(t), dtype=np.int64) if partition is None
+         else np.asarray(partition, dtype=np.int64).ravel())
+    if not len(t) == len(a) == len(p):
+        raise ConfigError(f"event_us, arrival_us and partition must have the same length, "
+                          f"got {len(t)}, {len(a)} and {len(p)}")
+    state = state or WatermarkState()
+    known = sorted(set(state.partitions) | set(policy.expected_partitions))
+    labels = np.unique(np.concatenate([p, np.asarray(known, dtype=np.int64)]))
+    width = len(labels)
+    index = np.searchsorted(labels, p)
+    max_t = np.full(width, none, dtype=np.int64)
+    last_a = np.full(width, none, dtype=np.int64)  # none <=> partition not seen yet
+    for k, label in enumerate(labels.tolist()):
+        if label in state.partitions:
+            max_t[k] = state.partitions[label].max_event_time
+            last_a[k] = state.partitions[label].last_arrival
+    expected = np.isin(labels, np.asarray(policy.expected_partitions, dtype=np.int64))[:, None]
+    first, clock = state.first_arrival, state.clock
+    wm = none if state.watermark is None else state.watermark
+    before = np.empty(len(t), dtype=np.int64)
+    chunk = max(1, max_cells // max(width, 1))
+    for lo in range(0, len(t), chunk):
+        tc, ac, ic = t[lo:lo + chunk], a[lo:lo + chunk], index[lo:lo + chunk]
+        cols = np.arange(len(tc))
+        clock_c = np.maximum.accumulate(ac)
+        first_c = np.minimum.accumulate(ac)
+        if clock is not None and first is not None:
+            np.maximum(clock_c, clock, out=clock_c)
+            np.minimum(first_c, first, out=first_c)
+        maxima = np.full((width, len(tc)), none, dtype=np.int64)
+        maxima[ic, cols] = tc
+        maxima[:, 0] = np.maximum(maxima[:, 0], max_t)
+        np.maximum.accumulate(maxima, axis=1, out=maxima)
+        arrivals = np.full((width, len(tc)), none, dtype=np.int64)
+        arrivals[ic, cols] = ac
+        arrivals[:, 0] = np.maximum(arrivals[:, 0], last_a)
+        np.maximum.accumulate(arrivals, axis=1, out=arrivals)
+        seen = arrivals != none
+        since = np.where(seen, arrivals, first_c[None, :])
+        idle = (clock_c[None, :] - since) >= policy.idle_timeout
+        active = seen & ~idle
+        waiting = (expected & ~seen & ~idle).any(axis=0)
+        candidate = np.where(active, maxima, np.iinfo(np.int64).max).min(axis=0)
+        moves = ~waiting & active.any(axis=0)
+        after = np.where(moves, candidate - policy.lateness, none)  # max - L cannot overflow
+        np.maximum.accumulate(after, out=after)
+        np.maximum(after, wm, out=after)
+        before[lo] = wm
+        before[lo + 1:lo + len(tc)] = after[:-1]
+        wm = int(after[-1])
+        max_t, last_a = maxima[:, -1].copy(), arrivals[:, -1].copy()
+        clock, first = int(clock_c[-1]), int(first_c[-1])
+    partitions = {int(label): PartitionProgress(int(max_t[k]), int(last_a[k]))
+                  for k, label in enumerate(labels.tolist()) if last_a[k] != none}
+    return before, WatermarkState(partitions, first, clock, None if wm == none else int(wm))
 
 
 # --------------------------------------------------------------------------- all rules together

@@ -25,7 +25,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
 fi
-want=$(hash_of pyproject.toml)
+# The editable install maps top-level packages when it runs: a new package folder must
+# trigger a reinstall just like a changed pyproject.toml.
+want=$(hash_of pyproject.toml <(ls -d */__init__.py 2>/dev/null))
 if [ "$(cat "$VENV/.reckon-stamp" 2>/dev/null)" != "$want" ]; then
   say "installing reckon and its pinned dependencies (first time: a few minutes)"
   "$VENV/bin/python" -m pip install -q -e ".[dev,bench]"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from reckon.config import Settings
+from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import ConfigError
 
 __all__ = ["get_spark", "local_jars", "stop_spark"]
@@ -24,7 +24,8 @@ _REQUIRED_JARS = ("delta-spark_", "delta-storage-")
 
 def local_jars(settings: Settings, *, kafka: bool = True) -> list[str]:
     """The jar files Spark needs, from the mvn cache. Raises with what to run if missing."""
-    folder = Path(settings.jars_dir) / "spark"
+    base = Path(settings.jars_dir).expanduser()
+    folder = (base if base.is_absolute() else PROJECT_ROOT / base) / "spark"
     jars = sorted(str(p) for p in folder.glob("*.jar"))
     missing = [prefix for prefix in _REQUIRED_JARS
                if not any(Path(j).name.startswith(prefix) for j in jars)]

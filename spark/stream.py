@@ -22,6 +22,7 @@ Every write is idempotent by (query id, table, batch id).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -51,7 +52,7 @@ from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import disposition_col, status_col, window_starts_col
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "run_stream"]
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
@@ -431,9 +432,11 @@ class StreamSource:
                      .load(str(Path(self.landing).resolve()))
                      .select("value", F.col("_metadata.file_path").alias("input_file"),
                              F.col("_metadata.file_modification_time").alias("transport_time")))
+            # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
+            text = F.regexp_replace("value", "^\\x{FEFF}", "")
             lines = files.select("input_file", "transport_time",
-                                 F.posexplode(F.split("value", "\n")).alias("offset", "line"),
-                                 F.size(F.split("value", "\n")).alias("n"))
+                                 F.posexplode(F.split(text, "\n")).alias("offset", "line"),
+                                 F.size(F.split(text, "\n")).alias("n"))
             return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
                     .select(F.regexp_replace("line", "\r$", "").alias("payload"),
                             F.lit(None).cast("int").alias("transport_partition"),
@@ -487,3 +490,27 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     if query.isActive:
         query.stop()
     return cp
+
+
+def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon stream`: run the aggregator on the landing directory or a Kafka topic."""
+    from spark.session import get_spark
+
+    source = StreamSource(landing=args.landing,
+                          kafka_bootstrap=settings.kafka_bootstrap if args.kafka_bootstrap
+                          else None, topic=settings.kafka_topic)
+    if args.landing and not settings.expected_partitions:
+        manifest = Path(args.landing) / "manifest.json"
+        if manifest.is_file():  # a generated landing dir says which partitions to wait for
+            expected = json.loads(manifest.read_text()).get("expected_partitions") or []
+            settings = settings.with_overrides(expected_partitions=expected)
+            print(f"[stream] expected partitions from {manifest}: {expected}", file=sys.stderr)
+    rules = settings.event_time_rules()
+    print(f"[stream] {source.name} -> {settings.warehouse_path}: {rules.windows.describe()} "
+          f"windows, lateness {settings.lateness}, grace {settings.grace}, idle timeout "
+          f"{settings.idle_timeout}", file=sys.stderr, flush=True)
+    spark = get_spark(settings, app_name="reckon-stream")
+    checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
+                            trigger=args.trigger)
+    print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)
+    return 0

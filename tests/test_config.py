@@ -55,3 +55,19 @@ def test_invalid_event_time_settings_fail_at_start_up(key, value, match):
 def test_public_dict_hides_database_password():
     s = load_settings(env={}, report_db_url="postgresql+psycopg://reckon:s3cret@db:5432/reckon")
     assert "s3cret" not in str(s.public_dict())
+
+
+def test_the_example_file_lists_every_setting_with_its_default(tmp_path, monkeypatch):
+    """reckon.example.toml is documentation users copy: it must stay complete and true."""
+    import dataclasses
+    import tomllib
+
+    from reckon.config import PROJECT_ROOT, Settings
+
+    example = PROJECT_ROOT / "reckon.example.toml"
+    keys = set(tomllib.loads(example.read_text())["reckon"])
+    assert keys == {f.name for f in dataclasses.fields(Settings)}
+    monkeypatch.chdir(tmp_path)
+    # the example's relative jars_dir means <project>/.cache/jars, the absolute default
+    loaded = load_settings(example, env={}, jars_dir=Settings().jars_dir)
+    assert loaded == Settings()

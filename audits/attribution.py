@@ -1,0 +1,159 @@
+"""Who is late: late events of a day against all events of the day, per dimension.
+
+Lateness is rarely random; dropping it biases totals against exactly the sources that are late.
+For each value of a dimension: ``late_share = late events with the value / all late events``,
+``event_share = events with the value / all events`` and ``lift = late_share / event_share``
+(1 = late as often as its volume predicts; a partition that carries every late event has
+``lift = 1 / event_share``).
+
+Counting: each late EVENT counts once (distinct ``event_id`` of ``late_events`` with
+``window_date == day``; with hopping windows one event can be late for several windows). All
+events: valid events of ``event_log`` with ``event_date == day``, without the copies the stream
+flagged as duplicates, one per ``event_id`` (the first in arrival order). Dimensions:
+``partition``, ``source``, ``arrival_hour`` (UTC hour of arrival, 'HH') and
+``lateness_bucket`` (late events only, by ``lateness_seconds``; an event late for several
+windows takes its largest lateness; there ``event_share`` is the bucket's share of late
+events, so its lift is 1).
+
+Shares are exact ratios rounded half-even to 6 places; lift is computed from the exact counts
+(not the rounded shares) and rounded half-even to 4 places; None when event_share is 0.
+Amounts are exact Decimals. Everything is aggregated in Spark; only one row per value is
+collected.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from typing import TYPE_CHECKING
+
+from reckon.config import Settings
+from reckon.timeutil import MICROS_PER_DAY, parse_date
+from reports.records import AttributionRow
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["DIMENSIONS", "LATENESS_BUCKETS", "late_attribution"]
+
+DIMENSIONS = ("partition", "source", "lateness_bucket", "arrival_hour")
+
+#: (label, upper bound in seconds, inclusive); the last bucket has no upper bound.
+LATENESS_BUCKETS: tuple[tuple[str, int | None], ...] = (
+    ("<=1s", 1), ("1-5s", 5), ("5-30s", 30), ("30s-5m", 300), (">5m", None))
+
+_HOUR_MICROS = 3_600_000_000
+
+
+def _arrival_hour(column: str = "arrival_time") -> Column:
+    """UTC hour of a timestamp as 'HH', from epoch microseconds: independent of the session's
+    time zone."""
+    from pyspark.sql import functions as F
+
+    return F.lpad(F.expr(f"(unix_micros({column}) % {MICROS_PER_DAY}) div {_HOUR_MICROS}")
+                  .cast("string"), 2, "0")
+
+
+def _bucket(column: str = "lateness_seconds") -> Column:
+    from pyspark.sql import functions as F
+
+    expr = None
+    for label, upper in LATENESS_BUCKETS:
+        if upper is None:
+            return expr.otherwise(F.lit(label)) if expr is not None else F.lit(label)
+        cond = F.col(column) <= F.lit(upper)
+        expr = F.when(cond, F.lit(label)) if expr is None else expr.when(cond, F.lit(label))
+    raise AssertionError("LATENESS_BUCKETS must end with an open bucket")  # pragma: no cover
+
+
+def _long(frame: DataFrame, dims: dict[str, Column]) -> DataFrame:
+    """One row per (event, dimension): columns dimension, value, amount."""
+    from pyspark.sql import functions as F
+
+    parts = [frame.select(F.lit(name).alias("dimension"), value.cast("string").alias("value"),
+                          F.col("amount")) for name, value in dims.items()]
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def _ratio(num: int, den: int, places: int) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return (Decimal(num) / Decimal(den)).quantize(Decimal(1).scaleb(-places),
+                                                      rounding=ROUND_HALF_EVEN)
+
+
+def late_attribution(spark: SparkSession, settings: Settings,
+                     day: date | str) -> list[AttributionRow]:
+    """Attribution rows of ``day``, ordered by dimension (as in ``DIMENSIONS``) then value
+    (partitions numerically, buckets from least to most late, others as text). Values with no
+    late events are included (late_share 0, lift 0)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark import tables
+
+    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    wh = settings.warehouse_path
+    first_copy = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "offset")
+    events = (tables.read_table(spark, wh, tables.EVENT_LOG)
+              .filter((F.col("event_date") == F.lit(the_day))
+                      & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+              .withColumn("_copy", F.row_number().over(first_copy))
+              .filter(F.col("_copy") == 1))
+    if tables.table_exists(wh, tables.LATE_EVENTS):
+        late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS)
+    else:
+        late_rows = spark.createDataFrame([], tables.SCHEMAS[tables.LATE_EVENTS])
+    late = (late_rows.filter(F.col("window_date") == F.lit(the_day))
+            .groupBy("event_id")
+            .agg(F.max("partition").alias("partition"), F.max("source").alias("source"),
+                 F.max("amount").alias("amount"), F.max("arrival_time").alias("arrival_time"),
+                 F.max("lateness_seconds").alias("lateness_seconds")))
+    late_long = _long(late, {"partition": F.col("partition"), "source": F.col("source"),
+                             "lateness_bucket": _bucket(), "arrival_hour": _arrival_hour()})
+    event_long = _long(events, {"partition": F.col("partition"), "source": F.col("source"),
+                                "arrival_hour": _arrival_hour()})
+    late_agg = late_long.groupBy("dimension", "value").agg(
+        F.count(F.lit(1)).alias("late_events"), F.sum("amount").alias("late_amount"))
+    event_agg = event_long.groupBy("dimension", "value").agg(
+        F.count(F.lit(1)).alias("all_events"))
+    rows = late_agg.join(event_agg, ["dimension", "value"], "full_outer").collect()
+
+    counts = {(r["dimension"], r["value"]): (int(r["late_events"] or 0),
+                                             r["late_amount"] or Decimal("0.00"),
+                                             int(r["all_events"] or 0)) for r in rows}
+    total_late = sum(c[0] for (dim, _), c in counts.items() if dim == "partition")
+    total_events = sum(c[2] for (dim, _), c in counts.items() if dim == "partition")
+    out = []
+    for (dim, value), (n_late, amount, n_all) in sorted(counts.items(), key=_order):
+        if dim == "lateness_bucket":
+            n_all, total = n_late, total_late  # late only: its share of late events
+        else:
+            total = total_events
+        late_share = _ratio(n_late, total_late, 6) if total_late else Decimal("0.000000")
+        event_share = _ratio(n_all, total, 6) if total and n_all else Decimal("0.000000")
+        if n_all == 0 or total == 0:
+            lift = None
+        elif total_late == 0:
+            lift = Decimal("0.0000")
+        else:  # (n_late / total_late) / (n_all / total), exactly, then rounded once
+            lift = _ratio(n_late * total, total_late * n_all, 4)
+        out.append(AttributionRow(
+            dimension=dim, value=value, late_events=n_late,
+            late_amount=Decimal(amount).quantize(Decimal("0.01")), all_events=n_all,
+            late_share=late_share, event_share=event_share, lift=lift))
+    return out
+
+
+def _order(item: tuple[tuple[str, str], tuple[int, Decimal, int]]) -> tuple[int, int, str]:
+    dim, value = item[0]
+    rank = DIMENSIONS.index(dim)
+    if dim == "partition":
+        return rank, int(value), value
+    if dim == "lateness_bucket":
+        labels = [label for label, _ in LATENESS_BUCKETS]
+        return rank, labels.index(value), value
+    return rank, 0, value

@@ -1,0 +1,401 @@
+"""Lateness analysis on real data: a file of events (``reckon lateness-curve``) or a day of the
+warehouse's event log (``reckon lateness``).
+
+The arithmetic is ``reckon.lateness`` (numpy, per-event granularity, the rules of
+``reckon.eventtime``). For the warehouse it runs inside Spark with ``applyInPandas``: one group
+holds the whole day for the overall curve, one group per partition for per-partition curves,
+and only the small curve rows come back to the driver; the log itself is never collected.
+
+Both start from an empty watermark state at the first row they read (a file, or the day's first
+arrival): the what-if is "had the stream started here with bound L". Duplicate copies the
+stream flagged (``is_duplicate``) are left out of the warehouse analysis altogether.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from reckon.config import Settings
+from reckon.errors import UsageError, invalid
+from reckon.eventtime import EventTimeRules, WindowSpec
+from reckon.lateness import CurvePoint, lateness_curve, normalize_bounds, recommend
+from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date, parse_duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from reports.records import AttributionRow
+
+__all__ = [
+    "DEFAULT_BOUNDS",
+    "LatenessAnalysis",
+    "PartitionCurve",
+    "analyze_day",
+    "cmd_lateness_curve",
+    "cmd_lateness_warehouse",
+    "default_bounds",
+    "read_events_file",
+    "render_analysis",
+]
+
+#: The standard ladder of candidate bounds; the configured lateness is always added to it.
+DEFAULT_BOUNDS = ("0s", "1s", "2s", "3s", "5s", "10s", "30s", "1m", "5m")
+
+_SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+# a time of day followed by a zone: 'Z' or +hh[:mm]; a bare date's '-01' is not a zone
+_ZONE = re.compile(r"[Tt ]\d{2}(?::\d{2}(?::\d{2}(?:[.,]\d+)?)?)?\s*(?:Z|z|[+-]\d{2}(?::?\d{2})?)$")
+_OVERALL = "all"
+
+
+# --------------------------------------------------------------------------- reading a file
+
+
+def read_events_file(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(event_us, arrival_us, partition or None)`` of a CSV or Parquet file, in arrival order.
+
+    Needs columns ``event_time`` and ``arrival_time``: ISO-8601 strings with a zone (``Z`` or
+    ``+hh:mm``), or timestamp columns (a timestamp without a zone is read as UTC, the Parquet
+    convention). ``partition`` (integers) is optional. Arrival order is the file order after a
+    stable sort on arrival_time, so rows that arrived at the same instant keep file order.
+    """
+    file = Path(path)
+    kind = _SUFFIXES.get(file.suffix.lower())
+    if kind is None:
+        raise invalid("--events", str(file), "a .csv, .parquet or .pq file")
+    if not file.is_file():
+        raise invalid("--events", str(file), "an existing CSV or Parquet file (no such file)")
+    frame = _read_frame(file, kind)
+    missing = [c for c in ("event_time", "arrival_time") if c not in frame.columns]
+    if missing:
+        raise UsageError(
+            f"{file}: missing column(s) {', '.join(missing)}; the file needs event_time and "
+            f"arrival_time (optional: partition); it has: {', '.join(map(str, frame.columns))}")
+    if frame.empty:
+        raise UsageError(f"{file}: has no rows; nothing to analyse")
+    event_us = _micros(frame["event_time"], file, "event_time")
+    arrival_us = _micros(frame["arrival_time"], file, "arrival_time")
+    partition = _partitions(frame["partition"], file) if "partition" in frame.columns else None
+    order = np.argsort(arrival_us, kind="stable")
+    return (event_us[order], arrival_us[order],
+            None if partition is None else partition[order])
+
+
+def _read_frame(file: Path, kind: str) -> pd.DataFrame:
+    try:
+        if kind == "csv":
+            # times stay text: parsed below with a zone check; nothing guessed from a sample
+            return pd.read_csv(file, dtype={"event_time": str, "arrival_time": str},
+                               keep_default_na=False, na_values=[""])
+        import pyarrow.parquet as pq
+
+        names = pq.read_schema(file).names
+        wanted = [c for c in ("event_time", "arrival_time", "partition") if c in names]
+        return pd.read_parquet(file, columns=wanted) if wanted else pd.DataFrame(columns=names)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise UsageError(f"{file}: cannot be read as {kind.upper()}: {exc}") from None
+
+
+def _micros(column: pd.Series, file: Path, name: str) -> np.ndarray:
+    if isinstance(column.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(column):
+        moments = column
+    elif pd.api.types.is_object_dtype(column) or pd.api.types.is_string_dtype(column):
+        text = column.astype("string").str.strip()
+        bad = text.isna() | ~text.str.contains(_ZONE, na=False)
+        if bad.any():
+            _bad_value(file, name, column, bad)
+        moments = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    else:
+        raise UsageError(f"{file}: column {name} has type {column.dtype}; allowed: ISO-8601 "
+                         "strings with a zone (e.g. 2026-01-01T09:42:00Z) or timestamps")
+    if moments.isna().any():
+        _bad_value(file, name, column, moments.isna())
+    if isinstance(moments.dtype, pd.DatetimeTZDtype):
+        moments = moments.dt.tz_convert("UTC").dt.tz_localize(None)
+    return moments.to_numpy().astype("datetime64[us]").astype(np.int64)
+
+
+def _bad_value(file: Path, name: str, column: pd.Series, bad: pd.Series) -> None:
+    row = int(np.flatnonzero(bad.to_numpy())[0])
+    raise UsageError(
+        f"{file}: column {name}, row {row + 1}: {column.iloc[row]!r} is not a time; allowed: "
+        "ISO-8601 with a zone (e.g. 2026-01-01T09:42:00Z or +01:00) or a timestamp column")
+
+
+def _partitions(column: pd.Series, file: Path) -> np.ndarray:
+    if column.isna().any() or not pd.api.types.is_integer_dtype(column):
+        bad = column.isna() | ~column.astype(str).str.fullmatch(r"-?\d+")
+        row = int(np.flatnonzero(bad.to_numpy())[0]) if bad.any() else 0
+        raise UsageError(f"{file}: column partition, row {row + 1}: {column.iloc[row]!r} is "
+                         "not a partition number; allowed: integers (or leave the column out)")
+    return column.to_numpy(dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- lateness-curve
+
+
+def _bounds_arg(text: str | None, name: str = "--bounds") -> list[int]:
+    items = [b.strip() for b in (text or "").split(",") if b.strip()]
+    if not items:
+        raise invalid(name, text, "comma-separated durations, e.g. 0s,2s,5s")
+    return normalize_bounds(parse_duration(b, name) for b in items)
+
+
+def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon lateness-curve --events FILE --window W --bounds B1,B2 [--json]``.
+
+    The window width comes from --window; slide, grace, idle timeout and expected partitions
+    from the configuration (file / RECKON_* environment), like every other command."""
+    rules = settings.event_time_rules()  # --window arrives through settings
+    bounds = _bounds_arg(args.bounds)
+    event_us, arrival_us, partition = read_events_file(args.events)
+    points = _curve(rules, event_us, arrival_us, partition, bounds)
+    if args.json:
+        print(json.dumps([pt.to_json_dict() for pt in points], indent=2))
+        return 0
+    best = recommend(points, settings.target_completeness)
+    print(f"{args.events}: {len(event_us)} events, {rules.windows.describe()} windows, "
+          f"grace {format_duration(rules.grace)}, "
+          f"idle timeout {format_duration(rules.watermark.idle_timeout)}")
+    print(_table(points))
+    print(_recommendation_line(best, settings.target_completeness))
+    return 0
+
+
+def _curve(rules: EventTimeRules, event_us: np.ndarray, arrival_us: np.ndarray,
+           partition: np.ndarray | None, bounds: Sequence[int],
+           expected: Iterable[int] | None = None) -> list[CurvePoint]:
+    return lateness_curve(
+        event_us, arrival_us, partition, rules.windows, bounds, grace=rules.grace,
+        idle_timeout=rules.watermark.idle_timeout,
+        expected_partitions=rules.watermark.expected_partitions if expected is None else expected)
+
+
+def _table(points: Sequence[CurvePoint]) -> str:
+    lines = [f"{'bound':>8}  {'completeness':>12}  {'admitted':>10}  {'dropped':>9}  "
+             f"{'avg emit latency':>16}"]
+    for pt in points:
+        latency = "-" if pt.avg_emit_latency is None else f"{pt.avg_emit_latency:.3f}s"
+        lines.append(f"{format_duration(pt.bound):>8}  {pt.completeness:>12.4%}  "
+                     f"{pt.admitted:>10}  {pt.dropped:>9}  {latency:>16}")
+    return "\n".join(lines)
+
+
+def _recommendation_line(best: CurvePoint | None, target: Decimal) -> str:
+    if best is None:
+        return f"no candidate bound reaches completeness {target}: try larger bounds"
+    return (f"recommended bound for completeness {target}: {format_duration(best.bound)} "
+            f"({best.completeness:.4%})")
+
+
+# --------------------------------------------------------------------------- warehouse
+
+
+@dataclass(frozen=True)
+class PartitionCurve:
+    """One partition on its own (its watermark as if it were the only partition)."""
+
+    partition: int
+    events: int
+    points: tuple[CurvePoint, ...]
+    recommended: CurvePoint | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"partition": self.partition, "events": self.events,
+                "recommended_bound_seconds": _seconds(self.recommended),
+                "points": [pt.to_json_dict() for pt in self.points]}
+
+
+@dataclass(frozen=True)
+class LatenessAnalysis:
+    """The what-if for one day of the event log: the overall curve (min rule over all
+    partitions), the smallest bound reaching ``target``, and the same per partition."""
+
+    day: date
+    target: Decimal
+    configured_bound: int
+    events: int
+    points: tuple[CurvePoint, ...]
+    recommended: CurvePoint | None
+    partitions: tuple[PartitionCurve, ...]
+
+    @property
+    def configured(self) -> CurvePoint | None:
+        """The point of the bound the stream runs with (always among the candidates by default)."""
+        return next((pt for pt in self.points if pt.bound == self.configured_bound), None)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"day": self.day.isoformat(), "target": str(self.target),
+                "events": self.events,
+                "configured_bound_seconds": self.configured_bound / MICROS_PER_SECOND,
+                "recommended_bound_seconds": _seconds(self.recommended),
+                "points": [pt.to_json_dict() for pt in self.points],
+                "partitions": [pc.to_json_dict() for pc in self.partitions]}
+
+
+def _seconds(point: CurvePoint | None) -> float | None:
+    return None if point is None else point.bound / MICROS_PER_SECOND
+
+
+def default_bounds(settings: Settings) -> list[int]:
+    """The standard ladder plus the configured lateness, sorted."""
+    return normalize_bounds([*DEFAULT_BOUNDS, settings.lateness])
+
+
+def _as_target(value: Decimal | float | str | None, settings: Settings) -> Decimal:
+    if value is None:
+        return settings.target_completeness
+    try:
+        target = Decimal(str(value))
+    except InvalidOperation:
+        raise invalid("target", value, "a completeness > 0 and <= 1, e.g. 0.999") from None
+    if not (target.is_finite() and Decimal(0) < target <= Decimal(1)):
+        raise invalid("target", value, "a completeness > 0 and <= 1, e.g. 0.999")
+    return target
+
+
+_CURVE_SCHEMA = ("scope string, events long, bound_us long, completeness double, "
+                 "admitted long, dropped long, avg_emit_latency double")
+
+
+def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeout: int,
+                 expected: tuple[int, ...]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The applyInPandas function: one group (the day, or one partition) -> its curve rows."""
+
+    def run(group: pd.DataFrame) -> pd.DataFrame:
+        scope = str(group["scope"].iloc[0])
+        arrival = group["arrival_us"].to_numpy(np.int64)
+        part = group["partition"].to_numpy(np.int64)
+        order = np.lexsort((group["offset"].to_numpy(np.int64), part, arrival))
+        points = lateness_curve(
+            group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order], windows,
+            bounds, grace=grace, idle_timeout=idle_timeout,
+            expected_partitions=expected if scope == _OVERALL else ())
+        return pd.DataFrame({
+            "scope": [scope] * len(points), "events": [len(group)] * len(points),
+            "bound_us": [pt.bound for pt in points],
+            "completeness": [pt.completeness for pt in points],
+            "admitted": [pt.admitted for pt in points],
+            "dropped": [pt.dropped for pt in points],
+            "avg_emit_latency": [pt.avg_emit_latency for pt in points],
+        })
+
+    return run
+
+
+def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
+                bounds: Iterable[int | str] | None = None,
+                target: Decimal | float | str | None = None) -> LatenessAnalysis:
+    """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
+    the stream left out), in arrival order ``(arrival_time, partition, offset)``.
+
+    Runs ``reckon.lateness.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
+    group for the day and one per partition; only the curve rows reach the driver.
+    """
+    from pyspark.sql import functions as F
+
+    from spark import tables
+
+    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    rules = settings.event_time_rules()
+    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
+    goal = _as_target(target, settings)
+    if not tables.table_exists(settings.warehouse_path, tables.EVENT_LOG):
+        raise invalid("warehouse", str(settings.warehouse_path),
+                      "a warehouse with an event_log table (run `reckon stream` first)")
+    log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
+           .filter((F.col("event_date") == F.lit(the_day))
+                   & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+           .select(F.unix_micros("event_time").alias("event_us"),
+                   F.unix_micros("arrival_time").alias("arrival_us"),
+                   F.col("partition").cast("long").alias("partition"),
+                   F.coalesce(F.col("offset"), F.lit(-1).cast("long")).alias("offset")))
+    scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
+        log.withColumn("scope", F.col("partition").cast("string")))
+    run = _curve_group(rules.windows, candidates, rules.grace, rules.watermark.idle_timeout,
+                       rules.watermark.expected_partitions)
+    rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
+    if not rows:
+        raise invalid("date", the_day.isoformat(),
+                      f"a day with events in {tables.table_path(settings.warehouse_path, 'event_log')}"
+                      " (that day has none)")
+    curves: dict[str, list[CurvePoint]] = {}
+    events: dict[str, int] = {}
+    for r in sorted(rows, key=lambda r: (r["scope"], r["bound_us"])):
+        curves.setdefault(r["scope"], []).append(CurvePoint(
+            int(r["bound_us"]), float(r["completeness"]), int(r["admitted"]),
+            int(r["dropped"]),
+            None if r["avg_emit_latency"] is None else float(r["avg_emit_latency"])))
+        events[r["scope"]] = int(r["events"])
+    overall = tuple(curves.pop(_OVERALL))
+    partitions = tuple(
+        PartitionCurve(int(scope), events[scope], tuple(points), recommend(points, goal))
+        for scope, points in sorted(curves.items(), key=lambda kv: int(kv[0])))
+    return LatenessAnalysis(
+        day=the_day, target=goal, configured_bound=rules.watermark.lateness,
+        events=events[_OVERALL], points=overall, recommended=recommend(overall, goal),
+        partitions=partitions)
+
+
+def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``."""
+    from audits.attribution import late_attribution
+    from spark import tables
+    from spark.session import get_spark
+
+    day = parse_date(args.date, "--date")
+    bounds = None if args.bounds is None else _bounds_arg(args.bounds)
+    target = _as_target(args.target, settings)
+    spark = get_spark(settings, app_name="reckon-lateness")
+    analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+    attribution = (late_attribution(spark, settings, day)
+                   if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
+    if args.json:
+        payload = analysis.to_json_dict()
+        payload["attribution"] = [_attribution_json(row) for row in attribution]
+        print(json.dumps(payload, indent=2, sort_keys=True))
+        return 0
+    print(render_analysis(analysis, attribution))
+    return 0
+
+
+def render_analysis(analysis: LatenessAnalysis,
+                    attribution: Sequence[AttributionRow] = ()) -> str:
+    """The human-readable form of ``reckon lateness``: curve, recommendations, who is late."""
+    lines = [f"lateness analysis of {analysis.day.isoformat()}: {analysis.events} events, "
+             f"configured bound {format_duration(analysis.configured_bound)}, "
+             f"target completeness {analysis.target}",
+             _table(analysis.points),
+             _recommendation_line(analysis.recommended, analysis.target),
+             "", "per partition (each on its own watermark):"]
+    for pc in analysis.partitions:
+        best = ("none reaches the target" if pc.recommended is None
+                else format_duration(pc.recommended.bound))
+        lines.append(f"  partition {pc.partition}: {pc.events} events, recommended bound {best}")
+    if attribution:
+        lines += ["", "who is late (lift = late share / event share):",
+                  f"  {'dimension':<16} {'value':<12} {'late':>8} {'events':>10} "
+                  f"{'late share':>10} {'event share':>11} {'lift':>8}"]
+        for row in attribution:
+            lift = "-" if row.lift is None else str(row.lift)
+            lines.append(f"  {row.dimension:<16} {row.value:<12} {row.late_events:>8} "
+                         f"{row.all_events:>10} {row.late_share!s:>10} "
+                         f"{row.event_share!s:>11} {lift:>8}")
+    return "\n".join(lines)
+
+
+def _attribution_json(row: AttributionRow) -> dict[str, Any]:
+    return {"dimension": row.dimension, "value": row.value, "late_events": row.late_events,
+            "late_amount": str(row.late_amount), "all_events": row.all_events,
+            "late_share": str(row.late_share), "event_share": str(row.event_share),
+            "lift": None if row.lift is None else str(row.lift)}

@@ -1,0 +1,846 @@
+"""The report database: audit runs, breaks and their review status, attribution, data-quality
+results, rendered reports and the hash-chained sign-off log.
+
+One schema, two backends: a SQLite file inside the warehouse by default (``Settings.report_db``)
+and PostgreSQL (``postgresql+psycopg://...``) when grown up. The schema is owned by Alembic
+(``reports/migrations``); :meth:`ReportDB.migrate` runs ``upgrade head`` and every public method
+makes sure it ran once per instance.
+
+Exactness rules, identical on both backends:
+
+* Money is ``Decimal`` stored as ``NUMERIC(38,2)`` on PostgreSQL and as TEXT on SQLite (SQLite's
+  NUMERIC affinity would round through a float). A value with more than 2 decimal places is
+  refused, never rounded. Ratios (shares, lift, completeness) are unconstrained NUMERIC / TEXT.
+* Times are aware UTC datetimes at microsecond precision; a naive datetime is taken as local
+  time (what PySpark returns), as in :func:`reckon.timeutil.to_micros`.
+* History is never deleted: a new audit run of a (day, kind) makes the older ones
+  ``is_current = False``.
+
+All SQL goes through SQLAlchemy constructs with bound parameters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields
+from datetime import UTC, date, datetime
+from decimal import Context, Decimal, InvalidOperation
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import NullPool, StaticPool
+
+from reckon.errors import ReckonError, UsageError, invalid
+from reports.records import (
+    AttributionRow,
+    AuditRun,
+    BreakRow,
+    CheckRun,
+    ExpectationResult,
+    ReportRecord,
+)
+
+if TYPE_CHECKING:
+    from reports.review import LogVerification, SignoffEntry
+
+__all__ = [
+    "AUDIT_RUNS",
+    "BREAKS",
+    "BREAK_CHUNK_ROWS",
+    "BREAK_REVIEWS",
+    "CHECK_RUNS",
+    "EXPECTATION_RESULTS",
+    "LATE_ATTRIBUTION",
+    "REPORTS",
+    "REVIEW_STATUSES",
+    "SIGNOFF_LOG",
+    "AttributionRowModel",
+    "AuditRunModel",
+    "Base",
+    "BreakModel",
+    "BreakReviewModel",
+    "CheckRunModel",
+    "ExactDecimal",
+    "ExpectationResultModel",
+    "Money",
+    "ReportDB",
+    "ReportModel",
+    "SignoffModel",
+    "UTCDateTime",
+    "insert_breaks",
+]
+
+BREAK_CHUNK_ROWS = 5000
+REVIEW_STATUSES = ("open", "explained", "accepted", "resolved")
+_CENT = Decimal("0.01")
+_MONEY_LIMIT = Decimal(10) ** 36  # DECIMAL(38,2): 36 digits before the point
+_EXACT = Context(prec=80)  # the default 28 digits cannot quantize DECIMAL(38,2) values
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+# ----------------------------------------------------------------------------- column types
+
+
+def _to_decimal(value: Any, what: str) -> Decimal:
+    if isinstance(value, float):
+        raise invalid(what, value, "a Decimal (or int / str); floats are not exact")
+    try:
+        return value if isinstance(value, Decimal) else Decimal(str(value))
+    except InvalidOperation:
+        raise invalid(what, value, "a decimal number") from None
+
+
+class Money(sa.types.TypeDecorator[Decimal]):
+    """Exact money: ``NUMERIC(38,2)`` on PostgreSQL, TEXT elsewhere; always returns Decimal
+    with 2 places. More than 2 decimal places is an error (nothing is rounded silently)."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(38, 2, asdecimal=True))
+        return dialect.type_descriptor(sa.Text())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        number = _to_decimal(value, "money")
+        cents = number.quantize(_CENT, context=_EXACT)
+        if cents != number:
+            raise invalid("money", value, "an amount with at most 2 decimal places")
+        if abs(cents) >= _MONEY_LIMIT:
+            raise invalid("money", value, "an amount that fits DECIMAL(38,2)")
+        return cents if dialect.name == "postgresql" else str(cents)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        return Decimal(str(value)).quantize(_CENT, context=_EXACT)
+
+
+class ExactDecimal(sa.types.TypeDecorator[Decimal]):
+    """An exact ratio or share: unconstrained NUMERIC on PostgreSQL, TEXT elsewhere."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(asdecimal=True))
+        return dialect.type_descriptor(sa.Text())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        number = _to_decimal(value, "decimal")
+        return number if dialect.name == "postgresql" else str(number)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(str(value))
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """Aware UTC datetimes in, aware UTC datetimes out (TIMESTAMPTZ on PostgreSQL, naive UTC
+    text on SQLite). A naive input is taken as local time, like PySpark's TIMESTAMP values."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise invalid("timestamp", value, "a datetime")
+        moment = value.astimezone(UTC)
+        return moment if dialect.name == "postgresql" else moment.replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _json_type() -> sa.types.TypeEngine[Any]:
+    return sa.JSON().with_variant(pg.JSONB(), "postgresql")
+
+
+def _id_type() -> sa.types.TypeEngine[int]:
+    # SQLite only auto-increments an INTEGER PRIMARY KEY (the rowid alias), not BIGINT.
+    return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+# ----------------------------------------------------------------------------- models
+
+
+class Base(DeclarativeBase):
+    """Declarative base of the report database (Alembic's migrations build the same schema)."""
+
+
+class AuditRunModel(Base):
+    __tablename__ = "audit_runs"
+    __table_args__ = (
+        sa.Index("ix_audit_runs_day_kind", "day", "kind"),
+        # at most one current run per (day, kind), enforced by the database
+        sa.Index("uq_audit_runs_current", "day", "kind", unique=True,
+                 postgresql_where=sa.text("is_current"), sqlite_where=sa.text("is_current")),
+    )
+
+    run_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date)
+    kind: Mapped[str] = mapped_column(sa.String(40))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    duration_seconds: Mapped[float] = mapped_column(sa.Double())
+    reconciler: Mapped[str] = mapped_column(sa.String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(_json_type())
+    status_counts: Mapped[dict[str, int]] = mapped_column(_json_type())
+    rows: Mapped[int] = mapped_column(sa.BigInteger())
+    provisional_total: Mapped[Decimal] = mapped_column(Money())
+    canonical_total: Mapped[Decimal] = mapped_column(Money())
+    gap_total: Mapped[Decimal] = mapped_column(Money())
+    late_total: Mapped[Decimal] = mapped_column(Money())
+    duplicate_total: Mapped[Decimal] = mapped_column(Money())
+    residual_total: Mapped[Decimal] = mapped_column(Money())
+    unexplained: Mapped[int] = mapped_column(sa.BigInteger())
+    table_versions: Mapped[dict[str, int]] = mapped_column(_json_type())
+    completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
+    is_current: Mapped[bool] = mapped_column(sa.Boolean())
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class BreakModel(Base):
+    """One break of one run. No foreign key to audit_runs: Spark executors may write breaks
+    before the driver records the run."""
+
+    __tablename__ = "breaks"
+    __table_args__ = (
+        sa.UniqueConstraint("run_id", "day", "window_start", "key", name="uq_breaks_run_identity"),
+        sa.Index("ix_breaks_identity", "day", "window_start", "key"),
+    )
+
+    id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(sa.String(200))
+    day: Mapped[date] = mapped_column(sa.Date)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime())
+    window_end: Mapped[datetime] = mapped_column(UTCDateTime())
+    key: Mapped[str] = mapped_column(sa.String(400))
+    status: Mapped[str] = mapped_column(sa.String(40))
+    provisional_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
+    canonical_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
+    gap_amount: Mapped[Decimal] = mapped_column(Money())
+    gap_count: Mapped[int] = mapped_column(sa.BigInteger())
+    late_amount: Mapped[Decimal] = mapped_column(Money())
+    late_count: Mapped[int] = mapped_column(sa.BigInteger())
+    duplicate_amount: Mapped[Decimal] = mapped_column(Money())
+    duplicate_count: Mapped[int] = mapped_column(sa.BigInteger())
+    residual_amount: Mapped[Decimal] = mapped_column(Money())
+    residual_count: Mapped[int] = mapped_column(sa.BigInteger())
+    explanation: Mapped[str] = mapped_column(sa.Text())
+
+
+class BreakReviewModel(Base):
+    """Review status of a break identity (day, window_start, key) across re-audits."""
+
+    __tablename__ = "break_reviews"
+    __table_args__ = (
+        sa.CheckConstraint("review_status IN ('open', 'explained', 'accepted', 'resolved')",
+                           name="ck_break_reviews_status"),
+    )
+
+    day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    review_status: Mapped[str] = mapped_column(sa.String(20))
+    last_status: Mapped[str] = mapped_column(sa.String(40))
+    first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_seen_run_id: Mapped[str] = mapped_column(sa.String(200))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class AttributionRowModel(Base):
+    __tablename__ = "late_attribution"
+
+    id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("audit_runs.run_id", name="fk_late_attribution_run"),
+        index=True)
+    dimension: Mapped[str] = mapped_column(sa.String(40))
+    value: Mapped[str] = mapped_column(sa.String(400))
+    late_events: Mapped[int] = mapped_column(sa.BigInteger())
+    late_amount: Mapped[Decimal] = mapped_column(Money())
+    all_events: Mapped[int] = mapped_column(sa.BigInteger())
+    late_share: Mapped[Decimal] = mapped_column(ExactDecimal())
+    event_share: Mapped[Decimal] = mapped_column(ExactDecimal())
+    lift: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
+
+
+class CheckRunModel(Base):
+    __tablename__ = "check_runs"
+    __table_args__ = (
+        sa.Index("ix_check_runs_day", "day"),
+        sa.Index("uq_check_runs_current", "day", unique=True,
+                 postgresql_where=sa.text("is_current"), sqlite_where=sa.text("is_current")),
+    )
+
+    run_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    duration_seconds: Mapped[float] = mapped_column(sa.Double())
+    success: Mapped[bool] = mapped_column(sa.Boolean())
+    blocking_failures: Mapped[int] = mapped_column(sa.Integer())
+    warnings: Mapped[int] = mapped_column(sa.Integer())
+    suites: Mapped[int] = mapped_column(sa.Integer())
+    expectations: Mapped[int] = mapped_column(sa.Integer())
+    data_docs_path: Mapped[str] = mapped_column(sa.Text())
+    is_current: Mapped[bool] = mapped_column(sa.Boolean())
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ExpectationResultModel(Base):
+    __tablename__ = "expectation_results"
+
+    id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("check_runs.run_id", name="fk_expectation_results_run"),
+        index=True)
+    suite: Mapped[str] = mapped_column(sa.String(200))
+    table: Mapped[str] = mapped_column(sa.String(200))
+    expectation: Mapped[str] = mapped_column(sa.String(200))
+    column: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    severity: Mapped[str] = mapped_column(sa.String(20))
+    success: Mapped[bool] = mapped_column(sa.Boolean())
+    unexpected_count: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
+    sample: Mapped[str] = mapped_column(sa.Text())
+    kwargs: Mapped[str] = mapped_column(sa.Text())
+
+
+class ReportModel(Base):
+    __tablename__ = "reports"
+    __table_args__ = (
+        sa.UniqueConstraint("audit_run_id", "html_path", "sha256", name="uq_reports_content"),
+        sa.Index("ix_reports_day", "day"),
+    )
+
+    id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
+    day: Mapped[date] = mapped_column(sa.Date)
+    audit_run_id: Mapped[str] = mapped_column(sa.String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    html_path: Mapped[str] = mapped_column(sa.Text())
+    pdf_path: Mapped[str] = mapped_column(sa.Text())
+    csv_paths: Mapped[list[str]] = mapped_column(_json_type())
+    sha256: Mapped[str] = mapped_column(sa.String(64))
+
+
+class SignoffModel(Base):
+    """Append-only, hash-chained sign-off log (see reports.review)."""
+
+    __tablename__ = "signoff_log"
+    __table_args__ = (
+        sa.UniqueConstraint("entry_hash", name="uq_signoff_log_entry_hash"),
+        sa.CheckConstraint("decision IN ('approved', 'rejected', 'accepted', 'resolved')",
+                           name="ck_signoff_log_decision"),
+    )
+
+    seq: Mapped[int] = mapped_column(sa.BigInteger(), primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("audit_runs.run_id", name="fk_signoff_log_run"), index=True)
+    by: Mapped[str] = mapped_column(sa.String(200))
+    decision: Mapped[str] = mapped_column(sa.String(20))
+    note: Mapped[str] = mapped_column(sa.Text())
+    prev_hash: Mapped[str] = mapped_column(sa.String(64))
+    entry_hash: Mapped[str] = mapped_column(sa.String(64))
+
+
+# Typed handles on the tables, for SQLAlchemy Core statements.
+AUDIT_RUNS: sa.Table = Base.metadata.tables["audit_runs"]
+BREAKS: sa.Table = Base.metadata.tables["breaks"]
+BREAK_REVIEWS: sa.Table = Base.metadata.tables["break_reviews"]
+LATE_ATTRIBUTION: sa.Table = Base.metadata.tables["late_attribution"]
+CHECK_RUNS: sa.Table = Base.metadata.tables["check_runs"]
+EXPECTATION_RESULTS: sa.Table = Base.metadata.tables["expectation_results"]
+REPORTS: sa.Table = Base.metadata.tables["reports"]
+SIGNOFF_LOG: sa.Table = Base.metadata.tables["signoff_log"]
+
+
+# ----------------------------------------------------------------------------- engines
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)  # exact, as text
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} {value!r} is not JSON-serialisable")
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, default=_json_default, sort_keys=True)
+
+
+def _make_engine(url: str, *, pooled: bool = True) -> Engine:
+    """An engine with the SQLite settings that make it behave like a server: foreign keys on,
+    WAL (readers do not block the writer), a busy timeout, and transactions we BEGIN ourselves
+    so that writers can take ``BEGIN IMMEDIATE``."""
+    parsed = sa.make_url(url)
+    kwargs: dict[str, Any] = {"json_serializer": _json_dumps}
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    in_memory = is_sqlite and parsed.database in (None, "", ":memory:")
+    if in_memory:
+        kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
+    elif not pooled:
+        kwargs["poolclass"] = NullPool
+    if is_sqlite and not in_memory:
+        kwargs["connect_args"] = {"timeout": 60, "check_same_thread": False}
+    engine = sa.create_engine(url, **kwargs)
+    if is_sqlite:
+        _install_sqlite_hooks(engine, wal=not in_memory)
+    return engine
+
+
+def _install_sqlite_hooks(engine: Engine, *, wal: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # pysqlite must not BEGIN on its own
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA busy_timeout = 60000")
+        if wal:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        if conn.get_execution_options().get("reckon_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+# Constant statements (no user data): the tables whose writers are serialised on PostgreSQL.
+_PG_LOCKS = {
+    "audit_runs": sa.text("LOCK TABLE audit_runs IN EXCLUSIVE MODE"),
+    "check_runs": sa.text("LOCK TABLE check_runs IN EXCLUSIVE MODE"),
+    "signoff_log": sa.text("LOCK TABLE signoff_log IN EXCLUSIVE MODE"),
+}
+
+
+@contextlib.contextmanager
+def _write_tx(engine: Engine, lock_table: str | None = None) -> Iterator[Connection]:
+    """A write transaction, serialised against other writers of ``lock_table``: SQLite takes
+    the database write lock up front (BEGIN IMMEDIATE); PostgreSQL locks the table in EXCLUSIVE
+    mode (readers go on, other writers of that table wait for the commit)."""
+    try:
+        with engine.connect() as conn:
+            conn = conn.execution_options(reckon_write=True)
+            with conn.begin():
+                if lock_table is not None and conn.dialect.name == "postgresql":
+                    conn.execute(_PG_LOCKS[lock_table])
+                yield conn
+    except sa.exc.StatementError as exc:
+        # a column type refused a value (e.g. money with 3 decimals): surface reckon's error
+        if isinstance(exc.orig, ReckonError):
+            raise exc.orig from None
+        raise
+
+
+# Per-process caches for insert_breaks, which runs in Spark's Python workers with only a URL.
+_ENGINES: dict[tuple[int, str], Engine] = {}
+_MIGRATED: set[tuple[int, str]] = set()
+_CACHE_LOCK = threading.Lock()
+
+
+def _worker_engine(url: str) -> Engine:
+    key = (os.getpid(), url)
+    with _CACHE_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _ENGINES[key] = _make_engine(url, pooled=False)
+    return engine
+
+
+def _alembic_config(connection: Connection) -> Any:
+    from alembic.config import Config
+
+    cfg = Config(str(_PACKAGE_DIR / "alembic.ini"))
+    cfg.set_main_option("script_location", str(_PACKAGE_DIR / "migrations"))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def _migrate_engine(engine: Engine) -> None:
+    """``alembic upgrade head`` inside one serialised transaction, so that two processes
+    migrating the same database at once do not race (the second finds the schema at head)."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        conn = conn.execution_options(reckon_write=True)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                # a fixed application lock id: 'reckon-db' in ASCII
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(0x7265636B6F6E6462)))
+            command.upgrade(_alembic_config(conn), "head")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ----------------------------------------------------------------------------- breaks
+
+
+def _break_values(run_id: str, row: BreakRow) -> dict[str, Any]:
+    if row.run_id != run_id:
+        raise invalid("BreakRow.run_id", row.run_id, f"the run being written ({run_id!r})")
+    return {f.name: getattr(row, f.name) for f in fields(BreakRow)}
+
+
+def _insert_for(dialect_name: str) -> Any:
+    if dialect_name == "postgresql":
+        return pg.insert
+    if dialect_name == "sqlite":
+        return sqlite_dialect.insert
+    raise UsageError(f"report database backend {dialect_name!r} is not supported: "
+                     "use sqlite:///FILE or postgresql+psycopg://...")
+
+
+def _identity(values: dict[str, Any]) -> tuple[date, datetime, str]:
+    return values["day"], values["window_start"].astimezone(UTC), values["key"]
+
+
+def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]],
+                       now: datetime) -> int:
+    insert = _insert_for(conn.dialect.name)
+    breaks = BREAKS
+    # same identity order in every writer: concurrent (or speculative) tasks cannot deadlock
+    chunk = sorted(chunk, key=_identity)
+    # plain executemany (no RETURNING): psycopg pipelines it, several times faster than the
+    # multi-row VALUES statements SQLAlchemy builds when RETURNING is asked for
+    conn.execute(insert(breaks).on_conflict_do_nothing(
+        index_elements=["run_id", "day", "window_start", "key"]), chunk)
+    # one review row per identity (a repeated identity: the last row wins)
+    identities: dict[tuple[date, datetime, str], dict[str, Any]] = {}
+    for v in chunk:
+        identities[_identity(v)] = {
+            "day": v["day"], "window_start": v["window_start"], "key": v["key"],
+            "review_status": "explained" if v["status"] == "EXPLAINED" else "open",
+            "last_status": v["status"], "first_seen_at": now, "last_seen_run_id": run_id,
+            "updated_at": now,
+        }
+    reviews_rows = list(identities.values())  # already in identity order
+    reviews = BREAK_REVIEWS
+    stmt = insert(reviews)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["day", "window_start", "key"],
+        set_={
+            # 'explained' that became unexplained re-opens; every other status is kept
+            "review_status": sa.case(
+                (sa.and_(reviews.c.review_status == "explained",
+                         stmt.excluded.review_status == "open"), "open"),
+                else_=reviews.c.review_status),
+            "last_status": stmt.excluded.last_status,
+            "last_seen_run_id": stmt.excluded.last_seen_run_id,
+            "updated_at": stmt.excluded.updated_at,
+        },
+    )
+    conn.execute(stmt, reviews_rows)
+    return len(chunk)
+
+
+def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
+                  now: datetime | None = None) -> int:
+    """Write one audit run's breaks and upsert their review status; return the rows handed in
+    (each is now stored exactly once, whether this call or an earlier attempt wrote it).
+
+    Module-level on purpose: Spark calls it from ``foreachPartition`` in a fresh Python worker
+    that has only the URL. Idempotent (a retried task writes nothing twice: (run_id, day,
+    window_start, key) is unique) and safe when partitions write concurrently. Rows are written
+    in chunks of :data:`BREAK_CHUNK_ROWS`, one transaction per chunk.
+
+    Review rules per identity (day, window_start, key): a new identity gets ``first_seen_at =
+    now`` and review status 'explained' when its status is EXPLAINED, else 'open'; a known one
+    keeps ``first_seen_at`` and its review status, except 'explained' that is now unexplained
+    becomes 'open' again.
+    """
+    moment = now or _now()
+    engine = _worker_engine(url)
+    key = (os.getpid(), url)
+    if key not in _MIGRATED:
+        _migrate_engine(engine)
+        _MIGRATED.add(key)
+    total = 0
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(_break_values(run_id, row))
+        if len(chunk) >= BREAK_CHUNK_ROWS:
+            with _write_tx(engine) as conn:
+                total += _write_break_chunk(conn, run_id, chunk, moment)
+            chunk = []
+    if chunk:
+        with _write_tx(engine) as conn:
+            total += _write_break_chunk(conn, run_id, chunk, moment)
+    return total
+
+
+# ----------------------------------------------------------------------------- record mapping
+
+_R = TypeVar("_R")
+
+
+def _record_values(record: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name not in exclude}
+
+
+def _to_record(cls: type[_R], model: Any) -> _R:
+    return cls(**{f.name: getattr(model, f.name) for f in fields(cls)})  # type: ignore[arg-type]
+
+
+def _age_days(first_seen: datetime, now: datetime) -> int:
+    return max(0, (now - first_seen).days)
+
+
+# ----------------------------------------------------------------------------- the database
+
+
+class ReportDB:
+    """The report database behind one SQLAlchemy URL. Cheap to construct; the schema is
+    migrated (Alembic ``upgrade head``) on first use."""
+
+    def __init__(self, url: str) -> None:
+        if not url or "://" not in url:
+            raise invalid("url", url, "a SQLAlchemy URL such as sqlite:///path/reckon.db or "
+                                      "postgresql+psycopg://user@host/db")
+        self.url = url
+        self.engine = _make_engine(url)
+        _insert_for(self.engine.dialect.name)  # reject unsupported backends now
+        self._migrated = False
+        self._migrate_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ReportDB:
+        """The database of ``settings.report_db``; creates the SQLite file's folder."""
+        url = settings.report_db
+        parsed = sa.make_url(url)
+        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
+                                                                             ":memory:"):
+            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        return cls(url)
+
+    def __repr__(self) -> str:
+        return f"ReportDB({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def close(self) -> None:
+        """Release pooled connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> ReportDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+    def migrate(self) -> None:
+        """Bring the schema to Alembic's head. Idempotent; safe in concurrent processes."""
+        with self._migrate_lock:
+            _migrate_engine(self.engine)
+            self._migrated = True
+        _MIGRATED.add((os.getpid(), self.url))  # insert_breaks in this process need not check
+
+    def ready(self) -> Engine:
+        """The engine, after making sure the schema is migrated (once per instance)."""
+        if not self._migrated:
+            self.migrate()
+        return self.engine
+
+    # ------------------------------------------------------------------ audit runs
+    def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow]) -> None:
+        """Store a run and its attribution in one transaction. The run becomes current for its
+        (day, kind) unless a run that started later is already recorded (a delayed retry of an
+        old run never displaces a newer one); older runs stay as history. Recording the same
+        run_id again changes nothing."""
+        engine = self.ready()
+        runs = AUDIT_RUNS
+        with _write_tx(engine, runs.name) as conn:
+            if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
+                return
+            newer = conn.execute(sa.select(runs.c.run_id).where(
+                runs.c.day == run.day, runs.c.kind == run.kind,
+                runs.c.started_at > run.started_at).limit(1)).first()
+            current = newer is None
+            if current:
+                conn.execute(sa.update(runs).where(runs.c.day == run.day, runs.c.kind == run.kind,
+                                                   runs.c.is_current.is_(True))
+                             .values(is_current=False))
+            values = _record_values(run, exclude=("is_current",))
+            conn.execute(sa.insert(runs).values(**values, is_current=current,
+                                                recorded_at=_now()))
+            if attribution:
+                conn.execute(sa.insert(LATE_ATTRIBUTION),
+                             [{**_record_values(a), "run_id": run.run_id} for a in attribution])
+
+    def _audit_runs(self, stmt: sa.Select[Any]) -> list[AuditRun]:
+        with self.ready().connect() as conn:
+            return [_to_record(AuditRun, r) for r in conn.execute(stmt)]
+
+    def current_audit_run(self, day: date, kind: str = "nightly") -> AuditRun | None:
+        t = AUDIT_RUNS
+        runs = self._audit_runs(sa.select(t).where(t.c.day == day, t.c.kind == kind,
+                                                   t.c.is_current.is_(True)))
+        return runs[0] if runs else None
+
+    def audit_runs(self, day: date | None = None) -> list[AuditRun]:
+        """Every recorded run (of ``day`` when given), newest first (history included)."""
+        t = AUDIT_RUNS
+        stmt = sa.select(t).order_by(t.c.started_at.desc(), t.c.recorded_at.desc())
+        if day is not None:
+            stmt = stmt.where(t.c.day == day)
+        return self._audit_runs(stmt)
+
+    def get_audit_run(self, run_id: str) -> AuditRun | None:
+        t = AUDIT_RUNS
+        runs = self._audit_runs(sa.select(t).where(t.c.run_id == run_id))
+        return runs[0] if runs else None
+
+    def attribution(self, run_id: str) -> list[AttributionRow]:
+        t = LATE_ATTRIBUTION
+        with self.ready().connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id).order_by(t.c.id))
+            return [_to_record(AttributionRow, r) for r in rows]
+
+    # ------------------------------------------------------------------ breaks
+    def write_breaks(self, run_id: str, rows: Iterable[BreakRow], *,
+                     now: datetime | None = None) -> int:
+        """Driver-side :func:`insert_breaks` (same rules)."""
+        self.ready()
+        return insert_breaks(self.url, run_id, rows, now=now)
+
+    def breaks(self, run_id: str) -> list[BreakRow]:
+        t = BREAKS
+        with self.ready().connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id)
+                                .order_by(t.c.day, t.c.window_start, t.c.key))
+            return [_to_record(BreakRow, r) for r in rows]
+
+    def list_breaks(self, day: date | None = None, review_status: str | None = None, *,
+                    kind: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Breaks of the current audit runs (of every kind unless ``kind`` is given) with their
+        review status and ``age_days`` = whole days since the identity was first seen."""
+        if review_status is not None and review_status not in REVIEW_STATUSES:
+            raise invalid("review_status", review_status, "one of " + ", ".join(REVIEW_STATUSES))
+        moment = now or _now()
+        b, r, a = BREAKS, BREAK_REVIEWS, AUDIT_RUNS
+        stmt = (
+            sa.select(b, a.c.kind, r.c.review_status, r.c.first_seen_at, r.c.last_seen_run_id,
+                      r.c.updated_at.label("review_updated_at"))
+            .join(a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True)))
+            .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
+                             r.c.key == b.c.key))
+            .order_by(b.c.day, b.c.window_start, b.c.key, a.c.kind)
+        )
+        if day is not None:
+            stmt = stmt.where(b.c.day == day)
+        if kind is not None:
+            stmt = stmt.where(a.c.kind == kind)
+        if review_status is not None:
+            stmt = stmt.where(r.c.review_status == review_status)
+        with self.ready().connect() as conn:
+            out = []
+            for row in conn.execute(stmt).mappings():
+                item = dict(row)
+                item.pop("id", None)
+                item["age_days"] = _age_days(item["first_seen_at"], moment)
+                out.append(item)
+            return out
+
+    # ------------------------------------------------------------------ data quality
+    def record_check_run(self, run: CheckRun, results: Sequence[ExpectationResult]) -> None:
+        """Store a check run and its results in one transaction; newest (by started_at) is
+        current for its day; the same run_id again changes nothing."""
+        engine = self.ready()
+        runs = CHECK_RUNS
+        with _write_tx(engine, runs.name) as conn:
+            if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
+                return
+            newer = conn.execute(sa.select(runs.c.run_id).where(
+                runs.c.day == run.day, runs.c.started_at > run.started_at).limit(1)).first()
+            current = newer is None
+            if current:
+                conn.execute(sa.update(runs).where(runs.c.day == run.day,
+                                                   runs.c.is_current.is_(True))
+                             .values(is_current=False))
+            conn.execute(sa.insert(runs).values(**_record_values(run), is_current=current,
+                                                recorded_at=_now()))
+            for result in results:
+                if result.run_id != run.run_id:
+                    raise invalid("ExpectationResult.run_id", result.run_id,
+                                  f"the check run being recorded ({run.run_id!r})")
+            if results:
+                conn.execute(sa.insert(EXPECTATION_RESULTS),
+                             [_record_values(x) for x in results])
+
+    def current_check_run(self, day: date) -> CheckRun | None:
+        t = CHECK_RUNS
+        with self.ready().connect() as conn:
+            row = conn.execute(sa.select(t).where(t.c.day == day,
+                                                  t.c.is_current.is_(True))).first()
+            return None if row is None else _to_record(CheckRun, row)
+
+    def expectation_results(self, run_id: str) -> list[ExpectationResult]:
+        t = EXPECTATION_RESULTS
+        with self.ready().connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id).order_by(t.c.id))
+            return [_to_record(ExpectationResult, r) for r in rows]
+
+    # ------------------------------------------------------------------ reports
+    def record_report(self, rec: ReportRecord) -> None:
+        """Store a rendered report; recording the same (run, HTML path, sha256) again is a
+        no-op."""
+        engine = self.ready()
+        t = REPORTS
+        insert = _insert_for(engine.dialect.name)
+        values = _record_values(rec)
+        values["csv_paths"] = list(rec.csv_paths)
+        with _write_tx(engine) as conn:
+            conn.execute(insert(t).values(**values).on_conflict_do_nothing(
+                index_elements=["audit_run_id", "html_path", "sha256"]))
+
+    def current_report(self, day: date) -> ReportRecord | None:
+        """The newest report of ``day`` (by created_at, then recording order)."""
+        t = REPORTS
+        with self.ready().connect() as conn:
+            row = conn.execute(sa.select(t).where(t.c.day == day)
+                               .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).first()
+            return None if row is None else _to_record(ReportRecord, row)
+
+    # ------------------------------------------------------------------ sign-off log
+    def append_signoff(self, run_id: str, by: str, decision: str, note: str) -> SignoffEntry:
+        """Append a decision to the hash-chained sign-off log; see
+        :func:`reports.review.append_signoff` (returns a ``SignoffEntry``)."""
+        from reports.review import append_signoff
+
+        return append_signoff(self, run_id, by, decision, note)
+
+    def verify_log(self, expected_head: str | None = None) -> LogVerification:
+        """Check the sign-off log's chain; see :func:`reports.review.verify_log`."""
+        from reports.review import verify_log
+
+        return verify_log(self, expected_head)
+
+    def signoff_entries(self) -> list[SignoffEntry]:
+        """Every sign-off entry in seq order."""
+        from reports.review import read_log
+
+        return read_log(self)

@@ -1,0 +1,305 @@
+"""Break review and the hash-chained sign-off log, plus their CLI commands.
+
+The sign-off log is append-only and tamper-evident. Entry ``n`` stores
+``entry_hash = sha256(canonical JSON of {seq, at, run_id, by, decision, note, prev_hash})``
+with ``prev_hash`` = entry ``n-1``'s ``entry_hash`` (64 zeros for seq 1). Editing an entry breaks
+its own hash; deleting or reordering entries breaks a ``seq`` or ``prev_hash`` link; truncating
+the end is caught by checking a head hash kept elsewhere (``verify_log(expected_head=...)``).
+
+Four-eyes rule: the run's reconciler may not sign it off. Decisions 'accepted' and 'resolved'
+also move the run's *open* breaks to that review status ('explained' breaks stay explained).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from reckon.config import Settings
+from reckon.errors import UsageError, invalid
+from reckon.timeutil import parse_date
+from reports.db import (
+    AUDIT_RUNS,
+    BREAK_REVIEWS,
+    BREAKS,
+    REVIEW_STATUSES,
+    SIGNOFF_LOG,
+    ReportDB,
+    _write_tx,
+)
+
+__all__ = [
+    "DECISIONS",
+    "GENESIS_HASH",
+    "LogVerification",
+    "SignoffEntry",
+    "SignoffRefused",
+    "append_signoff",
+    "cmd_breaks",
+    "cmd_signoff",
+    "cmd_verify_log",
+    "compute_entry_hash",
+    "read_log",
+    "verify_log",
+]
+
+GENESIS_HASH = "0" * 64
+DECISIONS = ("approved", "rejected", "accepted", "resolved")
+_BREAK_DECISIONS = ("accepted", "resolved")  # decisions that close the run's open breaks
+_APPEND_ATTEMPTS = 3
+
+
+class SignoffRefused(UsageError):
+    """A sign-off that the rules forbid: unknown run, or the reconciler signing their own run."""
+
+
+@dataclass(frozen=True)
+class SignoffEntry:
+    """One entry of the sign-off log. ``at`` is an aware UTC datetime (microseconds)."""
+
+    seq: int
+    at: datetime
+    run_id: str
+    by: str
+    decision: str
+    note: str
+    prev_hash: str
+    entry_hash: str
+
+    def recomputed_hash(self) -> str:
+        """The hash the entry's current contents should carry."""
+        return compute_entry_hash(seq=self.seq, at=self.at, run_id=self.run_id, by=self.by,
+                                  decision=self.decision, note=self.note,
+                                  prev_hash=self.prev_hash)
+
+
+@dataclass(frozen=True)
+class LogVerification:
+    """Result of :func:`verify_log`. ``problems`` name the seq and what is wrong; ``head_hash``
+    is the last entry's hash (64 zeros for an empty log): keep it elsewhere to detect
+    truncation later."""
+
+    ok: bool
+    entries: int
+    head_hash: str
+    problems: list[str]
+
+
+def _format_at(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def compute_entry_hash(*, seq: int, at: datetime, run_id: str, by: str, decision: str,
+                       note: str, prev_hash: str) -> str:
+    """SHA-256 (hex) of the canonical JSON of an entry's fields: sorted keys, no whitespace,
+    UTF-8, ``at`` as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    payload = {"seq": seq, "at": _format_at(at), "run_id": run_id, "by": by,
+               "decision": decision, "note": note, "prev_hash": prev_hash}
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _same_person(a: str, b: str) -> bool:
+    return a.strip().casefold() == b.strip().casefold()
+
+
+def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
+                   now: datetime | None = None) -> SignoffEntry:
+    """Append a decision on ``run_id`` to the log and return the new entry.
+
+    Serialised against concurrent appenders (SQLite ``BEGIN IMMEDIATE``; PostgreSQL locks the
+    log table, since ``FOR UPDATE`` on the last row would not stop a second appender from
+    reading the same last row after the first commits); ``seq`` is also unique, so a lost race
+    can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run or a
+    sign-off by the run's reconciler (compared trimmed, case-insensitively).
+    """
+    if decision not in DECISIONS:
+        raise invalid("decision", decision, "one of " + ", ".join(DECISIONS))
+    who = (by or "").strip()
+    if not who:
+        raise invalid("by", by, "the reviewer's name (not empty)")
+    text = (note or "").strip()
+    if not text:
+        raise invalid("note", note, "a note saying what was reviewed and decided (not empty)")
+    engine = db.ready()
+    runs, log = AUDIT_RUNS, SIGNOFF_LOG
+    for attempt in range(1, _APPEND_ATTEMPTS + 1):
+        try:
+            with _write_tx(engine, "signoff_log") as conn:
+                reconciler = conn.execute(sa.select(runs.c.reconciler)
+                                          .where(runs.c.run_id == run_id)).scalar_one_or_none()
+                if reconciler is None:
+                    raise SignoffRefused(
+                        f"run={run_id!r} is not valid: no audit run has this id "
+                        "(`reckon breaks list` shows the run ids of current breaks)")
+                if _same_person(who, reconciler):
+                    raise SignoffRefused(
+                        f"by={who!r} may not sign off run {run_id!r}: {reconciler!r} reconciled "
+                        "it, and a run needs a second person's sign-off (four-eyes rule)")
+                last = conn.execute(sa.select(log.c.seq, log.c.entry_hash)
+                                    .order_by(log.c.seq.desc()).limit(1)).first()
+                seq = 1 if last is None else int(last.seq) + 1
+                prev = GENESIS_HASH if last is None else str(last.entry_hash)
+                at = (now or datetime.now(UTC)).astimezone(UTC)
+                entry = SignoffEntry(
+                    seq=seq, at=at, run_id=run_id, by=who, decision=decision, note=text,
+                    prev_hash=prev,
+                    entry_hash=compute_entry_hash(seq=seq, at=at, run_id=run_id, by=who,
+                                                  decision=decision, note=text,
+                                                  prev_hash=prev))
+                conn.execute(sa.insert(log).values(
+                    seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
+                    decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
+                    entry_hash=entry.entry_hash))
+                if decision in _BREAK_DECISIONS:
+                    _close_open_breaks(conn, run_id, decision, at)
+                return entry
+        except IntegrityError:
+            if attempt == _APPEND_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _close_open_breaks(conn: sa.Connection, run_id: str, status: str, at: datetime) -> int:
+    reviews, breaks = BREAK_REVIEWS, BREAKS
+    in_run = sa.exists().where(breaks.c.run_id == run_id, breaks.c.day == reviews.c.day,
+                               breaks.c.window_start == reviews.c.window_start,
+                               breaks.c.key == reviews.c.key)
+    result = conn.execute(sa.update(reviews)
+                          .where(reviews.c.review_status == "open", in_run)
+                          .values(review_status=status, updated_at=at))
+    return int(result.rowcount or 0)
+
+
+def read_log(db: ReportDB) -> list[SignoffEntry]:
+    """Every entry, in seq order, exactly as stored."""
+    log = SIGNOFF_LOG
+    with db.ready().connect() as conn:
+        rows = conn.execute(sa.select(log).order_by(log.c.seq)).all()
+    return [SignoffEntry(seq=int(r.seq), at=r.at, run_id=r.run_id, by=r.by,
+                         decision=r.decision, note=r.note, prev_hash=r.prev_hash,
+                         entry_hash=r.entry_hash) for r in rows]
+
+
+def verify_log(db: ReportDB, expected_head: str | None = None) -> LogVerification:
+    """Walk the chain from seq 1: every seq present, every ``prev_hash`` equal to the previous
+    entry's ``entry_hash`` (genesis: 64 zeros), every ``entry_hash`` equal to the hash of the
+    entry's contents. With ``expected_head`` (a head hash recorded earlier), that entry must
+    still be in the log."""
+    entries = read_log(db)
+    problems: list[str] = []
+    expected_seq, expected_prev = 1, GENESIS_HASH
+    for e in entries:
+        if e.seq != expected_seq:
+            missing = (f"seq {expected_seq}" if e.seq == expected_seq + 1
+                       else f"seq {expected_seq} to {e.seq - 1}")
+            problems.append(f"{missing} missing: seq {e.seq} follows seq {expected_seq - 1} "
+                            "(entry deleted?)")
+        if e.prev_hash != expected_prev:
+            problems.append(f"seq {e.seq}: prev_hash {e.prev_hash[:16]}... does not match the "
+                            f"previous entry's hash {expected_prev[:16]}... (an entry was "
+                            "deleted, inserted or reordered)")
+        if e.recomputed_hash() != e.entry_hash:
+            problems.append(f"seq {e.seq}: entry_hash does not match the entry's contents "
+                            "(the entry was edited after it was written)")
+        expected_seq, expected_prev = e.seq + 1, e.entry_hash
+    head = entries[-1].entry_hash if entries else GENESIS_HASH
+    if expected_head is not None and expected_head != GENESIS_HASH and \
+            expected_head not in {e.entry_hash for e in entries}:
+        problems.append(f"head hash {expected_head[:16]}... recorded earlier is no longer in "
+                        "the log (entries removed from the end?)")
+    return LogVerification(ok=not problems, entries=len(entries), head_hash=head,
+                           problems=problems)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def _short_time(moment: datetime) -> str:
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon breaks list [--date D] [--status S] [--json]``: breaks of the current runs."""
+    if args.action != "list":
+        raise invalid("action", args.action, "list")
+    day = parse_date(args.date, "--date") if args.date else None
+    status = args.status.strip().lower() if args.status else None
+    if status is not None and status not in REVIEW_STATUSES:
+        raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
+    with ReportDB.from_settings(settings) as db:
+        items = db.list_breaks(day=day, review_status=status)
+    if args.json:
+        print(json.dumps([{k: _jsonable(v) for k, v in item.items()} for item in items],
+                         indent=2, sort_keys=True))
+        return 0
+    if not items:
+        where = f" for {day.isoformat()}" if day else ""
+        which = f" with review status {status!r}" if status else ""
+        print(f"no breaks{where}{which} in the current audit runs")
+        return 0
+    headers = ["DAY", "WINDOW START", "KEY", "STATUS", "GAP", "RESIDUAL", "REVIEW", "AGE (d)",
+               "RUN"]
+    rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
+             item["status"], str(item["gap_amount"]), str(item["residual_amount"]),
+             item["review_status"], str(item["age_days"]), item["run_id"]] for item in items]
+    print(_table(headers, rows, right={4, 5, 7}))
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
+    print(f"{len(items)} breaks: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0
+
+
+def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon signoff --run R --by NAME --note TEXT [--decision D]``."""
+    with ReportDB.from_settings(settings) as db:
+        entry = append_signoff(db, args.run, args.by, args.decision, args.note)
+    print(f"signed: run {entry.run_id} {entry.decision} by {entry.by} "
+          f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
+    return 0
+
+
+def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
+    with ReportDB.from_settings(settings) as db:
+        result = verify_log(db)
+    if result.ok:
+        print(f"sign-off log OK: {result.entries} entries, head hash {result.head_hash}")
+        return 0
+    print(f"sign-off log FAILED verification ({result.entries} entries, "
+          f"{len(result.problems)} problems):")
+    for problem in result.problems:
+        print(f"  - {problem}")
+    return 1

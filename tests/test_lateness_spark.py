@@ -1,0 +1,136 @@
+"""Spark tier: the warehouse lateness analysis equals the pure curve on the same rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from decimal import Decimal
+
+import numpy as np
+import pytest
+
+from audits.lateness import DEFAULT_BOUNDS, analyze_day
+from reckon.cli import main
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reckon.lateness import lateness_curve, normalize_bounds, recommend
+from reckon.timeutil import from_micros
+from spark import tables
+
+S = 1_000_000
+DAY = date(2026, 1, 1)
+BASE = 1_767_225_600 * S  # DAY at 00:00:00Z
+
+
+def log_row(i: int, event_us: int, arrival_us: int, partition: int, *, offset: int | None,
+            duplicate: bool | None = False, event_id: str | None = None) -> dict:
+    moment = from_micros(event_us)
+    return {"event_id": event_id or f"e{i}", "key": f"k{i % 3}", "amount": Decimal("1.00"),
+            "currency": "USD", "event_time": moment, "source": f"s{partition}",
+            "partition": partition, "offset": offset, "arrival_time": from_micros(arrival_us),
+            "input_file": None, "payload": None, "batch_id": 0, "is_duplicate": duplicate,
+            "event_date": moment.date()}
+
+
+def synthetic_log(seed: int = 11, n: int = 240) -> list[dict]:
+    """Three partitions (one slow), out of order, simultaneous arrivals, a silent spell,
+    flagged duplicates, and a few rows of the next day."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    arrival = BASE + 3600 * S
+    for i in range(n):
+        arrival += int(rng.choice([0, 0, 200_000, S, 40 * S if i == n // 2 else S]))
+        p = int(rng.integers(0, 3))
+        delay = int(rng.exponential(800_000)) + (2 * S if p == 2 else 0)
+        rows.append(log_row(i, arrival - delay, arrival, p, offset=None if i % 17 == 0 else i))
+    rows.append(log_row(1000, micros(rows[5]["event_time"]), arrival + S, 1, offset=5000,
+                        duplicate=True, event_id="e5"))
+    rows.append(log_row(1001, BASE + 86_400 * S + 5 * S, arrival + 2 * S, 0, offset=5001))
+    return rows
+
+
+def write_log(spark, warehouse, rows) -> None:
+    df = spark.createDataFrame(rows, tables.SCHEMAS[tables.EVENT_LOG])
+    tables.ensure_table(spark, warehouse, tables.EVENT_LOG)
+    tables.idempotent_append(df, warehouse, tables.EVENT_LOG, "test", 0)
+
+
+def micros(moment) -> int:
+    return round(moment.timestamp() * S)
+
+
+def pure_curve(rows, settings, bounds, partition=None):
+    """The same analysis by hand: filter, order by (arrival, partition, offset), numpy curve."""
+    rules = settings.event_time_rules()
+    kept = [r for r in rows if r["event_date"] == DAY and not r["is_duplicate"]
+            and (partition is None or r["partition"] == partition)]
+    kept.sort(key=lambda r: (micros(r["arrival_time"]), r["partition"],
+                             -1 if r["offset"] is None else r["offset"]))
+    t = np.array([micros(r["event_time"]) for r in kept], dtype=np.int64)
+    a = np.array([micros(r["arrival_time"]) for r in kept], dtype=np.int64)
+    p = np.array([r["partition"] for r in kept], dtype=np.int64)
+    expected = rules.watermark.expected_partitions if partition is None else ()
+    return len(kept), lateness_curve(t, a, p, rules.windows, bounds, grace=rules.grace,
+                                     idle_timeout=rules.watermark.idle_timeout,
+                                     expected_partitions=expected)
+
+
+@pytest.fixture()
+def wh_settings(warehouse):
+    return load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2,
+                         lateness="4s", idle_timeout="10s", window="10s", slide="5s",
+                         expected_partitions="0,1,2,3")
+
+
+def test_analyze_day_equals_the_pure_curve_overall_and_per_partition(spark, wh_settings):
+    rows = synthetic_log()
+    write_log(spark, wh_settings.warehouse_path, rows)
+    analysis = analyze_day(spark, wh_settings, DAY, target="0.99")
+
+    bounds = normalize_bounds([*DEFAULT_BOUNDS, "4s"])
+    n, overall = pure_curve(rows, wh_settings, bounds)
+    assert analysis.events == n == 240
+    assert list(analysis.points) == overall
+    assert analysis.recommended == recommend(overall, Decimal("0.99"))
+    assert analysis.configured_bound == 4 * S and analysis.configured == overall[bounds.index(4 * S)]
+    assert overall[0].dropped > 0  # the example is not trivial
+    assert [pc.partition for pc in analysis.partitions] == [0, 1, 2]
+    for pc in analysis.partitions:
+        events, points = pure_curve(rows, wh_settings, bounds, partition=pc.partition)
+        assert (pc.events, list(pc.points)) == (events, points)
+        assert pc.recommended == recommend(points, Decimal("0.99"))
+    # the slow partition needs a larger bound on its own than the fast ones
+    slow, fast = analysis.partitions[2].recommended, analysis.partitions[0].recommended
+    assert slow is not None and fast is not None and slow.bound > fast.bound
+
+
+def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no stray ./reckon.toml; the rules come from the environment
+    monkeypatch.delenv("RECKON_CONFIG", raising=False)
+    for name, value in {"LATENESS": "4s", "IDLE_TIMEOUT": "10s", "WINDOW": "10s", "SLIDE": "",
+                        "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
+        monkeypatch.setenv(f"RECKON_{name}", value)
+    wh = str(wh_settings.warehouse_path)
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 2
+    assert "a warehouse with an event_log table" in capsys.readouterr().err
+
+    write_log(spark, wh_settings.warehouse_path, synthetic_log(n=60))
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",
+                 "--target", "0.9", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["day"] == "2026-01-01" and payload["target"] == "0.9"
+    assert payload["configured_bound_seconds"] == 4.0
+    assert [p["bound_seconds"] for p in payload["points"]] == [0.0, 4.0, 60.0]
+    assert set(payload["points"][0]) == {"bound_seconds", "completeness", "admitted",
+                                         "dropped", "avg_emit_latency_seconds"}
+    assert payload["attribution"] == []  # no late_events table in this warehouse
+
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-02-01"]) == 2
+    assert "date='2026-02-01' is not valid" in capsys.readouterr().err
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target", "2"]) == 2
+    assert "target='2' is not valid" in capsys.readouterr().err
+
+
+def test_analyze_day_rejects_bad_bounds(spark, wh_settings):
+    with pytest.raises(UsageError, match="bounds"):
+        analyze_day(spark, wh_settings, DAY, bounds=[-1])

@@ -1,0 +1,366 @@
+"""The report database on SQLite (fast tier) and on a real PostgreSQL (``postgres`` marker):
+round trips, exact money, re-audit history, break review rules, concurrent writers, migrations."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+import reports.db
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reports.db import BREAKS, Base, ReportDB, insert_breaks
+from reports.records import (
+    AttributionRow,
+    AuditRun,
+    BreakRow,
+    CheckRun,
+    ExpectationResult,
+    ReportRecord,
+)
+from tests.pg_server import fresh_database
+
+DAY = date(2026, 1, 1)
+T0 = datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'reckon.db'}"
+    else:
+        with fresh_database(request.getfixturevalue("postgres_url")) as url:
+            yield url
+
+
+@pytest.fixture()
+def db(db_url: str) -> Iterator[ReportDB]:
+    with ReportDB(db_url) as database:
+        yield database
+
+
+def make_run(run_id: str = "run-1", day: date = DAY, *, kind: str = "nightly",
+             started_at: datetime = T0, reconciler: str = "alice", **changes: object) -> AuditRun:
+    run = AuditRun(
+        run_id=run_id, day=day, kind=kind, started_at=started_at, duration_seconds=12.5,
+        reconciler=reconciler,
+        params={"window": "10s", "lateness": "3s", "tolerance_abs": "0.00", "nested": {"a": [1]}},
+        status_counts={"MATCHED": 10, "EXPLAINED": 2, "UNEXPLAINED": 1},
+        rows=13, provisional_total=Decimal("12345678901234567.89"),
+        canonical_total=Decimal("0.10") + Decimal("0.20"), gap_total=Decimal("-0.01"),
+        late_total=Decimal("7.50"), duplicate_total=Decimal("0.00"),
+        residual_total=Decimal("99999999999999999999999999999999999.99"), unexplained=1,
+        table_versions={"provisional_totals": 4, "canonical_totals": 2},
+        completeness=Decimal("0.99912345678901234567890123"),
+    )
+    return replace(run, **changes)  # type: ignore[arg-type]
+
+
+def make_break(run_id: str = "run-1", key: str = "k1", *, day: date = DAY, minute: int = 0,
+               status: str = "UNEXPLAINED", residual: str = "1.25") -> BreakRow:
+    start = datetime(day.year, day.month, day.day, 0, minute, tzinfo=UTC)
+    return BreakRow(
+        run_id=run_id, day=day, window_start=start, window_end=start + timedelta(seconds=10),
+        key=key, status=status,
+        provisional_amount=None if status == "MISSING_IN_STREAM" else Decimal("10.10"),
+        canonical_amount=Decimal("11.35"), gap_amount=Decimal("-1.25"), gap_count=1,
+        late_amount=Decimal("0.00"), late_count=0, duplicate_amount=Decimal("0.00"),
+        duplicate_count=0, residual_amount=Decimal(residual), residual_count=1,
+        explanation=f"{status.lower()} break of {key}",
+    )
+
+
+ATTRIBUTION = [
+    AttributionRow(dimension="partition", value="3", late_events=40, late_amount=Decimal("123.45"),
+                   all_events=1000, late_share=Decimal("0.8"), event_share=Decimal("0.25"),
+                   lift=Decimal("3.2")),
+    AttributionRow(dimension="source", value="pos", late_events=0, late_amount=Decimal("0.00"),
+                   all_events=0, late_share=Decimal("0"), event_share=Decimal("0"), lift=None),
+]
+
+
+# ----------------------------------------------------------------------------- round trips
+
+
+def test_audit_run_round_trip_is_exact(db: ReportDB) -> None:
+    run = make_run()
+    db.record_audit_run(run, ATTRIBUTION)
+    got = db.get_audit_run("run-1")
+    assert got == run
+    assert got is not None
+    assert got.provisional_total == Decimal("12345678901234567.89")
+    assert str(got.canonical_total) == "0.30"
+    assert got.completeness == Decimal("0.99912345678901234567890123")
+    assert got.started_at.tzinfo is not None and got.started_at.utcoffset() == timedelta(0)
+    assert db.current_audit_run(DAY) == run
+    assert db.attribution("run-1") == ATTRIBUTION
+    assert db.get_audit_run("nope") is None
+    assert db.current_audit_run(DAY, kind="adhoc") is None
+
+
+def test_money_with_more_than_two_places_is_refused_not_rounded(db: ReportDB) -> None:
+    with pytest.raises(UsageError, match=r"money=Decimal\('0\.001'\).*at most 2 decimal places"):
+        db.record_audit_run(make_run(gap_total=Decimal("0.001")), [])
+    with pytest.raises(UsageError, match="floats are not exact"):
+        db.record_audit_run(make_run(late_total=0.1), [])  # type: ignore[arg-type]
+    assert db.audit_runs() == []  # the failed transactions left nothing behind
+
+
+def test_breaks_round_trip(db: ReportDB) -> None:
+    db.record_audit_run(make_run(), [])
+    rows = [make_break(key="k2", minute=1, status="MISSING_IN_STREAM"),
+            make_break(key="k1", status="EXPLAINED", residual="0.00"),
+            make_break(key="k3", minute=2, residual="12345678901234567.89")]
+    assert db.write_breaks("run-1", rows) == 3
+    assert db.breaks("run-1") == sorted(rows, key=lambda r: (r.window_start, r.key))
+    assert db.breaks("run-1")[1].provisional_amount is None
+    assert db.breaks("other") == []
+
+
+def test_check_run_and_results_round_trip(db: ReportDB) -> None:
+    run = CheckRun(run_id="chk-1", day=DAY, started_at=T0, duration_seconds=3.25, success=False,
+                   blocking_failures=1, warnings=2, suites=3, expectations=17,
+                   data_docs_path="/wh/docs/index.html")
+    results = [
+        ExpectationResult(run_id="chk-1", suite="canonical", table="canonical_totals",
+                          expectation="expect_column_values_to_not_be_null", column="key",
+                          severity="blocking", success=False, unexpected_count=2,
+                          sample='["a", null]', kwargs='{"column": "key"}'),
+        ExpectationResult(run_id="chk-1", suite="canonical", table="canonical_totals",
+                          expectation="expect_table_row_count_to_be_between", column=None,
+                          severity="warning", success=True, unexpected_count=None, sample="[]",
+                          kwargs='{"min_value": 1}'),
+    ]
+    db.record_check_run(run, results)
+    db.record_check_run(run, results)  # retry: no duplicates
+    assert db.current_check_run(DAY) == run
+    assert db.expectation_results("chk-1") == results
+    later = replace(run, run_id="chk-2", started_at=T0 + timedelta(hours=1), success=True)
+    db.record_check_run(later, [])
+    assert db.current_check_run(DAY) == later
+    assert db.expectation_results("chk-1") == results  # history kept
+    assert db.current_check_run(date(2026, 1, 2)) is None
+
+
+def test_report_round_trip_and_current(db: ReportDB) -> None:
+    first = ReportRecord(day=DAY, audit_run_id="run-1", created_at=T0, html_path="/r/a.html",
+                         pdf_path="/r/a.pdf", csv_paths=["/r/breaks.csv", "/r/totals.csv"],
+                         sha256="a" * 64)
+    db.record_report(first)
+    db.record_report(first)  # idempotent
+    assert db.current_report(DAY) == first
+    second = replace(first, created_at=T0 + timedelta(minutes=5), html_path="/r/b.html",
+                     sha256="b" * 64, csv_paths=[])
+    db.record_report(second)
+    assert db.current_report(DAY) == second
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM reports")).scalar_one() == 2
+    assert db.current_report(date(2025, 1, 1)) is None
+
+
+# ----------------------------------------------------------------------------- re-audits
+
+
+def test_reaudit_makes_the_second_run_current_and_keeps_history(db: ReportDB) -> None:
+    first = make_run("run-1")
+    second = make_run("run-2", started_at=T0 + timedelta(hours=2), reconciler="bob")
+    other_kind = make_run("adhoc-1", kind="adhoc", started_at=T0 - timedelta(hours=1))
+    db.record_audit_run(first, ATTRIBUTION)
+    db.record_audit_run(other_kind, [])
+    db.record_audit_run(second, ATTRIBUTION[:1])
+    assert db.current_audit_run(DAY) == second
+    assert db.current_audit_run(DAY, kind="adhoc") == other_kind  # other kinds untouched
+    history = db.audit_runs(DAY)
+    assert [r.run_id for r in history] == ["run-2", "run-1", "adhoc-1"]
+    assert {r.run_id: r.is_current for r in history} == {
+        "run-2": True, "run-1": False, "adhoc-1": True}
+    assert db.attribution("run-1") == ATTRIBUTION  # history is never deleted
+    assert db.audit_runs(date(2026, 1, 5)) == []
+
+
+def test_same_run_id_twice_is_one_row(db: ReportDB) -> None:
+    run = make_run()
+    db.record_audit_run(run, ATTRIBUTION)
+    db.record_audit_run(run, ATTRIBUTION)
+    assert db.audit_runs() == [run]
+    assert len(db.attribution("run-1")) == 2
+
+
+def test_late_retry_of_an_older_run_does_not_displace_the_newer(db: ReportDB) -> None:
+    newer = make_run("run-new", started_at=T0 + timedelta(hours=1))
+    older = make_run("run-old", started_at=T0)
+    db.record_audit_run(newer, [])
+    db.record_audit_run(older, [])
+    assert db.current_audit_run(DAY) == newer
+    got = db.get_audit_run("run-old")
+    assert got is not None and got.is_current is False
+
+
+# ----------------------------------------------------------------------------- break review
+
+
+def test_break_review_status_and_age_across_reaudits(db: ReportDB) -> None:
+    db.record_audit_run(make_run("run-1"), [])
+    db.write_breaks("run-1", [make_break("run-1", "k1", status="EXPLAINED", residual="0.00"),
+                              make_break("run-1", "k2")], now=T0)
+    listed = db.list_breaks(DAY, now=T0 + timedelta(hours=1))
+    assert [(b["key"], b["review_status"], b["age_days"]) for b in listed] == [
+        ("k1", "explained", 0), ("k2", "open", 0)]
+
+    # re-audit three days later: k1 is now unexplained, k2 explained, k3 is new
+    later = T0 + timedelta(days=3)
+    db.record_audit_run(make_run("run-2", started_at=later), [])
+    db.write_breaks("run-2", [make_break("run-2", "k1"),
+                              make_break("run-2", "k2", status="EXPLAINED", residual="0.00"),
+                              make_break("run-2", "k3", minute=5, status="MISSING_IN_STREAM")],
+                    now=later)
+    listed = db.list_breaks(DAY, now=later + timedelta(hours=1))
+    assert [(b["key"], b["status"], b["review_status"], b["age_days"], b["run_id"])
+            for b in listed] == [
+        ("k1", "UNEXPLAINED", "open", 3, "run-2"),   # explained -> unexplained re-opens
+        ("k2", "EXPLAINED", "open", 3, "run-2"),     # open stays open until a reviewer acts
+        ("k3", "MISSING_IN_STREAM", "open", 0, "run-2"),
+    ]
+    assert listed[0]["first_seen_at"] == T0
+    assert listed[0]["last_seen_run_id"] == "run-2"
+    assert listed[0]["residual_amount"] == Decimal("1.25")
+    assert db.list_breaks(review_status="explained") == []
+    assert [b["key"] for b in db.list_breaks(review_status="open")] == ["k1", "k2", "k3"]
+    assert db.list_breaks(date(2026, 1, 2)) == []
+    assert len(db.breaks("run-1")) == 2  # the older run's breaks stay as history
+
+
+def test_list_breaks_rejects_unknown_review_status(db: ReportDB) -> None:
+    with pytest.raises(UsageError, match=r"review_status='closed'.*open, explained, accepted"):
+        db.list_breaks(review_status="closed")
+
+
+def test_insert_breaks_is_idempotent_and_checks_run_id(db: ReportDB, db_url: str) -> None:
+    rows = [make_break(key=f"k{i}", minute=i % 60) for i in range(10)]
+    assert insert_breaks(db_url, "run-1", rows) == 10
+    assert insert_breaks(db_url, "run-1", rows) == 10  # a retried Spark task...
+    assert db.breaks("run-1") == sorted(rows, key=lambda r: (r.window_start, r.key))  # ...no dups
+    with pytest.raises(UsageError, match=r"BreakRow.run_id='run-1'.*'run-9'"):
+        insert_breaks(db_url, "run-9", rows[:1])
+
+
+def test_insert_breaks_in_chunks(db: ReportDB, db_url: str) -> None:
+    rows = [make_break(key=f"key-{i:05d}") for i in range(10_001)]  # 3 chunks of <= 5000
+    assert insert_breaks(db_url, "run-1", iter(rows)) == 10_001
+    with db.engine.connect() as conn:
+        count = conn.execute(sa.select(sa.func.count()).select_from(BREAKS))
+        assert count.scalar_one() == 10_001
+        reviews = conn.execute(sa.text("SELECT count(*) FROM break_reviews")).scalar_one()
+        assert reviews == 10_001
+
+
+def test_concurrent_audits_write_breaks_at_once(db: ReportDB, db_url: str) -> None:
+    """Two audits (different days) and two partitions of one of them insert at the same time."""
+    db.migrate()
+    days = [date(2026, 1, 1), date(2026, 1, 2)]
+    jobs = [("run-a", days[0], range(0, 3000)), ("run-b", days[1], range(0, 1500)),
+            ("run-b", days[1], range(1500, 3000))]
+    barrier = threading.Barrier(len(jobs))
+    errors: list[BaseException] = []
+    written: list[int] = []
+
+    def job(run_id: str, day: date, keys: range) -> None:
+        try:
+            barrier.wait()
+            rows = [make_break(run_id, f"k{i:04d}", day=day, minute=i % 60) for i in keys]
+            written.append(insert_breaks(db_url, run_id, rows))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=spec) for spec in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    assert sorted(written) == [1500, 1500, 3000]
+    assert len(db.breaks("run-a")) == 3000
+    assert len(db.breaks("run-b")) == 3000
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM break_reviews")).scalar_one() == 6000
+
+
+# ----------------------------------------------------------------------------- schema
+
+
+def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.config import Config
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    db.migrate()
+    db.record_audit_run(make_run(), [])
+    db.migrate()
+    assert db.get_audit_run("run-1") == make_run()
+    with db.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+        inspector = sa.inspect(conn)
+        tables = set(inspector.get_table_names()) - {"alembic_version"}
+        assert tables == set(Base.metadata.tables)
+        for name, table in Base.metadata.tables.items():
+            assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
+        cfg = Config(str(Path(reports.db.__file__).parent / "alembic.ini"))
+        head = ScriptDirectory.from_config(cfg).get_current_head()
+        assert context.get_current_revision() == head == "0001_initial"
+
+
+def test_schema_comparison_notices_a_missing_column(db: ReportDB) -> None:
+    """The check above can fail: a column dropped behind Alembic's back is reported."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    db.migrate()
+    with db.engine.begin() as conn:
+        conn.execute(sa.text("ALTER TABLE break_reviews DROP COLUMN last_status"))
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert [(d[0], d[2], d[3].name) for d in diff] == [("add_column", "break_reviews",
+                                                        "last_status")]
+
+
+def test_two_processes_migrating_at_once(db_url: str) -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def migrate() -> None:
+        try:
+            with ReportDB(db_url) as database:
+                barrier.wait()
+                database.migrate()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=migrate) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with ReportDB(db_url) as database:
+        assert database.audit_runs() == []
+
+
+def test_from_settings_uses_a_sqlite_file_in_the_warehouse(tmp_path: Path) -> None:
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    with ReportDB.from_settings(settings) as database:
+        assert database.current_audit_run(DAY) is None
+    assert (tmp_path / "wh" / "reports" / "reckon.db").is_file()
+
+
+def test_bad_urls_are_refused() -> None:
+    with pytest.raises(UsageError, match=r"url='reckon.db' is not valid"):
+        ReportDB("reckon.db")

@@ -1,0 +1,284 @@
+"""Break review and the hash-chained sign-off log: chaining, the four-eyes rule, tamper
+detection (edit, delete, reorder, truncate), concurrent appends, and the CLI end to end."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from reckon.cli import main
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reports.db import SIGNOFF_LOG, ReportDB
+from reports.review import (
+    GENESIS_HASH,
+    SignoffRefused,
+    append_signoff,
+    verify_log,
+)
+from tests.pg_server import fresh_database
+from tests.test_report_db import DAY, T0, make_break, make_run
+
+LOG = SIGNOFF_LOG
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'reckon.db'}"
+    else:
+        with fresh_database(request.getfixturevalue("postgres_url")) as url:
+            yield url
+
+
+@pytest.fixture()
+def db(db_url: str) -> Iterator[ReportDB]:
+    with ReportDB(db_url) as database:
+        database.record_audit_run(make_run("run-1", reconciler="Alice"), [])
+        yield database
+
+
+def _signed(db: ReportDB, count: int) -> None:
+    for i in range(count):
+        db.append_signoff("run-1", ["bob", "carol", "dave"][i % 3], "approved", f"note {i + 1}")
+
+
+# ----------------------------------------------------------------------------- the chain
+
+
+def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
+    first = db.append_signoff("run-1", "  Bob ", "approved", "totals tie out")
+    second = db.append_signoff("run-1", "carol", "rejected", "k2 residual not explained ✓")
+    assert (first.seq, second.seq) == (1, 2)
+    assert first.prev_hash == GENESIS_HASH == "0" * 64
+    assert second.prev_hash == first.entry_hash
+    assert first.by == "Bob"  # trimmed
+    payload = {"seq": 2, "at": second.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "run_id": "run-1",
+               "by": "carol", "decision": "rejected", "note": "k2 residual not explained ✓",
+               "prev_hash": first.entry_hash}
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert second.entry_hash == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert db.signoff_entries() == [first, second]  # stored exactly, `at` to the microsecond
+    result = db.verify_log()
+    assert result.ok and result.problems == []
+    assert (result.entries, result.head_hash) == (2, second.entry_hash)
+
+
+def test_empty_log_verifies(db: ReportDB) -> None:
+    result = db.verify_log()
+    assert (result.ok, result.entries, result.head_hash) == (True, 0, GENESIS_HASH)
+
+
+def test_reconciler_cannot_sign_off_their_own_run(db: ReportDB) -> None:
+    with pytest.raises(SignoffRefused, match=r"by='alice' may not sign off run 'run-1'.*"
+                                             r"'Alice' reconciled it.*four-eyes"):
+        db.append_signoff("run-1", " alice ", "approved", "looks fine to me")
+    assert db.signoff_entries() == []
+
+
+def test_unknown_run_and_bad_arguments_are_refused(db: ReportDB) -> None:
+    with pytest.raises(SignoffRefused, match=r"run='run-404' is not valid: no audit run"):
+        db.append_signoff("run-404", "bob", "approved", "x")
+    with pytest.raises(UsageError, match=r"decision='ok' is not valid: one of approved, rejected"):
+        db.append_signoff("run-1", "bob", "ok", "x")
+    with pytest.raises(UsageError, match=r"note='  ' is not valid"):
+        db.append_signoff("run-1", "bob", "approved", "  ")
+    with pytest.raises(UsageError, match=r"by='' is not valid"):
+        db.append_signoff("run-1", "", "approved", "x")
+    assert db.signoff_entries() == []
+
+
+# ----------------------------------------------------------------------------- tampering
+
+
+def test_an_edited_note_is_detected_and_named(db: ReportDB) -> None:
+    _signed(db, 3)
+    with db.engine.begin() as conn:
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(note="nothing to see"))
+    result = db.verify_log()
+    assert not result.ok
+    assert result.problems == [
+        "seq 2: entry_hash does not match the entry's contents (the entry was edited after "
+        "it was written)"]
+
+
+def test_an_edit_with_a_recomputed_hash_breaks_the_next_link(db: ReportDB) -> None:
+    _signed(db, 3)
+    entry = db.signoff_entries()[1]
+    forged = entry.__class__(**{**entry.__dict__, "note": "forged", "entry_hash": ""})
+    with db.engine.begin() as conn:
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(
+            note="forged", entry_hash=forged.recomputed_hash()))
+    problems = db.verify_log().problems
+    assert len(problems) == 1 and problems[0].startswith("seq 3: prev_hash")
+
+
+def test_a_deleted_middle_entry_is_detected(db: ReportDB) -> None:
+    _signed(db, 3)
+    with db.engine.begin() as conn:
+        conn.execute(sa.delete(LOG).where(LOG.c.seq == 2))
+    result = db.verify_log()
+    assert not result.ok and result.entries == 2
+    assert result.problems[0] == "seq 2 missing: seq 3 follows seq 1 (entry deleted?)"
+    assert result.problems[1].startswith("seq 3: prev_hash")
+
+
+def test_reordered_entries_are_detected(db: ReportDB) -> None:
+    _signed(db, 4)
+    with db.engine.begin() as conn:  # swap seq 2 and 3
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(seq=99))
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 3).values(seq=2))
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 99).values(seq=3))
+    problems = db.verify_log().problems
+    named = {p.split(":")[0] for p in problems}
+    assert named == {"seq 2", "seq 3", "seq 4"}
+    assert any("edited" in p for p in problems)
+
+
+def test_truncation_is_detected_against_a_kept_head_hash(db: ReportDB) -> None:
+    _signed(db, 3)
+    head = db.verify_log().head_hash
+    with db.engine.begin() as conn:
+        conn.execute(sa.delete(LOG).where(LOG.c.seq == 3))
+    assert db.verify_log().ok  # a chain alone cannot see a cut end...
+    result = db.verify_log(expected_head=head)  # ...a head hash kept elsewhere can
+    assert not result.ok and "no longer in the log" in result.problems[0]
+
+
+# ----------------------------------------------------------------------------- breaks
+
+
+def test_accepted_and_resolved_close_the_runs_open_breaks(db: ReportDB, db_url: str) -> None:
+    db.write_breaks("run-1", [make_break("run-1", "k1", status="EXPLAINED", residual="0.00"),
+                              make_break("run-1", "k2"),
+                              make_break("run-1", "k3", minute=1, status="MISSING_IN_STREAM")],
+                    now=T0)
+
+    def review() -> dict[str, str]:
+        return {b["key"]: b["review_status"] for b in db.list_breaks(DAY)}
+
+    db.append_signoff("run-1", "bob", "approved", "approved totals")
+    assert review() == {"k1": "explained", "k2": "open", "k3": "open"}
+    db.append_signoff("run-1", "bob", "accepted", "k2 and k3 accepted as known issues")
+    assert review() == {"k1": "explained", "k2": "accepted", "k3": "accepted"}
+
+    # re-audit: accepted breaks stay accepted, a new one is open, and 'resolved' closes it
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
+    db.write_breaks("run-2", [make_break("run-2", "k2"), make_break("run-2", "k4", minute=3)])
+    assert review() == {"k2": "accepted", "k4": "open"}
+    db.append_signoff("run-2", "carol", "resolved", "k4 fixed upstream")
+    assert review() == {"k2": "accepted", "k4": "resolved"}
+    assert [b["key"] for b in db.list_breaks(review_status="resolved")] == ["k4"]
+
+
+def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
+    with ReportDB(db_url) as setup:
+        setup.record_audit_run(make_run("run-1"), [])
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(3)
+
+    def reviewer(name: str) -> None:
+        try:
+            with ReportDB(db_url) as database:
+                database.migrate()
+                barrier.wait()
+                for i in range(6):
+                    append_signoff(database, "run-1", name, "approved", f"{name} {i}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reviewer, args=(n,)) for n in ("bob", "carol", "dave")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    with ReportDB(db_url) as database:
+        result = verify_log(database)
+        assert (result.ok, result.entries) == (True, 18)
+        assert [e.seq for e in database.signoff_entries()] == list(range(1, 19))
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture()
+def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temp warehouse with one recorded run (reconciled by alice) and two breaks."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    wh = tmp_path / "wh"
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as database:
+        database.record_audit_run(make_run("run-1", reconciler="alice"), [])
+        database.write_breaks("run-1", [make_break("run-1", "acct-7", residual="-12.34"),
+                                        make_break("run-1", "acct-1", status="EXPLAINED",
+                                                   residual="0.00")],
+                              now=T0.astimezone(UTC))
+    return wh
+
+
+def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    wh = str(cli_warehouse)
+    assert main(["breaks", "list", "--warehouse", wh, "--date", "2026-01-01"]) == 0
+    out = capsys.readouterr().out
+    assert "acct-7" in out and "-12.34" in out and "UNEXPLAINED" in out
+    assert out.splitlines()[0].split() == ["DAY", "WINDOW", "START", "KEY", "STATUS", "GAP",
+                                           "RESIDUAL", "REVIEW", "AGE", "(d)", "RUN"]
+    assert "2 breaks: 1 explained, 1 open" in out
+
+    assert main(["breaks", "list", "--warehouse", wh, "--status", "open", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(b["key"], b["review_status"], b["residual_amount"]) for b in listed] == [
+        ("acct-7", "open", "-12.34")]
+    assert listed[0]["window_start"] == "2026-01-01T00:00:00Z"
+
+    assert main(["breaks", "list", "--warehouse", wh, "--status", "closed"]) == 2
+    assert "--status='closed' is not valid" in capsys.readouterr().err
+
+    # the reconciler may not sign off their own run
+    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "Alice",
+                 "--note", "all good"]) == 2
+    assert "four-eyes" in capsys.readouterr().err
+    assert main(["signoff", "--warehouse", wh, "--run", "run-9", "--by", "bob",
+                 "--note", "x"]) == 2
+    assert "run='run-9' is not valid" in capsys.readouterr().err
+
+    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "bob",
+                 "--note", "acct-7 is a known fee", "--decision", "accepted"]) == 0
+    assert "run run-1 accepted by bob (log seq 1" in capsys.readouterr().out
+    assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
+    assert [b["key"] for b in json.loads(capsys.readouterr().out)] == ["acct-7"]
+    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "carol",
+                 "--note", "approved"]) == 0
+    capsys.readouterr()
+
+    assert main(["verify-log", "--warehouse", wh]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sign-off log OK: 2 entries, head hash ")
+
+    with ReportDB.from_settings(load_settings(env={}, warehouse=wh)) as database, \
+            database.engine.begin() as conn:
+        conn.execute(sa.update(LOG).where(LOG.c.seq == 1).values(by="mallory"))
+    assert main(["verify-log", "--warehouse", wh]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED" in out and "seq 1: entry_hash does not match" in out
+
+
+def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RECKON_REPORT_DB_URL", raising=False)
+    assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
+                 "--date", "2026-01-01"]) == 0
+    assert "no breaks for 2026-01-01 in the current audit runs" in capsys.readouterr().out
+    assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"), "--date", "01/02"]) == 2
+    assert "--date='01/02' is not valid" in capsys.readouterr().err
