@@ -48,3 +48,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(spark_marker)
     # fast tier first, then the Spark tier (stable within each tier)
     items.sort(key=lambda it: 1 if it.get_closest_marker("spark") else 0)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A private PostgreSQL server on loopback for the whole session (tests/pg_server.py).
+    Missing binaries fail the test with the fix, never skip silently."""
+    from tests.pg_server import PostgresNotInstalledError, find_pg_bin, postgres_server
+
+    try:
+        find_pg_bin()
+    except PostgresNotInstalledError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[object]:
+    """One real KRaft broker on loopback for the session (tests/kafka_broker.py); each test
+    uses its own topics. Missing broker jars fail the test with the fix (`make setup`)."""
+    from reckon.errors import ConfigError
+    from tests.kafka_broker import broker_jars
+    from tests.kafka_broker import kafka_broker as start_broker
+
+    try:
+        broker_jars()
+    except ConfigError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    with start_broker() as broker:
+        yield broker
