@@ -1,0 +1,432 @@
+"""Data-quality checks of one day with Great Expectations (GX Core), and ``reckon check``.
+
+``run_checks`` validates the day's partition of every warehouse table against its suite
+(``audits.suites``) as a Spark DataFrame (GX's Spark datasource, one whole-dataframe batch per
+table; nothing is collected to the driver but GX's capped samples), stores the GX validation
+results and rebuilds the GX Data Docs, and records a ``CheckRun`` with one
+``ExpectationResult`` per expectation in the report database. ``check_day`` does the same and
+raises ``DataQualityError`` when a blocking expectation failed; warnings never fail a run.
+
+Layout under the warehouse: the file-backed GX context is ``<warehouse>/reports/gx/`` (suites,
+validation definitions, validation results); the Data Docs site is
+``<warehouse>/reports/data_docs/index.html``. Re-running a day records a new run (the newest is
+current) and rebuilds the day's Data Docs pages; nothing else changes.
+
+A table that does not exist yet is validated as an empty DataFrame of its schema (so its suite
+still shows in Data Docs) and reported with a warning ``expect_table_to_exist``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from audits.suites import TableSuite, build_suites
+from reckon.config import Settings
+from reckon.errors import DataQualityError, invalid
+from reports.records import CheckRun, ExpectationResult
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
+
+__all__ = [
+    "CheckResult",
+    "SuiteOutcome",
+    "check_day",
+    "cmd_check",
+    "data_docs_dir",
+    "gx_context_dir",
+    "parse_day",
+    "run_checks",
+]
+
+_SITE = "reckon_data_docs"
+_DATASOURCE = "reckon_warehouse"
+_BATCH = "day"
+_SAMPLE = 5
+_MISSING = "expect_table_to_exist"
+_ONE_PARTITION_ROWS = 1_000_000  # a day this small is validated as one Spark partition
+
+
+def gx_context_dir(warehouse: str | Path) -> Path:
+    """The file-backed GX context (great_expectations.yml, suites, validation results)."""
+    return Path(warehouse) / "reports" / "gx"
+
+
+def data_docs_dir(warehouse: str | Path) -> Path:
+    """The GX Data Docs site; ``index.html`` lists every suite and validation."""
+    return Path(warehouse) / "reports" / "data_docs"
+
+
+def parse_day(value: date | str) -> date:
+    """A UTC day from a ``date`` or ``YYYY-MM-DD`` text."""
+    if isinstance(value, datetime):
+        raise invalid("date", value, "a day (YYYY-MM-DD), not a timestamp")
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise invalid("date", value, "a day written YYYY-MM-DD (UTC)") from None
+
+
+# ----------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    """One table's suite on one day. Counts are computed once, at construction."""
+
+    suite: str
+    table: str
+    rows: int                          # rows of the day's partition (0 when the table is missing)
+    table_exists: bool
+    results: tuple[ExpectationResult, ...]
+    passed: int = field(init=False)
+    blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
+    warnings: tuple[ExpectationResult, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "passed", sum(1 for r in self.results if r.success))
+        object.__setattr__(self, "blocking_failures", tuple(
+            r for r in self.results if not r.success and r.severity == "blocking"))
+        object.__setattr__(self, "warnings", tuple(
+            r for r in self.results if not r.success and r.severity != "blocking"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suite": self.suite, "table": self.table, "rows": self.rows,
+                "table_exists": self.table_exists, "expectations": len(self.results),
+                "passed": self.passed, "blocking_failures": len(self.blocking_failures),
+                "warnings": len(self.warnings),
+                "results": [_result_dict(r) for r in self.results]}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Every suite of one day's check run. ``success``: no blocking expectation failed."""
+
+    run_id: str
+    day: date
+    started_at: datetime
+    duration_seconds: float
+    data_docs_index: str
+    suites: tuple[SuiteOutcome, ...]
+    expectations: int = field(init=False)
+    blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
+    warnings: int = field(init=False)
+    success: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "expectations", sum(len(s.results) for s in self.suites))
+        failures = tuple(r for s in self.suites for r in s.blocking_failures)
+        object.__setattr__(self, "blocking_failures", failures)
+        object.__setattr__(self, "warnings", sum(len(s.warnings) for s in self.suites))
+        object.__setattr__(self, "success", not failures)
+
+    @property
+    def results(self) -> tuple[ExpectationResult, ...]:
+        return tuple(r for s in self.suites for r in s.results)
+
+    def to_check_run(self) -> CheckRun:
+        return CheckRun(run_id=self.run_id, day=self.day, started_at=self.started_at,
+                        duration_seconds=self.duration_seconds, success=self.success,
+                        blocking_failures=len(self.blocking_failures), warnings=self.warnings,
+                        suites=len(self.suites), expectations=self.expectations,
+                        data_docs_path=self.data_docs_index)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe (dates and times as ISO-8601 text)."""
+        return {"run_id": self.run_id, "day": self.day.isoformat(),
+                "started_at": self.started_at.isoformat(),
+                "duration_seconds": round(self.duration_seconds, 3),
+                "data_docs_index": self.data_docs_index, "success": self.success,
+                "suites": [s.to_dict() for s in self.suites],
+                "expectations": self.expectations,
+                "blocking_failures": len(self.blocking_failures), "warnings": self.warnings}
+
+    def summary(self) -> str:
+        """The readable report of ``reckon check``: one line per suite, then each failure."""
+        verdict = "passed" if self.success else "FAILED"
+        lines = [f"data-quality check {self.day.isoformat()} {verdict}: "
+                 f"{len(self.blocking_failures)} blocking failure(s), {self.warnings} "
+                 f"warning(s); {self.expectations} expectations in {len(self.suites)} suites, "
+                 f"{self.duration_seconds:.1f} s (run {self.run_id})"]
+        width = max((len(s.suite) for s in self.suites), default=0)
+        for s in self.suites:
+            where = f"{s.rows} rows" if s.table_exists else "table missing"
+            lines.append(f"  {s.suite:<{width}}  {s.passed:>3}/{len(s.results):<3} passed  "
+                         f"{len(s.blocking_failures)} blocking, {len(s.warnings)} warning  "
+                         f"({where})")
+        for s in self.suites:
+            for r in (*s.blocking_failures, *s.warnings):
+                lines.append(f"  [{r.severity}] {_describe(r)}")
+        lines.append(f"Data Docs: {self.data_docs_index}")
+        return "\n".join(lines)
+
+    def raise_for_failures(self) -> None:
+        """Raise ``DataQualityError`` naming each failed blocking expectation with samples."""
+        if self.success:
+            return
+        head = (f"data-quality check of {self.day.isoformat()} failed: "
+                f"{len(self.blocking_failures)} blocking expectation(s) (run {self.run_id}; "
+                f"Data Docs {self.data_docs_index})")
+        raise DataQualityError("\n".join([head, *(f"  - {_describe(r)}"
+                                                   for r in self.blocking_failures)]))
+
+
+def _result_dict(r: ExpectationResult) -> dict[str, Any]:
+    return {"expectation": r.expectation, "column": r.column, "severity": r.severity,
+            "success": r.success, "unexpected_count": r.unexpected_count,
+            "sample": json.loads(r.sample), "kwargs": json.loads(r.kwargs)}
+
+
+def _describe(r: ExpectationResult) -> str:
+    column = f" on column {r.column}" if r.column else ""
+    count = "" if r.unexpected_count is None else f": {r.unexpected_count} unexpected"
+    return f"{r.table}: {r.expectation}{column}{count}; sample {r.sample}"
+
+
+# ----------------------------------------------------------------------------- GX plumbing
+
+
+def _site_config(warehouse: Path) -> dict[str, Any]:
+    return {"class_name": "SiteBuilder", "show_how_to_buttons": False,
+            "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                              "base_directory": str(data_docs_dir(warehouse)) + os.sep},
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"}}
+
+
+def _gx_context(warehouse: Path) -> Any:
+    """The warehouse's file-backed GX context, with analytics and progress bars off and the
+    one Data Docs site pointing at ``<warehouse>/reports/data_docs``."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    root = gx_context_dir(warehouse)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    ctx: Any = gx.get_context(mode="file", context_root_dir=str(root))
+    if ctx.config.analytics_enabled is not False:
+        ctx.enable_analytics(False)
+    current: Any = ctx.variables.progress_bars  # a ProgressBarsConfig, or a dict once saved
+    bars = dict(current) if isinstance(current, dict) else vars(current) if current else {}
+    if bars.get("globally", True) or bars.get("metric_calculations", True):
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False,
+                                                         metric_calculations=False)
+        ctx.variables.save()
+    site = _site_config(warehouse)
+    sites = dict(ctx.list_data_docs_sites())
+    for name in sites:
+        if name != _SITE:
+            ctx.delete_data_docs_site(name)  # the scaffold's local_site: one site only
+    if _SITE not in sites:
+        ctx.add_data_docs_site(_SITE, site)
+    elif dict(sites[_SITE]) != site:
+        ctx.update_data_docs_site(_SITE, site)
+    return ctx
+
+
+def _batch_definition(ctx: Any, asset_name: str) -> Any:
+    try:
+        datasource = ctx.data_sources.get(_DATASOURCE)
+    except (KeyError, LookupError, ValueError):
+        datasource = ctx.data_sources.add_spark(name=_DATASOURCE)
+    try:
+        asset = datasource.get_asset(asset_name)
+    except LookupError:
+        asset = datasource.add_dataframe_asset(name=asset_name)
+    try:
+        return asset.get_batch_definition(_BATCH)
+    except KeyError:
+        return asset.add_batch_definition_whole_dataframe(_BATCH)
+
+
+def _column_of(kwargs: dict[str, Any]) -> str | None:
+    if "column" in kwargs:
+        return str(kwargs["column"])
+    if "column_list" in kwargs:
+        return ",".join(kwargs["column_list"])
+    if "column_A" in kwargs:
+        return f"{kwargs['column_A']},{kwargs['column_B']}"
+    return None
+
+
+def _counts_rows(cfg: Any) -> bool:
+    """Whether the expectation judges rows (so a pass means 0 unexpected rows)."""
+    from great_expectations.expectations.expectation import (
+        ColumnMapExpectation,
+        ColumnPairMapExpectation,
+        MulticolumnMapExpectation,
+    )
+
+    return isinstance(cfg.to_domain_obj(), (ColumnMapExpectation, ColumnPairMapExpectation,
+                                            MulticolumnMapExpectation))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _sample(result: dict[str, Any], exception: dict[str, Any] | None) -> list[Any]:
+    """Up to 5 offending rows (index columns) or values, the observed value, or the error."""
+    if exception and exception.get("raised_exception"):
+        return [f"GX raised: {exception.get('exception_message')}"]
+    rows = result.get("partial_unexpected_index_list")
+    if isinstance(rows, list) and rows:
+        return rows[:_SAMPLE]
+    values = result.get("partial_unexpected_list")
+    if isinstance(values, list) and values:
+        return values[:_SAMPLE]
+    if "observed_value" in result:
+        return [result["observed_value"]]
+    return []
+
+
+def _records(run_id: str, suite_name: str, table: str, gx_result: Any) -> list[ExpectationResult]:
+    out = []
+    for r in gx_result.results:
+        cfg = r.expectation_config
+        kwargs = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
+        result = dict(r.result or {})
+        count = result.get("unexpected_count")
+        if count is None and r.success and _counts_rows(cfg):
+            count = 0  # BOOLEAN_ONLY pass: a passing row-level expectation found no row
+        out.append(ExpectationResult(
+            run_id=run_id, suite=suite_name, table=table, expectation=cfg.type,
+            column=_column_of(kwargs), severity=str((cfg.meta or {}).get("severity", "blocking")),
+            success=bool(r.success), unexpected_count=None if count is None else int(count),
+            sample=_json(_sample(result, r.exception_info)), kwargs=_json(kwargs)))
+    return out
+
+
+def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: date,
+              run_id: str, run_time: datetime) -> SuiteOutcome:
+    """Validate the day's partition of one table.
+
+    Two passes keep the Spark job count low: a ``BOOLEAN_ONLY`` pre-pass (not stored; GX folds
+    every row count into a few aggregate jobs), then the stored pass, which fetches samples
+    and offending rows (several jobs per expectation) only when the pre-pass found a failure.
+    The day's rows are persisted once; small days are read as one partition so that GX's
+    ``limit`` sample queries run one job each instead of scanning partition by partition.
+    """
+    import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from spark.tables import SCHEMAS, read_table, table_exists, table_path
+
+    warehouse = settings.warehouse_path
+    exists = table_exists(warehouse, suite.table)
+    if exists:
+        df = read_table(spark, warehouse, suite.table).where(
+            F.col(suite.partition_column) == F.lit(day))
+    else:
+        df = spark.createDataFrame([], SCHEMAS[suite.table])
+    base = suite.derive(df).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        rows = base.count()
+        data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
+        gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
+            name=suite.name, expectations=[c.to_gx() for c in suite.checks],
+            meta={"table": suite.table, "partition_column": suite.partition_column,
+                  "owner": "audits.suites"}))
+        definition = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(
+            name=f"{suite.name}_{_BATCH}", data=_batch_definition(ctx, suite.table),
+            suite=gx_suite))
+        batch_parameters = {"dataframe": data}
+        quick = definition.batch_definition.get_batch(batch_parameters=batch_parameters) \
+            .validate(gx_suite, result_format="BOOLEAN_ONLY")
+        detailed = not quick.success
+        result_format: Any = ({"result_format": "SUMMARY", "partial_unexpected_count": _SAMPLE,
+                               "unexpected_index_column_names": list(suite.index_columns)}
+                              if detailed else "BOOLEAN_ONLY")
+        gx_result = definition.run(batch_parameters=batch_parameters,
+                                   result_format=result_format,
+                                   run_id=RunIdentifier(run_name=run_id, run_time=run_time))
+    finally:
+        base.unpersist()
+    records = _records(run_id, suite.name, suite.table, gx_result)
+    if not exists:
+        path = table_path(warehouse, suite.table)
+        records.insert(0, ExpectationResult(
+            run_id=run_id, suite=suite.name, table=suite.table, expectation=_MISSING,
+            column=None, severity="warning", success=False, unexpected_count=None,
+            sample=_json([f"no Delta table at {path}"]), kwargs=_json({"path": path})))
+    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records))
+
+
+def _build_docs(ctx: Any, warehouse: Path, run_id: str, suite_names: Iterable[str]) -> str:
+    """Render this run's validation pages and the suites' pages, then the index (which lists
+    every suite and every stored validation). Incremental: older runs keep their pages."""
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+    )
+
+    store = ctx.validation_results_store
+    ids: list[Any] = [key for key in store.list_keys() if key.run_id.run_name == run_id]
+    ids += [ExpectationSuiteIdentifier(name=name) for name in suite_names]
+    ctx.build_data_docs(site_names=[_SITE], resource_identifiers=ids)
+    return str(data_docs_dir(warehouse) / "index.html")
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def run_checks(spark: Any, settings: Settings, day: date | str, *,
+               record: bool = True) -> CheckResult:
+    """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
+    report database (unless ``record`` is False) and return the result. Never raises for
+    failed expectations; see ``check_day``."""
+    the_day = parse_day(day)
+    started_at = datetime.now(UTC)
+    t0 = time.perf_counter()
+    run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    warehouse = settings.warehouse_path
+    ctx = _gx_context(warehouse)
+    suites = build_suites(settings)
+    outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at)
+                     for s in suites)
+    index = _build_docs(ctx, warehouse, run_id, [s.name for s in suites])
+    result = CheckResult(run_id=run_id, day=the_day, started_at=started_at,
+                         duration_seconds=time.perf_counter() - t0, data_docs_index=index,
+                         suites=outcomes)
+    if record:
+        _record(settings, result)
+    return result
+
+
+def _record(settings: Settings, result: CheckResult) -> None:
+    from reports.db import ReportDB
+
+    with ReportDB.from_settings(settings) as db:
+        db.record_check_run(result.to_check_run(), result.results)
+
+
+def check_day(spark: Any, settings: Settings, day: date | str) -> CheckResult:
+    """``run_checks``, then raise ``DataQualityError`` if a blocking expectation failed (the
+    run, its GX results and Data Docs are stored first, so the failure can be inspected)."""
+    result = run_checks(spark, settings, day)
+    result.raise_for_failures()
+    return result
+
+
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon check --warehouse WH --date D [--json]``: exit 0, or 1 on a blocking failure."""
+    from spark.session import get_spark
+
+    day = parse_day(args.date)
+    spark = get_spark(settings, app_name="reckon-check")
+    result = run_checks(spark, settings, day)
+    if getattr(args, "json", False):
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+    else:
+        print(result.summary())
+    result.raise_for_failures()
+    return 0
