@@ -5,7 +5,8 @@ Input columns: ``payload`` (the raw line), ``transport_partition`` (Kafka's part
 ``input_file``. Output: the typed event columns plus ``reason``/``detail``; ``reason`` is null
 for a valid event. Nothing raises on bad input: every row comes out, valid or with a reason.
 
-Rules (first failure wins). Shape first: ``empty_line``, ``invalid_json``, ``missing_field``,
+Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``invalid_json``
+(not exactly one JSON object on the line, or duplicate keys), ``missing_field``,
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
 plain decimal with at most 2 places), ``bad_event_time`` (ISO-8601 with a zone),
 ``bad_partition``, ``bad_arrival_time``. Then the typed rules (``typed_checks``, which the
@@ -37,6 +38,7 @@ QUARANTINE_REASONS = (
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 _AMOUNT = rf"^-?\d{{1,{AMOUNT_PRECISION - AMOUNT_SCALE}}}(\.\d{{1,{AMOUNT_SCALE}}})?$"
 _INT = r"^-?\d{1,9}$"
+_STRICT = {"allowSingleQuotes": "false"}  # Spark's default accepts {'a': 'b'}, which is not JSON
 _RAW_FIELDS = (*REQUIRED_EVENT_FIELDS, "partition", "arrival_time")
 _RAW_SCHEMA = T.StructType(
     [T.StructField(name, T.StringType(), True) for name in _RAW_FIELDS]
@@ -90,8 +92,8 @@ def _iso_timestamp(text: Column) -> Column:
 def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event)."""
     payload = F.col("payload")
-    j = F.from_json(payload, _RAW_SCHEMA,
-                    {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    j = F.from_json(payload, _RAW_SCHEMA, {**_STRICT, "mode": "PERMISSIVE",
+                                           "columnNameOfCorruptRecord": "_corrupt"})
     df = raw.withColumn("_j", j)
     f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
     amount_ok = f["amount"].rlike(_AMOUNT)
@@ -104,15 +106,31 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
                            F.lit(0))
     missing = [F.when(f[n].isNull() | (F.trim(f[n]) == ""), F.lit(n))
                for n in REQUIRED_EVENT_FIELDS]
+    # from_json reads the first JSON value and ignores the rest of the line, so '{..}{..}' or
+    # '{..} junk' would pass as one event and lose the rest. The line is one value only if
+    # [line, "<md5 of line>"] parses to exactly that digest as its second and last element
+    # (a line cannot contain its own digest).
+    digest = F.md5(payload)
+    whole = F.from_json(F.concat(F.lit("["), payload, F.lit(',"'), digest, F.lit('"]')),
+                        T.ArrayType(T.StringType()), _STRICT)
+    one_value = F.coalesce((F.size(whole) == 2) & (F.try_element_at(whole, F.lit(2)) == digest),
+                           F.lit(False))
+    # Duplicate keys make an event ambiguous (which event_id?); from_json keeps the last.
+    keys = F.json_object_keys(payload)
+    dup_keys = F.coalesce(F.size(F.array_distinct(keys)) != F.size(keys), F.lit(False))
     text_fields = ("event_id", "key", "source", "currency")
     too_long = [F.when(F.length(f[n]) > MAX_FIELD_LENGTH, F.lit(n)) for n in text_fields]
     # JSON numbers and booleans in text fields are read as their text; objects and arrays
     # are not identifiers.
     nested = [F.when(f[n].rlike(r"^\s*[\[{]"), F.lit(n)) for n in text_fields]
     checks: list[tuple[Column, str, Column]] = [
-        (F.trim(payload) == "", "empty_line", F.lit("blank line")),
-        (F.col("_j").isNull() | F.col("_j._corrupt").isNotNull(), "invalid_json",
-         F.lit("not a JSON object")),
+        (payload.rlike(r"^\s*$"), "empty_line", F.lit("blank line")),
+        (F.col("_j").isNull() | F.col("_j._corrupt").isNotNull() | ~one_value | dup_keys,
+         "invalid_json",
+         F.when(dup_keys, F.lit("duplicate keys in the JSON object"))
+         .when(~one_value & F.col("_j._corrupt").isNull() & F.col("_j").isNotNull(),
+               F.lit("more than one JSON value on the line"))
+         .otherwise(F.lit("not a JSON object"))),
         (F.coalesce(*missing).isNotNull(), "missing_field",
          F.concat(F.lit("missing or empty: "), F.concat_ws(",", *missing))),
         (F.coalesce(*nested).isNotNull(), "wrong_type",
