@@ -1,0 +1,172 @@
+"""The report's charts, drawn with matplotlib (Agg backend) from a ``ReportContext``.
+
+Each chart is rendered twice from the same figure: SVG text for the HTML (inline, so the
+report is one self-contained file) and PNG bytes for the PDF. Output is deterministic: a fixed
+``svg.hashsalt``, no creation date or software stamp in the metadata, fixed sizes and fonts.
+Money is converted to float here only to place bars on an axis; every number printed in the
+report comes from the exact Decimals, not from these charts.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.dates as mdates
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from reports.context import ReportContext
+
+__all__ = ["Chart", "render_charts"]
+
+_STYLE: dict[str, Any] = {
+    "svg.hashsalt": "reckon-report",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 100,
+}
+_BLUE, _ORANGE, _RED, _GREEN, _GREY = "#2f6690", "#d9822b", "#c0392b", "#3a7d44", "#777777"
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str
+    title: str
+    svg: str
+    png: bytes
+
+
+def _gap(ctx: ReportContext, fig: Figure) -> bool:
+    pts = ctx.gap_series
+    if not pts:
+        return False
+    ax = fig.add_subplot()
+    half = timedelta(seconds=max(ctx.gap_bucket_seconds, 1) / 2)
+    x: Any = [p.bucket_start + half for p in pts]  # each bucket drawn at its middle
+    width = max(ctx.gap_bucket_seconds, 1) / 86_400 * 0.8
+    ax.bar(x, [float(p.late_amount) for p in pts], width=width, color=_ORANGE,
+           label="explained by late events")
+    ax.plot(x, [float(p.gap_amount) for p in pts], color=_BLUE, marker="o", markersize=3,
+            linewidth=1.2, label="gap (canonical - provisional)")
+    ax.plot(x, [float(p.residual_amount) for p in pts], color=_RED, linewidth=1.2,
+            linestyle="--", label="unexplained residual")
+    ax.axhline(0, color=_GREY, linewidth=0.8)
+    ax.set_ylabel("amount")
+    ax.set_xlabel(f"window start (UTC), buckets of {ctx.gap_bucket_seconds} s")
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.legend(loc="upper right", fontsize=8)
+    return True
+
+
+def _histogram(ctx: ReportContext, fig: Figure) -> bool:
+    buckets = ctx.lateness_histogram
+    if not buckets or not any(b.events or b.late_events for b in buckets):
+        return False
+    ax = fig.add_subplot()
+    idx = list(range(len(buckets)))
+    ax.bar([i - 0.2 for i in idx], [b.events for b in buckets], width=0.4, color=_BLUE,
+           label="events by arrival delay")
+    ax.bar([i + 0.2 for i in idx], [b.late_events for b in buckets], width=0.4, color=_RED,
+           label="late events by time past close")
+    ax.set_xticks(idx, [b.label for b in buckets])
+    if max(b.events for b in buckets) > 50 * max(1, min(b.events for b in buckets if b.events)):
+        ax.set_yscale("symlog", linthresh=1)
+    ax.set_ylabel("events")
+    ax.set_xlabel("seconds")
+    ax.legend(loc="upper right", fontsize=8)
+    return True
+
+
+def _curve(ctx: ReportContext, fig: Figure) -> bool:
+    pts = ctx.lateness_curve
+    if not pts:
+        return False
+    ax = fig.add_subplot()
+    xs = [float(p.bound_seconds) for p in pts]
+    ax.plot(xs, [p.completeness for p in pts], color=_BLUE, marker="o", markersize=4,
+            label="completeness")
+    if ctx.target_completeness is not None:
+        ax.axhline(float(ctx.target_completeness), color=_GREY, linestyle=":",
+                   label=f"target {ctx.target_completeness}")
+    if ctx.configured_bound_seconds is not None:
+        ax.axvline(float(ctx.configured_bound_seconds), color=_ORANGE, linestyle="--",
+                   label=f"configured L = {ctx.configured_bound_seconds} s")
+    if ctx.recommended_bound_seconds is not None:
+        ax.axvline(float(ctx.recommended_bound_seconds), color=_GREEN, linestyle="-.",
+                   label=f"recommended L = {ctx.recommended_bound_seconds} s")
+    positive = [x for x in xs if x > 0]
+    if positive and min(xs) >= 0 and max(xs) > 20 * min(positive):
+        # wide ladders (0s .. 5m): log-like spacing, ticks at the candidate bounds themselves
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(left=-0.2, right=max(xs) * 1.15)
+        ax.set_xticks(xs, [f"{p.bound_seconds}" for p in pts])
+        ax.minorticks_off()
+    ax.set_xlabel("lateness bound L (seconds)")
+    ax.set_ylabel("share of events counted")
+    ax.legend(loc="lower right", fontsize=8)
+    return True
+
+
+def _watermarks(ctx: ReportContext, fig: Figure) -> bool:
+    pts = [p for p in ctx.watermark_series if p.watermark is not None]
+    if not pts:
+        return False
+    ax = fig.add_subplot()
+    parts = sorted({p.partition for p in pts if p.partition is not None})
+    for part in parts:
+        mine = [p for p in pts if p.partition == part]
+        ys: Any = [p.watermark for p in mine]
+        ax.plot([p.batch_id for p in mine], ys, linewidth=2.2,
+                alpha=0.8,
+                label=f"partition {part} (max event time - L)")
+    glob = [p for p in pts if p.partition is None]
+    gys: Any = [p.watermark for p in glob]
+    ax.plot([p.batch_id for p in glob], gys, color="black",
+            linewidth=1.2, linestyle="--", label="global watermark (min rule)", zorder=3)
+    ax.yaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.set_xlabel("micro-batch")
+    ax.set_ylabel("event time (UTC)")
+    ax.legend(loc="lower right", fontsize=8)
+    return True
+
+
+_CHARTS: tuple[tuple[str, str, Callable[[ReportContext, Figure], bool]], ...] = (
+    ("gap_by_window", "Gap over the day", _gap),
+    ("lateness_histogram", "Lateness distribution", _histogram),
+    ("lateness_curve", "Lateness what-if: completeness by bound", _curve),
+    ("watermark_progress", "Watermark progress per partition", _watermarks),
+)
+
+
+def render_charts(ctx: ReportContext) -> tuple[Chart, ...]:
+    """The charts that have data, in report order."""
+    out: list[Chart] = []
+    with plt.rc_context(_STYLE):  # type: ignore[arg-type]
+        for name, title, draw in _CHARTS:
+            fig = Figure(figsize=(9, 3.4))
+            try:
+                if not draw(ctx, fig):
+                    continue
+                fig.tight_layout()
+                svg, png = io.StringIO(), io.BytesIO()
+                fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+                fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
+            finally:
+                fig.clear()
+            text = svg.getvalue()
+            text = text[text.index("<svg"):]  # drop the XML prolog and doctype: inline use
+            out.append(Chart(name, title, text, png.getvalue()))
+    return tuple(out)

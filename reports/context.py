@@ -1,0 +1,413 @@
+"""The typed context a day's report is rendered from, and how it is built from the warehouse.
+
+The renderer (reports/render.py) sees only a ``ReportContext``: frozen values, exact Decimals,
+aware UTC datetimes, series already reduced to a few hundred points. ``build_context`` is the
+only place that touches Spark and the report database, and it reads small aggregates only
+(groupBy / limit; never a whole table to the driver). Sections follow what reviewers read
+first: configuration, row counts, per-status counts, the breaks, capped samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
+from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
+from reports.records import AttributionRow, AuditRun
+
+__all__ = [
+    "BREAKS_CAP",
+    "LATENESS_BUCKETS",
+    "BreakLine",
+    "CurveLine",
+    "GapPoint",
+    "Headline",
+    "HistogramBucket",
+    "QualitySummary",
+    "ReportContext",
+    "WatermarkPoint",
+    "build_context",
+    "headline_from_run",
+]
+
+BREAKS_CAP = 200          # break rows shown in the report (the CSV has them all)
+GAP_POINTS = 60           # at most this many buckets in the gap-over-the-day series
+WATERMARK_POINTS = 300    # at most this many batches in the watermark series
+# Histogram edges in seconds: [0,1), [1,2), [2,5), ... [300, inf). Delays below 0 (clock skew)
+# fall in the first bucket.
+LATENESS_BUCKETS: tuple[int, ...] = (0, 1, 2, 5, 10, 30, 60, 300)
+_ZERO = Decimal("0.00")
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The day's figures as the audit signed them. ``unexplained_*`` are the rows in
+    UNEXPLAINED / MISSING_* statuses and the sum of their residuals."""
+
+    rows: int
+    provisional_total: Decimal
+    canonical_total: Decimal
+    gap_total: Decimal
+    late_total: Decimal
+    duplicate_total: Decimal
+    residual_total: Decimal
+    unexplained_amount: Decimal
+    unexplained_count: int
+    completeness: Decimal | None
+
+
+@dataclass(frozen=True)
+class BreakLine:
+    window_start: datetime
+    window_end: datetime
+    key: str
+    status: str
+    provisional_amount: Decimal | None
+    canonical_amount: Decimal | None
+    gap_amount: Decimal
+    gap_count: int
+    late_amount: Decimal
+    duplicate_amount: Decimal
+    residual_amount: Decimal
+    explanation: str
+    review_status: str
+    age_days: int | None
+
+
+@dataclass(frozen=True)
+class GapPoint:
+    """Reconciliation rows whose window starts in ``[bucket_start, bucket_start + width)``."""
+
+    bucket_start: datetime
+    windows: int
+    provisional_amount: Decimal
+    canonical_amount: Decimal
+    gap_amount: Decimal
+    late_amount: Decimal
+    residual_amount: Decimal
+    unexplained: int
+
+
+@dataclass(frozen=True)
+class HistogramBucket:
+    """``events``: the day's events whose arrival delay (arrival - event time) falls in
+    ``[lo, hi)`` seconds; ``late_events``: late side-output rows that far past their close."""
+
+    lo_seconds: int
+    hi_seconds: int | None
+    events: int
+    late_events: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.lo_seconds}s+" if self.hi_seconds is None else \
+            f"{self.lo_seconds}-{self.hi_seconds}s"
+
+
+@dataclass(frozen=True)
+class CurveLine:
+    bound_seconds: Decimal
+    completeness: float      # a ratio for choosing a bound, never money
+    admitted: int
+    dropped: int
+    avg_emit_latency: float | None
+
+
+@dataclass(frozen=True)
+class WatermarkPoint:
+    """After ``batch_id``: the global watermark (``partition`` None) or one partition's
+    largest event time minus the lateness bound."""
+
+    batch_id: int
+    processed_at: datetime
+    partition: int | None
+    watermark: datetime | None
+
+
+@dataclass(frozen=True)
+class QualitySummary:
+    run_id: str
+    success: bool
+    blocking_failures: int
+    warnings: int
+    suites: int
+    expectations: int
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    day: date
+    audit_run_id: str
+    audit_kind: str
+    audit_started_at: datetime
+    reconciler: str
+    configuration: tuple[tuple[str, str], ...]
+    table_versions: tuple[tuple[str, int], ...]
+    headline: Headline
+    status_counts: tuple[tuple[str, int], ...]     # every ReconStatus, in its order
+    breaks: tuple[BreakLine, ...]                  # capped at breaks_cap
+    breaks_total: int
+    attribution: tuple[AttributionRow, ...] = ()
+    gap_series: tuple[GapPoint, ...] = ()
+    gap_bucket_seconds: int = 0
+    lateness_histogram: tuple[HistogramBucket, ...] = ()
+    lateness_curve: tuple[CurveLine, ...] = ()
+    configured_bound_seconds: Decimal | None = None
+    recommended_bound_seconds: Decimal | None = None
+    target_completeness: Decimal | None = None
+    watermark_series: tuple[WatermarkPoint, ...] = ()
+    quality: QualitySummary | None = None
+    data_docs: str | None = None                   # file path of the GX Data Docs index
+    all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
+    breaks_cap: int = BREAKS_CAP
+
+    @property
+    def breaks_shown(self) -> int:
+        return len(self.breaks)
+
+
+def headline_from_run(run: AuditRun, unexplained_amount: Decimal) -> Headline:
+    return Headline(run.rows, run.provisional_total, run.canonical_total, run.gap_total,
+                    run.late_total, run.duplicate_total, run.residual_total,
+                    unexplained_amount, run.unexplained, run.completeness)
+
+
+def _utc(moment: datetime) -> datetime:
+    return from_micros(to_micros(moment))
+
+
+def _dec(value: Any) -> Decimal:
+    return _ZERO if value is None else Decimal(value).quantize(_ZERO)
+
+
+# ----------------------------------------------------------------------------- Spark reads
+
+
+def _recon_day(spark: Any, settings: Settings, day: date) -> Any:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(settings.warehouse_path, tb.RECONCILIATION):
+        return None
+    return (tb.read_table(spark, settings.warehouse_path, tb.RECONCILIATION)
+            .filter(F.col("window_date") == F.lit(day)))
+
+
+def _unexplained_amount(recon: Any) -> Decimal:
+    from pyspark.sql import functions as F
+
+    if recon is None:
+        return _ZERO
+    row = (recon.filter(F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES]))
+           .agg(F.sum("residual_amount").alias("r")).collect()[0])
+    return _dec(row.r)
+
+
+def _gap_series(recon: Any, window_us: int) -> tuple[tuple[GapPoint, ...], int]:
+    """Reconciliation rows of the day in at most GAP_POINTS buckets, each a whole number of
+    windows wide."""
+    from pyspark.sql import functions as F
+
+    if recon is None:
+        return (), 0
+    span = recon.agg(F.min(F.unix_micros("window_start")).alias("lo"),
+                     F.max(F.unix_micros("window_start")).alias("hi")).collect()[0]
+    if span.lo is None:
+        return (), 0
+    windows = (span.hi - span.lo) // window_us + 1
+    per_bucket = -(-windows // GAP_POINTS)
+    width = per_bucket * window_us
+    bucket = (F.floor((F.unix_micros("window_start") - F.lit(span.lo)) / F.lit(width))
+              * F.lit(width) + F.lit(span.lo)).cast("long")
+    unexplained = F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES])
+    rows = (recon.groupBy(bucket.alias("b"))
+            .agg(F.count(F.lit(1)).alias("n"),
+                 F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
+                 F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
+                 F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
+                 F.sum("residual_amount").alias("res"),
+                 F.sum(F.when(unexplained, 1).otherwise(0)).alias("u"))
+            .orderBy("b").limit(GAP_POINTS + 1).collect())
+    return tuple(GapPoint(from_micros(r.b), r.n, _dec(r.p), _dec(r.c), _dec(r.gap),
+                          _dec(r.late), _dec(r.res), int(r.u)) for r in rows), \
+        width // MICROS_PER_SECOND
+
+
+def _bucket_col(seconds: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    expr = F.lit(LATENESS_BUCKETS[0])
+    for edge in LATENESS_BUCKETS[1:]:
+        expr = F.when(seconds >= F.lit(edge), F.lit(edge)).otherwise(expr)
+    return expr
+
+
+def _histogram(spark: Any, settings: Settings, day: date) -> tuple[HistogramBucket, ...]:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    wh = settings.warehouse_path
+    events: dict[int, int] = {}
+    late: dict[int, int] = {}
+    if tb.table_exists(wh, tb.EVENT_LOG):
+        delay = (F.unix_micros("arrival_time") - F.unix_micros("event_time")) / F.lit(
+            MICROS_PER_SECOND)
+        events = {r.b: r.n for r in (
+            tb.read_table(spark, wh, tb.EVENT_LOG)
+            .filter((F.col("event_date") == F.lit(day))
+                    & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+            .groupBy(_bucket_col(delay).alias("b")).agg(F.count(F.lit(1)).alias("n"))
+            .collect())}
+    if tb.table_exists(wh, tb.LATE_EVENTS):
+        late = {r.b: r.n for r in (
+            tb.read_table(spark, wh, tb.LATE_EVENTS)
+            .filter(F.col("window_date") == F.lit(day))
+            .groupBy(_bucket_col(F.col("lateness_seconds")).alias("b"))
+            .agg(F.count(F.lit(1)).alias("n")).collect())}
+    edges = list(LATENESS_BUCKETS)
+    return tuple(HistogramBucket(lo, edges[i + 1] if i + 1 < len(edges) else None,
+                                 int(events.get(lo, 0)), int(late.get(lo, 0)))
+                 for i, lo in enumerate(edges))
+
+
+def _curve(spark: Any, settings: Settings, day: date
+           ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
+    try:
+        from audits.lateness import analyze_day
+    except ImportError:  # the lateness analysis has not landed: the report goes without it
+        return (), None, None, None
+    try:
+        analysis = analyze_day(spark, settings, day)
+    except UsageError:  # no events that day
+        return (), None, None, None
+
+    def secs(us: int) -> Decimal:
+        return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
+
+    points = tuple(CurveLine(secs(p.bound), p.completeness, p.admitted, p.dropped,
+                             p.avg_emit_latency) for p in analysis.points)
+    rec = None if analysis.recommended is None else secs(analysis.recommended.bound)
+    return points, secs(analysis.configured_bound), rec, analysis.target
+
+
+def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
+                ) -> tuple[WatermarkPoint, ...]:
+    """Batches whose watermark lies in the day (plus the grace after it), sampled evenly to at
+    most WATERMARK_POINTS batches; per partition: max event time - L."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    wh = settings.warehouse_path
+    if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+        return ()
+    d0, d1 = day_bounds(day)
+    rows = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS).filter(
+        (F.col("watermark") >= F.timestamp_micros(F.lit(d0)))
+        & (F.col("watermark") < F.timestamp_micros(F.lit(d1))))
+    n = rows.count()
+    if n == 0:
+        return ()
+    step = -(-n // WATERMARK_POINTS)
+    numbered = rows.withColumn("_i", F.row_number().over(
+        Window.orderBy("processed_at", "batch_id")))
+    picked = (numbered.filter(((F.col("_i") - 1) % F.lit(step) == 0) | (F.col("_i") == F.lit(n)))
+              .select("batch_id", F.unix_micros("processed_at").alias("at"),
+                      F.unix_micros("watermark").alias("wm"),
+                      F.map_entries("partition_max_event_time").alias("parts"))
+              .orderBy("at", "batch_id").limit(WATERMARK_POINTS + 1).collect())
+    out: list[WatermarkPoint] = []
+    for r in picked:
+        at = from_micros(r.at)
+        out.append(WatermarkPoint(r.batch_id, at, None,
+                                  None if r.wm is None else from_micros(r.wm)))
+        for entry in sorted(r.parts or [], key=lambda e: e[0]):
+            out.append(WatermarkPoint(r.batch_id, at, int(entry[0]),
+                                      from_micros(to_micros(entry[1]) - lateness_us)))
+    return tuple(out)
+
+
+def _breaks(db: Any, run: AuditRun, cap: int) -> tuple[tuple[BreakLine, ...], int]:
+    """Every break of the run with its review status and age, ordered by window then key."""
+    reviews = {(_utc(b["window_start"]), b["key"]): b
+               for b in db.list_breaks(run.day) if b.get("run_id") == run.run_id}
+    lines = []
+    for b in db.breaks(run.run_id):
+        review = reviews.get((_utc(b.window_start), b.key), {})
+        lines.append(BreakLine(
+            _utc(b.window_start), _utc(b.window_end), b.key, b.status, b.provisional_amount,
+            b.canonical_amount, b.gap_amount, b.gap_count, b.late_amount, b.duplicate_amount,
+            b.residual_amount, b.explanation, str(review.get("review_status") or "open"),
+            review.get("age_days")))
+    lines.sort(key=lambda b: (b.window_start, b.key))
+    return tuple(lines), len(lines)
+
+
+_CONFIG_KEYS = ("window", "slide", "lateness", "grace", "idle_timeout", "max_clock_skew",
+                "dedup_horizon", "expected_partitions", "tolerance_abs", "tolerance_rel",
+                "target_completeness", "spark_master", "report_db_url")
+
+
+def build_context(spark: Any, settings: Settings, day: date, *,
+                  breaks_cap: int = BREAKS_CAP) -> ReportContext:
+    """Everything the report of ``day`` shows, from the current audit run of the day in the
+    report database and small aggregates of the warehouse's Delta tables."""
+    from reports.db import ReportDB
+
+    db = ReportDB.from_settings(settings)
+    run = db.current_audit_run(day)
+    if run is None:
+        raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that day in "
+                         f"the report database (run `reckon audit --date {day}` first)")
+    rules = settings.event_time_rules()
+    params = {**{k: v for k, v in settings.public_dict().items() if k in _CONFIG_KEYS},
+              **run.params}
+    configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
+    recon = _recon_day(spark, settings, day)
+    all_breaks, total = _breaks(db, run, breaks_cap)
+    gap, width = _gap_series(recon, rules.windows.step)
+    curve, configured, recommended, target = _curve(spark, settings, day)
+    check = db.current_check_run(day)
+    quality = None if check is None else QualitySummary(
+        check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
+        check.expectations)
+    docs: Path | None = None
+    try:
+        from audits.quality import data_docs_dir
+
+        docs = data_docs_dir(settings.warehouse_path) / "index.html"
+    except ImportError:
+        docs = settings.warehouse_path / "reports" / "data_docs" / "index.html"
+    statuses = tuple((s.value, int(run.status_counts.get(s.value, 0))) for s in ReconStatus)
+    return ReportContext(
+        day=day, audit_run_id=run.run_id, audit_kind=run.kind,
+        audit_started_at=_utc(run.started_at), reconciler=run.reconciler,
+        configuration=configuration,
+        table_versions=tuple(sorted((k, int(v)) for k, v in run.table_versions.items())),
+        headline=headline_from_run(run, _unexplained_amount(recon)),
+        status_counts=statuses, breaks=all_breaks[:breaks_cap], breaks_total=total,
+        attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
+        gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
+        lateness_curve=curve, configured_bound_seconds=configured,
+        recommended_bound_seconds=recommended, target_completeness=target,
+        watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),
+        quality=quality, data_docs=str(docs) if docs.is_file() else None,
+        all_breaks=all_breaks, breaks_cap=breaks_cap)
+
+
+def _config_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "-"
+    if value is None or value == "":
+        return "-"
+    return str(value)
+

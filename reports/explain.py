@@ -1,0 +1,479 @@
+"""`reckon explain`: the postmortem story of one key's window(s), event by event.
+
+For every window containing the instant T (one for tumbling windows, size/slide for hopping
+ones) it reads, with small filtered Spark queries only:
+
+- each event of that key and window from ``event_log`` (event and arrival time, partition,
+  offset, the batch that saw it, whether the stream flagged it as a duplicate) and its fate
+  in that window: *counted on time*, *revised* the closed window (its batch is after the
+  window's ``closed_batch_id`` and it is not in ``late_events``), *late* (in ``late_events``
+  for that window: the watermark it met and how far past the close), or *duplicate*;
+- quarantined rows whose readable ``event_time`` falls in the window and whose payload names
+  the key;
+- the provisional row over time, from the change data feed of ``provisional_totals`` (every
+  commit that inserted or updated that row: total, count, status, revision);
+- the canonical total and the reconciliation status, when the replay and audit have run.
+
+The windowing rules are the ones the stream ran with (``watermark_progress.rules_json``), so
+the story matches what happened even when today's configuration differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.eventtime import EventTimeRules
+from reckon.timeutil import format_micros, from_micros, parse_timestamp
+
+__all__ = [
+    "EventFate",
+    "ProvisionalVersion",
+    "QuarantinedRow",
+    "WindowChapter",
+    "WindowStory",
+    "cmd_explain",
+    "explain_window",
+]
+
+ON_TIME, REVISED, LATE, DUPLICATE, UNTRACKED = ("on_time", "revised", "late", "duplicate",
+                                                "untracked")
+
+
+@dataclass(frozen=True)
+class EventFate:
+    """One event of the key and window and what became of it in that window. Times are
+    microseconds since the epoch (UTC); ``lateness_seconds`` is ``watermark - window_end``."""
+
+    event_id: str
+    event_time: int
+    arrival_time: int
+    partition: int
+    offset: int | None
+    input_file: str | None
+    batch_id: int | None
+    amount: Decimal
+    source: str
+    is_duplicate: bool
+    fate: str                                # on_time / revised / late / duplicate / untracked
+    revision: int | None = None              # for 'revised': the revision it produced
+    watermark: int | None = None             # for 'late': the watermark it met
+    lateness_seconds: Decimal | None = None  # for 'late'
+
+
+@dataclass(frozen=True)
+class QuarantinedRow:
+    reason: str
+    detail: str | None
+    event_id: str | None
+    event_time: int | None
+    arrival_time: int
+    partition: int
+    offset: int | None
+    batch_id: int | None
+    origin: str
+
+
+@dataclass(frozen=True)
+class ProvisionalVersion:
+    """The provisional row as one Delta commit left it."""
+
+    version: int
+    commit_time: int
+    change: str                              # 'insert' or 'update'
+    last_batch_id: int
+    total_amount: Decimal
+    event_count: int
+    status: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class WindowChapter:
+    """The story of one (window, key)."""
+
+    window_start: int
+    window_end: int
+    key: str
+    events: tuple[EventFate, ...]
+    quarantined: tuple[QuarantinedRow, ...]
+    history: tuple[ProvisionalVersion, ...]
+    provisional: dict[str, Any] | None       # the current row (total, count, status, ...)
+    canonical: dict[str, Any] | None         # total_amount, event_count, replay_id
+    reconciliation: dict[str, Any] | None    # status, gap, late, duplicate, residual
+    counts: dict[str, int] = field(default_factory=dict)  # fate -> events
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WindowStory:
+    key: str
+    instant: int
+    rules: dict[str, Any]
+    chapters: tuple[WindowChapter, ...]
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        out: list[str] = []
+        for i, ch in enumerate(self.chapters):
+            if i:
+                out.append("")
+            out.extend(ch.lines)
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: Decimal as text, times as ISO-8601 ``Z``."""
+        from reports.terminal import json_safe
+
+        def times(d: dict[str, Any]) -> Any:
+            return {k: (format_micros(v) if k in _TIME_FIELDS and isinstance(v, int) else
+                        times(v) if isinstance(v, dict) else
+                        [times(x) if isinstance(x, dict) else x for x in v]
+                        if isinstance(v, list) else v)
+                    for k, v in d.items()}
+
+        raw: dict[str, Any] = {"key": self.key, "instant": self.instant, "rules": self.rules,
+               "windows": [asdict(ch) for ch in self.chapters], "lines": list(self.lines)}
+        for ch in raw["windows"]:
+            ch["lines"] = list(ch["lines"])
+        return json_safe(times(raw))  # type: ignore[no-any-return]
+
+
+_TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_time",
+                "watermark", "commit_time", "closed_at", "watermark_at_close", "finalized_at"}
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def _rules(spark: Any, warehouse: Path, settings: Settings) -> EventTimeRules:
+    """The rules the stream ran with (newest watermark_progress row), else the settings'."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
+        rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+                .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+                .select("rules_json").limit(1).collect())
+        if rows:
+            cfg = json.loads(rows[0].rules_json)
+            return EventTimeRules.parse(
+                window=cfg["window"], slide=cfg.get("slide"), lateness=cfg["lateness"],
+                grace=cfg["grace"], idle_timeout=cfg["idle_timeout"],
+                max_clock_skew=cfg["max_clock_skew"], dedup_horizon=cfg["dedup_horizon"],
+                expected_partitions=cfg.get("expected_partitions") or ())
+    return settings.event_time_rules()
+
+
+def _ts(micros: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.timestamp_micros(F.lit(micros))
+
+
+def _day(micros: int) -> Any:
+    return from_micros(micros).date()
+
+
+def _us(name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.unix_micros(F.col(name)).alias(name)
+
+
+def _events(spark: Any, wh: Path, key: str, start: int, end: int) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(wh, tb.EVENT_LOG):
+        return []
+    return (tb.read_table(spark, wh, tb.EVENT_LOG)
+            .filter((F.col("event_date") >= F.lit(_day(start)))
+                    & (F.col("event_date") <= F.lit(_day(end - 1)))
+                    & (F.col("key") == key)
+                    & (F.col("event_time") >= _ts(start)) & (F.col("event_time") < _ts(end)))
+            .select("event_id", _us("event_time"), _us("arrival_time"), "partition", "offset",
+                    "input_file", "batch_id", "amount", "source", "is_duplicate")
+            .orderBy("arrival_time", "partition", "input_file", "offset", "event_id")
+            .limit(100_000).collect())
+
+
+def _late(spark: Any, wh: Path, key: str, start: int) -> dict[tuple[Any, ...], Any]:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(wh, tb.LATE_EVENTS):
+        return {}
+    rows = (tb.read_table(spark, wh, tb.LATE_EVENTS)
+            .filter((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
+                    & (F.col("window_start") == _ts(start)))
+            .select("event_id", _us("watermark"), "lateness_seconds", "batch_id",
+                    _us("arrival_time"), "partition", "offset", "input_file")
+            .limit(100_000).collect())
+    return {(r.event_id, r.batch_id, r.partition, r.offset, r.input_file): r for r in rows}
+
+
+def _quarantined(spark: Any, wh: Path, key: str, start: int, end: int) -> list[QuarantinedRow]:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(wh, tb.QUARANTINE):
+        return []
+    rows = (tb.read_table(spark, wh, tb.QUARANTINE)
+            .filter(F.col("event_time").isNotNull() & (F.col("event_time") >= _ts(start))
+                    & (F.col("event_time") < _ts(end))
+                    & (F.get_json_object("payload", "$.key") == key))
+            .select("reason", "detail", "event_id", _us("event_time"), _us("arrival_time"),
+                    "partition", "offset", "batch_id", "origin")
+            .orderBy("arrival_time", "partition", "offset").limit(1000).collect())
+    return [QuarantinedRow(r.reason, r.detail, r.event_id, r.event_time, r.arrival_time,
+                           r.partition, r.offset, r.batch_id, r.origin) for r in rows]
+
+
+_PROV_COLS = ("total_amount", "event_count", "status", "revision", "last_batch_id",
+              "closed_batch_id", "finalized_batch_id")
+
+
+def _provisional(spark: Any, wh: Path, key: str, start: int
+                 ) -> tuple[dict[str, Any] | None, list[ProvisionalVersion]]:
+    """The current provisional row and its history from the change data feed."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(wh, tb.PROVISIONAL_TOTALS):
+        return None, []
+    where = ((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
+             & (F.col("window_start") == _ts(start)))
+    path = tb.table_path(wh, tb.PROVISIONAL_TOTALS)
+    now = (spark.read.format("delta").load(path).filter(where)
+           .select(*_PROV_COLS, _us("closed_at"), _us("watermark_at_close"),
+                   _us("finalized_at")).limit(1).collect())
+    current = now[0].asDict() if now else None
+    from pyspark.errors.exceptions.captured import AnalysisException
+
+    try:
+        changes = (spark.read.format("delta").option("readChangeFeed", "true")
+                   .option("startingVersion", 0).load(path).filter(where)
+                   .filter(F.col("_change_type").isin("insert", "update_postimage"))
+                   .select("_commit_version", _us("_commit_timestamp"), "_change_type",
+                           *_PROV_COLS)
+                   .orderBy("_commit_version").limit(10_000).collect())
+    except AnalysisException:  # change data feed off for part of the history: no story
+        changes = []
+    history = [ProvisionalVersion(r._commit_version, r._commit_timestamp,
+                                  "insert" if r._change_type == "insert" else "update",
+                                  r.last_batch_id, r.total_amount, r.event_count, r.status,
+                                  r.revision) for r in changes]
+    return current, history
+
+
+def _one(spark: Any, wh: Path, table: str, key: str, start: int, cols: list[str],
+         order: str | None = None) -> dict[str, Any] | None:
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not tb.table_exists(wh, table):
+        return None
+    df = (tb.read_table(spark, wh, table)
+          .filter((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
+                  & (F.col("window_start") == _ts(start))).select(*cols))
+    if order:
+        df = df.orderBy(F.col(order).desc())
+    rows = df.limit(1).collect()
+    return rows[0].asDict() if rows else None
+
+
+# ----------------------------------------------------------------------------- the story
+
+
+def _secs(value: Decimal) -> str:
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0")
+        text = text + "0" if text.endswith(".") else text
+    return text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[str, Any] | None
+           ) -> list[EventFate]:
+    closed = provisional.get("closed_batch_id") if provisional else None
+    revising = sorted({r.batch_id for r in rows
+                       if not r.is_duplicate and r.batch_id is not None and closed is not None
+                       and r.batch_id > closed
+                       and (r.event_id, r.batch_id, r.partition, r.offset, r.input_file)
+                       not in late})
+    revision_of = {b: i + 1 for i, b in enumerate(revising)}
+    out = []
+    for r in rows:
+        base = dict(event_id=r.event_id, event_time=r.event_time, arrival_time=r.arrival_time,
+                    partition=r.partition, offset=r.offset, input_file=r.input_file,
+                    batch_id=r.batch_id, amount=r.amount, source=r.source,
+                    is_duplicate=bool(r.is_duplicate))
+        hit = late.get((r.event_id, r.batch_id, r.partition, r.offset, r.input_file))
+        if r.is_duplicate:
+            out.append(EventFate(**base, fate=DUPLICATE))
+        elif hit is not None:
+            out.append(EventFate(**base, fate=LATE, watermark=hit.watermark,
+                                 lateness_seconds=hit.lateness_seconds))
+        elif r.batch_id is None:
+            out.append(EventFate(**base, fate=UNTRACKED))
+        elif r.batch_id in revision_of:
+            out.append(EventFate(**base, fate=REVISED, revision=revision_of[r.batch_id]))
+        else:
+            out.append(EventFate(**base, fate=ON_TIME))
+    return out
+
+
+def _event_line(e: EventFate) -> str:
+    where = f"partition {e.partition} offset {e.offset if e.offset is not None else '-'}"
+    head = (f"  {e.event_id}: {e.amount} at {format_micros(e.event_time)}, arrived "
+            f"{format_micros(e.arrival_time)} ({where}, batch "
+            f"{e.batch_id if e.batch_id is not None else '-'}): ")
+    if e.fate == ON_TIME:
+        return head + "counted on time"
+    if e.fate == REVISED:
+        return head + f"revised the closed window (revision {e.revision})"
+    if e.fate == LATE:
+        assert e.lateness_seconds is not None
+        return head + (f"late by {_secs(e.lateness_seconds)} s (watermark "
+                       f"{format_micros(e.watermark)}): in late_events, not in the total")
+    if e.fate == DUPLICATE:
+        return head + "duplicate of an earlier copy: counted once"
+    return head + "archived outside the stream (no batch): no stream fate recorded"
+
+
+def _summary(events: list[EventFate]) -> str:
+    parts = []
+    on_time = [e for e in events if e.fate == ON_TIME]
+    if on_time:
+        parts.append(f"{len(on_time)} counted on time")
+    for e in (e for e in events if e.fate == REVISED):
+        parts.append(f"1 revised the window in batch {e.batch_id} (revision {e.revision})")
+    for e in (e for e in events if e.fate == LATE):
+        assert e.lateness_seconds is not None
+        parts.append(f"1 late by {_secs(e.lateness_seconds)} s (watermark "
+                     f"{format_micros(e.watermark)})")
+    dups = sum(1 for e in events if e.fate == DUPLICATE)
+    if dups:
+        parts.append(f"{dups} duplicate{'s' if dups != 1 else ''} counted once")
+    untracked = sum(1 for e in events if e.fate == UNTRACKED)
+    if untracked:
+        parts.append(f"{untracked} archived outside the stream")
+    return ", ".join(parts) if parts else "no events"
+
+
+def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
+    events = list(ch.events)
+    head = (f"window [{format_micros(ch.window_start)}, {format_micros(ch.window_end)}) "
+            f"key {ch.key}: {_plural(len(events), 'event')}: "
+            f"{_summary(events)}")
+    if ch.quarantined:
+        head += f"; {len(ch.quarantined)} quarantined"
+    lines = [head]
+    p = ch.provisional
+    if p is None:
+        lines.append("  provisional: the stream has no row for this window and key")
+    else:
+        text = (f"  provisional: {p['total_amount']} over {_plural(p['event_count'], 'event')}, "
+                f"{p['status']}, revision {p['revision']}")
+        if p.get("closed_batch_id") is not None:
+            text += (f"; closed in batch {p['closed_batch_id']} at watermark "
+                     f"{format_micros(p.get('watermark_at_close'))}")
+        if p.get("finalized_batch_id") is not None:
+            text += f"; final in batch {p['finalized_batch_id']}"
+        lines.append(text)
+    c = ch.canonical
+    lines.append("  canonical: not replayed yet" if c is None else
+                 f"  canonical: {c['total_amount']} over {_plural(c['event_count'], 'event')} "
+                 f"(replay {c['replay_id']})")
+    r = ch.reconciliation
+    if r is not None:
+        lines.append(f"  reconciliation: {r['status']} (gap {r['gap_amount']} / "
+                     f"{r['gap_count']}, late {r['late_amount']} / {r['late_count']}, "
+                     f"duplicates {r['duplicate_amount']} / {r['duplicate_count']}, residual "
+                     f"{r['residual_amount']} / {r['residual_count']})")
+    if events:
+        lines.append("  events in arrival order:")
+        lines.extend(_event_line(e) for e in events)
+    if ch.quarantined:
+        lines.append("  quarantined:")
+        lines.extend(f"  {q.event_id or '-'}: {q.reason}"
+                     f"{' (' + q.detail + ')' if q.detail else ''}, arrived "
+                     f"{format_micros(q.arrival_time)} (partition {q.partition} offset "
+                     f"{q.offset if q.offset is not None else '-'}, {q.origin})"
+                     for q in ch.quarantined)
+    if ch.history:
+        lines.append("  provisional row over time:")
+        lines.extend(f"  version {h.version} ({h.change}, batch {h.last_batch_id}): "
+                     f"{h.total_amount} over {_plural(h.event_count, 'event')}, {h.status}, "
+                     f"revision {h.revision}" for h in ch.history)
+    return tuple(lines)
+
+
+def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> WindowStory:
+    """The story of every window containing ``instant`` (microseconds) for ``key``."""
+    from spark import tables as tb
+
+    wh = settings.warehouse_path
+    if not tb.table_exists(wh, tb.EVENT_LOG):
+        raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
+                         "(run `reckon stream` first)")
+    rules = _rules(spark, wh, settings)
+    chapters = []
+    for window in rules.windows.assign(instant):
+        start, end = window.start, window.end
+        current, history = _provisional(spark, wh, key, start)
+        fates = _fates(_events(spark, wh, key, start, end), _late(spark, wh, key, start),
+                       current)
+        canonical = _one(spark, wh, tb.CANONICAL_TOTALS, key, start,
+                         ["total_amount", "event_count", "replay_id"])
+        recon = _one(spark, wh, tb.RECONCILIATION, key, start,
+                     ["status", "gap_amount", "gap_count", "late_amount", "late_count",
+                      "duplicate_amount", "duplicate_count", "residual_amount",
+                      "residual_count", "audit_run_id"], order="audit_run_id")
+        counts: dict[str, int] = {}
+        for e in fates:
+            counts[e.fate] = counts.get(e.fate, 0) + 1
+        ch = WindowChapter(start, end, key, tuple(fates),
+                           tuple(_quarantined(spark, wh, key, start, end)), tuple(history),
+                           current, canonical, recon, counts)
+        chapters.append(WindowChapter(**{**ch.__dict__, "lines": _chapter_lines(ch, rules)}))
+    return WindowStory(key, instant, rules.to_config(), tuple(chapters))
+
+
+def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon explain --warehouse WH --key K --window T [--json]`."""
+    from reports.terminal import print_json
+    from spark.session import get_spark
+
+    instant = parse_timestamp(args.window_at, "--window")
+    if not args.key:
+        raise UsageError("--key='' is not valid: give the account or merchant key")
+    wh = settings.warehouse_path
+    if not (wh / "event_log").is_dir():
+        raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
+                         "(run `reckon stream` first)")
+    spark = get_spark(settings, app_name="reckon-explain")
+    story = explain_window(spark, settings, args.key, instant)
+    if args.json:
+        print_json(story.to_dict())
+    else:
+        print("\n".join(story.lines))
+    return 0
+

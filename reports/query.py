@@ -1,0 +1,278 @@
+"""`reckon sql`: one read-only SQL query over the warehouse's Delta tables, with time travel.
+
+Every Delta table of the warehouse (spark/tables.py ``TABLES`` that exist) is visible by its
+name as a temporary view. Temporary views cannot time-travel, so a table name followed by
+``VERSION AS OF n``, ``TIMESTAMP AS OF '...'`` (or ``FOR SYSTEM_VERSION|SYSTEM_TIME AS OF``),
+the target of ``DESCRIBE HISTORY`` / ``DESCRIBE DETAIL``, and the table argument of
+``table_changes('name', ...)`` are rewritten to the path form (``delta.`<path>```,
+``table_changes_by_path('<path>', ...)``), so plain and time-travel queries both work::
+
+    reckon sql --warehouse wh "SELECT * FROM provisional_totals VERSION AS OF 3"
+    reckon sql --warehouse wh "SELECT * FROM table_changes('provisional_totals', 0)"
+
+Read-only is checked on tokens (strings, quoted identifiers and comments are recognised, so
+neither ``'DROP'`` in a literal nor ``-- DROP`` in a comment fools it): exactly one statement,
+starting with SELECT / WITH / VALUES / FROM / TABLE / SHOW / DESCRIBE / EXPLAIN, and no
+keyword of a writing or session-changing statement anywhere outside literals and comments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+
+__all__ = [
+    "QueryResult",
+    "Token",
+    "check_read_only",
+    "cmd_sql",
+    "rewrite_time_travel",
+    "run_query",
+    "tokenize",
+]
+
+ALLOWED_FIRST = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "SHOW", "DESCRIBE",
+                           "DESC", "EXPLAIN"})
+FORBIDDEN = frozenset({
+    "INSERT", "UPDATE", "DELETE", "MERGE", "CREATE", "DROP", "ALTER", "TRUNCATE", "COPY",
+    "OPTIMIZE", "VACUUM", "SET", "RESET", "ADD", "CALL", "RESTORE", "CACHE", "UNCACHE",
+    "REFRESH", "LOAD", "MSCK", "GRANT", "REVOKE", "USE", "CLONE", "REORG", "CONVERT", "FSCK",
+    "REPAIR", "EXECUTE", "DECLARE", "OVERWRITE",
+    # functions that run arbitrary JVM code
+    "REFLECT", "JAVA_METHOD", "TRY_REFLECT",
+})
+
+
+@dataclass(frozen=True)
+class Token:
+    """One lexical token. ``kind`` is one of: ws, comment, string, quoted (a backtick
+    identifier), word, number, punct."""
+
+    kind: str
+    text: str
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper()
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[A-Za-z]*")
+_WS = re.compile(r"\s+")
+
+
+def tokenize(sql: str) -> list[Token]:
+    """Split Spark SQL into tokens. Strings ('..' or "..", with backslash escapes and doubled
+    quotes), backtick identifiers, ``--`` line comments and nested ``/* */`` comments are
+    kept whole. An unterminated string, identifier or comment is a UsageError."""
+    tokens: list[Token] = []
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c.isspace():
+            m = _WS.match(sql, i)
+            assert m is not None
+            tokens.append(Token("ws", m.group()))
+            i = m.end()
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            tokens.append(Token("comment", sql[i:j]))
+            i = j
+        elif sql.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if sql.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif sql.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                raise UsageError("query has an unterminated /* comment: close it with */")
+            tokens.append(Token("comment", sql[i:j]))
+            i = j
+        elif c in ("'", '"', "`"):
+            j = i + 1
+            while True:
+                if j >= n:
+                    what = "identifier" if c == "`" else "string"
+                    raise UsageError(f"query has an unterminated {what} starting at "
+                                     f"character {i}: {sql[i:i + 30]!r}")
+                if sql[j] == "\\" and c != "`":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if j + 1 < n and sql[j + 1] == c:  # doubled quote
+                        j += 2
+                        continue
+                    break
+                j += 1
+            tokens.append(Token("quoted" if c == "`" else "string", sql[i:j + 1]))
+            i = j + 1
+        elif m := _WORD.match(sql, i):
+            tokens.append(Token("word", m.group()))
+            i = m.end()
+        elif m := _NUMBER.match(sql, i):
+            tokens.append(Token("number", m.group()))
+            i = m.end()
+        else:
+            tokens.append(Token("punct", c))
+            i += 1
+    return tokens
+
+
+def _significant(tokens: Iterable[Token]) -> list[Token]:
+    return [t for t in tokens if t.kind not in ("ws", "comment")]
+
+
+def check_read_only(sql: str) -> list[Token]:
+    """Raise UsageError unless ``sql`` is exactly one read-only statement; return its tokens
+    (a trailing semicolon is dropped)."""
+    tokens = tokenize(sql)
+    sig = _significant(tokens)
+    while sig and sig[-1].text == ";":
+        last = sig.pop()
+        idx = max(i for i, t in enumerate(tokens) if t is last)
+        tokens = tokens[:idx] + tokens[idx + 1:]
+    if not sig:
+        raise UsageError("query is empty: give one SELECT (or WITH, VALUES, SHOW, DESCRIBE, "
+                         "EXPLAIN) statement")
+    if any(t.text == ";" for t in sig):
+        raise UsageError("query has more than one statement (a ';' separates them): "
+                         "`reckon sql` runs exactly one read-only statement")
+    first = next((t for t in sig if t.text != "("), sig[0])
+    if first.kind != "word" or first.upper not in ALLOWED_FIRST:
+        raise UsageError(f"query starts with {first.text!r}: `reckon sql` is read-only and "
+                         f"runs only {', '.join(sorted(ALLOWED_FIRST))} statements")
+    for prev, tok in zip([None, *sig], sig, strict=False):
+        if tok.kind == "word" and tok.upper in FORBIDDEN and not (prev and prev.text == "."):
+            raise UsageError(f"query contains {tok.text.upper()}: `reckon sql` is read-only "
+                             "(no writes, DDL, session changes or JVM calls); quote a column "
+                             "of that name with backticks")
+    return tokens
+
+
+def _path_ident(path: str) -> str:
+    return "delta.`" + path.replace("`", "``") + "`"
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _unquote(tok: Token) -> str:
+    return tok.text[1:-1].replace(tok.text[0] * 2, tok.text[0]) if tok.kind == "quoted" \
+        else tok.text
+
+
+def rewrite_time_travel(tokens: Sequence[Token], paths: dict[str, str]) -> str:
+    """Join ``tokens`` back into SQL, replacing the table references that need the path form
+    (see the module docstring). ``paths`` maps lower-case table name -> Delta path."""
+    out = [t.text for t in tokens]
+    sig_idx = [i for i, t in enumerate(tokens) if t.kind not in ("ws", "comment")]
+    sig = [tokens[i] for i in sig_idx]
+
+    def upper_at(k: int) -> str:
+        return sig[k].upper if 0 <= k < len(sig) else ""
+
+    for k, tok in enumerate(sig):
+        if tok.kind not in ("word", "quoted"):
+            continue
+        name = _unquote(tok).lower()
+        qualified = upper_at(k - 1) == "." or upper_at(k + 1) == "."
+        if name in paths and not qualified:
+            travels = (upper_at(k + 1) in ("VERSION", "TIMESTAMP") and upper_at(k + 2) == "AS"
+                       and upper_at(k + 3) == "OF") or (
+                upper_at(k + 1) == "FOR" and upper_at(k + 2) in ("SYSTEM_VERSION", "SYSTEM_TIME")
+                and upper_at(k + 3) == "AS" and upper_at(k + 4) == "OF")
+            described = (upper_at(k - 1) in ("HISTORY", "DETAIL")
+                         and upper_at(k - 2) in ("DESCRIBE", "DESC"))
+            if travels or described:
+                out[sig_idx[k]] = _path_ident(paths[name])
+        if tok.kind == "word" and tok.upper == "TABLE_CHANGES" and upper_at(k + 1) == "(" \
+                and k + 2 < len(sig) and sig[k + 2].kind == "string":
+            target = sig[k + 2].text[1:-1].lower()
+            if target in paths:
+                out[sig_idx[k]] = "table_changes_by_path"
+                out[sig_idx[k + 2]] = _sql_string(paths[target])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """At most ``limit`` rows of the query; ``truncated`` when it had more."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool
+    limit: int
+    tables: tuple[str, ...]
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def register_tables(spark: Any, warehouse: Path) -> dict[str, str]:
+    """Register every existing warehouse table as a temp view; return name -> path."""
+    from spark import tables as tb
+
+    paths: dict[str, str] = {}
+    for name in tb.TABLES:
+        if tb.table_exists(warehouse, name):
+            path = tb.table_path(warehouse, name)
+            spark.read.format("delta").load(path).createOrReplaceTempView(name)
+            paths[name] = path
+    return paths
+
+
+def run_query(spark: Any, warehouse: str | Path, sql: str, limit: int = 1000) -> QueryResult:
+    """Check, rewrite and run one read-only query; fetch at most ``limit`` rows (+1 to know
+    whether there were more). Never collects an unbounded result."""
+    if limit < 1:
+        raise UsageError(f"--limit={limit} is not valid: give a positive number of rows")
+    tokens = check_read_only(sql)
+    wh = Path(warehouse).expanduser().resolve()
+    if not wh.is_dir():
+        raise UsageError(f"--warehouse={str(wh)!r} is not valid: no such directory")
+    paths = register_tables(spark, wh)
+    text = rewrite_time_travel(tokens, paths)
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    try:
+        df = spark.sql(text)
+        got = df.limit(limit + 1).collect()
+    except CapturedException as exc:  # analysis/parse/runtime errors of the user's query
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"query failed: {first} (tables: {', '.join(paths) or 'none'})") \
+            from None
+    return QueryResult(tuple(df.columns), tuple(tuple(r) for r in got[:limit]),
+                       len(got) > limit, limit, tuple(paths))
+
+
+def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon sql --warehouse WH [--json] [--limit N] "SELECT ..."`."""
+    from reports.terminal import print_json, print_table
+    from spark.session import get_spark
+
+    check_read_only(args.query)  # refuse before starting a JVM
+    if not settings.warehouse_path.is_dir():
+        raise UsageError(f"--warehouse={str(settings.warehouse_path)!r} is not valid: no such "
+                         "directory")
+    spark = get_spark(settings, app_name="reckon-sql")
+    result = run_query(spark, settings.warehouse_path, args.query, args.limit)
+    if args.json:
+        print_json(result.to_dicts())
+    else:
+        print_table(result.rows, result.columns)
+        more = f" (more rows exist: raise --limit above {result.limit})" if result.truncated \
+            else ""
+        print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more})")
+    return 0

@@ -1,0 +1,103 @@
+"""`reckon explain` tells the story of a window the real stream processed: the worked example
+with grace 5 s has, in window [0,10), three events on time, one (at 8 s) that revised the
+closed window and one (at 4 s) that arrived 13 s past its close and went to late_events."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from reckon.cli import main
+from reckon.errors import UsageError
+from reckon.timeutil import format_micros
+from reports.explain import explain_window
+from spark.stream import StreamSource, run_stream
+from tests.scenarios import BASE, SCENARIOS, S
+from tests.streamkit import stream_settings, write_landing
+
+GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+
+
+def iso(seconds: int) -> str:
+    return format_micros(BASE + seconds * S)
+
+
+@pytest.fixture(scope="module")
+def streamed(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("explain")
+    landing, warehouse = root / "landing", root / "wh"
+    write_landing(landing, GRACE_CASE.batches)
+    settings = stream_settings(warehouse, **GRACE_CASE.rules)
+    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
+    return settings
+
+
+def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed):
+    story = explain_window(spark, streamed, "merchant-x", BASE + 6 * S)
+    assert len(story.chapters) == 1
+    ch = story.chapters[0]
+    assert (ch.window_start, ch.window_end) == (BASE, BASE + 10 * S)
+    fates = [(e.event_id, e.fate, e.batch_id, e.revision) for e in ch.events]
+    assert fates == [("e0-1", "on_time", 0, None), ("e1-3", "on_time", 1, None),
+                     ("e2-7", "on_time", 2, None), ("e5-8", "revised", 5, 1),
+                     ("e8-4", "late", 8, None)]
+    late = ch.events[-1]
+    assert late.watermark == BASE + 23 * S and late.lateness_seconds == Decimal("13.000000")
+    assert ch.counts == {"on_time": 3, "revised": 1, "late": 1}
+    assert ch.provisional is not None
+    assert (ch.provisional["total_amount"], ch.provisional["event_count"],
+            ch.provisional["status"], ch.provisional["revision"],
+            ch.provisional["closed_batch_id"], ch.provisional["finalized_batch_id"]) == \
+        (Decimal("4.00"), 4, "FINAL", 1, 4, 6)
+    # the provisional row over time, from the change data feed
+    assert [(h.last_batch_id, str(h.total_amount), h.event_count, h.status, h.revision)
+            for h in ch.history] == [
+        (0, "1.00", 1, "OPEN", 0), (1, "2.00", 2, "OPEN", 0), (2, "3.00", 3, "OPEN", 0),
+        (2, "3.00", 3, "CLOSED", 0), (5, "4.00", 4, "CLOSED", 1), (5, "4.00", 4, "FINAL", 1)]
+    assert ch.canonical is None and ch.reconciliation is None
+
+    lines = story.lines
+    assert lines[0] == (f"window [{iso(0)}, {iso(10)}) key merchant-x: 5 events: 3 counted on "
+                        f"time, 1 revised the window in batch 5 (revision 1), 1 late by 13.0 s "
+                        f"(watermark {iso(23)})")
+    assert lines[1] == (f"  provisional: 4.00 over 4 events, FINAL, revision 1; closed in batch "
+                        f"4 at watermark {iso(12)}; final in batch 6")
+    assert lines[2] == "  canonical: not replayed yet"
+    assert any(line.startswith("  e5-8: 1.00 at " + iso(8)) and
+               line.endswith("batch 5): revised the closed window (revision 1)")
+               for line in lines)
+    assert any(line.startswith("  e8-4: 1.00 at " + iso(4)) and line.endswith(
+        f"late by 13.0 s (watermark {iso(23)}): in late_events, not in the total")
+        for line in lines)
+
+
+def test_explain_cli_json_and_text(spark, streamed, capsys):
+    args = ["explain", "--warehouse", str(streamed.warehouse_path), "--key", "merchant-x",
+            "--window", iso(12)]
+    assert main([*args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    [w] = doc["windows"]
+    assert (w["window_start"], w["window_end"]) == (iso(10), iso(20))
+    assert [(e["event_id"], e["fate"]) for e in w["events"]] == [("e3-12", "on_time"),
+                                                                 ("e4-15", "on_time")]
+    assert w["provisional"]["total_amount"] == "2.00" and w["provisional"]["status"] == "CLOSED"
+    assert doc["rules"]["grace"] == "5s"
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith(
+        f"window [{iso(10)}, {iso(20)}) key merchant-x: 2 events: 2 counted on time")
+    assert main(["explain", "--warehouse", str(streamed.warehouse_path), "--key", "nobody",
+                 "--window", iso(12)]) == 0
+    assert "0 events: no events" in capsys.readouterr().out
+
+
+def test_explain_rejects_a_time_without_zone(tmp_path):
+    with pytest.raises(UsageError, match="--window"):
+        import argparse
+
+        from reckon.config import load_settings
+        from reports.explain import cmd_explain
+
+        cmd_explain(argparse.Namespace(key="k", window_at="2026-01-01T00:00:00", json=False),
+                    load_settings(env={}, warehouse=str(tmp_path)))

@@ -1,0 +1,175 @@
+"""`reckon sql`: refuses anything but one read-only statement (strings and comments cannot fool
+it), sees the warehouse tables by name, and time-travels through Delta versions."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+
+from reckon.cli import main
+from reckon.errors import UsageError
+from reports.query import check_read_only, rewrite_time_travel, run_query, tokenize
+from reports.terminal import table_text
+
+REFUSED = [
+    "DROP TABLE provisional_totals",
+    "drop table provisional_totals",
+    "SELECT 1; DROP TABLE x",
+    "SELECT 1;DROP TABLE x;",
+    "SELECT 1 ; SELECT 2",
+    "INSERT INTO event_log SELECT * FROM event_log",
+    "WITH t AS (SELECT 1) INSERT INTO x SELECT * FROM t",
+    "UPDATE provisional_totals SET total_amount = 0",
+    "DELETE FROM late_events",
+    "MERGE INTO a USING b ON a.k = b.k WHEN MATCHED THEN DELETE",
+    "CREATE TABLE x AS SELECT 1",
+    "CREATE OR REPLACE TEMP VIEW v AS SELECT 1",
+    "ALTER TABLE event_log ADD COLUMNS (x INT)",
+    "TRUNCATE TABLE quarantine",
+    "COPY INTO x FROM '/tmp'",
+    "OPTIMIZE provisional_totals",
+    "VACUUM provisional_totals RETAIN 0 HOURS",
+    "SET spark.sql.ansi.enabled=false",
+    "RESET",
+    "ADD JAR /tmp/evil.jar",
+    "CALL system.do_something()",
+    "RESTORE TABLE provisional_totals TO VERSION AS OF 0",
+    "CACHE TABLE event_log",
+    "EXPLAIN INSERT INTO x VALUES (1)",
+    "SELECT java_method('java.lang.System', 'exit', 0)",
+    "SELECT reflect('java.lang.Runtime', 'getRuntime')",
+    "/* harmless */ DROP TABLE x",
+    "SELECT 'a' AS x; -- then\nDELETE FROM y",
+    "SELECT 1 /* ; */ ; TRUNCATE TABLE z",
+    "",
+    "   ;  ",
+    "-- only a comment",
+    "SELECT 'unterminated",
+    "SELECT 1 /* unterminated",
+]
+
+ALLOWED = [
+    "SELECT 1",
+    "select 1;",
+    "SELECT 1 -- DROP TABLE x; a comment that mentions DROP",
+    "SELECT 1 /* DELETE FROM y; */",
+    "SELECT 'DROP TABLE x; DELETE' AS s",
+    "SELECT \"it's; INSERT\" AS s",
+    "SELECT 'a\\'; DROP TABLE x' AS s",
+    "SELECT `update` FROM (SELECT 1 AS `update`)",
+    "WITH t AS (SELECT 1 AS a) SELECT a FROM t",
+    "(SELECT 1) UNION ALL (SELECT 2)",
+    "VALUES (1, 'a'), (2, 'b')",
+    "SHOW TABLES",
+    "DESCRIBE provisional_totals",
+    "DESCRIBE HISTORY provisional_totals",
+    "EXPLAIN SELECT 1",
+    "SELECT * FROM provisional_totals VERSION AS OF 3",
+    "SELECT replace(key, 'a', 'b'), date_add(window_date, 1) FROM provisional_totals",
+]
+
+
+@pytest.mark.parametrize("sql", REFUSED)
+def test_refuses_anything_but_one_read_only_statement(sql):
+    with pytest.raises(UsageError) as err:
+        check_read_only(sql)
+    assert "reckon sql" in str(err.value) or "query" in str(err.value)
+
+
+@pytest.mark.parametrize("sql", ALLOWED)
+def test_allows_read_only_statements_whatever_their_literals_and_comments_say(sql):
+    tokens = check_read_only(sql)
+    assert "".join(t.text for t in tokens).rstrip().rstrip(";") == sql.rstrip().rstrip(";")
+
+
+def test_cli_refuses_ddl_with_exit_code_2_before_starting_spark(capsys, tmp_path):
+    code = main(["sql", "--warehouse", str(tmp_path), "SELECT 1; DROP TABLE x"])
+    assert code == 2
+    assert "more than one statement" in capsys.readouterr().err
+
+
+def test_time_travel_rewrite_uses_the_path_only_where_needed():
+    paths = {"provisional_totals": "/wh/provisional_totals"}
+    sql = ("SELECT a.key FROM provisional_totals VERSION AS OF 2 a JOIN provisional_totals b "
+           "ON a.key = b.key -- provisional_totals VERSION AS OF 9")
+    out = rewrite_time_travel(tokenize(sql), paths)
+    assert out == ("SELECT a.key FROM delta.`/wh/provisional_totals` VERSION AS OF 2 a JOIN "
+                   "provisional_totals b ON a.key = b.key -- provisional_totals VERSION AS OF 9")
+    assert rewrite_time_travel(tokenize("SELECT * FROM table_changes('provisional_totals', 0)"),
+                               paths) == \
+        "SELECT * FROM table_changes_by_path('/wh/provisional_totals', 0)"
+    assert rewrite_time_travel(tokenize("DESCRIBE HISTORY provisional_totals"), paths) == \
+        "DESCRIBE HISTORY delta.`/wh/provisional_totals`"
+
+
+def test_table_text_aligns_and_prints_decimals_exactly():
+    text = table_text([("a", Decimal("10.50"), None), ("bb", Decimal("1.00"), 3)],
+                      ["key", "total", "n"])
+    assert text.splitlines() == [
+        "key  total  n",
+        "---  -----  -",
+        "a    10.50  -",
+        "bb    1.00  3",
+    ]
+
+
+def _write_twice(spark, warehouse):
+    from spark import tables as tb
+
+    path = tb.ensure_table(spark, warehouse, tb.CANONICAL_TOTALS)
+    schema = tb.SCHEMAS[tb.CANONICAL_TOTALS]
+    from datetime import UTC, date, datetime
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    t1 = datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC)
+    first = [(t0, t1, "k1", Decimal("1.10"), 1, date(2026, 1, 1), "r1")]
+    second = [(t0, t1, "k1", Decimal("2.25"), 2, date(2026, 1, 1), "r2"),
+              (t0, t1, "k2", Decimal("7.00"), 1, date(2026, 1, 1), "r2")]
+    spark.createDataFrame(first, schema).write.format("delta").mode("append").save(path)
+    spark.createDataFrame(second, schema).write.format("delta").mode("overwrite").save(path)
+    return path
+
+
+def test_plain_and_time_travel_queries_return_the_right_rows(spark, warehouse):
+    _write_twice(spark, warehouse)
+    now = run_query(spark, warehouse, "SELECT key, total_amount FROM canonical_totals "
+                                      "ORDER BY key")
+    assert now.rows == (("k1", Decimal("2.25")), ("k2", Decimal("7.00")))
+    v1 = run_query(spark, warehouse, "SELECT key, total_amount, replay_id FROM canonical_totals "
+                                     "VERSION AS OF 1 ORDER BY key")
+    assert v1.rows == (("k1", Decimal("1.10"), "r1"),)
+    joined = run_query(spark, warehouse, """
+        SELECT n.key, n.total_amount - o.total_amount AS delta
+        FROM canonical_totals n JOIN canonical_totals VERSION AS OF 1 o ON n.key = o.key""")
+    assert joined.rows == (("k1", Decimal("1.15")),)
+    capped = run_query(spark, warehouse, "SELECT * FROM canonical_totals", limit=1)
+    assert len(capped.rows) == 1 and capped.truncated
+
+
+def test_time_travel_to_version_zero_of_a_table_written_twice(spark, warehouse):
+    from spark import tables as tb
+
+    path = tb.table_path(warehouse, "late_events")
+    spark.createDataFrame([(1, "first")], "id INT, v STRING").write.format("delta").save(path)
+    spark.createDataFrame([(2, "second")], "id INT, v STRING").write.format("delta") \
+        .mode("overwrite").save(path)
+    assert run_query(spark, warehouse, "SELECT id, v FROM late_events").rows == ((2, "second"),)
+    assert run_query(spark, warehouse, "SELECT id, v FROM late_events VERSION AS OF 0").rows \
+        == ((1, "first"),)
+    history = run_query(spark, warehouse, "DESCRIBE HISTORY late_events")
+    assert len(history.rows) == 2
+
+
+def test_cli_json_output_keeps_decimals_exact_and_times_in_utc(spark, warehouse, capsys):
+    _write_twice(spark, warehouse)
+    code = main(["sql", "--warehouse", str(warehouse), "--json",
+                 "SELECT key, total_amount, window_start FROM canonical_totals "
+                 "VERSION AS OF 1"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"key": "k1", "total_amount": "1.10", "window_start": "2026-01-01T00:00:00Z"}]
+    code = main(["sql", "--warehouse", str(warehouse), "SELECT no_such_column FROM event_log"])
+    assert code == 2
+    assert "query failed" in capsys.readouterr().err
