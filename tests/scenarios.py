@@ -21,6 +21,15 @@ class Scenario:
     late: list[tuple[str, int, int]] = field(default_factory=list)  # event_id, window start s, lateness s
     duplicates: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
+    watermarks: list[int | None] | None = None  # seconds after BASE, one per batch
+
+
+def ev(t: int, arrival: int, partition: int = 0, key: str | None = None,
+       amount: str = "1.00") -> Event:
+    """An event at BASE + t seconds arriving at BASE + arrival seconds; the id names both."""
+    key = key or f"m{partition}"
+    return Event(f"p{partition}-t{t}-a{arrival}", key, Decimal(amount), BASE + t * S,
+                 BASE + arrival * S, partition, arrival)
 
 
 def one_per_batch(seconds, key="merchant-x", partition=0, amount="1.00"):
@@ -47,5 +56,38 @@ SCENARIOS = [
         {(0, "merchant-x"): ("4.00", 4, "FINAL", 1), (10, "merchant-x"): ("2.00", 2, "CLOSED", 0),
          (20, "merchant-x"): ("2.00", 2, "OPEN", 0)},
         late=[("e8-4", 0, 13)],
+    ),
+]
+
+SCENARIOS += [
+    Scenario(
+        "partition 1 trails partition 0 by ~6s: the min rule holds the watermark, none late",
+        dict(window="10s", lateness="7s", grace="0s", expected_partitions=(0, 1)),
+        [[ev(t0, 100 + i, 0), ev(t1, 100 + i, 1)]
+         for i, (t0, t1) in enumerate(zip([20, 22, 24, 26, 28, 30], [15, 14, 19, 18, 23, 22],
+                                          strict=True))],
+        {(20, "m0"): ("5.00", 5, "OPEN", 0), (30, "m0"): ("1.00", 1, "OPEN", 0),
+         (10, "m1"): ("4.00", 4, "OPEN", 0), (20, "m1"): ("2.00", 2, "OPEN", 0)},
+        watermarks=[8, 8, 12, 12, 16, 16],
+    ),
+    Scenario(
+        "partition 1 goes idle, stops holding the watermark, rejoins late without moving it back",
+        dict(window="10s", lateness="3s", grace="0s", idle_timeout="5s",
+             expected_partitions=(0, 1)),
+        [[ev(1, 100, 0), ev(2, 100, 1)], [ev(5, 102, 0)], [ev(12, 104, 0)], [ev(16, 106, 0)],
+         [ev(3, 107, 1)], [ev(22, 108, 0), ev(18, 108, 1)]],
+        {(0, "m0"): ("2.00", 2, "FINAL", 0), (10, "m0"): ("2.00", 2, "OPEN", 0),
+         (20, "m0"): ("1.00", 1, "OPEN", 0), (0, "m1"): ("1.00", 1, "FINAL", 0),
+         (10, "m1"): ("1.00", 1, "OPEN", 0)},
+        late=[("p1-t3-a107", 0, 3)],
+        watermarks=[-2, -1, -1, 13, 13, 15],
+    ),
+    Scenario(
+        "a future-dated event is quarantined and never moves the watermark",
+        dict(window="10s", lateness="3s", grace="0s", max_clock_skew="5m"),
+        [[ev(1, 100)], [ev(1000, 101)], [ev(4, 102)]],
+        {(0, "m0"): ("2.00", 2, "OPEN", 0)},
+        quarantined=["p0-t1000-a101"],
+        watermarks=[-2, -2, 1],
     ),
 ]

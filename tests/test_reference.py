@@ -21,6 +21,10 @@ def test_scenarios_through_the_reference(case):
     assert got == case.totals
     assert sorted((r.event.event_id, (r.window.start - BASE) // S, r.lateness // S)
                   for r in out.late) == sorted(case.late)
+    assert sorted(e.event_id for e, _, _ in out.quarantined) == sorted(case.quarantined)
+    if case.watermarks is not None:
+        assert [None if w is None else (w - BASE) // S for w in out.watermarks] == \
+            case.watermarks
 
 
 def test_worked_example_watermark_trace():

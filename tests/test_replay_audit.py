@@ -29,7 +29,8 @@ MIDNIGHT = day_bounds(DAY2)[0]
 RULES = dict(window="10s", lateness="3s", grace="2s", dedup_horizon="4s", idle_timeout="1h")
 
 
-def random_batches(seed: int, n: int = 60, partitions: int = 3) -> list[list[Event]]:
+def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3
+                   ) -> list[list[Event]]:
     """Events around midnight, out of order, some re-delivered (same payload) much later."""
     rng = random.Random(seed)
     events = []
@@ -50,7 +51,7 @@ def random_batches(seed: int, n: int = 60, partitions: int = 3) -> list[list[Eve
         offsets[e.partition] = offsets.get(e.partition, -1) + 1
         ordered.append(Event(e.event_id, e.key, e.amount, e.event_time, e.arrival_time,
                              e.partition, offsets[e.partition], e.source))
-    cuts = sorted(rng.sample(range(1, len(ordered)), 5))
+    cuts = sorted(rng.sample(range(1, len(ordered)), batches - 1))
     return [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
 
 

@@ -8,7 +8,7 @@ import pytest
 from reckon.eventtime import EventTimeRules
 from reckon.reference import run_stream as reference_stream
 from spark.stream import StreamSource, run_stream
-from tests.scenarios import BASE, S, SCENARIOS
+from tests.scenarios import BASE, SCENARIOS, S
 from tests.streamkit import (
     late_rows,
     provisional_rows,
@@ -37,3 +37,9 @@ def test_scenario_through_the_streaming_job(spark, tmp_path, case):
     assert sorted((r[0], (r[1] - BASE) // S, int(r[4])) for r in late_rows(spark, warehouse)) \
         == sorted(case.late)
     assert watermarks(spark, warehouse) == expected.watermarks
+    if case.watermarks is not None:
+        assert [None if w is None else (w - BASE) // S for w in watermarks(spark, warehouse)] \
+            == case.watermarks
+    quarantine = spark.read.format("delta").load(str(warehouse / "quarantine"))
+    assert sorted((r.event_id, r.reason) for r in quarantine.collect()) == \
+        sorted((e, "future_dated") for e in case.quarantined)
