@@ -12,6 +12,8 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audits.audit import audit_day
 from reckon.eventtime import EventTimeRules
@@ -21,7 +23,14 @@ from reckon.timeutil import day_bounds, to_micros
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
-from tests.streamkit import event_line, provisional_rows, reference_rows, stream_settings
+from tests.streamkit import (
+    event_line,
+    late_rows,
+    provisional_rows,
+    reference_late,
+    reference_rows,
+    stream_settings,
+)
 
 S = 1_000_000
 DAY1, DAY2 = date(2026, 1, 1), date(2026, 1, 2)
@@ -200,3 +209,26 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, tmp_pat
     row = next(iter(bad.values()))
     assert (row.status, row.residual_amount, row.residual_count) == (
         ReconStatus.UNEXPLAINED.value, Decimal("-0.07"), 0)
+
+
+@settings(max_examples=4, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(100, 10**6), partitions=st.integers(1, 3), batches=st.integers(2, 4),
+       grace=st.sampled_from(["0s", "2s"]))
+def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, seed,
+                                                       partitions, batches, grace):
+    """Hypothesis drives the shape (seed, partitions, batch boundaries, grace); the real batch
+    processor and the pure reference must agree row for row, and nothing vanishes."""
+    warehouse = tmp_path_factory.mktemp("prop") / "wh"
+    rules = {**RULES, "grace": grace}
+    settings_ = stream_settings(warehouse, **rules)
+    stream = random_batches(seed, n=24, partitions=partitions, batches=batches)
+    run_batches(spark, settings_, stream)
+    expected = run_stream(stream, EventTimeRules.parse(**rules))
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    assert late_rows(spark, warehouse) == reference_late(expected)
+    progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
+    valid, counted, late, dups = (int(x) for x in progress.groupBy().sum(
+        "valid", "on_time", "late", "duplicates").first())
+    revised = int(progress.groupBy().sum("revised").first()[0])
+    assert valid == sum(len(b) for b in stream) == counted + revised + late + dups
