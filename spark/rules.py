@@ -24,24 +24,29 @@ def window_starts_col(event_us: Column, spec: WindowSpec) -> Column:
     return F.array(*spec.window_starts(event_us))
 
 
+def _by_watermark(window_end_us: Column, watermark: int | None, grace: int, *, open_: str,
+                  beyond_grace: str, within_grace: str) -> Column:
+    """The three-way split every verdict makes: end > WM, end + G <= WM, or in between."""
+    if watermark is None:
+        return F.lit(open_)
+    wm = F.lit(watermark)
+    return (F.when(is_open(window_end_us, wm), F.lit(open_))
+            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(beyond_grace))
+            .otherwise(F.lit(within_grace)))
+
+
 def disposition_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
     """on_time / revision / late against the watermark left by the previous batch."""
-    if watermark is None:
-        return F.lit(Disposition.ON_TIME.value)
-    wm = F.lit(watermark)
-    return (F.when(is_open(window_end_us, wm), F.lit(Disposition.ON_TIME.value))
-            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(Disposition.LATE.value))
-            .otherwise(F.lit(Disposition.REVISION.value)))
+    return _by_watermark(window_end_us, watermark, grace, open_=Disposition.ON_TIME.value,
+                         beyond_grace=Disposition.LATE.value,
+                         within_grace=Disposition.REVISION.value)
 
 
 def status_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
     """OPEN / CLOSED / FINAL under the watermark after the current batch."""
-    if watermark is None:
-        return F.lit(WindowStatus.OPEN.value)
-    wm = F.lit(watermark)
-    return (F.when(is_open(window_end_us, wm), F.lit(WindowStatus.OPEN.value))
-            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(WindowStatus.FINAL.value))
-            .otherwise(F.lit(WindowStatus.CLOSED.value)))
+    return _by_watermark(window_end_us, watermark, grace, open_=WindowStatus.OPEN.value,
+                         beyond_grace=WindowStatus.FINAL.value,
+                         within_grace=WindowStatus.CLOSED.value)
 
 
 def recon_status_col(measure: Measure) -> Column:

@@ -78,3 +78,16 @@ def kafka_broker() -> Iterator[object]:
         pytest.fail(str(exc), pytrace=False)
     with start_broker() as broker:
         yield broker
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A report-database URL, once per backend: a SQLite file, and a fresh database on the
+    session's real PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'reckon.db'}"
+    else:
+        from tests.pg_server import fresh_database
+
+        with fresh_database(request.getfixturevalue("postgres_url")) as url:
+            yield url

@@ -25,19 +25,9 @@ from reports.records import (
     ExpectationResult,
     ReportRecord,
 )
-from tests.pg_server import fresh_database
 
 DAY = date(2026, 1, 1)
 T0 = datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'reckon.db'}"
-    else:
-        with fresh_database(request.getfixturevalue("postgres_url")) as url:
-            yield url
 
 
 @pytest.fixture()

@@ -23,19 +23,9 @@ from reports.review import (
     append_signoff,
     verify_log,
 )
-from tests.pg_server import fresh_database
 from tests.test_report_db import DAY, T0, make_break, make_run
 
 LOG = SIGNOFF_LOG
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'reckon.db'}"
-    else:
-        with fresh_database(request.getfixturevalue("postgres_url")) as url:
-            yield url
 
 
 @pytest.fixture()
