@@ -79,4 +79,4 @@ def table_snapshot(spark, warehouse: Path, name: str) -> list[tuple]:
     """Sorted rows of a (small, test-sized) table without its volatile columns."""
     df = spark.read.format("delta").load(str(warehouse / name))
     keep = [c for c in df.columns if c not in VOLATILE.get(name, set())]
-    return sorted((tuple(str(v) for v in r) for r in df.select(*keep).collect()))
+    return sorted(tuple(str(v) for v in r) for r in df.select(*keep).collect())
