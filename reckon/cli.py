@@ -134,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "stream", _lazy("spark.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--landing", help="landing directory of NDJSON files")
+    src.add_argument("--landing", help="landing directory of NDJSON files (*.ndjson; others "
+                     "such as a manifest are ignored)")
     src.add_argument("--kafka", dest="kafka_bootstrap", help="Kafka bootstrap servers")
     p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
     _warehouse(p)

@@ -429,6 +429,8 @@ class StreamSource:
             files = (spark.readStream.format("text").option("wholetext", "true")
                      .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
                      .option("maxFileAge", "36500d")
+                     # only event files: a manifest or a half-written temp file is no input
+                     .option("pathGlobFilter", "*.ndjson")
                      .load(str(Path(self.landing).resolve()))
                      .select("value", F.col("_metadata.file_path").alias("input_file"),
                              F.col("_metadata.file_modification_time").alias("transport_time")))

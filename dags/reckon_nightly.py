@@ -1,0 +1,249 @@
+"""The nightly reconciliation DAG: wait for the stream, replay, audit, check, report.
+
+One DAG per file. Every task calls one step function of ``reckon.pipeline`` (the same ones
+the ``reckon`` CLI calls) for every day of its lookback window, and passes on only dates
+and small JSON dicts. Parsing this file touches neither Spark nor any database: settings
+are read from the environment, heavy imports happen inside the tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
+
+from reckon.config import PROJECT_ROOT, Settings, load_settings
+from reckon.errors import ConfigError
+from reckon.timeutil import MICROS_PER_SECOND, parse_duration
+
+__all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
+
+log = logging.getLogger("reckon.airflow")
+
+DAG_ID = "reckon_nightly"
+STEP_TASKS = ("wait_for_watermark", "replay", "audit", "check", "report")
+REPLAY_MODES = ("python", "spark-submit")
+SUBMIT_ENTRY = PROJECT_ROOT / "spark" / "submit_replay.py"
+
+REPLAY_MODE = os.environ.get("RECKON_REPLAY_MODE", "python").strip() or "python"
+if REPLAY_MODE not in REPLAY_MODES:
+    raise ConfigError(f"RECKON_REPLAY_MODE={REPLAY_MODE!r} is not valid: one of "
+                      f"{', '.join(REPLAY_MODES)}")
+try:
+    RETRIES = int(os.environ.get("RECKON_AIRFLOW_RETRIES", "2"))
+except ValueError:
+    raise ConfigError(f"RECKON_AIRFLOW_RETRIES={os.environ['RECKON_AIRFLOW_RETRIES']!r} is "
+                      "not valid: a whole number of retries >= 0") from None
+if RETRIES < 0:
+    raise ConfigError(f"RECKON_AIRFLOW_RETRIES={RETRIES} is not valid: a number >= 0")
+
+_SETTINGS: Settings = load_settings()  # env + optional TOML only: no Spark, no database
+_WAIT_SECONDS = parse_duration(_SETTINGS.watermark_wait_timeout) // MICROS_PER_SECOND
+_SMALL_LIST = 20  # lists longer than this stay out of XCom
+
+
+DOC_MD = f"""
+# reckon_nightly: canonical totals and the audit, once per UTC day
+
+**Which day.** A run processes day **D = the UTC date of its data interval start**. The
+schedule is a daily cron *data interval* timetable (`0 0 * * *`, UTC): the run for
+`[D 00:00, D+1 00:00)` starts just after midnight at the end of D, and its logical date is
+`D 00:00` UTC, so for scheduled runs and backfills D is the logical date's UTC day. A manual
+trigger (or `dag.test`) at time T processes the last complete UTC day before T.
+
+**Lookback.** Each step runs for every day of `[D - lookback_days, D]` (oldest first):
+late events keep arriving for a while, and re-running yesterday is cheap and idempotent.
+Param `lookback_days` (default {_SETTINGS.lookback_days}, from `RECKON_LOOKBACK_DAYS`);
+set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Param
+`report_out` (default empty: `<warehouse>/reports/<day>`) sends the reports elsewhere.
+
+| task | what it does |
+|---|---|
+| `wait_for_watermark` | waits (polling `watermark_progress`) until the stream's global watermark passed the end of D + grace, so no event of D can still change a provisional total. Fails after `RECKON_WATERMARK_WAIT_TIMEOUT` (now {_SETTINGS.watermark_wait_timeout}) with the watermark it saw: check the stream is running and every partition delivers. |
+| `replay` | recomputes `canonical_totals` for each day from the full `event_log` (replaces only that day's partition). |
+| `audit` | reconciles provisional against canonical totals per (window, key), writes `reconciliation` and the report DB rows. |
+| `check` | runs the Great Expectations suites; a blocking failure fails the task (Data Docs are written either way). |
+| `report` | renders the day's report (HTML, PDF, CSV) and records its SHA-256 in the report DB. |
+
+Every step is idempotent per day, so retries ({RETRIES} here, exponential backoff,
+`RECKON_AIRFLOW_RETRIES`), re-runs and backfills are safe.
+
+**Backfill** days D1..D2 (logical dates = the days):
+`airflow backfill create --dag-id {DAG_ID} --from-date D1 --to-date D2`
+(add `--reprocess-behavior completed` to redo days that already succeeded).
+
+**Re-run one day**: clear its run, `airflow tasks clear {DAG_ID} --start-date D --end-date D
+--yes`, or from a shell without Airflow:
+`reckon replay --date D && reckon audit --date D && reckon check --date D && reckon report
+--date D --out DIR`.
+
+**Configuration** comes from the environment of the workers (`RECKON_*`, see
+`reckon/config.py`); set at least `RECKON_WAREHOUSE` to an absolute path (or URI).
+
+**Spark-submit switch.** By default (`RECKON_REPLAY_MODE=python`) the replay runs inside
+the Airflow task (local Spark). With `RECKON_REPLAY_MODE=spark-submit` the `replay` task is a
+`SparkSubmitOperator` (apache-airflow-providers-apache-spark 5.x; 6.x is avoided because it
+pulls `pyspark-client`, which overwrites the pinned pyspark's files) that submits
+`spark/submit_replay.py`, a small entry script calling the same `reckon.pipeline.run_replay`.
+It uses the Airflow connection `RECKON_SPARK_CONN_ID` (default `reckon_spark`), e.g.
+`AIRFLOW_CONN_RECKON_SPARK='{{"conn_type": "spark", "host": "spark://master:7077"}}'`, with
+`spark-submit` on the worker's PATH and the Delta jars from `RECKON_JARS_DIR`. In that mode
+`audit` takes its dates from `wait_for_watermark` and runs after `replay`.
+Current mode: **{REPLAY_MODE}**.
+
+A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_date=... day=...`
+(logger `reckon.airflow`) for alerting.
+"""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _on_failure(context: Any) -> None:
+    """One greppable line per failed task; no connections needed (alerting reads logs)."""
+    ti = context.get("task_instance") or context.get("ti")
+    start = context.get("data_interval_start")
+    day = start.astimezone(UTC).date().isoformat() if start is not None else "?"
+    log.error("reckon_nightly FAILED: dag=%s task=%s logical_date=%s day=%s try=%s error=%s",
+              getattr(ti, "dag_id", DAG_ID), getattr(ti, "task_id", "?"),
+              context.get("logical_date"), day, getattr(ti, "try_number", "?"),
+              context.get("exception"))
+
+
+def _window(context: Any) -> tuple[date, list[date]]:
+    """(D, the days [D - lookback_days, D] oldest first) for the running task."""
+    start = context.get("data_interval_start") or context.get("logical_date")
+    if start is None:
+        raise ConfigError("the run has neither a data interval nor a logical date: trigger "
+                          f"{DAG_ID} with a logical date")
+    newest = start.astimezone(UTC).date()
+    lookback = int(context["params"]["lookback_days"])
+    if lookback < 0:
+        raise ConfigError(f"lookback_days={lookback} is not valid: a number of days >= 0")
+    return newest, [newest - timedelta(days=k) for k in range(lookback, -1, -1)]
+
+
+def _small(summary: dict[str, Any]) -> dict[str, Any]:
+    """What goes to XCom: scalars and short lists of scalars; never rows of data."""
+    scalar = (str, int, float, bool, type(None))
+    out: dict[str, Any] = {}
+    for key, value in summary.items():
+        if isinstance(value, scalar):
+            out[key] = value
+        elif (isinstance(value, list | tuple) and len(value) <= _SMALL_LIST
+              and all(isinstance(v, scalar) for v in value)):
+            out[key] = list(value)
+    return out
+
+
+def _run_step(step: str, plan: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Call one reckon.pipeline step for every day of the plan; pass on dates and summaries."""
+    from reckon import pipeline
+
+    functions: dict[str, Any] = {"replay": pipeline.run_replay, "audit": pipeline.run_audit,
+                                 "check": pipeline.run_check, "report": pipeline.run_report}
+    settings = load_settings()
+    results: dict[str, dict[str, Any]] = {}
+    for text in plan["days"]:
+        result = functions[step](settings, date.fromisoformat(text), **kwargs)
+        log.info("reckon %s %s: %s", step, text, result.summary)
+        results[text] = _small(result.summary)
+    return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
+            "results": results}
+
+
+def _reckon_jars() -> str:
+    """Template macro for spark-submit --jars: the Delta jars of the local mvn cache."""
+    from spark.session import local_jars
+
+    return ",".join(local_jars(load_settings()))
+
+
+# ----------------------------------------------------------------------------- the DAG
+
+
+@dag(
+    dag_id=DAG_ID,
+    schedule=CronDataIntervalTimetable("0 0 * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    doc_md=DOC_MD,
+    tags=["reckon", "reconciliation"],
+    params={"lookback_days": Param(_SETTINGS.lookback_days, type="integer", minimum=0,
+                                   maximum=31, description="also re-run this many days "
+                                   "before D (late events keep arriving)"),
+            "report_out": Param("", type="string",
+                                description="folder for the reports (empty: the default, "
+                                "<warehouse>/reports/<day>)")},
+    user_defined_macros={"reckon_jars": _reckon_jars},
+    default_args={
+        "owner": "reckon",
+        "retries": RETRIES,
+        "retry_delay": timedelta(minutes=5),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(hours=1),
+        "execution_timeout": timedelta(hours=2),
+        "on_failure_callback": _on_failure,
+    },
+)
+def reckon_nightly() -> None:
+    @task(task_id="wait_for_watermark",
+          execution_timeout=timedelta(seconds=_WAIT_SECONDS) + timedelta(minutes=15))
+    def wait_for_watermark() -> dict[str, Any]:
+        """Blocks until the stream's watermark passed end of D + grace (polls every 30s)."""
+        from reckon import pipeline
+
+        newest, days = _window(get_current_context())
+        result = pipeline.wait_for_watermark(load_settings(), newest)
+        log.info("reckon watermark ready for %s: %s", newest, result.summary)
+        return {"newest": newest.isoformat(), "days": [d.isoformat() for d in days],
+                "watermark": _small(result.summary)}
+
+    @task(task_id="replay", execution_timeout=timedelta(hours=3))
+    def replay(plan: dict[str, Any]) -> dict[str, Any]:
+        """canonical_totals for each day from the full event log (replaceWhere that day)."""
+        return _run_step("replay", plan)
+
+    @task(task_id="audit", execution_timeout=timedelta(hours=1))
+    def audit(plan: dict[str, Any]) -> dict[str, Any]:
+        """Reconciliation of provisional vs canonical totals, recorded in the report DB."""
+        return _run_step("audit", plan)
+
+    @task(task_id="check", execution_timeout=timedelta(hours=1))
+    def check(plan: dict[str, Any]) -> dict[str, Any]:
+        """Great Expectations suites; a blocking failure fails this task."""
+        return _run_step("check", plan)
+
+    @task(task_id="report", execution_timeout=timedelta(hours=1))
+    def report(plan: dict[str, Any]) -> dict[str, Any]:
+        """HTML/PDF/CSV report of each day, hashed and recorded in the report DB."""
+        out = str(get_current_context()["params"].get("report_out") or "").strip()
+        return _run_step("report", plan, out=out or None)
+
+    plan = wait_for_watermark()
+    if REPLAY_MODE == "spark-submit":
+        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+        replayed = SparkSubmitOperator(
+            task_id="replay",
+            application=str(SUBMIT_ENTRY),
+            conn_id=os.environ.get("RECKON_SPARK_CONN_ID", "reckon_spark"),
+            jars="{{ reckon_jars() }}",
+            name="reckon-replay-{{ data_interval_start | ds }}",
+            application_args=["--date", "{{ data_interval_start | ds }}",
+                              "--lookback-days", "{{ params.lookback_days }}"],
+            execution_timeout=timedelta(hours=3),
+        )
+        plan >> replayed
+        audited = audit(plan)  # type: ignore[arg-type]  # XComArg resolves to the dict
+        replayed >> audited
+    else:
+        audited = audit(replay(plan))  # type: ignore[arg-type]
+    report(check(audited))  # type: ignore[arg-type]
+
+
+reckon_nightly()

@@ -1,0 +1,372 @@
+"""``reckon demo``: the whole flow on the embedded defaults, from raw events to a signed-off-ready
+report, in a few minutes on a laptop.
+
+1. generate a landing directory for one UTC day D (reckon.generate: 4 partitions, a slow one,
+   an idle one, heavy-tailed delays, duplicates, malformed lines, future-dated events);
+2. stream it (spark.stream.run_stream, available-now, default window/lateness/grace, the
+   manifest's partitions as the expected ones): provisional totals, late side output,
+   quarantine, watermark progress;
+3. run the real nightly Airflow DAG for D (reckon.airflow_env.run_dag_for_day: dag.test in a
+   fresh Airflow process): wait for the watermark, replay, audit, check, report;
+4. print a summary whose every figure is read back from the warehouse tables and the report
+   database (small aggregates), then write it as JSON beside the report.
+
+How the timeline is chosen. The nightly run may only start once the stream's watermark
+passed the end of D (+ grace): the events must therefore run a little past midnight. The
+demo places the events in the last minutes of D and a short tail on D+1 (at least 60 s,
+10 % of the span): every partition then carries the watermark well past ``end(D) + L + G``,
+while keeping the number of windows (and the run time) small. The span is
+``max(600 s, events / 200 per s)``: 200 events per second of event time is the generator's
+default rate, and a floor of 10 minutes keeps small demos meaningful (the idle partition's
+silence of 15 % of the span is then longer than the 60 s idle timeout, so the idle rule is
+exercised). Micro-batches: late events only exist when the watermark moves between batches,
+so the landing is cut into 8 to 20 files read one per trigger (one per 10,000 events); at
+the default 200,000 events each batch then covers under a minute of event time and the
+heavy delay tail produces several late events per ten thousand, which the audit must
+explain exactly. Fewer, larger batches would be faster but would hide lateness entirely.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import ReckonError, UsageError, invalid
+from reckon.generate import GeneratorConfig, GeneratorManifest, generate_landing
+from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
+
+__all__ = ["DEMO_DAY", "DemoSummary", "cmd_demo", "demo_generator_config", "read_summary",
+           "run_demo"]
+
+DEMO_DAY = date(2026, 1, 1)
+MIN_EVENTS = 1_000
+_RATE = 200.0                  # events per second of event time (the generator's default)
+_MIN_SPAN_S = 600
+_MIN_TAIL_S = 60
+_TAIL_SHARE = 0.10
+_MIN_BATCHES, _MAX_BATCHES, _EVENTS_PER_BATCH = 8, 20, 10_000
+_DEMO = "_demo"  # <warehouse>/_demo/landing (only event files) and _demo/manifest.json
+_FILE_TIME_BASE = 1_800_000_000  # seconds; file mtimes only fix the arrival order of files
+
+
+def demo_generator_config(events: int, day: date = DEMO_DAY, seed: int = 7) -> GeneratorConfig:
+    """The generator settings of the demo day (see the module docstring for why)."""
+    if events < MIN_EVENTS:
+        raise invalid("--events", events, f"at least {MIN_EVENTS} events")
+    span_s = max(_MIN_SPAN_S, events / _RATE)
+    tail_s = max(_MIN_TAIL_S, span_s * _TAIL_SHARE)
+    _, end = day_bounds(day)
+    start = end - round((span_s - tail_s) * MICROS_PER_SECOND)
+    batches = min(_MAX_BATCHES, max(_MIN_BATCHES, events // _EVENTS_PER_BATCH))
+    lines_per_file = max(1, math.ceil(events * 1.02 / batches))  # + ~1 % duplicates
+    return GeneratorConfig(events=events, rate=events / span_s, start=format_micros(start),
+                           lines_per_file=lines_per_file, seed=seed)
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What the demo shows, every figure read from the warehouse or the report DB.
+
+    Money is exact decimal text. ``gap = canonical - provisional``; ``late`` is what the late
+    side output explains, ``duplicate`` what the stream counted twice; ``residual = gap -
+    late + duplicate`` (zero on this data). ``unexplained`` counts UNEXPLAINED and MISSING_*
+    rows of the reconciliation.
+    """
+
+    day: str
+    events_generated: int
+    stream_batches: int
+    stream_watermark: str
+    provisional_amount: str
+    provisional_count: int
+    canonical_amount: str
+    canonical_count: int
+    gap_amount: str
+    gap_count: int
+    late_amount: str
+    late_count: int
+    duplicate_amount: str
+    duplicate_count: int
+    residual_amount: str
+    residual_count: int
+    status_counts: dict[str, int]
+    unexplained: int
+    late_events_table: int
+    configured_lateness: str
+    recommended_lateness: str | None
+    target_completeness: str
+    quarantined: int
+    quarantined_expected: int
+    audit_run_id: str
+    check_success: bool | None
+    report_html: str
+    report_pdf: str
+    data_docs: str
+    dag_state: str
+    task_states: dict[str, str]
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def late_share_of_gap(self) -> str:
+        gap = Decimal(self.gap_amount)
+        if gap == 0:
+            return "no gap"
+        return f"{Decimal(self.late_amount) / gap * 100:.1f}% of the gap"
+
+    def render(self) -> str:
+        def money(text: str) -> str:
+            return f"{Decimal(text):,.2f}"
+
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.status_counts.items()))
+        lines = [
+            f"reckon demo: UTC day {self.day}, {self.events_generated:,} events generated, "
+            f"{self.stream_batches} stream batches, watermark {self.stream_watermark}",
+            f"  provisional (stream)  {self.provisional_count:>10,} events  "
+            f"{money(self.provisional_amount):>18}",
+            f"  canonical (replay)    {self.canonical_count:>10,} events  "
+            f"{money(self.canonical_amount):>18}",
+            f"  gap                   {self.gap_count:>10,} events  {money(self.gap_amount):>18}",
+            f"  explained by late     {self.late_count:>10,} events  "
+            f"{money(self.late_amount):>18}  ({self.late_share_of_gap}; "
+            f"{self.late_events_table} rows in late_events)",
+            f"  duplicate over-count  {self.duplicate_count:>10,} events  "
+            f"{money(self.duplicate_amount):>18}",
+            f"  residual              {self.residual_count:>10,} events  "
+            f"{money(self.residual_amount):>18}",
+            f"  unexplained breaks    {self.unexplained:>10,}   ({statuses})",
+            f"  lateness bound        configured {self.configured_lateness}, recommended "
+            f"{self.recommended_lateness or 'none reaches the target'} for "
+            f"{Decimal(self.target_completeness) * 100:g}% completeness",
+            f"  quarantined lines     {self.quarantined:>10,}   (injected by the generator: "
+            f"{self.quarantined_expected})",
+            f"  data quality          "
+            f"{'passed' if self.check_success else 'FAILED' if self.check_success is False else '-'}",
+            f"  report                HTML {self.report_html or '-'}",
+            f"                        PDF  {self.report_pdf or '-'}",
+            f"  Data Docs             {self.data_docs or '-'}",
+            f"  audit run             {self.audit_run_id or '-'}",
+        ]
+        return "\n".join(lines)
+
+
+class _Clock:
+    """Progress lines: each stage with the seconds since the demo started."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.stages: dict[str, float] = {}
+        self._stage: tuple[str, float] | None = None
+
+    def say(self, text: str) -> None:
+        print(f"[demo {time.monotonic() - self.t0:6.1f}s] {text}", flush=True)
+
+    def start(self, stage: str, text: str) -> None:
+        self.stop()
+        self._stage = (stage, time.monotonic())
+        self.say(text)
+
+    def stop(self) -> None:
+        if self._stage is not None:
+            name, began = self._stage
+            self.stages[name] = round(time.monotonic() - began, 1)
+            self._stage = None
+
+
+def _landing_dir(settings: Settings) -> Path:
+    return settings.warehouse_path / _DEMO / "landing"
+
+
+def _landing(settings: Settings, cfg: GeneratorConfig, clock: _Clock) -> GeneratorManifest:
+    """Generate the landing (or reuse the one a previous demo wrote with the same settings).
+
+    The manifest is moved out of the landing folder: the stream reads every file there, and
+    the manifest is not an event file. File times are set in file-name order, because the
+    file source takes files in modification-time order (arrival order = file order)."""
+    folder = _landing_dir(settings)
+    manifest_file = folder.parent / "manifest.json"
+    wanted = GeneratorManifest(config=asdict(cfg)).config
+    if manifest_file.is_file():
+        stored = json.loads(manifest_file.read_text())
+        if json.loads(json.dumps(wanted)) != stored.get("config"):
+            raise UsageError(f"--warehouse {settings.warehouse_path} holds a demo generated with "
+                             f"other settings ({manifest_file}); use a new --warehouse for "
+                             f"--events {cfg.events}")
+        clock.say(f"reusing the landing generated earlier in {folder}")
+        return GeneratorManifest(**stored)
+    manifest = generate_landing(folder, cfg)
+    for i, name in enumerate(manifest.files):
+        os.utime(folder / name, (_FILE_TIME_BASE + i, _FILE_TIME_BASE + i))
+    (folder / "manifest.json").replace(manifest_file)
+    return manifest
+
+
+def _decimal(value: Any) -> Decimal:
+    return Decimal("0.00") if value is None else Decimal(value).quantize(Decimal("0.01"))
+
+
+def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorManifest,
+                 dag_state: str = "", task_states: dict[str, str] | None = None,
+                 stage_seconds: dict[str, float] | None = None,
+                 recommended_lateness: str | None = None) -> DemoSummary:
+    """Every figure of the summary from the tables and the report DB (small aggregates)."""
+    from pyspark.sql import functions as F
+
+    from reckon.reconcile import UNEXPLAINED_STATUSES
+    from reports.db import ReportDB
+    from spark import tables as tb
+    from spark.progress import latest_watermark
+
+    wh = settings.warehouse_path
+    in_day = F.col("window_date") == F.lit(day)
+
+    def totals(name: str) -> tuple[Decimal, int]:
+        if not tb.table_exists(wh, name):
+            return Decimal("0.00"), 0
+        row = (tb.read_table(spark, wh, name).filter(in_day)
+               .agg(F.sum("total_amount").alias("a"), F.sum("event_count").alias("n"))
+               .collect()[0])  # a global aggregate: exactly one row
+        return _decimal(row["a"]), int(row["n"] or 0)
+
+    with ReportDB.from_settings(settings) as db:
+        audit = db.current_audit_run(day)
+        check = db.current_check_run(day)
+        report = db.current_report(day)
+    run_id = audit.run_id if audit else ""
+    recon = (tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
+             .filter(F.col("audit_run_id") == F.lit(run_id))
+             if tb.table_exists(wh, tb.RECONCILIATION) else None)
+    sums: dict[str, Any] = {}
+    status_counts: dict[str, int] = {}
+    if recon is not None:
+        measures = ("gap_amount", "gap_count", "late_amount", "late_count", "duplicate_amount",
+                    "duplicate_count", "residual_amount", "residual_count")
+        sums = recon.agg(*[F.sum(m).alias(m) for m in measures]).collect()[0].asDict()
+        status_counts = {r["status"]: int(r["n"]) for r in
+                         recon.groupBy("status").agg(F.count(F.lit(1)).alias("n")).collect()}
+    unexplained = sum(status_counts.get(str(s), 0) for s in UNEXPLAINED_STATUSES)
+    late_rows = (tb.read_table(spark, wh, tb.LATE_EVENTS).filter(in_day).count()
+                 if tb.table_exists(wh, tb.LATE_EVENTS) else 0)
+    quarantined = (tb.read_table(spark, wh, tb.QUARANTINE)
+                   .filter(F.col("origin") == F.lit("stream")).count()
+                   if tb.table_exists(wh, tb.QUARANTINE) else 0)
+    batches = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS).count()
+               if tb.table_exists(wh, tb.WATERMARK_PROGRESS) else 0)
+    p_amount, p_count = totals(tb.PROVISIONAL_TOTALS)
+    c_amount, c_count = totals(tb.CANONICAL_TOTALS)
+    rules = settings.event_time_rules()
+    return DemoSummary(
+        day=day.isoformat(), events_generated=int(str(manifest.config.get("events", 0))),
+        stream_batches=batches,
+        stream_watermark=format_micros(latest_watermark(spark, settings)),
+        provisional_amount=str(p_amount), provisional_count=p_count,
+        canonical_amount=str(c_amount), canonical_count=c_count,
+        gap_amount=str(_decimal(sums.get("gap_amount"))),
+        gap_count=int(sums.get("gap_count") or 0),
+        late_amount=str(_decimal(sums.get("late_amount"))),
+        late_count=int(sums.get("late_count") or 0),
+        duplicate_amount=str(_decimal(sums.get("duplicate_amount"))),
+        duplicate_count=int(sums.get("duplicate_count") or 0),
+        residual_amount=str(_decimal(sums.get("residual_amount"))),
+        residual_count=int(sums.get("residual_count") or 0),
+        status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
+        configured_lateness=format_duration(rules.watermark.lateness),
+        recommended_lateness=recommended_lateness,
+        target_completeness=str(settings.target_completeness),
+        quarantined=quarantined, quarantined_expected=manifest.quarantined,
+        audit_run_id=run_id, check_success=None if check is None else bool(check.success),
+        report_html=report.html_path if report else "",
+        report_pdf=report.pdf_path if report else "",
+        data_docs=check.data_docs_path if check else "",
+        dag_state=dag_state, task_states=dict(task_states or {}),
+        stage_seconds=dict(stage_seconds or {}))
+
+
+def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | None:
+    """The smallest lateness bound reaching the target completeness on the day's event log."""
+    from audits.lateness import analyze_day
+
+    analysis = analyze_day(spark, settings, day)
+    return None if analysis.recommended is None else format_duration(analysis.recommended.bound)
+
+
+def run_demo(settings: Settings, *, events: int, out: str | None = None,
+             day: date = DEMO_DAY) -> DemoSummary:
+    """Generate, stream, run the nightly DAG for ``day``, and read the summary back."""
+    from reckon.airflow_env import run_dag_for_day, settings_env
+    from spark.session import get_spark
+    from spark.stream import BatchMetrics, StreamSource, run_stream
+
+    clock = _Clock()
+    cfg = demo_generator_config(events, day)
+    clock.start("generate", f"generating {events:,} events for UTC day {day} into "
+                            f"{_landing_dir(settings)}")
+    settings.warehouse_path.mkdir(parents=True, exist_ok=True)
+    manifest = _landing(settings, cfg, clock)
+    clock.say(f"  {manifest.lines:,} lines in {len(manifest.files)} files: "
+              f"{manifest.duplicates} duplicates, {manifest.future_dated} future-dated, "
+              f"{sum(manifest.malformed.values())} malformed; partition "
+              f"{manifest.slow_partition} slow, partition {manifest.idle_partition} idle for "
+              "a stretch; events from "
+              f"{manifest.event_time_min} to {manifest.event_time_max}")
+    settings = settings.with_overrides(
+        expected_partitions=tuple(manifest.expected_partitions), max_files_per_trigger=1)
+
+    clock.start("stream", "starting Spark and streaming the landing (available-now, one file "
+                          "per micro-batch)")
+    spark = get_spark(settings, app_name="reckon-demo")
+
+    def on_batch(m: BatchMetrics) -> None:
+        clock.say(f"  stream batch {m.batch_id + 1}/{len(manifest.files)}: {m.rows_in} rows, "
+                  f"{m.late} late, {m.duplicates} duplicates, {m.quarantined} quarantined; "
+                  f"watermark {format_micros(m.watermark)} ({m.duration_seconds:.1f}s)")
+        if os.environ.get("RECKON_PROFILE"):
+            clock.say("    steps: " + ", ".join(f"{k} {v:.2f}s" for k, v in m.step_seconds.items()))
+
+    run_stream(spark, settings, StreamSource(landing=str(_landing_dir(settings))),
+               available_now=True, on_batch=on_batch)
+
+    clock.start("airflow", f"running the Airflow DAG reckon_nightly for {day} (dag.test in a "
+                           "fresh Airflow process; first run migrates its SQLite DB)")
+    env = settings_env(settings)
+    env["RECKON_WATERMARK_WAIT_TIMEOUT"] = "1m"  # the stream is done: no reason to wait long
+    conf = {"report_out": str(Path(out).resolve())} if out else {}
+    outcome = run_dag_for_day(day, env, lookback_days=0, run_conf=conf,
+                              on_task_start=lambda t: clock.say(f"  task {t} started"))
+    clock.say(f"  {outcome.describe()} in {outcome.duration_seconds:.0f}s")
+    if not outcome.succeeded:
+        raise ReckonError(f"the nightly DAG did not succeed for {day}: {outcome.describe()}\n"
+                          f"last lines of its log:\n{outcome.log_tail}")
+
+    clock.start("summary", "reading the summary back from the warehouse and the report DB")
+    recommended = _recommended_lateness(spark, settings, day)
+    summary = read_summary(spark, settings, day, manifest, outcome.state, outcome.task_states,
+                           recommended_lateness=recommended)
+    clock.stop()
+    clock.say("done")
+    return replace(summary, stage_seconds=dict(clock.stages))
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon demo [--warehouse WH] [--events N] [--out DIR]``."""
+    summary = run_demo(settings, events=args.events, out=args.out)
+    print(summary.render())
+    folder = Path(args.out) if args.out else settings.warehouse_path / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"demo-summary-{summary.day}.json"
+    path.write_text(json.dumps(summary.to_dict(), indent=2, sort_keys=True) + "\n")
+    print(f"  summary JSON          {path}")
+    sys.stdout.flush()
+    return 0 if summary.unexplained == 0 else 1

@@ -1,0 +1,265 @@
+"""The nightly DAG: it parses cleanly with the expected shape, and the real DAG run (dag.test in
+a fresh Airflow process) on a warehouse written by the real stream gives the reference's
+canonical totals and is idempotent."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from reckon.config import PROJECT_ROOT, load_settings
+
+pytestmark = pytest.mark.airflow
+
+DAGS = PROJECT_ROOT / "dags"
+EXPECTED_UPSTREAM = {
+    "wait_for_watermark": set(),
+    "replay": {"wait_for_watermark"},
+    "audit": {"replay"},
+    "check": {"audit"},
+    "report": {"check"},
+}
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Airflow configured for this process (before airflow is imported), retries 0."""
+    from reckon.airflow_env import prepare_airflow_home
+
+    env = prepare_airflow_home(tmp_path_factory.mktemp("airflow-home"), migrate=False)
+    env["RECKON_AIRFLOW_RETRIES"] = "0"
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield env
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def _bag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS))
+
+
+def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
+    from airflow.sdk import CronDataIntervalTimetable
+
+    bag = _bag()
+    assert bag.import_errors == {}
+    assert set(bag.dag_ids) == {"reckon_nightly"}
+    dag = bag.dags["reckon_nightly"]
+    assert {t: set(dag.task_dict[t].upstream_task_ids) for t in dag.task_dict} \
+        == EXPECTED_UPSTREAM
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    assert dag.timetable.expression == "0 0 * * *"
+    assert str(dag.timetable.timezone) in ("UTC", "Timezone('UTC')")
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    assert dag.start_date is not None and dag.start_date.utcoffset() == timedelta(0)
+    assert dag.params["lookback_days"] == load_settings().lookback_days
+    doc = dag.doc_md or ""
+    for needle in ("airflow backfill create --dag-id reckon_nightly", "lookback_days",
+                   "RECKON_REPLAY_MODE=spark-submit", "wait_for_watermark", "Re-run one day"):
+        assert needle in doc
+    for task in dag.tasks:
+        assert task.retries == 0
+        assert task.retry_exponential_backoff
+        assert task.execution_timeout is not None
+        assert task.on_failure_callback
+
+
+def test_retries_come_from_the_environment(airflow_env, monkeypatch):
+    monkeypatch.setenv("RECKON_AIRFLOW_RETRIES", "3")
+    dag = _bag().dags["reckon_nightly"]
+    assert {t.retries for t in dag.tasks} == {3}
+
+
+def test_bad_switch_values_are_import_errors_that_say_what_is_allowed(airflow_env, monkeypatch):
+    monkeypatch.setenv("RECKON_REPLAY_MODE", "yarn")
+    errors = _bag().import_errors
+    assert len(errors) == 1
+    assert "RECKON_REPLAY_MODE='yarn' is not valid: one of python, spark-submit" \
+        in next(iter(errors.values()))
+
+
+def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    monkeypatch.setenv("RECKON_REPLAY_MODE", "spark-submit")
+    bag = _bag()
+    assert bag.import_errors == {}
+    dag = bag.dags["reckon_nightly"]
+    replay = dag.task_dict["replay"]
+    assert isinstance(replay, SparkSubmitOperator)
+    assert replay.application == str(PROJECT_ROOT / "spark" / "submit_replay.py")
+    assert Path(replay.application).is_file()
+    assert replay.application_args == ["--date", "{{ data_interval_start | ds }}",
+                                       "--lookback-days", "{{ params.lookback_days }}"]
+    assert set(dag.task_dict["audit"].upstream_task_ids) == {"replay", "wait_for_watermark"}
+    assert set(dag.task_dict["replay"].upstream_task_ids) == {"wait_for_watermark"}
+
+
+def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():
+    """spark-submit runs the entry as a file (its folder first on sys.path); it must still
+    import reckon and spark as packages, and reject a bad day before starting Spark."""
+    entry = PROJECT_ROOT / "spark" / "submit_replay.py"
+    out = subprocess.run([sys.executable, str(entry), "--date", "2026-02-30"],
+                         capture_output=True, text=True, timeout=120, cwd="/")
+    assert out.returncode == 2
+    assert "--date='2026-02-30' is not valid: a date written YYYY-MM-DD" in out.stderr
+
+
+def test_the_run_for_a_day_covers_exactly_that_utc_day(airflow_env):
+    """run_dag_for_day's logical date gives the data interval [D, D+1) under the DAG's
+    timetable, the same interval the scheduled run of D gets."""
+    from airflow.serialization.encoders import coerce_to_core_timetable
+
+    from reckon.airflow_env import logical_date_for_day
+
+    timetable = coerce_to_core_timetable(_bag().dags["reckon_nightly"].timetable)
+    day = date(2026, 3, 29)  # a DST change in Europe: irrelevant in UTC
+    interval = timetable.infer_manual_data_interval(run_after=logical_date_for_day(day))
+    assert interval.start == datetime(2026, 3, 29, tzinfo=UTC)
+    assert interval.end == datetime(2026, 3, 30, tzinfo=UTC)
+
+
+def test_parsing_the_dag_file_starts_no_spark_and_is_quick(airflow_env):
+    code = (
+        "import sys, time\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        "t = time.monotonic()\n"
+        f"bag = DagBag(dag_folder={str(DAGS)!r})\n"
+        "print(bag.import_errors == {}, 'pyspark' in sys.modules, time.monotonic() - t)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **airflow_env},
+                         capture_output=True, text=True, check=True, timeout=300)
+    ok, spark_loaded, seconds = out.stdout.strip().splitlines()[-1].split()
+    assert ok == "True"
+    assert spark_loaded == "False"
+    assert float(seconds) < 30  # generous: the machine may be busy; it is ~1s when idle
+
+
+def test_settings_env_round_trips_through_load_settings(tmp_path):
+    from reckon.airflow_env import settings_env
+
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), lateness="5s",
+                             expected_partitions="0,1,2", tolerance_abs="0.01",
+                             extra_spark_conf="spark.a=1,spark.b=x")
+    assert load_settings(env=settings_env(settings)) == settings
+
+
+# ----------------------------------------------------------------------------- the real run
+
+DAY = date(2026, 1, 1)
+
+
+def _reference_canonical(landing: Path, settings) -> dict[tuple[int, str], tuple[Decimal, int]]:
+    """reckon.reference.canonical_totals over the landing's lines, the day's windows only."""
+    from reckon.reference import Event, canonical_totals
+    from reckon.timeutil import day_bounds, parse_timestamp
+
+    events = []
+    for file in sorted(landing.glob("events-*.ndjson")):
+        for offset, line in enumerate(file.read_text().splitlines()):
+            d = json.loads(line)
+            events.append(Event(d["event_id"], d["key"], Decimal(d["amount"]),
+                                parse_timestamp(d["event_time"]),
+                                parse_timestamp(d["arrival_time"]), int(d["partition"]),
+                                offset, d["source"], d["currency"]))
+    rows, conflicts = canonical_totals(events, settings.event_time_rules())
+    assert conflicts == []
+    d0, d1 = day_bounds(DAY)
+    return {(w.start, k): (r.total, r.count) for (w, k), r in rows.items()
+            if d0 <= w.start < d1}
+
+
+def _canonical_rows(spark, settings) -> dict[tuple[int, str], tuple[Decimal, int]]:
+    from pyspark.sql import functions as F
+
+    from reckon.timeutil import to_micros
+    from spark import tables as tb
+
+    df = tb.read_table(spark, settings.warehouse_path, tb.CANONICAL_TOTALS).filter(
+        F.col("window_date") == F.lit(DAY))
+    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
+            for r in df.collect()}
+
+
+def _table_state(spark, settings) -> dict[str, object]:
+    """Row counts of every table, the day's canonical and reconciliation rows (without run ids)."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    wh = settings.warehouse_path
+    state: dict[str, object] = {name: tb.read_table(spark, wh, name).count()
+                                for name in (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS,
+                                             tb.LATE_EVENTS, tb.WATERMARK_PROGRESS,
+                                             tb.CANONICAL_TOTALS, tb.RECONCILIATION)}
+    state["canonical_rows"] = sorted(tuple(r) for r in tb.read_table(
+        spark, wh, tb.CANONICAL_TOTALS).filter(F.col("window_date") == F.lit(DAY)).collect())
+    state["reconciliation_rows"] = sorted(tuple(r) for r in tb.read_table(
+        spark, wh, tb.RECONCILIATION).filter(F.col("window_date") == F.lit(DAY))
+        .drop("audit_run_id").collect())
+    return state
+
+
+@pytest.mark.slow
+def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark, tmp_path):
+    from reckon.airflow_env import run_dag_for_day, settings_env
+    from reckon.demo import demo_generator_config
+    from reckon.generate import generate_landing
+    from reports.db import ReportDB
+    from spark.stream import StreamSource, run_stream
+
+    landing = tmp_path / "landing"
+    # the demo's timeline (events cross midnight, so the stream closes the day); every line
+    # parseable, so the pure reference can read the landing directly
+    cfg = dataclasses.replace(demo_generator_config(2_000, DAY), malformed_rate=0.0,
+                              future_rate=0.002, seed=11)
+    manifest = generate_landing(landing, cfg)
+    for i, name in enumerate(manifest.files):
+        os.utime(landing / name, (1_800_000_000 + i, 1_800_000_000 + i))
+    (landing / "manifest.json").replace(tmp_path / "manifest.json")  # not an event file
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), shuffle_partitions=2,
+                             max_files_per_trigger=1,
+                             expected_partitions=",".join(map(str, manifest.expected_partitions)))
+    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
+
+    env = {**settings_env(settings), "RECKON_WATERMARK_WAIT_TIMEOUT": "30s"}
+    home = tmp_path / "airflow"
+    first = run_dag_for_day(DAY, env, airflow_home=home, lookback_days=0)
+    assert first.succeeded, f"{first.describe()}\n{first.log_tail}"
+    assert set(first.task_states) == set(EXPECTED_UPSTREAM)
+    assert first.returns["wait_for_watermark"]["days"] == [DAY.isoformat()]
+    assert first.returns["report"]["days"] == [DAY.isoformat()]
+
+    expected = _reference_canonical(landing, settings)
+    assert expected  # the day has windows
+    assert _canonical_rows(spark, settings) == expected
+    with ReportDB.from_settings(settings) as db:
+        audit = db.current_audit_run(DAY)
+    assert audit is not None and audit.unexplained == 0
+    assert audit.canonical_total == sum((v[0] for v in expected.values()), Decimal("0.00"))
+
+    before = _table_state(spark, settings)
+    second = run_dag_for_day(DAY, env, airflow_home=home, lookback_days=0)
+    assert second.succeeded, f"{second.describe()}\n{second.log_tail}"
+    assert _table_state(spark, settings) == before
+    with ReportDB.from_settings(settings) as db:
+        again = db.current_audit_run(DAY)
+    assert again is not None and again.run_id != audit.run_id
+    assert (again.canonical_total, again.provisional_total, again.gap_total, again.status_counts) \
+        == (audit.canonical_total, audit.provisional_total, audit.gap_total, audit.status_counts)

@@ -1,0 +1,121 @@
+"""The watermark wait of the nightly run, against a tiny real watermark_progress table."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from reckon.config import Settings, load_settings
+from reckon.errors import UsageError, WatermarkNotReadyError
+from reckon.timeutil import day_bounds, to_micros
+
+DAY = date(2026, 1, 1)
+END = datetime(2026, 1, 2, tzinfo=UTC)
+
+
+def _settings(warehouse: Path, grace: str = "5s") -> Settings:
+    return load_settings(env={}, warehouse=str(warehouse), grace=grace, shuffle_partitions=2)
+
+
+def _append_progress(spark, warehouse: Path, batch_id: int, watermark: datetime | None) -> None:
+    from spark import tables as tb
+
+    tb.ensure_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+    now = datetime(2026, 1, 2, 1, 0, tzinfo=UTC)
+    row: tuple[object, ...] = (batch_id, "query-1", now, None, watermark, {0: END}, {0: now}, [], "{}",
+           1, 1, 0, 0, 1, 0, 0, 0.1, "{}")
+    df = spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS])
+    df.write.format("delta").mode("append").save(tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
+
+
+def test_no_progress_table_means_no_watermark_and_a_clear_error(spark, warehouse):
+    from spark.progress import latest_watermark, wait_for_day_closed
+
+    settings = _settings(warehouse)
+    assert latest_watermark(spark, settings) is None
+    with pytest.raises(WatermarkNotReadyError) as err:
+        wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+    text = str(err.value)
+    assert "2026-01-01" in text
+    assert "2026-01-02T00:00:05Z" in text  # end of day + grace 5s
+    assert "has not written any progress yet" in text
+    assert "Is the stream running" in text and "lookback_days" in text
+
+
+def test_undefined_watermark_is_reported_as_such(spark, warehouse):
+    from spark.progress import latest_watermark, wait_for_day_closed
+
+    settings = _settings(warehouse)
+    _append_progress(spark, warehouse, 0, None)
+    assert latest_watermark(spark, settings) is None
+    with pytest.raises(WatermarkNotReadyError, match="recorded no watermark yet"):
+        wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+
+
+def test_latest_watermark_is_the_largest_recorded(spark, warehouse):
+    from spark.progress import latest_watermark
+
+    settings = _settings(warehouse)
+    _append_progress(spark, warehouse, 0, END - timedelta(seconds=30))
+    _append_progress(spark, warehouse, 1, END + timedelta(seconds=2, microseconds=7))
+    _append_progress(spark, warehouse, 2, None)
+    assert latest_watermark(spark, settings) == to_micros(END) + 2_000_007
+
+
+def test_short_of_end_plus_grace_times_out_naming_day_and_watermark(spark, warehouse):
+    from spark.progress import wait_for_day_closed
+
+    settings = _settings(warehouse, grace="5s")
+    # past the end of the day, but not past end + grace
+    _append_progress(spark, warehouse, 0, END + timedelta(seconds=4))
+    with pytest.raises(WatermarkNotReadyError) as err:
+        wait_for_day_closed(spark, settings, DAY, timeout="1s", poll="300ms")
+    text = str(err.value)
+    assert "day 2026-01-01 is not closed yet" in text
+    assert "at or past 2026-01-02T00:00:05Z" in text
+    assert "latest watermark is 2026-01-02T00:00:04Z (1s short)" in text
+    assert "timeout 1s" in text
+
+
+def test_passes_once_watermark_reaches_end_plus_grace(spark, warehouse):
+    from spark.progress import wait_for_day_closed
+
+    settings = _settings(warehouse, grace="5s")
+    _append_progress(spark, warehouse, 0, END + timedelta(seconds=5))
+    result = wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+    assert json.loads(json.dumps(result)) == result  # JSON-safe, what an Airflow task passes on
+    assert result["day"] == "2026-01-01"
+    assert result["required_watermark"] == day_bounds(DAY)[1] + 5_000_000
+    assert result["watermark"] == result["required_watermark"]
+    assert result["watermark_iso"] == "2026-01-02T00:00:05Z"
+    assert result["checks"] == 1
+
+
+def test_keeps_polling_until_the_stream_gets_there(spark, warehouse):
+    from spark.progress import wait_for_day_closed
+
+    settings = _settings(warehouse, grace="0s")
+    _append_progress(spark, warehouse, 0, END - timedelta(seconds=1))
+    writer = threading.Timer(1.0, _append_progress, (spark, warehouse, 1, END))
+    writer.start()
+    try:
+        result = wait_for_day_closed(spark, settings, DAY, timeout="60s", poll="200ms")
+    finally:
+        writer.join()
+    assert result["watermark"] == to_micros(END)
+    assert result["checks"] > 1
+    assert result["waited_seconds"] >= 1.0
+
+
+def test_bad_durations_name_the_argument(spark, warehouse):
+    from spark.progress import wait_for_day_closed
+
+    settings = _settings(warehouse)
+    with pytest.raises(UsageError, match="poll='0s' is not valid"):
+        wait_for_day_closed(spark, settings, DAY, timeout="1s", poll="0s")
+    with pytest.raises(UsageError, match="timeout='soon' is not valid"):
+        wait_for_day_closed(spark, settings, DAY, timeout="soon", poll="1s")
