@@ -48,6 +48,8 @@ FORBIDDEN = frozenset({
     # functions that run arbitrary JVM code
     "REFLECT", "JAVA_METHOD", "TRY_REFLECT",
 })
+# Table functions that read files by path: the warehouse tables are the only input.
+FILE_READERS = frozenset({"READ_FILES", "TABLE_CHANGES_BY_PATH"})
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,13 @@ def check_read_only(sql: str) -> list[Token]:
             raise UsageError(f"query contains {tok.text.upper()}: `reckon sql` is read-only "
                              "(no writes, DDL, session changes or JVM calls); quote a column "
                              "of that name with backticks")
+        if tok.kind == "word" and tok.upper in FILE_READERS:
+            raise UsageError(f"query calls {tok.text}(): `reckon sql` reads the warehouse tables "
+                             "only, never files by path")
+        if (tok.kind == "quoted" and tok.text.startswith("`") and prev is not None
+                and prev.text == "." and any(c in tok.text for c in "/\\:")):
+            raise UsageError(f"query reads {tok.text} by path: `reckon sql` reads the warehouse "
+                             "tables by name only (provisional_totals, late_events, ...)")
     return tokens
 
 
