@@ -232,3 +232,27 @@ def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, 
         "valid", "on_time", "late", "duplicates").first())
     revised = int(progress.groupBy().sum("revised").first()[0])
     assert valid == sum(len(b) for b in stream) == counted + revised + late + dups
+
+
+def test_a_re_run_batch_changes_nothing(spark, tmp_path):
+    """What a restart after a crash does: the same micro-batch id again, in a fresh process
+    (no in-memory state). Every write is skipped by its Delta transaction id and the
+    watermark is restored from watermark_progress, so no table changes."""
+    from tests.stream_chaos import VOLATILE, table_snapshot
+
+    warehouse = tmp_path / "wh"
+    settings_ = stream_settings(warehouse, **RULES)
+    batches = random_batches(31, n=20, batches=2)
+    run_batches(spark, settings_, batches)
+    before = {name: table_snapshot(spark, warehouse, name) for name in VOLATILE}
+    versions = {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
+                for name in VOLATILE}
+    fresh = BatchProcessor(spark, settings_, query_id="test-query")
+    last = batches[-1]
+    fresh(spark.createDataFrame(
+        [(event_line(e), None, e.offset, None, f"p{e.partition}") for e in last],
+        "payload string, transport_partition int, offset long, transport_time timestamp, "
+        "input_file string"), len(batches) - 1)
+    assert {name: table_snapshot(spark, warehouse, name) for name in VOLATILE} == before
+    assert {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
+            for name in VOLATILE} == versions
