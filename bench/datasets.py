@@ -1,0 +1,264 @@
+"""Benchmark inputs, built once per scale under ``bench/data/`` and reused by later runs.
+
+- landing directories: ``reckon.generate.generate_landing`` (the product's own generator, with
+  its faults: heavy-tailed delays, a slow and an idle partition, duplicates, malformed lines);
+- one day of ``event_log``: built directly with Spark from generated columns (a 20M-event
+  stream run would take far longer than the replay it feeds), with the table's own schema,
+  partitioning and writer (spark.tables). 1% of events are re-delivered copies the stream
+  caught (``is_duplicate``), 0.1% copies it missed (it counted them twice);
+- the audit's inputs for that day: ``provisional_totals`` and ``late_events`` derived from the
+  replay's ``canonical_totals`` with ~1% injected breaks of every kind (late, duplicate,
+  unexplained, missing on either side), so the audit has real work and a known answer;
+- arrays for the lateness curve (event time, arrival time, partition in arrival order).
+
+``payload`` is left null in the built event_log: the replay only reads it for conflicting
+copies (there are none here), so it would only cost disk.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from bench.harness import log
+from reckon.config import Settings
+from reckon.generate import GeneratorConfig, generate_landing
+from reckon.timeutil import MICROS_PER_SECOND, day_bounds
+from spark import tables as tb
+
+__all__ = ["BENCH_DAY", "DAY_KEYS", "build_audit_inputs", "build_event_log", "ensure_landing",
+           "expected_breaks", "lateness_arrays"]
+
+BENCH_DAY = date(2026, 1, 1)
+DAY_KEYS = 200           # merchants in the built day: ~1.7M (10 s window, key) cells a day
+_DATA_VERSION = 2        # bump when a builder changes, so cached data is rebuilt
+_SOURCES = ("pos", "web", "mobile", "partner-api")
+_CURRENCIES = ("USD", "EUR", "GBP")
+
+
+def _marker(folder: Path) -> Path:
+    return folder / "_bench_built.json"
+
+
+def _is_built(folder: Path, spec: dict[str, Any]) -> bool:
+    """The folder was built from ``spec`` (the marker may add facts, e.g. row counts)."""
+    m = _marker(folder)
+    if not m.is_file():
+        return False
+    built = json.loads(m.read_text())
+    return all(built.get(k) == v for k, v in spec.items())
+
+
+def _mark(folder: Path, spec: dict[str, Any]) -> None:
+    _marker(folder).write_text(json.dumps(spec, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- landing dirs
+
+
+def ensure_landing(folder: Path, cfg: GeneratorConfig) -> dict[str, Any]:
+    """A generated landing directory for ``cfg`` (reused when already built); its manifest."""
+    spec = {"v": _DATA_VERSION, "generator": repr(cfg)}
+    if not _is_built(folder, spec):
+        if folder.exists():
+            shutil.rmtree(folder)
+        log(f"generating landing dir {folder.name}: {cfg.events:,} events, "
+            f"{cfg.lines_per_file:,} lines per file")
+        generate_landing(folder, cfg)
+        _mark(folder, spec)
+    return json.loads((folder / "manifest.json").read_text())
+
+
+# --------------------------------------------------------------------------- the event log
+
+
+def _h(col: Column, salt: int) -> Column:
+    """A deterministic non-negative pseudo-random long per row."""
+    return F.abs(F.xxhash64(col, F.lit(salt)))
+
+
+def _pick(values: tuple[str, ...], col: Column, salt: int) -> Column:
+    return F.element_at(F.array(*[F.lit(v) for v in values]),
+                        (F.pmod(_h(col, salt), F.lit(len(values))) + 1).cast("int"))
+
+
+def build_event_log(spark: SparkSession, settings: Settings, events: int,
+                    day: date = BENCH_DAY) -> dict[str, Any]:
+    """Write ``events`` unique events of ``day`` (plus re-delivered copies) into the warehouse's
+    event_log, with the event_log schema; reused when already built for these inputs."""
+    wh = settings.warehouse_path
+    spec = {"v": _DATA_VERSION, "events": events, "day": day.isoformat(), "keys": DAY_KEYS}
+    if _is_built(wh, spec):
+        return json.loads(_marker(wh).read_text())
+    if wh.exists():
+        shutil.rmtree(wh)
+    wh.mkdir(parents=True)
+    log(f"building event_log: {events:,} events of {day} (Spark, direct)")
+    d0, _ = day_bounds(day)
+    step = (86_400 * MICROS_PER_SECOND) // events
+    idc = F.col("id")
+    key_idx = F.pmod(_h(idc, 1), F.lit(DAY_KEYS))
+    event_us = F.lit(d0) + idc * F.lit(step) + F.pmod(_h(idc, 2), F.lit(max(step, 1)))
+    # delays: 0.3-1 s body, 3% tail up to 30 s
+    delay = (F.lit(300_000) + F.pmod(_h(idc, 3), F.lit(700_000))
+             + F.when(F.pmod(_h(idc, 4), F.lit(100)) < 3,
+                      F.pmod(_h(idc, 5), F.lit(30 * MICROS_PER_SECOND))).otherwise(F.lit(0)))
+    cents = F.pmod(_h(idc, 6), F.lit(1_000_000)) + 1
+    base = (spark.range(0, events, numPartitions=max(2, events // 2_000_000))
+            .select(idc.alias("id"), key_idx.alias("key_idx"), event_us.alias("event_us"),
+                    (event_us + delay).alias("arrival_us"), cents.alias("cents")))
+    caught = (base.filter(idc % 100 == 0)
+              .select("id", "key_idx", "event_us", "cents",
+                      (F.col("arrival_us") + F.lit(2 * MICROS_PER_SECOND)).alias("arrival_us"),
+                      F.lit(True).alias("is_duplicate"), F.lit(1).alias("copy")))
+    missed = (base.filter(idc % 1000 == 7)
+              .select("id", "key_idx", "event_us", "cents",
+                      (F.col("arrival_us") + F.lit(MICROS_PER_SECOND)).alias("arrival_us"),
+                      F.lit(False).alias("is_duplicate"), F.lit(2).alias("copy")))
+    rows = (base.select("id", "key_idx", "event_us", "cents", "arrival_us",
+                        F.lit(False).alias("is_duplicate"), F.lit(0).alias("copy"))
+            .unionByName(caught).unionByName(missed))
+    log_df = rows.select(
+        F.format_string("evt-%012d", idc).alias("event_id"),
+        F.format_string("merchant-%04d", F.col("key_idx")).alias("key"),
+        (F.col("cents").cast("decimal(20,0)") / F.lit(100)).cast(tb.AMOUNT).alias("amount"),
+        _pick(_CURRENCIES, idc, 7).alias("currency"),
+        F.timestamp_micros("event_us").alias("event_time"),
+        _pick(_SOURCES, idc, 8).alias("source"),
+        (F.col("key_idx") % 4).cast("int").alias("partition"),
+        (idc % 10_000 + F.col("copy") * 10_000_000).alias("offset"),
+        F.timestamp_micros("arrival_us").alias("arrival_time"),
+        F.format_string("events-%06d.ndjson", (idc / 10_000).cast("long")).alias("input_file"),
+        F.lit(None).cast("string").alias("payload"),
+        ((idc / 50_000).cast("long") + F.col("copy")).alias("batch_id"),
+        F.col("is_duplicate"),
+        F.to_date(F.timestamp_micros("event_us")).alias("event_date"))
+    tb.ensure_table(spark, wh, tb.EVENT_LOG)
+    (tb.conform(log_df, tb.EVENT_LOG).write.format("delta").mode("overwrite")
+     .save(tb.table_path(wh, tb.EVENT_LOG)))
+    rows_n = events + len(range(0, events, 100)) + len(range(7, events, 1000))
+    spec["rows"] = rows_n
+    _mark(wh, spec)
+    return spec
+
+
+# --------------------------------------------------------------------------- audit inputs
+
+# Breaks by a hash of (window_start, key), per mille of canonical rows.
+_LATE_PM, _UNEXPLAINED_PM, _MISSING_STREAM_PM, _MISSING_CANON_PM = 5, 2, 1, 1
+_LATE_AMOUNT = "1.00"
+
+
+def _cell_hash() -> Column:
+    return F.pmod(F.abs(F.xxhash64("window_start", "key", F.lit(11))), F.lit(1000))
+
+
+def build_audit_inputs(spark: SparkSession, settings: Settings,
+                       day: date = BENCH_DAY) -> dict[str, Any]:
+    """``provisional_totals`` and ``late_events`` for ``day`` from its ``canonical_totals``
+    (run the replay first), with known breaks. Idempotent per day (replaceWhere)."""
+    wh = settings.warehouse_path
+    size = settings.event_time_rules().windows.size
+    canon = tb.read_table(spark, wh, tb.CANONICAL_TOTALS).filter(
+        F.col("window_date") == F.lit(day))
+    h = _cell_hash()
+    # what the stream counted twice: unflagged later copies, per (window, key)
+    log_df = tb.read_table(spark, wh, tb.EVENT_LOG).filter(F.col("event_date") == F.lit(day))
+    copies = (log_df.filter(~F.col("is_duplicate"))
+              .groupBy("event_id").agg(F.count(F.lit(1)).alias("n"),
+                                       F.min("event_time").alias("event_time"),
+                                       F.first("key").alias("key"),
+                                       F.first("amount").alias("amount"))
+              .filter(F.col("n") > 1))
+    us = F.unix_micros("event_time")
+    dup = (copies.groupBy(F.timestamp_micros(us - us % F.lit(size)).alias("window_start"), "key")
+           .agg(F.sum(F.col("amount") * (F.col("n") - 1)).alias("dup_amount"),
+                F.sum(F.col("n") - 1).alias("dup_count")))
+    late_amt = F.lit(_LATE_AMOUNT).cast("decimal(38,2)")
+    is_late = h < _LATE_PM
+    is_unexpl = (h >= _LATE_PM) & (h < _LATE_PM + _UNEXPLAINED_PM)
+    drop = (h >= _LATE_PM + _UNEXPLAINED_PM) & (h < _LATE_PM + _UNEXPLAINED_PM
+                                                 + _MISSING_STREAM_PM)
+    ghost = h >= 1000 - _MISSING_CANON_PM
+    prov = (canon.join(dup, ["window_start", "key"], "left")
+            .filter(~drop)
+            .withColumns({
+                "total_amount": (F.col("total_amount")
+                                 - F.when(is_late, late_amt).otherwise(F.lit(0))
+                                 + F.when(is_unexpl, F.lit("0.01").cast("decimal(38,2)"))
+                                 .otherwise(F.lit(0))
+                                 + F.coalesce("dup_amount", F.lit(0))).cast(tb.TOTAL),
+                "event_count": (F.col("event_count") - F.when(is_late, 1).otherwise(0)
+                                + F.coalesce("dup_count", F.lit(0))).cast("long")}))
+    ghosts = (prov.filter(ghost).withColumn("key", F.concat("key", F.lit("-ghost"))))
+    prov = prov.unionByName(ghosts)
+    closed = F.col("window_end") + F.expr("INTERVAL 5 SECONDS")
+    provisional = prov.select(
+        "window_start", "window_end", "key", "total_amount", "event_count",
+        F.lit("FINAL").alias("status"), F.lit(0).alias("revision"),
+        F.lit(0).cast("long").alias("first_batch_id"), F.lit(1).cast("long").alias("last_batch_id"),
+        closed.alias("closed_at"), F.lit(1).cast("long").alias("closed_batch_id"),
+        F.col("window_end").alias("watermark_at_close"), closed.alias("finalized_at"),
+        F.lit(1).cast("long").alias("finalized_batch_id"), "window_date")
+    late = canon.filter(is_late).select(
+        F.concat(F.lit("late-"), F.col("key"), F.lit("-"),
+                 F.unix_micros("window_start").cast("string")).alias("event_id"),
+        "key", late_amt.cast(tb.AMOUNT).alias("amount"), F.lit("USD").alias("currency"),
+        (F.col("window_start") + F.expr("INTERVAL 1 SECOND")).alias("event_time"),
+        F.lit("partner-api").alias("source"), F.lit(3).alias("partition"),
+        F.lit(0).cast("long").alias("offset"),
+        (F.col("window_end") + F.expr("INTERVAL 60 SECONDS")).alias("arrival_time"),
+        F.lit("events-late.ndjson").alias("input_file"), "window_start", "window_end",
+        (F.col("window_end") + F.expr("INTERVAL 57 SECONDS")).alias("watermark"),
+        F.lit("57").cast(tb.SECONDS).alias("lateness_seconds"),
+        F.lit(2).cast("long").alias("batch_id"), "window_date")
+    for name, df in ((tb.PROVISIONAL_TOTALS, provisional), (tb.LATE_EVENTS, late)):
+        tb.ensure_table(spark, wh, name)
+        (tb.conform(df, name).write.format("delta").mode("overwrite")
+         .option("replaceWhere", f"window_date = '{day.isoformat()}'")
+         .save(tb.table_path(wh, name)))
+    return expected_breaks()
+
+
+def expected_breaks() -> dict[str, Any]:
+    """The injected break shares (of canonical rows), for the report."""
+    return {"late_explained": _LATE_PM / 1000, "unexplained": _UNEXPLAINED_PM / 1000,
+            "missing_in_stream": _MISSING_STREAM_PM / 1000,
+            "missing_in_canonical": _MISSING_CANON_PM / 1000,
+            "duplicate_explained": "windows holding one of the 0.1% missed copies"}
+
+
+def day_frame(spark: SparkSession, settings: Settings, name: str,
+              day: date = BENCH_DAY) -> DataFrame:
+    """One table's rows of ``day`` (partition pruned)."""
+    col = "event_date" if name == tb.EVENT_LOG else "window_date"
+    return tb.read_table(spark, settings.warehouse_path, name).filter(F.col(col) == F.lit(day))
+
+
+# --------------------------------------------------------------------------- lateness arrays
+
+
+def lateness_arrays(events: int, partitions: int = 4, seed: int = 7
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(event_us, arrival_us, partition) in arrival order: 200 events/s of event time, log-normal
+    delays (median 300 ms) with a 3% Pareto tail, and one partition 2 s slow."""
+    rng = np.random.default_rng(seed)
+    start = 1_767_225_600 * MICROS_PER_SECOND  # 2026-01-01T00:00:00Z
+    span = int(events / 200 * MICROS_PER_SECOND)
+    t = start + np.sort(rng.integers(0, max(span, 1), size=events))
+    p = rng.integers(0, partitions, size=events)
+    delay = rng.lognormal(np.log(300_000), 0.6, size=events)
+    tail = rng.random(events) < 0.03
+    delay[tail] = 2 * MICROS_PER_SECOND * (1 + rng.pareto(1.2, int(tail.sum())))
+    delay = np.minimum(delay, 1800 * MICROS_PER_SECOND).astype(np.int64)
+    delay[p == partitions - 1] += 2 * MICROS_PER_SECOND
+    a = t + delay
+    order = np.argsort(a, kind="stable")
+    return t[order], a[order], p[order]

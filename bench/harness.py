@@ -1,0 +1,174 @@
+"""Measurement plumbing shared by every workload: timers, a memory sampler, the environment
+record (versions, machine, load, git commit) and the result file.
+
+Memory: on local Spark the "driver" is two processes, this Python interpreter and the JVM it
+starts (a child process). Both RSS values are sampled, plus the JVM heap in use (through
+py4j), because the JVM's RSS only ever grows to its heap size and hides whether the job's
+working set is flat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from reckon.config import PROJECT_ROOT
+
+__all__ = ["MemorySampler", "Timer", "environment", "load_average", "log", "write_result"]
+
+_MB = 1024 * 1024
+
+
+def log(message: str) -> None:
+    """A progress line on stderr (the run is long; say what it is doing)."""
+    stamp = datetime.now().strftime("%H:%M:%S")
+    print(f"[bench {stamp}] {message}", file=sys.stderr, flush=True)
+
+
+def load_average() -> list[float]:
+    """1, 5 and 15 minute load averages (the machine is shared: every result records them)."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+@dataclass
+class Timer:
+    """Named wall-clock sections, in the order they ran."""
+
+    sections: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def section(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.sections[name] = round(self.sections.get(name, 0.0)
+                                        + time.perf_counter() - t0, 3)
+
+
+class MemorySampler:
+    """Peak RSS of this process and of its child processes (the Spark JVM), and peak JVM heap
+    in use, sampled every ``interval`` seconds on a daemon thread while the block runs."""
+
+    def __init__(self, spark: Any | None = None, interval: float = 0.25) -> None:
+        self.spark = spark
+        self.interval = interval
+        self.peak_python = 0
+        self.peak_children = 0
+        self.peak_heap = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._me = psutil.Process()
+
+    def _heap_used(self) -> int:
+        if self.spark is None:
+            return 0
+        try:
+            rt = self.spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+            return int(rt.totalMemory() - rt.freeMemory())
+        except Exception:  # the JVM is busy shutting down or py4j is not ready: skip a sample
+            return 0
+
+    def sample(self) -> None:
+        try:
+            self.peak_python = max(self.peak_python, self._me.memory_info().rss)
+            kids = sum(c.memory_info().rss for c in self._me.children(recursive=True))
+            self.peak_children = max(self.peak_children, kids)
+        except psutil.Error:
+            pass
+        self.peak_heap = max(self.peak_heap, self._heap_used())
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> MemorySampler:
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="bench-mem", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
+
+    def result(self) -> dict[str, float]:
+        return {"peak_python_rss_mb": round(self.peak_python / _MB, 1),
+                "peak_jvm_rss_mb": round(self.peak_children / _MB, 1),
+                "peak_jvm_heap_used_mb": round(self.peak_heap / _MB, 1),
+                "peak_driver_rss_mb": round((self.peak_python + self.peak_children) / _MB, 1)}
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+                             timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def environment() -> dict[str, Any]:
+    """Versions, machine and repository state: what a reader needs to reproduce a number."""
+    vm = psutil.virtual_memory()
+    status = _git("status", "--porcelain")
+    return {
+        "versions": {
+            "python": platform.python_version(),
+            "pyspark": _version("pyspark"), "delta-spark": _version("delta-spark"),
+            "duckdb": _version("duckdb"), "datacompy": _version("datacompy"),
+            "numpy": _version("numpy"), "pandas": _version("pandas"),
+            "java": _java_version(),
+        },
+        "machine": {
+            "cpu_count": os.cpu_count(), "memory_gb": round(vm.total / 1024 ** 3, 1),
+            "available_memory_gb": round(vm.available / 1024 ** 3, 1),
+            "platform": platform.platform(), "processor": platform.machine(),
+        },
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(status) if status is not None else None,
+    }
+
+
+def _java_version() -> str | None:
+    java = Path(os.environ.get("JAVA_HOME", "")) / "bin" / "java"
+    cmd = str(java) if java.is_file() else "java"
+    try:
+        out = subprocess.run([cmd, "-version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = (out.stderr or out.stdout).splitlines()
+    return first[0].strip() if first else None
+
+
+def write_result(results_dir: Path, workload: str, payload: dict[str, Any]) -> Path:
+    """Write ``<workload>.json`` atomically (a crashed run never leaves half a file)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{workload}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,662 @@
+"""The six workloads, each against the engine a user would otherwise pick, on the same data in
+the same process (one local[2] SparkSession for everything Spark).
+
+Each ``run_*`` returns a JSON-ready dict: ``scale`` (what was processed), ``results`` (one
+entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets`` (each stated
+target, the measured value and whether it holds) and ``profile`` (what dominates).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from bench import datasets as ds
+from bench.harness import MemorySampler, log
+from reckon.config import Settings, load_settings
+from reckon.generate import GeneratorConfig
+from reckon.timeutil import parse_duration
+from spark import tables as tb
+
+__all__ = ["WORKLOADS", "Scale", "base_settings"]
+
+MAX_FILES_PER_TRIGGER = 10
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of every workload for one run; ``factor`` 1.0 is the full benchmark."""
+
+    factor: float
+    data_dir: Path
+
+    def n(self, full: int, floor: int = 1_000) -> int:
+        return max(floor, int(full * self.factor))
+
+    @property
+    def stream_events(self) -> int:
+        return self.n(2_000_000)
+
+    @property
+    def day_events(self) -> int:
+        return self.n(20_000_000)
+
+    @property
+    def lateness_events(self) -> int:
+        return self.n(10_000_000)
+
+    @property
+    def reference_events(self) -> int:
+        return min(20_000, self.lateness_events)
+
+    @property
+    def curve_scales(self) -> list[int]:
+        return [self.n(1_000_000, 300), self.n(5_000_000, 600), self.n(20_000_000)]
+
+    @property
+    def freshness_seconds(self) -> float:
+        return max(4.0, 90.0 * min(1.0, self.factor * 4))
+
+    @property
+    def freshness_trigger(self) -> str:
+        return "5s" if self.factor >= 0.01 else "1s"  # the smoke test's scale: short and quick
+
+    @property
+    def freshness_rates(self) -> list[int]:
+        """Events per second fed to the landing dir (one file per second)."""
+        return [max(floor, int(r * min(1.0, self.factor * 4)))
+                for r, floor in ((1_000, 100), (5_000, 200))]
+
+
+def base_settings(warehouse: Path, **overrides: Any) -> Settings:
+    """Embedded defaults (no reckon.toml, no RECKON_* variables), local[2], own warehouse."""
+    return load_settings(env={}, warehouse=str(warehouse), spark_master="local[2]",
+                         max_files_per_trigger=MAX_FILES_PER_TRIGGER, **overrides)
+
+
+def _fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def _measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """Run ``fn`` once: its value, wall seconds and peak memory."""
+    with MemorySampler(spark) as mem:
+        t0 = time.perf_counter()
+        value = fn()
+        wall = time.perf_counter() - t0
+    return value, {"wall_seconds": round(wall, 3), **mem.result()}
+
+
+def _target(name: str, measured: float | None, goal: str, holds: bool | None) -> dict[str, Any]:
+    return {"target": name, "goal": goal, "measured": measured, "met": holds}
+
+
+# =========================================================================== 1. stream
+
+
+def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    """Our aggregator vs Spark's withWatermark + groupBy(window, key) append to Delta, same
+    landing dir, same parser, same maxFilesPerTrigger, available-now."""
+    from spark.parse import parse_events
+    from spark.stream import StreamSource
+    from spark.stream import run_stream as reckon_stream
+
+    n = scale.stream_events
+    lines_per_file = max(200, n // (20 * MAX_FILES_PER_TRIGGER))  # ~20 triggers at any scale
+    landing = scale.data_dir / f"landing-{n}"
+    manifest = ds.ensure_landing(landing, GeneratorConfig(events=n, lines_per_file=lines_per_file,
+                                                          seed=11))
+    work = _fresh(scale.data_dir / "work-stream")
+    settings = base_settings(work / "wh-reckon",
+                             expected_partitions=tuple(manifest["expected_partitions"]))
+    source = StreamSource(landing=str(landing))
+    lines = manifest["lines"]
+
+    # warm-up (JIT, class loading) on one file so neither contender pays it alone
+    first = spark.read.text(str(landing / manifest["files"][0]))
+    parse_events(first.select(F.col("value").alias("payload"),
+                              F.lit(None).cast("int").alias("transport_partition"),
+                              F.lit(0).cast("long").alias("offset"),
+                              F.current_timestamp().alias("transport_time"),
+                              F.lit("warmup").alias("input_file")), settings).count()
+
+    batches: list[Any] = []
+    log(f"stream: reckon aggregator over {lines:,} lines "
+        f"({len(manifest['files'])} files, {MAX_FILES_PER_TRIGGER} per trigger)")
+    _, ours = _measure(spark, lambda: reckon_stream(
+        spark, settings, source, available_now=True, on_batch=batches.append))
+    late_kept = sum(b.late for b in batches)
+    steps: dict[str, float] = {}
+    for b in batches:
+        for k, v in b.step_seconds.items():
+            steps[k] = steps.get(k, 0.0) + v
+    batch_total = sum(b.duration_seconds for b in batches)
+
+    # Spark native: same source and validation, Spark's own watermark and state store.
+    native_path = str(work / "native_totals")
+    checkpoint = str(work / "_checkpoints" / "native")
+
+    def native() -> dict[str, Any]:
+        raw = source.read(spark, settings)
+        valid = parse_events(raw, settings).filter(F.col("reason").isNull())
+        agg = (valid.withWatermark("event_time", f"{parse_duration(settings.lateness) // 1000}"
+                                                 " milliseconds")
+               .groupBy(F.window("event_time", f"{settings.event_time_rules().windows.size // 1000}"
+                                               " milliseconds"), "key")
+               .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                    F.count(F.lit(1)).alias("event_count"))
+               .select(F.col("window.start").alias("window_start"),
+                       F.col("window.end").alias("window_end"), "key", "total_amount",
+                       "event_count"))
+        q = (agg.writeStream.format("delta").outputMode("append")
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True)
+             .queryName("bench-native").start(native_path))
+        q.awaitTermination()
+        progress = q.recentProgress
+        return {"batches": len([p for p in progress if p.get("numInputRows", 0) > 0]),
+                "watermark": (progress[-1].get("eventTime") or {}).get("watermark")
+                if progress else None,
+                "dropped_by_watermark_metric": sum(
+                    op.get("numRowsDroppedByWatermark", 0)
+                    for p in progress for op in p.get("stateOperators", []))}
+
+    log("stream: Spark native withWatermark + groupBy(window, key) -> Delta (append)")
+    native_info, theirs = _measure(spark, native)
+
+    # What Spark's query dropped: valid deliveries in windows it has emitted, minus what its
+    # emitted windows count (it counts duplicates, so deliveries not unique events).
+    out = spark.read.format("delta").load(native_path)
+    emitted = out.agg(F.sum("event_count").alias("n"), F.max("window_end").alias("hi")).first()
+    counted, cutoff = int(emitted["n"] or 0), emitted["hi"]
+    log_df = tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+    eligible = 0
+    if cutoff is not None:
+        size = settings.event_time_rules().windows.size
+        us = F.unix_micros("event_time")
+        eligible = log_df.filter(us - us % F.lit(size) + F.lit(size)
+                                 <= F.unix_micros(F.lit(cutoff))).count()
+    valid_deliveries = log_df.count()
+    native_dropped = eligible - counted
+    pending = valid_deliveries - eligible  # still in Spark's state when the input ran out
+
+    ours_eps = lines / ours["wall_seconds"]
+    theirs_eps = lines / theirs["wall_seconds"]
+    ratio = ours_eps / theirs_eps
+    steps_sorted = dict(sorted(((k, round(v, 2)) for k, v in steps.items()),
+                               key=lambda kv: -kv[1]))
+    return {
+        "scale": {"events": n, "lines": lines, "files": len(manifest["files"]),
+                  "lines_per_file": lines_per_file,
+                  "max_files_per_trigger": MAX_FILES_PER_TRIGGER,
+                  "valid_events": manifest["valid_events"], "duplicates": manifest["duplicates"],
+                  "quarantined": manifest["future_dated"] + sum(manifest["malformed"].values())},
+        "results": {
+            "reckon_stream": {**ours, "events_per_second": round(ours_eps),
+                              "batches": len(batches), "late_events_kept": late_kept},
+            "spark_native_watermark": {
+                **theirs, "events_per_second": round(theirs_eps),
+                "batches": native_info["batches"], "late_events_kept": 0,
+                "late_events_dropped": native_dropped,
+                "events_left_in_state_unemitted": pending,
+                "numRowsDroppedByWatermark_metric": native_info["dropped_by_watermark_metric"],
+                "final_watermark": native_info["watermark"]},
+        },
+        "ratios": {"reckon_vs_native_throughput": round(ratio, 3)},
+        "targets": [_target("stream throughput vs Spark native", round(ratio, 3),
+                            ">= 0.8x while keeping every late event",
+                            ratio >= 0.8 and native_dropped >= 0)],
+        "profile": {
+            "reckon_step_seconds_total": steps_sorted,
+            "reckon_batch_seconds_total": round(batch_total, 2),
+            "reckon_outside_batches_seconds": round(ours["wall_seconds"] - batch_total, 2),
+            "reckon_median_batch_seconds": round(statistics.median(
+                [b.duration_seconds for b in batches]), 2) if batches else None,
+            "reckon_batches": [{"batch_id": b.batch_id, "rows_in": b.rows_in,
+                                "seconds": round(b.duration_seconds, 2),
+                                "steps": {k: round(v, 2) for k, v in b.step_seconds.items()}}
+                               for b in batches],
+        },
+        "settings": {"window": settings.window, "lateness": settings.lateness,
+                     "grace": settings.grace, "shuffle_partitions": settings.shuffle_partitions,
+                     "trigger": "availableNow"},
+    }
+
+
+# =========================================================================== 2. freshness
+
+
+def run_freshness(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    """Files land at a steady rate while the stream runs with a processing-time trigger; per
+    file, landing -> its batch committed to provisional_totals (the on_batch callback fires
+    after the MERGE and the progress row are committed)."""
+    trigger = scale.freshness_trigger
+    seconds = scale.freshness_seconds
+    per_rate: dict[str, Any] = {}
+    targets = []
+    for rate in scale.freshness_rates:
+        log(f"freshness: {rate:,} events/s for {seconds:.0f}s, trigger {trigger}")
+        row = _freshness_at(spark, scale, rate, seconds, trigger)
+        per_rate[str(rate)] = row
+        lat, bound = row["latency_seconds"], row["p95_bound_seconds"]
+        met = None if not lat or bound is None else lat["p95"] <= bound
+        targets.append(_target(f"freshness p95 at {rate} ev/s", lat.get("p95"),
+                               "<= 2 x trigger + one (median) batch duration", met))
+    return {
+        "scale": {"seconds_per_rate": seconds, "rates_events_per_second":
+                  scale.freshness_rates, "trigger": trigger},
+        "results": per_rate, "ratios": {}, "targets": targets,
+        "profile": {"note": "latency = wait for the next trigger + the batch itself; "
+                    "see median_batch_seconds per rate"},
+        "settings": {"trigger": trigger, "max_files_per_trigger": MAX_FILES_PER_TRIGGER},
+    }
+
+
+def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
+                  trigger: str) -> dict[str, Any]:
+    from spark.stream import StreamSource
+    from spark.stream import run_stream as reckon_stream
+
+    trigger_s = parse_duration(trigger) / 1e6
+    files_n = int(seconds)
+    staged = scale.data_dir / f"fresh-staged-{rate}-{files_n}"
+    manifest = ds.ensure_landing(staged, GeneratorConfig(
+        events=rate * files_n, lines_per_file=rate, rate=float(rate), seed=23))
+    work = _fresh(scale.data_dir / f"work-fresh-{rate}")
+    landing, tmp = _fresh(work / "landing"), _fresh(work / "tmp")
+    settings = base_settings(work / "wh",
+                             expected_partitions=tuple(manifest["expected_partitions"]))
+    landed: dict[str, float] = {}
+    done: dict[int, float] = {}
+    durations: list[float] = []
+    stop = threading.Event()
+
+    def feed() -> None:
+        t0 = time.time() + 2.0  # let the query start first
+        for i, name in enumerate(manifest["files"]):
+            wait = t0 + i - time.time()
+            if wait > 0 and stop.wait(wait):
+                return
+            shutil.copyfile(staged / name, tmp / name)
+            (tmp / name).replace(landing / name)  # atomic: the source never sees half a file
+            landed[name] = time.time()
+
+    lines = {name: (staged / name).read_bytes().count(b"\n") for name in manifest["files"]}
+    rows_seen = [0]
+
+    def on_batch(m: Any) -> None:
+        done[m.batch_id] = time.time()
+        durations.append(m.duration_seconds)
+        rows_seen[0] += m.rows_in
+        if not feeder.is_alive() and rows_seen[0] >= sum(lines[f] for f in landed):
+            stop_query()  # drained: every landed line went through a committed batch
+
+    def stop_query() -> None:
+        def _stop() -> None:
+            for q in spark.streams.active:
+                if q.name and q.name.startswith("reckon-stream"):
+                    q.stop()
+        threading.Thread(target=_stop, name="bench-stop", daemon=True).start()
+
+    feeder = threading.Thread(target=feed, name="bench-feeder", daemon=True)
+    feeder.start()
+    drain = 6 * trigger_s + 300  # safety net only: the query stops once drained
+    _, mem = _measure(spark, lambda: reckon_stream(
+        spark, settings, StreamSource(landing=str(landing)), available_now=False,
+        # Spark's processingTime wants "N milliseconds": run_stream passes the text through
+        # unchanged, so `reckon stream --trigger 5s` itself fails (reported to the lead).
+        trigger=f"{parse_duration(trigger) // 1000} milliseconds", on_batch=on_batch, timeout_seconds=seconds + 2 + drain))
+    stop.set()
+    feeder.join()
+    file_batch = {r["f"].rsplit("/", 1)[-1]: int(r["b"]) for r in
+                  tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+                  .groupBy(F.col("input_file").alias("f")).agg(F.min("batch_id").alias("b"))
+                  .collect()}  # one row per file: small
+    latencies = sorted(done[file_batch[f]] - t for f, t in landed.items()
+                       if f in file_batch and file_batch[f] in done)
+    median_batch = statistics.median(durations) if durations else None
+    return {
+        "events_per_second_fed": rate, "files_landed": len(landed),
+        "files_visible": len(latencies),
+        "files_not_visible_at_stop": len(landed) - len(latencies),
+        "latency_seconds": _percentiles(latencies), "batches": len(durations),
+        "median_batch_seconds": None if median_batch is None else round(median_batch, 2),
+        "max_batch_seconds": round(max(durations), 2) if durations else None,
+        "p95_bound_seconds": None if median_batch is None
+        else round(2 * trigger_s + median_batch, 2), **mem}
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+
+    def at(q: float) -> float:
+        return round(values[min(len(values) - 1, round(q * (len(values) - 1)))], 3)
+
+    return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "max": round(values[-1], 3),
+            "mean": round(statistics.fmean(values), 3)}
+
+
+# =========================================================================== 3. replay
+
+
+def _day_warehouse(spark: SparkSession, scale: Scale, events: int) -> Settings:
+    settings = base_settings(scale.data_dir / f"day-{events}")
+    ds.build_event_log(spark, settings, events)
+    return settings
+
+
+def _replay(spark: SparkSession, settings: Settings) -> Any:
+    from spark.replay import replay_day
+
+    return replay_day(spark, settings, ds.BENCH_DAY)
+
+
+def _floor(spark: SparkSession, settings: Settings, *, dedup: bool) -> None:
+    """The engine's floor: read the day, groupBy(window, key) sum/count, write Delta.
+    ``dedup`` adds the first-copy-per-event_id step the replay also has to do."""
+    rows = ds.day_frame(spark, settings, tb.EVENT_LOG)
+    if dedup:
+        first = F.min_by(F.struct("key", "amount", "event_time"), F.col("arrival_time"))
+        rows = rows.groupBy("event_id").agg(first.alias("f")).select("f.*")
+    width = f"{settings.event_time_rules().windows.size // 1000} milliseconds"
+    out = (rows.groupBy(F.window("event_time", width), "key")
+           .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                F.count(F.lit(1)).alias("event_count")))
+    (out.write.format("delta").mode("overwrite")
+     .save(str(settings.warehouse_path / ("_floor_dedup" if dedup else "_floor"))))
+
+
+def _duckdb(spark: SparkSession, settings: Settings, *, dedup: bool) -> int:
+    """DuckDB over the Delta table's current Parquet files for the day, result to Parquet."""
+    import duckdb
+
+    files = ds.day_frame(spark, settings, tb.EVENT_LOG).inputFiles()
+    files = [f.removeprefix("file:") for f in files]
+    width_us = settings.event_time_rules().windows.size
+    src = "read_parquet($files)"
+    if dedup:
+        src = (f"(SELECT e.* FROM (SELECT arg_min({{'key': key, 'amount': amount, "
+               f"'event_time': event_time}}, arrival_time) AS e FROM {src} GROUP BY event_id))")
+    out = settings.warehouse_path / ("_duck_dedup.parquet" if dedup else "_duck.parquet")
+    con = duckdb.connect()
+    try:
+        con.execute("SET threads = 2")
+        con.execute(f"""COPY (
+            SELECT epoch_us(event_time) - epoch_us(event_time) % {width_us} AS ws_us, key,
+                   sum(amount) AS total_amount, count(*) AS event_count
+            FROM {src} GROUP BY ALL) TO '{out}' (FORMAT parquet)""", {"files": files})
+        return int(con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(out)})
+                   .fetchone()[0])
+    finally:
+        con.close()
+
+
+_WARMED: set[str] = set()
+
+
+def _warm_up(spark: SparkSession, scale: Scale, part: str) -> None:
+    """Run every contender of ``part`` once on a small day, untimed: class loading and JIT are
+    paid before the first timed run, so whoever runs first is not penalised."""
+    if part in _WARMED:
+        return
+    _WARMED.add(part)
+    log(f"{part}: warm-up on a 5,000-event day (untimed)")
+    settings = _day_warehouse(spark, scale, 5_000)
+    _replay(spark, settings)
+    if part == "replay":
+        for dedup in (False, True):
+            _floor(spark, settings, dedup=dedup)
+            _duckdb(spark, settings, dedup=dedup)
+    else:
+        ds.build_audit_inputs(spark, settings)
+        _audit(spark, settings, False)
+        _datacompy(spark, settings, report=False)
+
+
+def _timeline(spark: SparkSession, settings: Settings, started: float, ended: float,
+              names: tuple[str, ...]) -> dict[str, float]:
+    """Seconds spent before each table's latest commit (Delta commit timestamps), in commit
+    order, and after the last one: a profile of a job without touching its code."""
+    from delta.tables import DeltaTable
+
+    stamps = []
+    for name in names:
+        path = tb.table_path(settings.warehouse_path, name)
+        ts = DeltaTable.forPath(spark, path).history(1).select("timestamp").first()[0]
+        stamps.append((ts.timestamp(), name))
+    out, prev = {}, started
+    for ts, name in sorted(stamps):
+        out[f"until {name} commit"] = round(ts - prev, 2)
+        prev = ts
+    out["after the last commit"] = round(ended - prev, 2)
+    return out
+
+
+def _timed_with_timeline(spark: SparkSession, settings: Settings, fn: Callable[[], Any],
+                         names: tuple[str, ...]) -> tuple[Any, dict[str, Any], dict[str, float]]:
+    started = time.time()
+    value, m = _measure(spark, fn)
+    return value, m, _timeline(spark, settings, started, time.time(), names)
+
+
+def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    n = scale.day_events
+    _warm_up(spark, scale, "replay")
+    settings = _day_warehouse(spark, scale, n)
+    log(f"replay: replay_day over {n:,} events")
+    result, ours, timeline = _timed_with_timeline(
+        spark, settings, lambda: _replay(spark, settings),
+        (tb.QUARANTINE, tb.CANONICAL_TOTALS, tb.REPLAY_CONFLICTS, tb.REPLAY_RUNS))
+    contenders: dict[str, Any] = {"reckon_replay_day": {**ours, "events_per_second":
+                                                        round(n / ours["wall_seconds"]),
+                                                        "windows": result.windows}}
+    for name, fn in (("spark_groupby_floor", lambda: _floor(spark, settings, dedup=False)),
+                     ("spark_groupby_floor_dedup", lambda: _floor(spark, settings, dedup=True)),
+                     ("duckdb_groupby", lambda: _duckdb(spark, settings, dedup=False)),
+                     ("duckdb_groupby_dedup", lambda: _duckdb(spark, settings, dedup=True))):
+        log(f"replay: baseline {name}")
+        _, m = _measure(spark, fn)
+        contenders[name] = {**m, "events_per_second": round(n / m["wall_seconds"])}
+    ratios = {f"reckon_vs_{k}": round(ours["wall_seconds"] / v["wall_seconds"], 3)
+              for k, v in contenders.items() if k != "reckon_replay_day"}
+    floor_ratio = ratios["reckon_vs_spark_groupby_floor"]
+    return {
+        "scale": {"events": n, "event_log_rows": n + len(range(0, n, 100))
+                  + len(range(7, n, 1000)), "canonical_rows": result.windows},
+        "results": contenders, "ratios": ratios,
+        "targets": [_target("replay vs Spark groupBy floor (wall ratio)", floor_ratio,
+                            "<= 1.25x", floor_ratio <= 1.25)],
+        "profile": {"replay_timeline_seconds": timeline, "replay_result": result.to_dict()},
+        "settings": {"window": settings.window, "shuffle_partitions": settings.shuffle_partitions},
+    }
+
+
+# =========================================================================== 4. audit
+
+
+def _datacompy(spark: SparkSession, settings: Settings, *, report: bool) -> dict[str, int]:
+    try:
+        from datacompy.spark.sql import SparkSQLCompare  # datacompy < 1.0
+    except ImportError:
+        from datacompy.spark import SparkSQLCompare
+    cols = ["window_start", "key", "total_amount", "event_count"]
+    prov = ds.day_frame(spark, settings, tb.PROVISIONAL_TOTALS).select(*cols)
+    canon = ds.day_frame(spark, settings, tb.CANONICAL_TOTALS).select(*cols)
+    cmp = SparkSQLCompare(spark, prov, canon, join_columns=["window_start", "key"],
+                          df1_name="provisional", df2_name="canonical")
+    out = {"only_provisional": cmp.df1_unq_rows.count(),
+           "only_canonical": cmp.df2_unq_rows.count(),
+           "intersect_rows": cmp.intersect_rows.count(),
+           "matching_rows": cmp.count_matching_rows()}
+    if report:
+        cmp.report()
+    return out
+
+
+def _audit(spark: SparkSession, settings: Settings, record: bool) -> Any:
+    from audits.audit import audit_day
+
+    return audit_day(spark, settings, ds.BENCH_DAY, kind="bench", record=record)
+
+
+def _prepare_audit(spark: SparkSession, settings: Settings) -> None:
+    if not tb.table_exists(settings.warehouse_path, tb.CANONICAL_TOTALS):
+        _replay(spark, settings)
+    ds.build_audit_inputs(spark, settings)
+
+
+def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    n = scale.day_events
+    _warm_up(spark, scale, "audit")
+    settings = _day_warehouse(spark, scale, n)
+    log(f"audit: preparing provisional/late tables from the {n:,}-event day")
+    _prepare_audit(spark, settings)
+    log("audit: audit_day(record=False)")
+    res, ours, timeline = _timed_with_timeline(
+        spark, settings, lambda: _audit(spark, settings, False), (tb.RECONCILIATION,))
+    log("audit: audit_day(record=True) (report DB + attribution)")
+    res_rec, ours_rec = _measure(spark, lambda: _audit(spark, settings, True))
+    log("audit: DataComPy SparkSQLCompare")
+    dc, theirs = _measure(spark, lambda: _datacompy(spark, settings, report=False))
+    log("audit: DataComPy SparkSQLCompare + report()")
+    _, theirs_rep = _measure(spark, lambda: _datacompy(spark, settings, report=True))
+    speedup = theirs["wall_seconds"] / ours["wall_seconds"]
+    breaks = res.rows - res.status_counts.get("MATCHED", 0)
+    return {
+        "scale": {"events": n, "reconciliation_rows": res.rows, "breaks": breaks,
+                  "break_share": round(breaks / max(1, res.rows), 4),
+                  "injected": ds.expected_breaks()},
+        "results": {
+            "reckon_audit_record_false": {**ours, "rows_per_second":
+                                          round(res.rows / ours["wall_seconds"]),
+                                          "status_counts": res.status_counts},
+            "reckon_audit_record_true": {**ours_rec, "breaks_recorded": res_rec.breaks_recorded},
+            "datacompy_spark_compare": {**theirs, "rows_per_second":
+                                        round(res.rows / theirs["wall_seconds"]), **dc},
+            "datacompy_spark_compare_report": theirs_rep,
+        },
+        "ratios": {"datacompy_over_reckon_wall": round(speedup, 3),
+                   "report_db_cost_seconds": round(ours_rec["wall_seconds"]
+                                                   - ours["wall_seconds"], 3)},
+        "targets": [_target("audit speed-up over DataComPy", round(speedup, 3), ">= 2x",
+                            speedup >= 2)],
+        "profile": {"audit_timeline_seconds": timeline,
+                    "note": "audit_day(record=False) = one union/groupBy of 4 inputs + a Delta "
+                    "replaceWhere write + one summary read; record=True adds late attribution "
+                    "(a window over the day's event_log) and the breaks insert"},
+        "settings": {"tolerance_abs": str(settings.tolerance_abs)},
+    }
+
+
+# =========================================================================== 5. lateness
+
+
+def run_lateness(spark: SparkSession | None, scale: Scale) -> dict[str, Any]:
+    from reckon.eventtime import WatermarkPolicy, WindowSpec, watermark_series
+    from reckon.lateness import DEFAULT_IDLE_TIMEOUT, lateness_curve, lateness_curve_reference
+
+    bounds = [parse_duration(b) for b in ("0s", "1s", "2s", "5s", "10s", "30s")]
+    windows = WindowSpec.parse("10s")
+    n = scale.lateness_events
+    log(f"lateness: building {n:,} events")
+    t, a, p = ds.lateness_arrays(n)
+    log(f"lateness: vectorised curve, {len(bounds)} bounds")
+    points, ours = _measure(None, lambda: lateness_curve(t, a, p, windows, bounds,
+                                                         expected_partitions=range(4)))
+    m = scale.reference_events
+    events = list(zip(t[:m].tolist(), a[:m].tolist(), p[:m].tolist(), strict=True))
+    log(f"lateness: pure-Python reference on {m:,} events")
+    ref, theirs = _measure(None, lambda: lateness_curve_reference(
+        events, windows, bounds, expected_partitions=range(4)))
+    small = lateness_curve(t[:m], a[:m], p[:m], windows, bounds, expected_partitions=range(4))
+    # profile: the share of one bound's time spent in watermark_series (bound-independent
+    # except for the final "- L": a candidate for computing once for all bounds)
+    policy = WatermarkPolicy(bounds[2], DEFAULT_IDLE_TIMEOUT, tuple(range(4)))
+    t0 = time.perf_counter()
+    watermark_series(t, a, p, policy)
+    series_s = time.perf_counter() - t0
+    per_bound_eps = n / (ours["wall_seconds"] / len(bounds))
+    ref_eps = m / (theirs["wall_seconds"] / len(bounds))
+    return {
+        "scale": {"events": n, "bounds": len(bounds), "reference_events": m},
+        "results": {
+            "reckon_lateness_curve": {**ours, "events_per_second_per_bound": round(per_bound_eps)},
+            "pure_python_reference": {
+                **theirs, "events_per_second_per_bound": round(ref_eps),
+                "extrapolated_wall_seconds_at_full_events": round(theirs["wall_seconds"] * n / m,
+                                                                  1)},
+        },
+        "ratios": {"vectorised_over_reference_per_event": round(per_bound_eps / ref_eps, 1)},
+        "targets": [_target("lateness curve throughput per bound", round(per_bound_eps),
+                            ">= 1,000,000 events/s per bound", per_bound_eps >= 1_000_000)],
+        "profile": {"agree_on_reference_slice": small == ref,
+                    "watermark_series_seconds_one_bound": round(series_s, 3),
+                    "curve_seconds_per_bound": round(ours["wall_seconds"] / len(bounds), 3),
+                    "curve": [pt.to_json_dict() for pt in points]},
+        "settings": {"window": "10s", "bounds_seconds": [b / 1e6 for b in bounds]},
+    }
+
+
+# =========================================================================== 6. scale curve
+
+
+def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    _warm_up(spark, scale, "audit")
+    points = []
+    for n in scale.curve_scales:
+        settings = _day_warehouse(spark, scale, n)
+        log(f"scale: replay_day at {n:,} events")
+        rr, rep = _measure(spark, lambda s=settings: _replay(spark, s))
+        ds.build_audit_inputs(spark, settings)
+        log(f"scale: audit_day(record=False) at {n:,} events")
+        ar, aud = _measure(spark, lambda s=settings: _audit(spark, s, False))
+        points.append({"events": n, "canonical_rows": rr.windows, "audit_rows": ar.rows,
+                       "replay": rep, "audit": aud,
+                       "replay_us_per_event": round(rep["wall_seconds"] / n * 1e6, 3),
+                       "audit_us_per_row": round(aud["wall_seconds"] / ar.rows * 1e6, 3)})
+    lo, hi = points[0], points[-1]
+    growth = hi["events"] / lo["events"]
+    replay_growth = hi["replay"]["wall_seconds"] / lo["replay"]["wall_seconds"]
+    audit_growth = hi["audit"]["wall_seconds"] / lo["audit"]["wall_seconds"]
+    heap = [pt["replay"]["peak_jvm_heap_used_mb"] for pt in points]
+    return {
+        "scale": {"events": scale.curve_scales},
+        "results": {str(pt["events"]): pt for pt in points},
+        "ratios": {"events_growth": round(growth, 2), "replay_wall_growth": round(replay_growth, 2),
+                   "audit_wall_growth": round(audit_growth, 2),
+                   "replay_heap_growth": round(heap[-1] / max(heap[0], 1), 2)},
+        "targets": [
+            _target("replay near-linear (wall growth / events growth)",
+                    round(replay_growth / growth, 3), "<= 1.2", replay_growth / growth <= 1.2),
+            _target("audit near-linear (wall growth / events growth)",
+                    round(audit_growth / growth, 3), "<= 1.2", audit_growth / growth <= 1.2),
+            _target("flat driver memory (JVM heap growth, smallest -> largest)",
+                    round(heap[-1] / max(heap[0], 1), 2), "<= 1.5x over a 20x range",
+                    heap[-1] / max(heap[0], 1) <= 1.5),
+        ],
+        "profile": {"note": "fixed costs (Delta log reads, commits, job scheduling) dominate "
+                    "the small scales; see us_per_event"},
+        "settings": {},
+    }
+
+
+WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
+    "stream": run_stream,
+    "freshness": run_freshness,
+    "replay": run_replay,
+    "audit": run_audit,
+    "lateness": run_lateness,
+    "scale": run_scale_curve,
+}
