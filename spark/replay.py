@@ -97,18 +97,14 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
 
 def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
     """Replay straight from the topic (batch read, earliest to latest): full validation."""
-    from spark.stream import RAW_COLUMNS
+    from spark.stream import RAW_COLUMNS, kafka_raw_columns
 
     raw = (spark.read.format("kafka")
            .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
            .option("subscribe", settings.kafka_topic)
            .option("startingOffsets", "earliest").option("endingOffsets", "latest")
            .load()
-           .select(F.col("value").cast("string").alias("payload"),
-                   F.col("partition").cast("int").alias("transport_partition"),
-                   F.col("offset").cast("long").alias("offset"),
-                   F.col("timestamp").alias("transport_time"),
-                   F.lit(settings.kafka_topic).alias("input_file")))
+           .select(*kafka_raw_columns(settings.kafka_topic)))
     lo, _, d1 = _read_range(settings, day)
     parsed = parse_events(raw.select(*RAW_COLUMNS), settings)
     # Rows that fail before an event_time is known cannot be placed in a day: they are the

@@ -451,11 +451,17 @@ class StreamSource:
                 .option("failOnDataLoss", "true")
                 .option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
                 .load()
-                .select(F.col("value").cast("string").alias("payload"),
-                        F.col("partition").cast("int").alias("transport_partition"),
-                        F.col("offset").cast("long").alias("offset"),
-                        F.col("timestamp").alias("transport_time"),
-                        F.lit(self.topic).alias("input_file")))
+                .select(*kafka_raw_columns(self.topic)))
+
+
+def kafka_raw_columns(topic: str) -> list[Column]:
+    """A Kafka record as RAW_COLUMNS: partition and offset from Kafka's own metadata, the
+    record timestamp as transport time (the stream and the replay read the topic alike)."""
+    return [F.col("value").cast("string").alias("payload"),
+            F.col("partition").cast("int").alias("transport_partition"),
+            F.col("offset").cast("long").alias("offset"),
+            F.col("timestamp").alias("transport_time"),
+            F.lit(topic).alias("input_file")]
 
 
 def print_progress(m: BatchMetrics) -> None:
