@@ -74,7 +74,9 @@ def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_t
 
 
 def first_failure(checks: list[Check]) -> tuple[Column, Column]:
-    """(reason, detail) of the first check that holds, both null when none does."""
+    """(reason, detail) of the first check that holds, both null when none does. One flat
+    CASE per column; give it cheap conditions (see ``parse_events``: heavy ones are computed
+    once, as columns, before this runs)."""
     reason = F.lit(None).cast("string")
     detail = F.lit(None).cast("string")
     for condition, name, text in reversed(checks):
@@ -90,40 +92,64 @@ def _iso_timestamp(text: Column) -> Column:
 
 
 def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
-    """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event)."""
+    """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event).
+
+    Built as three projections so every expensive expression runs once per row: the line's
+    parses (object, one-value proof, keys), then the typed values and one boolean per check,
+    then the reason/detail CASE over those booleans. As one nested expression, Spark
+    re-evaluated the JSON parses inside every CASE branch (conditional branches are not
+    shared by its common-subexpression elimination): several times slower."""
     payload = F.col("payload")
-    j = F.from_json(payload, _RAW_SCHEMA, {**_STRICT, "mode": "PERMISSIVE",
-                                           "columnNameOfCorruptRecord": "_corrupt"})
-    df = raw.withColumn("_j", j)
-    f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
-    amount_ok = f["amount"].rlike(_AMOUNT)
-    amount = F.when(amount_ok, f["amount"].try_cast(T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)))
-    event_time = _iso_timestamp(f["event_time"])
-    line_arrival = _iso_timestamp(f["arrival_time"])
-    arrival_time = F.coalesce(line_arrival, F.col("transport_time"))
-    partition = F.coalesce(F.col("transport_partition"),
-                           F.when(f["partition"].rlike(_INT), f["partition"].cast("int")),
-                           F.lit(0))
-    missing = [F.when(f[n].isNull() | (F.trim(f[n]) == ""), F.lit(n))
-               for n in REQUIRED_EVENT_FIELDS]
-    # from_json reads the first JSON value and ignores the rest of the line, so '{..}{..}' or
-    # '{..} junk' would pass as one event and lose the rest. The line is one value only if
-    # [line, "<md5 of line>"] parses to exactly that digest as its second and last element
-    # (a line cannot contain its own digest).
+    # 1. The three parses of the line. from_json reads the first JSON value and ignores the
+    #    rest of the line, so '{..}{..}' or '{..} junk' would pass as one event and lose the
+    #    rest: the line is one value only if [line, "<md5 of line>"] parses to exactly that
+    #    digest as its second and last element (a line cannot contain its own digest).
+    #    Duplicate keys make an event ambiguous (which event_id?); from_json keeps the last.
+    #    That second parse costs as much as the first, so it only runs when a cheap test
+    #    cannot settle it: a line whose only '}' is its last non-blank character holds one
+    #    value if its first value is an object (checked below), since that object ends there.
     digest = F.md5(payload)
     whole = F.from_json(F.concat(F.lit("["), payload, F.lit(',"'), digest, F.lit('"]')),
                         T.ArrayType(T.StringType()), _STRICT)
-    one_value = F.coalesce((F.size(whole) == 2) & (F.try_element_at(whole, F.lit(2)) == digest),
-                           F.lit(False))
-    # Duplicate keys make an event ambiguous (which event_id?); from_json keeps the last.
     keys = F.json_object_keys(payload)
-    dup_keys = F.coalesce(F.size(F.array_distinct(keys)) != F.size(keys), F.lit(False))
+    one_brace = payload.rlike(r"^[^}]*\}\s*$")
+    df = raw.select(
+        "*",
+        F.from_json(payload, _RAW_SCHEMA, {**_STRICT, "mode": "PERMISSIVE",
+                                           "columnNameOfCorruptRecord": "_corrupt"}).alias("_j"),
+        F.when(one_brace, F.lit(True)).otherwise(F.coalesce(
+            (F.size(whole) == 2) & (F.try_element_at(whole, F.lit(2)) == digest),
+            F.lit(False))).alias("_one_value"),
+        F.coalesce(F.size(F.array_distinct(keys)) != F.size(keys), F.lit(False))
+        .alias("_dup_keys"),
+    )
+    # 2. Typed values, and one boolean column per check (evaluated once each).
+    f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
+    amount_ok = f["amount"].rlike(_AMOUNT)
+    line_arrival = _iso_timestamp(f["arrival_time"])
+    df = df.select(
+        *raw.columns, "_j", "_one_value", "_dup_keys",
+        F.when(amount_ok, f["amount"].try_cast(T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)))
+        .alias("_amount"),
+        amount_ok.alias("_amount_ok"),
+        _iso_timestamp(f["event_time"]).alias("_event_time"),
+        line_arrival.alias("_line_arrival"),
+        F.coalesce(line_arrival, F.col("transport_time")).alias("_arrival_time"),
+        F.coalesce(F.col("transport_partition"),
+                   F.when(f["partition"].rlike(_INT), f["partition"].cast("int")),
+                   F.lit(0)).alias("_partition"),
+    )
+    amount, event_time = F.col("_amount"), F.col("_event_time")
+    arrival_time = F.col("_arrival_time")
+    missing = [F.when(f[n].isNull() | (F.trim(f[n]) == ""), F.lit(n))
+               for n in REQUIRED_EVENT_FIELDS]
     text_fields = ("event_id", "key", "source", "currency")
     too_long = [F.when(F.length(f[n]) > MAX_FIELD_LENGTH, F.lit(n)) for n in text_fields]
     # JSON numbers and booleans in text fields are read as their text; objects and arrays
     # are not identifiers.
     nested = [F.when(f[n].rlike(r"^\s*[\[{]"), F.lit(n)) for n in text_fields]
-    checks: list[tuple[Column, str, Column]] = [
+    one_value, dup_keys = F.col("_one_value"), F.col("_dup_keys")
+    checks: list[Check] = [
         (payload.rlike(r"^\s*$"), "empty_line", F.lit("blank line")),
         (F.col("_j").isNull() | F.col("_j._corrupt").isNotNull() | ~one_value | dup_keys,
          "invalid_json",
@@ -138,7 +164,7 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
         (F.coalesce(*too_long).isNotNull(), "field_too_long",
          F.concat(F.lit(f"longer than {MAX_FIELD_LENGTH} characters: "),
                   F.concat_ws(",", *too_long))),
-        (~amount_ok | amount.isNull(), "bad_amount",
+        (~F.col("_amount_ok") | amount.isNull(), "bad_amount",
          F.concat(F.lit("amount is not a decimal with at most 2 places: "),
                   F.substring(f["amount"], 1, 40))),
         (event_time.isNull(), "bad_event_time",
@@ -147,17 +173,23 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
         (f["partition"].isNotNull() & ~f["partition"].rlike(_INT)
          & F.col("transport_partition").isNull(), "bad_partition",
          F.concat(F.lit("partition is not an integer: "), F.substring(f["partition"], 1, 40))),
-        ((f["arrival_time"].isNotNull() & line_arrival.isNull()) | arrival_time.isNull(),
+        ((f["arrival_time"].isNotNull() & F.col("_line_arrival").isNull())
+         | arrival_time.isNull(),
          "bad_arrival_time",
          F.concat(F.lit("arrival_time is not ISO-8601 with a zone: "),
                   F.coalesce(F.substring(f["arrival_time"], 1, 60), F.lit("(none)")))),
         *typed_checks(amount, f["currency"], event_time, arrival_time, settings),
     ]
-    reason, detail = first_failure(checks)
+    flags = [F.coalesce(condition, F.lit(False)).alias(f"_check{i}")
+             for i, (condition, _, _) in enumerate(checks)]
+    df = df.select("*", *flags)
+    # 3. The first failing check names the reason (conditions are now plain columns).
+    reason, detail = first_failure([(F.col(f"_check{i}"), name, text)
+                                    for i, (_, name, text) in enumerate(checks)])
     return df.select(
         f["event_id"].alias("event_id"), f["key"].alias("key"), amount.alias("amount"),
         f["currency"].alias("currency"), event_time.alias("event_time"),
-        f["source"].alias("source"), partition.alias("partition"), F.col("offset"),
+        f["source"].alias("source"), F.col("_partition").alias("partition"), F.col("offset"),
         arrival_time.alias("arrival_time"), F.col("input_file"), payload.alias("payload"),
         reason.alias("reason"), detail.alias("detail"),
     )

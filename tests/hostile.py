@@ -116,6 +116,12 @@ def _json_lines() -> list[HostileLine]:
         line("trailing-garbage", good + " xyz", "invalid_json", "more than one"),
         line("trailing-brace", event("trailing-brace") + "}", "invalid_json", "more than one"),
         line("two-objects", event("two-a") + event("two-b"), "invalid_json", "more than one"),
+        # a '}' inside a string: the cheap one-brace test cannot decide, the full check does
+        _ok("brace-in-string", key="acct-}1"),
+        line("brace-in-string-then-junk", event("brace-in-string-then-junk", key="a}") + " x}",
+             "invalid_json", "more than one"),
+        line("two-objects-spaced", event("two-c") + "  \t " + event("two-d"), "invalid_json",
+             "more than one"),
         _unparsed("json-array", "[" + event("json-array") + "]", "invalid_json"),
         _unparsed("bare-number", "42", "invalid_json"),
         _unparsed("bare-string", '"hello"', "invalid_json"),
