@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: setup setup-test demo test test-fast test-spark lint bench bench-quick clean
+.PHONY: setup setup-test demo test test-fast test-soak lint bench bench-quick clean
 
 setup:                ## venv + package + JVM jars (idempotent)
 	bash scripts/setup.sh
@@ -20,7 +20,10 @@ test: setup-test      ## every test: fast tier, then the Spark tier
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: setup      ## pure logic only, seconds
-	$(PY) -m pytest -q -m "not spark" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not spark and not soak" $(PYTEST_ARGS)
+
+test-soak: setup-test ## the long reliability runs (random kills, standalone cluster), ~30 min
+	$(PY) -m pytest -q -m soak $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check reckon spark audits reports dags bench tests

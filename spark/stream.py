@@ -435,10 +435,14 @@ class StreamSource:
                      .select("value", F.col("_metadata.file_path").alias("input_file"),
                              F.col("_metadata.file_modification_time").alias("transport_time")))
             # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
+            # The file is split once, into a column: an expression over the whole text next
+            # to the explode would be evaluated again for every line (quadratic in the file).
             text = F.regexp_replace("value", "^\\x{FEFF}", "")
-            lines = files.select("input_file", "transport_time",
-                                 F.posexplode(F.split(text, "\n")).alias("offset", "line"),
-                                 F.size(F.split(text, "\n")).alias("n"))
+            parts = files.select("input_file", "transport_time",
+                                 F.split(text, "\n").alias("parts"))
+            parts = parts.select("*", F.size("parts").alias("n"))
+            lines = parts.select("input_file", "transport_time", "n",
+                                 F.posexplode("parts").alias("offset", "line"))
             return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
                     .select(F.regexp_replace("line", "\r$", "").alias("payload"),
                             F.lit(None).cast("int").alias("transport_partition"),
