@@ -230,8 +230,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     run_row = {**asdict(result), "window_date": day, "started_at": started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
-    run_df = spark.createDataFrame([tuple(run_row[f.name] for f in tb.SCHEMAS[tb.REPLAY_RUNS])],
-                                   tb.SCHEMAS[tb.REPLAY_RUNS])
+    run_df = tb.single_row(spark, tb.REPLAY_RUNS, run_row)
     (run_df.write.format("delta").mode("overwrite")
      .option("replaceWhere", f"replay_id = '{replay_id}'")
      .save(tb.table_path(wh, tb.REPLAY_RUNS)))

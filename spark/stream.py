@@ -370,24 +370,21 @@ class BatchProcessor:
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
         idle = list(after.idle_partitions(self.rules.watermark))
+        maxima = {p: pr.max_event_time for p, pr in after.partitions.items()}
+        arrivals = {p: pr.last_arrival for p, pr in after.partitions.items()}
         row = {
             "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
-            "watermark_before": None, "watermark": None,
-            "partition_max_event_time": {}, "partition_last_arrival": {},
-            "idle_partitions": idle, "state_json": after.to_json(),
+            "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
+            "partition_max_event_time": _micros_map(maxima),
+            "partition_last_arrival": _micros_map(arrivals),
+            "idle_partitions": F.array(*[F.lit(p) for p in idle]),
+            "state_json": after.to_json(),
             "rows_in": m.rows_in, "valid": m.valid, "quarantined": m.quarantined,
             "duplicates": m.duplicates, "on_time": m.on_time, "revised": m.revised,
             "late": m.late, "duration_seconds": float(m.duration_seconds),
             "rules_json": json.dumps(self.rules.to_config(), sort_keys=True),
         }
-        df = self.spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS])
-        maxima = {p: pr.max_event_time for p, pr in after.partitions.items()}
-        arrivals = {p: pr.last_arrival for p, pr in after.partitions.items()}
-        df = df.withColumns({
-            "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
-            "partition_max_event_time": _micros_map(maxima),
-            "partition_last_arrival": _micros_map(arrivals),
-        })
+        df = tb.single_row(self.spark, tb.WATERMARK_PROGRESS, row)
         tb.idempotent_append(df, self.warehouse, tb.WATERMARK_PROGRESS, self.app_id, m.batch_id)
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "idempotent_append",
     "idempotent_dml",
     "read_table",
+    "single_row",
     "table_exists",
     "table_path",
 ]
@@ -239,6 +240,21 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
 
 def read_table(spark: SparkSession, warehouse: str | Path, name: str) -> DataFrame:
     return spark.read.format("delta").load(table_path(warehouse, name))
+
+
+def single_row(spark: SparkSession, name: str, values: dict[str, object]) -> DataFrame:
+    """One row of table ``name`` built from literals (a value may also be a Column). Unlike
+    ``createDataFrame`` on Python data it needs no Python worker process: a per-batch record
+    costs one small JVM job."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+
+    cols = []
+    for f in SCHEMAS[name].fields:
+        value = values[f.name]
+        col = value if isinstance(value, Column) else F.lit(value)
+        cols.append(col.cast(f.dataType).alias(f.name))
+    return spark.range(1).select(*cols)
 
 
 def conform(df: DataFrame, name: str) -> DataFrame:
