@@ -28,7 +28,8 @@ import psutil
 
 from reckon.config import PROJECT_ROOT
 
-__all__ = ["MemorySampler", "Timer", "environment", "load_average", "log", "write_result"]
+__all__ = ["MemorySampler", "Timer", "cpu_seconds", "environment", "load_average", "log",
+           "write_result"]
 
 _MB = 1024 * 1024
 
@@ -113,6 +114,21 @@ class MemorySampler:
                 "peak_jvm_rss_mb": round(self.peak_children / _MB, 1),
                 "peak_jvm_heap_used_mb": round(self.peak_heap / _MB, 1),
                 "peak_driver_rss_mb": round((self.peak_python + self.peak_children) / _MB, 1)}
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds used so far by this process and by its live children (the Spark JVM):
+    unlike wall time, hardly inflated when other work shares the cores."""
+    me = psutil.Process()
+    own = me.cpu_times()
+    kids = 0.0
+    for child in me.children(recursive=True):
+        try:
+            ct = child.cpu_times()
+            kids += ct.user + ct.system
+        except psutil.Error:
+            pass
+    return {"python": own.user + own.system, "jvm": kids}
 
 
 def _version(dist: str) -> str | None:

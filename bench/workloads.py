@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench import datasets as ds
-from bench.harness import MemorySampler, log
+from bench.harness import MemorySampler, cpu_seconds, log
 from reckon.config import Settings, load_settings
 from reckon.generate import GeneratorConfig
 from reckon.timeutil import parse_duration
@@ -93,10 +93,14 @@ def _fresh(path: Path) -> Path:
 def _measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
     """Run ``fn`` once: its value, wall seconds and peak memory."""
     with MemorySampler(spark) as mem:
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
         value = fn()
         wall = time.perf_counter() - t0
-    return value, {"wall_seconds": round(wall, 3), **mem.result()}
+        c1 = cpu_seconds()
+    return value, {"wall_seconds": round(wall, 3),
+                   "cpu_seconds_python": round(c1["python"] - c0["python"], 2),
+                   "cpu_seconds_jvm": round(c1["jvm"] - c0["jvm"], 2), **mem.result()}
 
 
 def _target(name: str, measured: float | None, goal: str, holds: bool | None) -> dict[str, Any]:
@@ -135,8 +139,13 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     batches: list[Any] = []
     log(f"stream: reckon aggregator over {lines:,} lines "
         f"({len(manifest['files'])} files, {MAX_FILES_PER_TRIGGER} per trigger)")
+    def on_batch(m: Any) -> None:
+        batches.append(m)
+        log(f"stream:   batch {m.batch_id}: {m.rows_in:,} rows, {m.late:,} late, "
+            f"{m.duration_seconds:.1f}s")
+
     _, ours = _measure(spark, lambda: reckon_stream(
-        spark, settings, source, available_now=True, on_batch=batches.append))
+        spark, settings, source, available_now=True, on_batch=on_batch))
     late_kept = sum(b.late for b in batches)
     steps: dict[str, float] = {}
     for b in batches:

@@ -1,0 +1,71 @@
+"""Smoke test of the benchmark harness: `python -m bench` at a tiny scale writes one result
+file per workload with the keys BENCHMARKS.md and readers rely on, and regenerates the
+markdown. Results go to a temporary folder so the committed ones are left alone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.__main__ import main
+from bench.workloads import WORKLOADS
+
+pytestmark = pytest.mark.slow
+
+TOP_KEYS = {"workload", "scale_factor", "scale", "results", "ratios", "targets", "profile",
+            "settings", "versions", "machine", "git_commit", "load_average_before",
+            "load_average_after", "total_seconds", "started_at", "command"}
+MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
+               "peak_jvm_heap_used_mb"}
+
+
+def test_every_workload_writes_a_complete_result(spark, tmp_path: Path) -> None:
+    results, md = tmp_path / "results", tmp_path / "BENCHMARKS.md"
+    code = main(["--scale", "0.0002", "--results-dir", str(results), "--data-dir",
+                 str(tmp_path / "data"), "--markdown", str(md)])
+    assert code == 0
+    for name in WORKLOADS:
+        payload = json.loads((results / f"{name}.json").read_text())
+        assert payload.keys() >= TOP_KEYS, name
+        assert payload["workload"] == name
+        assert {"pyspark", "delta-spark", "duckdb", "datacompy", "python"} <= payload[
+            "versions"].keys()
+        assert payload["machine"]["cpu_count"] >= 1
+        assert len(payload["load_average_before"]) == 3
+        for t in payload["targets"]:
+            assert {"target", "goal", "measured", "met"} <= t.keys()
+        if name not in ("freshness", "scale"):
+            assert len(payload["results"]) >= 2, f"{name} needs ours and a baseline"
+            for contender, r in payload["results"].items():
+                assert r["wall_seconds"] > 0, (name, contender)
+                assert r.keys() >= MEMORY_KEYS, (name, contender)
+            assert payload["ratios"], name
+
+    stream = json.loads((results / "stream.json").read_text())
+    ours = stream["results"]["reckon_stream"]
+    native = stream["results"]["spark_native_watermark"]
+    assert ours["events_per_second"] > 0 and native["events_per_second"] > 0
+    assert ours["late_events_kept"] >= 0 and native["late_events_kept"] == 0
+    assert stream["profile"]["reckon_step_seconds_total"], "per-step profile missing"
+
+    audit = json.loads((results / "audit.json").read_text())
+    counts = audit["results"]["reckon_audit_record_false"]["status_counts"]
+    assert counts["MATCHED"] > 0 and counts["UNEXPLAINED"] + counts["EXPLAINED"] > 0
+
+    lateness = json.loads((results / "lateness.json").read_text())
+    assert lateness["profile"]["agree_on_reference_slice"] is True
+
+    fresh = json.loads((results / "freshness.json").read_text())
+    for row in fresh["results"].values():
+        assert row["files_landed"] > 0
+        assert row["files_visible"] == row["files_landed"]
+        assert {"p50", "p95", "p99"} <= row["latency_seconds"].keys()
+
+    scale = json.loads((results / "scale.json").read_text())
+    assert len(scale["results"]) == 3
+
+    text = md.read_text()
+    for name in WORKLOADS:
+        assert f"| {name} |" in text
