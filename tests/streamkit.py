@@ -74,3 +74,13 @@ def watermarks(spark, warehouse: Path) -> list[int | None]:
     df = spark.read.format("delta").load(str(warehouse / "watermark_progress"))
     return [None if r.watermark is None else to_micros(r.watermark)
             for r in df.orderBy("batch_id").collect()]
+
+
+def copy_warehouse(streamed: Path, tmp_path: Path) -> Path:
+    """A private copy of a warehouse a module fixture streamed once (Delta tables are plain
+    folders with relative file paths, so a copy is a valid warehouse)."""
+    import shutil
+
+    target = tmp_path / "wh"
+    shutil.copytree(streamed, target)
+    return target

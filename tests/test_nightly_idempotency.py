@@ -9,7 +9,6 @@ Airflow DAG call; the crash runs `reckon replay` as its own process and SIGKILLs
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from reckon.errors import DataQualityError
 from reports.db import ReportDB
 from spark import tables as tb
 from spark.replay import replay_day
-from tests.streamkit import stream_settings
+from tests.streamkit import copy_warehouse, stream_settings
 from tests.test_replay_audit import DAY1, DAY2, RULES, random_batches, run_batches
 
 pytestmark = pytest.mark.slow
@@ -40,12 +39,6 @@ def streamed(spark, tmp_path_factory) -> Path:
     warehouse = tmp_path_factory.mktemp("nightly") / "wh"
     run_batches(spark, stream_settings(warehouse, **RULES), random_batches(21, n=60))
     return warehouse
-
-
-def _copy(streamed: Path, tmp_path: Path) -> Path:
-    target = tmp_path / "wh"
-    shutil.copytree(streamed, target)
-    return target
 
 
 def _rows(spark, warehouse: Path, name: str, day=None, drop: tuple[str, ...] = ()) -> list[tuple]:
@@ -80,8 +73,9 @@ def _expectations(settings, run_id: str) -> list[tuple]:
                        r.unexpected_count, r.kwargs) for r in db.expectation_results(run_id))
 
 
+@pytest.mark.soak  # ~2.5 min; recorded in docs/reliability.md
 def test_nightly_steps_three_times_give_the_same_day(spark, streamed, tmp_path):
-    warehouse = _copy(streamed, tmp_path)
+    warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
     pipeline.run_replay(settings, DAY1)  # the other day, which must stay untouched
     other_day = _rows(spark, warehouse, tb.CANONICAL_TOTALS, DAY1)
@@ -179,7 +173,7 @@ def _kill_replay(warehouse: Path, day, tmp_path: Path, timeout: float = 600) -> 
 
 
 def test_replay_killed_mid_write_leaves_no_partial_day(spark, streamed, tmp_path):
-    warehouse = _copy(streamed, tmp_path)
+    warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
     replay_day(spark, settings, DAY1)
     replay_day(spark, settings, DAY2)
