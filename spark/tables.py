@@ -209,7 +209,16 @@ _PARTITION_BY = {EVENT_LOG: ["event_date"], QUARANTINE: ["arrival_date"],
                  PROVISIONAL_TOTALS: ["window_date"], LATE_EVENTS: ["window_date"],
                  CANONICAL_TOTALS: ["window_date"], RECONCILIATION: ["window_date"],
                  REPLAY_CONFLICTS: ["window_date"]}
-_PROPERTIES = {PROVISIONAL_TOTALS: {"delta.enableChangeDataFeed": "true"}}
+# The stream commits to its tables every micro-batch (provisional_totals twice). Delta's default
+# checkpoint every 10 commits then costs a 3-4 s state reconstruction and Parquet write every
+# few batches on 2 cores (~1.5 s per batch amortized); every 100 commits it is ~0.2 s, and a
+# cold reader replays at most 100 small JSON commits on top of the last checkpoint.
+STREAM_CHECKPOINT_INTERVAL = 100
+_STREAM_WRITTEN = (EVENT_LOG, QUARANTINE, PROVISIONAL_TOTALS, LATE_EVENTS, WATERMARK_PROGRESS)
+_PROPERTIES: dict[str, dict[str, str]] = {
+    name: {"delta.checkpointInterval": str(STREAM_CHECKPOINT_INTERVAL)}
+    for name in _STREAM_WRITTEN}
+_PROPERTIES[PROVISIONAL_TOTALS]["delta.enableChangeDataFeed"] = "true"
 
 
 def table_path(warehouse: str | Path, name: str) -> str:

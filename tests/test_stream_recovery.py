@@ -20,12 +20,12 @@ pytestmark = pytest.mark.slow
 
 def test_killed_stream_restarts_to_the_same_tables(spark, tmp_path):
     landing = tmp_path / "landing"
-    generate_landing(landing, GeneratorConfig(events=900, partitions=3, keys=12,
+    generate_landing(landing, GeneratorConfig(events=600, partitions=3, keys=12,
                                               lines_per_file=150, rate=50.0, seed=11,
                                               duplicate_rate=0.03, malformed_rate=0.01))
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     cmd = stream_command(landing, killed)
-    assert kill_during(cmd, killed, after_batches=2, extra_delay=1.5), \
+    assert kill_during(cmd, killed, after_batches=1, extra_delay=1.5), \
         "the stream finished before it could be killed: give it more files"
     run_to_end(cmd)  # restart from the same checkpoint and finish
     run_to_end(stream_command(landing, clean))
