@@ -20,10 +20,12 @@ while keeping the number of windows (and the run time) small. The span is
 default rate, and a floor of 10 minutes keeps small demos meaningful (the idle partition's
 silence of 15 % of the span is then longer than the 60 s idle timeout, so the idle rule is
 exercised). Micro-batches: late events only exist when the watermark moves between batches,
-so the landing is cut into 8 to 20 files read one per trigger (one per 10,000 events); at
-the default 200,000 events each batch then covers under a minute of event time and the
-heavy delay tail produces several late events per ten thousand, which the audit must
-explain exactly. Fewer, larger batches would be faster but would hide lateness entirely.
+so the landing is cut into 6 to 12 files read one per trigger (one per 16,000 events); at
+the default 200,000 events each batch then covers under a minute and a half of event time
+and the heavy delay tail produces late events every batch, which the audit must explain
+exactly. A micro-batch costs a fixed ~6 s of Delta commits on 2 cores plus ~1 s per 2,000
+events, so 12 batches keep the demo within 10 minutes; fewer, larger batches would be
+faster still but would hide lateness.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ _RATE = 200.0                  # events per second of event time (the generator'
 _MIN_SPAN_S = 600
 _MIN_TAIL_S = 60
 _TAIL_SHARE = 0.10
-_MIN_BATCHES, _MAX_BATCHES, _EVENTS_PER_BATCH = 8, 20, 10_000
+_MIN_BATCHES, _MAX_BATCHES, _EVENTS_PER_BATCH = 6, 12, 16_000
 _DEMO = "_demo"  # <warehouse>/_demo/landing (only event files) and _demo/manifest.json
 _FILE_TIME_BASE = 1_800_000_000  # seconds; file mtimes only fix the arrival order of files
 

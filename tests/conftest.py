@@ -34,6 +34,31 @@ def spark(spark_settings) -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def streamed_scenario(spark, tmp_path_factory: pytest.TempPathFactory):
+    """``get(name)``: the settings of a warehouse that the real streaming job produced from the
+    semantics scenario ``name`` (tests/scenarios.py). Each scenario is streamed at most once per
+    session (~6 s a micro-batch); tests only read it, or ``copy_warehouse`` it to write."""
+    from spark.stream import StreamSource, run_stream
+    from tests.scenarios import SCENARIOS
+    from tests.streamkit import stream_settings, write_landing
+
+    streamed: dict[str, object] = {}
+
+    def get(name: str):
+        if name not in streamed:
+            case = next(c for c in SCENARIOS if c.name == name)
+            root = tmp_path_factory.mktemp("scenario")
+            write_landing(root / "landing", case.batches)
+            settings = stream_settings(root / "wh", **case.rules)
+            run_stream(spark, settings, StreamSource(landing=str(root / "landing")),
+                       on_batch=None)
+            streamed[name] = settings
+        return streamed[name]
+
+    return get
+
+
 @pytest.fixture()
 def warehouse(tmp_path: Path) -> Path:
     path = tmp_path / "warehouse"

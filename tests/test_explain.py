@@ -13,9 +13,7 @@ from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.timeutil import format_micros
 from reports.explain import explain_window
-from spark.stream import StreamSource, run_stream
 from tests.scenarios import BASE, SCENARIOS, S
-from tests.streamkit import stream_settings, write_landing
 
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 
@@ -25,13 +23,8 @@ def iso(seconds: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def streamed(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("explain")
-    landing, warehouse = root / "landing", root / "wh"
-    write_landing(landing, GRACE_CASE.batches)
-    settings = stream_settings(warehouse, **GRACE_CASE.rules)
-    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
-    return settings
+def streamed(streamed_scenario):
+    return streamed_scenario(GRACE_CASE.name)
 
 
 def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed):

@@ -210,7 +210,7 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
 # ----------------------------------------------------------------------------- Spark tier
 
 
-def test_render_day_from_a_real_warehouse(spark, tmp_path):
+def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     """Stream the worked example (grace 0: two late events), replay, audit, then render the
     day: the report shows the audit's figures and is recorded with its HTML's SHA-256."""
     pytest.importorskip("spark.replay")
@@ -221,15 +221,13 @@ def test_render_day_from_a_real_warehouse(spark, tmp_path):
     from reports.db import ReportDB
     from reports.render import render_day
     from spark.replay import replay_day
-    from spark.stream import StreamSource, run_stream
     from tests.scenarios import SCENARIOS
-    from tests.streamkit import stream_settings, write_landing
+    from tests.streamkit import copy_warehouse, stream_settings
 
     case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
-    landing, warehouse = tmp_path / "landing", tmp_path / "wh"
-    write_landing(landing, case.batches)
+    streamed = streamed_scenario(case.name).warehouse_path
+    warehouse = copy_warehouse(streamed, tmp_path)  # replay, audit and render write to it
     settings = stream_settings(warehouse, **case.rules)
-    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
     replay_day(spark, settings, DAY)
     audit = audit_day(spark, settings, DAY, kind="nightly")
 

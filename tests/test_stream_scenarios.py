@@ -7,25 +7,19 @@ import pytest
 
 from reckon.eventtime import EventTimeRules
 from reckon.reference import run_stream as reference_stream
-from spark.stream import StreamSource, run_stream
 from tests.scenarios import BASE, SCENARIOS, S
 from tests.streamkit import (
     late_rows,
     provisional_rows,
     reference_late,
     reference_rows,
-    stream_settings,
     watermarks,
-    write_landing,
 )
 
 
 @pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: c.name)
-def test_scenario_through_the_streaming_job(spark, tmp_path, case):
-    landing, warehouse = tmp_path / "landing", tmp_path / "wh"
-    write_landing(landing, case.batches)
-    settings = stream_settings(warehouse, **case.rules)
-    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
+def test_scenario_through_the_streaming_job(spark, streamed_scenario, case):
+    warehouse = streamed_scenario(case.name).warehouse_path
 
     expected = reference_stream(case.batches, EventTimeRules.parse(**case.rules))
     got = provisional_rows(spark, warehouse)
