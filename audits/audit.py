@@ -104,11 +104,11 @@ def _tagged(df: DataFrame, **values: Column) -> DataFrame:
 def _duplicate_copies(log: DataFrame, settings: Settings, d0: int, d1: int) -> DataFrame:
     """Per (window_start, key) of the day: extra copies the stream processed unflagged."""
     spec = settings.event_time_rules().windows
-    lo = d0 - (spec.size - spec.step)
+    lo, hi = spec.covered_event_times(d0, d1)
     seen = log.filter((F.col("event_date") >= F.to_date(F.timestamp_micros(F.lit(lo))))
-                      & (F.col("event_date") <= F.lit(datetime.fromtimestamp(d0 / 1e6, UTC).date()))
+                      & (F.col("event_date") <= F.to_date(F.timestamp_micros(F.lit(hi - 1))))
                       & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
-                      & (F.col("event_time") < F.timestamp_micros(F.lit(d1)))
+                      & (F.col("event_time") < F.timestamp_micros(F.lit(hi)))
                       & F.col("batch_id").isNotNull() & ~F.col("is_duplicate"))
     repeated = seen.groupBy("event_id").count().filter(F.col("count") > 1).select("event_id")
     order = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "input_file",
@@ -186,6 +186,10 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     })
 
 
+def _plural(count: str, one: str, many: str) -> Column:
+    return F.when(F.col(count) == 1, F.lit(one)).otherwise(F.lit(many))
+
+
 def _explanation() -> Column:
     """A reviewer's sentence for a break, from the row's own figures."""
     return F.concat_ws(
@@ -193,10 +197,11 @@ def _explanation() -> Column:
         F.when(F.col("provisional_count").isNull(), F.lit("no provisional row")),
         F.when(F.col("canonical_count").isNull(), F.lit("no canonical row")),
         F.when(F.col("late_count") > 0, F.format_string(
-            "late side output explains %d events (%s)", F.col("late_count"),
-            F.col("late_amount").cast("string"))),
+            "late side output explains %d %s (%s)", F.col("late_count"),
+            _plural("late_count", "event", "events"), F.col("late_amount").cast("string"))),
         F.when(F.col("duplicate_count") > 0, F.format_string(
-            "stream counted %d duplicate copies (%s)", F.col("duplicate_count"),
+            "stream counted %d duplicate %s (%s)", F.col("duplicate_count"),
+            _plural("duplicate_count", "copy", "copies"),
             F.col("duplicate_amount").cast("string"))),
         F.when((F.col("residual_count") != 0) | (F.col("residual_amount") != 0),
                F.format_string("UNEXPLAINED residual %s over %d events",
@@ -335,7 +340,8 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  {status:<22} {n:>10}")
     print(f"  provisional {result.provisional_total}  canonical {result.canonical_total}  "
           f"gap {result.gap_total}")
-    print(f"  explained by late {result.late_total}, by duplicates -{result.duplicate_total}, "
+    print(f"  explained by late {result.late_total}, duplicate over-count "
+          f"{result.duplicate_total} (gap = late - duplicates + residual), "
           f"residual {result.residual_total}")
     print(f"  completeness {result.completeness}; unexplained breaks: {result.unexplained}; "
           f"breaks recorded: {result.breaks_recorded}")

@@ -115,6 +115,13 @@ class WindowSpec:
         base = t - t % self.step  # type: ignore[operator]
         return [base - k * self.step for k in range(self.windows_per_event)]  # type: ignore[operator]
 
+    def covered_event_times(self, first_start: int, end_start: int) -> tuple[int, int]:
+        """``[lo, hi)``: every event time held by the windows whose start is in
+        ``[first_start, end_start)``. With hopping windows it runs ``size - step`` past
+        ``end_start``: a day's last windows reach into the next day, so a day's replay, audit
+        and duplicate count must read that far (and no earlier than the day's start)."""
+        return first_start, end_start + self.size - self.step
+
     def assign(self, t: int) -> tuple[Window, ...]:
         """Windows containing event time ``t``, oldest first."""
         return tuple(Window(s, s + self.size) for s in reversed(self.window_starts(t)))

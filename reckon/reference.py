@@ -78,6 +78,8 @@ class TotalRow:
     closed_batch: int | None = None
     watermark_at_close: int | None = None
     final_batch: int | None = None
+    first_batch: int | None = None  # the batches whose events the total holds, first and last
+    last_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,9 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
                 row = out.totals.setdefault((window, event.key), TotalRow(window, event.key))
                 row.total += event.amount
                 row.count += 1
+                if row.first_batch is None:
+                    row.first_batch = batch_id
+                row.last_batch = batch_id
                 out.counted += 1
                 if verdict is Disposition.REVISION:
                     out.revised += 1

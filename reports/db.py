@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields
 from datetime import UTC, date, datetime
@@ -418,7 +420,7 @@ def _install_sqlite_hooks(engine: Engine, *, wal: bool) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA busy_timeout = 60000")
         if wal:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cursor)
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -427,6 +429,25 @@ def _install_sqlite_hooks(engine: Engine, *, wal: bool) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
+
+
+def _enable_wal(cursor: Any, *, timeout: float = 60.0) -> None:
+    """Switch the file to WAL (a persistent property of the file). SQLite answers the switch
+    with "database is locked" at once, without its busy handler, while another connection is
+    making the same switch; so a file already in WAL is left alone and the switch is retried."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
 
 
 # Constant statements (no user data): the tables whose writers are serialised on PostgreSQL.

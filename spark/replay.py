@@ -66,11 +66,9 @@ def _ts(micros: int) -> Column:
     return F.timestamp_micros(F.lit(micros))
 
 
-def _read_range(settings: Settings, day: date) -> tuple[int, int, int]:
-    """(read_from, day_start, day_end) in microseconds: the events whose windows start in day."""
-    spec = settings.event_time_rules().windows
-    d0, d1 = day_bounds(day)
-    return d0 - (spec.size - spec.step), d0, d1
+def _read_range(settings: Settings, day: date) -> tuple[int, int]:
+    """[read_from, read_to) in microseconds: every event a window starting in ``day`` holds."""
+    return settings.event_time_rules().windows.covered_event_times(*day_bounds(day))
 
 
 def _from_event_log(spark: SparkSession, settings: Settings, day: date
@@ -84,11 +82,11 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
                          "(or check --warehouse)")
     path = tb.table_path(wh, tb.EVENT_LOG)
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
-    lo, _, d1 = _read_range(settings, day)
-    first_day = (datetime.fromtimestamp(lo / 1e6, UTC)).date()
+    lo, hi = _read_range(settings, day)
+    last_day = (datetime.fromtimestamp((hi - 1) / 1e6, UTC)).date()
     log = (spark.read.format("delta").option("versionAsOf", version).load(path)
-           .filter((F.col("event_date") >= F.lit(first_day)) & (F.col("event_date") <= F.lit(day))
-                   & (F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(d1))))
+           .filter((F.col("event_date") >= F.lit(day)) & (F.col("event_date") <= F.lit(last_day))
+                   & (F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi))))
     reason, detail = first_failure(typed_checks(F.col("amount"), F.col("currency"),
                                                 F.col("event_time"), F.col("arrival_time"),
                                                 settings))
@@ -105,11 +103,11 @@ def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame
            .option("startingOffsets", "earliest").option("endingOffsets", "latest")
            .load()
            .select(*kafka_raw_columns(settings.kafka_topic)))
-    lo, _, d1 = _read_range(settings, day)
+    lo, hi = _read_range(settings, day)
     parsed = parse_events(raw.select(*RAW_COLUMNS), settings)
     # Rows that fail before an event_time is known cannot be placed in a day: they are the
     # stream's quarantine, not the replay's. Keep the ones this day's windows would hold.
-    return parsed.filter((F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(d1)))
+    return parsed.filter((F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi)))
 
 
 def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
@@ -139,11 +137,12 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         source = "event_log"
         rows, version = _from_event_log(spark, settings, day)
     replay_id = _replay_id(day, source, version, settings)
-    _, d0, d1 = _read_range(settings, day)
+    d0, d1 = day_bounds(day)
     origin = f"replay:{day.isoformat()}"
 
     # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
-    bad = rows.filter(F.col("reason").isNotNull()).select(
+    in_day = (F.col("event_time") >= _ts(d0)) & (F.col("event_time") < _ts(d1))
+    bad = rows.filter(F.col("reason").isNotNull() & in_day).select(
         "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
         F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
@@ -208,8 +207,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                           F.min_by("payload", F.struct("arrival_time", "partition", "input_file",
                                                        "offset")).alias("kept_payload"),
                           F.min("event_us").alias("event_us"))
-                     .filter(F.col("event_us") - F.col("event_us") % F.lit(spec.step)
-                             >= F.lit(d0))
+                     .filter((F.col("event_us") >= F.lit(d0)) & (F.col("event_us") < F.lit(d1)))
                      .withColumns({"replay_id": F.lit(replay_id), "window_date": F.lit(day)}))
     if not conflicts:
         conflict_rows = conflict_rows.limit(0)

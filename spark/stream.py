@@ -176,9 +176,12 @@ class BatchProcessor:
                 tb.idempotent_append(bad, wh, tb.QUARANTINE, self.app_id, batch_id)
 
         counts = {d.value: 0 for d in Disposition}
-        if valid_n:
-            deduped = self._deduplicate(parsed, batch_id, valid_rows)
-            try:
+        new_totals: DataFrame | None = None
+        span: tuple[int, int] | None = None
+        deduped: DataFrame | None = None
+        try:
+            if valid_n:
+                deduped = self._deduplicate(parsed, batch_id, valid_rows)
                 classified = self._classify(deduped, wm_before)
                 with self._step("dedup+classify"):
                     agg = (classified.groupBy("disposition")
@@ -192,15 +195,16 @@ class BatchProcessor:
                     with self._step("late_events"):
                         self._write_late(classified, batch_id, wm_before)
                 if counted:
-                    with self._step("merge"):
-                        self._merge_provisional(classified, batch_id, wm_after, processed_at,
-                                                min(r.lo for r in counted),
-                                                max(r.hi for r in counted))
-            finally:
+                    new_totals = self._window_totals(classified)
+                    span = (min(r.lo for r in counted), max(r.hi for r in counted))
+            moved = wm_after is not None and wm_after != wm_before
+            if new_totals is not None or moved:
+                with self._step("merge"):
+                    self._merge_provisional(new_totals, span, batch_id, wm_before, wm_after,
+                                            moved, processed_at)
+        finally:
+            if deduped is not None:
                 deduped.unpersist()
-        if wm_after is not None and wm_after != wm_before:
-            with self._step("status_update"):
-                self._advance_statuses(batch_id, wm_before, wm_after, processed_at)
 
         metrics = BatchMetrics(
             batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
@@ -265,23 +269,76 @@ class BatchProcessor:
             F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
         tb.idempotent_append(late, self.warehouse, tb.LATE_EVENTS, self.app_id, batch_id)
 
-    def _merge_provisional(self, classified: DataFrame, batch_id: int, wm_after: int | None,
-                           processed_at: datetime, lo: int, hi: int) -> None:
+    def _window_totals(self, classified: DataFrame) -> DataFrame:
+        """This batch's counted events summed per (window, key): the MERGE's new figures."""
+        return (classified
+                .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
+                                                  Disposition.REVISION.value))
+                .groupBy("ws_us", "key")
+                .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                     F.count(F.lit(1)).alias("event_count"),
+                     F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
+                           .otherwise(0)).alias("revised"),
+                     F.lit(True).alias("has_events")))
+
+    def _moving_windows(self, wm_before: int | None, wm_after: int) -> tuple[DataFrame, int | None]:
+        """Rows of provisional_totals whose status the new watermark changes (OPEN -> CLOSED or
+        FINAL, CLOSED -> FINAL), as zero-valued MERGE source rows, and the lowest window start
+        they can have. Bounded: only rows whose end lies in (WM_before - grace, WM_after] can
+        change (earlier ones are FINAL already); unbounded below only for the first watermark."""
+        rules = self.rules
+        end_us = F.unix_micros(F.col("window_end"))
+        condition = ((status_col(end_us, wm_after, rules.grace) != F.col("status"))
+                     & (end_us <= F.lit(wm_after))
+                     & (F.col("window_date") <= F.to_date(_ts(wm_after))))
+        lowest: int | None = None
+        if wm_before is not None:
+            floor = wm_before - rules.grace
+            lowest = floor - rules.windows.size + 1
+            condition = (condition & (end_us > F.lit(floor))
+                         & (F.col("window_date") >= F.to_date(_ts(lowest))))
+        rows = (tb.read_table(self.spark, self.warehouse, tb.PROVISIONAL_TOTALS)
+                .filter(condition)
+                .select(F.unix_micros("window_start").alias("ws_us"), "key",
+                        F.lit(0).cast(tb.TOTAL).alias("total_amount"),
+                        F.lit(0).cast("long").alias("event_count"), F.lit(0).alias("revised"),
+                        F.lit(False).alias("has_events")))
+        return rows, lowest
+
+    def _merge_provisional(self, new_totals: DataFrame | None, span: tuple[int, int] | None,
+                           batch_id: int, wm_before: int | None, wm_after: int | None,
+                           moved: bool, processed_at: datetime) -> None:
+        """One MERGE per batch into provisional_totals (one Delta commit, idempotent by batch
+        id): add this batch's counted events to their windows and move the windows the new
+        watermark passed to CLOSED/FINAL. Both kinds of row are one source, so the target is
+        scanned and rewritten once; the merge reads only the window range they span."""
         from delta.tables import DeltaTable
 
         rules = self.rules
-        source = (classified
-                  .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
-                                                    Disposition.REVISION.value))
-                  .groupBy("ws_us", "key")
-                  .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
-                       F.count(F.lit(1)).alias("event_count"),
-                       F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
-                             .otherwise(0)).alias("revised"))
+        parts: list[DataFrame] = []
+        lows: list[int | None] = []
+        highs: list[int] = []
+        if new_totals is not None and span is not None:
+            parts.append(new_totals)
+            lows.append(span[0])
+            highs.append(span[1])
+        if moved and wm_after is not None:
+            moving, lowest = self._moving_windows(wm_before, wm_after)
+            parts.append(moving)
+            lows.append(lowest)
+            highs.append(wm_after - rules.windows.size)
+        if not parts:
+            return
+        union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        source = (union.groupBy("ws_us", "key")
+                  .agg(F.sum("total_amount").cast(tb.TOTAL).alias("total_amount"),
+                       F.sum("event_count").alias("event_count"),
+                       F.max("revised").alias("revised"),
+                       F.max("has_events").alias("has_events"))
                   .select(F.timestamp_micros("ws_us").alias("window_start"),
                           F.timestamp_micros(F.col("ws_us") + F.lit(rules.windows.size))
                           .alias("window_end"),
-                          "key", "total_amount", "event_count", "revised",
+                          "key", "total_amount", "event_count", "revised", "has_events",
                           (F.col("ws_us") + F.lit(rules.windows.size)).alias("we_us")))
         now, wm = F.lit(processed_at), _ts(wm_after)
         t_status = status_col(F.unix_micros(F.col("t.window_end")), wm_after, rules.grace)
@@ -305,11 +362,18 @@ class BatchProcessor:
 
         target = DeltaTable.forPath(self.spark, tb.table_path(self.warehouse,
                                                               tb.PROVISIONAL_TOTALS))
-        bounded = ((F.col("t.window_start") >= _ts(lo)) & (F.col("t.window_start") <= _ts(hi))
-                   & (F.col("t.window_date") >= F.to_date(_ts(lo)))
+        hi = max(highs)
+        bounded = ((F.col("t.window_start") <= _ts(hi))
                    & (F.col("t.window_date") <= F.to_date(_ts(hi))))
+        if all(low is not None for low in lows):
+            lo = min(low for low in lows if low is not None)
+            bounded = (bounded & (F.col("t.window_start") >= _ts(lo))
+                       & (F.col("t.window_date") >= F.to_date(_ts(lo))))
         condition = ((F.col("t.window_start") == F.col("s.window_start"))
                      & (F.col("t.key") == F.col("s.key")) & bounded)
+        # txnVersion 2 * batch_id, as when a batch made two commits (MERGE, then a status
+        # UPDATE at 2 * batch_id + 1): a batch re-run against tables written that way is still
+        # recognised as done.
         with tb.idempotent_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, 2 * batch_id):
             (target.alias("t").merge(source.alias("s"), condition)
              .whenMatchedUpdate(set={
@@ -317,10 +381,11 @@ class BatchProcessor:
                  .cast(tb.TOTAL),
                  "event_count": F.col("t.event_count") + F.col("s.event_count"),
                  "revision": (F.col("t.revision") + F.col("s.revised")).cast("int"),
-                 "last_batch_id": F.lit(batch_id).cast("long"),
+                 "last_batch_id": F.when(F.col("s.has_events"), F.lit(batch_id).cast("long"))
+                 .otherwise(F.col("t.last_batch_id")),
                  **lifecycle(t_status, "t"),
              })
-             .whenNotMatchedInsert(values={
+             .whenNotMatchedInsert(condition=F.col("s.has_events"), values={
                  "window_start": F.col("s.window_start"), "window_end": F.col("s.window_end"),
                  "key": F.col("s.key"), "total_amount": F.col("s.total_amount"),
                  "event_count": F.col("s.event_count"),
@@ -331,41 +396,6 @@ class BatchProcessor:
                  **lifecycle(s_status, "s"),
              })
              .execute())
-
-    def _advance_statuses(self, batch_id: int, wm_before: int | None, wm_after: int,
-                          processed_at: datetime) -> None:
-        """Move rows the watermark passed to CLOSED/FINAL. Bounded: only rows whose end lies
-        in (WM_before - grace, WM_after] can change (earlier ones are FINAL already)."""
-        from delta.tables import DeltaTable
-
-        rules = self.rules
-        end_us = F.unix_micros(F.col("window_end"))
-        status = status_col(end_us, wm_after, rules.grace)
-        closed = status != F.lit(WindowStatus.OPEN.value)
-        final = status == F.lit(WindowStatus.FINAL.value)
-        condition = ((F.col("status") != F.lit(WindowStatus.FINAL.value))
-                     & (end_us <= F.lit(wm_after))
-                     & ((F.col("status") == F.lit(WindowStatus.OPEN.value))
-                        | (end_us + F.lit(rules.grace) <= F.lit(wm_after))))
-        if wm_before is not None:
-            floor = wm_before - rules.grace
-            condition = (condition & (end_us > F.lit(floor))
-                         & (F.col("window_date") >= F.to_date(_ts(floor - rules.windows.size))))
-        now = F.lit(processed_at)
-        target = DeltaTable.forPath(self.spark, tb.table_path(self.warehouse,
-                                                              tb.PROVISIONAL_TOTALS))
-        with tb.idempotent_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, 2 * batch_id + 1):
-            target.update(condition=condition, set={
-                "status": status,
-                "closed_at": F.coalesce(F.col("closed_at"), F.when(closed, now)),
-                "closed_batch_id": F.coalesce(F.col("closed_batch_id"),
-                                              F.when(closed, F.lit(batch_id).cast("long"))),
-                "watermark_at_close": F.coalesce(F.col("watermark_at_close"),
-                                                 F.when(closed, _ts(wm_after))),
-                "finalized_at": F.coalesce(F.col("finalized_at"), F.when(final, now)),
-                "finalized_batch_id": F.coalesce(F.col("finalized_batch_id"),
-                                                 F.when(final, F.lit(batch_id).cast("long"))),
-            })
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:

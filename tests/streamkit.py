@@ -48,13 +48,14 @@ def provisional_rows(spark, warehouse: Path) -> dict[tuple[int, str], tuple]:
     return {(to_micros(r.window_start), r.key): (
         r.total_amount, r.event_count, r.status, r.revision, r.closed_batch_id,
         None if r.watermark_at_close is None else to_micros(r.watermark_at_close),
-        r.finalized_batch_id) for r in df.collect()}
+        r.finalized_batch_id, r.first_batch_id, r.last_batch_id) for r in df.collect()}
 
 
 def reference_rows(out: StreamOutcome) -> dict[tuple[int, str], tuple]:
     return {(w.start, k): (Decimal(r.total).quantize(Decimal("0.01")), r.count,
                            r.status.value, r.revision, r.closed_batch, r.watermark_at_close,
-                           r.final_batch) for (w, k), r in out.totals.items()}
+                           r.final_batch, r.first_batch, r.last_batch)
+            for (w, k), r in out.totals.items()}
 
 
 def late_rows(spark, warehouse: Path) -> list[tuple]:
@@ -84,3 +85,40 @@ def copy_warehouse(streamed: Path, tmp_path: Path) -> Path:
     target = tmp_path / "wh"
     shutil.copytree(streamed, target)
     return target
+
+
+def landing_reference_canonical(spark, landing: Path, settings: Settings,
+                                day) -> dict[tuple[int, str], tuple[Decimal, int]]:
+    """reckon.reference.canonical_totals over a landing folder's lines, the day's windows only.
+    Lines the stream quarantined (by file and line offset, from the quarantine table) are left
+    out; every other line must parse here, so the parser's choices are checked too."""
+    from reckon.reference import canonical_totals
+    from reckon.timeutil import day_bounds, parse_timestamp
+
+    quarantine = settings.warehouse_path / "quarantine"
+    skip = set()
+    if (quarantine / "_delta_log").is_dir():
+        skip = {(Path(r.input_file).name, r.offset) for r in spark.read.format("delta")
+                .load(str(quarantine)).select("input_file", "offset").collect()}
+    events = []
+    for file in sorted(landing.glob("events-*.ndjson")):
+        for offset, line in enumerate(file.read_text().splitlines()):
+            if (file.name, offset) in skip:
+                continue
+            d = json.loads(line)
+            events.append(Event(d["event_id"], d["key"], Decimal(d["amount"]),
+                                parse_timestamp(d["event_time"]),
+                                parse_timestamp(d["arrival_time"]), int(d["partition"]),
+                                offset, d["source"], d["currency"]))
+    rows, conflicts = canonical_totals(events, settings.event_time_rules())
+    assert conflicts == []
+    d0, d1 = day_bounds(day)
+    return {(w.start, k): (r.total, r.count) for (w, k), r in rows.items()
+            if d0 <= w.start < d1}
+
+
+def canonical_rows(spark, settings: Settings, day) -> dict[tuple[int, str], tuple[Decimal, int]]:
+    """The day's canonical_totals rows as {(window start us, key): (total, count)}."""
+    df = spark.read.format("delta").load(str(settings.warehouse_path / "canonical_totals"))
+    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
+            for r in df.filter(df.window_date == day).collect()}

@@ -5,7 +5,6 @@ canonical totals and is idempotent."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -165,38 +164,6 @@ def test_settings_env_round_trips_through_load_settings(tmp_path):
 DAY = date(2026, 1, 1)
 
 
-def _reference_canonical(landing: Path, settings) -> dict[tuple[int, str], tuple[Decimal, int]]:
-    """reckon.reference.canonical_totals over the landing's lines, the day's windows only."""
-    from reckon.reference import Event, canonical_totals
-    from reckon.timeutil import day_bounds, parse_timestamp
-
-    events = []
-    for file in sorted(landing.glob("events-*.ndjson")):
-        for offset, line in enumerate(file.read_text().splitlines()):
-            d = json.loads(line)
-            events.append(Event(d["event_id"], d["key"], Decimal(d["amount"]),
-                                parse_timestamp(d["event_time"]),
-                                parse_timestamp(d["arrival_time"]), int(d["partition"]),
-                                offset, d["source"], d["currency"]))
-    rows, conflicts = canonical_totals(events, settings.event_time_rules())
-    assert conflicts == []
-    d0, d1 = day_bounds(DAY)
-    return {(w.start, k): (r.total, r.count) for (w, k), r in rows.items()
-            if d0 <= w.start < d1}
-
-
-def _canonical_rows(spark, settings) -> dict[tuple[int, str], tuple[Decimal, int]]:
-    from pyspark.sql import functions as F
-
-    from reckon.timeutil import to_micros
-    from spark import tables as tb
-
-    df = tb.read_table(spark, settings.warehouse_path, tb.CANONICAL_TOTALS).filter(
-        F.col("window_date") == F.lit(DAY))
-    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
-            for r in df.collect()}
-
-
 def _table_state(spark, settings) -> dict[str, object]:
     """Row counts of every table, the day's canonical and reconciliation rows (without run ids)."""
     from pyspark.sql import functions as F
@@ -217,15 +184,17 @@ def _table_state(spark, settings) -> dict[str, object]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rerun", [False, pytest.param(True, marks=pytest.mark.soak)],
-                         ids=["once", "again-changes-nothing"])  # the re-run: ~2 min more
-def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark, tmp_path,
-                                                                            rerun):
+@pytest.mark.soak
+def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark, tmp_path):
+    """Soak tier (~6 min): the default tier runs the real DAG once, inside the demo test
+    (tests/test_demo.py), with the same checks against the reference; here it runs on its own
+    warehouse and then again, which must change nothing."""
     from reckon.airflow_env import run_dag_for_day, settings_env
     from reckon.demo import demo_generator_config
     from reckon.generate import generate_landing
     from reports.db import ReportDB
     from spark.stream import StreamSource, run_stream
+    from tests.streamkit import canonical_rows, landing_reference_canonical
 
     landing = tmp_path / "landing"
     # the demo's timeline (events cross midnight, so the stream closes the day); every line
@@ -251,16 +220,14 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     assert first.returns["wait_for_watermark"]["days"] == [DAY.isoformat()]
     assert first.returns["report"]["days"] == [DAY.isoformat()]
 
-    expected = _reference_canonical(landing, settings)
+    expected = landing_reference_canonical(spark, landing, settings, DAY)
     assert expected  # the day has windows
-    assert _canonical_rows(spark, settings) == expected
+    assert canonical_rows(spark, settings, DAY) == expected
     with ReportDB.from_settings(settings) as db:
         audit = db.current_audit_run(DAY)
     assert audit is not None and audit.unexplained == 0
     assert audit.canonical_total == sum((v[0] for v in expected.values()), Decimal("0.00"))
 
-    if not rerun:
-        return
     before = _table_state(spark, settings)
     second = run_dag_for_day(DAY, env, airflow_home=home, lookback_days=0)
     assert second.succeeded, f"{second.describe()}\n{second.log_tail}"

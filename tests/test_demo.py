@@ -1,9 +1,11 @@
 """``reckon demo``: the timeline it generates, and the whole flow at a small scale with every
-figure of its summary checked against the tables."""
+figure of its summary checked against the tables. It is also the default tier's real run of
+the nightly DAG: its canonical totals are checked against the pure reference."""
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -25,18 +27,21 @@ def test_the_demo_day_ends_inside_the_events_so_the_watermark_can_close_it(tmp_p
     # the tail on the next day is far longer than lateness + grace + the slow skew
     assert last - d1 > 50 * MICROS_PER_SECOND
     assert (last - first) >= 590 * MICROS_PER_SECOND
-    assert 6 <= len(manifest.files) <= 12
+    assert 6 <= len(manifest.files) <= 8
     assert manifest.quarantined > 0 and manifest.duplicates > 0
     assert manifest.slow_partition is not None and manifest.idle_partition is not None
 
 
 def test_default_scale_stays_within_the_batch_budget():
-    cfg = demo_generator_config(200_000)
+    from reckon.cli import build_parser
+
+    events = build_parser().parse_args(["demo"]).events
+    cfg = demo_generator_config(events)
     span_s = cfg.events / cfg.rate
-    assert span_s == pytest.approx(1_000)
-    assert cfg.events * 1.02 / cfg.lines_per_file <= 12
+    assert span_s == pytest.approx(600)  # the floor: ten minutes of event time
+    assert math.ceil(cfg.events * 1.02 / cfg.lines_per_file) == 8
     start = parse_timestamp(cfg.start)
-    assert day_bounds(DEMO_DAY)[1] - start == 900 * MICROS_PER_SECOND  # 100 s on the next day
+    assert day_bounds(DEMO_DAY)[1] - start == 540 * MICROS_PER_SECOND  # 60 s on the next day
 
 
 def test_too_few_events_is_rejected_with_the_argument_named():
@@ -49,8 +54,12 @@ def test_too_few_events_is_rejected_with_the_argument_named():
 def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     from pyspark.sql import functions as F
 
+    from audits.lateness import analyze_day
     from reckon.cli import main
+    from reckon.config import load_settings
     from spark import tables as tb
+    from tests.streamkit import canonical_rows, landing_reference_canonical
+    from tests.test_dag import EXPECTED_UPSTREAM
 
     wh = tmp_path / "wh"
     assert main(["demo", "--warehouse", str(wh), "--events", "5000"]) == 0
@@ -90,11 +99,23 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     stream_quarantine = tb.read_table(spark, wh, tb.QUARANTINE).filter(
         F.col("origin") == "stream").count()
     assert summary["quarantined"] == stream_quarantine == summary["quarantined_expected"]
-    assert parse_duration(summary["recommended_lateness"]) >= 0
+    # the recommendation the report recorded is the lateness analysis of the day's event log
+    manifest = json.loads((wh / "_demo" / "manifest.json").read_text())
+    settings = load_settings(env={}, warehouse=str(wh),
+                             expected_partitions=tuple(manifest["expected_partitions"]))
+    analysis = analyze_day(spark, settings, DEMO_DAY)
+    assert analysis.recommended is not None
+    assert parse_duration(summary["recommended_lateness"]) == analysis.recommended.bound
     for path in (summary["report_html"], summary["report_pdf"], summary["data_docs"]):
         assert path and Path(path).is_file(), path
     assert summary["dag_state"] == "success"
     assert set(summary["task_states"].values()) == {"success"}
+    assert set(summary["task_states"]) == set(EXPECTED_UPSTREAM)
+    # the nightly replay's canonical totals are the pure reference's over every landing line
+    # the stream did not quarantine
+    expected = landing_reference_canonical(spark, wh / "_demo" / "landing", settings, DEMO_DAY)
+    assert len(expected) > 100  # the day has many windows
+    assert canonical_rows(spark, settings, DEMO_DAY) == expected
     assert summary["stream_batches"] >= 6
     assert set(summary["stage_seconds"]) == {"generate", "stream", "airflow", "summary"}
     assert sum(summary["stage_seconds"].values()) < timedelta(minutes=30).total_seconds()

@@ -43,6 +43,22 @@ def test_hopping_windows_are_exactly_those_that_contain_the_event(t, slide, k):
     assert not Window(windows[-1].start + slide, windows[-1].end + slide).contains(t)
 
 
+@given(st.integers(0, 10**12), st.integers(1, 10**4), st.integers(1, 6), st.integers(1, 50))
+def test_covered_event_times_are_exactly_the_times_a_range_of_windows_holds(t0, slide, k, n):
+    """The replay and audit read [lo, hi) for a day: an event outside it is in none of the day's
+    windows, an event inside it is in at least one (hopping windows reach past the day's end)."""
+    spec = WindowSpec(slide * k, slide)
+    first = t0 - t0 % slide
+    end = first + n * slide
+    lo, hi = spec.covered_event_times(first, end)
+
+    def in_range(t: int) -> bool:
+        return any(first <= w.start < end for w in spec.assign(t))
+
+    for t in (lo - 1, lo, hi - 1, hi, (lo + hi) // 2):
+        assert in_range(t) == (lo <= t < hi), t
+
+
 @given(times, times, times, times)
 def test_intersects_matches_the_definition(a, b, c, d):
     w1 = Window(min(a, b), max(a, b) + 1)

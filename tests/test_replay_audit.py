@@ -88,15 +88,21 @@ def _recon_rows(spark, warehouse):
     return {(to_micros(r.window_start), r.key): r for r in df.collect()}
 
 
-# seeds 2 and 3 are the same check on other random streams: `make test-soak`
-@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.soak),
-                                  pytest.param(3, marks=pytest.mark.soak)])
-def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed):
+# tumbling and hopping windows (10 s every 5 s: each event in two windows); seeds 2 and 3 are
+# the same check on other random streams: `make test-soak`
+@pytest.mark.parametrize("seed, windows", [
+    (1, {}), (4, {"slide": "5s"}),
+    pytest.param(2, {}, marks=pytest.mark.soak), pytest.param(3, {}, marks=pytest.mark.soak)],
+    ids=["tumbling-1", "hopping-4", "tumbling-2", "tumbling-3"])
+def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, windows):
     warehouse = tmp_path / "wh"
-    settings = stream_settings(warehouse, **RULES)
+    config = {**RULES, **windows}
+    settings = stream_settings(warehouse, **config)
     batches = random_batches(seed)
     run_batches(spark, settings, batches)
-    rules = EventTimeRules.parse(**RULES)
+    rules = EventTimeRules.parse(**config)
+    if windows:
+        assert rules.windows.step < rules.windows.size  # really hopping
     expected = run_stream(batches, rules)
     log = [e for b in batches for e in b]
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from reckon.config import load_settings
 from reckon.generate import GeneratorConfig, generate_landing
 from spark import tables as tb
+from spark.stream import StreamSource, run_stream
 from tests.stream_chaos import (
     VOLATILE,
     kill_during,
     run_to_end,
     stream_command,
+    stream_env,
     table_snapshot,
 )
 
@@ -20,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def test_killed_stream_restarts_to_the_same_tables(spark, tmp_path):
     landing = tmp_path / "landing"
-    generate_landing(landing, GeneratorConfig(events=600, partitions=3, keys=12,
+    manifest = generate_landing(landing, GeneratorConfig(events=600, partitions=3, keys=12,
                                               lines_per_file=150, rate=50.0, seed=11,
                                               duplicate_rate=0.03, malformed_rate=0.01))
     killed, clean = tmp_path / "killed", tmp_path / "clean"
@@ -28,7 +31,12 @@ def test_killed_stream_restarts_to_the_same_tables(spark, tmp_path):
     assert kill_during(cmd, killed, after_batches=1, extra_delay=1.5), \
         "the stream finished before it could be killed: give it more files"
     run_to_end(cmd)  # restart from the same checkpoint and finish
-    run_to_end(stream_command(landing, clean))
+    # the uninterrupted run, in this process, with the settings the command has: its
+    # environment (tests/stream_chaos.py: one file per micro-batch, so the same batches) and
+    # the expected partitions it reads from the landing's manifest
+    settings = load_settings(env=stream_env(), warehouse=str(clean),
+                             expected_partitions=tuple(manifest.expected_partitions))
+    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
     for name in VOLATILE:
         assert table_snapshot(spark, killed, name) == table_snapshot(spark, clean, name), name
     # and it really processed everything: nothing vanished
