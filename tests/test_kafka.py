@@ -189,6 +189,7 @@ def test_three_partitions_take_partition_offset_and_arrival_from_kafka(spark, ka
 # ---------------------------------------------------------------------------- broker restart
 
 
+@pytest.mark.soak  # ~35 s more; the other Kafka tests run in the default tier
 def test_broker_restart_between_runs_loses_nothing_and_counts_nothing_twice(spark, tmp_path):
     """Produce three rounds, stream them, restart the broker (same data directory and port),
     produce the other three, stream again from the same checkpoint."""

@@ -18,7 +18,10 @@ from tests.stream_chaos import (
     table_snapshot,
 )
 
-pytestmark = pytest.mark.slow
+# Soak tier (~3 min): the default tier checks the same mechanism without a process kill
+# (tests/test_replay_audit.py::test_a_re_run_batch_changes_nothing: a fresh processor re-runs
+# the last batch and changes nothing); tests/test_chaos.py kills the stream repeatedly.
+pytestmark = [pytest.mark.slow, pytest.mark.soak]
 
 
 def test_killed_stream_restarts_to_the_same_tables(spark, tmp_path):
