@@ -102,11 +102,13 @@ def _log_actions(table_dir: Path) -> list[dict[str, Any]]:
     return actions
 
 
-def committed_txn(table_dir: Path) -> int | None:
-    """The highest writer txnVersion committed to the table (batch id, or 2*batch+k for
-    provisional_totals' two DML commits), None if none."""
-    versions = [a["txn"]["version"] for a in _log_actions(table_dir) if "txn" in a]
-    return max(versions) if versions else None
+def committed_batch(table_dir: Path) -> int | None:
+    """The newest stream batch committed to the table (the batch mark in a commit's
+    userMetadata, spark/tables.py), None if none."""
+    marks = [tb.parse_batch_mark(a["commitInfo"].get("userMetadata"))
+             for a in _log_actions(table_dir) if "commitInfo" in a]
+    batches = [m[2] for m in marks if m is not None]
+    return max(batches) if batches else None
 
 
 def data_files(table_dir: Path) -> set[str]:
@@ -144,11 +146,8 @@ def kill_point(warehouse: Path, before: dict[str, set[str]], number: int, after_
     committed, uncommitted = [], {}
     for name in BATCH_TABLES:
         folder = warehouse / name
-        version = committed_txn(folder)
-        if name == tb.PROVISIONAL_TOTALS:  # two DML commits per batch: 2b (MERGE), 2b+1
-            if version is not None and version >= 2 * batch:
-                committed.append(name if version > 2 * batch else f"{name} (MERGE only)")
-        elif version is not None and version >= batch:
+        done = committed_batch(folder)
+        if done is not None and done >= batch:
             committed.append(name)
         torn = {f for f in (data_files(folder) - before.get(name, set()))
                 - referenced_files(folder) if _holds_rows(folder / f)}

@@ -17,7 +17,9 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 Spark's own watermark is global, max-based and has no idle handling, so it is not used: the
 platform's watermark state is stored in ``watermark_progress`` (written last in each batch)
 and restored from the row of batch n-1, so a re-run batch is judged exactly as before.
-Every write is idempotent by (query id, table, batch id).
+Every write is idempotent by (query id, table, batch id): each commit carries a batch mark
+(spark/tables.py), and the one batch that can be a re-run -- the first a processor runs after
+a restart -- skips the tables whose history already holds it.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class BatchProcessor:
         self._query_id = query_id
         self._checkpoint = checkpoint
         self._cache: tuple[int, WatermarkState] | None = None
+        # the newest batch any stream table held when this processor last read the marks
+        self._marked_up_to: int | None = None
+        self._written: frozenset[str] = frozenset()
         self.on_batch = on_batch
         for name in STREAM_TABLES:
             tb.ensure_table(spark, self.warehouse, name)
@@ -121,6 +126,26 @@ class BatchProcessor:
                 .orderBy(F.col("batch_id").desc()).select("state_json").limit(1).collect())
         return WatermarkState.from_json(rows[0].state_json if rows else None)
 
+    def already_written(self, batch_id: int) -> frozenset[str]:
+        """The stream tables that already hold batch ``batch_id`` of this query.
+
+        Only a batch this processor cannot vouch for reads the marks: Spark plans batch n+1
+        only after batch n is committed and re-runs an uncommitted batch first on restart, so
+        after the processor itself finished batch n-1, and n is past every mark it has seen,
+        no table can hold n yet and nothing is read."""
+        fresh = (self._cache is not None and self._cache[0] == batch_id - 1
+                 and self._marked_up_to is not None and batch_id > self._marked_up_to)
+        if fresh:
+            return frozenset()
+        marks = {name: tb.last_marked_batch(self.spark, self.warehouse, name, self.app_id)
+                 for name in STREAM_TABLES}
+        self._marked_up_to = max((m for m in marks.values() if m is not None), default=-1)
+        return frozenset(name for name, m in marks.items() if m is not None and m >= batch_id)
+
+    def _append(self, df: DataFrame, name: str, batch_id: int) -> None:
+        if name not in self._written:
+            tb.marked_append(df, self.warehouse, name, self.app_id, batch_id)
+
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:
         t0 = time.monotonic()
@@ -136,6 +161,7 @@ class BatchProcessor:
         processed_at = datetime.now(UTC)
         with self._step("restore"):
             before = self.restore_state(batch_id)
+            self._written = self.already_written(batch_id)
         wm_before = before.watermark
 
         parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
@@ -149,7 +175,7 @@ class BatchProcessor:
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
-        rules, wh = self.rules, self.warehouse
+        rules = self.rules
         # One small job: per-partition maxima of valid rows, counts, earliest arrival.
         with self._step("parse+summary"):
             summary = (parsed.groupBy("partition", F.col("reason").isNull().alias("ok"))
@@ -173,7 +199,7 @@ class BatchProcessor:
                 F.lit(processed_at).alias("quarantined_at"), "event_id", "event_time",
                 F.to_date(F.coalesce("arrival_time", F.lit(processed_at))).alias("arrival_date"))
             with self._step("quarantine"):
-                tb.idempotent_append(bad, wh, tb.QUARANTINE, self.app_id, batch_id)
+                self._append(bad, tb.QUARANTINE, batch_id)
 
         counts = {d.value: 0 for d in Disposition}
         new_totals: DataFrame | None = None
@@ -254,7 +280,7 @@ class BatchProcessor:
     def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
         log = deduped.select(*_EVENT_COLUMNS, "payload", F.lit(batch_id).alias("batch_id"),
                              "is_duplicate", F.to_date("event_time").alias("event_date"))
-        tb.idempotent_append(log, self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
+        self._append(log, tb.EVENT_LOG, batch_id)
 
     def _write_late(self, classified: DataFrame, batch_id: int, wm_before: int | None) -> None:
         assert wm_before is not None  # late needs a watermark
@@ -267,7 +293,7 @@ class BatchProcessor:
             .cast(tb.SECONDS).alias("lateness_seconds"),
             F.lit(batch_id).alias("batch_id"),
             F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
-        tb.idempotent_append(late, self.warehouse, tb.LATE_EVENTS, self.app_id, batch_id)
+        self._append(late, tb.LATE_EVENTS, batch_id)
 
     def _window_totals(self, classified: DataFrame) -> DataFrame:
         """This batch's counted events summed per (window, key): the MERGE's new figures."""
@@ -327,7 +353,7 @@ class BatchProcessor:
             parts.append(moving)
             lows.append(lowest)
             highs.append(wm_after - rules.windows.size)
-        if not parts:
+        if not parts or tb.PROVISIONAL_TOTALS in self._written:
             return
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         source = (union.groupBy("ws_us", "key")
@@ -371,10 +397,7 @@ class BatchProcessor:
                        & (F.col("t.window_date") >= F.to_date(_ts(lo))))
         condition = ((F.col("t.window_start") == F.col("s.window_start"))
                      & (F.col("t.key") == F.col("s.key")) & bounded)
-        # txnVersion 2 * batch_id, as when a batch made two commits (MERGE, then a status
-        # UPDATE at 2 * batch_id + 1): a batch re-run against tables written that way is still
-        # recognised as done.
-        with tb.idempotent_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, 2 * batch_id):
+        with tb.marked_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, batch_id):
             (target.alias("t").merge(source.alias("s"), condition)
              .whenMatchedUpdate(set={
                  "total_amount": (F.col("t.total_amount") + F.col("s.total_amount"))
@@ -415,7 +438,7 @@ class BatchProcessor:
             "rules_json": json.dumps(self.rules.to_config(), sort_keys=True),
         }
         df = tb.single_row(self.spark, tb.WATERMARK_PROGRESS, row)
-        tb.idempotent_append(df, self.warehouse, tb.WATERMARK_PROGRESS, self.app_id, m.batch_id)
+        self._append(df, tb.WATERMARK_PROGRESS, m.batch_id)
 
 
 def _micros_map(values: dict[int, int]) -> Column:

@@ -47,7 +47,7 @@ def late_row(event_id: str, i: int, lateness: str, *, window_day: date = DAY) ->
 
 def write(spark, warehouse, name, rows) -> None:
     tables.ensure_table(spark, warehouse, name)
-    tables.idempotent_append(spark.createDataFrame(rows, tables.SCHEMAS[name]), warehouse, name,
+    tables.marked_append(spark.createDataFrame(rows, tables.SCHEMAS[name]), warehouse, name,
                              "test", 0)
 
 

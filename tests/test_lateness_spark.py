@@ -52,7 +52,7 @@ def synthetic_log(seed: int = 11, n: int = 240) -> list[dict]:
 def write_log(spark, warehouse, rows) -> None:
     df = spark.createDataFrame(rows, tables.SCHEMAS[tables.EVENT_LOG])
     tables.ensure_table(spark, warehouse, tables.EVENT_LOG)
-    tables.idempotent_append(df, warehouse, tables.EVENT_LOG, "test", 0)
+    tables.marked_append(df, warehouse, tables.EVENT_LOG, "test", 0)
 
 
 def micros(moment) -> int:

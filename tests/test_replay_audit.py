@@ -70,11 +70,15 @@ def run_batches(spark, settings, batches: list[list[Event]]) -> None:
     """Drive the real foreachBatch function with static DataFrames, one per micro-batch."""
     processor = BatchProcessor(spark, settings, query_id="test-query")
     for batch_id, batch in enumerate(batches):
-        raw = spark.createDataFrame(
-            [(event_line(e), None, e.offset, None, f"p{e.partition}") for e in batch],
-            "payload string, transport_partition int, offset long, transport_time timestamp, "
-            "input_file string")
-        processor(raw, batch_id)
+        processor(_raw(spark, batch), batch_id)
+
+
+def _raw(spark, batch: list[Event]):
+    """One micro-batch as the stream hands it to foreachBatch (RAW_COLUMNS)."""
+    return spark.createDataFrame(
+        [(event_line(e), None, e.offset, None, f"p{e.partition}") for e in batch],
+        "payload string, transport_partition int, offset long, transport_time timestamp, "
+        "input_file string")
 
 
 def _canonical_rows(spark, warehouse):
@@ -250,10 +254,18 @@ def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, 
     assert valid == sum(len(b) for b in stream) == counted + revised + late + dups
 
 
+def _commits(warehouse: Path) -> dict[str, int]:
+    from tests.stream_chaos import VOLATILE
+
+    return {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
+            for name in VOLATILE}
+
+
 def test_a_re_run_batch_changes_nothing(spark, tmp_path):
-    """What a restart after a crash does: the same micro-batch id again, in a fresh process
-    (no in-memory state). Every write is skipped by its Delta transaction id and the
-    watermark is restored from watermark_progress, so no table changes."""
+    """What a restart after a crash does: the same micro-batch ids again, in a fresh process
+    (no in-memory state). Every write is skipped by its batch mark in the table's history and
+    the watermark is restored from watermark_progress, so no table changes and no commit is
+    made -- also when the fresh processor re-runs every batch, not only the last."""
     from tests.stream_chaos import VOLATILE, table_snapshot
 
     warehouse = tmp_path / "wh"
@@ -261,14 +273,48 @@ def test_a_re_run_batch_changes_nothing(spark, tmp_path):
     batches = random_batches(31, n=20, batches=2)
     run_batches(spark, settings_, batches)
     before = {name: table_snapshot(spark, warehouse, name) for name in VOLATILE}
-    versions = {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
-                for name in VOLATILE}
+    commits = _commits(warehouse)
     fresh = BatchProcessor(spark, settings_, query_id="test-query")
-    last = batches[-1]
-    fresh(spark.createDataFrame(
-        [(event_line(e), None, e.offset, None, f"p{e.partition}") for e in last],
-        "payload string, transport_partition int, offset long, transport_time timestamp, "
-        "input_file string"), len(batches) - 1)
+    fresh(_raw(spark, batches[-1]), len(batches) - 1)
+    assert _commits(warehouse) == commits
+    again = BatchProcessor(spark, settings_, query_id="test-query")
+    for batch_id, batch in enumerate(batches):
+        again(_raw(spark, batch), batch_id)
+    assert _commits(warehouse) == commits
     assert {name: table_snapshot(spark, warehouse, name) for name in VOLATILE} == before
-    assert {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
-            for name in VOLATILE} == versions
+
+
+def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_path,
+                                                                     monkeypatch):
+    """A crash after a batch's event_log commit (and late_events', if it has late events),
+    before its MERGE and its progress row: the re-run (a fresh processor, as after a restart) writes only what is
+    missing, and every table equals the pure reference's -- nothing lost, nothing twice."""
+    warehouse = tmp_path / "wh"
+    settings_ = stream_settings(warehouse, **RULES)
+    batches = random_batches(5, n=30, batches=3)
+    crashing = BatchProcessor(spark, settings_, query_id="test-query")
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("killed before the MERGE")
+
+    for batch_id, batch in enumerate(batches):
+        if batch_id == 1:
+            monkeypatch.setattr(crashing, "_merge_provisional", crash)
+            with pytest.raises(RuntimeError, match="killed before the MERGE"):
+                crashing(_raw(spark, batch), batch_id)
+            break
+        crashing(_raw(spark, batch), batch_id)
+    marks = {name: tb.last_marked_batch(spark, warehouse, name, crashing.app_id)
+             for name in (tb.EVENT_LOG, tb.PROVISIONAL_TOTALS, tb.WATERMARK_PROGRESS)}
+    assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_TOTALS: 0, tb.WATERMARK_PROGRESS: 0}
+
+    restarted = BatchProcessor(spark, settings_, query_id="test-query")
+    for batch_id in range(1, len(batches)):
+        restarted(_raw(spark, batches[batch_id]), batch_id)
+    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    assert late_rows(spark, warehouse) == reference_late(expected)
+    log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
+    assert log.count() == sum(len(b) for b in batches)
+    progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
+    assert sorted(r.batch_id for r in progress.collect()) == [0, 1, 2]
