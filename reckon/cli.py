@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,
-                   help="events to generate (default 120000: about 8 minutes on 2 cores)")
+                   help="events to generate (default 120000: about 5 minutes on 2 cores)")
     p.add_argument("--out", help="report folder (default: <warehouse>/reports/<day>)")
     return parser
 

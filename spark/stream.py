@@ -340,6 +340,8 @@ class BatchProcessor:
         scanned and rewritten once; the merge reads only the window range they span."""
         from delta.tables import DeltaTable
 
+        if tb.PROVISIONAL_TOTALS in self._written:  # a re-run batch whose MERGE committed
+            return
         rules = self.rules
         parts: list[DataFrame] = []
         lows: list[int | None] = []
@@ -353,7 +355,7 @@ class BatchProcessor:
             parts.append(moving)
             lows.append(lowest)
             highs.append(wm_after - rules.windows.size)
-        if not parts or tb.PROVISIONAL_TOTALS in self._written:
+        if not parts:
             return
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         source = (union.groupBy("ws_us", "key")
