@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import UsageError
+from reckon.eventtime import WindowStatus
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.timeutil import day_bounds, parse_date
@@ -42,6 +43,12 @@ from spark.rules import recon_status_col, window_starts_col
 __all__ = ["AuditResult", "audit_day", "cmd_audit"]
 
 _ZERO = Decimal("0.00")
+def _window_statuses() -> Column:
+    """A provisional row's status travels through the union as its 1-based position in this
+    array: the grouping then keeps only fixed-width buffers and runs as a hash aggregation (a
+    string max made it a sort aggregation, sorting every input row twice)."""
+    return F.array(*[F.lit(s.value) for s in WindowStatus])
+
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def _tagged(df: DataFrame, **values: Column) -> DataFrame:
     """One input of the union, in the common column layout (absent measures are null)."""
     layout = {
         "window_start": None, "key": None, "p_amount": "decimal(38,2)", "p_count": "long",
-        "p_status": "string", "p_revision": "int", "c_amount": "decimal(38,2)",
+        "p_status": "int", "p_revision": "int", "c_amount": "decimal(38,2)",
         "c_count": "long", "l_amount": "decimal(38,2)", "l_count": "long",
         "d_amount": "decimal(38,2)", "d_count": "long",
     }
@@ -130,7 +137,8 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     if provisional is not None:
         parts.append(_tagged(provisional, window_start=F.col("window_start"), key=F.col("key"),
                              p_amount=F.col("total_amount"), p_count=F.col("event_count"),
-                             p_status=F.col("status"), p_revision=F.col("revision")))
+                             p_status=F.array_position(_window_statuses(), F.col("status")),
+                             p_revision=F.col("revision")))
     if canonical is not None:
         parts.append(_tagged(canonical, window_start=F.col("window_start"), key=F.col("key"),
                              c_amount=F.col("total_amount"), c_count=F.col("event_count")))
@@ -150,13 +158,17 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
         union = union.unionByName(part)
     g = union.groupBy("window_start", "key").agg(
         F.sum("p_amount").alias("provisional_amount"), F.sum("p_count").alias("provisional_count"),
-        F.max("p_status").alias("provisional_status"),
+        F.max("p_status").alias("p_status_code"),
         F.max("p_revision").alias("provisional_revision"),
         F.sum("c_amount").alias("canonical_amount"), F.sum("c_count").alias("canonical_count"),
         F.coalesce(F.sum("l_amount"), F.lit(_ZERO)).alias("late_amount"),
         F.coalesce(F.sum("l_count"), F.lit(0)).alias("late_count"),
         F.coalesce(F.sum("d_amount"), F.lit(_ZERO)).alias("duplicate_amount"),
         F.coalesce(F.sum("d_count"), F.lit(0)).alias("duplicate_count"))
+    code = F.col("p_status_code").cast("int")
+    g = g.withColumn("provisional_status",
+                     F.when(code > 0, F.element_at(_window_statuses(), code))
+                     ).drop("p_status_code")
     p_amt = F.coalesce(F.col("provisional_amount"), F.lit(_ZERO))
     p_cnt = F.coalesce(F.col("provisional_count"), F.lit(0))
     c_amt = F.coalesce(F.col("canonical_amount"), F.lit(_ZERO))

@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
@@ -147,9 +147,11 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
         F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))
-    (tb.conform(bad, tb.QUARANTINE).write.format("delta").mode("overwrite")
+    bad_seen = Observation("replay_quarantine")
+    (tb.conform(bad, tb.QUARANTINE).observe(bad_seen, F.count(F.lit(1)).alias("rows"))
+     .write.format("delta").mode("overwrite")
      .option("replaceWhere", f"origin = '{origin}'").save(tb.table_path(wh, tb.QUARANTINE)))
-    quarantined = _last_write_rows(spark, wh, tb.QUARANTINE)
+    quarantined = int(bad_seen.get["rows"])
 
     # 2. One row per event_id: the first copy in arrival order; copies and disagreement.
     valid = rows.filter(F.col("reason").isNull()).select(
@@ -183,18 +185,20 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
               .withColumns({"window_start": F.timestamp_micros("ws_us"),
                             "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(spec.size)),
                             "window_date": F.to_date(F.timestamp_micros("ws_us")),
-                            "replay_id": F.lit(replay_id)})
-              .persist())
-    try:
-        (tb.conform(totals, tb.CANONICAL_TOTALS).write.format("delta").mode("overwrite")
-         .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-         .save(tb.table_path(wh, tb.CANONICAL_TOTALS)))
-        s = totals.agg(F.count(F.lit(1)).alias("windows"),
-                       F.sum("total_amount").alias("amount"), F.sum("_events").alias("events"),
-                       F.sum("_dups").alias("dups"), F.sum("_conflicts").alias("conflicts"),
-                       F.sum("_after").alias("after")).first()
-    finally:
-        totals.unpersist()
+                            "replay_id": F.lit(replay_id)}))
+    # The run's counts are observed while the rows are written (one pass; no cache, no second
+    # job). The observed node sits after the final aggregation, in the write's result stage,
+    # whose accumulator updates Spark applies once per partition even when a task is retried.
+    summary = Observation("replay_summary")
+    (tb.conform(totals.observe(
+        summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
+        F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
+        F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after")),
+        tb.CANONICAL_TOTALS)
+     .write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
+     .save(tb.table_path(wh, tb.CANONICAL_TOTALS)))
+    s = summary.get
     windows, events_n = int(s["windows"]), int(s["events"] or 0)
     dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
 
@@ -233,15 +237,6 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
      .option("replaceWhere", f"replay_id = '{replay_id}'")
      .save(tb.table_path(wh, tb.REPLAY_RUNS)))
     return result
-
-
-def _last_write_rows(spark: SparkSession, warehouse: Any, name: str) -> int:
-    """Rows written by the table's latest commit (Delta's own operation metrics)."""
-    from delta.tables import DeltaTable
-
-    metrics = (DeltaTable.forPath(spark, tb.table_path(warehouse, name)).history(1)
-               .select("operationMetrics").first()[0]) or {}
-    return int(metrics.get("numOutputRows", 0))
 
 
 def replay_range(spark: SparkSession, settings: Settings, first: date, last: date, *,
