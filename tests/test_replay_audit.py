@@ -139,6 +139,13 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         assert (row.late_amount, row.late_count) == ref.late
         assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate
         assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
+    # the provisional side of each row is the stream's row as it stands (status included)
+    prov = {(to_micros(r.window_start), r.key): (r.status, r.revision, r.total_amount)
+            for r in spark.read.format("delta").load(
+                str(warehouse / tb.PROVISIONAL_TOTALS)).collect()}
+    assert {k: (r.provisional_status, r.provisional_revision, r.provisional_amount)
+            for k, r in got.items()} == {k: prov.get(k, (None, None, None)) for k in got}
+    assert {r.provisional_status for r in got.values()} >= {"FINAL"}
     gap = sum(Decimal(r.gap_total) for r in results)
     assert sum(Decimal(r.late_total) for r in results) - sum(
         Decimal(r.duplicate_total) for r in results) == gap
