@@ -332,9 +332,7 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     drain = 6 * trigger_s + 300  # safety net only: the query stops once drained
     _, mem = _measure(spark, lambda: reckon_stream(
         spark, settings, StreamSource(landing=str(landing)), available_now=False,
-        # Spark's processingTime wants "N milliseconds": run_stream passes the text through
-        # unchanged, so `reckon stream --trigger 5s` itself fails (reported to the lead).
-        trigger=f"{parse_duration(trigger) // 1000} milliseconds", on_batch=on_batch, timeout_seconds=seconds + 2 + drain))
+        trigger=trigger, on_batch=on_batch, timeout_seconds=seconds + 2 + drain))
     stop.set()
     feeder.join()
     file_batch = {r["f"].rsplit("/", 1)[-1]: int(r["b"]) for r in

@@ -50,11 +50,13 @@ from reckon.eventtime import (
     advance_watermark,
     is_duplicate_of_recent,
 )
+from reckon.timeutil import parse_duration
 from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import disposition_col, status_col, window_starts_col
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "run_stream"]
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "processing_time",
+           "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
@@ -532,6 +534,16 @@ def print_progress(m: BatchMetrics) -> None:
         print(f"[stream]   steps: {steps}", file=sys.stderr, flush=True)
 
 
+def processing_time(trigger: str) -> str:
+    """``--trigger`` in reckon's duration syntax ('500ms', '5s', '1m') as the interval text
+    Spark's processingTime trigger accepts ('5000 milliseconds'; it rejects '5s')."""
+    micros = parse_duration(trigger, "--trigger")
+    if micros < 1000:
+        raise UsageError(f"--trigger {trigger!r} is shorter than Spark's 1 ms resolution: "
+                         "give at least 1ms (e.g. 5s)")
+    return f"{micros // 1000} milliseconds"
+
+
 def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                available_now: bool = True, trigger: str | None = None,
                checkpoint: str | None = None,
@@ -539,14 +551,15 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                timeout_seconds: float | None = None) -> str:
     """Run the stream until the source is drained (available-now) or forever (trigger).
     Returns the checkpoint location."""
+    interval = processing_time(trigger) if trigger else None
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
     processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch)
     writer = (source.read(spark, settings).writeStream
               .foreachBatch(processor)
               .option("checkpointLocation", cp)
               .queryName(f"reckon-stream-{source.name}"))
-    if trigger:
-        writer = writer.trigger(processingTime=trigger)
+    if interval:
+        writer = writer.trigger(processingTime=interval)
     elif available_now:
         writer = writer.trigger(availableNow=True)
     query = writer.start()

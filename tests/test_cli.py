@@ -33,3 +33,23 @@ def test_generate_then_bad_argument_is_a_clear_error(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     assert main(["generate", "--out", str(tmp_path / "m"), "--partitions", "0"]) == 2
     assert "partitions=0 is not valid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, interval", [("5s", "5000 milliseconds"),
+                                            ("500ms", "500 milliseconds"),
+                                            ("1m", "60000 milliseconds")])
+def test_stream_trigger_takes_reckon_durations(text, interval):
+    """`reckon stream --trigger 5s`: Spark's processingTime rejects '5s'; the stream passes it
+    the interval in milliseconds."""
+    from spark.stream import processing_time
+
+    assert processing_time(text) == interval
+
+
+@pytest.mark.parametrize("text", ["5", "five seconds", "0s", "-1s"])
+def test_stream_trigger_rejects_what_is_not_a_positive_duration(text):
+    from reckon.errors import UsageError
+    from spark.stream import processing_time
+
+    with pytest.raises(UsageError, match="--trigger"):
+        processing_time(text)
