@@ -30,10 +30,11 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -82,6 +83,41 @@ class BatchMetrics:
     watermark: int | None
     duration_seconds: float
     step_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class _ConcurrentWrites:
+    """Table writes of one batch, each in its own thread (pyspark's InheritableThread, so
+    Spark's thread-local job properties follow). ``wait`` joins them all; the first error is
+    re-raised only after every write has ended, so a failed batch never leaves a write running
+    into its own re-run."""
+
+    def __init__(self, step: Callable[[str], AbstractContextManager[None]]) -> None:
+        self._step = step
+        self._threads: list[Any] = []
+        self._errors: list[BaseException] = []
+
+    def start(self, name: str, fn: Callable[..., None], *args: Any) -> None:
+        from pyspark import InheritableThread
+
+        def run() -> None:
+            try:
+                with self._step(name):
+                    fn(*args)
+            except BaseException as exc:  # re-raised by raise_first_error
+                self._errors.append(exc)
+
+        thread = InheritableThread(target=run, name=f"reckon-write-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def wait(self) -> None:
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+    def raise_first_error(self) -> None:
+        if self._errors:
+            raise self._errors[0]
 
 
 class BatchProcessor:
@@ -194,20 +230,24 @@ class BatchProcessor:
         after = advance_watermark(before, observations, rules.watermark)
         wm_after = after.watermark
 
-        if quarantined_n:
-            bad = parsed.filter(F.col("reason").isNotNull()).select(
-                "reason", "detail", "payload", "partition", "offset", "arrival_time",
-                "input_file", F.lit(batch_id).alias("batch_id"), F.lit("stream").alias("origin"),
-                F.lit(processed_at).alias("quarantined_at"), "event_id", "event_time",
-                F.to_date(F.coalesce("arrival_time", F.lit(processed_at))).alias("arrival_date"))
-            with self._step("quarantine"):
-                self._append(bad, tb.QUARANTINE, batch_id)
-
+        # The batch's table writes are independent (each is idempotent by its own batch mark),
+        # so they run concurrently: most of a small commit's time is Delta's driver-side
+        # bookkeeping, which overlaps. The progress row, which a restart trusts, waits for all.
+        writes = _ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
-        new_totals: DataFrame | None = None
-        span: tuple[int, int] | None = None
         deduped: DataFrame | None = None
         try:
+            if quarantined_n:
+                bad = parsed.filter(F.col("reason").isNotNull()).select(
+                    "reason", "detail", "payload", "partition", "offset", "arrival_time",
+                    "input_file", F.lit(batch_id).alias("batch_id"),
+                    F.lit("stream").alias("origin"), F.lit(processed_at).alias("quarantined_at"),
+                    "event_id", "event_time",
+                    F.to_date(F.coalesce("arrival_time", F.lit(processed_at)))
+                    .alias("arrival_date"))
+                writes.start("quarantine", self._append, bad, tb.QUARANTINE, batch_id)
+            new_totals: DataFrame | None = None
+            span: tuple[int, int] | None = None
             if valid_n:
                 deduped = self._deduplicate(parsed, batch_id, valid_rows)
                 classified = self._classify(deduped, wm_before)
@@ -217,22 +257,22 @@ class BatchProcessor:
                                 F.max("ws_us").alias("hi")).collect())
                 counts.update({r.disposition: r.n for r in agg})
                 counted = [r for r in agg if r.disposition in ("on_time", "revision")]
-                with self._step("event_log"):
-                    self._write_event_log(deduped, batch_id)
+                writes.start("event_log", self._write_event_log, deduped, batch_id)
                 if counts["late"]:
-                    with self._step("late_events"):
-                        self._write_late(classified, batch_id, wm_before)
+                    writes.start("late_events", self._write_late, classified, batch_id,
+                                 wm_before)
                 if counted:
                     new_totals = self._window_totals(classified)
                     span = (min(r.lo for r in counted), max(r.hi for r in counted))
             moved = wm_after is not None and wm_after != wm_before
             if new_totals is not None or moved:
-                with self._step("merge"):
-                    self._merge_provisional(new_totals, span, batch_id, wm_before, wm_after,
-                                            moved, processed_at)
+                writes.start("merge", self._merge_provisional, new_totals, span, batch_id,
+                             wm_before, wm_after, moved, processed_at)
         finally:
+            writes.wait()  # every started write has ended (or failed) before anything else
             if deduped is not None:
                 deduped.unpersist()
+        writes.raise_first_error()
 
         metrics = BatchMetrics(
             batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
