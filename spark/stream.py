@@ -14,6 +14,10 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 6. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
    to CLOSED/FINAL, and record the batch in ``watermark_progress``.
 
+The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_totals, late_events) are
+independent of one another and run concurrently once their inputs are known; the
+``watermark_progress`` row is written only after all of them have committed.
+
 Spark's own watermark is global, max-based and has no idle handling, so it is not used: the
 platform's watermark state is stored in ``watermark_progress`` (written last in each batch)
 and restored from the row of batch n-1, so a re-run batch is judged exactly as before.
