@@ -447,12 +447,15 @@ def _timeline(spark: SparkSession, settings: Settings, started: float, ended: fl
     order, and after the last one: a profile of a job without touching its code."""
     from delta.tables import DeltaTable
 
-    stamps = []
+    stamps, out = [], {}
     for name in names:
         path = tb.table_path(settings.warehouse_path, name)
         ts = DeltaTable.forPath(spark, path).history(1).select("timestamp").first()[0]
-        stamps.append((ts.timestamp(), name))
-    out, prev = {}, started
+        if ts.timestamp() >= started - 1.0:  # slack: the commit file mtime may be coarse
+            stamps.append((ts.timestamp(), name))
+        else:  # e.g. an empty replaceWhere with nothing to replace commits nothing
+            out[f"{name}: no commit in this run"] = 0.0
+    prev = started
     for ts, name in sorted(stamps):
         out[f"until {name} commit"] = round(ts - prev, 2)
         prev = ts
