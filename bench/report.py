@@ -61,11 +61,13 @@ NOTES: dict[str, str] = {
         "the same Parquet files is one to two orders of magnitude faster at this size: a "
         "single-process columnar engine with no job scheduling or commit protocol. At full "
         "scale (20M events, 1.73M windows) the fixed part is amortised and the per-event work "
-        "shows: the floor with the same first-copy step takes 32.6 s of the replay's 84.9 s, "
-        "the plain floor 11.0 s. Tried and not kept: shuffling by event_id before the "
+        "shows: the floor with the same first-copy step takes 33.5 s of the replay's 80.8 s, "
+        "the plain floor 10.2 s (an earlier run the same hour: 32.6, 84.9 and 11.0 s); the "
+        "replay's canonical_totals commit lands 77 s in, the replay_runs record 3.7 s later. "
+        "Tried and not kept: shuffling by event_id before the "
         "first-copy aggregation (so partial and final share one sort) ran 3.46 -> 3.06 s in "
-        "isolation on 1M events, but the 20M replay with it took 91.1 s against 84.5 s and "
-        "84.9 s without."),
+        "isolation on 1M events, but the 20M replay with it took 91.1 s against 84.5, 84.9 "
+        "and 80.8 s without."),
     "audit": (
         "Profile of audit_day(record=False) on the 761K-row day, warm JVM, quiet machine "
         "(2026-11-23): ~4 s of Delta log reads before the first job (four pinned versions, "
