@@ -43,12 +43,13 @@ from spark.rules import recon_status_col, window_starts_col
 __all__ = ["AuditResult", "audit_day", "cmd_audit"]
 
 _ZERO = Decimal("0.00")
+
+
 def _window_statuses() -> Column:
     """A provisional row's status travels through the union as its 1-based position in this
     array: the grouping then keeps only fixed-width buffers and runs as a hash aggregation (a
     string max made it a sort aggregation, sorting every input row twice)."""
     return F.array(*[F.lit(s.value) for s in WindowStatus])
-
 
 
 @dataclass(frozen=True)
