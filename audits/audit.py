@@ -1,17 +1,20 @@
 """The reconciliation audit of one UTC day: provisional against canonical totals, with every
 gap attributed to the late side output and to what the stream counted more than once.
 
-One pass: the four inputs (provisional rows, canonical rows, late events, the stream's
-uncaught duplicate copies) are tagged, unioned and grouped by (window_start, key), which is a
-null-safe full outer join of all four without a chain of joins; then reckon.reconcile's
-arithmetic and STATUS_RULES are applied as Columns. The day's ``reconciliation`` partition is
-overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
-newest current), and the result names the Delta versions it read.
+One pass over totals only: the four inputs (provisional_totals, canonical_totals, late_events
+and uncaught_duplicates of the day) are tagged, unioned and grouped by (window_start, key),
+which is a null-safe full outer join of all four without a chain of joins; then
+reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. The day's
+``reconciliation`` partition is overwritten (replaceWhere), the run and its breaks go to the
+report database (history kept, newest current), and the result names the Delta versions it read.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in
 arrival order. Each such copy was either counted or sent to the late side output, so
-``canonical = provisional + late - duplicate`` holds exactly on clean data.
+``canonical = provisional + late - duplicate`` holds exactly on clean data. The replay records
+them in ``uncaught_duplicates`` from the event log version it read for the canonical totals
+(spark/replay.py), so both sides of that equation come from one version of the log and the
+audit's cost grows with the day's windows, not its events.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
@@ -35,10 +38,10 @@ from reckon.errors import UsageError
 from reckon.eventtime import WindowStatus
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
-from reckon.timeutil import day_bounds, parse_date
+from reckon.timeutil import parse_date
 from reports.records import AuditRun, BreakRow
 from spark import tables as tb
-from spark.rules import recon_status_col, window_starts_col
+from spark.rules import recon_status_col
 
 __all__ = ["AuditResult", "audit_day", "cmd_audit"]
 
@@ -109,27 +112,6 @@ def _tagged(df: DataFrame, **values: Column) -> DataFrame:
     return df.select(*cols)
 
 
-def _duplicate_copies(log: DataFrame, settings: Settings, d0: int, d1: int) -> DataFrame:
-    """Per (window_start, key) of the day: extra copies the stream processed unflagged."""
-    spec = settings.event_time_rules().windows
-    lo, hi = spec.covered_event_times(d0, d1)
-    seen = log.filter((F.col("event_date") >= F.to_date(F.timestamp_micros(F.lit(lo))))
-                      & (F.col("event_date") <= F.to_date(F.timestamp_micros(F.lit(hi - 1))))
-                      & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
-                      & (F.col("event_time") < F.timestamp_micros(F.lit(hi)))
-                      & F.col("batch_id").isNotNull() & ~F.col("is_duplicate"))
-    repeated = seen.groupBy("event_id").count().filter(F.col("count") > 1).select("event_id")
-    order = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "input_file",
-                                                   "offset")
-    extra = (seen.join(repeated, "event_id")
-             .withColumn("copy", F.row_number().over(order)).filter(F.col("copy") > 1)
-             .select("key", "amount",
-                     F.explode(window_starts_col(F.unix_micros("event_time"), spec))
-                     .alias("ws_us"))
-             .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
-    return extra.select(F.timestamp_micros("ws_us").alias("window_start"), "key", "amount")
-
-
 def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
                     late: DataFrame | None, duplicates: DataFrame | None,
                     tolerance: Tolerance, day: date, run_id: str, width_us: int) -> DataFrame:
@@ -149,8 +131,8 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
                              l_count=F.lit(1).cast("long")))
     if duplicates is not None:
         parts.append(_tagged(duplicates, window_start=F.col("window_start"), key=F.col("key"),
-                             d_amount=F.col("amount").cast("decimal(38,2)"),
-                             d_count=F.lit(1).cast("long")))
+                             d_amount=F.col("duplicate_amount"),
+                             d_count=F.col("duplicate_count")))
     if not parts:
         raise UsageError("nothing to audit: neither provisional_totals nor canonical_totals "
                          "exists in this warehouse (run `reckon stream` and `reckon replay`)")
@@ -233,29 +215,29 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
     wh = settings.warehouse_path
     rules = settings.event_time_rules()
     tolerance = Tolerance(settings.tolerance_abs, settings.tolerance_rel)
-    d0, d1 = day_bounds(day)
     run_id = f"audit-{day.isoformat()}-{uuid.uuid4().hex[:12]}"
     in_day = F.col("window_date") == F.lit(day)
 
     versions: dict[str, int] = {}
     frames: dict[str, DataFrame | None] = {}
-    for name in (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.EVENT_LOG):
+    for name in (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+                 tb.UNCAUGHT_DUPLICATES):
         df, version = _versioned(spark, settings, name)
         frames[name] = df
         if version is not None:
             versions[name] = version
-    if frames[tb.CANONICAL_TOTALS] is None:
-        raise UsageError(f"no canonical_totals in {str(wh)!r}: run `reckon replay --date {day}` "
-                         "before auditing the day")
+    for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
+        if frames[name] is None:
+            raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
+                             "before auditing the day")
 
     def day_rows(name: str) -> DataFrame | None:
         df = frames[name]
         return None if df is None else df.filter(in_day)
 
-    log = frames[tb.EVENT_LOG]
     rows = reconcile_frame(
         day_rows(tb.PROVISIONAL_TOTALS), day_rows(tb.CANONICAL_TOTALS),
-        day_rows(tb.LATE_EVENTS), None if log is None else _duplicate_copies(log, settings, d0, d1),
+        day_rows(tb.LATE_EVENTS), day_rows(tb.UNCAUGHT_DUPLICATES),
         tolerance, day, run_id, rules.windows.size)
     tb.ensure_table(spark, wh, tb.RECONCILIATION)
     (tb.conform(rows, tb.RECONCILIATION).write.format("delta").mode("overwrite")
@@ -288,7 +270,8 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
     breaks_recorded = 0
     if record:
         db = ReportDB.from_settings(settings)
-        attribution = late_attribution(spark, settings, day) if log is not None else []
+        attribution = (late_attribution(spark, settings, day)
+                       if tb.table_exists(wh, tb.EVENT_LOG) else [])
         run = AuditRun(
             run_id=run_id, day=day, kind=kind, started_at=started_at,
             duration_seconds=round(time.monotonic() - t0, 3),

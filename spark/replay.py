@@ -8,6 +8,14 @@ arrival order wins; copies whose payloads disagree are reported in ``replay_conf
 silently merged) and overwrites the day atomically (Delta ``replaceWhere``), so a re-run gives
 identical rows and leaves other days untouched.
 
+In the same pass it records ``uncaught_duplicates``: per (window, key), the copies of an
+event_id that the stream processed without catching them as duplicates (``event_log``:
+``batch_id`` set, ``is_duplicate`` false), beyond the first in arrival order. Each was counted
+or sent to the late side output, so the audit explains a gap with totals alone and never
+rescans the event log. Copies of one event are identical unless the event is a conflict, so
+per event the over-count is ``(admitted copies - 1) x`` its one payload; only conflicting
+events (and a replay from Kafka, which has no stream flags) take the per-copy path.
+
 A day's windows are those whose start lies in ``[00:00, 24:00)`` UTC; with hopping windows the
 first ones reach back ``size - slide`` into the previous day, so the read starts there. An
 event "of the day" (for the counts in ``replay_runs``) is one whose slide-aligned window starts
@@ -26,17 +34,18 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import UsageError
+from reckon.eventtime import WindowSpec
 from reckon.timeutil import day_bounds, parse_date
 from spark import tables as tb
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import window_starts_col
 
-__all__ = ["ReplayResult", "cmd_replay", "replay_day", "replay_range"]
+__all__ = ["ReplayResult", "cmd_replay", "replay_day", "replay_range", "uncaught_copies"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,34 @@ def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame
     return parsed.filter((F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi)))
 
 
+def _admitted() -> Column:
+    """An event_log copy the stream processed and did not catch as a duplicate (a copy archived
+    by another writer has no batch_id)."""
+    return F.coalesce(F.col("batch_id").isNotNull() & ~F.col("is_duplicate"), F.lit(False))
+
+
+def uncaught_copies(log: DataFrame, spec: WindowSpec, d0: int, d1: int) -> DataFrame:
+    """Copy by copy: (ws_us, key, amount) of every copy the stream admitted beyond the first in
+    arrival order, in each of its own windows that start in [d0, d1). ``log``: event_log rows
+    with the replay's ``reason`` (copies the typed rules now reject are not attributed)."""
+    order = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "input_file",
+                                                   "offset")
+    return (log.filter(F.col("reason").isNull() & _admitted())
+            .withColumn("copy", F.row_number().over(order)).filter(F.col("copy") > 1)
+            .select("key", "amount",
+                    F.explode(window_starts_col(F.unix_micros("event_time"), spec))
+                    .alias("ws_us"))
+            .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
+
+
+def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
+    """The columns every per-(window, key) table of the replay derives from ``ws_us``."""
+    return {"window_start": F.timestamp_micros("ws_us"),
+            "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(size)),
+            "window_date": F.to_date(F.timestamp_micros("ws_us")),
+            "replay_id": F.lit(replay_id)}
+
+
 def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
     rules = json.dumps(settings.event_time_rules().to_config(), sort_keys=True)
     checks = f"{settings.amount_min}|{settings.amount_max}|{','.join(settings.currencies)}"
@@ -126,7 +163,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     started_at, t0 = datetime.now(UTC), time.monotonic()
     wh, rules = settings.warehouse_path, settings.event_time_rules()
     spec = rules.windows
-    for name in (tb.CANONICAL_TOTALS, tb.REPLAY_RUNS, tb.REPLAY_CONFLICTS, tb.QUARANTINE):
+    for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_RUNS,
+                 tb.REPLAY_CONFLICTS, tb.QUARANTINE):
         tb.ensure_table(spark, wh, name)
     if from_kafka:
         if not settings.kafka_bootstrap:
@@ -157,15 +195,20 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     valid = rows.filter(F.col("reason").isNull()).select(
         "event_id", "key", "amount", "currency", "source", "partition", "offset", "input_file",
         F.unix_micros("event_time").alias("event_us"),
-        F.unix_micros("arrival_time").alias("arrival_us"))
+        F.unix_micros("arrival_time").alias("arrival_us"),
+        (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
     fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
     first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
                      F.struct("arrival_us", "partition", "input_file", "offset"))
     events = (valid.groupBy("event_id")
               .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
-                   (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"))
+                   (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"),
+                   F.count_if("admitted").alias("admitted"))
               .select("event_id", "f.key", "f.amount", "f.event_us", "f.arrival_us",
-                      "copies", "conflict"))
+                      "copies", "conflict",
+                      # identical copies the stream counted beyond the first (see module)
+                      F.when(F.col("conflict"), F.lit(0))
+                      .otherwise(F.greatest(F.col("admitted") - 1, F.lit(0))).alias("uncaught")))
 
     # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
     #    counts ride along on the event's own slide-aligned window (pos 0) so one pass gives
@@ -181,11 +224,11 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                    F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
                    F.sum(F.when(own & F.col("conflict"), 1).otherwise(0)).alias("_conflicts"),
                    F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
-                   .alias("_after"))
-              .withColumns({"window_start": F.timestamp_micros("ws_us"),
-                            "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(spec.size)),
-                            "window_date": F.to_date(F.timestamp_micros("ws_us")),
-                            "replay_id": F.lit(replay_id)}))
+                   .alias("_after"),
+                   F.sum("uncaught").alias("duplicate_count"),
+                   F.sum(F.col("amount") * F.col("uncaught")).alias("duplicate_amount"))
+              .withColumns(_window_columns(spec.size, replay_id))
+              .persist())  # the canonical write fills it; uncaught_duplicates reads it back
     # The run's counts are observed while the rows are written (one pass; no cache, no second
     # job). The observed node sits after the final aggregation, in the write's result stage,
     # whose accumulator updates Spark applies once per partition even when a task is retried.
@@ -202,9 +245,35 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     windows, events_n = int(s["windows"]), int(s["events"] or 0)
     dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
 
-    # 4. Conflicts: which ids, every payload seen (small: only disagreeing ids).
+    # 4. What the stream counted more than once. Identical copies came with the totals; the
+    #    copies of conflicting events (their own key, amount and windows) and, for a replay from
+    #    Kafka, every copy the stream admitted come from the event log copy by copy.
+    conflicting = events.filter("conflict").select("event_id", "event_us")
+    per_copy: DataFrame | None = None
+    if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
+        per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
+    elif not from_kafka and conflicts:
+        per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
+                                   spec, d0, d1)
+    uncaught = totals.filter(F.col("duplicate_count") > 0).select(
+        "ws_us", "key", "duplicate_amount", "duplicate_count")
+    if per_copy is not None:
+        uncaught = (uncaught.unionByName(per_copy.select(
+            "ws_us", "key", F.col("amount").alias("duplicate_amount"),
+            F.lit(1).cast("long").alias("duplicate_count")))
+            .groupBy("ws_us", "key")
+            .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
+                 F.sum("duplicate_count").alias("duplicate_count")))
+    (tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
+                tb.UNCAUGHT_DUPLICATES)
+     .write.format("delta").mode("overwrite")
+     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
+     .save(tb.table_path(wh, tb.UNCAUGHT_DUPLICATES)))
+    totals.unpersist()
+
+    # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids).
     conflict_rows = (rows.filter(F.col("reason").isNull())
-                     .join(events.filter("conflict").select("event_id", "event_us"), "event_id")
+                     .join(conflicting, "event_id")
                      .groupBy("event_id")
                      .agg(F.count(F.lit(1)).alias("copies"),
                           F.sort_array(F.collect_set("payload")).alias("payloads"),
@@ -219,7 +288,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
      .option("replaceWhere", f"window_date = '{day.isoformat()}'")
      .save(tb.table_path(wh, tb.REPLAY_CONFLICTS)))
 
-    # 5. The run record (replaced when the same inputs are replayed again).
+    # 6. The run record (replaced when the same inputs are replayed again).
     previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
                 .filter((F.col("window_date") == F.lit(day)) & (F.col("replay_id") != replay_id))
                 .orderBy(F.col("started_at").desc()).select("valid_events").limit(1).collect())

@@ -32,6 +32,7 @@ __all__ = [
     "REPLAY_RUNS",
     "SCHEMAS",
     "TABLES",
+    "UNCAUGHT_DUPLICATES",
     "WATERMARK_PROGRESS",
     "batch_mark",
     "conform",
@@ -55,6 +56,7 @@ CANONICAL_TOTALS = "canonical_totals"
 RECONCILIATION = "reconciliation"
 REPLAY_RUNS = "replay_runs"
 REPLAY_CONFLICTS = "replay_conflicts"
+UNCAUGHT_DUPLICATES = "uncaught_duplicates"
 
 AMOUNT = T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)
 TOTAL = T.DecimalType(38, AMOUNT_SCALE)
@@ -155,6 +157,18 @@ SCHEMAS: dict[str, T.StructType] = {
         ("window_date", T.DateType(), False),
         ("replay_id", T.StringType(), False),
     ),
+    # What the stream counted more than once, per (window, key) of a day: the copies of an
+    # event_id it did not catch as duplicates, beyond the first. Written by the replay from the
+    # event log version it read, so the audit needs only totals.
+    UNCAUGHT_DUPLICATES: _fields(
+        ("window_start", T.TimestampType(), False),
+        ("window_end", T.TimestampType(), False),
+        ("key", T.StringType(), False),
+        ("duplicate_amount", TOTAL, False),
+        ("duplicate_count", T.LongType(), False),
+        ("window_date", T.DateType(), False),
+        ("replay_id", T.StringType(), False),
+    ),
     # One row per (window, key) of a day; reckon.reconcile owns the arithmetic and statuses.
     RECONCILIATION: _fields(
         ("window_start", T.TimestampType(), False),
@@ -209,11 +223,12 @@ SCHEMAS: dict[str, T.StructType] = {
 }
 
 TABLES = (EVENT_LOG, QUARANTINE, PROVISIONAL_TOTALS, LATE_EVENTS, WATERMARK_PROGRESS,
-          CANONICAL_TOTALS, RECONCILIATION, REPLAY_RUNS, REPLAY_CONFLICTS)
+          CANONICAL_TOTALS, UNCAUGHT_DUPLICATES, RECONCILIATION, REPLAY_RUNS, REPLAY_CONFLICTS)
 
 _PARTITION_BY = {EVENT_LOG: ["event_date"], QUARANTINE: ["arrival_date"],
                  PROVISIONAL_TOTALS: ["window_date"], LATE_EVENTS: ["window_date"],
-                 CANONICAL_TOTALS: ["window_date"], RECONCILIATION: ["window_date"],
+                 CANONICAL_TOTALS: ["window_date"], UNCAUGHT_DUPLICATES: ["window_date"],
+                 RECONCILIATION: ["window_date"],
                  REPLAY_CONFLICTS: ["window_date"]}
 # The stream commits to its tables every micro-batch (provisional_totals twice). Delta's default
 # checkpoint every 10 commits then costs a 3-4 s state reconstruction and Parquet write every
