@@ -223,20 +223,26 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                    F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
                    F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
                    F.sum(F.when(own & F.col("conflict"), 1).otherwise(0)).alias("_conflicts"),
+                   # any window of the day holding a conflicting event (with hopping windows an
+                   # event of the next day can be one, though it is not this day's conflict)
+                   F.max("conflict").alias("_has_conflict"),
                    F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
                    .alias("_after"),
                    F.sum("uncaught").alias("duplicate_count"),
-                   F.sum(F.col("amount") * F.col("uncaught")).alias("duplicate_amount"))
+                   # null (skipped) on the many rows without: no decimal product per event
+                   F.sum(F.when(F.col("uncaught") > 0, F.col("amount") * F.col("uncaught")))
+                   .alias("duplicate_amount"))
               .withColumns(_window_columns(spec.size, replay_id))
               .persist())  # the canonical write fills it; uncaught_duplicates reads it back
-    # The run's counts are observed while the rows are written (one pass; no cache, no second
-    # job). The observed node sits after the final aggregation, in the write's result stage,
+    # The run's counts are observed while the rows are written (one pass, no second job over
+    # the events). The observed node sits after the final aggregation, in the write's result stage,
     # whose accumulator updates Spark applies once per partition even when a task is retried.
     summary = Observation("replay_summary")
     (tb.conform(totals.observe(
         summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
         F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
-        F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after")),
+        F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after"),
+        F.max("_has_conflict").alias("has_conflict")),
         tb.CANONICAL_TOTALS)
      .write.format("delta").mode("overwrite")
      .option("replaceWhere", f"window_date = '{day.isoformat()}'")
@@ -252,7 +258,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     per_copy: DataFrame | None = None
     if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
         per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
-    elif not from_kafka and conflicts:
+    elif not from_kafka and s["has_conflict"]:
         per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
                                    spec, d0, d1)
     uncaught = totals.filter(F.col("duplicate_count") > 0).select(

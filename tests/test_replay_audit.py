@@ -184,6 +184,34 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         Decimal(r.duplicate_total) for r in results) == gap
 
 
+def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_this_day(
+        spark, tmp_path):
+    """Hopping windows (10 s every 5 s): an event at 00:00:02 belongs to the day before through
+    its window [23:59:55, 00:00:05). Its re-delivery with another amount arrives beyond the dedup
+    horizon, so the stream counts both copies. The conflict is the next day's, yet the earlier
+    day's replay must still record the extra copy in that window, or its audit breaks."""
+    config = {**RULES, "slide": "5s"}
+    settings = stream_settings(tmp_path / "wh", **config)
+    t = MIDNIGHT + 2 * S
+    batches = [[Event("b", "m2", Decimal("5.00"), MIDNIGHT - 20 * S, MIDNIGHT - 19 * S, 0, 0,
+                      "pos"),
+                Event("a", "m1", Decimal("10.00"), t, t + S // 2, 0, 1, "pos")],
+               [Event("a", "m1", Decimal("12.00"), t, t + 10 * S, 0, 2, "pos")]]
+    run_batches(spark, settings, batches)
+    rules = EventTimeRules.parse(**config)
+    expected = run_stream(batches, rules)
+    assert [e.amount for e, _ in expected.admitted if e.event_id == "a"] == [10, 12]
+    replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
+    assert [r.conflicts for r in replays] == [0, 1]
+    audits = [audit_day(spark, settings, day, record=False) for day in (DAY1, DAY2)]
+    assert [a.unexplained for a in audits] == [0, 0]
+    got = _recon_rows(spark, tmp_path / "wh")
+    want = reconcile_outcome(expected, [e for b in batches for e in b], rules)
+    assert {k: (r.duplicate_amount, r.duplicate_count, r.status) for k, r in got.items()} == {
+        (w.start, k): (*r.duplicate, r.status.value) for (w, k), r in want.items()}
+    assert got[(MIDNIGHT - 5 * S, "m1")].duplicate_amount == Decimal("12.00")
+
+
 @pytest.fixture(scope="module")
 def streamed(spark, tmp_path_factory) -> Path:
     """One random stream across midnight, streamed once; tests that replay, audit or tamper
