@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
@@ -57,7 +57,7 @@ def _window_statuses() -> Column:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """The summary of one audit run (counts computed once, from the written rows)."""
+    """The summary of one audit run (counts observed once, on the rows as they are written)."""
 
     run_id: str
     day: str
@@ -181,6 +181,20 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     })
 
 
+def _summary_aggregates() -> list[Column]:
+    """The run's figures over the day's rows: rows per status and the overall sums."""
+    return [
+        *(F.count_if(F.col("status") == F.lit(status.value)).alias(status.value)
+          for status in ReconStatus),
+        F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
+        F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
+        F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
+        F.sum("duplicate_amount").alias("dup"), F.sum("residual_amount").alias("res"),
+        F.sum(F.coalesce("provisional_count", F.lit(0))).alias("pn"),
+        F.sum(F.coalesce("canonical_count", F.lit(0))).alias("cn"),
+        F.sum("duplicate_count").alias("dn")]
+
+
 def _plural(count: str, one: str, many: str) -> Column:
     return F.when(F.col(count) == 1, F.lit(one)).otherwise(F.lit(many))
 
@@ -240,30 +254,23 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         day_rows(tb.LATE_EVENTS), day_rows(tb.UNCAUGHT_DUPLICATES),
         tolerance, day, run_id, rules.windows.size)
     tb.ensure_table(spark, wh, tb.RECONCILIATION)
-    (tb.conform(rows, tb.RECONCILIATION).write.format("delta").mode("overwrite")
+    # The run's summary is observed while the rows are written (no second read of them). The
+    # observed node follows the final aggregation, in the write's result stage, whose
+    # accumulator updates Spark applies once per partition even when a task is retried.
+    summary = Observation("audit_summary")
+    (tb.conform(rows, tb.RECONCILIATION).observe(summary, *_summary_aggregates())
+     .write.format("delta").mode("overwrite")
      .option("replaceWhere", f"window_date = '{day.isoformat()}'")
      .save(tb.table_path(wh, tb.RECONCILIATION)))
-
-    # Summary from the written partition (small aggregate; the rows are not recomputed).
-    written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
-    by_status = {r["status"]: r for r in written.groupBy("status").agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
-        F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
-        F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
-        F.sum("duplicate_amount").alias("dup"), F.sum("residual_amount").alias("res"),
-        F.sum(F.coalesce("provisional_count", F.lit(0))).alias("pn"),
-        F.sum(F.coalesce("canonical_count", F.lit(0))).alias("cn"),
-        F.sum("duplicate_count").alias("dn")).collect()}
+    s = summary.get
 
     def total(field: str) -> Decimal:
-        return sum((Decimal(r[field] or 0) for r in by_status.values()), _ZERO).quantize(_ZERO)
+        return Decimal(s[field] or 0).quantize(_ZERO)
 
-    counts = {s.value: int(by_status[s.value]["rows"]) if s.value in by_status else 0
-              for s in ReconStatus}
-    unexplained = sum(counts[s.value] for s in UNEXPLAINED_STATUSES)
-    canonical_n = sum(int(r["cn"] or 0) for r in by_status.values())
-    counted_once = sum(int(r["pn"] or 0) - int(r["dn"] or 0) for r in by_status.values())
+    counts = {status.value: int(s[status.value]) for status in ReconStatus}
+    unexplained = sum(counts[status.value] for status in UNEXPLAINED_STATUSES)
+    canonical_n = int(s["cn"] or 0)
+    counted_once = int(s["pn"] or 0) - int(s["dn"] or 0)
     completeness = (None if canonical_n == 0 else
                     (Decimal(counted_once) / Decimal(canonical_n)).quantize(Decimal("0.000001")))
 
@@ -282,6 +289,7 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
             late_total=total("late"), duplicate_total=total("dup"), residual_total=total("res"),
             unexplained=unexplained, table_versions=versions, completeness=completeness)
         db.record_audit_run(run, attribution)
+        written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
         breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
 
     return AuditResult(
