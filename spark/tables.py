@@ -240,6 +240,11 @@ _PROPERTIES: dict[str, dict[str, str]] = {
     name: {"delta.checkpointInterval": str(STREAM_CHECKPOINT_INTERVAL)}
     for name in _STREAM_WRITTEN}
 _PROPERTIES[PROVISIONAL_TOTALS]["delta.enableChangeDataFeed"] = "true"
+# Reviewers and postmortems select reconciliation rows by window, key and status; min/max stats
+# of the other 16 columns (amounts, counts) skip no file but cost ~2 s per 1.7M-row audit
+# write. A table created before this keeps stats on every column (harmless, only slower).
+_PROPERTIES[RECONCILIATION] = {
+    "delta.dataSkippingStatsColumns": "window_start,window_end,key,status"}
 
 
 def table_path(warehouse: str | Path, name: str) -> str:
