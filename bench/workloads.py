@@ -657,20 +657,32 @@ def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     replay_growth = hi["replay"]["wall_seconds"] / lo["replay"]["wall_seconds"]
     audit_growth = hi["audit"]["wall_seconds"] / lo["audit"]["wall_seconds"]
     heap = [pt["replay"]["peak_jvm_heap_used_mb"] for pt in points]
+    kept = [pt["replay"]["jvm_heap_after_gc_mb"] for pt in points]
+    python = [pt["replay"]["peak_python_rss_mb"] for pt in points]
+
+    def grew(values: list[float]) -> float:
+        return round(values[-1] / max(values[0], 1), 2)
     return {
         "scale": {"events": scale.curve_scales},
         "results": {str(pt["events"]): pt for pt in points},
         "ratios": {"events_growth": round(growth, 2), "replay_wall_growth": round(replay_growth, 2),
                    "audit_wall_growth": round(audit_growth, 2),
-                   "replay_heap_growth": round(heap[-1] / max(heap[0], 1), 2)},
+                   "replay_heap_growth": grew(heap), "replay_heap_after_gc_growth": grew(kept),
+                   "replay_python_rss_growth": grew(python)},
         "targets": [
             _target("replay near-linear (wall growth / events growth)",
                     round(replay_growth / growth, 3), "<= 1.2", replay_growth / growth <= 1.2),
             _target("audit near-linear (wall growth / events growth)",
                     round(audit_growth / growth, 3), "<= 1.2", audit_growth / growth <= 1.2),
-            _target("flat driver memory (JVM heap growth, smallest -> largest)",
-                    round(heap[-1] / max(heap[0], 1), 2), "<= 1.5x over a 20x range",
-                    heap[-1] / max(heap[0], 1) <= 1.5),
+            # Peak heap in use counts garbage not yet collected and, in local mode, the
+            # executors' working memory: reported, though it grows with the data. What the
+            # driver keeps shows in the two rows after it.
+            _target("flat driver memory (peak JVM heap in use, smallest -> largest)",
+                    grew(heap), "<= 1.5x over a 20x range", grew(heap) <= 1.5),
+            _target("flat driver memory (JVM heap after a full GC, smallest -> largest)",
+                    grew(kept), "<= 1.5x over a 20x range", grew(kept) <= 1.5),
+            _target("flat driver memory (Python driver peak RSS, smallest -> largest)",
+                    grew(python), "<= 1.5x over a 20x range", grew(python) <= 1.5),
         ],
         "profile": {"note": "fixed costs (Delta log reads, commits, job scheduling) dominate "
                     "the small scales; see us_per_event"},
