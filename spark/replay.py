@@ -255,6 +255,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     #    copies of conflicting events (their own key, amount and windows) and, for a replay from
     #    Kafka, every copy the stream admitted come from the event log copy by copy.
     conflicting = events.filter("conflict").select("event_id", "event_us")
+    if s["has_conflict"]:  # a few ids, used twice below: group the day by event_id once more
+        conflicting = conflicting.persist()
     per_copy: DataFrame | None = None
     if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
         per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
@@ -293,6 +295,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     (tb.conform(conflict_rows, tb.REPLAY_CONFLICTS).write.format("delta").mode("overwrite")
      .option("replaceWhere", f"window_date = '{day.isoformat()}'")
      .save(tb.table_path(wh, tb.REPLAY_CONFLICTS)))
+    conflicting.unpersist()
 
     # 6. The run record (replaced when the same inputs are replayed again).
     previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)

@@ -75,6 +75,11 @@ _EVENT = (
     ("event_time", T.TimestampType(), False),
     ("source", T.StringType(), False),
 )
+_WINDOW_KEY = (  # the identity of every per-(window, key) table's row
+    ("window_start", T.TimestampType(), False),
+    ("window_end", T.TimestampType(), False),
+    ("key", T.StringType(), False),
+)
 _TRANSPORT = (
     ("partition", T.IntegerType(), False),
     ("offset", T.LongType(), True),
@@ -103,9 +108,7 @@ SCHEMAS: dict[str, T.StructType] = {
         ("arrival_date", T.DateType(), False),
     ),
     PROVISIONAL_TOTALS: _fields(
-        ("window_start", T.TimestampType(), False),
-        ("window_end", T.TimestampType(), False),
-        ("key", T.StringType(), False),
+        *_WINDOW_KEY,
         ("total_amount", TOTAL, False),
         ("event_count", T.LongType(), False),
         ("status", T.StringType(), False),
@@ -149,9 +152,7 @@ SCHEMAS: dict[str, T.StructType] = {
         ("rules_json", T.StringType(), False),
     ),
     CANONICAL_TOTALS: _fields(
-        ("window_start", T.TimestampType(), False),
-        ("window_end", T.TimestampType(), False),
-        ("key", T.StringType(), False),
+        *_WINDOW_KEY,
         ("total_amount", TOTAL, False),
         ("event_count", T.LongType(), False),
         ("window_date", T.DateType(), False),
@@ -161,9 +162,7 @@ SCHEMAS: dict[str, T.StructType] = {
     # event_id it did not catch as duplicates, beyond the first. Written by the replay from the
     # event log version it read, so the audit needs only totals.
     UNCAUGHT_DUPLICATES: _fields(
-        ("window_start", T.TimestampType(), False),
-        ("window_end", T.TimestampType(), False),
-        ("key", T.StringType(), False),
+        *_WINDOW_KEY,
         ("duplicate_amount", TOTAL, False),
         ("duplicate_count", T.LongType(), False),
         ("window_date", T.DateType(), False),
@@ -171,9 +170,7 @@ SCHEMAS: dict[str, T.StructType] = {
     ),
     # One row per (window, key) of a day; reckon.reconcile owns the arithmetic and statuses.
     RECONCILIATION: _fields(
-        ("window_start", T.TimestampType(), False),
-        ("window_end", T.TimestampType(), False),
-        ("key", T.StringType(), False),
+        *_WINDOW_KEY,
         ("provisional_amount", TOTAL, True),        # null: the stream has no row
         ("provisional_count", T.LongType(), True),
         ("provisional_status", T.StringType(), True),  # OPEN / CLOSED / FINAL
