@@ -86,6 +86,8 @@ def _freshness(fresh: dict) -> None:
         assert row["files_landed"] > 0
         assert row["files_visible"] == row["files_landed"]
         assert {"p50", "p95", "p99"} <= row["latency_seconds"].keys()
+        # the warm-up file is timed apart from the steady-state feed
+        assert row["cold_start_seconds"] is not None and row["cold_start_seconds"] > 0
 
 
 def _scale(scale: dict) -> None:
