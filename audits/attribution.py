@@ -67,15 +67,16 @@ def _bucket(column: str = "lateness_seconds") -> Column:
 
 
 def _long(frame: DataFrame, dims: dict[str, Column]) -> DataFrame:
-    """One row per (event, dimension): columns dimension, value, amount."""
+    """One row per (event, dimension): columns dimension, value, amount. One pass over
+    ``frame`` (an explode, not a union of one select per dimension: each branch of a union
+    would evaluate ``frame`` again, here the first-copy window over the day's event log)."""
     from pyspark.sql import functions as F
 
-    parts = [frame.select(F.lit(name).alias("dimension"), value.cast("string").alias("value"),
-                          F.col("amount")) for name, value in dims.items()]
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    pairs = F.array(*[F.struct(F.lit(name).alias("dimension"),
+                               value.cast("string").alias("value"))
+                      for name, value in dims.items()])
+    return (frame.select(F.explode(pairs).alias("_d"), F.col("amount"))
+            .select("_d.dimension", "_d.value", "amount"))
 
 
 def _ratio(num: int, den: int, places: int) -> Decimal:

@@ -570,6 +570,10 @@ def _prepare_audit(spark: SparkSession, settings: Settings) -> None:
                for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES)):
         _replay(spark, settings)
     ds.build_audit_inputs(spark, settings)
+    # record=True inserts into the report database, which keeps every run's breaks: start
+    # each benchmark run from an empty one, so its insert cost does not grow run after run.
+    if not settings.report_db_url:
+        shutil.rmtree(settings.warehouse_path / "reports", ignore_errors=True)
 
 
 def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
