@@ -75,6 +75,10 @@ def _stream(stream: dict) -> None:
 def _audit(audit: dict) -> None:
     counts = audit["results"]["reckon_audit_record_false"]["status_counts"]
     assert counts["MATCHED"] > 0 and counts["UNEXPLAINED"] + counts["EXPLAINED"] > 0
+    for contender in ("reckon_audit_record_false", "datacompy_spark_compare"):
+        runs = audit["results"][contender]["wall_seconds_runs"]
+        assert len(runs) == audit["settings"]["rounds"], contender
+        assert audit["results"][contender]["wall_seconds"] == sorted(runs)[len(runs) // 2]
 
 
 def _lateness(lateness: dict) -> None:
