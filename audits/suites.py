@@ -15,7 +15,8 @@ Derived columns (all exact, microsecond based):
 - event_log ``skew_seconds = event_time - arrival_time`` (DECIMAL(20,6) seconds); the rule
   ``skew_seconds <= max_clock_skew`` is ``reckon.eventtime.is_future_dated`` negated, kept as a
   number so that samples show how far ahead each offending clock ran.
-- totals ``window_width_seconds = window_end - window_start``; must equal the configured width.
+- totals and uncaught_duplicates ``window_width_seconds = window_end - window_start``; must
+  equal the configured width.
 - late_events ``beyond_grace = watermark >= window_end + grace`` (the side-output rule) and
   ``lateness_error_seconds = lateness_seconds - (watermark - window_end)`` (must be 0).
 - reconciliation ``invariant_holds``: where status is MATCHED or EXPLAINED, the residual
@@ -53,6 +54,7 @@ from spark.tables import (
     PROVISIONAL_TOTALS,
     QUARANTINE,
     RECONCILIATION,
+    UNCAUGHT_DUPLICATES,
 )
 
 __all__ = [
@@ -144,17 +146,22 @@ def _has_rows(table: str) -> Check:
                  f"no {table} rows for the day: the step that writes them may not have run")
 
 
-def _totals_checks(settings: Settings) -> tuple[Check, ...]:
+def _window_width(settings: Settings) -> Check:
+    """On the derived ``window_width_seconds`` (``_derive_totals``)."""
     width = _as_seconds(settings.event_time_rules().windows.size)
+    return Check("ExpectColumnValuesToBeBetween",
+                 {"column": "window_width_seconds", "min_value": width, "max_value": width},
+                 BLOCKING, f"window_end = window_start + the configured width ({width} s)")
+
+
+def _totals_checks(settings: Settings) -> tuple[Check, ...]:
     return (
         *_not_null("window_start", "window_end", "key", "total_amount", "event_count"),
         Check("ExpectCompoundColumnsToBeUnique", {"column_list": ["window_start", "key"]},
               BLOCKING, "one row per (window, key)"),
         Check("ExpectColumnValuesToBeBetween", {"column": "event_count", "min_value": 1},
               BLOCKING, "a window row exists only because events were counted in it"),
-        Check("ExpectColumnValuesToBeBetween",
-              {"column": "window_width_seconds", "min_value": width, "max_value": width},
-              BLOCKING, f"window_end = window_start + the configured width ({width} s)"),
+        _window_width(settings),
     )
 
 
@@ -246,6 +253,24 @@ def _late_events(settings: Settings) -> TableSuite:
                       ("event_id", "key", "window_end", "watermark", "lateness_seconds"), derive)
 
 
+def _uncaught_duplicates(settings: Settings) -> TableSuite:
+    """The replay's record of what the stream counted more than once: the audit adds each row
+    to its (window, key) gap, so a repeated or empty row would misstate the explanation. A day
+    without rows is the normal case (no copy got past the stream's de-duplication)."""
+    checks = (
+        *_not_null("window_start", "window_end", "key", "duplicate_amount", "duplicate_count",
+                   "replay_id"),
+        Check("ExpectCompoundColumnsToBeUnique", {"column_list": ["window_start", "key"]},
+              BLOCKING, "one row per (window, key): the audit adds it to that gap once"),
+        Check("ExpectColumnValuesToBeBetween", {"column": "duplicate_count", "min_value": 1},
+              BLOCKING, "a row exists only for copies the stream counted beyond the first"),
+        _window_width(settings),
+    )
+    return TableSuite(UNCAUGHT_DUPLICATES, "window_date", checks,
+                      ("window_start", "key", "duplicate_count", "duplicate_amount",
+                       "replay_id"), _derive_totals)
+
+
 def _reconciliation(settings: Settings) -> TableSuite:
     tolerance = Tolerance(settings.tolerance_abs, settings.tolerance_rel)
     unexplained = [s.value for s in UNEXPLAINED_STATUSES]
@@ -310,4 +335,5 @@ def _quarantine(settings: Settings) -> TableSuite:
 def build_suites(settings: Settings) -> tuple[TableSuite, ...]:
     """Every table's suite under these settings (widths, bounds, grace, tolerance)."""
     return (_event_log(settings), _quarantine(settings), _provisional(settings),
-            _late_events(settings), _canonical(settings), _reconciliation(settings))
+            _late_events(settings), _canonical(settings), _uncaught_duplicates(settings),
+            _reconciliation(settings))

@@ -19,7 +19,8 @@ import pytest
 DAY = date(2026, 1, 1)
 T0 = datetime(2026, 1, 1, 0, 0, 0, tzinfo=UTC)
 SUITES = ("reckon_event_log", "reckon_quarantine", "reckon_provisional_totals",
-          "reckon_late_events", "reckon_canonical_totals", "reckon_reconciliation")
+          "reckon_late_events", "reckon_canonical_totals", "reckon_uncaught_duplicates",
+          "reckon_reconciliation")
 
 
 def _t(seconds: float) -> datetime:
@@ -67,6 +68,12 @@ def _recon(key: str, status: str, p: tuple[str, int] | None, c: tuple[str, int] 
             "audit_run_id": "audit-1", "window_date": DAY}
 
 
+def _duplicate(key: str, count: int, amount: str) -> dict[str, Any]:
+    return {"window_start": _t(0), "window_end": _t(10), "key": key,
+            "duplicate_amount": Decimal(amount), "duplicate_count": count, "window_date": DAY,
+            "replay_id": "r1"}
+
+
 def _quarantine(reason: str | None) -> dict[str, Any]:
     return {"reason": reason, "detail": "amount 'x'", "payload": "{}", "partition": 0,
             "offset": 7, "arrival_time": _t(3), "input_file": "f-0001.ndjson", "batch_id": 1,
@@ -86,6 +93,7 @@ def _clean_rows() -> dict[str, list[dict[str, Any]]]:
                              _total("k2", 1, "7.50", replay_id="r1")],
         # grace 0: lateness 0 (watermark exactly at the window's end) is late, and valid
         "late_events": [_late("e2", 12, "2.000000"), _late("e4", 10, "0.000000")],
+        "uncaught_duplicates": [_duplicate("k2", 1, "7.50")],
         "reconciliation": [
             _recon("k1", "EXPLAINED", ("10.00", 1), ("15.00", 2), ("5.00", 1)),
             _recon("k2", "MATCHED", ("7.50", 1), ("7.50", 1), ("0.00", 0)),
@@ -100,6 +108,8 @@ def _faulty_rows() -> dict[str, list[dict[str, Any]]]:
     rows["provisional_totals"].append(_provisional("k1", 1, "10.00"))       # duplicate key
     rows["canonical_totals"].append(_total("k3", -1, "1.00", replay_id="r1"))
     rows["late_events"].append(_late("e5", 8, "-2.000000"))                 # window still open
+    rows["uncaught_duplicates"] += [_duplicate("k2", 1, "7.50"),            # duplicate key
+                                    _duplicate("k6", 0, "0.00")]            # no copy at all
     rows["reconciliation"].append(                                          # 5.00 unexplained
         _recon("k3", "EXPLAINED", ("10.00", 1), ("20.00", 2), ("5.00", 1)))
     rows["quarantine"] += [_quarantine(None), _quarantine(" "), _quarantine("mystery")]
@@ -108,7 +118,8 @@ def _faulty_rows() -> dict[str, list[dict[str, Any]]]:
 
 _PARTITION = {"event_log": "event_date", "quarantine": "arrival_date",
               "provisional_totals": "window_date", "late_events": "window_date",
-              "canonical_totals": "window_date", "reconciliation": "window_date"}
+              "canonical_totals": "window_date", "uncaught_duplicates": "window_date",
+              "reconciliation": "window_date"}
 
 
 def _write(spark: Any, warehouse: Path, rows: dict[str, list[dict[str, Any]]]) -> None:
@@ -166,7 +177,8 @@ def test_every_suite_passes_on_clean_rows(clean_result: Any) -> None:
     assert [s.suite for s in clean_result.suites] == list(SUITES)
     rows = {s.table: s.rows for s in clean_result.suites}
     assert rows == {"event_log": 3, "quarantine": 1, "provisional_totals": 2,
-                    "late_events": 2, "canonical_totals": 2, "reconciliation": 2}
+                    "late_events": 2, "canonical_totals": 2, "uncaught_duplicates": 1,
+                    "reconciliation": 2}
     failed = [r for r in clean_result.results if not r.success]
     assert failed == []
     assert clean_result.warnings == 0
@@ -181,7 +193,7 @@ def test_clean_run_is_recorded_in_the_report_db(clean_result: Any, clean_wh: Pat
     with ReportDB.from_settings(_settings(clean_wh)) as db:
         run = db.current_check_run(DAY)
         assert run is not None and run.run_id == clean_result.run_id
-        assert run.success and run.suites == 6
+        assert run.success and run.suites == 7
         assert run.expectations == clean_result.expectations
         stored = db.expectation_results(run.run_id)
     assert {(r.suite, r.expectation, r.column) for r in stored} == {
@@ -211,6 +223,10 @@ EXPECTED_FAILURES = {
     ("provisional_totals", "expect_compound_columns_to_be_unique", "window_start,key",
      "blocking"),
     ("canonical_totals", "expect_column_values_to_be_between", "event_count", "blocking"),
+    ("uncaught_duplicates", "expect_compound_columns_to_be_unique", "window_start,key",
+     "blocking"),
+    ("uncaught_duplicates", "expect_column_values_to_be_between", "duplicate_count",
+     "blocking"),
     ("late_events", "expect_column_values_to_be_in_set", "beyond_grace", "blocking"),
     ("late_events", "expect_column_pair_values_a_to_be_greater_than_b", "watermark,window_end",
      "blocking"),
@@ -230,13 +246,17 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     with pytest.raises(DataQualityError) as info:
         check_day(spark, settings, DAY)
     message = str(info.value)
-    assert "8 blocking expectation(s)" in message
+    assert "10 blocking expectation(s)" in message
     # each failure names the table, the expectation, the column and offending rows
     assert ("provisional_totals: expect_compound_columns_to_be_unique on column "
             "window_start,key: 2 unexpected") in message
     assert "canonical_totals: expect_column_values_to_be_between on column event_count: " \
            "1 unexpected" in message
     assert '"event_count": -1' in message and '"key": "k3"' in message
+    assert ("uncaught_duplicates: expect_compound_columns_to_be_unique on column "
+            "window_start,key: 2 unexpected") in message
+    assert ("uncaught_duplicates: expect_column_values_to_be_between on column "
+            "duplicate_count: 1 unexpected") in message and '"key": "k6"' in message
     assert "late_events: expect_column_values_to_be_in_set on column beyond_grace" in message
     assert '"event_id": "e5"' in message and '"lateness_seconds": "-2.000000"' in message
     assert '"event_id": "e4"' not in message  # lateness 0 with grace 0 is legitimately late
@@ -252,7 +272,7 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     with ReportDB.from_settings(settings) as db:
         run = db.current_check_run(DAY)
         assert run is not None and not run.success
-        assert (run.blocking_failures, run.warnings) == (8, 1)
+        assert (run.blocking_failures, run.warnings) == (10, 1)
         failed = {(r.table, r.expectation, r.column, r.severity)
                   for r in db.expectation_results(run.run_id) if not r.success}
     assert failed == EXPECTED_FAILURES
@@ -297,7 +317,7 @@ def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, fau
     assert main(["check", "--warehouse", str(clean_wh), "--date", "2026-01-01", "--json"]) == 0
     out, _ = capsys.readouterr()
     payload = json.loads(out)
-    assert payload["success"] is True and len(payload["suites"]) == 6
+    assert payload["success"] is True and len(payload["suites"]) == 7
     # re-running the day records a new current run; the earlier one stays as history
     with ReportDB.from_settings(_settings(clean_wh)) as db:
         run = db.current_check_run(DAY)
