@@ -623,10 +623,11 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         timelines.append(timeline)
         return value, m
 
-    runs = _alternate(spark, {"audit_day(record=False)": ours_timed,
-                       "DataComPy SparkSQLCompare": lambda: _measure(
-                           spark, lambda: _datacompy(spark, settings, report=False))},
-                      AUDIT_ROUNDS)
+    runs = _alternate(spark, {
+        "audit_day(record=False)": ours_timed,
+        "DataComPy SparkSQLCompare": lambda: _measure(
+            spark, lambda: _datacompy(spark, settings, report=False)),
+    }, AUDIT_ROUNDS)
     (res, ours, ours_walls), (dc, theirs, theirs_walls) = runs.values()
     timeline = timelines[1:][ours_walls.index(ours["wall_seconds"])]  # [0]: untimed run
     log("audit: audit_day(record=True) (report DB + attribution)")
@@ -659,7 +660,8 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "profile": {"audit_timeline_seconds": timeline,
                     "note": "audit_day(record=False) = one union/groupBy of 4 per-window inputs "
                     "(no event_log scan) + a Delta "
-                    "replaceWhere write + one summary read; record=True adds late attribution "
+                    "replaceWhere write with the summary observed on it; record=True adds late "
+                    "attribution "
                     "(a window over the day's event_log) and the breaks insert"},
         "settings": {"tolerance_abs": str(settings.tolerance_abs),
                      "rounds": AUDIT_ROUNDS, "reported": "median run of each contender"},
