@@ -139,9 +139,9 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     union = parts[0]
     for part in parts[1:]:
         union = union.unionByName(part)
-    # Each input holds a (window, key) at most once per file, so a map-side partial aggregation
-    # would hash every row and combine nothing: shuffle the rows as they are, and aggregate
-    # once they are together.
+    # Three of the inputs hold a (window, key) once per day and late_events only a few rows
+    # per window, so a map-side partial aggregation would hash every row and combine almost
+    # nothing: shuffle the rows as they are, and aggregate once they are together.
     g = union.repartition("window_start", "key").groupBy("window_start", "key").agg(
         F.sum("p_amount").alias("provisional_amount"), F.sum("p_count").alias("provisional_count"),
         F.max("p_status").alias("p_status_code"),
