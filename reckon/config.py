@@ -65,6 +65,8 @@ class Settings:
     target_completeness: Decimal = Decimal("0.999")
     reconciler: str = ""  # who runs audits (may not sign them off); empty -> the OS user
     allow_unexplained: bool = False  # data-quality: UNEXPLAINED/MISSING_* rows only warn
+    # replay
+    replay_broadcast_ids: int = 1_000_000  # repeated event_ids sent to every task (hashes)
     # nightly
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"
@@ -80,6 +82,8 @@ class Settings:
             raise ConfigError(f"target_completeness={self.target_completeness} must be in (0, 1]")
         if self.tolerance_abs < 0 or self.tolerance_rel < 0:
             raise ConfigError("tolerance_abs and tolerance_rel must be >= 0")
+        if self.replay_broadcast_ids < 0:
+            raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")

@@ -16,6 +16,11 @@ rescans the event log. Copies of one event are identical unless the event is a c
 per event the over-count is ``(admitted copies - 1) x`` its one payload; only conflicting
 events (and a replay from Kafka, which has no stream flags) take the per-copy path.
 
+Almost every event_id occurs once, so a replay of the event log first counts the day's ids
+(64-bit hashes, a narrow pass) and groups only the rows of the ids that repeat; every other row
+is its event as it stands. With more repeated ids than ``replay_broadcast_ids`` it groups the
+whole day by event_id, with the same result.
+
 A day's windows are those whose start lies in ``[00:00, 24:00)`` UTC; with hopping windows the
 first ones reach back ``size - slide`` into the previous day, so the read starts there. An
 event "of the day" (for the counts in ``replay_runs``) is one whose slide-aligned window starts
@@ -139,6 +144,56 @@ def uncaught_copies(log: DataFrame, spec: WindowSpec, d0: int, d1: int) -> DataF
             .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
 
 
+def first_copies(valid: DataFrame) -> DataFrame:
+    """Per event_id of ``valid``: the first copy in arrival order (key, amount, event_us,
+    arrival_us), its number of copies, whether they disagree, and the identical copies the
+    stream admitted beyond the first (``uncaught``; see the module)."""
+    fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
+    first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
+                     F.struct("arrival_us", "partition", "input_file", "offset"))
+    return (valid.groupBy("event_id")
+            .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
+                 (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"),
+                 F.count_if("admitted").alias("admitted"))
+            .select("event_id", "f.key", "f.amount", "f.event_us", "f.arrival_us",
+                    "copies", "conflict",
+                    F.when(F.col("conflict"), F.lit(0))
+                    .otherwise(F.greatest(F.col("admitted") - 1, F.lit(0))).alias("uncaught")))
+
+
+def _id_hash() -> Column:
+    return F.xxhash64("event_id").alias("id_hash")
+
+
+def _repeated_ids(rows: DataFrame, limit: int) -> DataFrame | None:
+    """The 64-bit hashes of the event_ids read more than once (persisted), or None when there
+    are more than ``limit`` of them. A hash shared by two ids only sends both down the exact
+    path, so the split in ``_one_row_per_event`` never changes a total."""
+    repeated = (rows.select(_id_hash()).groupBy("id_hash").count()
+                .filter(F.col("count") > 1).select("id_hash").persist())
+    if repeated.count() <= limit:
+        return repeated
+    repeated.unpersist()
+    return None
+
+
+def _one_row_per_event(valid: DataFrame, repeated: DataFrame | None) -> DataFrame:
+    """``first_copies`` of ``valid``. Grouping a day by event_id sorts every row (the first-copy
+    buffer is a struct, so Spark plans a sort aggregate) although almost every id occurs once.
+    Given the ids that repeat (few enough to broadcast), a row of any other id is its event as
+    it stands, and only the repeated ids are grouped."""
+    if repeated is None:
+        return first_copies(valid)
+    tagged = valid.withColumn("id_hash", _id_hash())
+    once = (tagged.join(F.broadcast(repeated), "id_hash", "left_anti")
+            .select("event_id", "key", "amount", "event_us", "arrival_us",
+                    F.lit(1).cast("long").alias("copies"), F.lit(False).alias("conflict"),
+                    F.lit(0).cast("long").alias("uncaught")))
+    more = first_copies(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
+                        .drop("id_hash"))
+    return once.unionByName(more)
+
+
 def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
     """The columns every per-(window, key) table of the replay derives from ``ws_us``."""
     return {"window_start": F.timestamp_micros("ws_us"),
@@ -197,18 +252,9 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         F.unix_micros("event_time").alias("event_us"),
         F.unix_micros("arrival_time").alias("arrival_us"),
         (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
-    fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
-    first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
-                     F.struct("arrival_us", "partition", "input_file", "offset"))
-    events = (valid.groupBy("event_id")
-              .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
-                   (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"),
-                   F.count_if("admitted").alias("admitted"))
-              .select("event_id", "f.key", "f.amount", "f.event_us", "f.arrival_us",
-                      "copies", "conflict",
-                      # identical copies the stream counted beyond the first (see module)
-                      F.when(F.col("conflict"), F.lit(0))
-                      .otherwise(F.greatest(F.col("admitted") - 1, F.lit(0))).alias("uncaught")))
+    # A topic read twice may have grown in between: only the pinned event log is read again.
+    repeated = None if from_kafka else _repeated_ids(rows, settings.replay_broadcast_ids)
+    events = _one_row_per_event(valid, repeated)
 
     # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
     #    counts ride along on the event's own slide-aligned window (pos 0) so one pass gives
@@ -296,6 +342,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
      .option("replaceWhere", f"window_date = '{day.isoformat()}'")
      .save(tb.table_path(wh, tb.REPLAY_CONFLICTS)))
     conflicting.unpersist()
+    if repeated is not None:
+        repeated.unpersist()
 
     # 6. The run record (replaced when the same inputs are replayed again).
     previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)

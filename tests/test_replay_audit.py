@@ -22,6 +22,7 @@ from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus
 from reckon.reference import (
     Event,
+    arrival_order,
     canonical_totals,
     duplicate_overcount,
     reconcile_outcome,
@@ -115,16 +116,20 @@ def _recon_rows(spark, warehouse):
 # tumbling and hopping windows (10 s every 5 s: each event in two windows); seeds 2 and 3 are
 # the same check on other random streams: `make test-soak`
 # the hopping case also has conflicting re-deliveries the stream counts twice: the replay
-# attributes each extra copy to its own key, amount and windows
-@pytest.mark.parametrize("seed, windows, conflicting", [
-    (1, {}, 0), (4, {"slide": "5s"}, 4),
-    pytest.param(2, {}, 0, marks=pytest.mark.soak), pytest.param(3, {}, 4, marks=pytest.mark.soak)],
-    ids=["tumbling-1", "hopping-4-conflicts", "tumbling-2", "tumbling-3-conflicts"])
+# attributes each extra copy to its own key, amount and windows.
+# replay_broadcast_ids=0: the replay groups every event by event_id (as on a day with more
+# repeated ids than it broadcasts); otherwise only the repeated ids are grouped
+@pytest.mark.parametrize("seed, windows, conflicting, broadcast_ids", [
+    (1, {}, 0, 0), (4, {"slide": "5s"}, 4, 1000),
+    pytest.param(2, {}, 0, 1000, marks=pytest.mark.soak),
+    pytest.param(3, {}, 4, 0, marks=pytest.mark.soak)],
+    ids=["tumbling-1-group-all", "hopping-4-conflicts", "tumbling-2",
+         "tumbling-3-conflicts-group-all"])
 def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, windows,
-                                                      conflicting):
+                                                      conflicting, broadcast_ids):
     warehouse = tmp_path / "wh"
     config = {**RULES, **windows}
-    settings = stream_settings(warehouse, **config)
+    settings = stream_settings(warehouse, **config, replay_broadcast_ids=broadcast_ids)
     batches = random_batches(seed, conflicting=conflicting)
     run_batches(spark, settings, batches)
     rules = EventTimeRules.parse(**config)
@@ -149,6 +154,18 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
     admitted = Counter(e.event_id for e, _ in expected.admitted)
     assert bool({i for i in conflicts if admitted[i] > 1}) == (conflicting > 0)  # counted twice
     assert sum(r.conflicts for r in replays) == len(conflicts)
+    # each run's counts: an event belongs to the day of its first copy's event time
+    first: dict[str, Event] = {}
+    for e in sorted(log, key=arrival_order):
+        first.setdefault(e.event_id, e)
+    copies = Counter(e.event_id for e in log)
+    for day, run in zip((DAY1, DAY2), replays, strict=True):
+        d0, d1 = day_bounds(day)
+        ids = [i for i, e in first.items() if d0 <= e.event_time < d1]
+        assert (run.valid_events, run.duplicate_copies, run.arrived_after_day,
+                run.quarantined, run.rows_read) == (
+            len(ids), sum(copies[i] - 1 for i in ids),
+            sum(first[i].arrival_time >= d1 for i in ids), 0, sum(copies[i] for i in ids))
     stored = spark.read.format("delta").load(str(warehouse / tb.REPLAY_CONFLICTS)).collect()
     assert sorted(r.event_id for r in stored) == conflicts
     assert _canonical_rows(spark, warehouse) == {
