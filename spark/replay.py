@@ -234,14 +234,26 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     origin = f"replay:{day.isoformat()}"
 
     # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
+    #    The event log's ids are counted first (see step 2); that narrow pass also tells whether
+    #    any row is rejected. Usually none is (the stream quarantined them on arrival), and then
+    #    no payload is read. A retried task can only over-count, never hide a rejected row.
     in_day = (F.col("event_time") >= _ts(d0)) & (F.col("event_time") < _ts(d1))
-    bad = rows.filter(F.col("reason").isNotNull() & in_day).select(
+    rejected = F.col("reason").isNotNull() & in_day
+    repeated: DataFrame | None = None
+    any_rejected = True
+    if not from_kafka:  # a topic read twice may have grown in between: the log is pinned
+        screened = Observation("replay_screen")
+        repeated = _repeated_ids(rows.observe(screened, F.count_if(rejected).alias("rejected")),
+                                 settings.replay_broadcast_ids)
+        any_rejected = bool(screened.get["rejected"])
+    bad = rows.filter(rejected).select(
         "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
         F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))
     bad_seen = Observation("replay_quarantine")
-    (tb.conform(bad, tb.QUARANTINE).observe(bad_seen, F.count(F.lit(1)).alias("rows"))
+    (tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
+     .observe(bad_seen, F.count(F.lit(1)).alias("rows"))
      .write.format("delta").mode("overwrite")
      .option("replaceWhere", f"origin = '{origin}'").save(tb.table_path(wh, tb.QUARANTINE)))
     quarantined = int(bad_seen.get["rows"])
@@ -252,8 +264,6 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         F.unix_micros("event_time").alias("event_us"),
         F.unix_micros("arrival_time").alias("arrival_us"),
         (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
-    # A topic read twice may have grown in between: only the pinned event log is read again.
-    repeated = None if from_kafka else _repeated_ids(rows, settings.replay_broadcast_ids)
     events = _one_row_per_event(valid, repeated)
 
     # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event

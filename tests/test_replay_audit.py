@@ -258,6 +258,44 @@ def test_replay_is_idempotent_and_leaves_other_days_alone(spark, streamed, tmp_p
     assert runs.filter("window_date = '2026-01-01'").count() == 1
 
 
+def test_rows_the_rules_now_reject_are_quarantined_by_the_replay_and_released_again(
+        spark, streamed, tmp_path):
+    """A lower amount_max after the stream ran: the replay quarantines the day's copies above
+    it (origin replay:<day>, payload kept) and counts each row once; the replay under the old
+    rules again replaces that quarantine with nothing and counts them."""
+    from pyspark.sql import functions as F
+
+    warehouse = copy_warehouse(streamed, tmp_path)
+    settings = stream_settings(warehouse, **RULES)
+    d0, d1 = day_bounds(DAY2)
+    micros = F.unix_micros("event_time")
+    day_rows = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG)).filter(
+        (micros >= d0) & (micros < d1))
+    amounts = sorted(r.amount for r in day_rows.select("amount").collect())
+    cap = amounts[len(amounts) // 2]
+    above = sorted((r.event_id, r.payload) for r in day_rows.filter(F.col("amount") > cap)
+                   .select("event_id", "payload").collect())
+    assert above and all(payload for _, payload in above)
+
+    def quarantine():
+        return spark.read.format("delta").load(str(warehouse / tb.QUARANTINE)).filter(
+            F.col("origin") == f"replay:{DAY2}").collect()
+
+    base = replay_day(spark, settings, DAY2)
+    assert base.quarantined == 0 and quarantine() == []
+    strict = replay_day(spark, stream_settings(warehouse, **RULES, amount_max=str(cap)), DAY2)
+    rows = quarantine()
+    assert strict.quarantined == len(rows) == len(above)
+    assert sorted((r.event_id, r.payload) for r in rows) == above
+    assert {r.reason for r in rows} == {"amount_out_of_range"}
+    assert strict.rows_read == base.rows_read
+    assert strict.valid_events + strict.duplicate_copies < base.valid_events + base.duplicate_copies
+    again = replay_day(spark, settings, DAY2)
+    assert again.quarantined == 0 and quarantine() == []
+    assert (again.valid_events, again.duplicate_copies, again.total_amount) == (
+        base.valid_events, base.duplicate_copies, base.total_amount)
+
+
 def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, streamed,
                                                                         tmp_path):
     """Drop events from the stream's view only (archived by another writer, batch_id null):
