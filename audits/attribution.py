@@ -95,10 +95,11 @@ def late_attribution(spark: SparkSession, settings: Settings,
     from pyspark.sql import functions as F
 
     from spark import tables
+    from spark.rules import arrival_order
 
     the_day = day if isinstance(day, date) else parse_date(day, "date")
     wh = settings.warehouse_path
-    first_copy = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "offset")
+    first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
     events = (tables.read_table(spark, wh, tables.EVENT_LOG)
               .filter((F.col("event_date") == F.lit(the_day))
                       & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))

@@ -192,6 +192,7 @@ def _events(spark: Any, wh: Path, key: str, start: int, end: int) -> list[Any]:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
+    from spark.rules import arrival_order
 
     if not tb.table_exists(wh, tb.EVENT_LOG):
         return []
@@ -202,7 +203,7 @@ def _events(spark: Any, wh: Path, key: str, start: int, end: int) -> list[Any]:
                     & (F.col("event_time") >= _ts(start)) & (F.col("event_time") < _ts(end)))
             .select("event_id", _us("event_time"), _us("arrival_time"), "partition", "offset",
                     "input_file", "batch_id", "amount", "source", "is_duplicate")
-            .orderBy("arrival_time", "partition", "input_file", "offset", "event_id")
+            .orderBy(*arrival_order(), "event_id")
             .limit(100_000).collect())
 
 

@@ -48,7 +48,7 @@ from reckon.eventtime import WindowSpec
 from reckon.timeutil import day_bounds, parse_date
 from spark import tables as tb
 from spark.parse import first_failure, parse_events, typed_checks
-from spark.rules import window_starts_col
+from spark.rules import arrival_order, window_starts_col
 
 __all__ = ["ReplayResult", "cmd_replay", "replay_day", "replay_range", "uncaught_copies"]
 
@@ -134,8 +134,7 @@ def uncaught_copies(log: DataFrame, spec: WindowSpec, d0: int, d1: int) -> DataF
     """Copy by copy: (ws_us, key, amount) of every copy the stream admitted beyond the first in
     arrival order, in each of its own windows that start in [d0, d1). ``log``: event_log rows
     with the replay's ``reason`` (copies the typed rules now reject are not attributed)."""
-    order = Window.partitionBy("event_id").orderBy("arrival_time", "partition", "input_file",
-                                                   "offset")
+    order = Window.partitionBy("event_id").orderBy(*arrival_order())
     return (log.filter(F.col("reason").isNull() & _admitted())
             .withColumn("copy", F.row_number().over(order)).filter(F.col("copy") > 1)
             .select("key", "amount",
@@ -144,13 +143,13 @@ def uncaught_copies(log: DataFrame, spec: WindowSpec, d0: int, d1: int) -> DataF
             .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
 
 
-def first_copies(valid: DataFrame) -> DataFrame:
+def _first_copies(valid: DataFrame) -> DataFrame:
     """Per event_id of ``valid``: the first copy in arrival order (key, amount, event_us,
     arrival_us), its number of copies, whether they disagree, and the identical copies the
     stream admitted beyond the first (``uncaught``; see the module)."""
     fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
     first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
-                     F.struct("arrival_us", "partition", "input_file", "offset"))
+                     F.struct(*arrival_order("arrival_us")))
     return (valid.groupBy("event_id")
             .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
                  (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"),
@@ -178,18 +177,18 @@ def _repeated_ids(rows: DataFrame, limit: int) -> DataFrame | None:
 
 
 def _one_row_per_event(valid: DataFrame, repeated: DataFrame | None) -> DataFrame:
-    """``first_copies`` of ``valid``. Grouping a day by event_id sorts every row (the first-copy
+    """``_first_copies`` of ``valid``. Grouping a day by event_id sorts every row (the first-copy
     buffer is a struct, so Spark plans a sort aggregate) although almost every id occurs once.
     Given the ids that repeat (few enough to broadcast), a row of any other id is its event as
     it stands, and only the repeated ids are grouped."""
     if repeated is None:
-        return first_copies(valid)
+        return _first_copies(valid)
     tagged = valid.withColumn("id_hash", _id_hash())
     once = (tagged.join(F.broadcast(repeated), "id_hash", "left_anti")
             .select("event_id", "key", "amount", "event_us", "arrival_us",
                     F.lit(1).cast("long").alias("copies"), F.lit(False).alias("conflict"),
                     F.lit(0).cast("long").alias("uncaught")))
-    more = first_copies(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
+    more = _first_copies(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
                         .drop("id_hash"))
     return once.unionByName(more)
 
@@ -341,8 +340,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                      .groupBy("event_id")
                      .agg(F.count(F.lit(1)).alias("copies"),
                           F.sort_array(F.collect_set("payload")).alias("payloads"),
-                          F.min_by("payload", F.struct("arrival_time", "partition", "input_file",
-                                                       "offset")).alias("kept_payload"),
+                          F.min_by("payload", F.struct(*arrival_order())).alias("kept_payload"),
                           F.min("event_us").alias("event_us"))
                      .filter((F.col("event_us") >= F.lit(d0)) & (F.col("event_us") < F.lit(d1)))
                      .withColumns({"replay_id": F.lit(replay_id), "window_date": F.lit(day)}))

@@ -16,7 +16,15 @@ from reckon.eventtime import (
 )
 from reckon.reconcile import FALLBACK_STATUS, STATUS_RULES, Measure
 
-__all__ = ["disposition_col", "recon_status_col", "status_col", "window_starts_col"]
+__all__ = ["arrival_order", "disposition_col", "recon_status_col", "status_col",
+           "window_starts_col"]
+
+
+def arrival_order(time: str = "arrival_time") -> tuple[str, ...]:
+    """The columns that order the copies of an event_id by arrival, ties broken as the
+    reference does (``reckon.reference.arrival_order``); a landing file's offset is a line
+    number within ``input_file``. The first copy in this order is the one that counts."""
+    return (time, "partition", "input_file", "offset")
 
 
 def window_starts_col(event_us: Column, spec: WindowSpec) -> Column:

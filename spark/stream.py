@@ -58,7 +58,7 @@ from reckon.eventtime import (
 from reckon.timeutil import parse_duration
 from spark import tables as tb
 from spark.parse import parse_events
-from spark.rules import disposition_col, status_col, window_starts_col
+from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
 
 __all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "processing_time",
            "run_stream"]
@@ -299,8 +299,7 @@ class BatchProcessor:
                          & (F.col("batch_id") < batch_id))
                  .groupBy("event_id")
                  .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
-        order = Window.partitionBy("event_id").orderBy(
-            "arrival_us", "partition", "input_file", "offset").rowsBetween(
+        order = Window.partitionBy("event_id").orderBy(*arrival_order("arrival_us")).rowsBetween(
             Window.unboundedPreceding, -1)
         latest_prior = F.greatest(F.col("prior_arrival"), F.max("arrival_us").over(order))
         return (valid.join(prior, "event_id", "left")
