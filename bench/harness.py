@@ -111,19 +111,27 @@ class MemorySampler:
         self.sample()
         self.retained_heap = self._heap_after_gc()
 
-    def _heap_after_gc(self) -> int:
-        """The JVM heap still in use after a full GC once the block ended: what the driver
+    def _heap_after_gc(self, settle_seconds: float = 0.5, attempts: int = 4) -> int:
+        """The JVM heap still in use after full GCs once the block ended: what the driver
         kept. The peak heap also counts garbage the collector had no reason to reclaim yet
         and, in local mode, the executors' working memory, so it grows with the data
-        although nothing is held."""
+        although nothing is held. One collection is not enough either: Spark's ContextCleaner
+        drops a finished job's broadcasts, shuffle statuses and unpersisted blocks only once a
+        GC has found them unreachable, so collect, give the cleaner a moment, and collect
+        again until two readings agree within 1 MB."""
         if self.spark is None:
             return 0
-        try:
-            self.spark.sparkContext._jvm.java.lang.System.gc()
-        except Exception:
-            return 0
-        time.sleep(0.5)
-        return self._heap_used()
+        readings: list[int] = []
+        for _ in range(attempts):
+            try:
+                self.spark.sparkContext._jvm.java.lang.System.gc()
+            except Exception:
+                return 0
+            time.sleep(settle_seconds)
+            readings.append(self._heap_used())
+            if len(readings) >= 2 and abs(readings[-1] - readings[-2]) < _MB:
+                break
+        return readings[-1]
 
     def result(self) -> dict[str, float]:
         return {"peak_python_rss_mb": round(self.peak_python / _MB, 1),

@@ -761,7 +761,8 @@ def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
             # driver keeps shows in the two rows after it.
             _target("flat driver memory (peak JVM heap in use, smallest -> largest)",
                     grew(heap), "<= 1.5x over a 20x range", grew(heap) <= 1.5),
-            _target("flat driver memory (JVM heap after a full GC, smallest -> largest)",
+            _target("flat driver memory (JVM heap kept: after GCs, once the cleaner has run, "
+                    "smallest -> largest)",
                     grew(kept), "<= 1.5x over a 20x range", grew(kept) <= 1.5),
             _target("flat driver memory (Python driver peak RSS, smallest -> largest)",
                     grew(python), "<= 1.5x over a 20x range", grew(python) <= 1.5),

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audits.audit import audit_day
+from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus
 from reckon.reference import (
@@ -296,6 +297,13 @@ def test_rows_the_rules_now_reject_are_quarantined_by_the_replay_and_released_ag
         base.valid_events, base.duplicate_copies, base.total_amount)
 
 
+def test_an_audit_before_the_replay_says_which_replay_to_run(spark, streamed, tmp_path):
+    warehouse = copy_warehouse(streamed, tmp_path)
+    with pytest.raises(UsageError, match=r"run `reckon replay --date 2026-01-02`"):
+        audit_day(spark, stream_settings(warehouse, **RULES), DAY2, record=False)
+    assert not (warehouse / tb.RECONCILIATION).exists()
+
+
 def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, streamed,
                                                                         tmp_path):
     """Drop events from the stream's view only (archived by another writer, batch_id null):
@@ -345,10 +353,17 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
                  & (F.col("key") == F.lit(victim.key)),
                  set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
     audit_day(spark, settings, DAY1, record=False)
-    audit_day(spark, settings, DAY2, record=False)
+    result = audit_day(spark, settings, DAY2, record=False)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
     assert list(bad) == [(to_micros(victim.window_start), victim.key)]
+    # The result names the version of each input it read: the update is the newest one.
+    inputs = (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)
+    assert result.table_versions == {
+        name: DeltaTable.forPath(spark, str(warehouse / name)).history(1).first().version
+        for name in inputs}
+    assert result.table_versions[tb.PROVISIONAL_TOTALS] == (
+        table.history().filter("operation = 'UPDATE'").first().version)
     row = next(iter(bad.values()))
     assert (row.status, row.residual_amount, row.residual_count) == (
         ReconStatus.UNEXPLAINED.value, Decimal("-0.07"), 0)
