@@ -25,13 +25,11 @@ import json
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from pyspark import inheritable_thread_target
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -237,14 +235,14 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
     run_id = f"audit-{day.isoformat()}-{uuid.uuid4().hex[:12]}"
     in_day = F.col("window_date") == F.lit(day)
 
-    # Each lookup reads its table's log (a listing, a commit file, a small job): they are
-    # independent, so the four run side by side (with the caller's Spark job properties).
-    names = (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)
-    lookup = inheritable_thread_target(lambda name: _versioned(spark, settings, name))
-    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="audit-input") as pool:
-        pinned = dict(zip(names, pool.map(lookup, names), strict=True))
-    frames = {name: df for name, (df, _) in pinned.items()}
-    versions = {name: v for name, (_, v) in pinned.items() if v is not None}
+    versions: dict[str, int] = {}
+    frames: dict[str, DataFrame | None] = {}
+    for name in (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+                 tb.UNCAUGHT_DUPLICATES):
+        df, version = _versioned(spark, settings, name)
+        frames[name] = df
+        if version is not None:
+            versions[name] = version
     for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
