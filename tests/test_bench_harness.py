@@ -1,10 +1,13 @@
-"""The audit benchmark's measuring protocol: contenders run in turns after one untimed round,
-the median timed run is reported, and nothing one contender cached is left for the next."""
+"""The benchmark's measuring protocol: contenders run in turns after one untimed round, the
+median timed run is reported, nothing one contender cached is left for the next, and the heap
+a run keeps is read only once the collections have settled."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+from bench.harness import MemorySampler
 from bench.workloads import _alternate
 
 
@@ -31,3 +34,36 @@ def test_contenders_alternate_and_the_median_run_is_reported(spark) -> None:
     assert timed == [3.0, 1.0, 2.0] and measured["wall_seconds"] == 2.0 and value == "ours@2.0"
     value, measured, timed = out["theirs"]
     assert timed == [7.0, 9.0, 8.0] and measured["wall_seconds"] == 8.0 and value == "theirs@8.0"
+
+
+def _jvm_reading(heap_mb: list[float], collections: list[int]) -> Any:
+    """The slice of a SparkSession the sampler reads: a JVM whose heap in use after each
+    System.gc() is the next of ``heap_mb`` (what Spark's ContextCleaner frees between two
+    collections is only reclaimed by the second)."""
+    mb = 1024 * 1024
+    heap = iter(heap_mb)
+    used = [0.0]
+
+    def collect() -> None:
+        collections.append(1)
+        used[0] = next(heap)
+
+    runtime = SimpleNamespace(totalMemory=lambda: int(used[0] * mb), freeMemory=lambda: 0)
+    lang = SimpleNamespace(System=SimpleNamespace(gc=collect),
+                           Runtime=SimpleNamespace(getRuntime=lambda: runtime))
+    return SimpleNamespace(sparkContext=SimpleNamespace(_jvm=SimpleNamespace(
+        java=SimpleNamespace(lang=lang))))
+
+
+def test_the_kept_heap_is_read_once_two_collections_agree() -> None:
+    collections: list[int] = []
+    sampler = MemorySampler(_jvm_reading([310.0, 180.0, 126.0, 125.5, 90.0], collections))
+    kept = sampler._heap_after_gc(settle_seconds=0)
+    assert (round(kept / 1024 / 1024, 1), len(collections)) == (125.5, 4)
+
+
+def test_the_kept_heap_reading_gives_up_after_its_attempts() -> None:
+    collections: list[int] = []
+    sampler = MemorySampler(_jvm_reading([400.0, 300.0, 200.0, 100.0, 50.0], collections))
+    kept = sampler._heap_after_gc(settle_seconds=0, attempts=3)
+    assert (round(kept / 1024 / 1024, 1), len(collections)) == (200.0, 3)
