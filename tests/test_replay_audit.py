@@ -456,3 +456,62 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     assert log.count() == sum(len(b) for b in batches)
     progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
     assert sorted(r.batch_id for r in progress.collect()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("absent", [(), ("provisional", "late")],
+                         ids=["all-inputs", "no-stream-tables"])
+def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent):
+    """16 keys in one window, key k present in input i when bit i of k is set (two late
+    events where late is present): every mix, including a window only the late side output
+    or only uncaught_duplicates knows, makes the reference's row and status."""
+    from pyspark.sql import functions as F
+
+    from audits.audit import reconcile_frame
+    from reckon.reconcile import Tolerance, reconcile
+
+    rng = random.Random(16)
+    names = ("provisional", "canonical", "late", "duplicate")
+    ws = MIDNIGHT
+    present = {name: [f"k{k:02d}" for k in range(16) if k >> i & 1 and name not in absent]
+               for i, name in enumerate(names)}
+
+    def money() -> Decimal:
+        return Decimal(rng.randint(1, 9999)) / 100
+
+    totals = {name: {key: (money(), rng.randint(1, 5)) for key in present[name]}
+              for name in ("provisional", "canonical", "duplicate")}
+    late_rows = [(key, money()) for key in present["late"] for _ in range(2)]
+    late = {}
+    for key, amount in late_rows:
+        total, count = late.get(key, (Decimal("0.00"), 0))
+        late[key] = (total + amount, count + 1)
+
+    def frame(rows, schema):
+        return None if not rows else spark.createDataFrame(rows, schema).withColumn(
+            "window_start", F.timestamp_micros(F.col("ws")))
+
+    provisional = frame([(ws, k, a, n, "CLOSED", 1) for k, (a, n) in
+                         totals["provisional"].items()],
+                        "ws long, key string, total_amount decimal(38,2), event_count long, "
+                        "status string, revision int")
+    canonical = frame([(ws, k, a, n) for k, (a, n) in totals["canonical"].items()],
+                      "ws long, key string, total_amount decimal(38,2), event_count long")
+    late_df = frame([(ws, k, a) for k, a in late_rows],
+                    "ws long, key string, amount decimal(18,2)")
+    duplicates = frame([(ws, k, a, n) for k, (a, n) in totals["duplicate"].items()],
+                       "ws long, key string, duplicate_amount decimal(38,2), "
+                       "duplicate_count long")
+
+    rows = reconcile_frame(provisional, canonical, late_df, duplicates, Tolerance(), DAY2,
+                           "run-1", 10 * S).collect()
+    want = reconcile(totals["provisional"], totals["canonical"], late, totals["duplicate"])
+    got = {r.key: r for r in rows}
+    assert len(rows) == len(got) == len(want)
+    for key, ref in want.items():
+        row = got[key]
+        assert row.status == ref.status.value, key
+        assert (row.gap_amount, row.gap_count) == ref.gap, key
+        assert (row.residual_amount, row.residual_count) == ref.residual, key
+        assert (row.late_amount, row.late_count) == ref.late, key
+        assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate, key
+        assert (row.provisional_status is None) == (ref.provisional is None), key
