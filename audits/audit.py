@@ -3,8 +3,8 @@ gap attributed to the late side output and to what the stream counted more than 
 
 One pass over totals only: the four inputs (provisional_totals, canonical_totals, late_events
 and uncaught_duplicates of the day, late events summed per window and key) are full-outer
-joined on (window_start, key), each holding a key once; then reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. The day's
-``reconciliation`` partition is overwritten (replaceWhere), the run and its breaks go to the
+joined on (window_start, key), each holding a key once; then reckon.reconcile's arithmetic
+and STATUS_RULES are applied as Columns. The day's ``reconciliation`` partition is overwritten (replaceWhere), the run and its breaks go to the
 report database (history kept, newest current), and the result names the Delta versions it read.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
@@ -86,17 +86,15 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
 
 
 _KEYS = ("window_start", "key")
-_MEASURES = {  # every input's measures, side by side; null where the input has no row
-    "provisional_amount": "decimal(38,2)", "provisional_count": "long",
-    "provisional_status": "string", "provisional_revision": "int",
-    "canonical_amount": "decimal(38,2)", "canonical_count": "long",
-    "late_amount": "decimal(38,2)", "late_count": "long",
-    "duplicate_amount": "decimal(38,2)", "duplicate_count": "long",
-}
+# every input's measures, side by side (null where the input has no row), typed as the
+# reconciliation table declares them
+_MEASURES = ("provisional_amount", "provisional_count", "provisional_status",
+             "provisional_revision", "canonical_amount", "canonical_count", "late_amount",
+             "late_count", "duplicate_amount", "duplicate_count")
 
 
 def _full_join(frames: list[DataFrame]) -> DataFrame | None:
-    """Null-safe full outer join on (window_start, key) of frames that hold a key once each."""
+    """Full outer join on (window_start, key) of frames that hold a key once each."""
     if not frames:
         return None
     joined = frames[0]
@@ -139,8 +137,9 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
             *keys, "duplicate_amount", "duplicate_count"),
     ) if f is not None])
     g = big if small is None else big.join(small, keys, "full")
-    g = g.withColumns({name: F.col(name).cast(kind) if name in g.columns
-                       else F.lit(None).cast(kind) for name, kind in _MEASURES.items()})
+    declared = {f.name: f.dataType for f in tb.SCHEMAS[tb.RECONCILIATION].fields}
+    g = g.withColumns({name: F.lit(None).cast(declared[name])  # an input that does not exist
+                       for name in _MEASURES if name not in g.columns})
     g = g.withColumns({
         "late_amount": F.coalesce(F.col("late_amount"), F.lit(_ZERO)),
         "late_count": F.coalesce(F.col("late_count"), F.lit(0)),
