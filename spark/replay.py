@@ -37,6 +37,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -168,8 +169,11 @@ def _repeated_ids(rows: DataFrame, limit: int) -> DataFrame | None:
     """The 64-bit hashes of the event_ids read more than once (persisted), or None when there
     are more than ``limit`` of them. A hash shared by two ids only sends both down the exact
     path, so the split in ``_one_row_per_event`` never changes a total."""
-    repeated = (rows.select(_id_hash()).groupBy("id_hash").count()
-                .filter(F.col("count") > 1).select("id_hash").persist())
+    # Counted by a window over the shuffled hashes, not by groupBy().count(): nearly every id
+    # occurs once, so a map-side partial aggregation would hash all rows and combine none.
+    copies = F.count(F.lit(1)).over(Window.partitionBy("id_hash"))
+    repeated = (rows.select(_id_hash()).select("id_hash", copies.alias("copies"))
+                .filter(F.col("copies") > 1).select("id_hash").distinct().persist())
     if repeated.count() <= limit:
         return repeated
     repeated.unpersist()
@@ -199,6 +203,13 @@ def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
             "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(size)),
             "window_date": F.to_date(F.timestamp_micros("ws_us")),
             "replay_id": F.lit(replay_id)}
+
+
+def _replace(df: DataFrame, warehouse: str | Path, name: str, condition: str) -> None:
+    """Overwrite the rows of table ``name`` that match ``condition`` with ``df``, atomically
+    (Delta replaceWhere): what makes a re-run of the same day idempotent."""
+    (df.write.format("delta").mode("overwrite").option("replaceWhere", condition)
+     .save(tb.table_path(warehouse, name)))
 
 
 def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
@@ -231,6 +242,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     replay_id = _replay_id(day, source, version, settings)
     d0, d1 = day_bounds(day)
     origin = f"replay:{day.isoformat()}"
+    day_only = f"window_date = '{day.isoformat()}'"
 
     # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
     #    The event log's ids are counted first (see step 2); that narrow pass also tells whether
@@ -251,112 +263,126 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))
     bad_seen = Observation("replay_quarantine")
-    (tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
-     .observe(bad_seen, F.count(F.lit(1)).alias("rows"))
-     .write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"origin = '{origin}'").save(tb.table_path(wh, tb.QUARANTINE)))
+    # The day's table writes are independent of one another (each replaces only this day's
+    # or this origin's rows), so they run side by side: most of a small commit is Delta's
+    # driver-side bookkeeping. All have ended, failed or not, before the run record.
+    writes = tb.ConcurrentWrites()
+    conflicting: DataFrame | None = None
+    totals: DataFrame | None = None
+    try:
+        writes.start("quarantine", _replace,
+                     tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
+                     .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
+                     wh, tb.QUARANTINE, f"origin = '{origin}'")
+
+        # 2. One row per event_id: the first copy in arrival order; copies and disagreement.
+        valid = rows.filter(F.col("reason").isNull()).select(
+            "event_id", "key", "amount", "currency", "source", "partition", "offset",
+            "input_file", F.unix_micros("event_time").alias("event_us"),
+            F.unix_micros("arrival_time").alias("arrival_us"),
+            (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
+        events = _one_row_per_event(valid, repeated)
+
+        # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
+        #    counts ride along on the event's own slide-aligned window (pos 0) so one pass
+        #    gives both the totals and the run's counts.
+        exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), spec))
+                                  .alias("pos", "ws_us"))
+                    .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
+        own = F.col("pos") == 0
+        totals = (exploded.groupBy("ws_us", "key")
+                  .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                       F.count(F.lit(1)).alias("event_count"),
+                       F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
+                       F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
+                       F.sum(F.when(own & F.col("conflict"), 1).otherwise(0))
+                       .alias("_conflicts"),
+                       # any window of the day holding a conflicting event (with hopping
+                       # windows an event of the next day can be one, though it is not this
+                       # day's conflict)
+                       F.max("conflict").alias("_has_conflict"),
+                       F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
+                       .alias("_after"),
+                       F.sum("uncaught").alias("duplicate_count"),
+                       # null (skipped) on the many rows without: no decimal product per event
+                       F.sum(F.when(F.col("uncaught") > 0, F.col("amount") * F.col("uncaught")))
+                       .alias("duplicate_amount"))
+                  .withColumns(_window_columns(spec.size, replay_id))
+                  .persist())  # the canonical write fills it; uncaught_duplicates reads it back
+        # The run's counts are observed while the rows are written (one pass, no second job
+        # over the events). The observed node sits after the final aggregation, in the write's
+        # result stage, whose accumulator updates Spark applies once per partition even when a
+        # task is retried.
+        summary = Observation("replay_summary")
+        _replace(tb.conform(totals.observe(
+            summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
+            F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
+            F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after"),
+            F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
+            wh, tb.CANONICAL_TOTALS, day_only)
+        s = summary.get
+        windows, events_n = int(s["windows"]), int(s["events"] or 0)
+        dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
+
+        # 4. What the stream counted more than once. Identical copies came with the totals;
+        #    the copies of conflicting events (their own key, amount and windows) and, for a
+        #    replay from Kafka, every copy the stream admitted come from the event log copy by
+        #    copy.
+        conflicting = events.filter("conflict").select("event_id", "event_us")
+        if s["has_conflict"]:  # a few ids, used twice below: group the day by event_id again
+            conflicting = conflicting.persist()
+        per_copy: DataFrame | None = None
+        if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
+            per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
+        elif not from_kafka and s["has_conflict"]:
+            per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
+                                       spec, d0, d1)
+        uncaught = totals.filter(F.col("duplicate_count") > 0).select(
+            "ws_us", "key", "duplicate_amount", "duplicate_count")
+        if per_copy is not None:
+            uncaught = (uncaught.unionByName(per_copy.select(
+                "ws_us", "key", F.col("amount").alias("duplicate_amount"),
+                F.lit(1).cast("long").alias("duplicate_count")))
+                .groupBy("ws_us", "key")
+                .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
+                     F.sum("duplicate_count").alias("duplicate_count")))
+        writes.start("uncaught_duplicates", _replace,
+                     tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
+                                tb.UNCAUGHT_DUPLICATES),
+                     wh, tb.UNCAUGHT_DUPLICATES, day_only)
+
+        # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids).
+        conflict_rows = (rows.filter(F.col("reason").isNull())
+                         .join(conflicting, "event_id")
+                         .groupBy("event_id")
+                         .agg(F.count(F.lit(1)).alias("copies"),
+                              F.sort_array(F.collect_set("payload")).alias("payloads"),
+                              F.min_by("payload", F.struct(*arrival_order()))
+                              .alias("kept_payload"),
+                              F.min("event_us").alias("event_us"))
+                         .filter((F.col("event_us") >= F.lit(d0))
+                                 & (F.col("event_us") < F.lit(d1)))
+                         .withColumns({"replay_id": F.lit(replay_id),
+                                       "window_date": F.lit(day)}))
+        if not conflicts:
+            conflict_rows = conflict_rows.limit(0)
+        writes.start("replay_conflicts", _replace,
+                     tb.conform(conflict_rows, tb.REPLAY_CONFLICTS),
+                     wh, tb.REPLAY_CONFLICTS, day_only)
+        previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
+                    .filter((F.col("window_date") == F.lit(day))
+                            & (F.col("replay_id") != replay_id))
+                    .orderBy(F.col("started_at").desc()).select("valid_events").limit(1)
+                    .collect())
+    finally:
+        writes.wait()
+        for cached in (totals, conflicting, repeated):
+            if cached is not None:
+                cached.unpersist()
+    writes.raise_first_error()
     quarantined = int(bad_seen.get["rows"])
 
-    # 2. One row per event_id: the first copy in arrival order; copies and disagreement.
-    valid = rows.filter(F.col("reason").isNull()).select(
-        "event_id", "key", "amount", "currency", "source", "partition", "offset", "input_file",
-        F.unix_micros("event_time").alias("event_us"),
-        F.unix_micros("arrival_time").alias("arrival_us"),
-        (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
-    events = _one_row_per_event(valid, repeated)
-
-    # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
-    #    counts ride along on the event's own slide-aligned window (pos 0) so one pass gives
-    #    both the totals and the run's counts.
-    exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), spec))
-                              .alias("pos", "ws_us"))
-                .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
-    own = F.col("pos") == 0
-    totals = (exploded.groupBy("ws_us", "key")
-              .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
-                   F.count(F.lit(1)).alias("event_count"),
-                   F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
-                   F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
-                   F.sum(F.when(own & F.col("conflict"), 1).otherwise(0)).alias("_conflicts"),
-                   # any window of the day holding a conflicting event (with hopping windows an
-                   # event of the next day can be one, though it is not this day's conflict)
-                   F.max("conflict").alias("_has_conflict"),
-                   F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
-                   .alias("_after"),
-                   F.sum("uncaught").alias("duplicate_count"),
-                   # null (skipped) on the many rows without: no decimal product per event
-                   F.sum(F.when(F.col("uncaught") > 0, F.col("amount") * F.col("uncaught")))
-                   .alias("duplicate_amount"))
-              .withColumns(_window_columns(spec.size, replay_id))
-              .persist())  # the canonical write fills it; uncaught_duplicates reads it back
-    # The run's counts are observed while the rows are written (one pass, no second job over
-    # the events). The observed node sits after the final aggregation, in the write's result stage,
-    # whose accumulator updates Spark applies once per partition even when a task is retried.
-    summary = Observation("replay_summary")
-    (tb.conform(totals.observe(
-        summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
-        F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
-        F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after"),
-        F.max("_has_conflict").alias("has_conflict")),
-        tb.CANONICAL_TOTALS)
-     .write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-     .save(tb.table_path(wh, tb.CANONICAL_TOTALS)))
-    s = summary.get
-    windows, events_n = int(s["windows"]), int(s["events"] or 0)
-    dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
-
-    # 4. What the stream counted more than once. Identical copies came with the totals; the
-    #    copies of conflicting events (their own key, amount and windows) and, for a replay from
-    #    Kafka, every copy the stream admitted come from the event log copy by copy.
-    conflicting = events.filter("conflict").select("event_id", "event_us")
-    if s["has_conflict"]:  # a few ids, used twice below: group the day by event_id once more
-        conflicting = conflicting.persist()
-    per_copy: DataFrame | None = None
-    if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
-        per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
-    elif not from_kafka and s["has_conflict"]:
-        per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
-                                   spec, d0, d1)
-    uncaught = totals.filter(F.col("duplicate_count") > 0).select(
-        "ws_us", "key", "duplicate_amount", "duplicate_count")
-    if per_copy is not None:
-        uncaught = (uncaught.unionByName(per_copy.select(
-            "ws_us", "key", F.col("amount").alias("duplicate_amount"),
-            F.lit(1).cast("long").alias("duplicate_count")))
-            .groupBy("ws_us", "key")
-            .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
-                 F.sum("duplicate_count").alias("duplicate_count")))
-    (tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
-                tb.UNCAUGHT_DUPLICATES)
-     .write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-     .save(tb.table_path(wh, tb.UNCAUGHT_DUPLICATES)))
-    totals.unpersist()
-
-    # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids).
-    conflict_rows = (rows.filter(F.col("reason").isNull())
-                     .join(conflicting, "event_id")
-                     .groupBy("event_id")
-                     .agg(F.count(F.lit(1)).alias("copies"),
-                          F.sort_array(F.collect_set("payload")).alias("payloads"),
-                          F.min_by("payload", F.struct(*arrival_order())).alias("kept_payload"),
-                          F.min("event_us").alias("event_us"))
-                     .filter((F.col("event_us") >= F.lit(d0)) & (F.col("event_us") < F.lit(d1)))
-                     .withColumns({"replay_id": F.lit(replay_id), "window_date": F.lit(day)}))
-    if not conflicts:
-        conflict_rows = conflict_rows.limit(0)
-    (tb.conform(conflict_rows, tb.REPLAY_CONFLICTS).write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-     .save(tb.table_path(wh, tb.REPLAY_CONFLICTS)))
-    conflicting.unpersist()
-    if repeated is not None:
-        repeated.unpersist()
-
     # 6. The run record (replaced when the same inputs are replayed again).
-    previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
-                .filter((F.col("window_date") == F.lit(day)) & (F.col("replay_id") != replay_id))
-                .orderBy(F.col("started_at").desc()).select("valid_events").limit(1).collect())
     new_since = events_n - int(previous[0][0]) if previous else None
     amount = Decimal(s["amount"] or 0).quantize(Decimal("0.01"))
     result = ReplayResult(
@@ -366,10 +392,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     run_row = {**asdict(result), "window_date": day, "started_at": started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
-    run_df = tb.single_row(spark, tb.REPLAY_RUNS, run_row)
-    (run_df.write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"replay_id = '{replay_id}'")
-     .save(tb.table_path(wh, tb.REPLAY_RUNS)))
+    _replace(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
+             f"replay_id = '{replay_id}'")
     return result
 
 

@@ -34,11 +34,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -87,41 +86,6 @@ class BatchMetrics:
     watermark: int | None
     duration_seconds: float
     step_seconds: dict[str, float] = field(default_factory=dict)
-
-
-class _ConcurrentWrites:
-    """Table writes of one batch, each in its own thread (pyspark's InheritableThread, so
-    Spark's thread-local job properties follow). ``wait`` joins them all; the first error is
-    re-raised only after every write has ended, so a failed batch never leaves a write running
-    into its own re-run."""
-
-    def __init__(self, step: Callable[[str], AbstractContextManager[None]]) -> None:
-        self._step = step
-        self._threads: list[Any] = []
-        self._errors: list[BaseException] = []
-
-    def start(self, name: str, fn: Callable[..., None], *args: Any) -> None:
-        from pyspark import InheritableThread
-
-        def run() -> None:
-            try:
-                with self._step(name):
-                    fn(*args)
-            except BaseException as exc:  # re-raised by raise_first_error
-                self._errors.append(exc)
-
-        thread = InheritableThread(target=run, name=f"reckon-write-{name}", daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
-    def wait(self) -> None:
-        for thread in self._threads:
-            thread.join()
-        self._threads.clear()
-
-    def raise_first_error(self) -> None:
-        if self._errors:
-            raise self._errors[0]
 
 
 class BatchProcessor:
@@ -237,7 +201,7 @@ class BatchProcessor:
         # The batch's table writes are independent (each is idempotent by its own batch mark),
         # so they run concurrently: most of a small commit's time is Delta's driver-side
         # bookkeeping, which overlaps. The progress row, which a restart trusts, waits for all.
-        writes = _ConcurrentWrites(self._step)
+        writes = tb.ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
         try:

@@ -33,7 +33,7 @@ def test_a_failed_write_is_raised_only_after_every_write_of_the_batch_ended(spar
     import time
     from contextlib import nullcontext
 
-    from spark.stream import _ConcurrentWrites
+    from spark.tables import ConcurrentWrites
 
     slow_done = threading.Event()
     steps: list[str] = []
@@ -49,7 +49,7 @@ def test_a_failed_write_is_raised_only_after_every_write_of_the_batch_ended(spar
     def failing() -> None:
         raise RuntimeError("MERGE failed")
 
-    writes = _ConcurrentWrites(step)
+    writes = ConcurrentWrites(step)
     writes.start("event_log", slow)
     writes.start("merge", failing)
     writes.wait()
