@@ -396,6 +396,13 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 
 # =========================================================================== 3. replay
 
+# The replay and the audit run each contender this many times, in turns (ours, theirs, ours,
+# ...), after one untimed round on the same data; the median run is reported. One run each, in
+# a fixed order, measured the JVM's state as much as the code: the audit took 21.0, 17.6 and
+# 14.7 s in turns, DataComPy's first run after ours 38 s and its next (doing more) 35 s; the
+# 20M replay took 51-99 s first and 39-46 s after.
+ROUNDS = 3
+
 
 def _day_warehouse(spark: SparkSession, scale: Scale, events: int) -> Settings:
     settings = base_settings(scale.data_dir / f"day-{events}")
@@ -509,21 +516,33 @@ def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     n = scale.day_events
     _warm_up(spark, scale, "replay")
     settings = _day_warehouse(spark, scale, n)
-    log(f"replay: replay_day over {n:,} events")
-    result, ours, timeline = _timed_with_timeline(
-        spark, settings, lambda: _replay(spark, settings),
-        (tb.QUARANTINE, tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_CONFLICTS,
-         tb.REPLAY_RUNS))
-    contenders: dict[str, Any] = {"reckon_replay_day": {**ours, "events_per_second":
-                                                        round(n / ours["wall_seconds"]),
-                                                        "windows": result.windows}}
-    for name, fn in (("spark_groupby_floor", lambda: _floor(spark, settings, dedup=False)),
-                     ("spark_groupby_floor_dedup", lambda: _floor(spark, settings, dedup=True)),
-                     ("duckdb_groupby", lambda: _duckdb(spark, settings, dedup=False)),
-                     ("duckdb_groupby_dedup", lambda: _duckdb(spark, settings, dedup=True))):
-        log(f"replay: baseline {name}")
-        _, m = _measure(spark, fn)
-        contenders[name] = {**m, "events_per_second": round(n / m["wall_seconds"])}
+    log(f"replay: replay_day and its baselines over {n:,} events")
+    timelines: list[dict[str, float]] = []
+
+    def ours_timed() -> tuple[Any, dict[str, Any]]:
+        value, m, timeline = _timed_with_timeline(
+            spark, settings, lambda: _replay(spark, settings),
+            (tb.QUARANTINE, tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_CONFLICTS,
+             tb.REPLAY_RUNS))
+        timelines.append(timeline)
+        return value, m
+
+    def timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, dict[str, Any]]]:
+        return lambda: _measure(spark, fn)
+
+    runs = _alternate(spark, {
+        "reckon_replay_day": ours_timed,
+        "spark_groupby_floor": timed(lambda: _floor(spark, settings, dedup=False)),
+        "spark_groupby_floor_dedup": timed(lambda: _floor(spark, settings, dedup=True)),
+        "duckdb_groupby": timed(lambda: _duckdb(spark, settings, dedup=False)),
+        "duckdb_groupby_dedup": timed(lambda: _duckdb(spark, settings, dedup=True)),
+    }, ROUNDS, "replay")
+    result, ours, ours_walls = runs["reckon_replay_day"]
+    timeline = timelines[1:][ours_walls.index(ours["wall_seconds"])]  # [0]: untimed run
+    contenders = {name: {**m, "events_per_second": round(n / m["wall_seconds"]),
+                         "wall_seconds_runs": walls}
+                  for name, (_, m, walls) in runs.items()}
+    contenders["reckon_replay_day"]["windows"] = result.windows
     ratios = {f"reckon_vs_{k}": round(ours["wall_seconds"] / v["wall_seconds"], 3)
               for k, v in contenders.items() if k != "reckon_replay_day"}
     floor_ratio = ratios["reckon_vs_spark_groupby_floor"]
@@ -534,22 +553,18 @@ def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "targets": [_target("replay vs Spark groupBy floor (wall ratio)", floor_ratio,
                             "<= 1.25x", floor_ratio <= 1.25)],
         "profile": {"replay_timeline_seconds": timeline, "replay_result": result.to_dict()},
-        "settings": {"window": settings.window, "shuffle_partitions": settings.shuffle_partitions},
+        "settings": {"window": settings.window, "shuffle_partitions": settings.shuffle_partitions,
+                     "rounds": ROUNDS, "reported": "median run of each contender"},
     }
 
 
 # =========================================================================== 4. audit
 
-# Each contender runs this many times, in turns (ours, theirs, ours, ...), after one untimed
-# round on the same data; the median run is reported. One run each, in a fixed order, measured
-# the JVM's state as much as the code: ours took 21.0, 17.6 and 14.7 s in turns, DataComPy's
-# first run after ours 38 s and its next (doing more) 35 s.
-AUDIT_ROUNDS = 3
 
 
 def _alternate(spark: SparkSession,
-               contenders: dict[str, Callable[[], tuple[Any, dict[str, Any]]]], rounds: int
-               ) -> dict[str, tuple[Any, dict[str, Any], list[float]]]:
+               contenders: dict[str, Callable[[], tuple[Any, dict[str, Any]]]], rounds: int,
+               workload: str) -> dict[str, tuple[Any, dict[str, Any], list[float]]]:
     """Run every contender once untimed, then ``rounds`` times in turns. Per contender: the
     value of its median run, that run's measurements, and every timed run's wall seconds.
 
@@ -560,7 +575,8 @@ def _alternate(spark: SparkSession,
     runs: dict[str, list[tuple[Any, dict[str, Any]]]] = {name: [] for name in contenders}
     for i in range(rounds + 1):
         for name, fn in contenders.items():
-            log(f"audit: {name} " + (f"(run {i} of {rounds})" if i else "(untimed, same data)"))
+            log(f"{workload}: {name} " + (f"(run {i} of {rounds})" if i
+                                          else "(untimed, same data)"))
             done = fn()
             if i:
                 runs[name].append(done)
@@ -627,7 +643,7 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "audit_day(record=False)": ours_timed,
         "DataComPy SparkSQLCompare": lambda: _measure(
             spark, lambda: _datacompy(spark, settings, report=False)),
-    }, AUDIT_ROUNDS)
+    }, ROUNDS, "audit")
     (res, ours, ours_walls), (dc, theirs, theirs_walls) = runs.values()
     timeline = timelines[1:][ours_walls.index(ours["wall_seconds"])]  # [0]: untimed run
     log("audit: audit_day(record=True) (report DB + attribution)")
@@ -658,13 +674,12 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "targets": [_target("audit speed-up over DataComPy", round(speedup, 3), ">= 2x",
                             speedup >= 2)],
         "profile": {"audit_timeline_seconds": timeline,
-                    "note": "audit_day(record=False) = one union/groupBy of 4 per-window inputs "
-                    "(no event_log scan) + a Delta "
-                    "replaceWhere write with the summary observed on it; record=True adds late "
-                    "attribution "
+                    "note": "audit_day(record=False) = a full outer join of 4 per-window inputs "
+                    "on (window_start, key) (no event_log scan) + a Delta replaceWhere write "
+                    "with the summary observed on it; record=True adds late attribution "
                     "(a window over the day's event_log) and the breaks insert"},
         "settings": {"tolerance_abs": str(settings.tolerance_abs),
-                     "rounds": AUDIT_ROUNDS, "reported": "median run of each contender"},
+                     "rounds": ROUNDS, "reported": "median run of each contender"},
     }
 
 

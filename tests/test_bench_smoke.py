@@ -54,7 +54,7 @@ def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -
                 assert r.keys() >= MEMORY_KEYS, (name, contender)
             assert payload["ratios"], name
 
-    checks = {"stream": _stream, "audit": _audit, "lateness": _lateness,
+    checks = {"stream": _stream, "replay": _replay, "audit": _audit, "lateness": _lateness,
               "freshness": _freshness, "scale": _scale}
     for name in names:
         if name in checks:
@@ -70,6 +70,14 @@ def _stream(stream: dict) -> None:
     assert ours["events_per_second"] > 0 and native["events_per_second"] > 0
     assert ours["late_events_kept"] >= 0 and native["late_events_kept"] == 0
     assert stream["profile"]["reckon_step_seconds_total"], "per-step profile missing"
+
+
+def _replay(replay: dict) -> None:
+    for contender, r in replay["results"].items():  # every contender, in turns, median kept
+        assert len(r["wall_seconds_runs"]) == replay["settings"]["rounds"], contender
+        assert r["wall_seconds"] == sorted(r["wall_seconds_runs"])[len(r["wall_seconds_runs"]) // 2]
+    assert replay["results"]["reckon_replay_day"]["windows"] > 0
+    assert replay["profile"]["replay_timeline_seconds"], "timeline of the median run missing"
 
 
 def _audit(audit: dict) -> None:
