@@ -46,6 +46,7 @@ from reckon.eventtime import (
     classify,
     is_beyond_grace,
     is_open,
+    shift_watermark_series,
     watermark_series,
 )
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration
@@ -169,9 +170,10 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     """The same curve as ``lateness_curve_reference``, vectorised (int64, no loop over events).
 
     The arrays are in arrival order (microseconds; ``partition`` None means one partition 0).
-    Per bound: ``watermark_series`` gives the watermark before each event, ``is_beyond_grace``
-    on whole arrays counts the dropped pairs, and a binary search on the (monotone) watermark
-    after each event finds the moment each window's end is reached.
+    ``watermark_series`` gives the watermark before each event once, with bound 0, and
+    ``shift_watermark_series`` the one of each bound; per bound, ``is_beyond_grace`` on whole
+    arrays counts the dropped pairs, and a binary search on the (monotone) watermark after
+    each event finds the moment each window's end is reached.
     """
     t = np.ascontiguousarray(event_us, dtype=np.int64).ravel()
     a = np.ascontiguousarray(arrival_us, dtype=np.int64).ravel()
@@ -185,16 +187,18 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     window_ends = np.unique(np.concatenate(pair_ends)) if n else np.empty(0, dtype=np.int64)
     max_seen = np.maximum.accumulate(t) if n else t
     pairs = n * windows.windows_per_event
+    # One walk of the log with bound 0; every other bound's watermarks are those minus L.
+    at_zero, final = watermark_series(t, a, p, WatermarkPolicy(0, idle_timeout, expected))
+    after_zero = np.empty_like(at_zero)
+    after_zero[:-1] = at_zero[1:]
+    if n:
+        after_zero[-1] = _NO_WATERMARK if final.watermark is None else final.watermark
     points = []
     for bound in normalize_bounds(bounds):
-        policy = WatermarkPolicy(bound, idle_timeout, expected)
-        before, final = watermark_series(t, a, p, policy)
+        before = shift_watermark_series(at_zero, bound)
         dropped = sum(int(np.count_nonzero(is_beyond_grace(ends, before, grace)))
                       for ends in pair_ends)
-        after = np.empty_like(before)
-        after[:-1] = before[1:]
-        if n:
-            after[-1] = _NO_WATERMARK if final.watermark is None else final.watermark
+        after = shift_watermark_series(after_zero, bound)
         first_reach = np.searchsorted(after, window_ends, side="left")  # first WM >= end
         passed = first_reach < n
         latency = max_seen[first_reach[passed]] - window_ends[passed]
