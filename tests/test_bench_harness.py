@@ -26,7 +26,8 @@ def test_contenders_alternate_and_the_median_run_is_reported(spark) -> None:
             return f"{name}@{wall}", {"wall_seconds": wall}
         return run
 
-    out = _alternate(spark, {"ours": contender("ours"), "theirs": contender("theirs")}, 3)
+    out = _alternate(spark, {"ours": contender("ours"), "theirs": contender("theirs")}, 3,
+                     "audit")
 
     assert calls == ["ours", "theirs"] * 4  # in turns, the first round untimed
     assert cached_at_start == [False] * 8  # each run starts with nothing cached
