@@ -251,20 +251,30 @@ NOTES: dict[str, str] = {
 }
 
 
-def _audit_spread(audit: dict[str, Any] | None) -> str:
-    """How far the recorded audit's timed runs of one contender lie apart (from its file)."""
-    if not audit:
+_SPREAD = {"replay": (("reckon_replay_day", "the same replay"),
+                      ("spark_groupby_floor", "the plain Spark floor")),
+           "audit": (("reckon_audit_record_false", "the same audit"),
+                     ("datacompy_spark_compare", "DataComPy"))}
+
+
+def _spread(results: dict[str, dict[str, Any]]) -> str:
+    """How far the timed runs of one contender lie apart, in the recorded replay and audit
+    (from their result files: each contender runs several times in turns)."""
+    parts = []
+    for workload, contenders in _SPREAD.items():
+        recorded = results.get(workload)
+        if not recorded:
+            continue
+        spans = []
+        for name, label in contenders:
+            runs = recorded["results"].get(name, {}).get("wall_seconds_runs") or []
+            if len(runs) > 1:
+                spans.append(f"{label} took {min(runs):.1f} to {max(runs):.1f} s")
+        if spans:
+            parts.append(f"in the recorded {workload} run {' and '.join(spans)}")
+    if not parts:
         return "Wall seconds are noisy. "
-    spans = []
-    for name, label in (("reckon_audit_record_false", "the same audit"),
-                        ("datacompy_spark_compare", "DataComPy")):
-        runs = audit["results"].get(name, {}).get("wall_seconds_runs") or []
-        if len(runs) > 1:
-            spans.append(f"{label} took {min(runs):.1f} to {max(runs):.1f} s")
-    if not spans:
-        return "Wall seconds are noisy. "
-    return (f"Wall seconds are noisy: in the recorded audit run {' and '.join(spans)} in "
-            f"turns, on the same data. ")
+    return f"Wall seconds are noisy: {'; '.join(parts)}, in turns, on the same data. "
 
 
 def _fmt(v: Any) -> str:
@@ -364,7 +374,7 @@ def write_markdown(results_dir: Path, target: Path) -> None:
         f"These numbers were measured on a shared 2-core machine: the 1-minute load average at "
         f"the start and end of each workload was {min(loads):g} to {max(loads):g} (the "
         "benchmark's own previous workload counts in it; 2 means both cores busy). " + scope
-        + _audit_spread(results.get("audit")) + "Ratios of contenders run "
+        + _spread(results) + "Ratios of contenders run "
         "back to back in one process are more telling, and CPU seconds more still. Re-run "
         "`make bench` on a quiet machine before quoting any absolute figure.", ""]
     m, v = any_r["machine"], any_r["versions"]

@@ -68,3 +68,20 @@ def test_the_kept_heap_reading_gives_up_after_its_attempts() -> None:
     sampler = MemorySampler(_jvm_reading([400.0, 300.0, 200.0, 100.0, 50.0], collections))
     kept = sampler._heap_after_gc(settle_seconds=0, attempts=3)
     assert (round(kept / 1024 / 1024, 1), len(collections)) == (200.0, 3)
+
+
+def test_the_noise_sentence_quotes_each_contenders_recorded_runs() -> None:
+    """'Read this first' quotes the spread of the runs in the result files, never a figure
+    typed into the notes; a workload not recorded, or run once, adds nothing."""
+    from bench.report import _spread
+
+    replay = {"results": {"reckon_replay_day": {"wall_seconds_runs": [56.8, 46.8, 50.5]},
+                          "spark_groupby_floor": {"wall_seconds_runs": [14.5, 9.3, 10.5]}}}
+    audit = {"results": {"reckon_audit_record_false": {"wall_seconds_runs": [17.6]},
+                         "datacompy_spark_compare": {"wall_seconds_runs": [39.9, 30.8]}}}
+    text = _spread({"replay": replay, "audit": audit})
+    assert "replay run the same replay took 46.8 to 56.8 s" in text
+    assert "the plain Spark floor took 9.3 to 14.5 s" in text
+    assert "audit run DataComPy took 30.8 to 39.9 s" in text
+    assert "the same audit" not in text  # one run has no spread
+    assert _spread({"stream": {"results": {}}}) == "Wall seconds are noisy. "
