@@ -4,8 +4,9 @@ gap attributed to the late side output and to what the stream counted more than 
 One pass over totals only: the four inputs (provisional_totals, canonical_totals, late_events
 and uncaught_duplicates of the day, late events summed per window and key) are full-outer
 joined on (window_start, key), each holding a key once; then reckon.reconcile's arithmetic
-and STATUS_RULES are applied as Columns. The day's ``reconciliation`` partition is overwritten (replaceWhere), the run and its breaks go to the
-report database (history kept, newest current), and the result names the Delta versions it read.
+and STATUS_RULES are applied as Columns. The day's ``reconciliation`` partition is
+overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
+newest current), and the result names the Delta versions it read.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in
@@ -252,10 +253,9 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
     # observed node follows the final aggregation, in the write's result stage, whose
     # accumulator updates Spark applies once per partition even when a task is retried.
     summary = Observation("audit_summary")
-    (tb.conform(rows, tb.RECONCILIATION).observe(summary, *_summary_aggregates())
-     .write.format("delta").mode("overwrite")
-     .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-     .save(tb.table_path(wh, tb.RECONCILIATION)))
+    tb.replace_rows(tb.conform(rows, tb.RECONCILIATION).observe(summary,
+                                                                *_summary_aggregates()),
+                    wh, tb.RECONCILIATION, tb.window_day(day))
     s = summary.get
 
     def total(field: str) -> Decimal:

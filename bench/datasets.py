@@ -221,9 +221,7 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
         F.lit(2).cast("long").alias("batch_id"), "window_date")
     for name, df in ((tb.PROVISIONAL_TOTALS, provisional), (tb.LATE_EVENTS, late)):
         tb.ensure_table(spark, wh, name)
-        (tb.conform(df, name).write.format("delta").mode("overwrite")
-         .option("replaceWhere", f"window_date = '{day.isoformat()}'")
-         .save(tb.table_path(wh, name)))
+        tb.replace_rows(tb.conform(df, name), wh, name, tb.window_day(day))
     return expected_breaks()
 
 

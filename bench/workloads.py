@@ -404,6 +404,33 @@ def _percentiles(values: list[float]) -> dict[str, float]:
 ROUNDS = 3
 
 
+def _alternate(spark: SparkSession,
+               contenders: dict[str, Callable[[], tuple[Any, dict[str, Any]]]], rounds: int,
+               workload: str) -> dict[str, tuple[Any, dict[str, Any], list[float]]]:
+    """Run every contender once untimed, then ``rounds`` times in turns. Per contender: the
+    value of its median run, that run's measurements, and every timed run's wall seconds.
+
+    After each run the session's cached data is dropped (untimed): DataComPy caches its
+    joined rows and never unpersists them, so three runs left three copies of 1.7M rows in
+    the block manager, and the next contender ran with less execution memory (ours took
+    16.6, 19.6 and 19.1 s in turns with it, 13-15 s alone)."""
+    runs: dict[str, list[tuple[Any, dict[str, Any]]]] = {name: [] for name in contenders}
+    for i in range(rounds + 1):
+        for name, fn in contenders.items():
+            log(f"{workload}: {name} " + (f"(run {i} of {rounds})" if i
+                                          else "(untimed, same data)"))
+            done = fn()
+            if i:
+                runs[name].append(done)
+            spark.catalog.clearCache()
+    out = {}
+    for name, done in runs.items():
+        walls = [m["wall_seconds"] for _, m in done]
+        value, median = sorted(done, key=lambda vm: vm[1]["wall_seconds"])[len(done) // 2]
+        out[name] = (value, median, walls)
+    return out
+
+
 def _day_warehouse(spark: SparkSession, scale: Scale, events: int) -> Settings:
     settings = base_settings(scale.data_dir / f"day-{events}")
     ds.build_event_log(spark, settings, events)
@@ -559,34 +586,6 @@ def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 
 
 # =========================================================================== 4. audit
-
-
-
-def _alternate(spark: SparkSession,
-               contenders: dict[str, Callable[[], tuple[Any, dict[str, Any]]]], rounds: int,
-               workload: str) -> dict[str, tuple[Any, dict[str, Any], list[float]]]:
-    """Run every contender once untimed, then ``rounds`` times in turns. Per contender: the
-    value of its median run, that run's measurements, and every timed run's wall seconds.
-
-    After each run the session's cached data is dropped (untimed): DataComPy caches its
-    joined rows and never unpersists them, so three runs left three copies of 1.7M rows in
-    the block manager, and the next contender ran with less execution memory (ours took
-    16.6, 19.6 and 19.1 s in turns with it, 13-15 s alone)."""
-    runs: dict[str, list[tuple[Any, dict[str, Any]]]] = {name: [] for name in contenders}
-    for i in range(rounds + 1):
-        for name, fn in contenders.items():
-            log(f"{workload}: {name} " + (f"(run {i} of {rounds})" if i
-                                          else "(untimed, same data)"))
-            done = fn()
-            if i:
-                runs[name].append(done)
-            spark.catalog.clearCache()
-    out = {}
-    for name, done in runs.items():
-        walls = [m["wall_seconds"] for _, m in done]
-        value, median = sorted(done, key=lambda vm: vm[1]["wall_seconds"])[len(done) // 2]
-        out[name] = (value, median, walls)
-    return out
 
 
 def _datacompy(spark: SparkSession, settings: Settings, *, report: bool) -> dict[str, int]:

@@ -37,7 +37,6 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -205,13 +204,6 @@ def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
             "replay_id": F.lit(replay_id)}
 
 
-def _replace(df: DataFrame, warehouse: str | Path, name: str, condition: str) -> None:
-    """Overwrite the rows of table ``name`` that match ``condition`` with ``df``, atomically
-    (Delta replaceWhere): what makes a re-run of the same day idempotent."""
-    (df.write.format("delta").mode("overwrite").option("replaceWhere", condition)
-     .save(tb.table_path(warehouse, name)))
-
-
 def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
     rules = json.dumps(settings.event_time_rules().to_config(), sort_keys=True)
     checks = f"{settings.amount_min}|{settings.amount_max}|{','.join(settings.currencies)}"
@@ -242,7 +234,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     replay_id = _replay_id(day, source, version, settings)
     d0, d1 = day_bounds(day)
     origin = f"replay:{day.isoformat()}"
-    day_only = f"window_date = '{day.isoformat()}'"
+    day_only = tb.window_day(day)
 
     # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
     #    The event log's ids are counted first (see step 2); that narrow pass also tells whether
@@ -270,7 +262,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     conflicting: DataFrame | None = None
     totals: DataFrame | None = None
     try:
-        writes.start("quarantine", _replace,
+        writes.start("quarantine", tb.replace_rows,
                      tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
                      .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
                      wh, tb.QUARANTINE, f"origin = '{origin}'")
@@ -314,7 +306,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         # result stage, whose accumulator updates Spark applies once per partition even when a
         # task is retried.
         summary = Observation("replay_summary")
-        _replace(tb.conform(totals.observe(
+        tb.replace_rows(tb.conform(totals.observe(
             summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
             F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
             F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after"),
@@ -346,7 +338,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                 .groupBy("ws_us", "key")
                 .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
                      F.sum("duplicate_count").alias("duplicate_count")))
-        writes.start("uncaught_duplicates", _replace,
+        writes.start("uncaught_duplicates", tb.replace_rows,
                      tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
                                 tb.UNCAUGHT_DUPLICATES),
                      wh, tb.UNCAUGHT_DUPLICATES, day_only)
@@ -366,7 +358,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                                        "window_date": F.lit(day)}))
         if not conflicts:
             conflict_rows = conflict_rows.limit(0)
-        writes.start("replay_conflicts", _replace,
+        writes.start("replay_conflicts", tb.replace_rows,
                      tb.conform(conflict_rows, tb.REPLAY_CONFLICTS),
                      wh, tb.REPLAY_CONFLICTS, day_only)
         previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
@@ -392,7 +384,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     run_row = {**asdict(result), "window_date": day, "started_at": started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
-    _replace(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
+    tb.replace_rows(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
              f"replay_id = '{replay_id}'")
     return result
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,11 @@ __all__ = [
     "marked_dml",
     "parse_batch_mark",
     "read_table",
+    "replace_rows",
     "single_row",
     "table_exists",
     "table_path",
+    "window_day",
 ]
 
 EVENT_LOG = "event_log"
@@ -322,6 +325,19 @@ def parse_batch_mark(user_metadata: str | None) -> tuple[str, str, int] | None:
         return str(mark["app"]), str(mark["table"]), int(mark["batch"])
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def replace_rows(df: DataFrame, warehouse: str | Path, name: str, condition: str) -> None:
+    """Overwrite the rows of table ``name`` that match ``condition`` (SQL) with ``df``, in one
+    atomic commit (Delta replaceWhere): how the nightly jobs make a re-run of a day replace
+    that day, never add to it."""
+    (df.write.format("delta").mode("overwrite").option("replaceWhere", condition)
+     .save(table_path(warehouse, name)))
+
+
+def window_day(day: date) -> str:
+    """The ``replace_rows`` condition for one day of a table partitioned by window_date."""
+    return f"window_date = '{day.isoformat()}'"
 
 
 def marked_append(df: DataFrame, warehouse: str | Path, name: str, app_id: str,
