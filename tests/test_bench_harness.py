@@ -85,3 +85,29 @@ def test_the_noise_sentence_quotes_each_contenders_recorded_runs() -> None:
     assert "audit run DataComPy took 30.8 to 39.9 s" in text
     assert "the same audit" not in text  # one run has no spread
     assert _spread({"stream": {"results": {}}}) == "Wall seconds are noisy. "
+
+
+def test_absolute_targets_are_read_from_the_results_and_prorated_to_the_goals_size() -> None:
+    """The product's absolute goals are judged on the recorded figures: events/s as measured,
+    the replay prorated to 20M events and the audit to 1M rows; the fastest other contender
+    is quoted in the same unit, and a workload not recorded adds no row."""
+    from bench.report import _absolute_rows
+
+    stream = {"scale": {"events": 2_000_000},
+              "results": {"reckon_stream": {"events_per_second": 250_000},
+                          "spark_native_watermark": {"events_per_second": 300_000}}}
+    replay = {"scale": {"events": 10_000_000},
+              "results": {"reckon_replay_day": {"wall_seconds": 20.0},
+                          "spark_groupby_floor": {"wall_seconds": 4.0}}}
+    audit = {"scale": {"reconciliation_rows": 2_000_000},
+             "results": {"reckon_audit_record_false": {"wall_seconds": 19.0},
+                         "datacompy_spark_compare": {"wall_seconds": 50.0}}}
+    rows = _absolute_rows({"stream": stream, "replay": replay, "audit": audit})
+    assert rows == [
+        "| stream | events/s from JSON, every late event kept | >= 200,000 | 250,000 | "
+        "2,000,000 events | spark_native_watermark 300,000 | yes |",
+        "| replay | seconds for a day of 20M events | <= 30 | 40.0 | 10,000,000 events | "
+        "spark_groupby_floor 8.000 | NO |",
+        "| audit | seconds per 1M (window, key) rows | <= 10 | 9.500 | 2,000,000 rows | "
+        "datacompy_spark_compare 25.0 | yes |"]
+    assert _absolute_rows({"lateness": {"results": {}}}) == []
