@@ -745,16 +745,23 @@ def _driver_memory_on_cluster(warehouses: list[Path]) -> dict[str, Any]:
     from tests.spark_cluster import spark_cluster
 
     worker_memory = f"{int(EXECUTOR_MEMORY.removesuffix('g')) + 1}g"
+    merged: dict[str, Any] = {}
     with spark_cluster(workers=1, cores=2, memory=worker_memory) as cluster:
         log(f"scale: driver memory on a standalone cluster ({cluster.master_url})")
-        done = subprocess.run(
-            [sys.executable, "-m", "bench.driver_memory", "--master", cluster.master_url,
-             *map(str, warehouses)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
-            timeout=3600, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"bench.driver_memory exited {done.returncode}; cluster logs:\n"
-                               f"{cluster.logs()}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+        # One driver process per day: what a driver holds after a run would otherwise also
+        # count the jobs of the days before it (Spark's status store keeps finished jobs,
+        # stages and tasks up to its retention limits).
+        for warehouse in warehouses:
+            done = subprocess.run(
+                [sys.executable, "-m", "bench.driver_memory", "--master", cluster.master_url,
+                 str(warehouse)], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True,
+                timeout=3600, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"bench.driver_memory exited {done.returncode}; cluster "
+                                   f"logs:\n{cluster.logs()}")
+            point = json.loads(done.stdout.strip().splitlines()[-1])
+            merged = {**point, "results": {**merged.get("results", {}), **point["results"]}}
+    return merged
 
 
 def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:

@@ -104,3 +104,13 @@ def _freshness(fresh: dict) -> None:
 
 def _scale(scale: dict) -> None:
     assert len(scale["results"]) == 3
+    # the driver's memory on a standalone cluster: its own JVM, at each of the three sizes
+    cluster = scale["driver_on_cluster"]
+    assert cluster["spark_master"].startswith("spark://")
+    assert sorted(cluster["results"]) == sorted(scale["results"])
+    for point in cluster["results"].values():
+        for part in ("replay", "audit"):
+            assert point[part]["wall_seconds"] > 0
+            assert 0 < point[part]["peak_jvm_heap_used_mb"] <= 1024  # within the 1g driver
+    names = [t["target"] for t in scale["targets"]]
+    assert any("standalone cluster" in n for n in names)
