@@ -117,6 +117,81 @@ def _target(name: str, measured: float | None, goal: str, holds: bool | None) ->
 # =========================================================================== 1. stream
 
 
+def _native_stream(spark: SparkSession, source: Any, settings: Settings, native_path: str,
+                   checkpoint: str) -> dict[str, Any]:
+    """Spark native: the same landing source, the parse a Spark user would write (one
+    from_json with casts, unparseable rows dropped), Spark's own watermark and state store,
+    appending closed windows to Delta. Our validation (quarantine with reasons, strict JSON)
+    is part of what ours pays for."""
+    raw = source.read(spark, settings)
+    j = F.from_json("payload", "event_id string, key string, amount string, "
+                               "currency string, event_time string, source string")
+    valid = (raw.select(j.alias("j"))
+             .select(F.col("j.key").alias("key"),
+                     F.col("j.amount").try_cast(tb.AMOUNT).alias("amount"),
+                     F.col("j.event_time").try_cast("timestamp").alias("event_time"))
+             .filter(F.col("key").isNotNull() & F.col("amount").isNotNull()
+                     & F.col("event_time").isNotNull()))
+    agg = (valid.withWatermark("event_time", f"{parse_duration(settings.lateness) // 1000}"
+                                             " milliseconds")
+           .groupBy(F.window("event_time", f"{settings.event_time_rules().windows.size // 1000}"
+                                           " milliseconds"), "key")
+           .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                F.count(F.lit(1)).alias("event_count"))
+           .select(F.col("window.start").alias("window_start"),
+                   F.col("window.end").alias("window_end"), "key", "total_amount",
+                   "event_count"))
+    q = (agg.writeStream.format("delta").outputMode("append")
+         .option("checkpointLocation", checkpoint).trigger(availableNow=True)
+         .queryName("bench-native").start(native_path))
+    q.awaitTermination()
+    progress = q.recentProgress
+    return {"batches": len([p for p in progress if p.get("numInputRows", 0) > 0]),
+            "watermark": (progress[-1].get("eventTime") or {}).get("watermark")
+            if progress else None,
+            "dropped_by_watermark_metric": sum(
+                op.get("numRowsDroppedByWatermark", 0)
+                for p in progress for op in p.get("stateOperators", []))}
+
+
+#: Larger triggers, run after the main pair at full scale only: how throughput moves with the
+#: batch size, for both contenders at the same size each time (files per trigger).
+STREAM_SWEEP_FILES = (50, 1_000)
+
+
+def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
+                   work: Path) -> list[dict[str, Any]]:
+    """Ours and Spark's native query again, each pair at one larger trigger size."""
+    from spark.stream import run_stream as reckon_stream
+
+    points = []
+    for files in STREAM_SWEEP_FILES:
+        per = min(files, len(manifest["files"])) * manifest["lines"] // len(manifest["files"])
+        where = _fresh(work / f"sweep-{files}")
+        settings = base_settings(where / "wh-reckon", max_files_per_trigger=files,
+                                 expected_partitions=tuple(manifest["expected_partitions"]))
+        late: list[int] = []
+
+        def ours_run(s: Settings = settings, kept: list[int] = late) -> Any:
+            return reckon_stream(spark, s, source, available_now=True,
+                                 on_batch=lambda m: kept.append(m.late))
+        log(f"stream: trigger sweep, {files} files (~{per:,} lines) a trigger: reckon")
+        _, ours = _measure(spark, ours_run)
+        log(f"stream: trigger sweep, {files} files a trigger: Spark native")
+        _, theirs = _measure(spark, lambda s=settings, w=where: _native_stream(
+            spark, source, s, str(w / "native_totals"), str(w / "_checkpoints" / "native")))
+        points.append({
+            "files_per_trigger": files, "lines_per_trigger": per, "batches": len(late),
+            "reckon_events_per_second": round(manifest["lines"] / ours["wall_seconds"]),
+            "native_events_per_second": round(manifest["lines"] / theirs["wall_seconds"]),
+            "ratio": round(theirs["wall_seconds"] / ours["wall_seconds"], 3),
+            "reckon_late_events_kept": sum(late),
+            "reckon_cpu_seconds_jvm": ours["cpu_seconds_jvm"],
+            "native_cpu_seconds_jvm": theirs["cpu_seconds_jvm"]})
+        shutil.rmtree(where, ignore_errors=True)
+    return points
+
+
 def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     """Our aggregator vs Spark's withWatermark + groupBy(window, key) append to Delta, same
     landing dir and reader, same maxFilesPerTrigger, available-now."""
@@ -160,42 +235,11 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
             steps[k] = steps.get(k, 0.0) + v
     batch_total = sum(b.duration_seconds for b in batches)
 
-    # Spark native: the same landing source, the parse a Spark user would write (one from_json
-    # with casts, unparseable rows dropped), Spark's own watermark and state store. Our
-    # validation (quarantine with reasons, strict JSON) is part of what ours pays for.
     native_path = str(work / "native_totals")
     checkpoint = str(work / "_checkpoints" / "native")
 
     def native() -> dict[str, Any]:
-        raw = source.read(spark, settings)
-        j = F.from_json("payload", "event_id string, key string, amount string, "
-                                   "currency string, event_time string, source string")
-        valid = (raw.select(j.alias("j"))
-                 .select(F.col("j.key").alias("key"),
-                         F.col("j.amount").try_cast(tb.AMOUNT).alias("amount"),
-                         F.col("j.event_time").try_cast("timestamp").alias("event_time"))
-                 .filter(F.col("key").isNotNull() & F.col("amount").isNotNull()
-                         & F.col("event_time").isNotNull()))
-        agg = (valid.withWatermark("event_time", f"{parse_duration(settings.lateness) // 1000}"
-                                                 " milliseconds")
-               .groupBy(F.window("event_time", f"{settings.event_time_rules().windows.size // 1000}"
-                                               " milliseconds"), "key")
-               .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
-                    F.count(F.lit(1)).alias("event_count"))
-               .select(F.col("window.start").alias("window_start"),
-                       F.col("window.end").alias("window_end"), "key", "total_amount",
-                       "event_count"))
-        q = (agg.writeStream.format("delta").outputMode("append")
-             .option("checkpointLocation", checkpoint).trigger(availableNow=True)
-             .queryName("bench-native").start(native_path))
-        q.awaitTermination()
-        progress = q.recentProgress
-        return {"batches": len([p for p in progress if p.get("numInputRows", 0) > 0]),
-                "watermark": (progress[-1].get("eventTime") or {}).get("watermark")
-                if progress else None,
-                "dropped_by_watermark_metric": sum(
-                    op.get("numRowsDroppedByWatermark", 0)
-                    for p in progress for op in p.get("stateOperators", []))}
+        return _native_stream(spark, source, settings, native_path, checkpoint)
 
     log("stream: Spark native withWatermark + groupBy(window, key) -> Delta (append)")
     native_info, theirs = _measure(spark, native)
@@ -216,6 +260,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     native_dropped = eligible - counted
     pending = valid_deliveries - eligible  # still in Spark's state when the input ran out
 
+    sweep = _trigger_sweep(spark, source, manifest, work) if scale.factor >= 1 else []
     ours_eps = lines / ours["wall_seconds"]
     theirs_eps = lines / theirs["wall_seconds"]
     ratio = ours_eps / theirs_eps
@@ -248,6 +293,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
             "reckon_outside_batches_seconds": round(ours["wall_seconds"] - batch_total, 2),
             "reckon_median_batch_seconds": round(statistics.median(
                 [b.duration_seconds for b in batches]), 2) if batches else None,
+            "trigger_sweep": sweep,
             "reckon_batches": [{"batch_id": b.batch_id, "rows_in": b.rows_in,
                                 "seconds": round(b.duration_seconds, 2),
                                 "steps": {k: round(v, 2) for k, v in b.step_seconds.items()}}

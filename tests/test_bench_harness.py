@@ -111,3 +111,14 @@ def test_absolute_targets_are_read_from_the_results_and_prorated_to_the_goals_si
         "| audit | seconds per 1M (window, key) rows | <= 10 | 9.500 | 2,000,000 rows | "
         "datacompy_spark_compare 25.0 | yes |"]
     assert _absolute_rows({"lateness": {"results": {}}}) == []
+
+
+def test_the_trigger_sweep_is_told_from_the_profile_and_absent_when_it_did_not_run() -> None:
+    from bench.report import _sweep_text
+
+    point = {"lines_per_trigger": 500_000, "batches": 5, "reckon_events_per_second": 13_106,
+             "native_events_per_second": 44_469, "ratio": 0.332, "reckon_late_events_kept": 99}
+    text = _sweep_text({"trigger_sweep": [point]})
+    assert ("500,000 lines a trigger (5 batches): reckon 13,106 events/s, native 44,469 "
+            "(0.33x), 99 late events kept") in text
+    assert _sweep_text({}) == "" and _sweep_text({"trigger_sweep": []}) == ""
