@@ -39,15 +39,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.harness import log
     from bench.workloads import _audit, _measure, _replay, base_settings
-    from spark.session import get_spark
+    from spark.session import few_cores_conf, get_spark
 
     def settings_for(warehouse: Path) -> Any:
+        # local mode's tuning too, so that only the process split differs from the local runs
         return base_settings(warehouse, spark_master=args.master, extra_spark_conf={
             "spark.driver.memory": DRIVER_HEAP, "spark.executor.memory": EXECUTOR_MEMORY,
-            # what spark/session.py sets for local mode only, so that only the process split
-            # differs from the local runs
-            "spark.databricks.delta.snapshotPartitions": "4",
-            "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024)})
+            **few_cores_conf(base_settings(warehouse))})
 
     spark = get_spark(settings_for(args.warehouses[0]), app_name="reckon-bench-driver-memory")
     points: dict[str, Any] = {}

@@ -385,7 +385,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                "arrived_after_close": result.arrived_after_day,
                "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
     tb.replace_rows(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
-             f"replay_id = '{replay_id}'")
+                    f"replay_id = '{replay_id}'")
     return result
 
 

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import ConfigError
 
-__all__ = ["get_spark", "local_jars", "stop_spark"]
+__all__ = ["few_cores_conf", "get_spark", "local_jars", "stop_spark"]
 
 _REQUIRED_JARS = ("delta-spark_", "delta-storage-")
 
@@ -38,6 +38,14 @@ def local_jars(settings: Settings, *, kafka: bool = True) -> list[str]:
     if not kafka:
         jars = [j for j in jars if "kafka" not in Path(j).name and "pool2" not in Path(j).name]
     return jars
+
+
+def few_cores_conf(settings: Settings) -> dict[str, str]:
+    """What local mode sets for a machine with a few cores. Delta reconstructs table snapshots
+    with 50 tasks by default: on 2 cores that alone costs seconds per commit, and one task per
+    shuffle partition is plenty."""
+    return {"spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
+            "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024)}
 
 
 def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
@@ -76,12 +84,9 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
                 f"-Dderby.system.home={settings.warehouse_path / '_derby'}")
     )
     if local:
-        # Delta reconstructs table snapshots with 50 tasks by default: on 2 cores that alone
-        # costs seconds per commit. One task per shuffle partition is plenty locally.
-        builder = (builder.config("spark.driver.memory", settings.spark_driver_memory)
-                   .config("spark.databricks.delta.snapshotPartitions",
-                           str(settings.shuffle_partitions))
-                   .config("spark.sql.files.maxPartitionBytes", str(64 * 1024 * 1024)))
+        builder = builder.config("spark.driver.memory", settings.spark_driver_memory)
+        for key, value in few_cores_conf(settings).items():
+            builder = builder.config(key, value)
     else:
         # On a cluster the executors need the same jars; spark.jars ships them.
         builder = builder.config("spark.executorEnv.PYSPARK_PYTHON",

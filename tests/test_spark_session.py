@@ -36,3 +36,15 @@ def test_missing_jars_tell_the_user_what_to_run(tmp_path):
 
     with pytest.raises(ConfigError, match="make setup"):
         local_jars(load_settings(env={}, jars_dir=str(tmp_path)))
+
+
+def test_local_mode_sizes_delta_and_splits_for_a_few_cores(spark, spark_settings):
+    """The local session carries few_cores_conf (Delta's snapshot tasks = shuffle partitions,
+    64 MB splits); the benchmark's cluster driver reuses the same dict."""
+    from spark.session import few_cores_conf
+
+    wanted = few_cores_conf(spark_settings)
+    assert wanted["spark.databricks.delta.snapshotPartitions"] == str(
+        spark_settings.shuffle_partitions)
+    conf = spark.sparkContext.getConf()
+    assert {key: conf.get(key) for key in wanted} == wanted
