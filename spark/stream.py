@@ -498,14 +498,19 @@ class StreamSource:
             # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
             # The file is split once, into a column: an expression over the whole text next
             # to the explode would be evaluated again for every line (quadratic in the file).
-            text = F.regexp_replace("value", "^\\x{FEFF}", "")
+            # (a regex anchored with '^' is still tried at every position of a text it does
+            # not match: these run only where a plain prefix or substring test says it can)
+            text = F.when(F.startswith("value", F.lit("\ufeff")),
+                          F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
             parts = files.select("input_file", "transport_time",
                                  F.split(text, "\n").alias("parts"))
             parts = parts.select("*", F.size("parts").alias("n"))
             lines = parts.select("input_file", "transport_time", "n",
                                  F.posexplode("parts").alias("offset", "line"))
             return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
-                    .select(F.regexp_replace("line", "\r$", "").alias("payload"),
+                    .select(F.when(F.instr("line", "\r") > 0,
+                                   F.regexp_replace("line", "\r$", ""))
+                            .otherwise(F.col("line")).alias("payload"),
                             F.lit(None).cast("int").alias("transport_partition"),
                             F.col("offset").cast("long").alias("offset"),
                             "transport_time", "input_file"))

@@ -48,3 +48,9 @@ def test_local_mode_sizes_delta_and_splits_for_a_few_cores(spark, spark_settings
         spark_settings.shuffle_partitions)
     conf = spark.sparkContext.getConf()
     assert {key: conf.get(key) for key in wanted} == wanted
+
+
+def test_persisted_frames_are_cached_uncompressed(spark):
+    """What the stream and the replay persist is read a few times and dropped; the session
+    does not spend CPU compressing it."""
+    assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "false"
