@@ -606,7 +606,8 @@ def _stream_profile(r: dict[str, Any]) -> str:
 
 
 def _sweep_text(profile: dict[str, Any]) -> str:
-    """The trigger-size sweep of the stream workload, if it ran (full scale only)."""
+    """The trigger-size sweep of the stream workload (absent from results recorded before
+    the sweep existed)."""
     sweep = profile.get("trigger_sweep") or []
     if not sweep:
         return ""

@@ -154,9 +154,15 @@ def _native_stream(spark: SparkSession, source: Any, settings: Settings, native_
                 for p in progress for op in p.get("stateOperators", []))}
 
 
-#: Larger triggers, run after the main pair at full scale only: how throughput moves with the
-#: batch size, for both contenders at the same size each time (files per trigger).
+#: Larger triggers, run after the main pair: how throughput moves with the batch size, for
+#: both contenders at the same size each time (files per trigger; sizes above the landing
+#: dir's file count are one point, the whole dir in one batch).
 STREAM_SWEEP_FILES = (50, 1_000)
+
+
+def sweep_sizes(files: int) -> list[int]:
+    """The distinct files-per-trigger sizes of the sweep for a landing dir of ``files``."""
+    return sorted({min(size, files) for size in STREAM_SWEEP_FILES})
 
 
 def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
@@ -165,8 +171,8 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
     from spark.stream import run_stream as reckon_stream
 
     points = []
-    for files in STREAM_SWEEP_FILES:
-        per = min(files, len(manifest["files"])) * manifest["lines"] // len(manifest["files"])
+    for files in sweep_sizes(len(manifest["files"])):
+        per = files * manifest["lines"] // len(manifest["files"])
         where = _fresh(work / f"sweep-{files}")
         settings = base_settings(where / "wh-reckon", max_files_per_trigger=files,
                                  expected_partitions=tuple(manifest["expected_partitions"]))
@@ -260,7 +266,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     native_dropped = eligible - counted
     pending = valid_deliveries - eligible  # still in Spark's state when the input ran out
 
-    sweep = _trigger_sweep(spark, source, manifest, work) if scale.factor >= 1 else []
+    sweep = _trigger_sweep(spark, source, manifest, work)
     ours_eps = lines / ours["wall_seconds"]
     theirs_eps = lines / theirs["wall_seconds"]
     ratio = ours_eps / theirs_eps

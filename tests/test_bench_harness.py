@@ -122,3 +122,11 @@ def test_the_trigger_sweep_is_told_from_the_profile_and_absent_when_it_did_not_r
     assert ("500,000 lines a trigger (5 batches): reckon 13,106 events/s, native 44,469 "
             "(0.33x), 99 late events kept") in text
     assert _sweep_text({}) == "" and _sweep_text({"trigger_sweep": []}) == ""
+
+
+def test_the_sweep_sizes_collapse_to_the_whole_dir_when_it_has_fewer_files() -> None:
+    from bench.workloads import STREAM_SWEEP_FILES, sweep_sizes
+
+    assert sweep_sizes(202) == [50, 202]                        # the full-scale landing dir
+    assert sweep_sizes(20) == [20]                              # --quick: one point
+    assert sweep_sizes(10_000) == sorted(STREAM_SWEEP_FILES)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
-from bench.workloads import WORKLOADS
+from bench.workloads import WORKLOADS, sweep_sizes
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +70,13 @@ def _stream(stream: dict) -> None:
     assert ours["events_per_second"] > 0 and native["events_per_second"] > 0
     assert ours["late_events_kept"] >= 0 and native["late_events_kept"] == 0
     assert stream["profile"]["reckon_step_seconds_total"], "per-step profile missing"
+    files = stream["scale"]["files"]
+    sweep = stream["profile"]["trigger_sweep"]
+    assert [pt["files_per_trigger"] for pt in sweep] == sweep_sizes(files)
+    for pt in sweep:  # the whole landing dir in one batch, for both contenders
+        assert pt["batches"] >= 1 and pt["lines_per_trigger"] <= stream["scale"]["lines"]
+        assert pt["reckon_events_per_second"] > 0 and pt["native_events_per_second"] > 0
+        assert pt["ratio"] > 0 and pt["reckon_late_events_kept"] >= 0
 
 
 def _replay(replay: dict) -> None:
