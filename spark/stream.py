@@ -498,8 +498,9 @@ class StreamSource:
             # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
             # The file is split once, into a column: an expression over the whole text next
             # to the explode would be evaluated again for every line (quadratic in the file).
-            # (a regex anchored with '^' is still tried at every position of a text it does
-            # not match: these run only where a plain prefix or substring test says it can)
+            # (Java tries a regex at every position of a text it does not match, even one
+            # anchored with '^': both run only where a plain prefix or substring test says
+            # they can match)
             text = F.when(F.startswith("value", F.lit("\ufeff")),
                           F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
             parts = files.select("input_file", "transport_time",
