@@ -62,7 +62,7 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 
 | task | what it does |
 |---|---|
-| `wait_for_watermark` | waits (polling `watermark_progress`) until the stream's global watermark passed the end of D + grace, so no event of D can still change a provisional total. Fails after `RECKON_WATERMARK_WAIT_TIMEOUT` (now {_SETTINGS.watermark_wait_timeout}) with the watermark it saw: check the stream is running and every partition delivers. |
+| `wait_for_watermark` | waits (polling `watermark_progress`) until the stream's global watermark passed the end of D's last window + grace (midnight + grace for tumbling windows), so no event of D can still change a provisional total. Fails after `RECKON_WATERMARK_WAIT_TIMEOUT` (now {_SETTINGS.watermark_wait_timeout}) with the watermark it saw: check the stream is running and every partition delivers. |
 | `replay` | recomputes `canonical_totals` for each day from the full `event_log`, and in the same pass `uncaught_duplicates` (what the stream counted twice); replaces only that day's partitions. |
 | `audit` | reconciles provisional against canonical totals per (window, key) from those per-window tables alone, writes `reconciliation` and the report DB rows. |
 | `check` | runs the Great Expectations suites; a blocking failure fails the task (Data Docs are written either way). |
@@ -194,7 +194,7 @@ def reckon_nightly() -> None:
     @task(task_id="wait_for_watermark",
           execution_timeout=timedelta(seconds=_WAIT_SECONDS) + timedelta(minutes=15))
     def wait_for_watermark() -> dict[str, Any]:
-        """Blocks until the stream's watermark passed end of D + grace (polls every 30s)."""
+        """Blocks until the stream's watermark passed the end of D's last window + grace (polls every 30s)."""
         from reckon import pipeline
 
         newest, days = _window(get_current_context())

@@ -1,8 +1,9 @@
 """How far the stream got: the global watermark it reached, and waiting for a day to close.
 
 The nightly replay of day D may only start once no valid event of D can still change the
-stream's totals: the stream's global watermark must have reached the end of the UTC day plus
-the allowed lateness G (``end(D) + G``). Before that, windows of D can still be revised, and
+stream's totals: the stream's global watermark must have reached the end of the day's last
+window plus the allowed lateness G (``end(D) + G`` for tumbling windows; hopping windows
+reach ``size - slide`` past midnight). Before that, windows of D can still be revised, and
 an audit would report breaks that are only "not yet". The watermark is read from the
 ``watermark_progress`` Delta table the stream writes last in every micro-batch; the global
 watermark never moves backwards, so the largest recorded value is where the stream stands.
@@ -48,15 +49,19 @@ def latest_watermark(spark: SparkSession, settings: Settings) -> int | None:
 
 
 def required_watermark(settings: Settings, day: date) -> int:
-    """``end of the UTC day + grace`` in microseconds: the watermark at which every window of
-    ``day`` is FINAL (no event of that day can revise a provisional total any more)."""
-    _, end = day_bounds(day)
-    return end + settings.event_time_rules().grace
+    """The watermark at which every window of ``day`` (every window starting in it) is FINAL:
+    the end of its last window plus grace, in microseconds. With tumbling windows that is
+    ``end of the UTC day + grace``; hopping windows reach ``size - slide`` into the next day,
+    and a replay started before they are final would be audited against totals the stream
+    can still revise."""
+    rules = settings.event_time_rules()
+    _, last_window_end = rules.windows.covered_event_times(*day_bounds(day))
+    return last_window_end + rules.grace
 
 
 def wait_for_day_closed(spark: SparkSession, settings: Settings, day: date, *,
                         timeout: str, poll: str) -> dict[str, Any]:
-    """Poll ``latest_watermark`` until it is >= ``end(day) + grace``; return what was seen.
+    """Poll ``latest_watermark`` until it is >= ``required_watermark``; return what was seen.
 
     ``timeout`` and ``poll`` are durations ('0s', '30s', '2h'); with ``timeout='0s'`` the
     watermark is checked exactly once. Returns a JSON-safe dict: the day, the required and
@@ -97,8 +102,8 @@ def _not_ready_message(settings: Settings, day: date, required: int, seen: int |
                        timeout: str, waited: float) -> str:
     grace = format_duration(settings.event_time_rules().grace)
     head = (f"day {day.isoformat()} is not closed yet: the nightly run needs the stream's "
-            f"watermark at or past {format_micros(required)} (end of the UTC day + grace "
-            f"{grace})")
+            f"watermark at or past {format_micros(required)} (end of the day's last "
+            f"window + grace {grace})")
     table = f"{settings.warehouse_path / tb.WATERMARK_PROGRESS}"
     if seen is None:
         if tb.table_exists(settings.warehouse_path, tb.WATERMARK_PROGRESS):

@@ -119,3 +119,26 @@ def test_bad_durations_name_the_argument(spark, warehouse):
         wait_for_day_closed(spark, settings, DAY, timeout="1s", poll="0s")
     with pytest.raises(UsageError, match="timeout='soon' is not valid"):
         wait_for_day_closed(spark, settings, DAY, timeout="soon", poll="1s")
+
+
+@pytest.mark.parametrize(("window", "slide", "grace"), [
+    ("10s", "", "5s"), ("10s", "5s", "0s"), ("1m", "15s", "3s"), ("1h", "1m", "0s")])
+def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, window, slide,
+                                                                      grace):
+    """Fast tier: the wait threshold against the one lifecycle rule (reckon.eventtime). Every
+    window starting in the day is FINAL at it, and one microsecond earlier one is not: with
+    hopping windows that is past midnight + grace, since the last ones end in the next day."""
+    from reckon.eventtime import WindowStatus, window_status
+    from spark.progress import required_watermark
+
+    settings = load_settings(env={}, warehouse=str(tmp_path), window=window, slide=slide,
+                             grace=grace)
+    rules = settings.event_time_rules()
+    start, end = day_bounds(DAY)
+    day_window_ends = [s + rules.windows.size for s in range(start, end, rules.windows.step)]
+    required = required_watermark(settings, DAY)
+    assert all(window_status(e, required, rules.grace) is WindowStatus.FINAL
+               for e in day_window_ends)
+    assert any(window_status(e, required - 1, rules.grace) is not WindowStatus.FINAL
+               for e in day_window_ends)
+    assert required == max(day_window_ends) + rules.grace
