@@ -1,4 +1,4 @@
-"""The nightly reconciliation DAG: wait for the stream, replay, audit, check, report.
+"""The nightly reconciliation DAG: wait for the stream, compact, replay, audit, check, report.
 
 One DAG per file. Every task calls one step function of ``reckon.pipeline`` (the same ones
 the ``reckon`` CLI calls) for every day of its lookback window, and passes on only dates
@@ -24,7 +24,7 @@ __all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
 log = logging.getLogger("reckon.airflow")
 
 DAG_ID = "reckon_nightly"
-STEP_TASKS = ("wait_for_watermark", "replay", "audit", "check", "report")
+STEP_TASKS = ("wait_for_watermark", "compact", "replay", "audit", "check", "report")
 REPLAY_MODES = ("python", "spark-submit")
 SUBMIT_ENTRY = PROJECT_ROOT / "spark" / "submit_replay.py"
 
@@ -63,6 +63,7 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 | task | what it does |
 |---|---|
 | `wait_for_watermark` | waits (polling `watermark_progress`) until the stream's global watermark passed the end of D's last window + grace (midnight + grace for tumbling windows), so no event of D can still change a provisional total. Fails after `RECKON_WATERMARK_WAIT_TIMEOUT` (now {_SETTINGS.watermark_wait_timeout}) with the watermark it saw: check the stream is running and every partition delivers. |
+| `compact` | rewrites the day's partitions of the stream tables (`event_log`, `quarantine`, `late_events`, `provisional_totals`), written as a few small files per micro-batch, into a few large files (Delta OPTIMIZE; rows unchanged, a compacted partition is left alone), so the replay and later queries open few files. |
 | `replay` | recomputes `canonical_totals` for each day from the full `event_log`, and in the same pass `uncaught_duplicates` (what the stream counted twice); replaces only that day's partitions. |
 | `audit` | reconciles provisional against canonical totals per (window, key) from those per-window tables alone, writes `reconciliation` and the report DB rows. |
 | `check` | runs the Great Expectations suites; a blocking failure fails the task (Data Docs are written either way). |
@@ -77,7 +78,7 @@ Every step is idempotent per day, so retries ({RETRIES} here, exponential backof
 
 **Re-run one day**: clear its run, `airflow tasks clear {DAG_ID} --start-date D --end-date D
 --yes`, or from a shell without Airflow:
-`reckon replay --date D && reckon audit --date D && reckon check --date D && reckon report
+`reckon compact --date D && reckon replay --date D && reckon audit --date D && reckon check --date D && reckon report
 --date D --out DIR`.
 
 **Configuration** comes from the environment of the workers (`RECKON_*`, see
@@ -143,8 +144,9 @@ def _run_step(step: str, plan: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     """Call one reckon.pipeline step for every day of the plan; pass on dates and summaries."""
     from reckon import pipeline
 
-    functions: dict[str, Any] = {"replay": pipeline.run_replay, "audit": pipeline.run_audit,
-                                 "check": pipeline.run_check, "report": pipeline.run_report}
+    functions: dict[str, Any] = {"compact": pipeline.run_compact, "replay": pipeline.run_replay,
+                                 "audit": pipeline.run_audit, "check": pipeline.run_check,
+                                 "report": pipeline.run_report}
     settings = load_settings()
     results: dict[str, dict[str, Any]] = {}
     for text in plan["days"]:
@@ -203,6 +205,11 @@ def reckon_nightly() -> None:
         return {"newest": newest.isoformat(), "days": [d.isoformat() for d in days],
                 "watermark": _small(result.summary)}
 
+    @task(task_id="compact", execution_timeout=timedelta(hours=1))
+    def compact(plan: dict[str, Any]) -> dict[str, Any]:
+        """Each day's small files of the stream tables rewritten into a few large ones."""
+        return _run_step("compact", plan)
+
     @task(task_id="replay", execution_timeout=timedelta(hours=3))
     def replay(plan: dict[str, Any]) -> dict[str, Any]:
         """canonical_totals for each day from the full event log (replaceWhere that day)."""
@@ -238,11 +245,11 @@ def reckon_nightly() -> None:
                               "--lookback-days", "{{ params.lookback_days }}"],
             execution_timeout=timedelta(hours=3),
         )
-        plan >> replayed
-        audited = audit(plan)  # type: ignore[arg-type]  # XComArg resolves to the dict
+        compact(plan) >> replayed  # type: ignore[arg-type]  # XComArg resolves to the dict
+        audited = audit(plan)  # type: ignore[arg-type]
         replayed >> audited
     else:
-        audited = audit(replay(plan))  # type: ignore[arg-type]
+        audited = audit(replay(compact(plan)))  # type: ignore[arg-type]
     report(check(audited))  # type: ignore[arg-type]
 
 

@@ -159,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
+    p = _add(sub, "compact", _lazy("spark.compaction:cmd_compact"),
+             "rewrite a closed day's small files of the stream tables into a few large ones "
+             "(Delta OPTIMIZE of that day's partitions; the nightly DAG runs it before the "
+             "replay)")
+    _warehouse(p)
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.add_argument("--date", help="day to compact, YYYY-MM-DD (UTC)")
+    p.add_argument("--from", dest="date_from", help="first day of a range")
+    p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
+
     p = _add(sub, "audit", _lazy("audits.audit:cmd_audit"),
              "reconcile provisional against canonical totals for a day")
     _warehouse(p)

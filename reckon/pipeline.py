@@ -18,6 +18,7 @@ __all__ = [
     "StepResult",
     "run_audit",
     "run_check",
+    "run_compact",
     "run_replay",
     "run_report",
     "wait_for_watermark",
@@ -51,6 +52,15 @@ def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = N
     result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings, day,
                                  timeout=timeout or settings.watermark_wait_timeout, poll=poll)
     return StepResult("wait_for_watermark", day.isoformat(), result)
+
+
+def run_compact(settings: Settings, day: date) -> StepResult:
+    """The day's small files of the stream tables rewritten into a few large ones (OPTIMIZE of
+    that day's partitions only), so the replay and every later reader open few files."""
+    from spark.compaction import compact_day
+
+    result = compact_day(_spark(settings, "reckon-compact"), settings, day)
+    return StepResult("compact", day.isoformat(), result.to_dict())
 
 
 def run_replay(settings: Settings, day: date) -> StepResult:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 
-from reckon.errors import invalid
+from reckon.errors import UsageError, invalid
 
 __all__ = [
     "MICROS_PER_DAY",
     "MICROS_PER_SECOND",
     "day_bounds",
+    "days_between",
+    "days_from_flags",
     "format_duration",
     "format_micros",
     "from_micros",
@@ -104,3 +106,22 @@ def day_bounds(day: date) -> tuple[int, int]:
     """[start, end) of a UTC day in microseconds."""
     start = to_micros(datetime(day.year, day.month, day.day, tzinfo=UTC))
     return start, start + MICROS_PER_DAY
+
+
+def days_from_flags(day: str | None, first: str | None, last: str | None) -> list[date]:
+    """The days a nightly command runs for, oldest first: ``--date D`` or ``--from D1 --to D2``
+    (inclusive), as the CLI takes them (a backfill without Airflow)."""
+    if day and (first or last):
+        raise UsageError("give either --date D or --from D1 --to D2, not both")
+    if day:
+        return [parse_date(day, "--date")]
+    if not (first and last):
+        raise UsageError("give --date YYYY-MM-DD, or --from D1 --to D2 for a range")
+    return days_between(parse_date(first, "--from"), parse_date(last, "--to"))
+
+
+def days_between(first: date, last: date) -> list[date]:
+    """``[first, last]`` day by day, oldest first."""
+    if last < first:
+        raise UsageError(f"--to {last} is before --from {first}: give an increasing range")
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]

@@ -35,7 +35,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import WindowSpec
-from reckon.timeutil import day_bounds, parse_date
+from reckon.timeutil import day_bounds, days_between, days_from_flags
 from spark import tables as tb
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import arrival_order, window_starts_col
@@ -392,30 +392,18 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
 def replay_range(spark: SparkSession, settings: Settings, first: date, last: date, *,
                  from_kafka: bool = False) -> list[ReplayResult]:
     """Replay every day in ``[first, last]`` (a backfill without Airflow), oldest first."""
-    return [replay_day(spark, settings, day, from_kafka=from_kafka) for day in _days(first, last)]
-
-
-def _days(first: date, last: date) -> list[date]:
-    if last < first:
-        raise UsageError(f"--to {last} is before --from {first}: give an increasing range")
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    return [replay_day(spark, settings, day, from_kafka=from_kafka)
+            for day in days_between(first, last)]
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from spark.session import get_spark
 
-    if args.date and (args.date_from or args.date_to):
-        raise UsageError("give either --date D or --from D1 --to D2, not both")
-    if args.date:
-        first = last = parse_date(args.date, "--date")
-    elif args.date_from and args.date_to:
-        first, last = parse_date(args.date_from, "--from"), parse_date(args.date_to, "--to")
-    else:
-        raise UsageError("give --date YYYY-MM-DD, or --from D1 --to D2 for a range")
+    days = days_from_flags(args.date, args.date_from, args.date_to)
     from_kafka = bool(getattr(args, "kafka_bootstrap", None))
     spark = get_spark(settings, app_name="reckon-replay")
     results = []
-    for day in _days(first, last):
+    for day in days:
         print(f"[replay] {day}: reading {'kafka' if from_kafka else 'event_log'}",
               file=sys.stderr, flush=True)
         r = replay_day(spark, settings, day, from_kafka=from_kafka)

@@ -9,7 +9,7 @@ import pytest
 
 from reckon.cli import build_parser, main
 
-CONTRACT = ["generate", "stream", "replay", "audit", "check", "report", "sql", "explain",
+CONTRACT = ["generate", "stream", "compact", "replay", "audit", "check", "report", "sql", "explain",
             "lateness-curve", "demo"]
 
 

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.airflow
 DAGS = PROJECT_ROOT / "dags"
 EXPECTED_UPSTREAM = {
     "wait_for_watermark": set(),
-    "replay": {"wait_for_watermark"},
+    "compact": {"wait_for_watermark"},
+    "replay": {"compact"},
     "audit": {"replay"},
     "check": {"audit"},
     "report": {"check"},
@@ -107,7 +108,8 @@ def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
     assert replay.application_args == ["--date", "{{ data_interval_start | ds }}",
                                        "--lookback-days", "{{ params.lookback_days }}"]
     assert set(dag.task_dict["audit"].upstream_task_ids) == {"replay", "wait_for_watermark"}
-    assert set(dag.task_dict["replay"].upstream_task_ids) == {"wait_for_watermark"}
+    assert set(dag.task_dict["replay"].upstream_task_ids) == {"compact"}
+    assert set(dag.task_dict["compact"].upstream_task_ids) == {"wait_for_watermark"}
 
 
 def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():

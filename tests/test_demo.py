@@ -65,7 +65,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     assert main(["demo", "--warehouse", str(wh), "--events", "5000"]) == 0
     printed = capsys.readouterr().out
     for stage in ("generating", "stream batch 1/", "task wait_for_watermark started",
-                  "task report started", "reading the summary back", "unexplained breaks"):
+                  "task compact started", "task report started", "reading the summary back", "unexplained breaks"):
         assert stage in printed
     summary = json.loads((wh / "reports" / f"demo-summary-{DEMO_DAY}.json").read_text())
 
@@ -111,6 +111,9 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     assert summary["dag_state"] == "success"
     assert set(summary["task_states"].values()) == {"success"}
     assert set(summary["task_states"]) == set(EXPECTED_UPSTREAM)
+    # the nightly run compacted the day the stream wrote in one or more files per batch
+    day_log = tb.read_table(spark, wh, tb.EVENT_LOG).filter(F.col("event_date") == DEMO_DAY)
+    assert len(day_log.inputFiles()) == 1
     # the nightly replay's canonical totals are the pure reference's over every landing line
     # the stream did not quarantine
     expected = landing_reference_canonical(spark, wh / "_demo" / "landing", settings, DEMO_DAY)

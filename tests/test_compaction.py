@@ -1,0 +1,118 @@
+"""Spark tier: the nightly compaction rewrites a day's small files and nothing else -- every row
+stays, a replay gives the same totals, a re-run is a no-op, an open day's provisional_totals
+are left to the stream, and the stream (restarted or not) goes on as if nothing happened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reckon.errors import UsageError
+from reckon.eventtime import EventTimeRules
+from reckon.reference import run_stream
+from spark import tables as tb
+from spark.compaction import COMPACTED, compact_day
+from spark.progress import latest_watermark, required_watermark
+from spark.replay import replay_day
+from spark.stream import BatchProcessor
+from tests.stream_chaos import table_snapshot
+from tests.streamkit import (
+    canonical_rows,
+    late_rows,
+    provisional_rows,
+    reference_late,
+    reference_rows,
+    stream_settings,
+)
+from tests.test_replay_audit import DAY1, DAY2, RULES, _raw, random_batches
+
+
+def _live_files(spark, warehouse: Path, name: str, column: str, day) -> int:
+    """Files of the table's current version holding the day's partition (Delta's file list)."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    table = DeltaTable.forPath(spark, tb.table_path(warehouse, name)).toDF()
+    return len(table.filter(F.col(column) == F.lit(day)).inputFiles())
+
+
+def _commits(warehouse: Path) -> dict[str, int]:
+    return {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
+            for name, _ in COMPACTED}
+
+
+def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path):
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    batches = random_batches(41, n=60, batches=4)
+    processor = BatchProcessor(spark, settings, query_id="test-query")
+    for batch_id, batch in enumerate(batches[:3]):
+        processor(_raw(spark, batch), batch_id)
+    # the case under test: the first day is closed, the second is not
+    seen = latest_watermark(spark, settings)
+    assert seen is not None
+    assert required_watermark(settings, DAY1) <= seen < required_watermark(settings, DAY2)
+
+    names = [name for name, _ in COMPACTED]
+    rows_before = {name: table_snapshot(spark, warehouse, name) for name in names}
+    files_before = {name: _live_files(spark, warehouse, name, column, DAY1)
+                    for name, column in COMPACTED}
+    assert files_before[tb.EVENT_LOG] > 1  # (a MERGE rewrites a partition this small whole)
+    replay_day(spark, settings, DAY1)
+    canonical_before = canonical_rows(spark, settings, DAY1)
+
+    result = compact_day(spark, settings, DAY1)
+    by_table = {p.table: p for p in result.partitions}
+    for name, column in COMPACTED:
+        part = by_table[name]
+        assert part.skipped is None
+        assert part.partition == f"{column}={DAY1.isoformat()}"
+        assert part.files_before == files_before[name]
+        assert part.files_after == _live_files(spark, warehouse, name, column, DAY1)
+        assert part.files_after == min(files_before[name], 1)
+        assert (part.bytes_written > 0) == (files_before[name] > 1)
+    summary = result.to_dict()
+    assert summary["event_log_files_before"] == files_before[tb.EVENT_LOG]
+    assert summary["event_log_files_after"] == 1 and summary["skipped"] == []
+
+    assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows_before
+    replay_day(spark, settings, DAY1)
+    assert canonical_rows(spark, settings, DAY1) == canonical_before
+
+    # a re-run finds nothing to do and commits nothing
+    commits = _commits(warehouse)
+    again = compact_day(spark, settings, DAY1)
+    assert [(p.files_before, p.files_after, p.bytes_written) for p in again.partitions] == [
+        (min(files_before[name], 1), min(files_before[name], 1), 0) for name in names]
+    assert _commits(warehouse) == commits
+
+    # the open day: its provisional partition is the stream's until the watermark passes it
+    files_day2 = _live_files(spark, warehouse, tb.PROVISIONAL_TOTALS, "window_date", DAY2)
+    open_day = {p.table: p for p in compact_day(spark, settings, DAY2).partitions}
+    reason = open_day[tb.PROVISIONAL_TOTALS].skipped
+    assert reason is not None and "day not closed" in reason
+    assert "2026-01-03T00:00:02Z" in reason  # end of the day's last window + grace 2s
+    assert _live_files(spark, warehouse, tb.PROVISIONAL_TOTALS, "window_date", DAY2) == files_day2
+    assert open_day[tb.EVENT_LOG].skipped is None
+    assert open_day[tb.EVENT_LOG].files_after == 1
+    assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows_before
+
+    # a restart re-runs the last batch: still found in every table's history past the
+    # compaction commits, so nothing is written twice; then the stream goes on
+    commits = _commits(warehouse)
+    restarted = BatchProcessor(spark, settings, query_id="test-query")
+    restarted(_raw(spark, batches[2]), 2)
+    assert _commits(warehouse) == commits
+    restarted(_raw(spark, batches[3]), 3)
+    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    assert late_rows(spark, warehouse) == reference_late(expected)
+    log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
+    assert log.count() == sum(len(b) for b in batches)
+
+
+def test_compacting_a_warehouse_without_an_event_log_says_what_to_do(spark, tmp_path):
+    settings = stream_settings(tmp_path / "empty", **RULES)
+    with pytest.raises(UsageError, match=r"no event_log in warehouse .*check --warehouse"):
+        compact_day(spark, settings, DAY1)
