@@ -26,7 +26,7 @@ MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
 
 
 DEFAULT = ["stream", "lateness"]
-SOAK = ["replay", "audit", "freshness", "scale"]
+SOAK = ["replay", "audit", "freshness", "scale", "compaction"]
 
 
 @pytest.mark.parametrize("names", [DEFAULT, pytest.param(SOAK, marks=pytest.mark.soak)],
@@ -55,7 +55,7 @@ def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -
             assert payload["ratios"], name
 
     checks = {"stream": _stream, "replay": _replay, "audit": _audit, "lateness": _lateness,
-              "freshness": _freshness, "scale": _scale}
+              "freshness": _freshness, "scale": _scale, "compaction": _compaction}
     for name in names:
         if name in checks:
             checks[name](json.loads((results / f"{name}.json").read_text()))
@@ -124,3 +124,15 @@ def _scale(scale: dict) -> None:
             assert 0 < point[part]["peak_jvm_heap_used_mb"] <= 1024  # within the 1g driver
     names = [t["target"] for t in scale["targets"]]
     assert any("standalone cluster" in n for n in names)
+
+
+def _compaction(compaction: dict) -> None:
+    from bench.workloads import STREAM_FILE_ROWS
+
+    events = compaction["scale"]["events"]
+    assert compaction["scale"]["event_log_files"] == max(2, events // STREAM_FILE_ROWS)
+    assert set(compaction["results"]) == {"reckon_replay_small_files", "reckon_compact_day",
+                                          "reckon_replay_compacted"}
+    done = compaction["profile"]["compaction"]
+    assert done["event_log_files_before"] == compaction["scale"]["event_log_files"]
+    assert done["event_log_files_after"] == 1
