@@ -28,7 +28,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import TYPE_CHECKING
 
 from reckon.config import Settings
-from reckon.timeutil import MICROS_PER_DAY, parse_date
+from reckon.timeutil import MICROS_PER_DAY, from_micros, parse_date
 from reports.records import AttributionRow
 
 if TYPE_CHECKING:
@@ -99,9 +99,16 @@ def late_attribution(spark: SparkSession, settings: Settings,
 
     the_day = day if isinstance(day, date) else parse_date(day, "date")
     wh = settings.warehouse_path
+    # The events the day's windows hold, the population its late events come from: with
+    # hopping windows (or a step that does not divide 24 hours) the last windows reach past
+    # midnight, and an event of the next day can be late for one of them.
+    lo, hi = settings.event_time_rules().windows.day_event_times(the_day)
     first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
     events = (tables.read_table(spark, wh, tables.EVENT_LOG)
-              .filter((F.col("event_date") == F.lit(the_day))
+              .filter((F.col("event_date") >= F.lit(the_day))
+                      & (F.col("event_date") <= F.lit(from_micros(hi - 1).date()))
+                      & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
+                      & (F.col("event_time") < F.timestamp_micros(F.lit(hi)))
                       & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
               .withColumn("_copy", F.row_number().over(first_copy))
               .filter(F.col("_copy") == 1))

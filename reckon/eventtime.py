@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from reckon.errors import ConfigError
-from reckon.timeutil import format_duration, format_micros, parse_duration
+from reckon.timeutil import day_bounds, format_duration, format_micros, parse_duration
 
 __all__ = [
     "Disposition",
@@ -118,10 +119,25 @@ class WindowSpec:
 
     def covered_event_times(self, first_start: int, end_start: int) -> tuple[int, int]:
         """``[lo, hi)``: every event time held by the windows whose start is in
-        ``[first_start, end_start)``. With hopping windows it runs ``size - step`` past
-        ``end_start``: a day's last windows reach into the next day, so a day's replay, audit
-        and duplicate count must read that far (and no earlier than the day's start)."""
-        return first_start, end_start + self.size - self.step
+        ``[first_start, end_start)`` (empty, ``lo == hi``, if no window starts there).
+
+        Windows are aligned to the epoch, not to the range: the first one starts at the first
+        multiple of the step at or after ``first_start`` and the last one ends ``size`` after
+        the last multiple before ``end_start``. A day's last windows therefore reach into the
+        next day -- with hopping windows, or when the step does not divide 24 hours (a 7-minute
+        window starting 23:55 ends at 00:02) -- so a day's replay, audit, duplicate count and
+        the nightly wait must reach that far, and no earlier than the day's first window."""
+        step = self.step
+        first = -(-first_start // step) * step
+        last = -(-end_start // step) * step - step
+        if last < first:
+            return first, first
+        return first, last + self.size
+
+    def day_event_times(self, day: date) -> tuple[int, int]:
+        """``[lo, hi)``: every event time held by the windows of a UTC day (those starting in
+        it), what each day-scoped read takes (covered_event_times of the day)."""
+        return self.covered_event_times(*day_bounds(day))
 
     def assign(self, t: int) -> tuple[Window, ...]:
         """Windows containing event time ``t``, oldest first."""

@@ -300,20 +300,25 @@ def _curve(spark: Any, settings: Settings, day: date
 
 def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
                 ) -> tuple[WatermarkPoint, ...]:
-    """Batches whose watermark lies in the day (plus the grace after it), sampled evenly to at
+    """Batches whose watermark lies in the day, up to the first that closed it (passed the end
+    of its last window plus grace: spark.progress.required_watermark), sampled evenly to at
     most WATERMARK_POINTS batches; per partition: max event time - L."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark import tables as tb
+    from spark.progress import required_watermark
 
     wh = settings.warehouse_path
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return ()
-    d0, d1 = day_bounds(day)
-    rows = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS).filter(
-        (F.col("watermark") >= F.timestamp_micros(F.lit(d0)))
-        & (F.col("watermark") < F.timestamp_micros(F.lit(d1))))
+    d0, _ = day_bounds(day)
+    wm = F.col("watermark")
+    progress = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+    required = F.timestamp_micros(F.lit(required_watermark(settings, day)))
+    closing = progress.filter(wm >= required).agg(F.min("watermark").alias("at")).first()
+    upper = (wm < required) if closing is None or closing.at is None else (wm <= F.lit(closing.at))
+    rows = progress.filter((wm >= F.timestamp_micros(F.lit(d0))) & upper)
     n = rows.count()
     if n == 0:
         return ()

@@ -29,7 +29,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules
+from reckon.eventtime import Disposition, EventTimeRules, classify
 from reckon.timeutil import format_micros, from_micros, parse_timestamp
 
 __all__ = [
@@ -311,14 +311,42 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[str, Any] | None
-           ) -> list[EventFate]:
+def _watermarks_before(spark: Any, wh: Path, batch_ids: set[int]) -> dict[int, int | None]:
+    """The watermark each batch judged its events against (``watermark_before`` of its
+    watermark_progress row), for the given batches. A batch id that two stream queries both
+    recorded with different watermarks is left out: its events cannot be told apart."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not batch_ids or not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+        return {}
+    rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+            .filter(F.col("batch_id").isin(sorted(batch_ids)))
+            .select("batch_id", _us("watermark_before")).distinct().collect())
+    seen: dict[int, list[int | None]] = {}
+    for r in rows:
+        seen.setdefault(r.batch_id, []).append(r.watermark_before)
+    return {b: marks[0] for b, marks in seen.items() if len(marks) == 1}
+
+
+def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[str, Any] | None,
+           window_end: int, grace: int, before: dict[int, int | None]) -> list[EventFate]:
+    """Each event's fate. A counted event revised the window when its batch found the window
+    closed (reckon.eventtime.classify against the batch's watermark_before, the rule the
+    stream applied); a batch without a progress row falls back to "after the batch that
+    closed the window". Each batch with revising events is one revision, in batch order."""
     closed = provisional.get("closed_batch_id") if provisional else None
+
+    def revised(batch_id: int) -> bool:
+        if batch_id in before:
+            return classify(window_end, before[batch_id], grace) is Disposition.REVISION
+        return closed is not None and batch_id > closed
+
     revising = sorted({r.batch_id for r in rows
-                       if not r.is_duplicate and r.batch_id is not None and closed is not None
-                       and r.batch_id > closed
+                       if not r.is_duplicate and r.batch_id is not None
                        and (r.event_id, r.batch_id, r.partition, r.offset, r.input_file)
-                       not in late})
+                       not in late and revised(r.batch_id)})
     revision_of = {b: i + 1 for i, b in enumerate(revising)}
     out = []
     for r in rows:
@@ -440,8 +468,10 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> Wi
     for window in rules.windows.assign(instant):
         start, end = window.start, window.end
         current, history = _provisional(spark, wh, key, start)
-        fates = _fates(_events(spark, wh, key, start, end), _late(spark, wh, key, start),
-                       current)
+        events = _events(spark, wh, key, start, end)
+        before = _watermarks_before(spark, wh, {r.batch_id for r in events
+                                                if r.batch_id is not None})
+        fates = _fates(events, _late(spark, wh, key, start), current, end, rules.grace, before)
         canonical = _one(spark, wh, tb.CANONICAL_TOTALS, key, start,
                          ["total_amount", "event_count", "replay_id"])
         recon = _one(spark, wh, tb.RECONCILIATION, key, start,

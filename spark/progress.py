@@ -22,7 +22,6 @@ from reckon.config import Settings
 from reckon.errors import WatermarkNotReadyError, invalid
 from reckon.timeutil import (
     MICROS_PER_SECOND,
-    day_bounds,
     format_duration,
     format_micros,
     parse_duration,
@@ -55,7 +54,7 @@ def required_watermark(settings: Settings, day: date) -> int:
     and a replay started before they are final would be audited against totals the stream
     can still revise."""
     rules = settings.event_time_rules()
-    _, last_window_end = rules.windows.covered_event_times(*day_bounds(day))
+    _, last_window_end = rules.windows.day_event_times(day)
     return last_window_end + rules.grace
 
 

@@ -21,8 +21,9 @@ Almost every event_id occurs once, so a replay of the event log first counts the
 is its event as it stands. With more repeated ids than ``replay_broadcast_ids`` it groups the
 whole day by event_id, with the same result.
 
-A day's windows are those whose start lies in ``[00:00, 24:00)`` UTC; with hopping windows the
-first ones reach back ``size - slide`` into the previous day, so the read starts there. An
+A day's windows are those whose start lies in ``[00:00, 24:00)`` UTC; with hopping windows, or
+a step that does not divide 24 hours, the last ones reach past midnight into the next day, so
+the read runs that far (``WindowSpec.covered_event_times``). An
 event "of the day" (for the counts in ``replay_runs``) is one whose slide-aligned window starts
 in the day. Reads pin the event log's Delta version, which ``replay_runs`` records.
 """
@@ -82,7 +83,7 @@ def _ts(micros: int) -> Column:
 
 def _read_range(settings: Settings, day: date) -> tuple[int, int]:
     """[read_from, read_to) in microseconds: every event a window starting in ``day`` holds."""
-    return settings.event_time_rules().windows.covered_event_times(*day_bounds(day))
+    return settings.event_time_rules().windows.day_event_times(day)
 
 
 def _from_event_log(spark: SparkSession, settings: Settings, day: date
@@ -255,6 +256,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))
     bad_seen = Observation("replay_quarantine")
+    conflicts_seen = Observation("replay_conflicts")
     # The day's table writes are independent of one another (each replaces only this day's
     # or this origin's rows), so they run side by side: most of a small commit is Delta's
     # driver-side bookkeeping. All have ended, failed or not, before the run record.
@@ -287,11 +289,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                        F.count(F.lit(1)).alias("event_count"),
                        F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
                        F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
-                       F.sum(F.when(own & F.col("conflict"), 1).otherwise(0))
-                       .alias("_conflicts"),
-                       # any window of the day holding a conflicting event (with hopping
-                       # windows an event of the next day can be one, though it is not this
-                       # day's conflict)
+                       # any window of the day holding a conflicting event: whether the day
+                       # has conflicts to list (which ones is step 5's rule)
                        F.max("conflict").alias("_has_conflict"),
                        F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
                        .alias("_after"),
@@ -309,12 +308,12 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         tb.replace_rows(tb.conform(totals.observe(
             summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
             F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
-            F.sum("_conflicts").alias("conflicts"), F.sum("_after").alias("after"),
+            F.sum("_after").alias("after"),
             F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
             wh, tb.CANONICAL_TOTALS, day_only)
         s = summary.get
         windows, events_n = int(s["windows"]), int(s["events"] or 0)
-        dups, conflicts = int(s["dups"] or 0), int(s["conflicts"] or 0)
+        dups = int(s["dups"] or 0)
 
         # 4. What the stream counted more than once. Identical copies came with the totals;
         #    the copies of conflicting events (their own key, amount and windows) and, for a
@@ -343,23 +342,28 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                                 tb.UNCAUGHT_DUPLICATES),
                      wh, tb.UNCAUGHT_DUPLICATES, day_only)
 
-        # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids).
+        # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids). A conflict
+        #    is listed by the day of its earliest copy's event time, and the run's count is the
+        #    rows written. (Both once followed the kept copy: with hopping windows, copies on
+        #    both sides of midnight made the earlier day see the conflict, which the later
+        #    day, reading from midnight, cannot, and it was listed nowhere.)
         conflict_rows = (rows.filter(F.col("reason").isNull())
-                         .join(conflicting, "event_id")
+                         .join(conflicting.select("event_id"), "event_id")
                          .groupBy("event_id")
                          .agg(F.count(F.lit(1)).alias("copies"),
                               F.sort_array(F.collect_set("payload")).alias("payloads"),
                               F.min_by("payload", F.struct(*arrival_order()))
                               .alias("kept_payload"),
-                              F.min("event_us").alias("event_us"))
+                              F.min(F.unix_micros("event_time")).alias("event_us"))
                          .filter((F.col("event_us") >= F.lit(d0))
                                  & (F.col("event_us") < F.lit(d1)))
                          .withColumns({"replay_id": F.lit(replay_id),
                                        "window_date": F.lit(day)}))
-        if not conflicts:
+        if not s["has_conflict"]:
             conflict_rows = conflict_rows.limit(0)
         writes.start("replay_conflicts", tb.replace_rows,
-                     tb.conform(conflict_rows, tb.REPLAY_CONFLICTS),
+                     tb.conform(conflict_rows, tb.REPLAY_CONFLICTS)
+                     .observe(conflicts_seen, F.count(F.lit(1)).alias("rows")),
                      wh, tb.REPLAY_CONFLICTS, day_only)
         previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
                     .filter((F.col("window_date") == F.lit(day))
@@ -373,6 +377,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                 cached.unpersist()
     writes.raise_first_error()
     quarantined = int(bad_seen.get["rows"])
+    conflicts = int(conflicts_seen.get["rows"])
 
     # 6. The run record (replaced when the same inputs are replayed again).
     new_since = events_n - int(previous[0][0]) if previous else None

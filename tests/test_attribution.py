@@ -98,3 +98,27 @@ def test_attribution_without_late_events_table(spark, warehouse):
         ("arrival_hour", "09", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
         ("arrival_hour", "23", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
     ]
+
+
+def test_a_next_day_event_late_for_the_days_last_window_is_in_both_counts(spark, warehouse):
+    """Hopping windows, 10 s every 5 s: an event at 00:00:02 of the next day belongs to the
+    day's window [23:59:55, 00:00:05), and it is late there. The day's population of events
+    (the denominator) is what its windows hold, so that event is in it, as in the numerator."""
+    settings = load_settings(env={}, warehouse=str(warehouse), window="10s", slide="5s",
+                             shuffle_partitions=2)
+    midnight = BASE + 24 * H
+    straggler = {**event_row("e1", 0), "event_id": "n1", "source": "atm", "partition": 1,
+                 "event_time": from_micros(midnight + 2 * S),
+                 "arrival_time": from_micros(midnight + 40 * S),
+                 "event_date": from_micros(midnight).date()}
+    write(spark, warehouse, tables.EVENT_LOG, [event_row("e1", 0), straggler])
+    late = {**late_row("e1", 0, "35"), "event_id": "n1", "source": "atm", "partition": 1,
+            "event_time": straggler["event_time"], "arrival_time": straggler["arrival_time"],
+            "window_start": from_micros(midnight - 5 * S),
+            "window_end": from_micros(midnight + 5 * S)}
+    write(spark, warehouse, tables.LATE_EVENTS, [late])
+    got = {(r.dimension, r.value): r for r in late_attribution(spark, settings, DAY)}
+    atm = got[("source", "atm")]
+    assert (atm.late_events, atm.all_events, atm.late_share, atm.event_share, atm.lift) == (
+        1, 1, Decimal("1.000000"), Decimal("0.500000"), Decimal("2.0000"))
+    assert got[("source", "pos")].all_events == 1

@@ -43,13 +43,17 @@ def test_hopping_windows_are_exactly_those_that_contain_the_event(t, slide, k):
     assert not Window(windows[-1].start + slide, windows[-1].end + slide).contains(t)
 
 
-@given(st.integers(0, 10**12), st.integers(1, 10**4), st.integers(1, 6), st.integers(1, 50))
-def test_covered_event_times_are_exactly_the_times_a_range_of_windows_holds(t0, slide, k, n):
+@given(st.integers(0, 10**12), st.integers(1, 10**4), st.integers(1, 6),
+       st.integers(0, 50 * 10**4), st.booleans())
+def test_covered_event_times_are_exactly_the_times_a_range_of_windows_holds(t0, slide, k, length,
+                                                                            aligned):
     """The replay and audit read [lo, hi) for a day: an event outside it is in none of the day's
-    windows, an event inside it is in at least one (hopping windows reach past the day's end)."""
+    windows, an event inside it is in at least one. Windows are on the epoch's grid, a day need
+    not be (a 7-minute step does not divide 24 hours), and hopping windows reach past the day's
+    end."""
     spec = WindowSpec(slide * k, slide)
-    first = t0 - t0 % slide
-    end = first + n * slide
+    first = t0 - t0 % slide if aligned else t0
+    end = first + (length - length % slide if aligned else length)
     lo, hi = spec.covered_event_times(first, end)
 
     def in_range(t: int) -> bool:

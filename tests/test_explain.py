@@ -94,3 +94,25 @@ def test_explain_rejects_a_time_without_zone(tmp_path):
 
         cmd_explain(argparse.Namespace(key="k", window_at="2026-01-01T00:00:00", json=False),
                     load_settings(env={}, warehouse=str(tmp_path)))
+
+
+def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, tmp_path):
+    """Key B's only event (at 8 s) arrives after key A moved the watermark to 12 s: window
+    [0,10) is closed but within grace, so the stream inserts B's row already CLOSED, in the
+    same batch, as revision 1. The story must say the event revised the window, as the stream
+    judged it (its batch's watermark_before), not "on time" because no batch followed the close."""
+    from reckon.config import load_settings
+    from spark.stream import BatchProcessor
+    from tests.scenarios import ev
+    from tests.test_replay_audit import _raw
+
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="10s",
+                             lateness="0s", grace="5s", shuffle_partitions=2)
+    processor = BatchProcessor(spark, settings, query_id="explain-revision")
+    processor(_raw(spark, [ev(12, 13, key="A")]), 0)
+    processor(_raw(spark, [ev(8, 14, key="B")]), 1)
+    [chapter] = explain_window(spark, settings, "B", BASE + 8 * S).chapters
+    assert chapter.provisional is not None
+    assert (chapter.provisional["status"], chapter.provisional["revision"],
+            chapter.provisional["closed_batch_id"]) == ("CLOSED", 1, 1)
+    assert [(e.fate, e.batch_id, e.revision) for e in chapter.events] == [("revised", 1, 1)]

@@ -122,12 +122,14 @@ def test_bad_durations_name_the_argument(spark, warehouse):
 
 
 @pytest.mark.parametrize(("window", "slide", "grace"), [
-    ("10s", "", "5s"), ("10s", "5s", "0s"), ("1m", "15s", "3s"), ("1h", "1m", "0s")])
+    ("10s", "", "5s"), ("10s", "5s", "0s"), ("1m", "15s", "3s"), ("1h", "1m", "0s"),
+    ("7m", "", "0s"), ("14s", "7s", "1s")])  # steps that do not divide a day
 def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, window, slide,
                                                                       grace):
     """Fast tier: the wait threshold against the one lifecycle rule (reckon.eventtime). Every
     window starting in the day is FINAL at it, and one microsecond earlier one is not: with
-    hopping windows that is past midnight + grace, since the last ones end in the next day."""
+    hopping windows, or a step that does not divide 24 hours, that is past midnight + grace,
+    since the last ones end in the next day."""
     from reckon.eventtime import WindowStatus, window_status
     from spark.progress import required_watermark
 
@@ -135,7 +137,9 @@ def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, 
                              grace=grace)
     rules = settings.event_time_rules()
     start, end = day_bounds(DAY)
-    day_window_ends = [s + rules.windows.size for s in range(start, end, rules.windows.step)]
+    step = rules.windows.step
+    first_start = -(-start // step) * step  # windows sit on the epoch's grid, not midnight's
+    day_window_ends = [s + rules.windows.size for s in range(first_start, end, step)]
     required = required_watermark(settings, DAY)
     assert all(window_status(e, required, rules.grace) is WindowStatus.FINAL
                for e in day_window_ends)

@@ -230,6 +230,29 @@ def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_th
     assert got[(MIDNIGHT - 5 * S, "m1")].duplicate_amount == Decimal("12.00")
 
 
+def test_a_conflict_whose_copies_straddle_midnight_is_listed_by_the_day_of_the_earliest(
+        spark, tmp_path):
+    """Hopping windows (10 s every 5 s): copy 1 of "x" says 00:00:01 and arrives first, copy 2
+    says 23:59:59 and arrives later. The first day's replay reads both (its window
+    [23:59:55, 00:00:05) holds them) and must list the conflict, since its earliest copy is
+    that day's; the next day's replay reads from midnight and sees only copy 1. Listed once,
+    counted once, as the reference finds it."""
+    config = {**RULES, "slide": "5s"}
+    settings = stream_settings(tmp_path / "wh", **config)
+    batches = [[Event("b", "m2", Decimal("5.00"), MIDNIGHT - 20 * S, MIDNIGHT - 19 * S, 0, 0,
+                      "pos"),
+                Event("x", "m1", Decimal("10.00"), MIDNIGHT + S, MIDNIGHT + 2 * S, 0, 1, "pos")],
+               [Event("x", "m1", Decimal("10.00"), MIDNIGHT - S, MIDNIGHT + 12 * S, 0, 2, "pos")]]
+    run_batches(spark, settings, batches)
+    _, conflicts = canonical_totals([e for b in batches for e in b],
+                                    EventTimeRules.parse(**config))
+    assert conflicts == ["x"]
+    replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
+    assert [r.conflicts for r in replays] == [1, 0]
+    stored = spark.read.format("delta").load(str(tmp_path / "wh" / tb.REPLAY_CONFLICTS))
+    assert [(r.event_id, r.window_date, r.copies) for r in stored.collect()] == [("x", DAY1, 2)]
+
+
 @pytest.fixture(scope="module")
 def streamed(spark, tmp_path_factory) -> Path:
     """One random stream across midnight, streamed once; tests that replay, audit or tamper

@@ -248,3 +248,24 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     again = render_day(spark, settings, DAY)
     assert again.sha256 == result.sha256
     assert all(Path(p).read_bytes() == data for p, data in before.items())
+
+
+def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_path):
+    """The report's watermark chart shows the day's batches up to the first whose watermark
+    passed the end of the day's last window plus grace (hopping 10 s every 5 s, grace 2 s:
+    the last window ends 00:00:05, so the day closes at 00:00:07), and nothing after it."""
+    from reckon.config import load_settings
+    from reports.context import _watermarks
+    from tests.test_progress import _append_progress
+
+    wh = tmp_path / "wh"
+    settings = load_settings(env={}, warehouse=str(wh), window="10s", slide="5s", grace="2s",
+                             shuffle_partitions=2)
+    midnight = T0 + timedelta(days=1)
+    marks = [T0 - timedelta(seconds=1), midnight - timedelta(seconds=10),
+             midnight + timedelta(seconds=3), midnight + timedelta(seconds=8),
+             midnight + timedelta(seconds=20)]
+    for batch_id, mark in enumerate(marks):
+        _append_progress(spark, wh, batch_id, mark)
+    series = _watermarks(spark, settings, DAY, lateness_us=0)
+    assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
