@@ -21,7 +21,11 @@ Which partitions, and why it is safe next to the running stream:
   with a compaction of a partition it reads. The MERGE reads only the windows its batch
   touches, and once the watermark has passed the end of the day's last window plus grace
   (``spark.progress.required_watermark``) no batch touches the day again; before that, the
-  partition is skipped and the result says why.
+  partition is skipped and the result says why. One MERGE is not bounded below: a new
+  stream query's first watermark (no watermark before it). Should that one meet a
+  compaction of the same partition, Delta fails one of the two commits, and both are
+  idempotent to re-run (the stream's batch after its restart, the compaction the next
+  night).
 
 VACUUM (deleting the replaced files from storage) is not done here: the audit pins table
 versions, ``reckon explain`` reads a window's history through the change feed, and how long
