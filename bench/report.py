@@ -156,9 +156,16 @@ NOTES: dict[str, str] = {
         "took up to 1-3 s), but its commit runs in the event_log write's thread and picks up "
         "the batch mark the concurrent MERGE sets session-wide, so event_log's history showed "
         "OPTIMIZE commits marked as batches of provisional_totals: harmless to idempotency "
-        "(a mark names its table) but a false audit trail, so it is not enabled. Open: "
-        "compacting the recent event_log partitions between a batch's writes and its "
-        "progress row, when no mark is set."),
+        "(a mark names its table) but a false audit trail, so it is not enabled. Instead "
+        "the stream compacts event_log's current days itself, every event_log_compact_every "
+        "batches (default 50), between a batch's writes and its progress row, when no mark "
+        "is set (spark.compaction.compact_recent_event_log; files of 16 MB and more are left "
+        "alone, so each run rewrites little earlier output). Warm, that compaction took 1.0, "
+        "1.8 and 4.2-4.6 s for 80, 720 and 2,880 such files: every 50 batches (~200 files at "
+        "4 a batch) about 1.3 s, against up to ~3 s saved in every batch's de-duplication "
+        "read once an hour of batches has landed. The stream workload (21 batches) and the "
+        "freshness workload (under 50 batches) never reach a compaction, so their recorded "
+        "figures stand."),
     "freshness": (
         "Latency = waiting for the next trigger (up to one interval) + the batch that picks the "
         "file up (median batch seconds per rate in the table). The feed starts once the query "

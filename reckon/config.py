@@ -59,6 +59,7 @@ class Settings:
     kafka_topic: str = "events"
     max_files_per_trigger: int = 10
     max_offsets_per_trigger: int = 1_000_000
+    event_log_compact_every: int = 50  # batches between compactions of event_log; 0: never
     # audit
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")
@@ -82,6 +83,9 @@ class Settings:
             raise ConfigError(f"target_completeness={self.target_completeness} must be in (0, 1]")
         if self.tolerance_abs < 0 or self.tolerance_rel < 0:
             raise ConfigError("tolerance_abs and tolerance_rel must be >= 0")
+        if self.event_log_compact_every < 0:
+            raise ConfigError(f"event_log_compact_every={self.event_log_compact_every} must be "
+                              ">= 0 (0: the stream never compacts event_log itself)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if self.lookback_days < 0:

@@ -27,6 +27,11 @@ Which partitions, and why it is safe next to the running stream:
   idempotent to re-run (the stream's batch after its restart, the compaction the next
   night).
 
+During the day the stream compacts event_log's current days itself every
+``event_log_compact_every`` batches (``compact_recent_event_log``), since its de-duplication
+re-reads the last hour of event_log in every batch; the nightly compaction then finds little
+left to do in event_log.
+
 VACUUM (deleting the replaced files from storage) is not done here: the audit pins table
 versions, ``reckon explain`` reads a window's history through the change feed, and how long
 those must stay answerable is a retention decision for the operator.
@@ -51,8 +56,8 @@ from reckon.errors import UsageError
 from reckon.timeutil import days_from_flags, format_micros
 from spark import tables as tb
 
-__all__ = ["COMPACTED", "TARGET_FILE_BYTES", "CompactionResult", "PartitionCompaction",
-           "cmd_compact", "compact_day"]
+__all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
+           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_event_log"]
 
 #: (table, the date column it is partitioned by); provisional_totals last, since it is the one
 #: that waits for the day to close
@@ -64,6 +69,10 @@ COMPACTED: tuple[tuple[str, str], ...] = (
 #: 128 MB per task by default, so a bigger file adds no read parallelism; smaller bins also let
 #: the compaction itself run on every core (one task per output file).
 TARGET_FILE_BYTES = 128 * 1024 * 1024
+#: The stream's own compaction of the current days leaves files this big alone: a file is
+#: rewritten until it reaches this size, not 128 MB, so each run rewrites at most ~16 MB of
+#: earlier output (the nightly compaction packs the day into TARGET_FILE_BYTES files).
+RECENT_MIN_FILE_BYTES = 16 * 1024 * 1024
 _SIZE_CONFS = ("spark.databricks.delta.optimize.maxFileSize",
                "spark.databricks.delta.optimize.minFileSize")
 
@@ -155,11 +164,31 @@ def _compact_partition(spark: SparkSession, settings: Settings, name: str, colum
                                int(metrics["filesAdded"]["totalSize"] or 0))
 
 
+def compact_recent_event_log(spark: SparkSession, settings: Settings, since: date) -> int:
+    """What the stream runs every ``event_log_compact_every`` batches, between a batch's
+    writes and its progress row (when no batch mark is set): bin-pack the small files of
+    event_log's partitions from ``since`` on. Every batch re-reads the last dedup horizon of
+    event_log, and an hour of a 5 s trigger is ~2,900 small files (3.5 s a batch to read,
+    against 0.34 s for 80; BENCHMARKS.md, workload 7). ``since`` is the day of the watermark
+    before the batch, so a day the nightly run may compact (its watermark passed the day) is
+    never compacted here too. Returns the number of files removed."""
+    from delta.tables import DeltaTable
+
+    path = tb.table_path(settings.warehouse_path, tb.EVENT_LOG)
+    with _target_file_size(spark, min_bytes=RECENT_MIN_FILE_BYTES):
+        metrics = (DeltaTable.forPath(spark, path).optimize()
+                   .where(f"event_date >= '{since.isoformat()}'").executeCompaction()
+                   .select("metrics.numFilesRemoved").first())
+    return int(metrics[0]) if metrics is not None else 0
+
+
 @contextmanager
-def _target_file_size(spark: SparkSession) -> Iterator[None]:
+def _target_file_size(spark: SparkSession, min_bytes: int = TARGET_FILE_BYTES
+                      ) -> Iterator[None]:
     previous = {k: spark.conf.get(k, None) for k in _SIZE_CONFS}
-    for k in _SIZE_CONFS:
-        spark.conf.set(k, str(TARGET_FILE_BYTES))
+    max_conf, min_conf = _SIZE_CONFS
+    spark.conf.set(max_conf, str(TARGET_FILE_BYTES))
+    spark.conf.set(min_conf, str(min_bytes))
     try:
         yield
     finally:

@@ -11,7 +11,9 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 4. classify each (event, window) against the watermark left by the previous batch;
 5. MERGE on-time and within-grace sums into ``provisional_totals`` (bounded to the windows
    the batch touches), append late ones to ``late_events``;
-6. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
+6. every ``event_log_compact_every`` batches, bin-pack the small files of event_log's current
+   days (its dedup read above opens them every batch);
+7. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
    to CLOSED/FINAL, and record the batch in ``watermark_progress``.
 
 The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_totals, late_events) are
@@ -54,7 +56,7 @@ from reckon.eventtime import (
     advance_watermark,
     is_duplicate_of_recent,
 )
-from reckon.timeutil import parse_duration
+from reckon.timeutil import from_micros, parse_duration
 from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
@@ -241,6 +243,10 @@ class BatchProcessor:
             if deduped is not None:
                 deduped.unpersist()
         writes.raise_first_error()
+        every = self.settings.event_log_compact_every
+        if every and wm_before is not None and batch_id % every == every - 1:
+            with self._step("compact"):
+                self._compact_event_log(wm_before)
 
         metrics = BatchMetrics(
             batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
@@ -430,6 +436,15 @@ class BatchProcessor:
                  **lifecycle(s_status, "s"),
              })
              .execute())
+
+    def _compact_event_log(self, wm_before: int) -> None:
+        """Bin-pack event_log's small files from the watermark's day on (see
+        spark.compaction.compact_recent_event_log), so the next batches' dedup read opens few
+        files. Here, after every write of the batch has ended, no batch mark is set, so the
+        OPTIMIZE commit carries none; a re-run finds nothing left to compact."""
+        from spark.compaction import compact_recent_event_log
+
+        compact_recent_event_log(self.spark, self.settings, from_micros(wm_before).date())
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:

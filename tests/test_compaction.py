@@ -116,3 +116,34 @@ def test_compacting_a_warehouse_without_an_event_log_says_what_to_do(spark, tmp_
     settings = stream_settings(tmp_path / "empty", **RULES)
     with pytest.raises(UsageError, match=r"no event_log in warehouse .*check --warehouse"):
         compact_day(spark, settings, DAY1)
+
+
+def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
+    """Every ``event_log_compact_every`` batches (2 here) the stream bin-packs the small files
+    of event_log's current days between the batch's writes and its progress row: the OPTIMIZE
+    commits carry no batch mark (none is set then), fewer files are live than were written,
+    and rows, totals and a restart's re-run are as without it."""
+    from delta.tables import DeltaTable
+
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES, event_log_compact_every=2)
+    batches = random_batches(43, n=80, batches=6)
+    processor = BatchProcessor(spark, settings, query_id="test-query")
+    for batch_id, batch in enumerate(batches):
+        processor(_raw(spark, batch), batch_id)
+    history = (DeltaTable.forPath(spark, tb.table_path(warehouse, tb.EVENT_LOG)).history()
+               .select("operation", "operationMetrics", "userMetadata").collect())
+    written = sum(int(h.operationMetrics["numFiles"]) for h in history if h.operation == "WRITE")
+    compactions = [h for h in history if h.operation == "OPTIMIZE"]
+    assert compactions and all(h.userMetadata is None for h in compactions)
+    live = len(spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG)).inputFiles())
+    assert live < written
+    log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
+    assert log.count() == sum(len(b) for b in batches)
+    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    assert late_rows(spark, warehouse) == reference_late(expected)
+    commits = _commits(warehouse)
+    BatchProcessor(spark, settings, query_id="test-query")(_raw(spark, batches[-1]),
+                                                            len(batches) - 1)
+    assert _commits(warehouse) == commits
