@@ -16,7 +16,8 @@ Which partitions, and why it is safe next to the running stream:
 * ``event_log`` (event_date), ``quarantine`` (arrival_date) and ``late_events``
   (window_date) only ever receive blind appends, which never conflict with a compaction;
   late events of the day that arrive afterwards land in new files, compacted by the next
-  night's lookback run.
+  night's lookback run. The stream compacts event_log's days from its watermark's on
+  itself (below), so a day of event_log is left to it until its watermark has left the day.
 * ``provisional_totals`` (window_date) is rewritten by the stream's MERGE, which conflicts
   with a compaction of a partition it reads. The MERGE reads only the windows its batch
   touches, and once the watermark has passed the end of the day's last window plus grace
@@ -53,7 +54,7 @@ from pyspark.sql import SparkSession
 
 from reckon.config import Settings
 from reckon.errors import UsageError
-from reckon.timeutil import days_from_flags, format_micros
+from reckon.timeutil import days_from_flags, format_micros, from_micros
 from spark import tables as tb
 
 __all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
@@ -136,6 +137,14 @@ def compact_day(spark: SparkSession, settings: Settings, day: date) -> Compactio
             if not tb.table_exists(wh, name):
                 results.append(PartitionCompaction(name, partition, 0, 0, 0, 0,
                                                    "table does not exist"))
+            elif (name == tb.EVENT_LOG and settings.event_log_compact_every
+                  and tb.table_exists(wh, tb.WATERMARK_PROGRESS)  # a stream has run
+                  and (seen is None or from_micros(seen).date() <= day)):
+                # two OPTIMIZEs of one partition at once: Delta fails one of them
+                results.append(PartitionCompaction(
+                    name, partition, 0, 0, 0, 0,
+                    "the stream compacts this day's event_log itself until its watermark "
+                    f"leaves the day (now {'undefined' if seen is None else format_micros(seen)})"))
             elif name == tb.PROVISIONAL_TOTALS and (seen is None or seen < required):
                 results.append(PartitionCompaction(
                     name, partition, 0, 0, 0, 0,
