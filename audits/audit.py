@@ -14,7 +14,10 @@ arrival order. Each such copy was either counted or sent to the late side output
 ``canonical = provisional + late - duplicate`` holds exactly on clean data. The replay records
 them in ``uncaught_duplicates`` from the event log version it read for the canonical totals
 (spark/replay.py), so both sides of that equation come from one version of the log and the
-audit's cost grows with the day's windows, not its events.
+audit's cost grows with the day's windows, not its events. Late events are read as of the
+same cut: late_events at the version holding exactly the stream batches in that log version
+(``_late_events_in_replay_view``), since the stream goes on appending stragglers of the day
+between the replay and the audit.
 """
 
 from __future__ import annotations
@@ -84,6 +87,50 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
     path = tb.table_path(wh, name)
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
     return spark.read.format("delta").option("versionAsOf", version).load(path), version
+
+
+def _late_events_in_replay_view(spark: SparkSession, settings: Settings, day: date,
+                                canonical: DataFrame | None) -> int | None:
+    """The late_events version that holds exactly the batches whose events the day's replay
+    read (the event_log version it pinned), or None to read the table as it is.
+
+    The stream keeps running through the night, and a straggler of the day that lands
+    between the replay and the audit would be in late_events but not in the canonical
+    totals: a false break (residual = -late) until the next night's lookback re-run. A batch
+    commits to event_log and late_events, then its progress row, and the next batch starts
+    after that, so with one stream query at a time the batches missing from the replay's
+    event_log version are the newest commits of late_events: the version just before the
+    first of them is the cut. -1 means none of late_events' batches were in the replay's
+    view. A replay from Kafka pins no version: None."""
+    from pyspark.sql import functions as F
+
+    wh = settings.warehouse_path
+    if canonical is None or not tb.table_exists(wh, tb.REPLAY_RUNS):
+        return None
+
+    def pinned_log_version() -> int | None:
+        ids = canonical.filter(F.col("window_date") == F.lit(day)).select("replay_id").limit(1)
+        runs = (tb.read_table(spark, wh, tb.REPLAY_RUNS).join(ids, "replay_id")
+                .select("event_log_version").limit(1).collect())
+        return None if not runs or runs[0].event_log_version is None else int(
+            runs[0].event_log_version)
+
+    pinned: int | None = None
+    in_view: dict[str, int | None] = {}  # per stream query: newest batch in the pinned log
+    oldest: int | None = None  # the oldest late_events commit missing from the replay's view
+    for version, (app, _table, batch) in tb.marked_commits(spark, wh, tb.LATE_EVENTS):
+        if pinned is None:  # looked up only when the stream wrote late_events
+            pinned = pinned_log_version()
+            if pinned is None:
+                return None
+        if app not in in_view:
+            in_view[app] = tb.last_marked_batch(spark, wh, tb.EVENT_LOG, app,
+                                                at_version=pinned)
+        newest = in_view[app]
+        if newest is not None and batch <= newest:
+            return None if oldest is None else version
+        oldest = version
+    return None if oldest is None else oldest - 1
 
 
 _KEYS = ("window_start", "key")
@@ -239,6 +286,13 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
                              "before auditing the day")
+    if frames[tb.LATE_EVENTS] is not None:
+        cut = _late_events_in_replay_view(spark, settings, day, frames[tb.CANONICAL_TOTALS])
+        if cut is not None and cut != versions[tb.LATE_EVENTS]:
+            frames[tb.LATE_EVENTS] = (
+                None if cut < 0 else spark.read.format("delta").option("versionAsOf", cut)
+                .load(tb.table_path(wh, tb.LATE_EVENTS)))
+            versions[tb.LATE_EVENTS] = cut
 
     def day_rows(name: str) -> DataFrame | None:
         df = frames[name]

@@ -361,25 +361,40 @@ def marked_dml(spark: SparkSession, app_id: str, name: str, batch_id: int) -> It
 
 
 def last_marked_batch(spark: SparkSession, warehouse: str | Path, name: str,
-                      app_id: str) -> int | None:
+                      app_id: str, *, at_version: int | None = None) -> int | None:
     """The newest batch ``app_id`` committed to ``name``, from the table's history (newest
     commit first; older history is read only when the recent commits hold no mark of the
-    app). None if it never wrote the table. Reads commit files only, no table state."""
+    app), or as of ``at_version`` (that version and older). None if it never wrote the table
+    (by then). Reads commit files only, no table state."""
+    for _version, mark in marked_commits(spark, warehouse, name, at_version=at_version):
+        if mark[0] == app_id:
+            return mark[2]
+    return None
+
+
+def marked_commits(spark: SparkSession, warehouse: str | Path, name: str, *,
+                   at_version: int | None = None) -> Iterator[tuple[int, tuple[str, str, int]]]:
+    """(version, batch mark) of the commits to ``name`` that carry a mark for it, newest first
+    (from ``at_version`` down, if given): 50 commits of history are read, then 5,000, then all,
+    only as far as the caller iterates."""
     from delta.tables import DeltaTable
 
     if not table_exists(warehouse, name):
-        return None
+        return
     table = DeltaTable.forPath(spark, table_path(warehouse, name))
+    seen: set[int] = set()
     for limit in (50, 5000, None):
         history = table.history(limit) if limit else table.history()
-        rows = history.select("userMetadata").collect()
+        rows = history.select("version", "userMetadata").collect()
         for row in rows:
+            if row.version in seen or (at_version is not None and row.version > at_version):
+                continue
+            seen.add(row.version)
             mark = parse_batch_mark(row.userMetadata)
-            if mark is not None and mark[0] == app_id and mark[1] == name:
-                return mark[2]
+            if mark is not None and mark[1] == name:
+                yield int(row.version), mark
         if limit is None or len(rows) < limit:
-            return None
-    return None
+            return
 
 
 class ConcurrentWrites:

@@ -253,6 +253,33 @@ def test_a_conflict_whose_copies_straddle_midnight_is_listed_by_the_day_of_the_e
     assert [(r.event_id, r.window_date, r.copies) for r in stored.collect()] == [("x", DAY1, 2)]
 
 
+def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark, tmp_path):
+    """The stream runs through the night: a late event of the closed day that lands between
+    the replay and the audit is in late_events but not in the canonical totals the audit
+    compares. The audit reads late_events as of the batches in the replay's event_log version,
+    so it reports no break now, and the next replay and audit take the straggler in."""
+    settings = stream_settings(tmp_path / "wh", **RULES)
+    processor = BatchProcessor(spark, settings, query_id="test-query")
+    processor(_raw(spark, [
+        Event("a", "m1", Decimal("1.00"), MIDNIGHT - 10 * S, MIDNIGHT - 9 * S, 0, 0, "pos"),
+        Event("b", "m1", Decimal("2.00"), MIDNIGHT + 30 * S, MIDNIGHT + 31 * S, 0, 1, "pos")]),
+        0)
+    replay_day(spark, settings, DAY1)
+    before = audit_day(spark, settings, DAY1, record=False)
+    assert (before.unexplained, before.late_total) == (0, "0.00")
+    straggler = Event("s", "m1", Decimal("4.00"), MIDNIGHT - 5 * S, MIDNIGHT + 60 * S, 0, 2,
+                      "pos")
+    processor(_raw(spark, [straggler]), 1)
+    late = spark.read.format("delta").load(str(tmp_path / "wh" / tb.LATE_EVENTS))
+    assert [r.event_id for r in late.collect()] == ["s"]  # the stream sent it to late_events
+    now = audit_day(spark, settings, DAY1, record=False)
+    assert (now.unexplained, now.late_total, now.canonical_total) == (0, "0.00", "1.00")
+    assert now.table_versions[tb.LATE_EVENTS] < _commits(tmp_path / "wh")[tb.LATE_EVENTS] - 1
+    replay_day(spark, settings, DAY1)
+    after = audit_day(spark, settings, DAY1, record=False)
+    assert (after.unexplained, after.late_total, after.canonical_total) == (0, "4.00", "5.00")
+
+
 @pytest.fixture(scope="module")
 def streamed(spark, tmp_path_factory) -> Path:
     """One random stream across midnight, streamed once; tests that replay, audit or tamper
