@@ -53,3 +53,20 @@ def test_stream_trigger_rejects_what_is_not_a_positive_duration(text):
 
     with pytest.raises(UsageError, match="--trigger"):
         processing_time(text)
+
+
+def test_nightly_commands_take_one_day_or_an_increasing_range():
+    from datetime import date
+
+    from reckon.errors import UsageError
+    from reckon.timeutil import days_from_flags
+
+    assert days_from_flags("2026-01-02", None, None) == [date(2026, 1, 2)]
+    assert days_from_flags(None, "2025-12-31", "2026-01-02") == [
+        date(2025, 12, 31), date(2026, 1, 1), date(2026, 1, 2)]
+    for flags, message in (((None, None, None), "give --date"),
+                           (("2026-01-02", "2026-01-01", None), "not both"),
+                           ((None, "2026-01-02", "2026-01-01"), "before --from"),
+                           (("2026-13-01", None, None), "--date")):
+        with pytest.raises(UsageError, match=message):
+            days_from_flags(*flags)

@@ -4,10 +4,12 @@ are left to the stream, and the stream (restarted or not) goes on as if nothing 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reference import run_stream
@@ -25,7 +27,7 @@ from tests.streamkit import (
     reference_rows,
     stream_settings,
 )
-from tests.test_replay_audit import DAY1, DAY2, RULES, _raw, random_batches
+from tests.test_replay_audit import DAY1, DAY2, RULES, _commits, _raw, random_batches
 
 
 def _live_files(spark, warehouse: Path, name: str, column: str, day) -> int:
@@ -37,12 +39,7 @@ def _live_files(spark, warehouse: Path, name: str, column: str, day) -> int:
     return len(table.filter(F.col(column) == F.lit(day)).inputFiles())
 
 
-def _commits(warehouse: Path) -> dict[str, int]:
-    return {name: len(list((warehouse / name / "_delta_log").glob("*.json")))
-            for name, _ in COMPACTED}
-
-
-def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path):
+def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsys):
     warehouse = tmp_path / "wh"
     settings = stream_settings(warehouse, **RULES)
     batches = random_batches(41, n=60, batches=4)
@@ -80,11 +77,16 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path):
     replay_day(spark, settings, DAY1)
     assert canonical_rows(spark, settings, DAY1) == canonical_before
 
-    # a re-run finds nothing to do and commits nothing
+    # a re-run finds nothing to do and commits nothing, also through the CLI
     commits = _commits(warehouse)
     again = compact_day(spark, settings, DAY1)
     assert [(p.files_before, p.files_after, p.bytes_written) for p in again.partitions] == [
         (min(files_before[name], 1), min(files_before[name], 1), 0) for name in names]
+    assert main(["compact", "--warehouse", str(warehouse), "--date", DAY1.isoformat(),
+                 "--json"]) == 0
+    [cli] = json.loads(capsys.readouterr().out)
+    assert (cli["day"], cli["event_log_files_before"], cli["event_log_files_after"],
+            cli["skipped"]) == (DAY1.isoformat(), 1, 1, [])
     assert _commits(warehouse) == commits
 
     # the open day: its provisional partition is the stream's until the watermark passes it
