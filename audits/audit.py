@@ -336,9 +336,13 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
             provisional_total=total("p"), canonical_total=total("c"), gap_total=total("gap"),
             late_total=total("late"), duplicate_total=total("dup"), residual_total=total("res"),
             unexplained=unexplained, table_versions=versions, completeness=completeness)
-        db.record_audit_run(run, attribution)
+        # Breaks first, then the run: the run becomes current only once its breaks are all
+        # stored, so a failed insert leaves the previous run current (with its own breaks)
+        # rather than a current run that lists no breaks next to its unexplained count.
+        db.ready()  # the schema, migrated once here, before the executors write
         written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
         breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
+        db.record_audit_run(run, attribution)
 
     return AuditResult(
         run_id, day.isoformat(), kind, sum(counts.values()), counts, unexplained,

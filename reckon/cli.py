@@ -254,15 +254,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | None:
+    """A report database that cannot be reached or opened, as one line that says what to check
+    (None for any other exception: a bug keeps its traceback)."""
+    if not type(exc).__module__.startswith("sqlalchemy"):
+        return None
+    from sqlalchemy import exc as sa_exc
+
+    if not isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError
+                      | sa_exc.ArgumentError):
+        return None
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    where = settings.public_dict()["report_db_url"] if settings else "the report database"
+    return (f"cannot use the report database {where}: {cause}. Check report_db_url "
+            "(RECKON_REPORT_DB_URL) and that the server is running and reachable")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    settings: Settings | None = None
     try:
         settings = _settings(args)
         return int(args.handler(args, settings) or 0)
     except ReckonError as exc:
         print(f"reckon {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:
+        message = _report_db_failure(exc, settings)
+        if message is None:
+            raise
+        print(f"reckon {args.command}: error: {message}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"reckon {args.command}: interrupted", file=sys.stderr)
         return 130

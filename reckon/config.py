@@ -11,6 +11,7 @@ environment, never in the file.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -91,6 +92,12 @@ class Settings:
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
+        if self.report_db_url and not _URL_SCHEME.match(self.report_db_url):
+            raise ConfigError(
+                f"report_db_url={_redact_url(self.report_db_url)!r} is not a database URL: "
+                "write sqlite:////abs/path/reckon.db or "
+                "postgresql+psycopg://user:password@host:5432/reckon (RECKON_REPORT_DB_URL), "
+                "or leave it empty for <warehouse>/reports/reckon.db")
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -125,6 +132,9 @@ class Settings:
                 value = _redact_url(self.report_db)
             out[f.name] = str(value) if isinstance(value, Decimal) else value
         return out
+
+
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def _redact_url(url: str) -> str:

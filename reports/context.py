@@ -189,15 +189,27 @@ def _dec(value: Any) -> Decimal:
 # ----------------------------------------------------------------------------- Spark reads
 
 
-def _recon_day(spark: Any, settings: Settings, day: date) -> Any:
+def _recon_day(spark: Any, settings: Settings, day: date, run: AuditRun) -> Any:
+    """The day's reconciliation rows written by ``run``, the run the report's headline and
+    breaks come from. Another audit of the day (an ad hoc run, a late retry) replaces the
+    day's rows; the report then refuses to mix two runs' figures and says what to re-run."""
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     if not tb.table_exists(settings.warehouse_path, tb.RECONCILIATION):
         return None
-    return (tb.read_table(spark, settings.warehouse_path, tb.RECONCILIATION)
-            .filter(F.col("window_date") == F.lit(day)))
+    day_rows = (tb.read_table(spark, settings.warehouse_path, tb.RECONCILIATION)
+                .filter(F.col("window_date") == F.lit(day)))
+    rows = day_rows.filter(F.col("audit_run_id") == F.lit(run.run_id))
+    if run.rows and not rows.limit(1).count():
+        other = [r.audit_run_id for r in day_rows.select("audit_run_id").limit(1).collect()]
+        now = f"audit run {other[0]}" if other else "no audit run"
+        raise UsageError(
+            f"--date={day.isoformat()!r}: the day's reconciliation rows now belong to {now}, "
+            f"not to the current {run.kind} run {run.run_id} the report describes; re-run "
+            f"`reckon audit --date {day} --kind {run.kind}` so the rows and the run agree")
+    return rows
 
 
 def _unexplained_amount(recon: Any) -> Decimal:
@@ -377,7 +389,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     params = {**{k: v for k, v in settings.public_dict().items() if k in _CONFIG_KEYS},
               **run.params}
     configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
-    recon = _recon_day(spark, settings, day)
+    recon = _recon_day(spark, settings, day, run)
     all_breaks, total = _breaks(db, run, breaks_cap)
     gap, width = _gap_series(recon, rules.windows.step)
     curve, configured, recommended, target = _curve(spark, settings, day)

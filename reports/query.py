@@ -13,7 +13,8 @@ the target of ``DESCRIBE HISTORY`` / ``DESCRIBE DETAIL``, and the table argument
 Read-only is checked on tokens (strings, quoted identifiers and comments are recognised, so
 neither ``'DROP'`` in a literal nor ``-- DROP`` in a comment fools it): exactly one statement,
 starting with SELECT / WITH / VALUES / FROM / TABLE / SHOW / DESCRIBE / EXPLAIN, and no
-keyword of a writing or session-changing statement anywhere outside literals and comments.
+keyword of a writing or session-changing statement anywhere outside literals and comments;
+no script transform (``USING 'program'``), no ``IDENTIFIER(...)`` and no table by path.
 """
 
 from __future__ import annotations
@@ -154,7 +155,21 @@ def check_read_only(sql: str) -> list[Token]:
     if first.kind != "word" or first.upper not in ALLOWED_FIRST:
         raise UsageError(f"query starts with {first.text!r}: `reckon sql` is read-only and "
                          f"runs only {', '.join(sorted(ALLOWED_FIRST))} statements")
-    for prev, tok in zip([None, *sig], sig, strict=False):
+    for i, (prev, tok) in enumerate(zip([None, *sig], sig, strict=False)):
+        nxt = sig[i + 1] if i + 1 < len(sig) else None
+        if (tok.kind == "word" and tok.upper == "USING" and nxt is not None
+                and nxt.kind == "string"):
+            raise UsageError("query runs a script (TRANSFORM/MAP/REDUCE ... USING '...'): "
+                             "`reckon sql` never runs programs; use SQL functions instead")
+        if tok.kind == "word" and tok.upper == "IDENTIFIER" and nxt is not None \
+                and nxt.text == "(":
+            raise UsageError("query names a table with IDENTIFIER(...): `reckon sql` reads the "
+                             "warehouse tables by their plain names only (provisional_totals, "
+                             "late_events, ...)")
+        if (tok.kind == "string" and prev is not None and prev.kind == "word"
+                and prev.upper in ("HISTORY", "DETAIL")):
+            raise UsageError(f"query describes {tok.text} by path: `reckon sql` reads the "
+                             "warehouse tables by name only (DESCRIBE HISTORY late_events)")
         if tok.kind == "word" and tok.upper in FORBIDDEN and not (prev and prev.text == "."):
             raise UsageError(f"query contains {tok.text.upper()}: `reckon sql` is read-only "
                              "(no writes, DDL, session changes or JVM calls); quote a column "

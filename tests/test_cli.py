@@ -70,3 +70,29 @@ def test_nightly_commands_take_one_day_or_an_increasing_range():
                            (("2026-13-01", None, None), "--date")):
         with pytest.raises(UsageError, match=message):
             days_from_flags(*flags)
+
+
+def test_a_report_db_url_that_is_not_a_url_is_a_config_error(monkeypatch, capsys):
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", "reckon.db")
+    assert main(["verify-log"]) == 2
+    err = capsys.readouterr().err
+    assert "report_db_url='reckon.db' is not a database URL" in err
+    assert "Traceback" not in err
+
+
+def test_an_unreachable_report_db_is_one_line_that_says_what_to_check(monkeypatch, capsys):
+    # port 1 on loopback: nothing listens there, so the connection is refused at once
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", "postgresql+psycopg://u:secret@127.0.0.1:1/x")
+    for argv in (["verify-log"], ["breaks", "list", "--date", "2026-01-01"]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert f"reckon {argv[0]}: error: cannot use the report database" in err
+        assert "127.0.0.1:1" in err and "RECKON_REPORT_DB_URL" in err
+        assert "secret" not in err and "Traceback" not in err
+
+
+def test_other_exceptions_keep_their_traceback(monkeypatch):
+    # only the report database's connection failures become one line; a bug is not hidden
+    monkeypatch.setattr("reckon.cli._settings", lambda args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["verify-log"])

@@ -269,3 +269,61 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
         _append_progress(spark, wh, batch_id, mark)
     series = _watermarks(spark, settings, DAY, lateness_us=0)
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
+
+
+def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streamed_scenario,
+                                                                  tmp_path):
+    """A run becomes current only once its breaks are stored: when the report database
+    refuses them (a trigger aborts every insert, as a full disk would), the audit fails and the
+    day's current run is still the previous one, with its breaks listed."""
+    import sqlite3
+
+    from audits.audit import audit_day
+    from reports.db import ReportDB
+    from spark.replay import replay_day
+    from tests.scenarios import SCENARIOS
+    from tests.streamkit import copy_warehouse, stream_settings
+
+    case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
+    warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
+    settings = stream_settings(warehouse, **case.rules)
+    replay_day(spark, settings, DAY)
+    first = audit_day(spark, settings, DAY, kind="nightly")
+    assert first.breaks_recorded > 0  # the two late events' windows
+    db = ReportDB.from_settings(settings)
+    with sqlite3.connect(settings.report_db.removeprefix("sqlite:///")) as conn:
+        conn.execute("CREATE TRIGGER refuse_breaks BEFORE INSERT ON breaks "
+                     "BEGIN SELECT RAISE(ABORT, 'no space left for breaks'); END")
+    with pytest.raises(Exception, match="no space left for breaks"):
+        audit_day(spark, settings, DAY, kind="nightly")
+    current = db.current_audit_run(DAY)
+    assert current is not None and current.run_id == first.run_id
+    assert len(db.audit_runs(DAY)) == 1
+    assert len(db.breaks(first.run_id)) == first.breaks_recorded
+
+
+def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scenario, tmp_path):
+    """An ad hoc audit of the day replaces the day's reconciliation rows while the nightly run
+    stays current: the nightly report would take its headline from one run and its
+    unexplained amount and gap chart from the other, so it refuses and names the re-run."""
+    from audits.audit import audit_day
+    from reckon.errors import UsageError
+    from reports.context import build_context
+    from spark.replay import replay_day
+    from tests.scenarios import SCENARIOS
+    from tests.streamkit import copy_warehouse, stream_settings
+
+    case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
+    warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
+    settings = stream_settings(warehouse, **case.rules)
+    replay_day(spark, settings, DAY)
+    nightly = audit_day(spark, settings, DAY, kind="nightly")
+    assert build_context(spark, settings, DAY).audit_run_id == nightly.run_id
+    adhoc = audit_day(spark, settings, DAY, kind="adhoc")
+    with pytest.raises(UsageError) as err:
+        build_context(spark, settings, DAY)
+    message = str(err.value)
+    assert adhoc.run_id in message and nightly.run_id in message
+    assert "reckon audit --date 2026-01-01 --kind nightly" in message
+    again = audit_day(spark, settings, DAY, kind="nightly")
+    assert build_context(spark, settings, DAY).audit_run_id == again.run_id

@@ -48,6 +48,13 @@ REFUSED = [
     "-- only a comment",
     "SELECT 'unterminated",
     "SELECT 1 /* unterminated",
+    # script transforms run a program through the shell; IDENTIFIER and quoted paths reach
+    # files outside the warehouse
+    "SELECT TRANSFORM(key) USING 'touch /tmp/pwned' AS (x) FROM provisional_totals",
+    "FROM provisional_totals MAP key USING \"cat\" AS (x)",
+    "SELECT * FROM IDENTIFIER('parquet.`/etc`')",
+    "DESCRIBE HISTORY '/other/warehouse/provisional_totals'",
+    "DESCRIBE DETAIL \"/other/warehouse/provisional_totals\"",
 ]
 
 ALLOWED = [
@@ -68,6 +75,8 @@ ALLOWED = [
     "EXPLAIN SELECT 1",
     "SELECT * FROM provisional_totals VERSION AS OF 3",
     "SELECT replace(key, 'a', 'b'), date_add(window_date, 1) FROM provisional_totals",
+    "SELECT transform(array(1, 2), x -> x + 1), identifier FROM (SELECT 1 AS identifier)",
+    "SELECT a.key FROM provisional_totals a JOIN late_events b USING (key)",
 ]
 
 
