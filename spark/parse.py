@@ -9,7 +9,8 @@ Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``inv
 (not exactly one JSON object on the line, or duplicate keys), ``missing_field``,
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
 plain decimal with at most 2 places), ``bad_event_time`` (ISO-8601 with a zone),
-``bad_partition``, ``bad_arrival_time``. Then the typed rules (``typed_checks``, which the
+``bad_partition``, ``bad_arrival_time`` (not ISO-8601, or more than ``max_clock_skew`` after the
+time the transport saw the line: the file's modification time or the Kafka timestamp). Then the typed rules (``typed_checks``, which the
 replay re-applies to the event log): ``amount_out_of_range``, ``unknown_currency``,
 ``event_time_out_of_range``, ``future_dated`` (event_time more than ``max_clock_skew`` after
 arrival: a bad clock must never move the watermark).
@@ -86,6 +87,13 @@ def first_failure(checks: list[Check]) -> tuple[Column, Column]:
     return reason, detail
 
 
+def _ahead_of_transport(line_arrival: Column, skew: int) -> Column:
+    """The arrival time a line claims is more than the max clock skew after the time its
+    transport saw it (the landing file's modification time, the Kafka timestamp)."""
+    return is_future_dated(F.unix_micros(line_arrival), F.unix_micros(F.col("transport_time")),
+                           skew)
+
+
 def _iso_timestamp(text: Column) -> Column:
     """Strict ISO-8601 with a zone -> timestamp, else null (never raises)."""
     return F.when(text.rlike(_ISO), F.try_to_timestamp(text)).otherwise(F.lit(None))
@@ -130,6 +138,7 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     )
     # 2. Typed values, and one boolean column per check (evaluated once each).
     f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
+    skew = settings.event_time_rules().max_clock_skew
     amount_ok = f["amount"].rlike(_AMOUNT)
     line_arrival = _iso_timestamp(f["arrival_time"])
     df = df.select(
@@ -139,7 +148,11 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
         amount_ok.alias("_amount_ok"),
         _iso_timestamp(f["event_time"]).alias("_event_time"),
         line_arrival.alias("_line_arrival"),
-        F.coalesce(line_arrival, F.col("transport_time")).alias("_arrival_time"),
+        # the line's own arrival time, unless it claims to be later than its transport saw it
+        # (then the row is quarantined below and keeps the transport's time)
+        F.coalesce(F.when(~F.coalesce(_ahead_of_transport(line_arrival, skew), F.lit(False)),
+                          line_arrival),
+                   F.col("transport_time")).alias("_arrival_time"),
         F.coalesce(F.col("transport_partition"),
                    F.when(f["partition"].rlike(_INT), f["partition"].cast("int")),
                    F.lit(0)).alias("_partition"),
@@ -186,6 +199,14 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
          "bad_arrival_time",
          F.concat(F.lit("arrival_time is not ISO-8601 with a zone: "),
                   F.coalesce(F.substring(f["arrival_time"], 1, 60), F.lit("(none)")))),
+        # A line may say when it arrived (tests, replays of archived files), but not later than
+        # its transport saw it: otherwise one line dated ahead, event_time with it, would pass
+        # the clock-skew rule against its own claim and carry the watermark forward.
+        (_ahead_of_transport(F.col("_line_arrival"), skew),
+         "bad_arrival_time",
+         F.concat(F.lit("arrival_time is more than the max clock skew after the transport's "
+                        "time (file or record): "), F.col("_line_arrival").cast("string"),
+                  F.lit(" > "), F.col("transport_time").cast("string"))),
         *typed_checks(amount, f["currency"], event_time, arrival_time, settings),
     ]
     flags = [F.coalesce(condition, F.lit(False)).alias(f"_check{i}")

@@ -207,6 +207,17 @@ def _time_lines() -> list[HostileLine]:
              "bad_arrival_time", "yesterday", arrival=None),
         line("arrival-missing", event("arrival-missing", arrival_time=...), None,
              arrival=None),
+        # a line dated a day ahead of its file, event_time with it: not future-dated against
+        # its own claim, so only the transport's time catches it before it moves the watermark
+        # (quarantined at the file's time: the claim is what is not trusted)
+        line("arrival-ahead-of-file", event("arrival-ahead-of-file",
+                                            event_time="2026-01-02T00:10:00Z",
+                                            arrival_time="2026-01-02T00:10:00Z"),
+             "bad_arrival_time", "after the transport", arrival=None),
+        # within the clock skew of the file's time (00:10:30 + 5m): trusted
+        line("arrival-within-skew", event("arrival-within-skew",
+                                          arrival_time="2026-01-01T00:15:29Z"),
+             None, arrival="2026-01-01T00:15:29Z"),
     ]
     return out
 
