@@ -89,8 +89,44 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
     return spark.read.format("delta").option("versionAsOf", version).load(path), version
 
 
-def _late_events_in_replay_view(spark: SparkSession, settings: Settings, day: date,
-                                canonical: DataFrame | None) -> int | None:
+def _finished_replay(spark: SparkSession, settings: Settings, day: date,
+                     canonical: DataFrame, uncaught: DataFrame) -> int | None:
+    """Check that the day's canonical_totals and uncaught_duplicates come from one replay that
+    finished (its replay_runs row is written last), and return the event_log version it
+    pinned (None for a replay from Kafka). A day never replayed would otherwise show every
+    provisional window as MISSING_IN_CANONICAL, and a replay that failed between its writes
+    would pair new totals with stale duplicates: both as breaks nothing explains."""
+    from pyspark.sql import functions as F
+
+    wh = settings.warehouse_path
+    rerun = f"run `reckon replay --date {day}`, then audit the day again"
+    runs = ({} if not tb.table_exists(wh, tb.REPLAY_RUNS) else {
+        r.replay_id: r.event_log_version for r in tb.read_table(spark, wh, tb.REPLAY_RUNS)
+        .filter(F.col("window_date") == F.lit(day))
+        .select("replay_id", "event_log_version").collect()})
+    if not runs:
+        raise UsageError(f"--date={day.isoformat()!r}: the day has no finished replay; {rerun}")
+
+    def replay_of(df: DataFrame) -> str | None:
+        row = df.filter(F.col("window_date") == F.lit(day)).select("replay_id").first()
+        return None if row is None else str(row.replay_id)
+
+    totals_by = replay_of(canonical)
+    if totals_by is not None and totals_by not in runs:
+        raise UsageError(f"--date={day.isoformat()!r}: the replay {totals_by} that wrote the "
+                         f"day's canonical_totals did not finish; {rerun}")
+    duplicates_by = replay_of(uncaught)
+    if duplicates_by is not None and totals_by is not None and duplicates_by != totals_by:
+        raise UsageError(f"--date={day.isoformat()!r}: the day's uncaught_duplicates come from "
+                         f"replay {duplicates_by}, its canonical_totals from {totals_by}; "
+                         f"{rerun}")
+    pinned = runs.get(totals_by) if totals_by is not None else max(
+        (v for v in runs.values() if v is not None), default=None)
+    return None if pinned is None else int(pinned)
+
+
+def _late_events_in_replay_view(spark: SparkSession, settings: Settings,
+                                pinned: int | None) -> int | None:
     """The late_events version that holds exactly the batches whose events the day's replay
     read (the event_log version it pinned), or None to read the table as it is.
 
@@ -102,27 +138,12 @@ def _late_events_in_replay_view(spark: SparkSession, settings: Settings, day: da
     event_log version are the newest commits of late_events: the version just before the
     first of them is the cut. -1 means none of late_events' batches were in the replay's
     view. A replay from Kafka pins no version: None."""
-    from pyspark.sql import functions as F
-
     wh = settings.warehouse_path
-    if canonical is None or not tb.table_exists(wh, tb.REPLAY_RUNS):
+    if pinned is None:
         return None
-
-    def pinned_log_version() -> int | None:
-        ids = canonical.filter(F.col("window_date") == F.lit(day)).select("replay_id").limit(1)
-        runs = (tb.read_table(spark, wh, tb.REPLAY_RUNS).join(ids, "replay_id")
-                .select("event_log_version").limit(1).collect())
-        return None if not runs or runs[0].event_log_version is None else int(
-            runs[0].event_log_version)
-
-    pinned: int | None = None
     in_view: dict[str, int | None] = {}  # per stream query: newest batch in the pinned log
     oldest: int | None = None  # the oldest late_events commit missing from the replay's view
     for version, (app, _table, batch) in tb.marked_commits(spark, wh, tb.LATE_EVENTS):
-        if pinned is None:  # looked up only when the stream wrote late_events
-            pinned = pinned_log_version()
-            if pinned is None:
-                return None
         if app not in in_view:
             in_view[app] = tb.last_marked_batch(spark, wh, tb.EVENT_LOG, app,
                                                 at_version=pinned)
@@ -286,8 +307,10 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
                              "before auditing the day")
+    pinned = _finished_replay(spark, settings, day, frames[tb.CANONICAL_TOTALS],
+                              frames[tb.UNCAUGHT_DUPLICATES])
     if frames[tb.LATE_EVENTS] is not None:
-        cut = _late_events_in_replay_view(spark, settings, day, frames[tb.CANONICAL_TOTALS])
+        cut = _late_events_in_replay_view(spark, settings, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:
             frames[tb.LATE_EVENTS] = (
                 None if cut < 0 else spark.read.format("delta").option("versionAsOf", cut)

@@ -379,6 +379,19 @@ def _build_docs(ctx: Any, warehouse: Path, run_id: str, suite_names: Iterable[st
 # ----------------------------------------------------------------------------- entry points
 
 
+def _with_audit_tolerance(settings: Settings, day: date) -> Settings:
+    """The settings with the tolerance the day's current audit applied: `reckon audit
+    --tolerance-abs` may differ from the configuration, and the reconciliation suite must judge
+    its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken)."""
+    from reports.db import ReportDB
+
+    run = ReportDB.from_settings(settings).current_audit_run(day)
+    if run is None:
+        return settings
+    return settings.with_overrides(**{k: run.params[k] for k in ("tolerance_abs", "tolerance_rel")
+                                      if k in run.params})
+
+
 def run_checks(spark: Any, settings: Settings, day: date | str, *,
                record: bool = True) -> CheckResult:
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
@@ -389,6 +402,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     t0 = time.perf_counter()
     run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = settings.warehouse_path
+    settings = _with_audit_tolerance(settings, the_day)
     ctx = _gx_context(warehouse)
     suites = build_suites(settings)
     outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at)

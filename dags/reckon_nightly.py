@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
@@ -58,7 +60,8 @@ trigger (or `dag.test`) at time T processes the last complete UTC day before T.
 late events keep arriving for a while, and re-running yesterday is cheap and idempotent.
 Param `lookback_days` (default {_SETTINGS.lookback_days}, from `RECKON_LOOKBACK_DAYS`);
 set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Param
-`report_out` (default empty: `<warehouse>/reports/<day>`) sends the reports elsewhere.
+`report_out` (default empty: `<warehouse>/reports/<day>`) sends each day's report to
+`<report_out>/<day>` instead.
 
 | task | what it does |
 |---|---|
@@ -140,8 +143,10 @@ def _small(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _run_step(step: str, plan: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Call one reckon.pipeline step for every day of the plan; pass on dates and summaries."""
+def _run_step(step: str, plan: dict[str, Any],
+              per_day: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Call one reckon.pipeline step for every day of the plan (``per_day(day)``: that day's
+    extra arguments); pass on dates and summaries."""
     from reckon import pipeline
 
     functions: dict[str, Any] = {"compact": pipeline.run_compact, "replay": pipeline.run_replay,
@@ -150,11 +155,19 @@ def _run_step(step: str, plan: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
     settings = load_settings()
     results: dict[str, dict[str, Any]] = {}
     for text in plan["days"]:
+        kwargs = per_day(text) if per_day else {}
         result = functions[step](settings, date.fromisoformat(text), **kwargs)
         log.info("reckon %s %s: %s", step, text, result.summary)
         results[text] = _small(result.summary)
     return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
             "results": results}
+
+
+def report_folder(base: str, day: str) -> str | None:
+    """Where the report task writes ``day``'s report: ``<base>/<day>``, one folder per day so
+    the lookback's days never overwrite one another's files (and the SHA-256 each records stays
+    true); None (the default ``<warehouse>/reports/<day>``) without a base."""
+    return str(Path(base) / day) if base else None
 
 
 def _reckon_jars() -> str:
@@ -228,8 +241,8 @@ def reckon_nightly() -> None:
     @task(task_id="report", execution_timeout=timedelta(hours=1))
     def report(plan: dict[str, Any]) -> dict[str, Any]:
         """HTML/PDF/CSV report of each day, hashed and recorded in the report DB."""
-        out = str(get_current_context()["params"].get("report_out") or "").strip()
-        return _run_step("report", plan, out=out or None)
+        base = str(get_current_context()["params"].get("report_out") or "").strip()
+        return _run_step("report", plan, lambda day: {"out": report_folder(base, day)})
 
     plan = wait_for_watermark()
     if REPLAY_MODE == "spark-submit":

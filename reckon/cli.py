@@ -250,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,
                    help="events to generate (default 120000: about 5 minutes on 2 cores)")
-    p.add_argument("--out", help="report folder (default: <warehouse>/reports/<day>)")
+    p.add_argument("--out", help="reports folder: each day's report in <out>/<day> "
+                   "(default: <warehouse>/reports)")
     return parser
 
 

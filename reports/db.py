@@ -269,6 +269,9 @@ class BreakReviewModel(Base):
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_seen_run_id: Mapped[str] = mapped_column(sa.String(200))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # the figures of the last audit that saw the break: a decision covers these numbers only
+    last_residual_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
+    last_residual_count: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
 
 
 class AttributionRowModel(Base):
@@ -558,7 +561,8 @@ def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]
             "day": v["day"], "window_start": v["window_start"], "key": v["key"],
             "review_status": "explained" if v["status"] == "EXPLAINED" else "open",
             "last_status": v["status"], "first_seen_at": now, "last_seen_run_id": run_id,
-            "updated_at": now,
+            "updated_at": now, "last_residual_amount": v["residual_amount"],
+            "last_residual_count": v["residual_count"],
         }
     reviews_rows = list(identities.values())  # already in identity order
     reviews = BREAK_REVIEWS
@@ -566,12 +570,24 @@ def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]
     stmt = stmt.on_conflict_do_update(
         index_elements=["day", "window_start", "key"],
         set_={
-            # 'explained' that became unexplained re-opens; every other status is kept
+            # 'explained' that became unexplained re-opens; so does a decision (accepted,
+            # resolved) once the break's status or residual is no longer the one it was made
+            # on; every other status is kept
             "review_status": sa.case(
                 (sa.and_(reviews.c.review_status == "explained",
                          stmt.excluded.review_status == "open"), "open"),
+                (sa.and_(sa.or_(reviews.c.review_status == "accepted",
+                                reviews.c.review_status == "resolved"),  # no IN: executemany
+                         reviews.c.last_residual_amount.is_not(None),
+                         sa.or_(reviews.c.last_status != stmt.excluded.last_status,
+                                reviews.c.last_residual_amount
+                                != stmt.excluded.last_residual_amount,
+                                reviews.c.last_residual_count
+                                != stmt.excluded.last_residual_count)), "open"),
                 else_=reviews.c.review_status),
             "last_status": stmt.excluded.last_status,
+            "last_residual_amount": stmt.excluded.last_residual_amount,
+            "last_residual_count": stmt.excluded.last_residual_count,
             "last_seen_run_id": stmt.excluded.last_seen_run_id,
             "updated_at": stmt.excluded.updated_at,
         },
@@ -592,8 +608,10 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
 
     Review rules per identity (day, window_start, key): a new identity gets ``first_seen_at =
     now`` and review status 'explained' when its status is EXPLAINED, else 'open'; a known one
-    keeps ``first_seen_at`` and its review status, except 'explained' that is now unexplained
-    becomes 'open' again.
+    keeps ``first_seen_at`` and its review status, except that 'explained' now unexplained
+    becomes 'open' again, and so does 'accepted' or 'resolved' when the break's status,
+    residual amount or residual count differs from the audit it was last seen in (the decision
+    was made on those figures).
     """
     moment = now or _now()
     engine = _worker_engine(url)

@@ -118,7 +118,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     Serialised against concurrent appenders (SQLite ``BEGIN IMMEDIATE``; PostgreSQL locks the
     log table, since ``FOR UPDATE`` on the last row would not stop a second appender from
     reading the same last row after the first commits); ``seq`` is also unique, so a lost race
-    can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run or a
+    can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run, a
+    run a later audit of its day replaced (decisions are made on the current figures), or a
     sign-off by the run's reconciler (compared trimmed, case-insensitively).
     """
     if decision not in DECISIONS:
@@ -134,12 +135,21 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     for attempt in range(1, _APPEND_ATTEMPTS + 1):
         try:
             with _write_tx(engine, "signoff_log") as conn:
-                reconciler = conn.execute(sa.select(runs.c.reconciler)
-                                          .where(runs.c.run_id == run_id)).scalar_one_or_none()
-                if reconciler is None:
+                run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
+                                             runs.c.kind)
+                                   .where(runs.c.run_id == run_id)).first()
+                if run is None:
                     raise SignoffRefused(
                         f"run={run_id!r} is not valid: no audit run has this id "
                         "(`reckon breaks list` shows the run ids of current breaks)")
+                if not run.is_current:
+                    current = conn.execute(sa.select(runs.c.run_id).where(
+                        runs.c.day == run.day, runs.c.kind == run.kind,
+                        runs.c.is_current.is_(True))).scalar_one_or_none()
+                    raise SignoffRefused(
+                        f"run={run_id!r} is not valid: a later audit of {run.day} ({run.kind}) "
+                        f"replaced it; review and sign off the current run {current!r}")
+                reconciler = str(run.reconciler)
                 if _same_person(who, reconciler):
                     raise SignoffRefused(
                         f"by={who!r} may not sign off run {run_id!r}: {reconciler!r} reconciled "
@@ -173,8 +183,10 @@ def _close_open_breaks(conn: sa.Connection, run_id: str, status: str, at: dateti
     in_run = sa.exists().where(breaks.c.run_id == run_id, breaks.c.day == reviews.c.day,
                                breaks.c.window_start == reviews.c.window_start,
                                breaks.c.key == reviews.c.key)
+    # only breaks whose figures are this run's (the review last saw them in it)
     result = conn.execute(sa.update(reviews)
-                          .where(reviews.c.review_status == "open", in_run)
+                          .where(reviews.c.review_status == "open",
+                                 reviews.c.last_seen_run_id == run_id, in_run)
                           .values(review_status=status, updated_at=at))
     return int(result.rowcount or 0)
 

@@ -61,6 +61,16 @@ SCENARIOS = [
 
 SCENARIOS += [
     Scenario(
+        "two revisions of a closed window in one batch count once; the next batch's adds one",
+        dict(window="10s", lateness="3s", grace="10s"),
+        # WM 11 after the first batch: [0,10) is CLOSED (within grace until WM 20), so 2 and 3
+        # revise it in one batch (revision 1), 5 in the next (revision 2); 25 moves WM to 22
+        [[ev(1, 100), ev(14, 101)], [ev(2, 102), ev(3, 103)], [ev(5, 104)], [ev(25, 105)]],
+        {(0, "m0"): ("4.00", 4, "FINAL", 2), (10, "m0"): ("1.00", 1, "CLOSED", 0),
+         (20, "m0"): ("1.00", 1, "OPEN", 0)},
+        watermarks=[11, 11, 11, 22],
+    ),
+    Scenario(
         "partition 1 trails partition 0 by ~6s: the min rule holds the watermark, none late",
         dict(window="10s", lateness="7s", grace="0s", expected_partitions=(0, 1)),
         [[ev(t0, 100 + i, 0), ev(t1, 100 + i, 1)]

@@ -227,3 +227,12 @@ def test_the_postgres_init_script_creates_both_databases():
         assert f"CREATE DATABASE {db} OWNER {db};" in script
     assert not re.search(r"PASSWORD '[^']", script), "a password literal in the init script"
     assert Path(PROJECT_ROOT / "docker" / "postgres" / "init-databases.sh").stat().st_mode & 0o111
+
+
+def test_the_readme_names_every_secret_compose_requires():
+    """`docker compose up` stops at the first ``${VAR:?...}`` left unset: the README's
+    instructions must name every one of them."""
+    required = set(re.findall(r"\$\{([A-Z0-9_]+):\?", COMPOSE.read_text()))
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert required >= {"POSTGRES_PASSWORD", "RECKON_DB_PASSWORD", "MINIO_ROOT_PASSWORD"}
+    assert {name for name in required if f"`{name}`" not in readme} == set()

@@ -152,6 +152,21 @@ def test_parsing_the_dag_file_starts_no_spark_and_is_quick(airflow_env):
     assert float(seconds) < 30  # generous: the machine may be busy; it is ~1s when idle
 
 
+def test_each_days_report_goes_to_its_own_folder(airflow_env):
+    """With report_out set and a lookback, the days of one run must not overwrite each other's
+    report files (each day records its HTML's SHA-256)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reckon_nightly_dag", DAGS / "reckon_nightly.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    days = ["2026-01-01", "2026-01-02"]
+    folders = [module.report_folder("/srv/reports", day) for day in days]
+    assert folders == ["/srv/reports/2026-01-01", "/srv/reports/2026-01-02"]
+    assert module.report_folder("", days[0]) is None  # the default: <warehouse>/reports/<day>
+
+
 def test_settings_env_round_trips_through_load_settings(tmp_path):
     from reckon.airflow_env import settings_env
 

@@ -37,7 +37,10 @@ RULES_ENV = {"RECKON_" + k.upper(): v for k, v in RULES.items()}
 def streamed(spark, tmp_path_factory) -> Path:
     """A warehouse after the stream (built once; each test works on its own copy)."""
     warehouse = tmp_path_factory.mktemp("nightly") / "wh"
-    run_batches(spark, stream_settings(warehouse, **RULES), random_batches(21, n=60))
+    run_batches(spark, stream_settings(warehouse, **RULES),
+                random_batches(21, n=60, stragglers=3))
+    late = spark.read.format("delta").load(str(warehouse / "late_events")).count()
+    assert late >= 3  # the day has late events, so the steps' idempotency covers them
     return warehouse
 
 

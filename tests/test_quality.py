@@ -301,6 +301,32 @@ def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
     assert not any(s.table_exists for s in lenient.suites if s.table != "reconciliation")
 
 
+def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
+                                                                      warehouse: Path) -> None:
+    """`reckon audit --tolerance-abs 0.05` explained a 0.03 residual; `reckon check`, run with
+    the configuration's tolerance (0), must judge that row by the audit's rule, read from the
+    day's current run in the report database, not report the invariant broken."""
+    from audits.quality import run_checks
+    from reports.db import ReportDB
+    from tests.test_report_db import make_run
+
+    row = _recon("k1", "EXPLAINED", ("10.00", 1), ("15.03", 2), ("5.00", 1))
+    assert row["residual_amount"] == Decimal("0.03")
+    _write(spark, warehouse, {"reconciliation": [row]})
+    key = ("reconciliation", "expect_column_values_to_be_in_set", "invariant_holds")
+
+    def invariant() -> bool:
+        result = run_checks(spark, _settings(warehouse), DAY, record=False)
+        (r,) = [r for r in result.results if (r.table, r.expectation, r.column) == key]
+        return r.success
+
+    assert not invariant()  # no audit run recorded: the configuration's tolerance, 0
+    with ReportDB.from_settings(_settings(warehouse)) as db:
+        db.record_audit_run(make_run("audit-1", params={"tolerance_abs": "0.05",
+                                                       "tolerance_rel": "0"}), [])
+    assert invariant()
+
+
 # ----------------------------------------------------------------------------- CLI
 
 

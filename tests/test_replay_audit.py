@@ -50,9 +50,11 @@ RULES = dict(window="10s", lateness="3s", grace="2s", dedup_horizon="4s", idle_t
 
 
 def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3,
-                   conflicting: int = 0) -> list[list[Event]]:
+                   conflicting: int = 0, stragglers: int = 0) -> list[list[Event]]:
     """Events around midnight, out of order, some re-delivered (same payload) much later;
-    ``conflicting`` more re-deliveries carry another amount, key or event time (a conflict)."""
+    ``conflicting`` more re-deliveries carry another amount, key or event time (a conflict).
+    ``stragglers`` events of the day's last seconds arrive in one more batch after all the
+    others, when the watermark has long passed their windows: late events, for certain."""
     rng = random.Random(seed)
     events = []
     for i in range(n):
@@ -80,7 +82,18 @@ def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3
         ordered.append(Event(e.event_id, e.key, e.amount, e.event_time, e.arrival_time,
                              e.partition, offsets[e.partition], e.source))
     cuts = sorted(rng.sample(range(1, len(ordered)), batches - 1))
-    return [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
+    out = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
+    if stragglers:  # their own generator: the batches above stay as they were without them
+        late_rng, last = random.Random(seed + 1_000), ordered[-1].arrival_time
+        late = []
+        for i in range(stragglers):
+            t, partition = MIDNIGHT - late_rng.randint(25, 40) * S, late_rng.randrange(partitions)
+            offsets[partition] = offsets.get(partition, -1) + 1
+            late.append(Event(f"ev{seed}-late{i}", late_rng.choice(["m1", "m2", "m3"]),
+                              Decimal(late_rng.randint(1, 99_999)) / 100, t, last + (i + 1) * S,
+                              partition, offsets[partition], "pos"))
+        out.append(late)
+    return out
 
 
 def _same_day_shift(t: int) -> int:
@@ -131,12 +144,13 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
     warehouse = tmp_path / "wh"
     config = {**RULES, **windows}
     settings = stream_settings(warehouse, **config, replay_broadcast_ids=broadcast_ids)
-    batches = random_batches(seed, conflicting=conflicting)
+    batches = random_batches(seed, conflicting=conflicting, stragglers=3)
     run_batches(spark, settings, batches)
     rules = EventTimeRules.parse(**config)
     if windows:
         assert rules.windows.step < rules.windows.size  # really hopping
     expected = run_stream(batches, rules)
+    assert len(expected.late) >= 3  # the late path is exercised, not just zero against zero
     log = [e for b in batches for e in b]
 
     # the stream: row for row, and nothing vanishes
@@ -357,6 +371,32 @@ def test_an_audit_before_the_replay_says_which_replay_to_run(spark, streamed, tm
     assert not (warehouse / tb.RECONCILIATION).exists()
 
 
+def test_an_audit_of_a_day_without_a_finished_replay_says_which_replay_to_run(
+        spark, streamed, tmp_path):
+    """The replay tables exist (DAY1 was replayed) but DAY2 never was: without the check every
+    provisional window of DAY2 would be MISSING_IN_CANONICAL. Then a replay of DAY2 that wrote
+    its canonical_totals but failed before its run record, while an earlier replay of the day
+    had finished (simulated: the run record renamed to that earlier replay)."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    warehouse = copy_warehouse(streamed, tmp_path)
+    settings = stream_settings(warehouse, **RULES)
+    replay_day(spark, settings, DAY1)
+    with pytest.raises(UsageError, match=r"no finished replay; run `reckon replay --date "
+                                         r"2026-01-02`"):
+        audit_day(spark, settings, DAY2, record=False)
+    assert not (warehouse / tb.RECONCILIATION).exists()
+    unfinished = replay_day(spark, settings, DAY2)
+    DeltaTable.forPath(spark, str(warehouse / tb.REPLAY_RUNS)).update(
+        F.col("replay_id") == F.lit(unfinished.replay_id),
+        {"replay_id": F.lit("2026-01-02:event_log:v1:earlier")})
+    with pytest.raises(UsageError, match=f"the replay {unfinished.replay_id} that wrote the "
+                                         "day's canonical_totals did not finish"):
+        audit_day(spark, settings, DAY2, record=False)
+    assert audit_day(spark, settings, DAY1, record=False).rows > 0
+
+
 def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, streamed,
                                                                         tmp_path):
     """Drop events from the stream's view only (archived by another writer, batch_id null):
@@ -425,15 +465,16 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
 @settings(max_examples=4, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(100, 10**6), partitions=st.integers(1, 3), batches=st.integers(2, 4),
-       grace=st.sampled_from(["0s", "2s"]))
+       grace=st.sampled_from(["0s", "2s"]), stragglers=st.integers(0, 2))
 def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, seed,
-                                                       partitions, batches, grace):
+                                                       partitions, batches, grace, stragglers):
     """Hypothesis drives the shape (seed, partitions, batch boundaries, grace); the real batch
     processor and the pure reference must agree row for row, and nothing vanishes."""
     warehouse = tmp_path_factory.mktemp("prop") / "wh"
     rules = {**RULES, "grace": grace}
     settings_ = stream_settings(warehouse, **rules)
-    stream = random_batches(seed, n=24, partitions=partitions, batches=batches)
+    stream = random_batches(seed, n=24, partitions=partitions, batches=batches,
+                            stragglers=stragglers)
     run_batches(spark, settings_, stream)
     expected = run_stream(stream, EventTimeRules.parse(**rules))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)

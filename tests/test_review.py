@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,58 @@ def test_accepted_and_resolved_close_the_runs_open_breaks(db: ReportDB, db_url: 
     db.append_signoff("run-2", "carol", "resolved", "k4 fixed upstream")
     assert review() == {"k2": "accepted", "k4": "resolved"}
     assert [b["key"] for b in db.list_breaks(review_status="resolved")] == ["k4"]
+
+
+def test_a_decision_covers_the_figures_it_was_made_on(db: ReportDB) -> None:
+    """k2 accepted at a residual of 1.25; the next audit finds it at 5000.00, so the decision no
+    longer covers it and it is open again; k3, unchanged, stays accepted; k4 changed status."""
+    db.write_breaks("run-1", [make_break("run-1", "k2"), make_break("run-1", "k3", minute=1),
+                              make_break("run-1", "k4", minute=2)], now=T0)
+    db.append_signoff("run-1", "bob", "accepted", "k2, k3, k4 accepted as known issues")
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
+    db.write_breaks("run-2", [make_break("run-2", "k2", residual="5000.00"),
+                              make_break("run-2", "k3", minute=1),
+                              make_break("run-2", "k4", minute=2, status="MISSING_IN_STREAM")])
+    assert {b["key"]: b["review_status"] for b in db.list_breaks(DAY)} == {
+        "k2": "open", "k3": "accepted", "k4": "open"}
+
+
+def test_a_replaced_run_cannot_be_signed_off(db: ReportDB) -> None:
+    """Decisions are made on the current figures: once run-2 replaced run-1 for its day, a
+    decision on run-1 is refused, names run-2, and closes none of run-2's breaks."""
+    db.write_breaks("run-1", [make_break("run-1", "k2")], now=T0)
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
+    db.write_breaks("run-2", [make_break("run-2", "k2")])
+    with pytest.raises(SignoffRefused, match="replaced it; review and sign off the current "
+                                             "run 'run-2'"):
+        db.append_signoff("run-1", "bob", "accepted", "accepting the old run")
+    assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
+    assert db.signoff_entries() == []
+
+
+def test_reviews_from_before_the_figures_were_kept_are_not_reopened(db_url: str) -> None:
+    """A database migrated to 0001 holds an accepted review without figures; after the upgrade
+    the next audit records its figures and keeps the decision (nothing to compare it with)."""
+    from alembic import command
+
+    from reports.db import BREAK_REVIEWS, _alembic_config
+
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), "0001_initial")
+        # the columns 0001 has, typed as the models store them
+        conn.execute(sa.insert(BREAK_REVIEWS).values(
+            day=DAY, window_start=make_break("run-1", "k2").window_start, key="k2",
+            review_status="accepted", last_status="UNEXPLAINED", first_seen_at=T0,
+            last_seen_run_id="run-0", updated_at=T0))
+    engine.dispose()
+    with ReportDB(db_url) as upgraded:
+        upgraded.record_audit_run(make_run("run-1"), [])
+        upgraded.write_breaks("run-1", [make_break("run-1", "k2", residual="7.00")])
+        with upgraded.engine.connect() as conn:
+            row = conn.execute(sa.select(BREAK_REVIEWS)).one()
+    assert (row.review_status, row.last_residual_amount, row.last_seen_run_id) == (
+        "accepted", Decimal("7.00"), "run-1")
 
 
 def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
