@@ -82,8 +82,14 @@ def _ts(micros: int) -> Column:
 
 
 def _read_range(settings: Settings, day: date) -> tuple[int, int]:
-    """[read_from, read_to) in microseconds: every event a window starting in ``day`` holds."""
-    return settings.event_time_rules().windows.day_event_times(day)
+    """[read_from, read_to) in microseconds: every event a window starting in ``day`` holds,
+    and every event of the calendar day. The two differ when the window step does not divide
+    24 hours (7-minute windows: the first window starting on a day may start after midnight)
+    or exceeds it (a day on which no window starts): the calendar day's rows are the ones
+    this day's replay quarantines when a rule now rejects them, and no other day reads them."""
+    lo, hi = settings.event_time_rules().windows.day_event_times(day)
+    d0, d1 = day_bounds(day)
+    return min(lo, d0), max(hi, d1)
 
 
 def _from_event_log(spark: SparkSession, settings: Settings, day: date

@@ -609,3 +609,31 @@ def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent
         assert (row.late_amount, row.late_count) == ref.late, key
         assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate, key
         assert (row.provisional_status is None) == (ref.provisional is None), key
+
+
+def test_a_row_rejected_before_the_days_first_window_is_quarantined_by_its_day(spark,
+                                                                              tmp_path):
+    """7-minute windows do not divide the day: the window [23:58, 00:05) belongs to Jan 1 and
+    the first one starting on Jan 2 starts at 00:02 (a multiple of 7 minutes since the epoch).
+    A row at 00:01 Jan 2 that a lower amount_max now rejects lies in Jan 1's windows but Jan 2's
+    calendar day: Jan 2's replay quarantines it, Jan 1's counts none of it, and nothing
+    vanishes."""
+    from pyspark.sql import functions as F
+
+    config = {**RULES, "window": "7m"}
+    first_start = ((MIDNIGHT // (420 * S)) + 1) * 420 * S
+    assert MIDNIGHT < MIDNIGHT + 60 * S < first_start  # 00:01 is before Jan 2's first window
+    events = [Event("big", "m1", Decimal("500.00"), MIDNIGHT + 60 * S, MIDNIGHT + 61 * S, 0, 0,
+                    "pos"),
+              Event("small", "m1", Decimal("1.00"), first_start + S, first_start + 2 * S, 0, 1,
+                    "pos")]
+    warehouse = tmp_path / "wh"
+    run_batches(spark, stream_settings(warehouse, **config), [events])
+    strict = stream_settings(warehouse, **config, amount_max="100.00")
+    runs = {day: replay_day(spark, strict, day) for day in (DAY1, DAY2)}
+    quarantined = spark.read.format("delta").load(str(warehouse / tb.QUARANTINE)).filter(
+        F.col("origin").startswith("replay:")).select("origin", "event_id").collect()
+    assert [(r.origin, r.event_id) for r in quarantined] == [(f"replay:{DAY2}", "big")]
+    assert (runs[DAY2].quarantined, runs[DAY1].quarantined) == (1, 0)
+    assert sum(r.valid_events for r in runs.values()) == 1  # "small", in Jan 2's window
+    assert _canonical_rows(spark, warehouse) == {(first_start, "m1"): (Decimal("1.00"), 1)}
