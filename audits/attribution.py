@@ -23,6 +23,7 @@ collected.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import TYPE_CHECKING
@@ -86,11 +87,12 @@ def _ratio(num: int, den: int, places: int) -> Decimal:
                                                       rounding=ROUND_HALF_EVEN)
 
 
-def late_attribution(spark: SparkSession, settings: Settings,
-                     day: date | str) -> list[AttributionRow]:
+def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *,
+                     versions: Mapping[str, int | None] | None = None) -> list[AttributionRow]:
     """Attribution rows of ``day``, ordered by dimension (as in ``DIMENSIONS``) then value
     (partitions numerically, buckets from least to most late, others as text). Values with no
-    late events are included (late_share 0, lift 0)."""
+    late events are included (late_share 0, lift 0). ``versions`` pins event_log and
+    late_events (the audit passes the versions its reconciliation read); None: as they are."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -104,7 +106,9 @@ def late_attribution(spark: SparkSession, settings: Settings,
     # midnight, and an event of the next day can be late for one of them.
     lo, hi = settings.event_time_rules().windows.day_event_times(the_day)
     first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
-    events = (tables.read_table(spark, wh, tables.EVENT_LOG)
+    pinned = versions or {}
+    events = (tables.read_table(spark, wh, tables.EVENT_LOG,
+                                version=pinned.get(tables.EVENT_LOG))
               .filter((F.col("event_date") >= F.lit(the_day))
                       & (F.col("event_date") <= F.lit(from_micros(hi - 1).date()))
                       & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
@@ -113,7 +117,8 @@ def late_attribution(spark: SparkSession, settings: Settings,
               .withColumn("_copy", F.row_number().over(first_copy))
               .filter(F.col("_copy") == 1))
     if tables.table_exists(wh, tables.LATE_EVENTS):
-        late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS)
+        late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS,
+                                      version=pinned.get(tables.LATE_EVENTS))
     else:
         late_rows = spark.createDataFrame([], tables.SCHEMAS[tables.LATE_EVENTS])
     late = (late_rows.filter(F.col("window_date") == F.lit(the_day))

@@ -86,7 +86,7 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
         return None, None
     path = tb.table_path(wh, name)
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
-    return spark.read.format("delta").option("versionAsOf", version).load(path), version
+    return tb.read_table(spark, wh, name, version=version), version
 
 
 def _finished_replay(spark: SparkSession, settings: Settings, day: date,
@@ -313,8 +313,7 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         cut = _late_events_in_replay_view(spark, settings, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:
             frames[tb.LATE_EVENTS] = (
-                None if cut < 0 else spark.read.format("delta").option("versionAsOf", cut)
-                .load(tb.table_path(wh, tb.LATE_EVENTS)))
+                None if cut < 0 else tb.read_table(spark, wh, tb.LATE_EVENTS, version=cut))
             versions[tb.LATE_EVENTS] = cut
 
     def day_rows(name: str) -> DataFrame | None:
@@ -348,7 +347,10 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
     breaks_recorded = 0
     if record:
         db = ReportDB.from_settings(settings)
-        attribution = (late_attribution(spark, settings, day)
+        # the attribution reads what the reconciliation read: the event log the replay
+        # pinned, late_events as of the same cut
+        seen = {tb.LATE_EVENTS: versions.get(tb.LATE_EVENTS), tb.EVENT_LOG: pinned}
+        attribution = (late_attribution(spark, settings, day, versions=seen)
                        if tb.table_exists(wh, tb.EVENT_LOG) else [])
         run = AuditRun(
             run_id=run_id, day=day, kind=kind, started_at=started_at,

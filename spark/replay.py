@@ -105,7 +105,7 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
     version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
     lo, hi = _read_range(settings, day)
     last_day = (datetime.fromtimestamp((hi - 1) / 1e6, UTC)).date()
-    log = (spark.read.format("delta").option("versionAsOf", version).load(path)
+    log = (tb.read_table(spark, wh, tb.EVENT_LOG, version=version)
            .filter((F.col("event_date") >= F.lit(day)) & (F.col("event_date") <= F.lit(last_day))
                    & (F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi))))
     reason, detail = first_failure(typed_checks(F.col("amount"), F.col("currency"),

@@ -275,8 +275,16 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
     return path
 
 
-def read_table(spark: SparkSession, warehouse: str | Path, name: str) -> DataFrame:
-    return spark.read.format("delta").load(table_path(warehouse, name))
+def read_table(spark: SparkSession, warehouse: str | Path, name: str, *,
+               version: int | None = None) -> DataFrame:
+    """Table ``name`` as it is, or as of ``version`` (Delta time travel); a negative version
+    is the table before its first commit: no rows, the table's schema."""
+    if version is not None and version < 0:
+        return spark.createDataFrame([], SCHEMAS[name])
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return reader.load(table_path(warehouse, name))
 
 
 def single_row(spark: SparkSession, name: str, values: dict[str, object]) -> DataFrame:

@@ -286,15 +286,25 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
     processor(_raw(spark, [straggler]), 1)
     late = spark.read.format("delta").load(str(tmp_path / "wh" / tb.LATE_EVENTS))
     assert [r.event_id for r in late.collect()] == ["s"]  # the stream sent it to late_events
-    now = audit_day(spark, settings, DAY1, record=False)
+    now = audit_day(spark, settings, DAY1)  # recorded, with its late attribution
     assert (now.unexplained, now.late_total, now.canonical_total) == (0, "0.00", "1.00")
     from delta.tables import DeltaTable
+
+    from reports.db import ReportDB
+
+    db = ReportDB.from_settings(settings)
+
+    def late_attributed(run_id: str) -> int:  # the attribution reads the run's cut too
+        return sum(r.late_events for r in db.attribution(run_id) if r.dimension == "partition")
+
+    assert late_attributed(now.run_id) == 0
 
     latest = DeltaTable.forPath(spark, str(tmp_path / "wh" / tb.LATE_EVENTS)).history(1).first()
     assert now.table_versions[tb.LATE_EVENTS] < latest.version  # read before the straggler
     replay_day(spark, settings, DAY1)
-    after = audit_day(spark, settings, DAY1, record=False)
+    after = audit_day(spark, settings, DAY1)
     assert (after.unexplained, after.late_total, after.canonical_total) == (0, "4.00", "5.00")
+    assert late_attributed(after.run_id) == 1
 
 
 @pytest.fixture(scope="module")
