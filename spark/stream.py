@@ -126,12 +126,23 @@ class BatchProcessor:
         return f"reckon-stream:{self.query_id}"
 
     def restore_state(self, batch_id: int) -> WatermarkState:
-        """The watermark state after batch ``batch_id - 1`` (from memory or the progress table)."""
+        """The watermark state after batch ``batch_id - 1`` (from memory or the progress table).
+
+        A query's first batch starts from the newest state another query left in the
+        warehouse, if any: a query started on a new checkpoint (the old one lost) re-reads
+        what its predecessor already counted, and judged from no watermark every re-read row
+        would be on time, added again to windows long FINAL and audited. It inherits the
+        watermark instead, so those rows are duplicates of their archived copies or late."""
         if self._cache is not None and self._cache[0] == batch_id - 1:
             return self._cache[1]
-        rows = (tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS)
-                .filter((F.col("query_id") == self.query_id) & (F.col("batch_id") < batch_id))
+        progress = tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS)
+        rows = (progress.filter((F.col("query_id") == self.query_id)
+                                & (F.col("batch_id") < batch_id))
                 .orderBy(F.col("batch_id").desc()).select("state_json").limit(1).collect())
+        if not rows:
+            rows = (progress.filter(F.col("query_id") != self.query_id)
+                    .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+                    .select("state_json").limit(1).collect())
         return WatermarkState.from_json(rows[0].state_json if rows else None)
 
     def already_written(self, batch_id: int) -> frozenset[str]:
@@ -264,9 +275,16 @@ class BatchProcessor:
         rules = self.rules
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
-        prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG)
-                 .filter((F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
-                         & (F.col("batch_id") < batch_id))
+        # Earlier copies: event_log as it is, or, for a re-run batch whose event_log append
+        # committed, as of just before that commit, so the flags come out as the first time.
+        # (Not "batch_id < this batch": another query's rows carry its own batch numbers.)
+        before: int | None = None
+        if tb.EVENT_LOG in self._written:
+            version = tb.marked_version(self.spark, self.warehouse, tb.EVENT_LOG, self.app_id,
+                                        batch_id)
+            before = None if version is None else version - 1
+        prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
+                 .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
                  .groupBy("event_id")
                  .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
         order = Window.partitionBy("event_id").orderBy(*arrival_order("arrival_us")).rowsBetween(

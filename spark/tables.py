@@ -380,6 +380,18 @@ def last_marked_batch(spark: SparkSession, warehouse: str | Path, name: str,
     return None
 
 
+def marked_version(spark: SparkSession, warehouse: str | Path, name: str, app_id: str,
+                   batch_id: int) -> int | None:
+    """The version of the commit that holds batch ``batch_id`` of ``app_id`` in ``name``, or
+    None if no commit does."""
+    for version, mark in marked_commits(spark, warehouse, name):
+        if mark[0] == app_id and mark[2] == batch_id:
+            return version
+        if mark[0] == app_id and mark[2] < batch_id:
+            return None  # newest first: the app's older batches, so not there
+    return None
+
+
 def marked_commits(spark: SparkSession, warehouse: str | Path, name: str, *,
                    at_version: int | None = None) -> Iterator[tuple[int, tuple[str, str, int]]]:
     """(version, batch mark) of the commits to ``name`` that carry a mark for it, newest first

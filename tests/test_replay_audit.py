@@ -647,3 +647,35 @@ def test_a_row_rejected_before_the_days_first_window_is_quarantined_by_its_day(s
     assert (runs[DAY2].quarantined, runs[DAY1].quarantined) == (1, 0)
     assert sum(r.valid_events for r in runs.values()) == 1  # "small", in Jan 2's window
     assert _canonical_rows(spark, warehouse) == {(first_start, "m1"): (Decimal("1.00"), 1)}
+
+
+def test_a_query_on_a_new_checkpoint_inherits_the_watermark_and_counts_nothing_twice(
+        spark, tmp_path):
+    """The checkpoint is lost: a new query (another id, batch ids from 0 again) re-reads the
+    source from the start. It starts from the watermark its predecessor left, and every
+    re-read delivery is a duplicate of its archived copy (same arrival), whatever batch number
+    either query gave it: provisional_totals and late_events do not move. Judged from no
+    watermark and against only the predecessor's lower-numbered batches, most of them would
+    have been counted again into windows long FINAL."""
+    from pyspark.sql import functions as F
+
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    batches = random_batches(5, stragglers=2)
+    run_batches(spark, settings, batches)
+    totals, late = provisional_rows(spark, warehouse), late_rows(spark, warehouse)
+    assert len(late) >= 2
+    progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
+    last_watermark = progress.filter(F.col("batch_id") == len(batches) - 1).first().watermark
+    metrics: list = []
+    successor = BatchProcessor(spark, settings, query_id="after-a-lost-checkpoint",
+                               on_batch=metrics.append)
+    for batch_id, batch in enumerate(batches):
+        successor(_raw(spark, batch), batch_id)
+    assert provisional_rows(spark, warehouse) == totals
+    assert late_rows(spark, warehouse) == late
+    assert [m.duplicates for m in metrics] == [len(b) for b in batches]
+    first = (spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
+             .filter((F.col("query_id") == "after-a-lost-checkpoint") & (F.col("batch_id") == 0))
+             .first())
+    assert first.watermark_before == last_watermark
