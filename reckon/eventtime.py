@@ -252,11 +252,15 @@ class PartitionProgress:
 
 @dataclass(frozen=True)
 class PartitionObservation:
-    """What one batch saw on one partition (valid events only, late and duplicates included)."""
+    """What one batch saw on one partition (valid events only, late and duplicates included).
+    ``min_arrival_time`` (None: the same as ``max_arrival_time``) is the batch's earliest
+    arrival there: the stream's first arrival, from which an expected partition that never
+    delivers is timed out, is the earliest arrival of all, not the earliest batch maximum."""
 
     partition: int
     max_event_time: int
     max_arrival_time: int
+    min_arrival_time: int | None = None
 
 
 @dataclass(frozen=True)
@@ -317,8 +321,9 @@ def advance_watermark(state: WatermarkState, observations: Iterable[PartitionObs
             obs.max_event_time if old is None else max(old.max_event_time, obs.max_event_time),
             obs.max_arrival_time if old is None else max(old.last_arrival, obs.max_arrival_time),
         )
-        first_arrival = obs.max_arrival_time if first_arrival is None else min(
-            first_arrival, obs.max_arrival_time)
+        earliest = obs.max_arrival_time if obs.min_arrival_time is None else min(
+            obs.min_arrival_time, obs.max_arrival_time)
+        first_arrival = earliest if first_arrival is None else min(first_arrival, earliest)
         clock = obs.max_arrival_time if clock is None else max(clock, obs.max_arrival_time)
     draft = WatermarkState(partitions, first_arrival, clock, state.watermark)
     idle = set(draft.idle_partitions(policy))

@@ -168,11 +168,12 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
 
 
 def _observations(events: Iterable[Event]) -> list[PartitionObservation]:
-    maxima: dict[int, tuple[int, int]] = {}
+    seen: dict[int, tuple[int, int, int]] = {}
     for e in events:
-        t, a = maxima.get(e.partition, (e.event_time, e.arrival_time))
-        maxima[e.partition] = (max(t, e.event_time), max(a, e.arrival_time))
-    return [PartitionObservation(p, t, a) for p, (t, a) in sorted(maxima.items())]
+        t, a, first = seen.get(e.partition, (e.event_time, e.arrival_time, e.arrival_time))
+        seen[e.partition] = (max(t, e.event_time), max(a, e.arrival_time),
+                             min(first, e.arrival_time))
+    return [PartitionObservation(p, t, a, first) for p, (t, a, first) in sorted(seen.items())]
 
 
 @dataclass(frozen=True)

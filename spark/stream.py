@@ -206,7 +206,8 @@ class BatchProcessor:
         valid_rows = [r for r in summary if r.ok]
         valid_n = sum(r.n for r in valid_rows)
         quarantined_n = rows_in - valid_n
-        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival)
+        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
+                                             r.min_arrival)
                         for r in valid_rows]
         after = advance_watermark(before, observations, rules.watermark)
         wm_after = after.watermark

@@ -140,15 +140,37 @@ def test_expected_partition_that_never_delivers_times_out_from_first_arrival():
     assert marks == [None, None, 11 * S]
 
 
+def test_an_expected_partition_times_out_from_the_first_arrival_within_a_batch():
+    """One batch of partition 0 arriving over 0..120 s, partition 1 expected but silent, idle
+    timeout 60 s: partition 1 has been silent 120 s since the stream's first arrival, so it is
+    idle and the watermark is defined, exactly as when the same events come one per batch."""
+    policy = WatermarkPolicy(lateness=3 * S, idle_timeout=60 * S, expected_partitions=(0, 1))
+    events = [(0, t * S, t * S) for t in range(0, 121, 10)]
+    one_by_one, _ = _feed(policy, [[e] for e in events])
+    whole = advance_watermark(WatermarkState(), [
+        PartitionObservation(0, 120 * S, 120 * S, min_arrival_time=0)], policy)
+    assert whole.watermark == one_by_one.watermark == 117 * S
+    assert whole.first_arrival == 0
+
+
 @given(st.lists(st.lists(st.tuples(st.integers(0, 3), times, times), max_size=4), max_size=12))
 def test_watermark_never_moves_backwards_and_never_passes_a_live_partition(batches):
-    policy = WatermarkPolicy(lateness=S, idle_timeout=10**15, expected_partitions=())
+    """No idle partitions (timeout out of reach), none expected: after each batch the
+    watermark is max(previous, min over the partitions seen of their max event time - L),
+    a running figure this test keeps itself."""
+    policy = WatermarkPolicy(lateness=S, idle_timeout=10**16 + 1, expected_partitions=())
     state = WatermarkState()
     previous = None
+    maxima: dict[int, int] = {}
     for batch in batches:
         state = advance_watermark(state, [PartitionObservation(*o) for o in batch], policy)
-        if previous is not None:
-            assert state.watermark is not None and state.watermark >= previous
+        for partition, event_time, _ in batch:
+            maxima[partition] = max(maxima.get(partition, event_time), event_time)
+        if maxima:
+            floor = min(maxima.values()) - S
+            assert state.watermark == (floor if previous is None else max(previous, floor))
+        else:
+            assert state.watermark is None
         previous = state.watermark
     assert WatermarkState.from_json(state.to_json()) == state
 
