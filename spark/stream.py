@@ -12,7 +12,7 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 5. MERGE on-time and within-grace sums into ``provisional_totals`` (bounded to the windows
    the batch touches), append late ones to ``late_events``;
 6. every ``event_log_compact_every`` batches, bin-pack the small files of event_log's current
-   days (its dedup read above opens them every batch);
+   days (its dedup read above opens them every batch), and after step 7 watermark_progress's;
 7. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
    to CLOSED/FINAL, and record the batch in ``watermark_progress``.
 
@@ -256,7 +256,9 @@ class BatchProcessor:
                 deduped.unpersist()
         writes.raise_first_error()
         every = self.settings.event_log_compact_every
-        if every and wm_before is not None and batch_id % every == every - 1:
+        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
+        if compacting:
+            assert wm_before is not None
             with self._step("compact"):
                 self._compact_event_log(wm_before)
 
@@ -266,6 +268,14 @@ class BatchProcessor:
             self._steps)
         with self._step("progress"):
             self._write_progress(metrics, after, wm_before, processed_at)
+        if compacting:
+            # watermark_progress gains a file per batch and is read whole on every restart
+            # and nightly poll; compacted after this batch's row, so that a re-run of the batch
+            # finds nothing left to compact (and commits nothing)
+            from spark.compaction import compact_watermark_progress
+
+            with self._step("compact"):
+                compact_watermark_progress(self.spark, self.settings)
         self._cache = (batch_id, after)
         if self.on_batch:
             self.on_batch(metrics)

@@ -142,6 +142,12 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     assert compactions and all(h.userMetadata is None for h in compactions)
     live = len(spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG)).inputFiles())
     assert live < written
+    # watermark_progress too: a file per batch, compacted with it (rows unchanged)
+    progress = DeltaTable.forPath(spark, tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
+    marks = [h.userMetadata for h in progress.history().collect() if h.operation == "OPTIMIZE"]
+    assert marks and all(m is None for m in marks)
+    assert len(progress.toDF().inputFiles()) < len(batches)
+    assert sorted(r.batch_id for r in progress.toDF().collect()) == list(range(len(batches)))
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
     expected = run_stream(batches, EventTimeRules.parse(**RULES))
