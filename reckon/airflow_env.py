@@ -103,8 +103,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
             text = "true" if value else "false"
         elif isinstance(value, tuple):
             text = ",".join(str(v) for v in value)
-        elif isinstance(value, Mapping):
-            text = ",".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, Mapping):  # JSON: a value may hold a comma
+            text = json.dumps(dict(value), sort_keys=True)
         elif isinstance(value, Decimal | int | str):
             text = str(value)
         else:  # pragma: no cover - every Settings field is one of the kinds above

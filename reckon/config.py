@@ -10,6 +10,7 @@ environment, never in the file.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -171,13 +172,30 @@ def _coerce(name: str, value: Any) -> Any:
             items = value.split(",") if isinstance(value, str) else value
             return tuple(str(x).strip() for x in items if str(x).strip())
         if kind == "Mapping[str, str]":
+            if isinstance(value, str) and value.strip().startswith("{"):
+                value = _json_object(name, value)  # values may hold commas: a JSON object
             if isinstance(value, str):
                 pairs = [kv.split("=", 1) for kv in value.split(",") if kv.strip()]
+                if any(len(pair) != 2 for pair in pairs):
+                    raise ConfigError(
+                        f"setting {name}={value!r} cannot be read: write key=value pairs "
+                        "separated by commas, or a JSON object when a value holds a comma, "
+                        "e.g. {\"spark.sql.extensions\": \"a.B,c.D\"}")
                 return {k.strip(): v.strip() for k, v in pairs}
             return {str(k): str(v) for k, v in dict(value).items()}
         return str(value)
     except (ValueError, InvalidOperation, TypeError):
         raise ConfigError(f"setting {name}={value!r} cannot be read as {kind}") from None
+
+
+def _json_object(name: str, text: str) -> dict[str, str]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"setting {name}={text!r} is not a valid JSON object: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"setting {name}={text!r} must be a JSON object of strings")
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -71,3 +71,15 @@ def test_the_example_file_lists_every_setting_with_its_default(tmp_path, monkeyp
     # the example's relative jars_dir means <project>/.cache/jars, the absolute default
     loaded = load_settings(example, env={}, jars_dir=Settings().jars_dir)
     assert loaded == Settings()
+
+
+def test_a_spark_setting_whose_value_holds_a_comma_is_written_as_json():
+    env = {"RECKON_EXTRA_SPARK_CONF": '{"spark.sql.extensions": "a.B,c.D", "spark.x": "1"}'}
+    assert load_settings(env=env).extra_spark_conf == {"spark.sql.extensions": "a.B,c.D",
+                                                       "spark.x": "1"}
+    assert load_settings(env={"RECKON_EXTRA_SPARK_CONF": "spark.a=1, spark.b=x"}
+                         ).extra_spark_conf == {"spark.a": "1", "spark.b": "x"}
+    with pytest.raises(ConfigError, match="or a JSON object when a value holds a comma"):
+        load_settings(env={"RECKON_EXTRA_SPARK_CONF": "spark.sql.extensions=a.B,c.D"})
+    with pytest.raises(ConfigError, match="is not a valid JSON object"):
+        load_settings(env={"RECKON_EXTRA_SPARK_CONF": '{"spark.a": 1'})

@@ -172,7 +172,9 @@ def test_settings_env_round_trips_through_load_settings(tmp_path):
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), lateness="5s",
                              expected_partitions="0,1,2", tolerance_abs="0.01",
-                             extra_spark_conf="spark.a=1,spark.b=x")
+                             extra_spark_conf='{"spark.a": "1", "spark.sql.extensions": '
+                                              '"a.B,c.D"}')
+    assert settings.extra_spark_conf == {"spark.a": "1", "spark.sql.extensions": "a.B,c.D"}
     assert load_settings(env=settings_env(settings)) == settings
 
 
