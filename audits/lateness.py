@@ -276,7 +276,9 @@ def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeou
         scope = str(group["scope"].iloc[0])
         arrival = group["arrival_us"].to_numpy(np.int64)
         part = group["partition"].to_numpy(np.int64)
-        order = np.lexsort((group["offset"].to_numpy(np.int64), part, arrival))
+        # arrival order (spark.rules.arrival_order): arrival, partition, file, line
+        order = np.lexsort((group["offset"].to_numpy(np.int64),
+                            group["file_rank"].to_numpy(np.int64), part, arrival))
         points = lateness_curve(
             group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order], windows,
             bounds, grace=grace, idle_timeout=idle_timeout,
@@ -297,11 +299,12 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
                 bounds: Iterable[int | str] | None = None,
                 target: Decimal | float | str | None = None) -> LatenessAnalysis:
     """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
-    the stream left out), in arrival order ``(arrival_time, partition, offset)``.
+    the stream left out), in arrival order ``(arrival_time, partition, input_file, offset)``.
 
     Runs ``reckon.lateness.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
     group for the day and one per partition; only the curve rows reach the driver.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark import tables
@@ -313,12 +316,20 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
     if not tables.table_exists(settings.warehouse_path, tables.EVENT_LOG):
         raise invalid("warehouse", str(settings.warehouse_path),
                       "a warehouse with an event_log table (run `reckon stream` first)")
-    log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
-           .filter((F.col("event_date") == F.lit(the_day))
-                   & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+    day_log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
+               .filter((F.col("event_date") == F.lit(the_day))
+                       & ~F.coalesce(F.col("is_duplicate"), F.lit(False))))
+    # Landing lines without their own arrival time share their file's: such ties are broken
+    # by file name, then line, as the stream read them. The day's file names are few (one
+    # row each), so they are ranked once and the rank, a number, rides with every event.
+    files = (day_log.select("input_file").distinct()
+             .withColumn("file_rank", F.dense_rank().over(
+                 Window.orderBy(F.col("input_file").asc_nulls_first()))))
+    log = (day_log.join(F.broadcast(files), day_log["input_file"].eqNullSafe(files["input_file"]))
            .select(F.unix_micros("event_time").alias("event_us"),
                    F.unix_micros("arrival_time").alias("arrival_us"),
                    F.col("partition").cast("long").alias("partition"),
+                   F.col("file_rank").cast("long").alias("file_rank"),
                    F.coalesce(F.col("offset"), F.lit(-1).cast("long")).alias("offset")))
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))

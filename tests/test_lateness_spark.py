@@ -64,7 +64,7 @@ def pure_curve(rows, settings, bounds, partition=None):
     rules = settings.event_time_rules()
     kept = [r for r in rows if r["event_date"] == DAY and not r["is_duplicate"]
             and (partition is None or r["partition"] == partition)]
-    kept.sort(key=lambda r: (micros(r["arrival_time"]), r["partition"],
+    kept.sort(key=lambda r: (micros(r["arrival_time"]), r["partition"], r["input_file"] or "",
                              -1 if r["offset"] is None else r["offset"]))
     t = np.array([micros(r["event_time"]) for r in kept], dtype=np.int64)
     a = np.array([micros(r["arrival_time"]) for r in kept], dtype=np.int64)
@@ -134,3 +134,21 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
 def test_analyze_day_rejects_bad_bounds(spark, wh_settings):
     with pytest.raises(UsageError, match="bounds"):
         analyze_day(spark, wh_settings, DAY, bounds=[-1])
+
+
+def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark, warehouse):
+    """Lines without their own arrival time share their file's: file a (events at 10, 20,
+    30, 40 s) and file b (15, 25, 35, 45 s) on one partition, same arrival. The stream reads a,
+    then b, so with bound 0 b's first three events find their windows closed (3 dropped);
+    interleaved line by line (a0, b0, a1, ...) none would be."""
+    settings = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2,
+                             window="10s", lateness="0s")
+    arrival = BASE + 3600 * S
+    rows = [{**log_row(i, BASE + t * S, arrival, 0, offset=line), "input_file": name}
+            for i, (name, line, t) in enumerate(
+                [("b.ndjson", k, 15 + 10 * k) for k in range(4)]
+                + [("a.ndjson", k, 10 + 10 * k) for k in range(4)])]
+    write_log(spark, settings.warehouse_path, rows)
+    analysis = analyze_day(spark, settings, DAY, bounds=["0s"])
+    assert [pt.dropped for pt in analysis.points] == [3]
+    assert list(analysis.points) == pure_curve(rows, settings, [0])[1]
