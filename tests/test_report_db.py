@@ -339,9 +339,45 @@ def test_two_processes_migrating_at_once(db_url: str) -> None:
         t.start()
     for t in threads:
         t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)  # neither hung
     assert errors == []
     with ReportDB(db_url) as database:
         assert database.audit_runs() == []
+
+
+def test_the_switch_to_wal_is_retried_while_another_connection_holds_the_file(
+        tmp_path: Path) -> None:
+    """SQLite refuses a journal-mode switch at once ("database is locked", no busy handler)
+    while another connection holds the file: the switch waits its turn instead of failing.
+    Deterministic: the other connection holds an exclusive lock until released here."""
+    import sqlite3
+    import time
+
+    from reports.db import _enable_wal
+
+    path = tmp_path / "reckon.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.execute("BEGIN EXCLUSIVE")
+    switcher = sqlite3.connect(path, timeout=0, check_same_thread=False)
+    errors: list[BaseException] = []
+
+    def switch() -> None:
+        try:
+            _enable_wal(switcher.cursor(), timeout=30)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=switch)
+    thread.start()
+    time.sleep(0.5)
+    assert thread.is_alive() and errors == []  # refused, and still retrying
+    holder.execute("COMMIT")
+    thread.join(timeout=30)
+    assert not thread.is_alive() and errors == []
+    assert switcher.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    holder.close()
+    switcher.close()
 
 
 def test_from_settings_uses_a_sqlite_file_in_the_warehouse(tmp_path: Path) -> None:
