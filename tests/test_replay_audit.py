@@ -621,6 +621,51 @@ def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent
         assert (row.provisional_status is None) == (ref.provisional is None), key
 
 
+def test_the_audits_tolerance_in_spark_is_the_references_at_its_bounds(spark):
+    """Tolerance 0.05 absolute or 0.001 of |canonical|: residuals exactly at either bound are
+    MATCHED/EXPLAINED, one cent beyond is not, a negative canonical amount uses its magnitude,
+    and a residual count is never tolerated; the Spark column rule agrees with the reference
+    row for row (DECIMAL(38,2) times a Decimal ratio, no float)."""
+    from pyspark.sql import functions as F
+
+    from audits.audit import reconcile_frame
+    from reckon.reconcile import Tolerance, reconcile
+
+    tolerance = Tolerance(Decimal("0.05"), Decimal("0.001"))
+    D = Decimal
+    # key -> provisional, canonical (amount, count); residual = canonical - provisional
+    cases = {
+        "abs-at-bound": ((D("10.00"), 1), (D("10.05"), 1)),
+        "abs-beyond": ((D("10.00"), 1), (D("10.06"), 1)),
+        "rel-at-bound": ((D("1000.00"), 1), (D("1001.00"), 1)),      # 0.001 * 1001.00 = 1.001
+        "rel-beyond": ((D("1000.00"), 1), (D("1001.01"), 1)),        # 1.01 > 1.00101
+        "negative-canonical": ((D("-1001.00"), 1), (D("-1000.00"), 1)),  # 1.00 <= 1.000
+        "count-never": ((D("10.00"), 1), (D("10.00"), 2)),
+        "with-late": ((D("10.00"), 1), (D("15.04"), 2)),               # late 5.00 explains
+    }
+    late = {"with-late": (D("5.00"), 1)}
+    ws = MIDNIGHT
+
+    def frame(rows, schema):
+        return spark.createDataFrame(rows, schema).withColumn("window_start",
+                                                              F.timestamp_micros(F.col("ws")))
+
+    provisional = frame([(ws, k, p[0], p[1], "FINAL", 0) for k, (p, _) in cases.items()],
+                        "ws long, key string, total_amount decimal(38,2), event_count long, "
+                        "status string, revision int")
+    canonical = frame([(ws, k, c[0], c[1]) for k, (_, c) in cases.items()],
+                      "ws long, key string, total_amount decimal(38,2), event_count long")
+    late_df = frame([(ws, k, a) for k, (a, _) in late.items()],
+                    "ws long, key string, amount decimal(18,2)")
+    rows = {r.key: r for r in reconcile_frame(provisional, canonical, late_df, None, tolerance,
+                                              DAY2, "run-1", 10 * S).collect()}
+    want = reconcile({k: p for k, (p, _) in cases.items()}, {k: c for k, (_, c) in cases.items()},
+                     late, None, tolerance)
+    assert {k: rows[k].status for k in cases} == {k: want[k].status.value for k in cases}
+    assert {k for k in cases if want[k].status.value in ("MATCHED", "EXPLAINED")} == {
+        "abs-at-bound", "rel-at-bound", "negative-canonical", "with-late"}
+
+
 def test_a_row_rejected_before_the_days_first_window_is_quarantined_by_its_day(spark,
                                                                               tmp_path):
     """7-minute windows do not divide the day: the window [23:58, 00:05) belongs to Jan 1 and
