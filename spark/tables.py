@@ -380,6 +380,17 @@ def last_marked_batch(spark: SparkSession, warehouse: str | Path, name: str,
     return None
 
 
+def _commit_user_metadata(commit: str) -> str | None:
+    """The userMetadata of a Delta commit file's commitInfo action (the Delta protocol: one JSON
+    action per line), or None."""
+    for line in commit.splitlines():
+        if '"commitInfo"' in line:
+            info = json.loads(line).get("commitInfo") or {}
+            value = info.get("userMetadata")
+            return None if value is None else str(value)
+    return None
+
+
 def marked_version(spark: SparkSession, warehouse: str | Path, name: str, app_id: str,
                    batch_id: int) -> int | None:
     """The version of the commit that holds batch ``batch_id`` of ``app_id`` in ``name``, or
@@ -395,11 +406,25 @@ def marked_version(spark: SparkSession, warehouse: str | Path, name: str, app_id
 def marked_commits(spark: SparkSession, warehouse: str | Path, name: str, *,
                    at_version: int | None = None) -> Iterator[tuple[int, tuple[str, str, int]]]:
     """(version, batch mark) of the commits to ``name`` that carry a mark for it, newest first
-    (from ``at_version`` down, if given): 50 commits of history are read, then 5,000, then all,
-    only as far as the caller iterates."""
+    (from ``at_version`` down, if given), only as far as the caller iterates: 50 commits of
+    history are read, then 5,000, then all. From ``at_version`` down, the commit files are read
+    one by one from that version instead, so a version far behind the table's head (an audit of
+    last week: tens of thousands of stream commits since) costs what the walk needs, not the
+    whole history."""
     from delta.tables import DeltaTable
 
     if not table_exists(warehouse, name):
+        return
+    log = Path(table_path(warehouse, name)) / "_delta_log"
+    if at_version is not None and log.is_dir():
+        for version in range(at_version, -1, -1):
+            try:
+                text = (log / f"{version:020d}.json").read_text(encoding="utf-8")
+            except FileNotFoundError:
+                return  # older commits expired (log retention): their marks went with them
+            mark = parse_batch_mark(_commit_user_metadata(text))
+            if mark is not None and mark[1] == name:
+                yield version, mark
         return
     table = DeltaTable.forPath(spark, table_path(warehouse, name))
     seen: set[int] = set()

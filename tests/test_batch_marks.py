@@ -80,3 +80,38 @@ def test_an_append_keeps_its_own_mark_while_a_merge_holds_the_session_mark(spark
     assert tb.last_marked_batch(spark, tmp_path, tb.QUARANTINE, "app") == 3
     tb.marked_append(rows, tmp_path, tb.QUARANTINE, "app", 4)
     assert tb.last_marked_batch(spark, tmp_path, tb.QUARANTINE, "app") == 4
+
+
+@pytest.mark.spark
+def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_says(spark,
+                                                                              tmp_path):
+    """marked_commits(at_version=v) reads commit files from v down; Delta's own history() is
+    the oracle: the same (version, mark) pairs, newest first, at every v (marked appends of two
+    apps, an unmarked append, an OPTIMIZE)."""
+    from delta.tables import DeltaTable
+
+    from spark import tables as tb
+    from tests.test_lateness_spark import BASE, S, log_row
+
+    name = tb.EVENT_LOG
+    tb.ensure_table(spark, tmp_path, name)
+    for i, (app, batch) in enumerate((("a", 0), ("b", 0), (None, None), ("a", 1), ("b", 1))):
+        rows = spark.createDataFrame([log_row(i, BASE + i * S, BASE + i * S, 0, offset=i)],
+                                     tb.SCHEMAS[name])
+        if app is None:
+            rows.write.format("delta").mode("append").save(tb.table_path(tmp_path, name))
+        else:
+            tb.marked_append(rows, tmp_path, name, app, batch)
+    table = DeltaTable.forPath(spark, tb.table_path(tmp_path, name))
+    table.optimize().executeCompaction()
+    history = [(r.version, parse_batch_mark(r.userMetadata))
+               for r in table.history().select("version", "userMetadata").collect()]
+    head = max(v for v, _ in history)
+    assert head == 6 and history[0][1] is None  # 5 appends and the OPTIMIZE after version 0
+    for at in range(head + 1):
+        want = [(v, m) for v, m in history if v <= at and m is not None and m[1] == name]
+        assert list(tb.marked_commits(spark, tmp_path, name, at_version=at)) == want, at
+    assert list(tb.marked_commits(spark, tmp_path, name, at_version=head))[:2] == [
+        (v, m) for v, m in history if m is not None][:2]
+    assert tb.last_marked_batch(spark, tmp_path, name, "a", at_version=head) == 1
+    assert tb.marked_version(spark, tmp_path, name, "b", 0) is not None
