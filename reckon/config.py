@@ -97,7 +97,8 @@ class Settings:
             raise ConfigError(
                 f"report_db_url={_redact_url(self.report_db_url)!r} is not a database URL: "
                 "write sqlite:////abs/path/reckon.db or "
-                "postgresql+psycopg://user:password@host:5432/reckon (RECKON_REPORT_DB_URL), "
+                "postgresql+psycopg://user@host:5432/reckon (RECKON_REPORT_DB_URL; the "
+                "password from PGPASSWORD), "
                 "or leave it empty for <warehouse>/reports/reckon.db")
 
     # ------------------------------------------------------------------ derived values
