@@ -90,12 +90,15 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
 
 
 def _finished_replay(spark: SparkSession, settings: Settings, day: date,
-                     canonical: DataFrame, uncaught: DataFrame) -> int | None:
-    """Check that the day's canonical_totals and uncaught_duplicates come from one replay that
-    finished (its replay_runs row is written last), and return the event_log version it
-    pinned (None for a replay from Kafka). A day never replayed would otherwise show every
-    provisional window as MISSING_IN_CANONICAL, and a replay that failed between its writes
-    would pair new totals with stale duplicates: both as breaks nothing explains."""
+                     canonical: DataFrame) -> int | None:
+    """Check that the day's canonical_totals come from a replay that finished (its
+    replay_runs row is written last), and return the event_log version it pinned (None for a
+    replay from Kafka). A day never replayed would otherwise show every provisional window
+    as MISSING_IN_CANONICAL, and a replay that failed between its writes would pair new totals
+    with stale duplicates: both as breaks nothing explains. uncaught_duplicates needs no look
+    of its own: a replay writes it only after its canonical_totals commit, so when the totals'
+    replay finished, the day's duplicates are that replay's (or a later one's, which would
+    have replaced the totals first)."""
     from pyspark.sql import functions as F
 
     wh = settings.warehouse_path
@@ -115,11 +118,6 @@ def _finished_replay(spark: SparkSession, settings: Settings, day: date,
     if totals_by is not None and totals_by not in runs:
         raise UsageError(f"--date={day.isoformat()!r}: the replay {totals_by} that wrote the "
                          f"day's canonical_totals did not finish; {rerun}")
-    duplicates_by = replay_of(uncaught)
-    if duplicates_by is not None and totals_by is not None and duplicates_by != totals_by:
-        raise UsageError(f"--date={day.isoformat()!r}: the day's uncaught_duplicates come from "
-                         f"replay {duplicates_by}, its canonical_totals from {totals_by}; "
-                         f"{rerun}")
     pinned = runs.get(totals_by) if totals_by is not None else max(
         (v for v in runs.values() if v is not None), default=None)
     return None if pinned is None else int(pinned)
@@ -307,8 +305,7 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
                              "before auditing the day")
-    pinned = _finished_replay(spark, settings, day, frames[tb.CANONICAL_TOTALS],
-                              frames[tb.UNCAUGHT_DUPLICATES])
+    pinned = _finished_replay(spark, settings, day, frames[tb.CANONICAL_TOTALS])
     if frames[tb.LATE_EVENTS] is not None:
         cut = _late_events_in_replay_view(spark, settings, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:

@@ -10,10 +10,11 @@ Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``inv
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
 plain decimal with at most 2 places), ``bad_event_time`` (ISO-8601 with a zone),
 ``bad_partition``, ``bad_arrival_time`` (not ISO-8601, or more than ``max_clock_skew`` after the
-time the transport saw the line: the file's modification time or the Kafka timestamp). Then the typed rules (``typed_checks``, which the
-replay re-applies to the event log): ``amount_out_of_range``, ``unknown_currency``,
-``event_time_out_of_range``, ``future_dated`` (event_time more than ``max_clock_skew`` after
-arrival: a bad clock must never move the watermark).
+time the transport saw the line: the file's modification time or the Kafka timestamp). Then
+the typed rules (``typed_checks``, which the replay re-applies to the event log):
+``amount_out_of_range``, ``unknown_currency``, ``event_time_out_of_range``, ``future_dated``
+(event_time more than ``max_clock_skew`` after arrival: a bad clock must never move the
+watermark).
 """
 
 from __future__ import annotations

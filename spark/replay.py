@@ -343,6 +343,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                 .groupBy("ws_us", "key")
                 .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
                      F.sum("duplicate_count").alias("duplicate_count")))
+        # only after the canonical_totals commit above: the audit trusts a day's duplicates
+        # once the replay that wrote its totals finished (audits.audit._finished_replay)
         writes.start("uncaught_duplicates", tb.replace_rows,
                      tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
                                 tb.UNCAUGHT_DUPLICATES),
