@@ -213,8 +213,6 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
 def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     """Stream the worked example (grace 0: two late events), replay, audit, then render the
     day: the report shows the audit's figures and is recorded with its HTML's SHA-256."""
-    pytest.importorskip("spark.replay")
-    pytest.importorskip("audits.audit")
     import hashlib
 
     from audits.audit import audit_day
