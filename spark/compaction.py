@@ -181,14 +181,8 @@ def compact_recent_event_log(spark: SparkSession, settings: Settings, since: dat
     against 0.34 s for 80; BENCHMARKS.md, workload 7). ``since`` is the day of the watermark
     before the batch, so a day the nightly run may compact (its watermark passed the day) is
     never compacted here too. Returns the number of files removed."""
-    from delta.tables import DeltaTable
-
-    path = tb.table_path(settings.warehouse_path, tb.EVENT_LOG)
-    with _target_file_size(spark, min_bytes=RECENT_MIN_FILE_BYTES):
-        metrics = (DeltaTable.forPath(spark, path).optimize()
-                   .where(f"event_date >= '{since.isoformat()}'").executeCompaction()
-                   .select("metrics.numFilesRemoved").first())
-    return int(metrics[0]) if metrics is not None else 0
+    return _bin_pack_small_files(spark, settings, tb.EVENT_LOG,
+                                 f"event_date >= '{since.isoformat()}'")
 
 
 def compact_watermark_progress(spark: SparkSession, settings: Settings) -> int:
@@ -196,12 +190,20 @@ def compact_watermark_progress(spark: SparkSession, settings: Settings) -> int:
     which every restart's state restore and every nightly watermark poll read whole. Run by
     the stream next to ``compact_recent_event_log``; the table is small (a row per batch), so
     rewriting what is left of it takes about a second. Returns the number of files removed."""
+    return _bin_pack_small_files(spark, settings, tb.WATERMARK_PROGRESS, None)
+
+
+def _bin_pack_small_files(spark: SparkSession, settings: Settings, name: str,
+                          where: str | None) -> int:
+    """OPTIMIZE ``name`` (the partitions ``where`` selects), rewriting only files under
+    RECENT_MIN_FILE_BYTES; returns the number of files removed (0: nothing committed)."""
     from delta.tables import DeltaTable
 
-    path = tb.table_path(settings.warehouse_path, tb.WATERMARK_PROGRESS)
+    optimize = DeltaTable.forPath(spark, tb.table_path(settings.warehouse_path, name)).optimize()
+    if where is not None:
+        optimize = optimize.where(where)
     with _target_file_size(spark, min_bytes=RECENT_MIN_FILE_BYTES):
-        metrics = (DeltaTable.forPath(spark, path).optimize().executeCompaction()
-                   .select("metrics.numFilesRemoved").first())
+        metrics = optimize.executeCompaction().select("metrics.numFilesRemoved").first()
     return int(metrics[0]) if metrics is not None else 0
 
 
