@@ -79,13 +79,10 @@ class AuditResult:
 def _versioned(spark: SparkSession, settings: Settings, name: str
                ) -> tuple[DataFrame | None, int | None]:
     """The table at its current version (pinned), or (None, None) if it does not exist."""
-    from delta.tables import DeltaTable
-
     wh = settings.warehouse_path
-    if not tb.table_exists(wh, name):
+    version = tb.current_version(wh, name) if tb.table_exists(wh, name) else None
+    if version is None:
         return None, None
-    path = tb.table_path(wh, name)
-    version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
     return tb.read_table(spark, wh, name, version=version), version
 
 

@@ -95,14 +95,14 @@ def _read_range(settings: Settings, day: date) -> tuple[int, int]:
 def _from_event_log(spark: SparkSession, settings: Settings, day: date
                     ) -> tuple[DataFrame, int | None]:
     """The day's candidate rows from the event log at a pinned version, with ``reason``."""
-    from delta.tables import DeltaTable
-
     wh = settings.warehouse_path
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"no event_log in warehouse {str(wh)!r}: run `reckon stream` first "
                          "(or check --warehouse)")
-    path = tb.table_path(wh, tb.EVENT_LOG)
-    version = int(DeltaTable.forPath(spark, path).history(1).select("version").first()[0])
+    version = tb.current_version(wh, tb.EVENT_LOG)
+    if version is None:
+        raise UsageError(f"event_log in warehouse {str(wh)!r} has no commit yet: run "
+                         "`reckon stream` first")
     lo, hi = _read_range(settings, day)
     last_day = (datetime.fromtimestamp((hi - 1) / 1e6, UTC)).date()
     log = (tb.read_table(spark, wh, tb.EVENT_LOG, version=version)

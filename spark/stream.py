@@ -286,14 +286,18 @@ class BatchProcessor:
         rules = self.rules
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
-        # Earlier copies: event_log as it is, or, for a re-run batch whose event_log append
-        # committed, as of just before that commit, so the flags come out as the first time.
-        # (Not "batch_id < this batch": another query's rows carry its own batch numbers.)
-        before: int | None = None
-        if tb.EVENT_LOG in self._written:
-            version = tb.marked_version(self.spark, self.warehouse, tb.EVENT_LOG, self.app_id,
-                                        batch_id)
-            before = None if version is None else version - 1
+        # Earlier copies: event_log as it is when the batch starts, or, for a re-run batch
+        # whose event_log append committed, as of just before that commit, so the flags come
+        # out as the first time. Pinned either way: the batch's own event_log commit makes
+        # Spark re-compute the persisted result below on its next use (a Delta write re-caches
+        # every cached plan that reads the table), and the MERGE or the late_events write may
+        # start after that commit; unpinned, the re-computation would find the batch's events
+        # as their own earlier copies. (Not "batch_id < this batch": another query's rows carry
+        # its own batch numbers.)
+        version = (tb.marked_version(self.spark, self.warehouse, tb.EVENT_LOG, self.app_id,
+                                     batch_id) if tb.EVENT_LOG in self._written else None)
+        before = (version - 1 if version is not None
+                  else tb.current_version(self.warehouse, tb.EVENT_LOG))
         prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
                  .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
                  .groupBy("event_id")

@@ -12,6 +12,8 @@ find the last version, about a second per write on 2 cores even when nothing is 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date
@@ -39,6 +41,7 @@ __all__ = [
     "ConcurrentWrites",
     "batch_mark",
     "conform",
+    "current_version",
     "ensure_table",
     "last_marked_batch",
     "marked_append",
@@ -255,6 +258,31 @@ def table_path(warehouse: str | Path, name: str) -> str:
 
 def table_exists(warehouse: str | Path, name: str) -> bool:
     return (Path(warehouse) / name / "_delta_log").is_dir()
+
+
+_COMMIT_FILE = re.compile(r"(\d{20})\.json")
+
+
+def current_version(warehouse: str | Path, name: str) -> int | None:
+    """The newest committed version of table ``name``, from its log's file names, or None if
+    it has no commit. ``DESCRIBE HISTORY`` gives the same number but runs a Spark job for it
+    (~0.1 s warm per table; the audit pins four). Commits are numbered without gaps, so the
+    newest is found by probing for the commit files after the version ``_last_checkpoint``
+    names; without that hint, or if its commit file was cleaned up, the log is listed."""
+    log = Path(table_path(warehouse, name)) / "_delta_log"
+    try:
+        hint: int | None = int(json.loads((log / "_last_checkpoint").read_text())["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        hint = None
+    if hint is None or not (log / f"{hint:020d}.json").is_file():
+        if not log.is_dir():
+            return None
+        found = (_COMMIT_FILE.fullmatch(entry.name) for entry in os.scandir(log))
+        return max((int(m.group(1)) for m in found if m), default=None)
+    version = hint
+    while (log / f"{version + 1:020d}.json").is_file():
+        version += 1
+    return version
 
 
 def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,

@@ -115,3 +115,43 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
         (v, m) for v, m in history if m is not None][:2]
     assert tb.last_marked_batch(spark, tmp_path, name, "a", at_version=head) == 1
     assert tb.marked_version(spark, tmp_path, name, "b", 0) is not None
+
+
+@pytest.mark.spark
+def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spark, tmp_path):
+    """current_version probes the commit files after _last_checkpoint's version (or lists the
+    log without it); Delta's history() is the oracle after every commit, across checkpoints,
+    without the hint, and when the hinted commit file was cleaned up."""
+    from delta.tables import DeltaTable
+
+    from spark import tables as tb
+    from tests.test_lateness_spark import BASE, S, log_row
+
+    name = tb.EVENT_LOG
+    assert tb.current_version(tmp_path, name) is None  # no table
+    (tmp_path / name / "_delta_log").mkdir(parents=True)
+    assert tb.current_version(tmp_path, name) is None  # a log without a commit
+    (tmp_path / name / "_delta_log").rmdir()
+    path = tb.ensure_table(spark, tmp_path, name)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '3')")
+    table = DeltaTable.forPath(spark, path)
+    log = tmp_path / name / "_delta_log"
+
+    def newest() -> int:
+        return int(table.history(1).select("version").first()[0])
+
+    for i in range(9):
+        assert tb.current_version(tmp_path, name) == newest(), i
+        rows = spark.createDataFrame([log_row(i, BASE + i * S, BASE + i * S, 0, offset=i)],
+                                     tb.SCHEMAS[name])
+        tb.marked_append(rows, tmp_path, name, "a", i)
+    head = newest()
+    hint = json.loads((log / "_last_checkpoint").read_text())["version"]
+    assert head == 10 and 0 < hint < head  # the probe starts past the first commits
+    assert tb.current_version(tmp_path, name) == head
+    (log / "_last_checkpoint").rename(log / "last_checkpoint.kept")
+    assert tb.current_version(tmp_path, name) == head  # listed
+    (log / "last_checkpoint.kept").rename(log / "_last_checkpoint")
+    (log / f"{hint:020d}.json").unlink()  # as Delta's log cleanup may leave it
+    assert tb.current_version(tmp_path, name) == head
+    assert spark.read.format("delta").load(path).count() == 9

@@ -562,6 +562,48 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     assert sorted(r.batch_id for r in progress.collect()) == [0, 1, 2]
 
 
+def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark, tmp_path,
+                                                                          monkeypatch):
+    """A Delta write re-caches every cached plan that reads the table it writes, so once a
+    batch's event_log append commits, the next use of its persisted de-duplication re-computes
+    it; the MERGE and the late_events write here start only after that commit (the race the
+    concurrent writes can lose). The de-duplication reads event_log at a version pinned when the
+    batch started, so its own rows are never their own earlier copies: the tables equal the
+    pure reference's."""
+    import threading
+
+    warehouse = tmp_path / "wh"
+    settings_ = stream_settings(warehouse, **RULES)
+    batches = random_batches(6, n=30, batches=3, stragglers=2)
+    processor = BatchProcessor(spark, settings_, query_id="test-query")
+    committed = threading.Event()
+    write_log, merge, write_late = (processor._write_event_log, processor._merge_provisional,
+                                    processor._write_late)
+
+    def log_first(*args, **kwargs):
+        try:
+            write_log(*args, **kwargs)
+        finally:
+            committed.set()
+
+    def after_the_log(write):
+        def wait_then_write(*args, **kwargs):
+            assert committed.wait(120)
+            write(*args, **kwargs)
+        return wait_then_write
+
+    monkeypatch.setattr(processor, "_write_event_log", log_first)
+    monkeypatch.setattr(processor, "_merge_provisional", after_the_log(merge))
+    monkeypatch.setattr(processor, "_write_late", after_the_log(write_late))
+    for batch_id, batch in enumerate(batches):
+        committed.clear()
+        processor(_raw(spark, batch), batch_id)
+    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    assert expected.late and expected.counted
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    assert late_rows(spark, warehouse) == reference_late(expected)
+
+
 @pytest.mark.parametrize("absent", [(), ("provisional", "late")],
                          ids=["all-inputs", "no-stream-tables"])
 def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent):
