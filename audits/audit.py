@@ -138,9 +138,9 @@ def _late_events_in_replay_view(spark: SparkSession, settings: Settings,
         return None
     in_view: dict[str, int | None] = {}  # per stream query: newest batch in the pinned log
     oldest: int | None = None  # the oldest late_events commit missing from the replay's view
-    for version, (app, _table, batch) in tb.marked_commits(spark, wh, tb.LATE_EVENTS):
+    for version, (app, _table, batch) in tb.marked_commits(wh, tb.LATE_EVENTS):
         if app not in in_view:
-            in_view[app] = tb.last_marked_batch(spark, wh, tb.EVENT_LOG, app,
+            in_view[app] = tb.last_marked_batch(wh, tb.EVENT_LOG, app,
                                                 at_version=pinned)
         newest = in_view[app]
         if newest is not None and batch <= newest:

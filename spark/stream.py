@@ -156,7 +156,7 @@ class BatchProcessor:
                  and self._marked_up_to is not None and batch_id > self._marked_up_to)
         if fresh:
             return frozenset()
-        marks = {name: tb.last_marked_batch(self.spark, self.warehouse, name, self.app_id)
+        marks = {name: tb.last_marked_batch(self.warehouse, name, self.app_id)
                  for name in STREAM_TABLES}
         self._marked_up_to = max((m for m in marks.values() if m is not None), default=-1)
         return frozenset(name for name, m in marks.items() if m is not None and m >= batch_id)
@@ -294,7 +294,7 @@ class BatchProcessor:
         # start after that commit; unpinned, the re-computation would find the batch's events
         # as their own earlier copies. (Not "batch_id < this batch": another query's rows carry
         # its own batch numbers.)
-        version = (tb.marked_version(self.spark, self.warehouse, tb.EVENT_LOG, self.app_id,
+        version = (tb.marked_version(self.warehouse, tb.EVENT_LOG, self.app_id,
                                      batch_id) if tb.EVENT_LOG in self._written else None)
         before = (version - 1 if version is not None
                   else tb.current_version(self.warehouse, tb.EVENT_LOG))

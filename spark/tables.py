@@ -3,8 +3,8 @@
 Every table lives at ``<warehouse>/<name>``. Micro-batch writes are idempotent by batch id:
 each commit carries a *batch mark* (app id, table, batch id) in its ``userMetadata``, which
 ``DESCRIBE HISTORY`` shows. A writer that may be re-running a batch (the first batch after a
-restart) reads the newest mark of its app id from the table's history and skips the write if
-the batch is already there; one app id per stream query. (Delta's own ``txnAppId`` option
+restart) reads the newest mark of its app id from the table's commit files and skips the write
+if the batch is already there; one app id per stream query. (Delta's own ``txnAppId`` option
 does the same check, but in Delta 4.4 every such write reconstructs the table's full state to
 find the last version, about a second per write on 2 cores even when nothing is re-run.)
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date
 from pathlib import Path
@@ -396,22 +396,21 @@ def marked_dml(spark: SparkSession, app_id: str, name: str, batch_id: int) -> It
         spark.conf.unset(_USER_METADATA_CONF)
 
 
-def last_marked_batch(spark: SparkSession, warehouse: str | Path, name: str,
-                      app_id: str, *, at_version: int | None = None) -> int | None:
-    """The newest batch ``app_id`` committed to ``name``, from the table's history (newest
-    commit first; older history is read only when the recent commits hold no mark of the
-    app), or as of ``at_version`` (that version and older). None if it never wrote the table
-    (by then). Reads commit files only, no table state."""
-    for _version, mark in marked_commits(spark, warehouse, name, at_version=at_version):
+def last_marked_batch(warehouse: str | Path, name: str, app_id: str, *,
+                      at_version: int | None = None) -> int | None:
+    """The newest batch ``app_id`` committed to ``name``, or as of ``at_version`` (that
+    version and older). None if it never wrote the table (by then). Reads commit files only,
+    newest first, no table state."""
+    for _version, mark in marked_commits(warehouse, name, at_version=at_version):
         if mark[0] == app_id:
             return mark[2]
     return None
 
 
-def _commit_user_metadata(commit: str) -> str | None:
+def _commit_user_metadata(lines: Iterable[str]) -> str | None:
     """The userMetadata of a Delta commit file's commitInfo action (the Delta protocol: one JSON
-    action per line), or None."""
-    for line in commit.splitlines():
+    action per line; Delta writes commitInfo first, so the rest is rarely read), or None."""
+    for line in lines:
         if '"commitInfo"' in line:
             info = json.loads(line).get("commitInfo") or {}
             value = info.get("userMetadata")
@@ -419,11 +418,11 @@ def _commit_user_metadata(commit: str) -> str | None:
     return None
 
 
-def marked_version(spark: SparkSession, warehouse: str | Path, name: str, app_id: str,
+def marked_version(warehouse: str | Path, name: str, app_id: str,
                    batch_id: int) -> int | None:
     """The version of the commit that holds batch ``batch_id`` of ``app_id`` in ``name``, or
     None if no commit does."""
-    for version, mark in marked_commits(spark, warehouse, name):
+    for version, mark in marked_commits(warehouse, name):
         if mark[0] == app_id and mark[2] == batch_id:
             return version
         if mark[0] == app_id and mark[2] < batch_id:
@@ -431,43 +430,28 @@ def marked_version(spark: SparkSession, warehouse: str | Path, name: str, app_id
     return None
 
 
-def marked_commits(spark: SparkSession, warehouse: str | Path, name: str, *,
+def marked_commits(warehouse: str | Path, name: str, *,
                    at_version: int | None = None) -> Iterator[tuple[int, tuple[str, str, int]]]:
     """(version, batch mark) of the commits to ``name`` that carry a mark for it, newest first
-    (from ``at_version`` down, if given), only as far as the caller iterates: 50 commits of
-    history are read, then 5,000, then all. From ``at_version`` down, the commit files are read
-    one by one from that version instead, so a version far behind the table's head (an audit of
-    last week: tens of thousands of stream commits since) costs what the walk needs, not the
-    whole history."""
-    from delta.tables import DeltaTable
-
-    if not table_exists(warehouse, name):
-        return
-    log = Path(table_path(warehouse, name)) / "_delta_log"
-    if at_version is not None and log.is_dir():
-        for version in range(at_version, -1, -1):
-            try:
-                text = (log / f"{version:020d}.json").read_text(encoding="utf-8")
-            except FileNotFoundError:
-                return  # older commits expired (log retention): their marks went with them
-            mark = parse_batch_mark(_commit_user_metadata(text))
-            if mark is not None and mark[1] == name:
-                yield version, mark
-        return
-    table = DeltaTable.forPath(spark, table_path(warehouse, name))
-    seen: set[int] = set()
-    for limit in (50, 5000, None):
-        history = table.history(limit) if limit else table.history()
-        rows = history.select("version", "userMetadata").collect()
-        for row in rows:
-            if row.version in seen or (at_version is not None and row.version > at_version):
-                continue
-            seen.add(row.version)
-            mark = parse_batch_mark(row.userMetadata)
-            if mark is not None and mark[1] == name:
-                yield int(row.version), mark
-        if limit is None or len(rows) < limit:
+    (from ``at_version`` down, if given), only as far as the caller iterates. The commit files
+    are read one by one (Delta's history() reads the same files in a Spark job, ~0.1 s warm
+    even for one commit), so a walk costs what it reads: the newest mark of a stream query is
+    in the last few commits, and a version far behind the table's head (an audit of last week:
+    tens of thousands of stream commits since) costs no more than a recent one."""
+    if at_version is None:
+        at_version = current_version(warehouse, name)
+        if at_version is None:
             return
+    log = Path(table_path(warehouse, name)) / "_delta_log"
+    for version in range(at_version, -1, -1):
+        try:
+            with (log / f"{version:020d}.json").open(encoding="utf-8") as commit:
+                user_metadata = _commit_user_metadata(commit)
+        except FileNotFoundError:
+            return  # older commits expired (log retention): their marks went with them
+        mark = parse_batch_mark(user_metadata)
+        if mark is not None and mark[1] == name:
+            yield version, mark
 
 
 class ConcurrentWrites:

@@ -77,9 +77,9 @@ def test_an_append_keeps_its_own_mark_while_a_merge_holds_the_session_mark(spark
     rows = spark.createDataFrame([row], tb.SCHEMAS[tb.QUARANTINE])
     with tb.marked_dml(spark, "app", tb.PROVISIONAL_TOTALS, 7):
         tb.marked_append(rows, tmp_path, tb.QUARANTINE, "app", 3)
-    assert tb.last_marked_batch(spark, tmp_path, tb.QUARANTINE, "app") == 3
+    assert tb.last_marked_batch(tmp_path, tb.QUARANTINE, "app") == 3
     tb.marked_append(rows, tmp_path, tb.QUARANTINE, "app", 4)
-    assert tb.last_marked_batch(spark, tmp_path, tb.QUARANTINE, "app") == 4
+    assert tb.last_marked_batch(tmp_path, tb.QUARANTINE, "app") == 4
 
 
 @pytest.mark.spark
@@ -110,11 +110,11 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     assert head == 6 and history[0][1] is None  # 5 appends and the OPTIMIZE after version 0
     for at in range(head + 1):
         want = [(v, m) for v, m in history if v <= at and m is not None and m[1] == name]
-        assert list(tb.marked_commits(spark, tmp_path, name, at_version=at)) == want, at
-    assert list(tb.marked_commits(spark, tmp_path, name, at_version=head))[:2] == [
+        assert list(tb.marked_commits(tmp_path, name, at_version=at)) == want, at
+    assert list(tb.marked_commits(tmp_path, name, at_version=head))[:2] == [
         (v, m) for v, m in history if m is not None][:2]
-    assert tb.last_marked_batch(spark, tmp_path, name, "a", at_version=head) == 1
-    assert tb.marked_version(spark, tmp_path, name, "b", 0) is not None
+    assert tb.last_marked_batch(tmp_path, name, "a", at_version=head) == 1
+    assert tb.marked_version(tmp_path, name, "b", 0) is not None
 
 
 @pytest.mark.spark

@@ -546,7 +546,7 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
                 crashing(_raw(spark, batch), batch_id)
             break
         crashing(_raw(spark, batch), batch_id)
-    marks = {name: tb.last_marked_batch(spark, warehouse, name, crashing.app_id)
+    marks = {name: tb.last_marked_batch(warehouse, name, crashing.app_id)
              for name in (tb.EVENT_LOG, tb.PROVISIONAL_TOTALS, tb.WATERMARK_PROGRESS)}
     assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_TOTALS: 0, tb.WATERMARK_PROGRESS: 0}
 
