@@ -25,7 +25,7 @@ platform's watermark state is stored in ``watermark_progress`` (written last in 
 and restored from the row of batch n-1, so a re-run batch is judged exactly as before.
 Every write is idempotent by (query id, table, batch id): each commit carries a batch mark
 (spark/tables.py), and the one batch that can be a re-run -- the first a processor runs after
-a restart -- skips the tables whose history already holds it.
+a restart -- skips the tables whose commit files already carry its mark.
 """
 
 from __future__ import annotations
@@ -294,10 +294,22 @@ class BatchProcessor:
         # start after that commit; unpinned, the re-computation would find the batch's events
         # as their own earlier copies. (Not "batch_id < this batch": another query's rows carry
         # its own batch numbers.)
-        version = (tb.marked_version(self.warehouse, tb.EVENT_LOG, self.app_id,
-                                     batch_id) if tb.EVENT_LOG in self._written else None)
-        before = (version - 1 if version is not None
-                  else tb.current_version(self.warehouse, tb.EVENT_LOG))
+        if tb.EVENT_LOG in self._written:
+            version = tb.marked_version(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
+            if version is None:
+                raise RuntimeError(
+                    f"event_log holds batches of stream query {self.app_id} up to or past "
+                    f"batch {batch_id}, but no commit of batch {batch_id} itself (its commit "
+                    "file expired, or the checkpoint was restored from an older copy), so its "
+                    "events cannot be told from their own archived copies. Start the stream "
+                    "with a new checkpoint location: a new query re-reads the source and "
+                    "flags every delivery already archived as a duplicate")
+            before = version - 1
+        else:
+            before = tb.current_version(self.warehouse, tb.EVENT_LOG)
+            if before is None:
+                raise RuntimeError(f"event_log in {str(self.warehouse)!r} has no commit: the "
+                                   "stream creates it before its first batch")
         prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
                  .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
                  .groupBy("event_id")

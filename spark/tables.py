@@ -260,6 +260,9 @@ def table_exists(warehouse: str | Path, name: str) -> bool:
     return (Path(warehouse) / name / "_delta_log").is_dir()
 
 
+# a commit; not a log compaction (N.M.compacted.json), a checkpoint, a checksum, a commit in
+# flight (.N.json.<uuid>.tmp) or a staged commit (_staged_commits/). Delta itself cannot load a
+# version that has a checkpoint but no commit file, so the newest commit file is the version.
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 
 
@@ -268,7 +271,9 @@ def current_version(warehouse: str | Path, name: str) -> int | None:
     it has no commit. ``DESCRIBE HISTORY`` gives the same number but runs a Spark job for it
     (~0.1 s warm per table; the audit pins four). Commits are numbered without gaps, so the
     newest is found by probing for the commit files after the version ``_last_checkpoint``
-    names; without that hint, or if its commit file was cleaned up, the log is listed."""
+    names; without that hint, or if its commit file was cleaned up, the log is listed.
+    Path-based tables only: a catalog-managed table keeps its newest commits in
+    ``_staged_commits`` until they are published."""
     log = Path(table_path(warehouse, name)) / "_delta_log"
     try:
         hint: int | None = int(json.loads((log / "_last_checkpoint").read_text())["version"])
@@ -277,8 +282,9 @@ def current_version(warehouse: str | Path, name: str) -> int | None:
     if hint is None or not (log / f"{hint:020d}.json").is_file():
         if not log.is_dir():
             return None
-        found = (_COMMIT_FILE.fullmatch(entry.name) for entry in os.scandir(log))
-        return max((int(m.group(1)) for m in found if m), default=None)
+        with os.scandir(log) as entries:
+            found = [m for entry in entries if (m := _COMMIT_FILE.fullmatch(entry.name))]
+        return max((int(m.group(1)) for m in found), default=None)
     version = hint
     while (log / f"{version + 1:020d}.json").is_file():
         version += 1

@@ -149,9 +149,16 @@ def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spa
     hint = json.loads((log / "_last_checkpoint").read_text())["version"]
     assert head == 10 and 0 < hint < head  # the probe starts past the first commits
     assert tb.current_version(tmp_path, name) == head
+    # files that are no commit of their own: a commit in flight, a log compaction, checksums
+    (log / f".{head + 1:020d}.json.0a1b.tmp").write_text("{}")
+    (log / f"{0:020d}.{3:020d}.compacted.json").write_text("{}")
+    (log / "_staged_commits").mkdir(exist_ok=True)
+    (log / "_staged_commits" / f"{head + 2:020d}.0a1b.json").write_text("{}")
     (log / "_last_checkpoint").rename(log / "last_checkpoint.kept")
     assert tb.current_version(tmp_path, name) == head  # listed
-    (log / "last_checkpoint.kept").rename(log / "_last_checkpoint")
+    (log / "_last_checkpoint").write_text('{"version": 9, "si')  # torn: listed
+    assert tb.current_version(tmp_path, name) == head
+    (log / "last_checkpoint.kept").replace(log / "_last_checkpoint")
     (log / f"{hint:020d}.json").unlink()  # as Delta's log cleanup may leave it
     assert tb.current_version(tmp_path, name) == head
     assert spark.read.format("delta").load(path).count() == 9

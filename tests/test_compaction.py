@@ -102,7 +102,7 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     assert open_day[tb.LATE_EVENTS].skipped is None and open_day[tb.QUARANTINE].skipped is None
     assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows_before
 
-    # a restart re-runs the last batch: still found in every table's history past the
+    # a restart re-runs the last batch: its mark still found in every table's commits past the
     # compaction commits, so nothing is written twice; then the stream goes on
     commits = _commits(warehouse)
     restarted = BatchProcessor(spark, settings, query_id="test-query")

@@ -505,7 +505,7 @@ def _commits(warehouse: Path) -> dict[str, int]:
 
 def test_a_re_run_batch_changes_nothing(spark, tmp_path):
     """What a restart after a crash does: the same micro-batch ids again, in a fresh process
-    (no in-memory state). Every write is skipped by its batch mark in the table's history and
+    (no in-memory state). Every write is skipped by its batch mark in the table's commit files and
     the watermark is restored from watermark_progress, so no table changes and no commit is
     made -- also when the fresh processor re-runs every batch, not only the last."""
     from tests.stream_chaos import VOLATILE, table_snapshot
@@ -562,6 +562,29 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     assert sorted(r.batch_id for r in progress.collect()) == [0, 1, 2]
 
 
+def test_a_re_run_batch_whose_event_log_commit_is_gone_stops_with_what_to_do(spark, tmp_path):
+    """A restarted query whose event_log holds later batches but no longer the commit of the
+    batch it re-runs (its commit file expired, or the checkpoint came from an older copy)
+    cannot tell the batch's events from their archived copies: it stops and says to start a
+    new query, instead of counting every event as a duplicate."""
+    warehouse = tmp_path / "wh"
+    settings_ = stream_settings(warehouse, **RULES)
+    batches = random_batches(5, n=30, batches=2)
+    first = BatchProcessor(spark, settings_, query_id="test-query")
+    path = tb.table_path(warehouse, tb.EVENT_LOG)
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
+    for batch_id, batch in enumerate(batches):
+        first(_raw(spark, batch), batch_id)
+    version = tb.marked_version(warehouse, tb.EVENT_LOG, first.app_id, 0)
+    assert version is not None
+    (warehouse / tb.EVENT_LOG / "_delta_log" / f"{version:020d}.json").unlink()  # expired
+    assert spark.read.format("delta").load(path).count() == sum(len(b) for b in batches)
+
+    restarted = BatchProcessor(spark, settings_, query_id="test-query")
+    with pytest.raises(RuntimeError, match=r"no commit of batch 0 itself.*new checkpoint"):
+        restarted(_raw(spark, batches[0]), 0)
+
+
 def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark, tmp_path,
                                                                           monkeypatch):
     """A Delta write re-caches every cached plan that reads the table it writes, so once a
@@ -569,39 +592,52 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
     it; the MERGE and the late_events write here start only after that commit (the race the
     concurrent writes can lose). The de-duplication reads event_log at a version pinned when the
     batch started, so its own rows are never their own earlier copies: the tables equal the
-    pure reference's."""
+    pure reference's. The control run reads event_log unpinned, as before the fix, and loses
+    totals: the forced order does reach the re-computation on this Spark and Delta."""
     import threading
 
-    warehouse = tmp_path / "wh"
-    settings_ = stream_settings(warehouse, **RULES)
     batches = random_batches(6, n=30, batches=3, stragglers=2)
-    processor = BatchProcessor(spark, settings_, query_id="test-query")
-    committed = threading.Event()
-    write_log, merge, write_late = (processor._write_event_log, processor._merge_provisional,
-                                    processor._write_late)
-
-    def log_first(*args, **kwargs):
-        try:
-            write_log(*args, **kwargs)
-        finally:
-            committed.set()
-
-    def after_the_log(write):
-        def wait_then_write(*args, **kwargs):
-            assert committed.wait(120)
-            write(*args, **kwargs)
-        return wait_then_write
-
-    monkeypatch.setattr(processor, "_write_event_log", log_first)
-    monkeypatch.setattr(processor, "_merge_provisional", after_the_log(merge))
-    monkeypatch.setattr(processor, "_write_late", after_the_log(write_late))
-    for batch_id, batch in enumerate(batches):
-        committed.clear()
-        processor(_raw(spark, batch), batch_id)
     expected = run_stream(batches, EventTimeRules.parse(**RULES))
     assert expected.late and expected.counted
-    assert provisional_rows(spark, warehouse) == reference_rows(expected)
-    assert late_rows(spark, warehouse) == reference_late(expected)
+
+    def stream_with_the_log_first(warehouse: Path) -> None:
+        processor = BatchProcessor(spark, stream_settings(warehouse, **RULES),
+                                   query_id="test-query")
+        started, committed = threading.Event(), threading.Event()
+        write_log, merge, write_late = (processor._write_event_log,
+                                        processor._merge_provisional, processor._write_late)
+
+        def log_first(*args, **kwargs):
+            started.set()
+            try:
+                write_log(*args, **kwargs)
+            finally:
+                committed.set()
+
+        def after_the_log(write):
+            def wait_then_write(*args, **kwargs):
+                if started.is_set():  # a batch with no valid event writes no event_log
+                    assert committed.wait(120)
+                write(*args, **kwargs)
+            return wait_then_write
+
+        processor._write_event_log = log_first
+        processor._merge_provisional = after_the_log(merge)
+        processor._write_late = after_the_log(write_late)
+        for batch_id, batch in enumerate(batches):
+            started.clear()
+            committed.clear()
+            processor(_raw(spark, batch), batch_id)
+
+    with monkeypatch.context() as unpinned:
+        unpinned.setattr(tb, "read_table", lambda spark_, wh, name, version=None:
+                         spark_.read.format("delta").load(tb.table_path(wh, name)))
+        stream_with_the_log_first(tmp_path / "control")
+    assert provisional_rows(spark, tmp_path / "control") != reference_rows(expected)
+
+    stream_with_the_log_first(tmp_path / "wh")
+    assert provisional_rows(spark, tmp_path / "wh") == reference_rows(expected)
+    assert late_rows(spark, tmp_path / "wh") == reference_late(expected)
 
 
 @pytest.mark.parametrize("absent", [(), ("provisional", "late")],
