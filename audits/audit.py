@@ -120,8 +120,7 @@ def _finished_replay(spark: SparkSession, settings: Settings, day: date,
     return None if pinned is None else int(pinned)
 
 
-def _late_events_in_replay_view(spark: SparkSession, settings: Settings,
-                                pinned: int | None) -> int | None:
+def _late_events_in_replay_view(settings: Settings, pinned: int | None) -> int | None:
     """The late_events version that holds exactly the batches whose events the day's replay
     read (the event_log version it pinned), or None to read the table as it is.
 
@@ -304,7 +303,7 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
                              "before auditing the day")
     pinned = _finished_replay(spark, settings, day, frames[tb.CANONICAL_TOTALS])
     if frames[tb.LATE_EVENTS] is not None:
-        cut = _late_events_in_replay_view(spark, settings, pinned)
+        cut = _late_events_in_replay_view(settings, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:
             frames[tb.LATE_EVENTS] = (
                 None if cut < 0 else tb.read_table(spark, wh, tb.LATE_EVENTS, version=cut))
