@@ -107,6 +107,7 @@ class BatchProcessor:
         # the newest batch any stream table held when this processor last read the marks
         self._marked_up_to: int | None = None
         self._written: frozenset[str] = frozenset()
+        self._reads: dict[str, int] = {}  # the table versions the current batch reads
         self.on_batch = on_batch
         for name in STREAM_TABLES:
             tb.ensure_table(spark, self.warehouse, name)
@@ -126,7 +127,8 @@ class BatchProcessor:
         return f"reckon-stream:{self.query_id}"
 
     def restore_state(self, batch_id: int) -> WatermarkState:
-        """The watermark state after batch ``batch_id - 1`` (from memory or the progress table).
+        """The watermark state after batch ``batch_id - 1`` (from memory or the progress table,
+        read at the version in ``self._reads``).
 
         A query's first batch starts from the newest state another query left in the
         warehouse, if any: a query started on a new checkpoint (the old one lost) re-reads
@@ -135,7 +137,8 @@ class BatchProcessor:
         watermark instead, so those rows are duplicates of their archived copies or late."""
         if self._cache is not None and self._cache[0] == batch_id - 1:
             return self._cache[1]
-        progress = tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS)
+        progress = tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS,
+                                 version=self._reads[tb.WATERMARK_PROGRESS])
         rows = (progress.filter((F.col("query_id") == self.query_id)
                                 & (F.col("batch_id") < batch_id))
                 .orderBy(F.col("batch_id").desc()).select("state_json").limit(1).collect())
@@ -144,6 +147,35 @@ class BatchProcessor:
                     .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
                     .select("state_json").limit(1).collect())
         return WatermarkState.from_json(rows[0].state_json if rows else None)
+
+    def batch_reads(self, batch_id: int) -> dict[str, int]:
+        """The versions of event_log (earlier copies, for de-duplication) and
+        watermark_progress (the state to resume from) that batch ``batch_id`` reads.
+
+        A new batch reads them as they are now; a re-run batch reads what its first run read,
+        as the marks of its commits record it. Another query may have committed to either
+        table in between, and judged against those rows the re-run would classify its events
+        differently from the tables its first run already wrote: an event counted in
+        provisional_totals but archived as a duplicate, or the reverse."""
+        for name in sorted(self._written):
+            found = tb.marked_commit(self.warehouse, name, self.app_id, batch_id)
+            if found is not None and tb.EVENT_LOG in found[1]:
+                return found[1]
+        if tb.EVENT_LOG in self._written:
+            raise RuntimeError(
+                f"event_log holds batches of stream query {self.app_id} up to or past "
+                f"batch {batch_id}, but no commit of batch {batch_id} itself records what it "
+                "read (its commit files expired, or the checkpoint was restored from an older "
+                "copy), so its events cannot be told from their own archived copies. Start "
+                "the stream with a new checkpoint location: a new query re-reads the source "
+                "and flags every delivery already archived as a duplicate")
+        reads = {name: tb.current_version(self.warehouse, name)
+                 for name in (tb.EVENT_LOG, tb.WATERMARK_PROGRESS)}
+        missing = [name for name, version in reads.items() if version is None]
+        if missing:
+            raise RuntimeError(f"{', '.join(missing)} in {str(self.warehouse)!r} has no "
+                               "commit: the stream creates its tables before the first batch")
+        return {name: int(version) for name, version in reads.items() if version is not None}
 
     def already_written(self, batch_id: int) -> frozenset[str]:
         """The stream tables that already hold batch ``batch_id`` of this query.
@@ -163,7 +195,7 @@ class BatchProcessor:
 
     def _append(self, df: DataFrame, name: str, batch_id: int) -> None:
         if name not in self._written:
-            tb.marked_append(df, self.warehouse, name, self.app_id, batch_id)
+            tb.marked_append(df, self.warehouse, name, self.app_id, batch_id, self._reads)
 
     @contextmanager
     def _step(self, name: str) -> Iterator[None]:
@@ -179,8 +211,9 @@ class BatchProcessor:
         self._steps: dict[str, float] = {}
         processed_at = datetime.now(UTC)
         with self._step("restore"):
-            before = self.restore_state(batch_id)
             self._written = self.already_written(batch_id)
+            self._reads = self.batch_reads(batch_id)
+            before = self.restore_state(batch_id)
         wm_before = before.watermark
 
         parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
@@ -286,30 +319,14 @@ class BatchProcessor:
         rules = self.rules
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
-        # Earlier copies: event_log as it is when the batch starts, or, for a re-run batch
-        # whose event_log append committed, as of just before that commit, so the flags come
-        # out as the first time. Pinned either way: the batch's own event_log commit makes
-        # Spark re-compute the persisted result below on its next use (a Delta write re-caches
-        # every cached plan that reads the table), and the MERGE or the late_events write may
-        # start after that commit; unpinned, the re-computation would find the batch's events
-        # as their own earlier copies. (Not "batch_id < this batch": another query's rows carry
-        # its own batch numbers.)
-        if tb.EVENT_LOG in self._written:
-            version = tb.marked_version(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
-            if version is None:
-                raise RuntimeError(
-                    f"event_log holds batches of stream query {self.app_id} up to or past "
-                    f"batch {batch_id}, but no commit of batch {batch_id} itself (its commit "
-                    "file expired, or the checkpoint was restored from an older copy), so its "
-                    "events cannot be told from their own archived copies. Start the stream "
-                    "with a new checkpoint location: a new query re-reads the source and "
-                    "flags every delivery already archived as a duplicate")
-            before = version - 1
-        else:
-            before = tb.current_version(self.warehouse, tb.EVENT_LOG)
-            if before is None:
-                raise RuntimeError(f"event_log in {str(self.warehouse)!r} has no commit: the "
-                                   "stream creates it before its first batch")
+        # Earlier copies: event_log at the version the batch read when it started (a re-run
+        # batch: its first run; see batch_reads). Pinned either way: the batch's own event_log
+        # commit makes Spark re-compute the persisted result below on its next use (a Delta
+        # write re-caches every cached plan that reads the table), and the MERGE or the
+        # late_events write may start after that commit; unpinned, the re-computation would
+        # find the batch's events as their own earlier copies. (Not "batch_id < this batch":
+        # another query's rows carry its own batch numbers.)
+        before = self._reads[tb.EVENT_LOG]
         prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
                  .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
                  .groupBy("event_id")
@@ -459,7 +476,8 @@ class BatchProcessor:
                        & (F.col("t.window_date") >= F.to_date(_ts(lo))))
         condition = ((F.col("t.window_start") == F.col("s.window_start"))
                      & (F.col("t.key") == F.col("s.key")) & bounded)
-        with tb.marked_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, batch_id):
+        with tb.marked_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, batch_id,
+                           self._reads):
             (target.alias("t").merge(source.alias("s"), condition)
              .whenMatchedUpdate(set={
                  "total_amount": (F.col("t.total_amount") + F.col("s.total_amount"))

@@ -4,7 +4,8 @@ Every table lives at ``<warehouse>/<name>``. Micro-batch writes are idempotent b
 each commit carries a *batch mark* (app id, table, batch id) in its ``userMetadata``, which
 ``DESCRIBE HISTORY`` shows. A writer that may be re-running a batch (the first batch after a
 restart) reads the newest mark of its app id from the table's commit files and skips the write
-if the batch is already there; one app id per stream query. (Delta's own ``txnAppId`` option
+if the batch is already there; one app id per stream query. The mark also records the table
+versions the batch read, so that its re-run reads the same. (Delta's own ``txnAppId`` option
 does the same check, but in Delta 4.4 every such write reconstructs the table's full state to
 find the last version, about a second per write on 2 cores even when nothing is re-run.)
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import date
 from pathlib import Path
@@ -40,11 +41,14 @@ __all__ = [
     "WATERMARK_PROGRESS",
     "ConcurrentWrites",
     "batch_mark",
+    "batch_mark_reads",
     "conform",
     "current_version",
     "ensure_table",
     "last_marked_batch",
     "marked_append",
+    "marked_commit",
+    "marked_commits",
     "marked_dml",
     "parse_batch_mark",
     "read_table",
@@ -352,10 +356,15 @@ _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 _MARK_KEY = "reckon_batch"
 
 
-def batch_mark(app_id: str, name: str, batch_id: int) -> str:
-    """The userMetadata of a commit that writes batch ``batch_id`` of ``app_id`` to ``name``."""
-    return json.dumps({_MARK_KEY: {"app": app_id, "table": name, "batch": batch_id}},
-                      sort_keys=True)
+def batch_mark(app_id: str, name: str, batch_id: int,
+               reads: Mapping[str, int] | None = None) -> str:
+    """The userMetadata of a commit that writes batch ``batch_id`` of ``app_id`` to ``name``.
+    ``reads``: the version of each table the batch read (name -> version), so that a re-run of
+    the batch reads exactly what its first run read, whatever was committed in between."""
+    mark: dict[str, Any] = {"app": app_id, "table": name, "batch": batch_id}
+    if reads:
+        mark["reads"] = dict(reads)
+    return json.dumps({_MARK_KEY: mark}, sort_keys=True)
 
 
 def parse_batch_mark(user_metadata: str | None) -> tuple[str, str, int] | None:
@@ -367,6 +376,18 @@ def parse_batch_mark(user_metadata: str | None) -> tuple[str, str, int] | None:
         return str(mark["app"]), str(mark["table"]), int(mark["batch"])
     except (ValueError, TypeError, KeyError):
         return None
+
+
+def batch_mark_reads(user_metadata: str | None) -> dict[str, int]:
+    """The ``reads`` of a batch mark (empty if it records none, or is no mark)."""
+    if parse_batch_mark(user_metadata) is None:
+        return {}
+    assert user_metadata is not None
+    reads = json.loads(user_metadata)[_MARK_KEY].get("reads")
+    try:
+        return {str(k): int(v) for k, v in reads.items()} if isinstance(reads, dict) else {}
+    except (ValueError, TypeError):
+        return {}
 
 
 def replace_rows(df: DataFrame, warehouse: str | Path, name: str, condition: str) -> None:
@@ -383,19 +404,20 @@ def window_day(day: date) -> str:
 
 
 def marked_append(df: DataFrame, warehouse: str | Path, name: str, app_id: str,
-                  batch_id: int) -> None:
-    """Append as batch ``batch_id`` of ``app_id`` (see the module docstring)."""
+                  batch_id: int, reads: Mapping[str, int] | None = None) -> None:
+    """Append as batch ``batch_id`` of ``app_id`` (see the module docstring and batch_mark)."""
     if name in SCHEMAS:
         df = conform(df, name)
     (df.write.format("delta").mode("append")
-       .option("userMetadata", batch_mark(app_id, name, batch_id))
+       .option("userMetadata", batch_mark(app_id, name, batch_id, reads))
        .save(table_path(warehouse, name)))
 
 
 @contextmanager
-def marked_dml(spark: SparkSession, app_id: str, name: str, batch_id: int) -> Iterator[None]:
+def marked_dml(spark: SparkSession, app_id: str, name: str, batch_id: int,
+               reads: Mapping[str, int] | None = None) -> Iterator[None]:
     """A MERGE/UPDATE/DELETE inside this block commits as batch ``batch_id`` of ``app_id``."""
-    spark.conf.set(_USER_METADATA_CONF, batch_mark(app_id, name, batch_id))
+    spark.conf.set(_USER_METADATA_CONF, batch_mark(app_id, name, batch_id, reads))
     try:
         yield
     finally:
@@ -424,14 +446,17 @@ def _commit_user_metadata(lines: Iterable[str]) -> str | None:
     return None
 
 
-def marked_version(warehouse: str | Path, name: str, app_id: str,
-                   batch_id: int) -> int | None:
-    """The version of the commit that holds batch ``batch_id`` of ``app_id`` in ``name``, or
-    None if no commit does."""
-    for version, mark in marked_commits(warehouse, name):
-        if mark[0] == app_id and mark[2] == batch_id:
-            return version
-        if mark[0] == app_id and mark[2] < batch_id:
+def marked_commit(warehouse: str | Path, name: str, app_id: str,
+                  batch_id: int) -> tuple[int, dict[str, int]] | None:
+    """(version, recorded reads) of the commit that holds batch ``batch_id`` of ``app_id`` in
+    ``name``, or None if no commit does."""
+    for version, user_metadata in _user_metadata_newest_first(warehouse, name, None):
+        mark = parse_batch_mark(user_metadata)
+        if mark is None or mark[1] != name or mark[0] != app_id:
+            continue
+        if mark[2] == batch_id:
+            return version, batch_mark_reads(user_metadata)
+        if mark[2] < batch_id:
             return None  # newest first: the app's older batches, so not there
     return None
 
@@ -444,6 +469,14 @@ def marked_commits(warehouse: str | Path, name: str, *,
     even for one commit), so a walk costs what it reads: the newest mark of a stream query is
     in the last few commits, and a version far behind the table's head (an audit of last week:
     tens of thousands of stream commits since) costs no more than a recent one."""
+    for version, user_metadata in _user_metadata_newest_first(warehouse, name, at_version):
+        mark = parse_batch_mark(user_metadata)
+        if mark is not None and mark[1] == name:
+            yield version, mark
+
+
+def _user_metadata_newest_first(warehouse: str | Path, name: str,
+                                at_version: int | None) -> Iterator[tuple[int, str | None]]:
     if at_version is None:
         at_version = current_version(warehouse, name)
         if at_version is None:
@@ -455,9 +488,7 @@ def marked_commits(warehouse: str | Path, name: str, *,
                 user_metadata = _commit_user_metadata(commit)
         except FileNotFoundError:
             return  # older commits expired (log retention): their marks went with them
-        mark = parse_batch_mark(user_metadata)
-        if mark is not None and mark[1] == name:
-            yield version, mark
+        yield version, user_metadata
 
 
 class ConcurrentWrites:

@@ -9,13 +9,29 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark.tables import batch_mark, parse_batch_mark
+from spark.tables import batch_mark, batch_mark_reads, parse_batch_mark
 
 
 @given(st.text(min_size=1), st.sampled_from(["event_log", "provisional_totals"]),
        st.integers(0, 2**62))
 def test_a_mark_reads_back_as_what_was_written(app_id, table, batch_id):
     assert parse_batch_mark(batch_mark(app_id, table, batch_id)) == (app_id, table, batch_id)
+
+
+@given(st.dictionaries(st.sampled_from(["event_log", "watermark_progress"]),
+                       st.integers(0, 2**62)))
+def test_a_mark_carries_the_versions_its_batch_read(reads):
+    text = batch_mark("app", "event_log", 7, reads)
+    assert parse_batch_mark(text) == ("app", "event_log", 7)
+    assert batch_mark_reads(text) == reads
+
+
+def test_reads_are_empty_where_no_mark_records_them():
+    for text in (None, "nightly replay", batch_mark("a", "t", 1), json.dumps(
+            {"reckon_batch": {"app": "a", "table": "t", "batch": 1, "reads": [3]}}), json.dumps(
+            {"reckon_batch": {"app": "a", "table": "t", "batch": 1, "reads": {"t": "x"}}}),
+            json.dumps({"reckon_batch": {"app": "a", "table": "t", "reads": {"t": 1}}})):
+        assert batch_mark_reads(text) == {}, text
 
 
 def test_other_user_metadata_is_no_mark():
@@ -114,7 +130,9 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     assert list(tb.marked_commits(tmp_path, name, at_version=head))[:2] == [
         (v, m) for v, m in history if m is not None][:2]
     assert tb.last_marked_batch(tmp_path, name, "a", at_version=head) == 1
-    assert tb.marked_version(tmp_path, name, "b", 0) is not None
+    assert tb.marked_commit(tmp_path, name, "b", 0) == (
+        next(v for v, m in history if m == ("b", name, 0)), {})
+    assert tb.marked_commit(tmp_path, name, "b", 2) is None
 
 
 @pytest.mark.spark

@@ -562,27 +562,98 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     assert sorted(r.batch_id for r in progress.collect()) == [0, 1, 2]
 
 
-def test_a_re_run_batch_whose_event_log_commit_is_gone_stops_with_what_to_do(spark, tmp_path):
-    """A restarted query whose event_log holds later batches but no longer the commit of the
-    batch it re-runs (its commit file expired, or the checkpoint came from an older copy)
-    cannot tell the batch's events from their archived copies: it stops and says to start a
-    new query, instead of counting every event as a duplicate."""
+def test_a_re_run_batch_whose_commits_are_gone_stops_with_what_to_do(spark, tmp_path):
+    """A restarted query whose tables hold later batches but no longer a commit of the batch
+    it re-runs (its commit files expired, or the checkpoint came from an older copy) cannot
+    know which event_log version its first run judged duplicates against: it stops and says
+    to start a new query, instead of counting every event as a duplicate."""
+    from spark.stream import STREAM_TABLES
+
     warehouse = tmp_path / "wh"
     settings_ = stream_settings(warehouse, **RULES)
     batches = random_batches(5, n=30, batches=2)
     first = BatchProcessor(spark, settings_, query_id="test-query")
-    path = tb.table_path(warehouse, tb.EVENT_LOG)
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
+    for name in STREAM_TABLES:  # readable from a checkpoint once a commit file is gone
+        spark.sql(f"ALTER TABLE delta.`{tb.table_path(warehouse, name)}` "
+                  "SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
     for batch_id, batch in enumerate(batches):
         first(_raw(spark, batch), batch_id)
-    version = tb.marked_version(warehouse, tb.EVENT_LOG, first.app_id, 0)
-    assert version is not None
-    (warehouse / tb.EVENT_LOG / "_delta_log" / f"{version:020d}.json").unlink()  # expired
-    assert spark.read.format("delta").load(path).count() == sum(len(b) for b in batches)
+    gone = []
+    for name in STREAM_TABLES:
+        found = tb.marked_commit(warehouse, name, first.app_id, 0)
+        if found is not None:  # expired
+            (warehouse / name / "_delta_log" / f"{found[0]:020d}.json").unlink()
+            gone.append(name)
+    assert tb.EVENT_LOG in gone and tb.PROVISIONAL_TOTALS in gone
+    log = spark.read.format("delta").load(tb.table_path(warehouse, tb.EVENT_LOG))
+    assert log.count() == sum(len(b) for b in batches)
 
     restarted = BatchProcessor(spark, settings_, query_id="test-query")
     with pytest.raises(RuntimeError, match=r"no commit of batch 0 itself.*new checkpoint"):
         restarted(_raw(spark, batches[0]), 0)
+
+
+def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote_since(
+        spark, tmp_path, monkeypatch):
+    """Query A's first batch resumes from the watermark query B left and judges duplicates
+    against event_log as it is; B then commits another batch (copies of A's events, and a
+    watermark far ahead) before A's batch writes, and A is killed before its MERGE. The re-run
+    reads the event_log and watermark_progress versions its first run recorded in its batch
+    marks, so every table equals that of the same interleaving without the crash. The control
+    re-run reads event_log as of just before its own commit and watermark_progress as it is
+    (the code before the record) and comes out different: A's events judged duplicates of B's
+    copies or late, though event_log archived them as counted."""
+    batches = random_batches(7, n=30, batches=3)
+    b_first, a_batch, b_second = batches[0], batches[1], batches[1] + batches[2]
+
+    def interleaved(warehouse: Path, *, crash: bool) -> None:
+        settings_ = stream_settings(warehouse, **RULES)
+        other = BatchProcessor(spark, settings_, query_id="query-b")
+        other(_raw(spark, b_first), 0)
+        query_a = BatchProcessor(spark, settings_, query_id="query-a")
+        classify = query_a._classify
+
+        def b_commits_first(*args, **kwargs):
+            other(_raw(spark, b_second), 1)
+            return classify(*args, **kwargs)
+
+        query_a._classify = b_commits_first
+        if not crash:
+            query_a(_raw(spark, a_batch), 0)
+            return
+
+        def killed(*args, **kwargs):
+            raise RuntimeError("killed before the MERGE")
+
+        query_a._merge_provisional = killed
+        with pytest.raises(RuntimeError, match="killed before the MERGE"):
+            query_a(_raw(spark, a_batch), 0)
+        assert tb.last_marked_batch(warehouse, tb.EVENT_LOG, query_a.app_id) == 0
+        BatchProcessor(spark, settings_, query_id="query-a")(_raw(spark, a_batch), 0)
+
+    def tables(warehouse: Path) -> tuple:
+        log = spark.read.format("delta").load(tb.table_path(warehouse, tb.EVENT_LOG))
+        flags = sorted((r.event_id, r.batch_id, r.is_duplicate) for r in
+                       log.select("event_id", "batch_id", "is_duplicate").collect())
+        return provisional_rows(spark, warehouse), late_rows(spark, warehouse), flags
+
+    interleaved(tmp_path / "uninterrupted", crash=False)
+    expected = tables(tmp_path / "uninterrupted")
+
+    def as_before_the_record(self, batch_id: int) -> dict[str, int | None]:
+        """event_log just before the batch's own commit, watermark_progress as it is."""
+        found = tb.marked_commit(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
+        return {tb.EVENT_LOG: found[0] - 1 if found else tb.current_version(self.warehouse,
+                                                                            tb.EVENT_LOG),
+                tb.WATERMARK_PROGRESS: tb.current_version(self.warehouse,
+                                                          tb.WATERMARK_PROGRESS)}
+
+    with monkeypatch.context() as unrecorded:
+        unrecorded.setattr(BatchProcessor, "batch_reads", as_before_the_record)
+        interleaved(tmp_path / "control", crash=True)
+    assert tables(tmp_path / "control")[:2] != expected[:2]
+    interleaved(tmp_path / "wh", crash=True)
+    assert tables(tmp_path / "wh") == expected
 
 
 def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark, tmp_path,
