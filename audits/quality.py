@@ -89,6 +89,7 @@ class SuiteOutcome:
     rows: int                          # rows of the day's partition (0 when the table is missing)
     table_exists: bool
     results: tuple[ExpectationResult, ...]
+    table_version: int | None = None   # the Delta version checked (None: the table is missing)
     passed: int = field(init=False)
     blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
     warnings: tuple[ExpectationResult, ...] = field(init=False)
@@ -102,7 +103,8 @@ class SuiteOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"suite": self.suite, "table": self.table, "rows": self.rows,
-                "table_exists": self.table_exists, "expectations": len(self.results),
+                "table_exists": self.table_exists, "table_version": self.table_version,
+                "expectations": len(self.results),
                 "passed": self.passed, "blocking_failures": len(self.blocking_failures),
                 "warnings": len(self.warnings),
                 "results": [_result_dict(r) for r in self.results]}
@@ -139,7 +141,9 @@ class CheckResult:
                         duration_seconds=self.duration_seconds, success=self.success,
                         blocking_failures=len(self.blocking_failures), warnings=self.warnings,
                         suites=len(self.suites), expectations=self.expectations,
-                        data_docs_path=self.data_docs_index)
+                        data_docs_path=self.data_docs_index,
+                        table_versions={s.table: s.table_version for s in self.suites
+                                        if s.table_version is not None})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe (dates and times as ISO-8601 text)."""
@@ -160,7 +164,8 @@ class CheckResult:
                  f"{self.duration_seconds:.1f} s (run {self.run_id})"]
         width = max((len(s.suite) for s in self.suites), default=0)
         for s in self.suites:
-            where = f"{s.rows} rows" if s.table_exists else "table missing"
+            where = (f"{s.rows} rows, version {s.table_version}" if s.table_exists
+                     else "table missing")
             lines.append(f"  {s.suite:<{width}}  {s.passed:>3}/{len(s.results):<3} passed  "
                          f"{len(s.blocking_failures)} blocking, {len(s.warnings)} warning  "
                          f"({where})")
@@ -306,8 +311,8 @@ def _records(run_id: str, suite_name: str, table: str, gx_result: Any) -> list[E
 
 
 def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: date,
-              run_id: str, run_time: datetime) -> SuiteOutcome:
-    """Validate the day's partition of one table.
+              run_id: str, run_time: datetime, version: int | None) -> SuiteOutcome:
+    """Validate the day's partition of one table at Delta ``version`` (None: no table).
 
     Two passes keep the Spark job count low: a ``BOOLEAN_ONLY`` pre-pass (not stored; GX folds
     every row count into a few aggregate jobs), then the stored pass, which fetches samples
@@ -320,12 +325,12 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from spark.tables import SCHEMAS, read_table, table_exists, table_path
+    from spark.tables import SCHEMAS, read_table, table_path
 
     warehouse = settings.warehouse_path
-    exists = table_exists(warehouse, suite.table)
+    exists = version is not None
     if exists:
-        df = read_table(spark, warehouse, suite.table).where(
+        df = read_table(spark, warehouse, suite.table, version=version).where(
             F.col(suite.partition_column) == F.lit(day))
     else:
         df = spark.createDataFrame([], SCHEMAS[suite.table])
@@ -359,7 +364,7 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
             run_id=run_id, suite=suite.name, table=suite.table, expectation=_MISSING,
             column=None, severity="warning", success=False, unexpected_count=None,
             sample=_json([f"no Delta table at {path}"]), kwargs=_json({"path": path})))
-    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records))
+    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version)
 
 
 def _build_docs(ctx: Any, warehouse: Path, run_id: str, suite_names: Iterable[str]) -> str:
@@ -397,6 +402,8 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database (unless ``record`` is False) and return the result. Never raises for
     failed expectations; see ``check_day``."""
+    from spark.tables import current_version
+
     the_day = parse_day(day)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -405,7 +412,12 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     settings = _with_audit_tolerance(settings, the_day)
     ctx = _gx_context(warehouse)
     suites = build_suites(settings)
-    outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at)
+    # every table is checked at the version it had when the run started (the stream keeps
+    # committing), and the run records which: what GX passed can be matched to what the
+    # audit read
+    versions = {s.table: current_version(warehouse, s.table) for s in suites}
+    outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at,
+                               versions[s.table])
                      for s in suites)
     index = _build_docs(ctx, warehouse, run_id, [s.name for s in suites])
     result = CheckResult(run_id=run_id, day=the_day, started_at=started_at,

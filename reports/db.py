@@ -309,6 +309,9 @@ class CheckRunModel(Base):
     suites: Mapped[int] = mapped_column(sa.Integer())
     expectations: Mapped[int] = mapped_column(sa.Integer())
     data_docs_path: Mapped[str] = mapped_column(sa.Text())
+    # Delta table -> version checked; '{}' for runs recorded before it was kept
+    table_versions: Mapped[dict[str, int]] = mapped_column(_json_type(),
+                                                           server_default=sa.text("'{}'"))
     is_current: Mapped[bool] = mapped_column(sa.Boolean())
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

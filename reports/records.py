@@ -98,6 +98,7 @@ class CheckRun:
     suites: int
     expectations: int
     data_docs_path: str
+    table_versions: dict[str, int] = field(default_factory=dict)  # Delta table -> version checked
 
 
 @dataclass(frozen=True)

@@ -198,6 +198,7 @@ def test_clean_run_is_recorded_in_the_report_db(clean_result: Any, clean_wh: Pat
         stored = db.expectation_results(run.run_id)
     assert {(r.suite, r.expectation, r.column) for r in stored} == {
         (r.suite, r.expectation, r.column) for r in clean_result.results}
+    assert run.table_versions == {s.table: 0 for s in clean_result.suites}  # one write each
     severities = {(r.table, r.expectation, r.column): r.severity for r in stored}
     assert severities[("quarantine", "expect_column_values_to_be_in_set", "reason")] == "warning"
     assert severities[("reconciliation", "expect_column_values_to_not_be_in_set",
@@ -299,6 +300,39 @@ def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
     missing = {r.table for r in lenient.results if r.expectation == "expect_table_to_exist"}
     assert missing == set(_PARTITION) - {"reconciliation"}
     assert not any(s.table_exists for s in lenient.suites if s.table != "reconciliation")
+
+
+def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehouse: Path,
+                                                            monkeypatch: Any) -> None:
+    """A row committed after the run took a table's version (the stream keeps writing) is not
+    checked, and the run records the version it did check, next to its results."""
+    import spark.tables as tb
+    from audits.quality import run_checks
+    from reports.db import ReportDB
+
+    rows = _clean_rows()["event_log"]
+    _write(spark, warehouse, {"event_log": rows})
+    extra = spark.createDataFrame([{**rows[0], "event_id": "e4"}], tb.SCHEMAS["event_log"])
+    extra.write.format("delta").mode("append").save(tb.table_path(warehouse, "event_log"))
+    assert tb.current_version(warehouse, "event_log") == 1
+
+    def event_log_rows(result: Any) -> tuple[int, int | None]:
+        (suite,) = [s for s in result.suites if s.table == "event_log"]
+        return suite.rows, suite.table_version
+
+    assert event_log_rows(run_checks(spark, _settings(warehouse), DAY, record=False)) == (4, 1)
+    current_version = tb.current_version
+    with monkeypatch.context() as before_the_append:
+        before_the_append.setattr(tb, "current_version", lambda wh, name: (
+            0 if name == "event_log" else current_version(wh, name)))
+        result = run_checks(spark, _settings(warehouse), DAY)
+    assert event_log_rows(result) == (3, 0)
+    assert json.loads(json.dumps(result.to_dict()))["suites"][0]["table_version"] == 0
+    assert "event_log" in result.summary() and "3 rows, version 0" in result.summary()
+    with ReportDB.from_settings(_settings(warehouse)) as db:
+        run = db.current_check_run(DAY)
+    assert run is not None and run.run_id == result.run_id
+    assert run.table_versions == {"event_log": 0}  # the other tables are missing
 
 
 def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,

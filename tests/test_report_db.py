@@ -305,7 +305,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0002_break_review_figures"
+        assert context.get_current_revision() == head == "0003_check_run_table_versions"
 
 
 def test_schema_comparison_notices_a_missing_column(db: ReportDB) -> None:
