@@ -18,6 +18,7 @@ copies (there are none here), so it would only cost disk.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from datetime import date
 from pathlib import Path
@@ -33,8 +34,9 @@ from reckon.generate import GeneratorConfig, generate_landing
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds
 from spark import tables as tb
 
-__all__ = ["BENCH_DAY", "DAY_KEYS", "build_audit_inputs", "build_event_log", "ensure_landing",
-           "expected_breaks", "lateness_arrays"]
+__all__ = ["BENCH_DAY", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
+           "build_event_log", "clone_warehouse", "ensure_landing", "expected_breaks",
+           "lateness_arrays"]
 
 BENCH_DAY = date(2026, 1, 1)
 DAY_KEYS = 200           # merchants in the built day: ~1.7M (10 s window, key) cells a day
@@ -147,6 +149,62 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     spec["rows"] = rows_n
     _mark(wh, spec)
     return spec
+
+
+def build_archived_hour(spark: SparkSession, folder: Path, rows: int,
+                        end_us: int) -> dict[str, Any]:
+    """A warehouse whose event_log holds ``rows`` events arriving evenly over the hour before
+    ``end_us`` (each 0.3-1 s after its event time, 4 partitions, files of contiguous arrivals
+    as the stream's compaction leaves them): the de-duplication horizon a stream running at
+    ``rows / 3600`` events/s re-reads in every batch. Reused when built for these inputs."""
+    spec = {"v": _DATA_VERSION, "archived_hour_rows": rows, "end_us": end_us}
+    if _is_built(folder, spec):
+        return spec
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    log(f"building an archived hour of event_log: {rows:,} events before {end_us}")
+    hour = 3_600 * MICROS_PER_SECOND
+    idc = F.col("id")
+    arrival_us = F.lit(end_us - hour) + (idc * F.lit(hour)) / F.lit(rows)
+    event_us = arrival_us.cast("long") - F.lit(300_000) - F.pmod(_h(idc, 3), F.lit(700_000))
+    log_df = spark.range(0, rows, numPartitions=max(1, rows // 500_000)).select(
+        F.format_string("archived-%012d", idc).alias("event_id"),
+        F.format_string("merchant-%04d", F.pmod(_h(idc, 1), F.lit(DAY_KEYS))).alias("key"),
+        ((F.pmod(_h(idc, 6), F.lit(1_000_000)) + 1).cast("decimal(20,0)") / F.lit(100))
+        .cast(tb.AMOUNT).alias("amount"),
+        _pick(_CURRENCIES, idc, 7).alias("currency"),
+        F.timestamp_micros(event_us).alias("event_time"),
+        _pick(_SOURCES, idc, 8).alias("source"),
+        (idc % 4).cast("int").alias("partition"),
+        (idc / 4).cast("long").alias("offset"),
+        F.timestamp_micros(arrival_us.cast("long")).alias("arrival_time"),
+        F.format_string("archived-%06d.ndjson", (idc / 5_000).cast("long")).alias("input_file"),
+        F.lit(None).cast("string").alias("payload"),
+        (idc / 5_000).cast("long").alias("batch_id"),
+        F.lit(False).alias("is_duplicate"),
+        F.to_date(F.timestamp_micros(event_us)).alias("event_date"))
+    tb.ensure_table(spark, folder, tb.EVENT_LOG)
+    (tb.conform(log_df, tb.EVENT_LOG).write.format("delta").mode("append")
+     .save(tb.table_path(folder, tb.EVENT_LOG)))
+    _mark(folder, spec)
+    return spec
+
+
+def clone_warehouse(built: Path, to: Path) -> None:
+    """A copy of a built warehouse that a run may write to, in seconds whatever its size: data
+    files are hard-linked (Delta never rewrites one), the logs copied (Delta rewrites
+    ``_last_checkpoint`` in place)."""
+    def link_or_copy(src: str, dst: str) -> None:
+        if "_delta_log" in Path(src).parts:
+            shutil.copy2(src, dst)
+        else:
+            os.link(src, dst)
+
+    if to.exists():
+        shutil.rmtree(to)
+    shutil.copytree(built, to, copy_function=link_or_copy,
+                    ignore=shutil.ignore_patterns(_marker(built).name))
 
 
 # --------------------------------------------------------------------------- audit inputs

@@ -579,7 +579,10 @@ def _rows(name: str, r: dict[str, Any]) -> list[list[str]]:
     if name == "freshness":
         for rate, x in r["results"].items():
             lat = x.get("latency_seconds", {})
-            out.append([f"reckon stream, {int(rate):,} ev/s", f"{x['files_landed']} files",
+            archived = x.get("archived_rows_before_the_feed")
+            out.append([f"reckon stream, {int(rate):,} ev/s"
+                        + (f", {archived:,} archived in the hour before" if archived else ""),
+                        f"{x['files_landed']} files",
                         f"p50 {_fmt(lat.get('p50'))} / p95 {_fmt(lat.get('p95'))} / "
                         f"p99 {_fmt(lat.get('p99'))} s", "-",
                         _fmt(x.get("peak_driver_rss_mb")), f"batch median "

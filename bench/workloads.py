@@ -27,7 +27,7 @@ from bench import datasets as ds
 from bench.harness import MemorySampler, cpu_seconds, log
 from reckon.config import Settings, load_settings
 from reckon.generate import GeneratorConfig
-from reckon.timeutil import parse_duration
+from reckon.timeutil import parse_duration, parse_timestamp
 from spark import tables as tb
 
 __all__ = ["WORKLOADS", "Scale", "base_settings"]
@@ -81,6 +81,12 @@ class Scale:
         """Events per second fed to the landing dir (one file per second)."""
         return [max(floor, int(r * min(1.0, self.factor * 4)))
                 for r, floor in ((1_000, 100), (5_000, 200))]
+
+    def freshness_archived_rows(self, rate: int) -> int:
+        """Rows archived in the hour before the feed starts: at full scale the de-duplication
+        horizon (1 h) of a stream that has run at ``rate`` for an hour, so every batch re-reads
+        what it would at steady state, not an event_log that starts empty."""
+        return max(100, int(rate * 3_600 * min(1.0, self.factor * 4)))
 
 
 def base_settings(warehouse: Path, **overrides: Any) -> Settings:
@@ -337,7 +343,7 @@ def run_freshness(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "profile": {"note": "latency = wait for the next trigger + the batch itself; "
                     "see median_batch_seconds per rate"},
         "settings": {"trigger": trigger, "max_files_per_trigger": FRESHNESS_MAX_FILES,
-                     "warm_start": True},
+                     "warm_start": True, "archived_hour_before_the_feed": True},
     }
 
 
@@ -347,17 +353,25 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     only once its batch has committed, so the query's start-up (JIT, first snapshots, the
     restore of its marks) is reported as ``cold_start_seconds``, not queued into every later
     file's latency. A batch takes every file that has landed (``FRESHNESS_MAX_FILES``), as a
-    latency-oriented deployment would, so a slow batch is caught up by the next one."""
+    latency-oriented deployment would, so a slow batch is caught up by the next one. The
+    warehouse starts with an hour of archived events at the feed's rate
+    (``Scale.freshness_archived_rows``): every batch's de-duplication reads the horizon a
+    stream that has been running for an hour reads."""
     from spark.stream import StreamSource
     from spark.stream import run_stream as reckon_stream
 
     trigger_s = parse_duration(trigger) / 1e6
     files_n = int(seconds) + 1  # the first one warms the query up
     staged = scale.data_dir / f"fresh-staged-{rate}-{files_n}"
-    manifest = ds.ensure_landing(staged, GeneratorConfig(
-        events=rate * files_n, lines_per_file=rate, rate=float(rate), seed=23))
+    feed_cfg = GeneratorConfig(events=rate * files_n, lines_per_file=rate, rate=float(rate),
+                               seed=23)
+    manifest = ds.ensure_landing(staged, feed_cfg)
     work = _fresh(scale.data_dir / f"work-fresh-{rate}")
     landing, tmp = _fresh(work / "landing"), _fresh(work / "tmp")
+    archived_rows = scale.freshness_archived_rows(rate)
+    archive = scale.data_dir / f"fresh-archived-hour-{archived_rows}"
+    ds.build_archived_hour(spark, archive, archived_rows, parse_timestamp(feed_cfg.start))
+    ds.clone_warehouse(archive, work / "wh")
     settings = base_settings(work / "wh",
                              expected_partitions=tuple(manifest["expected_partitions"]),
                              max_files_per_trigger=FRESHNESS_MAX_FILES)
@@ -427,7 +441,10 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     timed_landed = len(landed) - (warm_file in landed)
     median_batch = statistics.median(durations) if durations else None
     return {
-        "events_per_second_fed": rate, "files_landed": timed_landed,
+        "events_per_second_fed": rate, "archived_rows_before_the_feed": archived_rows,
+        "event_log_rows_at_end": tb.read_table(spark, settings.warehouse_path,
+                                               tb.EVENT_LOG).count(),
+        "files_landed": timed_landed,
         "files_visible": len(latencies),
         "files_not_visible_at_stop": timed_landed - len(latencies),
         "latency_seconds": _percentiles(latencies), "batches": len(durations),

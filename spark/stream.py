@@ -327,8 +327,14 @@ class BatchProcessor:
         # find the batch's events as their own earlier copies. (Not "batch_id < this batch":
         # another query's rows carry its own batch numbers.)
         before = self._reads[tb.EVENT_LOG]
+        # Only the archived copies of this batch's ids matter. The horizon holds rate x horizon
+        # rows (3.6M at 1,000 events/s and the default hour) against a steady batch's few
+        # thousand ids: a semi-join with the batch's ids (broadcast while they are small)
+        # scans the horizon's event_id and arrival_time columns and shuffles only the matches,
+        # where grouping the whole horizon by event_id shuffled every id in it, in every batch.
         prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
                  .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
+                 .join(valid.select("event_id"), "event_id", "left_semi")
                  .groupBy("event_id")
                  .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
         order = Window.partitionBy("event_id").orderBy(*arrival_order("arrival_us")).rowsBetween(

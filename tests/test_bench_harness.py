@@ -130,3 +130,31 @@ def test_the_sweep_sizes_collapse_to_the_whole_dir_when_it_has_fewer_files() -> 
     assert sweep_sizes(202) == [50, 202]                        # the full-scale landing dir
     assert sweep_sizes(20) == [20]                              # --quick: one point
     assert sweep_sizes(10_000) == sorted(STREAM_SWEEP_FILES)
+
+
+def test_a_cloned_warehouse_shares_data_files_but_not_logs(tmp_path) -> None:
+    """The freshness workload starts from a clone of a built hour of event_log: its data files
+    are the built ones (hard links, no copy of 18M rows), while a log file rewritten in the
+    clone (Delta rewrites _last_checkpoint in place) leaves the built warehouse as it was."""
+    from bench.datasets import clone_warehouse
+
+    built = tmp_path / "built"
+    data = built / "event_log" / "event_date=2025-12-31" / "part-0.parquet"
+    log = built / "event_log" / "_delta_log" / "_last_checkpoint"
+    for path, text in ((data, "rows"), (log, '{"version": 1}'),
+                       (built / "_bench_built.json", "{}")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    clone = tmp_path / "work" / "wh"
+    clone_warehouse(built, clone)
+    cloned_data = clone / data.relative_to(built)
+    cloned_log = clone / log.relative_to(built)
+    assert cloned_data.stat().st_ino == data.stat().st_ino
+    assert cloned_log.stat().st_ino != log.stat().st_ino
+    with cloned_log.open("w") as rewritten:  # in place, as Hadoop's local file system does
+        rewritten.write('{"version": 2}')
+    assert log.read_text() == '{"version": 1}'
+    assert not (clone / "_bench_built.json").exists()  # the clone is no built warehouse
+    (clone / "event_log" / "new.parquet").write_text("appended")
+    clone_warehouse(built, clone)  # again: the run's leftovers are gone
+    assert not (clone / "event_log" / "new.parquet").exists()
