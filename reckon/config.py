@@ -61,7 +61,9 @@ class Settings:
     kafka_topic: str = "events"
     max_files_per_trigger: int = 10
     max_offsets_per_trigger: int = 1_000_000
-    event_log_compact_every: int = 50  # batches between compactions of event_log; 0: never
+    # batches between the stream's compactions of its open days (event_log's small files,
+    # provisional_totals' settled windows); 0: never
+    event_log_compact_every: int = 50
     # audit
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")

@@ -31,7 +31,10 @@ Which partitions, and why it is safe next to the running stream:
 During the day the stream compacts event_log's current days itself every
 ``event_log_compact_every`` batches (``compact_recent_event_log``), since its de-duplication
 re-reads the last hour of event_log in every batch; the nightly compaction then finds little
-left to do in event_log.
+left to do in event_log. At the same moment it splits provisional_totals' open days into the
+windows no MERGE can touch again and the rest (``settle_open_provisional``), which keeps its
+MERGE from rewriting the day's FINAL windows in every batch; this runs between two batches in
+the stream's own thread, so it never meets a MERGE.
 
 VACUUM (deleting the replaced files from storage) is not done here: the audit pins table
 versions, ``reckon explain`` reads a window's history through the change feed, and how long
@@ -58,7 +61,8 @@ from reckon.timeutil import days_from_flags, format_micros, from_micros
 from spark import tables as tb
 
 __all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
-           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_event_log"]
+           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_event_log",
+           "settle_open_provisional"]
 
 #: (table, the date column it is partitioned by); provisional_totals last, since it is the one
 #: that waits for the day to close
@@ -183,6 +187,45 @@ def compact_recent_event_log(spark: SparkSession, settings: Settings, since: dat
     never compacted here too. Returns the number of files removed."""
     return _bin_pack_small_files(spark, settings, tb.EVENT_LOG,
                                  f"event_date >= '{since.isoformat()}'")
+
+
+def settle_open_provisional(spark: SparkSession, settings: Settings, day: date,
+                            cutoff_us: int) -> bool:
+    """Run by the stream next to ``compact_recent_event_log``: rewrite ``day`` of
+    provisional_totals with the windows starting before ``cutoff_us`` (which no later MERGE
+    can touch: the lowest window start a batch's MERGE reads only rises with the watermark) in
+    a file of their own, the rest after them. Returns whether it rewrote anything.
+
+    A MERGE rewrites every row of each file it touches, and its output files mix the windows
+    it updated with every other row of the files it read, so the rows of windows long FINAL
+    ride along into the next batch's touched files, and the next: left alone, by evening each
+    batch copies the whole day (a day of 2M rows: MERGE 9-12 s a batch, against 3-4 s with
+    only recent windows in the touched files). Once settled, the FINAL windows sit in a file
+    whose window_start range ends below every later batch's MERGE bound, so data skipping
+    never opens it again. The rows and every reader's result are unchanged: one
+    ``dataChange = false`` commit (no change-feed rows, no batch mark). A day in which no file
+    holds windows on both sides of the cutoff is left as it is, so a re-run commits nothing."""
+    from pyspark.sql import functions as F
+
+    name = tb.PROVISIONAL_TOTALS
+    where = f"window_date = '{day.isoformat()}'"
+    rows = tb.read_table(spark, settings.warehouse_path, name).where(where)
+    settled = F.col("window_start") < F.timestamp_micros(F.lit(cutoff_us))
+    per_file = (rows.select(F.input_file_name().alias("file"), settled.cast("long").alias("s"))
+                .groupBy("file").agg(F.sum("s").alias("settled"), F.count(F.lit(1)).alias("n")))
+    found = per_file.agg(
+        F.sum("settled").alias("settled"),
+        F.max((F.col("settled") > 0) & (F.col("settled") < F.col("n"))).alias("straddles"),
+    ).first()
+    if found is None or not found.straddles:
+        return False
+    # one task, the settled windows first: the first file takes exactly them, the rest follow
+    (rows.coalesce(1)
+     .sortWithinPartitions("window_date", F.when(settled, 0).otherwise(1), "window_start")
+     .write.format("delta").mode("overwrite").option("replaceWhere", where)
+     .option("dataChange", "false").option("maxRecordsPerFile", int(found.settled))
+     .save(tb.table_path(settings.warehouse_path, name)))
+    return True
 
 
 def compact_watermark_progress(spark: SparkSession, settings: Settings) -> int:

@@ -293,7 +293,7 @@ class BatchProcessor:
         if compacting:
             assert wm_before is not None
             with self._step("compact"):
-                self._compact_event_log(wm_before)
+                self._compact_open_days(wm_before)
 
         metrics = BatchMetrics(
             batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
@@ -506,14 +506,19 @@ class BatchProcessor:
              })
              .execute())
 
-    def _compact_event_log(self, wm_before: int) -> None:
-        """Bin-pack event_log's small files from the watermark's day on (see
-        spark.compaction.compact_recent_event_log), so the next batches' dedup read opens few
-        files. Here, after every write of the batch has ended, no batch mark is set, so the
-        OPTIMIZE commit carries none; a re-run finds nothing left to compact."""
-        from spark.compaction import compact_recent_event_log
+    def _compact_open_days(self, wm_before: int) -> None:
+        """From the watermark's day on: bin-pack event_log's small files, so the next batches'
+        de-duplication read opens few files, and split provisional_totals into the windows no
+        later MERGE reads (its lowest bound only rises with the watermark) and the rest, so the
+        MERGE stops carrying FINAL windows along (spark.compaction). Here, after every write of
+        the batch has ended, no batch mark is set, so these commits carry none; a re-run finds
+        nothing left to do and commits nothing."""
+        from spark.compaction import compact_recent_event_log, settle_open_provisional
 
-        compact_recent_event_log(self.spark, self.settings, from_micros(wm_before).date())
+        since = from_micros(wm_before).date()
+        compact_recent_event_log(self.spark, self.settings, since)
+        lowest_merged = wm_before - self.rules.grace - self.rules.windows.size + 1
+        settle_open_provisional(self.spark, self.settings, since, lowest_merged)
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:

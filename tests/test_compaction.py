@@ -124,9 +124,10 @@ def test_compacting_a_warehouse_without_an_event_log_says_what_to_do(spark, tmp_
 
 def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     """Every ``event_log_compact_every`` batches (2 here) the stream bin-packs the small files
-    of event_log's current days between the batch's writes and its progress row: the OPTIMIZE
-    commits carry no batch mark (none is set then), fewer files are live than were written,
-    and rows, totals and a restart's re-run are as without it."""
+    of event_log's current days and settles provisional_totals' open day between the batch's
+    writes and its progress row: those commits carry no batch mark (none is set then), fewer
+    files are live than were written, and rows, totals and a restart's re-run are as without
+    it."""
     from delta.tables import DeltaTable
 
     warehouse = tmp_path / "wh"
@@ -147,6 +148,11 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     marks = [h.userMetadata for h in progress.history().collect() if h.operation == "OPTIMIZE"]
     assert marks and all(m is None for m in marks)
     assert len(progress.toDF().inputFiles()) < len(batches)
+    # provisional_totals' open day settled (the windows no MERGE reads again in a file of
+    # their own): dataChange = false rewrites, unmarked too
+    provisional = DeltaTable.forPath(spark, tb.table_path(warehouse, tb.PROVISIONAL_TOTALS))
+    settles = [h for h in provisional.history().collect() if h.operation == "WRITE"]
+    assert settles and all(h.userMetadata is None for h in settles)
     assert sorted(r.batch_id for r in progress.toDF().collect()) == list(range(len(batches)))
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
@@ -157,3 +163,62 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     BatchProcessor(spark, settings, query_id="test-query")(_raw(spark, batches[-1]),
                                                             len(batches) - 1)
     assert _commits(warehouse) == commits
+
+
+def test_settling_an_open_day_puts_the_windows_no_merge_reads_in_a_file_of_their_own(
+        spark, tmp_path):
+    """settle_open_provisional splits a day of provisional_totals at the cutoff: one file holds
+    exactly the windows before it (which data skipping then keeps every later MERGE out of),
+    the others only windows at or after it. Rows, the other day and the change feed are
+    unchanged (a dataChange = false commit), and a second call finds nothing to do."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    from reckon.timeutil import day_bounds
+    from spark.compaction import settle_open_provisional
+
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    path = tb.ensure_table(spark, warehouse, tb.PROVISIONAL_TOTALS)
+    d0 = day_bounds(DAY1)[0]
+    ws = F.lit(d0) + (F.col("id") * 10_000_000)  # 10 s windows from DAY1's midnight on
+    rows = spark.range(0, 8_640 + 30, numPartitions=3).select(  # into DAY2's first windows
+        F.timestamp_micros(ws).alias("window_start"),
+        F.timestamp_micros(ws + 10_000_000).alias("window_end"),
+        F.lit("m1").alias("key"), F.col("id").cast(tb.TOTAL).alias("total_amount"),
+        F.lit(1).cast("long").alias("event_count"), F.lit(0).alias("revision"),
+        F.lit("FINAL").alias("status"), F.lit(0).cast("long").alias("first_batch_id"),
+        F.lit(0).cast("long").alias("last_batch_id"),
+        *[F.lit(None).cast(t).alias(c) for c, t in (
+            ("closed_at", "timestamp"), ("closed_batch_id", "long"),
+            ("watermark_at_close", "timestamp"), ("finalized_at", "timestamp"),
+            ("finalized_batch_id", "long"))],
+        F.to_date(F.timestamp_micros(ws)).alias("window_date"))
+    tb.conform(rows, tb.PROVISIONAL_TOTALS).write.format("delta").mode("append").save(path)
+    table = DeltaTable.forPath(spark, path)
+    before = sorted(table.toDF().collect())
+    cutoff = d0 + 6_000 * 10_000_000 + 1  # windows 0..6000 settled, 6001.. open
+
+    def files_of(day):
+        df = table.toDF().filter(F.col("window_date") == F.lit(day))
+        return (df.groupBy(F.input_file_name().alias("f"))
+                .agg(F.min(F.unix_micros("window_start")).alias("lo"),
+                     F.max(F.unix_micros("window_start")).alias("hi"),
+                     F.count(F.lit(1)).alias("n")).collect())
+
+    other_day = sorted(f.f for f in files_of(DAY2))
+    assert any(f.lo < cutoff <= f.hi for f in files_of(DAY1))  # a straddling file
+    assert settle_open_provisional(spark, settings, DAY1, cutoff)
+    settled = [f for f in files_of(DAY1) if f.hi < cutoff]
+    assert [f.n for f in settled] == [6_001]
+    assert all(f.lo >= cutoff for f in files_of(DAY1) if f not in settled)
+    assert sorted(f.f for f in files_of(DAY2)) == other_day
+    assert sorted(table.toDF().collect()) == before
+    last = table.history(1).first()
+    assert last.userMetadata is None
+    changes = (spark.read.format("delta").option("readChangeFeed", "true")
+               .option("startingVersion", last.version).load(path))
+    assert changes.count() == 0
+    head = last.version
+    assert not settle_open_provisional(spark, settings, DAY1, cutoff)
+    assert table.history(1).first().version == head
