@@ -89,7 +89,7 @@ class Settings:
             raise ConfigError("tolerance_abs and tolerance_rel must be >= 0")
         if self.event_log_compact_every < 0:
             raise ConfigError(f"event_log_compact_every={self.event_log_compact_every} must be "
-                              ">= 0 (0: the stream never compacts event_log itself)")
+                              ">= 0 (0: the stream never compacts its open days itself)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if self.lookback_days < 0:

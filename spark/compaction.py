@@ -31,10 +31,12 @@ Which partitions, and why it is safe next to the running stream:
 During the day the stream compacts event_log's current days itself every
 ``event_log_compact_every`` batches (``compact_recent_event_log``), since its de-duplication
 re-reads the last hour of event_log in every batch; the nightly compaction then finds little
-left to do in event_log. At the same moment it splits provisional_totals' open days into the
-windows no MERGE can touch again and the rest (``settle_open_provisional``), which keeps its
-MERGE from rewriting the day's FINAL windows in every batch; this runs between two batches in
-the stream's own thread, so it never meets a MERGE.
+left to do in event_log. At the same moment it splits the watermark's day of
+provisional_totals into the windows no MERGE can touch again and the rest
+(``settle_open_provisional``), which keeps its MERGE from rewriting the day's FINAL windows in
+every batch; this runs between two batches in the stream's own thread, so it never meets that
+query's MERGE (a second query MERGE-ing the same day at that moment would fail one of the two
+commits, each idempotent to re-run).
 
 VACUUM (deleting the replaced files from storage) is not done here: the audit pins table
 versions, ``reckon explain`` reads a window's history through the change feed, and how long
@@ -204,7 +206,9 @@ def settle_open_provisional(spark: SparkSession, settings: Settings, day: date,
     whose window_start range ends below every later batch's MERGE bound, so data skipping
     never opens it again. The rows and every reader's result are unchanged: one
     ``dataChange = false`` commit (no change-feed rows, no batch mark). A day in which no file
-    holds windows on both sides of the cutoff is left as it is, so a re-run commits nothing."""
+    holds windows on both sides of the cutoff is left as it is, so a re-run commits nothing.
+    The larger side is written first and no file may hold more rows than it: exactly two
+    files, whichever side is larger."""
     from pyspark.sql import functions as F
 
     name = tb.PROVISIONAL_TOTALS
@@ -214,16 +218,18 @@ def settle_open_provisional(spark: SparkSession, settings: Settings, day: date,
     per_file = (rows.select(F.input_file_name().alias("file"), settled.cast("long").alias("s"))
                 .groupBy("file").agg(F.sum("s").alias("settled"), F.count(F.lit(1)).alias("n")))
     found = per_file.agg(
-        F.sum("settled").alias("settled"),
+        F.sum("settled").alias("settled"), F.sum("n").alias("rows"),
         F.max((F.col("settled") > 0) & (F.col("settled") < F.col("n"))).alias("straddles"),
     ).first()
     if found is None or not found.straddles:
         return False
-    # one task, the settled windows first: the first file takes exactly them, the rest follow
+    settled_n, open_n = int(found.settled), int(found.rows) - int(found.settled)
+    first = settled if settled_n >= open_n else ~settled
+    # one task, the larger side first: the first file takes exactly it, the second the rest
     (rows.coalesce(1)
-     .sortWithinPartitions("window_date", F.when(settled, 0).otherwise(1), "window_start")
+     .sortWithinPartitions("window_date", F.when(first, 0).otherwise(1), "window_start")
      .write.format("delta").mode("overwrite").option("replaceWhere", where)
-     .option("dataChange", "false").option("maxRecordsPerFile", int(found.settled))
+     .option("dataChange", "false").option("maxRecordsPerFile", max(settled_n, open_n))
      .save(tb.table_path(settings.warehouse_path, name)))
     return True
 

@@ -12,7 +12,9 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 5. MERGE on-time and within-grace sums into ``provisional_totals`` (bounded to the windows
    the batch touches), append late ones to ``late_events``;
 6. every ``event_log_compact_every`` batches, bin-pack the small files of event_log's current
-   days (its dedup read above opens them every batch), and after step 7 watermark_progress's;
+   days (its dedup read above opens them every batch), move the watermark's day of
+   provisional_totals' windows that no MERGE reads any more into a file of their own (else
+   every MERGE rewrites them), and after step 7 bin-pack watermark_progress;
 7. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
    to CLOSED/FINAL, and record the batch in ``watermark_progress``.
 
@@ -157,20 +159,27 @@ class BatchProcessor:
         table in between, and judged against those rows the re-run would classify its events
         differently from the tables its first run already wrote: an event counted in
         provisional_totals but archived as a duplicate, or the reverse."""
+        inputs = {tb.EVENT_LOG, tb.WATERMARK_PROGRESS}
+        found: dict[str, tuple[int, dict[str, int]] | None] = {}
         for name in sorted(self._written):
-            found = tb.marked_commit(self.warehouse, name, self.app_id, batch_id)
-            if found is not None and tb.EVENT_LOG in found[1]:
-                return found[1]
+            found[name] = tb.marked_commit(self.warehouse, name, self.app_id, batch_id)
+            commit = found[name]
+            if commit is not None and inputs <= commit[1].keys():
+                return commit[1]
+        reads = {name: tb.current_version(self.warehouse, name) for name in sorted(inputs)}
         if tb.EVENT_LOG in self._written:
-            raise RuntimeError(
-                f"event_log holds batches of stream query {self.app_id} up to or past "
-                f"batch {batch_id}, but no commit of batch {batch_id} itself records what it "
-                "read (its commit files expired, or the checkpoint was restored from an older "
-                "copy), so its events cannot be told from their own archived copies. Start "
-                "the stream with a new checkpoint location: a new query re-reads the source "
-                "and flags every delivery already archived as a duplicate")
-        reads = {name: tb.current_version(self.warehouse, name)
-                 for name in (tb.EVENT_LOG, tb.WATERMARK_PROGRESS)}
+            own = found[tb.EVENT_LOG]
+            if own is None:
+                raise RuntimeError(
+                    f"event_log holds batches of stream query {self.app_id} up to or past "
+                    f"batch {batch_id}, but no commit of batch {batch_id} itself (its commit "
+                    "files expired, or the checkpoint was restored from an older copy), so its "
+                    "events cannot be told from their own archived copies. Start the stream "
+                    "with a new checkpoint location: a new query re-reads the source and flags "
+                    "every delivery already archived as a duplicate")
+            # its marks predate the record of reads: event_log as of just before its own
+            # commit, as then
+            reads[tb.EVENT_LOG] = own[0] - 1
         missing = [name for name, version in reads.items() if version is None]
         if missing:
             raise RuntimeError(f"{', '.join(missing)} in {str(self.warehouse)!r} has no "
@@ -403,7 +412,7 @@ class BatchProcessor:
         lowest: int | None = None
         if wm_before is not None:
             floor = wm_before - rules.grace
-            lowest = floor - rules.windows.size + 1
+            lowest = self._lowest_merged_start(wm_before)
             condition = (condition & (end_us > F.lit(floor))
                          & (F.col("window_date") >= F.to_date(_ts(lowest))))
         rows = (tb.read_table(self.spark, self.warehouse, tb.PROVISIONAL_TOTALS)
@@ -413,6 +422,12 @@ class BatchProcessor:
                         F.lit(0).cast("long").alias("event_count"), F.lit(0).alias("revised"),
                         F.lit(False).alias("has_events")))
         return rows, lowest
+
+    def _lowest_merged_start(self, wm_before: int) -> int:
+        """The lowest window start a MERGE after watermark ``wm_before`` reads: a window it
+        counts into or moves ends after WM - grace. The watermark never goes back, so no later
+        MERGE reads lower."""
+        return wm_before - self.rules.grace - self.rules.windows.size + 1
 
     def _merge_provisional(self, new_totals: DataFrame | None, span: tuple[int, int] | None,
                            batch_id: int, wm_before: int | None, wm_after: int | None,
@@ -517,8 +532,8 @@ class BatchProcessor:
 
         since = from_micros(wm_before).date()
         compact_recent_event_log(self.spark, self.settings, since)
-        lowest_merged = wm_before - self.rules.grace - self.rules.windows.size + 1
-        settle_open_provisional(self.spark, self.settings, since, lowest_merged)
+        settle_open_provisional(self.spark, self.settings, since,
+                                self._lowest_merged_start(wm_before))
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:

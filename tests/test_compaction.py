@@ -222,3 +222,9 @@ def test_settling_an_open_day_puts_the_windows_no_merge_reads_in_a_file_of_their
     head = last.version
     assert not settle_open_provisional(spark, settings, DAY1, cutoff)
     assert table.history(1).first().version == head
+    # the open side larger than the settled one: still two files, split at the cutoff
+    earlier = d0 + 2_000 * 10_000_000 + 1
+    assert settle_open_provisional(spark, settings, DAY1, earlier)
+    sides = sorted((f.hi < earlier, f.lo >= earlier, f.n) for f in files_of(DAY1))
+    assert sides == [(False, True, 8_640 - 2_001), (True, False, 2_001)]
+    assert sorted(table.toDF().collect()) == before

@@ -526,15 +526,24 @@ def test_a_re_run_batch_changes_nothing(spark, tmp_path):
     assert {name: table_snapshot(spark, warehouse, name) for name in VOLATILE} == before
 
 
+@pytest.mark.parametrize("old_marks", [False, True],
+                         ids=["marks-record-reads", "marks-from-before-reads-were-recorded"])
 def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_path,
-                                                                     monkeypatch):
+                                                                     monkeypatch, old_marks):
     """A crash after a batch's event_log commit (and late_events', if it has late events),
-    before its MERGE and its progress row: the re-run (a fresh processor, as after a restart) writes only what is
-    missing, and every table equals the pure reference's -- nothing lost, nothing twice."""
+    before its MERGE and its progress row: the re-run (a fresh processor, as after a restart)
+    writes only what is missing, and every table equals the pure reference's -- nothing lost,
+    nothing twice. Also when the crashed run's marks predate the record of what a batch read
+    (an upgrade between the crash and the restart): event_log as of just before its own
+    commit."""
     warehouse = tmp_path / "wh"
     settings_ = stream_settings(warehouse, **RULES)
     batches = random_batches(5, n=30, batches=3)
     crashing = BatchProcessor(spark, settings_, query_id="test-query")
+    if old_marks:
+        mark = tb.batch_mark
+        monkeypatch.setattr(tb, "batch_mark", lambda app_id, name, batch_id, reads=None:
+                            mark(app_id, name, batch_id))
 
     def crash(*args, **kwargs):
         raise RuntimeError("killed before the MERGE")
@@ -549,6 +558,10 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     marks = {name: tb.last_marked_batch(warehouse, name, crashing.app_id)
              for name in (tb.EVENT_LOG, tb.PROVISIONAL_TOTALS, tb.WATERMARK_PROGRESS)}
     assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_TOTALS: 0, tb.WATERMARK_PROGRESS: 0}
+    commit = tb.marked_commit(warehouse, tb.EVENT_LOG, crashing.app_id, 1)
+    assert commit is not None
+    assert set(commit[1]) == (set() if old_marks else {tb.EVENT_LOG, tb.WATERMARK_PROGRESS})
+    monkeypatch.undo()  # the restart runs this code
 
     restarted = BatchProcessor(spark, settings_, query_id="test-query")
     for batch_id in range(1, len(batches)):
