@@ -41,6 +41,7 @@ __all__ = [
     "is_duplicate_of_recent",
     "is_future_dated",
     "is_open",
+    "lowest_revisable_start",
     "shift_watermark_series",
     "watermark_series",
     "window_status",
@@ -180,6 +181,14 @@ def is_open(window_end: T, watermark: Any) -> T:
 def is_beyond_grace(window_end: T, watermark: Any, grace: int) -> T:
     """``end + G <= WM``: the window is final; an event for it goes to the late side output."""
     return window_end + grace <= watermark  # type: ignore[operator, return-value]
+
+
+def lowest_revisable_start(watermark: int, grace: int, size: int) -> int:
+    """The lowest start of a window (of ``size``) not yet beyond grace under ``watermark``:
+    ``end + G > WM`` with ``end = start + size``, in whole microseconds. Nothing the stream
+    counts or moves starts lower, and since the watermark never goes back, nothing it counts
+    or moves later does either."""
+    return watermark - grace - size + 1
 
 
 def classify(window_end: int, watermark: int | None, grace: int) -> Disposition:

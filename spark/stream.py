@@ -57,6 +57,7 @@ from reckon.eventtime import (
     WindowStatus,
     advance_watermark,
     is_duplicate_of_recent,
+    lowest_revisable_start,
 )
 from reckon.timeutil import from_micros, parse_duration
 from spark import tables as tb
@@ -424,10 +425,9 @@ class BatchProcessor:
         return rows, lowest
 
     def _lowest_merged_start(self, wm_before: int) -> int:
-        """The lowest window start a MERGE after watermark ``wm_before`` reads: a window it
-        counts into or moves ends after WM - grace. The watermark never goes back, so no later
-        MERGE reads lower."""
-        return wm_before - self.rules.grace - self.rules.windows.size + 1
+        """The lowest window start a MERGE after watermark ``wm_before`` reads, or any later
+        MERGE (reckon.eventtime.lowest_revisable_start)."""
+        return lowest_revisable_start(wm_before, self.rules.grace, self.rules.windows.size)
 
     def _merge_provisional(self, new_totals: DataFrame | None, span: tuple[int, int] | None,
                            batch_id: int, wm_before: int | None, wm_after: int | None,

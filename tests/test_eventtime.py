@@ -18,6 +18,7 @@ from reckon.eventtime import (
     WindowStatus,
     advance_watermark,
     classify,
+    lowest_revisable_start,
     window_status,
 )
 
@@ -178,3 +179,13 @@ def test_watermark_never_moves_backwards_and_never_passes_a_live_partition(batch
 def test_zero_idle_timeout_is_rejected_because_it_can_lose_data():
     with pytest.raises(ConfigError, match="idle_timeout"):
         WatermarkPolicy(lateness=0, idle_timeout=0)
+
+
+@given(times, st.integers(0, 10**10), st.integers(1, 10**10), st.integers(-10**11, 10**11))
+def test_the_lowest_revisable_start_is_where_windows_stop_being_beyond_grace(
+        watermark, grace, size, offset):
+    """A window starting at or after it is counted or moved (not late); one starting before
+    it is beyond grace: the bound the stream's MERGE and its settle of provisional_totals
+    use."""
+    start = lowest_revisable_start(watermark, grace, size) + offset
+    assert (classify(start + size, watermark, grace) is not Disposition.LATE) == (offset >= 0)
