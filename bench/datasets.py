@@ -31,11 +31,11 @@ from pyspark.sql import functions as F
 from bench.harness import log
 from reckon.config import Settings
 from reckon.generate import GeneratorConfig, generate_landing
-from reckon.timeutil import MICROS_PER_SECOND, day_bounds
+from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb
 
 __all__ = ["BENCH_DAY", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
-           "build_event_log", "clone_warehouse", "ensure_landing", "expected_breaks",
+           "build_evening", "build_event_log", "clone_warehouse", "ensure_landing", "expected_breaks",
            "lateness_arrays"]
 
 BENCH_DAY = date(2026, 1, 1)
@@ -99,9 +99,7 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     spec = {"v": _DATA_VERSION, "events": events, "day": day.isoformat(), "keys": DAY_KEYS}
     if _is_built(wh, spec):
         return json.loads(_marker(wh).read_text())
-    if wh.exists():
-        shutil.rmtree(wh)
-    wh.mkdir(parents=True)
+    _fresh_folder(wh)
     log(f"building event_log: {events:,} events of {day} (Spark, direct)")
     d0, _ = day_bounds(day)
     step = (86_400 * MICROS_PER_SECOND) // events
@@ -160,9 +158,70 @@ def build_archived_hour(spark: SparkSession, folder: Path, rows: int,
     spec = {"v": _DATA_VERSION, "archived_hour_rows": rows, "end_us": end_us}
     if _is_built(folder, spec):
         return spec
+    _fresh_folder(folder)
+    _write_archived_hour(spark, folder, rows, end_us)
+    _mark(folder, spec)
+    return spec
+
+
+def build_evening(spark: SparkSession, folder: Path, settings: Settings, archived_rows: int,
+                  provisional_rows: int, end_us: int) -> dict[str, Any]:
+    """A stream's warehouse late in a day, as its batch just before ``end_us`` left it: the
+    archived hour before ``end_us`` (see build_archived_hour) and about ``provisional_rows``
+    (window, key) rows of that day in provisional_totals, all FINAL but the last window's
+    (still OPEN), all in one file, as a day of MERGEs leaves them: each MERGE rewrites the
+    file holding the windows it updates, and its output holds every row that file held.
+    Reused when built for these inputs."""
+    size = settings.event_time_rules().windows.size
+    day_start, _ = day_bounds(from_micros(end_us - 1).date())
+    last_start = end_us // size * size - size
+    windows = min(-(-provisional_rows // DAY_KEYS), (last_start - day_start) // size + 1)
+    spec = {"v": _DATA_VERSION, "archived_hour_rows": archived_rows, "end_us": end_us,
+            "provisional_windows": windows, "open_windows": 1, "keys": DAY_KEYS,
+            "window_us": size}
+    if _is_built(folder, spec):
+        return spec
+    _fresh_folder(folder)
+    _write_archived_hour(spark, folder, archived_rows, end_us)
+    log(f"building a day of provisional_totals: {windows:,} windows x {DAY_KEYS} keys")
+    idc = F.col("id")
+    start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_KEYS).cast("long")) * size
+    is_open = start == F.lit(last_start)
+
+    def unless_open(col: Column) -> Column:
+        return F.when(is_open, F.lit(None)).otherwise(col)
+
+    closed = F.timestamp_micros(start + F.lit(size + 3 * MICROS_PER_SECOND))
+    batch = ((start - F.lit(day_start)) / F.lit(5 * MICROS_PER_SECOND)).cast("long")
+    rows = spark.range(0, windows * DAY_KEYS, numPartitions=max(1, windows * DAY_KEYS // 500_000)
+                       ).select(
+        F.timestamp_micros(start).alias("window_start"),
+        F.timestamp_micros(start + F.lit(size)).alias("window_end"),
+        F.format_string("merchant-%04d", idc % DAY_KEYS).alias("key"),
+        ((F.pmod(_h(idc, 9), F.lit(10_000_000)) + 1).cast("decimal(20,0)") / F.lit(100))
+        .cast(tb.TOTAL).alias("total_amount"),
+        (F.pmod(_h(idc, 10), F.lit(20)) + 1).alias("event_count"),
+        F.when(is_open, F.lit("OPEN")).otherwise(F.lit("FINAL")).alias("status"),
+        F.lit(0).alias("revision"),
+        batch.alias("first_batch_id"), batch.alias("last_batch_id"),
+        unless_open(closed).alias("closed_at"), unless_open(batch + 1).alias("closed_batch_id"),
+        unless_open(closed).alias("watermark_at_close"), unless_open(closed).alias("finalized_at"),
+        unless_open(batch + 1).alias("finalized_batch_id"),
+        F.to_date(F.timestamp_micros(start)).alias("window_date"))
+    tb.ensure_table(spark, folder, tb.PROVISIONAL_TOTALS)
+    (tb.conform(rows, tb.PROVISIONAL_TOTALS).coalesce(1).write.format("delta").mode("append")
+     .save(tb.table_path(folder, tb.PROVISIONAL_TOTALS)))
+    _mark(folder, spec)
+    return spec
+
+
+def _fresh_folder(folder: Path) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+
+
+def _write_archived_hour(spark: SparkSession, folder: Path, rows: int, end_us: int) -> None:
     log(f"building an archived hour of event_log: {rows:,} events before {end_us}")
     hour = 3_600 * MICROS_PER_SECOND
     idc = F.col("id")
@@ -187,8 +246,6 @@ def build_archived_hour(spark: SparkSession, folder: Path, rows: int,
     tb.ensure_table(spark, folder, tb.EVENT_LOG)
     (tb.conform(log_df, tb.EVENT_LOG).write.format("delta").mode("append")
      .save(tb.table_path(folder, tb.EVENT_LOG)))
-    _mark(folder, spec)
-    return spec
 
 
 def clone_warehouse(built: Path, to: Path) -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 __all__ = ["NOTES", "write_markdown"]
 
-ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction")
+ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction",
+         "long_day")
 
 TITLES = {
     "stream": "1. Stream throughput: reckon aggregator vs Spark withWatermark + groupBy(window, key)",
@@ -20,6 +21,8 @@ TITLES = {
     "scale": "6. Scale curve: replay and audit at three sizes",
     "compaction": "7. Nightly compaction: the replay of a day in the stream's small files, "
                   "compacted",
+    "long_day": "8. Long day: stream batches late in a day, before and after the stream's "
+                "periodic compaction",
 }
 
 #: What dominates each workload, measured (see the profile block of each result file). The
@@ -654,6 +657,9 @@ def _rows(name: str, r: dict[str, Any]) -> list[list[str]]:
     size = (f"{scale['events']:,} events" if "events" in scale else "")
     if name == "audit":
         size = f"{scale.get('reconciliation_rows', 0):,} rows"
+    if name == "long_day":
+        size = (f"{scale.get('timed_batches', 0)} batches of "
+                f"{scale.get('lines_per_batch', 0):,} lines")
     # every other contender is compared with ours, or with the reference a workload names
     reference = r.get("settings", {}).get("reference")
     first = (r["results"][reference] if reference else

@@ -990,6 +990,136 @@ def run_compaction(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     }
 
 
+# =========================================================================== 8. long day
+
+#: The feed of the long-day workload: 1,000 events/s in files of a second, 5 files a batch (a
+#: 5 s trigger); the day is laid out up to 20:00 UTC, when the feed starts.
+LONG_DAY_START = "2026-01-01T20:00:00Z"
+LONG_DAY_FILES_PER_BATCH = 5
+
+
+def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[Path]],
+                      *, settle: bool) -> tuple[dict[str, Any], dict[str, Any], float | None]:
+    """Feed ``files`` (a list per batch) to a BatchProcessor: the first batch untimed (it sets
+    the watermark the others start from), then, if ``settle``, the stream's periodic
+    compaction as it runs every event_log_compact_every batches (timed on its own), then the
+    other batches, timed. Returns per-batch figures, their measurements and the compaction's
+    seconds."""
+    from spark.stream import BatchProcessor, landing_lines
+
+    def raw(batch: list[Path]) -> Any:
+        return landing_lines(spark.read.format("text").option("wholetext", "true")
+                             .load([str(f) for f in batch]))
+
+    processor = BatchProcessor(spark, settings, query_id="bench-long-day")
+    metrics: list[Any] = []
+    processor.on_batch = metrics.append
+    processor(raw(files[0]), 0)
+    compaction_seconds = None
+    if settle:
+        t0 = time.perf_counter()
+        processor.compact_open_days(metrics[0].watermark)
+        compaction_seconds = round(time.perf_counter() - t0, 3)
+    merges_from = tb.current_version(settings.warehouse_path, tb.PROVISIONAL_TOTALS)
+    metrics.clear()
+    _, measured = _measure(spark, lambda: [processor(raw(batch), i)
+                                           for i, batch in enumerate(files[1:], start=1)])
+    copied = [int(info["operationMetrics"]["numTargetRowsCopied"])
+              for info in _commit_infos(settings, tb.PROVISIONAL_TOTALS, after=merges_from)
+              if info.get("operation") == "MERGE"]
+    per_batch = {
+        "batch_seconds": [round(m.duration_seconds, 2) for m in metrics],
+        "merge_seconds": [round(m.step_seconds.get("merge", 0.0), 2) for m in metrics],
+        "rows_copied_per_merge": copied,
+        "rows_in": sum(m.rows_in for m in metrics),
+    }
+    return per_batch, measured, compaction_seconds
+
+
+def _commit_infos(settings: Settings, name: str, after: int | None) -> list[dict[str, Any]]:
+    """The commitInfo of every commit to ``name`` after version ``after``, oldest first."""
+    log_dir = Path(tb.table_path(settings.warehouse_path, name)) / "_delta_log"
+    infos = []
+    for path in sorted(log_dir.glob("*.json")):
+        if after is not None and int(path.stem) <= after:
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if '"commitInfo"' in line:
+                infos.append(json.loads(line)["commitInfo"])
+    return infos
+
+
+def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+    """Stream batches late in a long day, on a warehouse as a day of the stream leaves it: an
+    hour of event_log behind the de-duplication and a day of provisional_totals in the file a
+    day of MERGEs leaves. In turns: the batches on that day as it is (every MERGE rewrites the
+    whole day), the stream's periodic compaction (which splits off the windows no later MERGE
+    reads), and the same batches after it."""
+    rate = scale.n(1_000, floor=50)
+    timed = 6 if scale.factor >= 0.05 else 2
+    per_batch = LONG_DAY_FILES_PER_BATCH
+    feed = GeneratorConfig(events=rate * per_batch * (timed + 1), lines_per_file=rate,
+                           rate=float(rate), keys=ds.DAY_KEYS, start=LONG_DAY_START, seed=29)
+    staged = scale.data_dir / f"long-day-feed-{rate}-{timed}"
+    manifest = ds.ensure_landing(staged, feed)
+    files = [[staged / f for f in manifest["files"][i:i + per_batch]]
+             for i in range(0, len(manifest["files"]), per_batch)][:timed + 1]
+    work = scale.data_dir / "work-long-day"
+    settings = base_settings(work, expected_partitions=tuple(manifest["expected_partitions"]),
+                             event_log_compact_every=0)  # the workload settles when it says so
+    base = scale.data_dir / f"long-day-{rate}"
+    built = ds.build_evening(spark, base, settings, scale.n(3_600_000),
+                             scale.n(1_440_000), parse_timestamp(LONG_DAY_START))
+    compactions: list[float] = []
+
+    def batches(settle: bool) -> tuple[Any, dict[str, Any]]:
+        ds.clone_warehouse(base, work)  # untimed: every run starts from the same day
+        spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
+        figures, measured, compaction = _long_day_batches(spark, settings, files,
+                                                          settle=settle)
+        if compaction is not None:
+            compactions.append(compaction)
+        return figures, measured
+
+    runs = _alternate(spark, {
+        "reckon_batches_day_as_merged": lambda: batches(False),
+        "reckon_batches_after_compaction": lambda: batches(True),
+    }, ROUNDS, "long_day")
+    results = {}
+    for name, (value, m, walls) in runs.items():
+        results[name] = {**m, **value, "events_per_second": round(value["rows_in"] / m["wall_seconds"]),
+                         "median_batch_seconds": round(statistics.median(value["batch_seconds"]), 3),
+                         "median_merge_seconds": round(statistics.median(value["merge_seconds"]), 3),
+                         "median_rows_copied_per_merge": statistics.median(
+                             value["rows_copied_per_merge"] or [0]),
+                         "wall_seconds_runs": walls}
+    as_merged = results["reckon_batches_day_as_merged"]["median_batch_seconds"]
+    settled = results["reckon_batches_after_compaction"]["median_batch_seconds"]
+    compaction = round(statistics.median(compactions), 3)
+    saved = as_merged - settled
+    every = base_settings(work).event_log_compact_every  # the default the stream runs with
+    break_even = round(compaction / saved, 1) if saved > 0 else None
+    return {
+        "scale": {"events_per_second_fed": rate, "lines_per_batch": rate * per_batch,
+                  "timed_batches": timed, "archived_rows": built["archived_hour_rows"],
+                  "provisional_rows": built["provisional_windows"] * built["keys"]},
+        "results": results,
+        "ratios": {"batch_day_as_merged_vs_after_compaction": round(as_merged / settled, 3),
+                   "compaction_break_even_batches": break_even},
+        "targets": [_target("the periodic compaction pays for itself before the next one",
+                            break_even, f"<= event_log_compact_every ({every}) batches",
+                            None if break_even is None else break_even <= every)],
+        "profile": {"compaction_seconds_runs": compactions,
+                    "compaction_seconds_median": compaction},
+        "settings": {"window": settings.window, "lateness": settings.lateness,
+                     "trigger_equivalent": f"{per_batch} s", "rounds": ROUNDS,
+                     "reference": "reckon_batches_day_as_merged",
+                     "reported": "median run of each contender; per-batch medians within it",
+                     "order_in_a_round": "batches on the day as merged, then on a fresh copy: "
+                     "the first batch, the compaction, the batches"},
+    }
+
+
 WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "stream": run_stream,
     "freshness": run_freshness,
@@ -998,4 +1128,5 @@ WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "lateness": run_lateness,
     "scale": run_scale_curve,
     "compaction": run_compaction,
+    "long_day": run_long_day,
 }

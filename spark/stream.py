@@ -64,8 +64,8 @@ from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "processing_time",
-           "run_stream"]
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "landing_lines",
+           "processing_time", "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
@@ -303,7 +303,7 @@ class BatchProcessor:
         if compacting:
             assert wm_before is not None
             with self._step("compact"):
-                self._compact_open_days(wm_before)
+                self.compact_open_days(wm_before)
 
         metrics = BatchMetrics(
             batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
@@ -521,13 +521,14 @@ class BatchProcessor:
              })
              .execute())
 
-    def _compact_open_days(self, wm_before: int) -> None:
+    def compact_open_days(self, wm_before: int) -> None:
         """From the watermark's day on: bin-pack event_log's small files, so the next batches'
         de-duplication read opens few files, and split provisional_totals into the windows no
         later MERGE reads (its lowest bound only rises with the watermark) and the rest, so the
-        MERGE stops carrying FINAL windows along (spark.compaction). Here, after every write of
-        the batch has ended, no batch mark is set, so these commits carry none; a re-run finds
-        nothing left to do and commits nothing."""
+        MERGE stops carrying FINAL windows along (spark.compaction). The stream runs it every
+        event_log_compact_every batches, once every write of the batch has ended: no batch
+        mark is set then, so these commits carry none; a re-run finds nothing left to do and
+        commits nothing."""
         from spark.compaction import compact_recent_event_log, settle_open_provisional
 
         since = from_micros(wm_before).date()
@@ -596,29 +597,8 @@ class StreamSource:
                      .option("maxFileAge", "36500d")
                      # only event files: a manifest or a half-written temp file is no input
                      .option("pathGlobFilter", "*.ndjson")
-                     .load(str(Path(self.landing).resolve()))
-                     .select("value", F.col("_metadata.file_path").alias("input_file"),
-                             F.col("_metadata.file_modification_time").alias("transport_time")))
-            # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
-            # The file is split once, into a column: an expression over the whole text next
-            # to the explode would be evaluated again for every line (quadratic in the file).
-            # (Java tries a regex at every position of a text it does not match, even one
-            # anchored with '^': both run only where a plain prefix or substring test says
-            # they can match)
-            text = F.when(F.startswith("value", F.lit("\ufeff")),
-                          F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
-            parts = files.select("input_file", "transport_time",
-                                 F.split(text, "\n").alias("parts"))
-            parts = parts.select("*", F.size("parts").alias("n"))
-            lines = parts.select("input_file", "transport_time", "n",
-                                 F.posexplode("parts").alias("offset", "line"))
-            return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
-                    .select(F.when(F.instr("line", "\r") > 0,
-                                   F.regexp_replace("line", "\r$", ""))
-                            .otherwise(F.col("line")).alias("payload"),
-                            F.lit(None).cast("int").alias("transport_partition"),
-                            F.col("offset").cast("long").alias("offset"),
-                            "transport_time", "input_file"))
+                     .load(str(Path(self.landing).resolve())))
+            return landing_lines(files)
         return (spark.readStream.format("kafka")
                 .option("kafka.bootstrap.servers", self.kafka_bootstrap)
                 .option("subscribe", self.topic)
@@ -628,6 +608,34 @@ class StreamSource:
                 .load()
                 .select(*kafka_raw_columns(self.topic)))
 
+
+def landing_lines(files: DataFrame) -> DataFrame:
+    """Landing files read by Spark's text source with ``wholetext`` (a row per file) as
+    RAW_COLUMNS, a row per line: the stream's source, and a batch read of the same files (the
+    benchmark feeds them to BatchProcessor directly). The file's path is its input_file, its
+    modification time the transport time."""
+    files = files.select("value", F.col("_metadata.file_path").alias("input_file"),
+                         F.col("_metadata.file_modification_time").alias("transport_time"))
+    # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
+    # The file is split once, into a column: an expression over the whole text next
+    # to the explode would be evaluated again for every line (quadratic in the file).
+    # (Java tries a regex at every position of a text it does not match, even one
+    # anchored with '^': both run only where a plain prefix or substring test says
+    # they can match)
+    text = F.when(F.startswith("value", F.lit("\ufeff")),
+                  F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
+    parts = files.select("input_file", "transport_time",
+                         F.split(text, "\n").alias("parts"))
+    parts = parts.select("*", F.size("parts").alias("n"))
+    lines = parts.select("input_file", "transport_time", "n",
+                         F.posexplode("parts").alias("offset", "line"))
+    return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
+            .select(F.when(F.instr("line", "\r") > 0,
+                           F.regexp_replace("line", "\r$", ""))
+                    .otherwise(F.col("line")).alias("payload"),
+                    F.lit(None).cast("int").alias("transport_partition"),
+                    F.col("offset").cast("long").alias("offset"),
+                    "transport_time", "input_file"))
 
 def kafka_raw_columns(topic: str) -> list[Column]:
     """A Kafka record as RAW_COLUMNS: partition and offset from Kafka's own metadata, the

@@ -4,7 +4,8 @@ markdown. Results go to a temporary folder so the committed ones are left alone.
 
 The default suite runs the stream and lateness workloads (the harness end to end, ~1 min);
 `make test-soak` runs the others (replay, audit and their baselines; freshness, which feeds
-files for seconds whatever the scale; the scale curve's three replays and audits)."""
+files for seconds whatever the scale; the scale curve's three replays and audits; the
+compaction and long-day workloads)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
 
 
 DEFAULT = ["stream", "lateness"]
-SOAK = ["replay", "audit", "freshness", "scale", "compaction"]
+SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day"]
 
 
 @pytest.mark.parametrize("names", [DEFAULT, pytest.param(SOAK, marks=pytest.mark.soak)],
@@ -55,7 +56,8 @@ def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -
             assert payload["ratios"], name
 
     checks = {"stream": _stream, "replay": _replay, "audit": _audit, "lateness": _lateness,
-              "freshness": _freshness, "scale": _scale, "compaction": _compaction}
+              "freshness": _freshness, "scale": _scale, "compaction": _compaction,
+              "long_day": _long_day}
     for name in names:
         if name in checks:
             checks[name](json.loads((results / f"{name}.json").read_text()))
@@ -138,3 +140,22 @@ def _compaction(compaction: dict) -> None:
     done = compaction["profile"]["compaction"]
     assert done["event_log_files_before"] == compaction["scale"]["event_log_files"]
     assert done["event_log_files_after"] == 1
+
+
+def _long_day(long_day: dict) -> None:
+    """The day as MERGEs leave it: every MERGE copies the day's FINAL windows along; after the
+    stream's periodic compaction they sit in a file no MERGE opens."""
+    from bench.datasets import DAY_KEYS
+
+    scale = long_day["scale"]
+    final_rows = scale["provisional_rows"] - DAY_KEYS  # all but the one OPEN window's rows
+    as_merged = long_day["results"]["reckon_batches_day_as_merged"]
+    settled = long_day["results"]["reckon_batches_after_compaction"]
+    for run in (as_merged, settled):
+        assert len(run["batch_seconds"]) == scale["timed_batches"]
+        assert len(run["rows_copied_per_merge"]) == scale["timed_batches"]
+        assert run["rows_in"] > 0
+    assert min(as_merged["rows_copied_per_merge"]) >= final_rows
+    assert max(settled["rows_copied_per_merge"]) < final_rows // 2
+    assert long_day["profile"]["compaction_seconds_median"] > 0
+    assert long_day["ratios"]["batch_day_as_merged_vs_after_compaction"] > 0
