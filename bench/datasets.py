@@ -178,11 +178,13 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     windows = min(-(-provisional_rows // DAY_KEYS), (last_start - day_start) // size + 1)
     spec = {"v": _DATA_VERSION, "archived_hour_rows": archived_rows, "end_us": end_us,
             "provisional_windows": windows, "open_windows": 1, "keys": DAY_KEYS,
-            "window_us": size}
+            "window_us": size, "archived_rows_per_file": 1_200_000}
     if _is_built(folder, spec):
         return spec
     _fresh_folder(folder)
-    _write_archived_hour(spark, folder, archived_rows, end_us)
+    # files of ~30 MB, which the stream's compaction of event_log leaves alone (as it would
+    # have left an hour it compacted already), so a timed compaction is the day's own
+    _write_archived_hour(spark, folder, archived_rows, end_us, rows_per_file=1_200_000)
     log(f"building a day of provisional_totals: {windows:,} windows x {DAY_KEYS} keys")
     idc = F.col("id")
     start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_KEYS).cast("long")) * size
@@ -221,13 +223,14 @@ def _fresh_folder(folder: Path) -> None:
     folder.mkdir(parents=True)
 
 
-def _write_archived_hour(spark: SparkSession, folder: Path, rows: int, end_us: int) -> None:
+def _write_archived_hour(spark: SparkSession, folder: Path, rows: int, end_us: int,
+                         rows_per_file: int = 500_000) -> None:
     log(f"building an archived hour of event_log: {rows:,} events before {end_us}")
     hour = 3_600 * MICROS_PER_SECOND
     idc = F.col("id")
     arrival_us = F.lit(end_us - hour) + (idc * F.lit(hour)) / F.lit(rows)
     event_us = arrival_us.cast("long") - F.lit(300_000) - F.pmod(_h(idc, 3), F.lit(700_000))
-    log_df = spark.range(0, rows, numPartitions=max(1, rows // 500_000)).select(
+    log_df = spark.range(0, rows, numPartitions=max(1, rows // rows_per_file)).select(
         F.format_string("archived-%012d", idc).alias("event_id"),
         F.format_string("merchant-%04d", F.pmod(_h(idc, 1), F.lit(DAY_KEYS))).alias("key"),
         ((F.pmod(_h(idc, 6), F.lit(1_000_000)) + 1).cast("decimal(20,0)") / F.lit(100))
