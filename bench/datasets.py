@@ -35,8 +35,8 @@ from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb
 
 __all__ = ["BENCH_DAY", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
-           "build_evening", "build_event_log", "clone_warehouse", "ensure_landing", "expected_breaks",
-           "lateness_arrays"]
+           "build_evening", "build_event_log", "clone_warehouse", "ensure_landing",
+           "expected_breaks", "fresh_folder", "lateness_arrays"]
 
 BENCH_DAY = date(2026, 1, 1)
 DAY_KEYS = 200           # merchants in the built day: ~1.7M (10 s window, key) cells a day
@@ -99,7 +99,7 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     spec = {"v": _DATA_VERSION, "events": events, "day": day.isoformat(), "keys": DAY_KEYS}
     if _is_built(wh, spec):
         return json.loads(_marker(wh).read_text())
-    _fresh_folder(wh)
+    fresh_folder(wh)
     log(f"building event_log: {events:,} events of {day} (Spark, direct)")
     d0, _ = day_bounds(day)
     step = (86_400 * MICROS_PER_SECOND) // events
@@ -158,10 +158,16 @@ def build_archived_hour(spark: SparkSession, folder: Path, rows: int,
     spec = {"v": _DATA_VERSION, "archived_hour_rows": rows, "end_us": end_us}
     if _is_built(folder, spec):
         return spec
-    _fresh_folder(folder)
+    fresh_folder(folder)
     _write_archived_hour(spark, folder, rows, end_us)
     _mark(folder, spec)
     return spec
+
+
+#: Rows per file of build_evening's archived hour: ~30 MB files (at full scale), which the
+#: stream's compaction of event_log leaves alone as it would an hour it compacted already, so
+#: a timed compaction is the day's own.
+EVENING_ARCHIVED_ROWS_PER_FILE = 1_200_000
 
 
 def build_evening(spark: SparkSession, folder: Path, settings: Settings, archived_rows: int,
@@ -172,19 +178,20 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     (still OPEN), all in one file, as a day of MERGEs leaves them: each MERGE rewrites the
     file holding the windows it updates, and its output holds every row that file held.
     Reused when built for these inputs."""
-    size = settings.event_time_rules().windows.size
+    rules = settings.event_time_rules()
+    size, lateness = rules.windows.size, rules.watermark.lateness
     day_start, _ = day_bounds(from_micros(end_us - 1).date())
     last_start = end_us // size * size - size
     windows = min(-(-provisional_rows // DAY_KEYS), (last_start - day_start) // size + 1)
-    spec = {"v": _DATA_VERSION, "archived_hour_rows": archived_rows, "end_us": end_us,
-            "provisional_windows": windows, "open_windows": 1, "keys": DAY_KEYS,
-            "window_us": size, "archived_rows_per_file": 1_200_000}
+    spec = {"v": _DATA_VERSION, "builder": "evening-1", "archived_hour_rows": archived_rows,
+            "end_us": end_us, "provisional_windows": windows, "open_windows": 1,
+            "keys": DAY_KEYS, "window_us": size, "lateness_us": lateness,
+            "archived_rows_per_file": EVENING_ARCHIVED_ROWS_PER_FILE}
     if _is_built(folder, spec):
         return spec
-    _fresh_folder(folder)
-    # files of ~30 MB, which the stream's compaction of event_log leaves alone (as it would
-    # have left an hour it compacted already), so a timed compaction is the day's own
-    _write_archived_hour(spark, folder, archived_rows, end_us, rows_per_file=1_200_000)
+    fresh_folder(folder)
+    _write_archived_hour(spark, folder, archived_rows, end_us,
+                         rows_per_file=EVENING_ARCHIVED_ROWS_PER_FILE)
     log(f"building a day of provisional_totals: {windows:,} windows x {DAY_KEYS} keys")
     idc = F.col("id")
     start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_KEYS).cast("long")) * size
@@ -193,10 +200,10 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     def unless_open(col: Column) -> Column:
         return F.when(is_open, F.lit(None)).otherwise(col)
 
-    closed = F.timestamp_micros(start + F.lit(size + 3 * MICROS_PER_SECOND))
-    batch = ((start - F.lit(day_start)) / F.lit(5 * MICROS_PER_SECOND)).cast("long")
-    rows = spark.range(0, windows * DAY_KEYS, numPartitions=max(1, windows * DAY_KEYS // 500_000)
-                       ).select(
+    # closed (and, with no grace, final) once the watermark passed the window's end
+    closed = F.timestamp_micros(start + F.lit(size + lateness))
+    batch = ((start - F.lit(day_start)) / F.lit(5 * MICROS_PER_SECOND)).cast("long")  # 5 s
+    rows = spark.range(0, windows * DAY_KEYS).select(
         F.timestamp_micros(start).alias("window_start"),
         F.timestamp_micros(start + F.lit(size)).alias("window_end"),
         F.format_string("merchant-%04d", idc % DAY_KEYS).alias("key"),
@@ -217,10 +224,12 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     return spec
 
 
-def _fresh_folder(folder: Path) -> None:
+def fresh_folder(folder: Path) -> Path:
+    """``folder``, emptied (created if missing)."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    return folder
 
 
 def _write_archived_hour(spark: SparkSession, folder: Path, rows: int, end_us: int,

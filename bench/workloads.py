@@ -96,13 +96,6 @@ def base_settings(warehouse: Path, **overrides: Any) -> Settings:
                             "max_files_per_trigger": MAX_FILES_PER_TRIGGER, **overrides})
 
 
-def _fresh(path: Path) -> Path:
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
-
-
 def _measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
     """Run ``fn`` once: its value, wall seconds and peak memory."""
     with MemorySampler(spark) as mem:
@@ -179,7 +172,7 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
     points = []
     for files in sweep_sizes(len(manifest["files"])):
         per = files * manifest["lines"] // len(manifest["files"])
-        where = _fresh(work / f"sweep-{files}")
+        where = ds.fresh_folder(work / f"sweep-{files}")
         settings = base_settings(where / "wh-reckon", max_files_per_trigger=files,
                                  expected_partitions=tuple(manifest["expected_partitions"]))
         late: list[int] = []
@@ -216,7 +209,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     landing = scale.data_dir / f"landing-{n}"
     manifest = ds.ensure_landing(landing, GeneratorConfig(events=n, lines_per_file=lines_per_file,
                                                           seed=11))
-    work = _fresh(scale.data_dir / "work-stream")
+    work = ds.fresh_folder(scale.data_dir / "work-stream")
     settings = base_settings(work / "wh-reckon",
                              expected_partitions=tuple(manifest["expected_partitions"]))
     source = StreamSource(landing=str(landing))
@@ -366,8 +359,8 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     feed_cfg = GeneratorConfig(events=rate * files_n, lines_per_file=rate, rate=float(rate),
                                seed=23)
     manifest = ds.ensure_landing(staged, feed_cfg)
-    work = _fresh(scale.data_dir / f"work-fresh-{rate}")
-    landing, tmp = _fresh(work / "landing"), _fresh(work / "tmp")
+    work = ds.fresh_folder(scale.data_dir / f"work-fresh-{rate}")
+    landing, tmp = ds.fresh_folder(work / "landing"), ds.fresh_folder(work / "tmp")
     archived_rows = scale.freshness_archived_rows(rate)
     archive = scale.data_dir / f"fresh-archived-hour-{archived_rows}"
     ds.build_archived_hour(spark, archive, archived_rows, parse_timestamp(feed_cfg.start))
@@ -919,7 +912,7 @@ def _stream_layout(spark: SparkSession, scale: Scale, events: int) -> Path:
     marker = target / "_bench_built.json"
     if not marker.is_file():
         log(f"compaction: laying out {events:,} events in {files:,} files as a stream would")
-        _fresh(target)
+        ds.fresh_folder(target)
         tb.ensure_table(spark, target, tb.EVENT_LOG)
         (tb.read_table(spark, source.warehouse_path, tb.EVENT_LOG)
          .repartitionByRange(files, "arrival_time").write.format("delta").mode("append")
@@ -999,54 +992,49 @@ LONG_DAY_FILES_PER_BATCH = 5
 
 
 def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[Path]],
-                      *, settle: bool) -> tuple[dict[str, Any], dict[str, Any], float | None]:
+                      *, settle: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """Feed ``files`` (a list per batch) to a BatchProcessor: the first batch untimed (it sets
     the watermark the others start from), then, if ``settle``, the stream's periodic
     compaction as it runs every event_log_compact_every batches (timed on its own), then the
-    other batches, timed. Returns per-batch figures, their measurements and the compaction's
-    seconds."""
-    from spark.stream import BatchProcessor, landing_lines
+    other batches, timed. Returns per-batch figures (and the compaction's seconds) and the
+    measurements of the timed batches."""
+    from pyspark.sql import DataFrame
 
-    def raw(batch: list[Path]) -> Any:
+    from spark.stream import BatchMetrics, BatchProcessor, landing_lines
+
+    def raw(batch: list[Path]) -> DataFrame:
         return landing_lines(spark.read.format("text").option("wholetext", "true")
                              .load([str(f) for f in batch]))
 
     processor = BatchProcessor(spark, settings, query_id="bench-long-day")
-    metrics: list[Any] = []
+    metrics: list[BatchMetrics] = []
     processor.on_batch = metrics.append
     processor(raw(files[0]), 0)
     compaction_seconds = None
     if settle:
+        watermark = metrics[0].watermark
+        if watermark is None:
+            raise RuntimeError("long_day: the first batch left no watermark (a partition the "
+                               "feed declares never delivered), so there is nothing to settle")
         t0 = time.perf_counter()
-        processor.compact_open_days(metrics[0].watermark)
+        processor.compact_open_days(watermark)
         compaction_seconds = round(time.perf_counter() - t0, 3)
     merges_from = tb.current_version(settings.warehouse_path, tb.PROVISIONAL_TOTALS)
+    assert merges_from is not None  # the first batch committed to it
     metrics.clear()
     _, measured = _measure(spark, lambda: [processor(raw(batch), i)
                                            for i, batch in enumerate(files[1:], start=1)])
-    copied = [int(info["operationMetrics"]["numTargetRowsCopied"])
-              for info in _commit_infos(settings, tb.PROVISIONAL_TOTALS, after=merges_from)
+    copied = [int(info["operationMetrics"]["numTargetRowsCopied"]) for _, info in
+              tb.commit_infos(settings.warehouse_path, tb.PROVISIONAL_TOTALS, merges_from)
               if info.get("operation") == "MERGE"]
-    per_batch = {
+    figures = {
         "batch_seconds": [round(m.duration_seconds, 2) for m in metrics],
         "merge_seconds": [round(m.step_seconds.get("merge", 0.0), 2) for m in metrics],
         "rows_copied_per_merge": copied,
-        "rows_in": sum(m.rows_in for m in metrics),
+        "lines_in": sum(m.rows_in for m in metrics),
+        "compaction_seconds": compaction_seconds,
     }
-    return per_batch, measured, compaction_seconds
-
-
-def _commit_infos(settings: Settings, name: str, after: int | None) -> list[dict[str, Any]]:
-    """The commitInfo of every commit to ``name`` after version ``after``, oldest first."""
-    log_dir = Path(tb.table_path(settings.warehouse_path, name)) / "_delta_log"
-    infos = []
-    for path in sorted(log_dir.glob("*.json")):
-        if after is not None and int(path.stem) <= after:
-            continue
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if '"commitInfo"' in line:
-                infos.append(json.loads(line)["commitInfo"])
-    return infos
+    return figures, measured
 
 
 def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
@@ -1068,34 +1056,32 @@ def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     settings = base_settings(work, expected_partitions=tuple(manifest["expected_partitions"]),
                              event_log_compact_every=0)  # the workload settles when it says so
     base = scale.data_dir / f"long-day-{rate}"
+    # at least 20 windows, so that the day's FINAL rows outnumber what a settled MERGE copies
     built = ds.build_evening(spark, base, settings, scale.n(3_600_000),
-                             scale.n(1_440_000), parse_timestamp(LONG_DAY_START))
-    compactions: list[float] = []
+                             scale.n(1_440_000, floor=20 * ds.DAY_KEYS),
+                             parse_timestamp(LONG_DAY_START))
 
-    def batches(settle: bool) -> tuple[Any, dict[str, Any]]:
+    def batches(settle: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         ds.clone_warehouse(base, work)  # untimed: every run starts from the same day
         spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
-        figures, measured, compaction = _long_day_batches(spark, settings, files,
-                                                          settle=settle)
-        if compaction is not None:
-            compactions.append(compaction)
-        return figures, measured
+        return _long_day_batches(spark, settings, files, settle=settle)
 
     runs = _alternate(spark, {
         "reckon_batches_day_as_merged": lambda: batches(False),
         "reckon_batches_after_compaction": lambda: batches(True),
     }, ROUNDS, "long_day")
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for name, (value, m, walls) in runs.items():
-        results[name] = {**m, **value, "events_per_second": round(value["rows_in"] / m["wall_seconds"]),
-                         "median_batch_seconds": round(statistics.median(value["batch_seconds"]), 3),
-                         "median_merge_seconds": round(statistics.median(value["merge_seconds"]), 3),
-                         "median_rows_copied_per_merge": statistics.median(
-                             value["rows_copied_per_merge"] or [0]),
-                         "wall_seconds_runs": walls}
+        results[name] = {
+            **m, **value, "events_per_second": round(value["lines_in"] / m["wall_seconds"]),
+            "median_batch_seconds": round(statistics.median(value["batch_seconds"]), 3),
+            "median_merge_seconds": round(statistics.median(value["merge_seconds"]), 3),
+            "median_rows_copied_per_merge": statistics.median(value["rows_copied_per_merge"]),
+            "wall_seconds_runs": walls}
     as_merged = results["reckon_batches_day_as_merged"]["median_batch_seconds"]
     settled = results["reckon_batches_after_compaction"]["median_batch_seconds"]
-    compaction = round(statistics.median(compactions), 3)
+    # the compaction of the median run of batches after it (its own seconds are not in them)
+    compaction = results["reckon_batches_after_compaction"]["compaction_seconds"]
     saved = as_merged - settled
     every = base_settings(work).event_log_compact_every  # the default the stream runs with
     break_even = round(compaction / saved, 1) if saved > 0 else None
@@ -1109,8 +1095,7 @@ def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "targets": [_target("the periodic compaction pays for itself before the next one",
                             break_even, f"<= event_log_compact_every ({every}) batches",
                             None if break_even is None else break_even <= every)],
-        "profile": {"compaction_seconds_runs": compactions,
-                    "compaction_seconds_median": compaction},
+        "profile": {"compaction_seconds": compaction},
         "settings": {"window": settings.window, "lateness": settings.lateness,
                      "trigger_equivalent": f"{per_batch} s", "rounds": ROUNDS,
                      "reference": "reckon_batches_day_as_merged",

@@ -613,7 +613,8 @@ def landing_lines(files: DataFrame) -> DataFrame:
     """Landing files read by Spark's text source with ``wholetext`` (a row per file) as
     RAW_COLUMNS, a row per line: the stream's source, and a batch read of the same files (the
     benchmark feeds them to BatchProcessor directly). The file's path is its input_file, its
-    modification time the transport time."""
+    modification time the transport time: ``files`` must come straight from the file source,
+    whose ``_metadata`` column this reads."""
     files = files.select("value", F.col("_metadata.file_path").alias("input_file"),
                          F.col("_metadata.file_modification_time").alias("transport_time"))
     # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
@@ -636,6 +637,7 @@ def landing_lines(files: DataFrame) -> DataFrame:
                     F.lit(None).cast("int").alias("transport_partition"),
                     F.col("offset").cast("long").alias("offset"),
                     "transport_time", "input_file"))
+
 
 def kafka_raw_columns(topic: str) -> list[Column]:
     """A Kafka record as RAW_COLUMNS: partition and offset from Kafka's own metadata, the

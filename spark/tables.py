@@ -42,6 +42,7 @@ __all__ = [
     "ConcurrentWrites",
     "batch_mark",
     "batch_mark_reads",
+    "commit_infos",
     "conform",
     "current_version",
     "ensure_table",
@@ -435,15 +436,34 @@ def last_marked_batch(warehouse: str | Path, name: str, app_id: str, *,
     return None
 
 
-def _commit_user_metadata(lines: Iterable[str]) -> str | None:
-    """The userMetadata of a Delta commit file's commitInfo action (the Delta protocol: one JSON
-    action per line; Delta writes commitInfo first, so the rest is rarely read), or None."""
+def _commit_info(lines: Iterable[str]) -> dict[str, Any] | None:
+    """The commitInfo action of a Delta commit file (the Delta protocol: one JSON action per
+    line; Delta writes commitInfo first, so the rest is rarely read), or None."""
     for line in lines:
         if '"commitInfo"' in line:
-            info = json.loads(line).get("commitInfo") or {}
-            value = info.get("userMetadata")
-            return None if value is None else str(value)
+            info = json.loads(line).get("commitInfo")
+            return info if isinstance(info, dict) else None
     return None
+
+
+def _commit_user_metadata(lines: Iterable[str]) -> str | None:
+    """The userMetadata of a Delta commit file's commitInfo action, or None."""
+    value = (_commit_info(lines) or {}).get("userMetadata")
+    return None if value is None else str(value)
+
+
+def commit_infos(warehouse: str | Path, name: str,
+                 after: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(version, commitInfo) of the commits to ``name`` after version ``after``, oldest first:
+    what Delta's history() shows (operation, operationMetrics, userMetadata), read from the
+    commit files without a Spark job."""
+    head = current_version(warehouse, name)
+    log = Path(table_path(warehouse, name)) / "_delta_log"
+    for version in range(after + 1, (head if head is not None else after) + 1):
+        with (log / f"{version:020d}.json").open(encoding="utf-8") as commit:
+            info = _commit_info(commit)
+        if info is not None:
+            yield version, info
 
 
 def marked_commit(warehouse: str | Path, name: str, app_id: str,
