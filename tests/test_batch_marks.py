@@ -120,8 +120,9 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
             tb.marked_append(rows, tmp_path, name, app, batch)
     table = DeltaTable.forPath(spark, tb.table_path(tmp_path, name))
     table.optimize().executeCompaction()
-    history = [(r.version, parse_batch_mark(r.userMetadata))
-               for r in table.history().select("version", "userMetadata").collect()]
+    described = table.history().select("version", "userMetadata", "operation",
+                                       "operationMetrics").collect()
+    history = [(r.version, parse_batch_mark(r.userMetadata)) for r in described]
     head = max(v for v, _ in history)
     assert head == 6 and history[0][1] is None  # 5 appends and the OPTIMIZE after version 0
     for at in range(head + 1):
@@ -133,6 +134,14 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     assert tb.marked_commit(tmp_path, name, "b", 0) == (
         next(v for v, m in history if m == ("b", name, 0)), {})
     assert tb.marked_commit(tmp_path, name, "b", 2) is None
+    # commit_infos: the same commits oldest first, after a version, as the history shows them
+    for after in (-1, 3, head):
+        infos = list(tb.commit_infos(tmp_path, name, after))
+        assert [(v, i["operation"], i.get("userMetadata"),
+                 {k: str(x) for k, x in (i.get("operationMetrics") or {}).items()})
+                for v, i in infos] == [
+            (r.version, r.operation, r.userMetadata, dict(r.operationMetrics or {}))
+            for r in reversed(described) if r.version > after], after
 
 
 @pytest.mark.spark
