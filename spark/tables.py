@@ -456,7 +456,8 @@ def commit_infos(warehouse: str | Path, name: str,
                  after: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """(version, commitInfo) of the commits to ``name`` after version ``after``, oldest first:
     what Delta's history() shows (operation, operationMetrics, userMetadata), read from the
-    commit files without a Spark job."""
+    commit files without a Spark job. For recent versions: a commit file that log retention
+    already removed raises FileNotFoundError."""
     head = current_version(warehouse, name)
     log = Path(table_path(warehouse, name)) / "_delta_log"
     for version in range(after + 1, (head if head is not None else after) + 1):
