@@ -92,6 +92,16 @@ class Settings:
                               ">= 0 (0: the stream never compacts its open days itself)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
+        scheme = _WAREHOUSE_SCHEME.match(self.warehouse)
+        if scheme and scheme.group(1).lower() != "file":
+            # Path() would turn s3a://bucket/wh into ./s3a:/bucket/wh: every job would write a
+            # local directory on its own machine, on a cluster a different one per executor
+            raise ConfigError(
+                f"warehouse={self.warehouse!r}: reckon reads the Delta logs (batch marks, table "
+                "versions) as files, so the warehouse must be a filesystem path that the driver "
+                "and every executor see at the same place (a local directory, a shared volume, "
+                "or an object store mounted there); write /mnt/lake/reckon, not a "
+                f"{scheme.group(1)}:// URL (RECKON_WAREHOUSE or --warehouse)")
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
@@ -106,7 +116,9 @@ class Settings:
     # ------------------------------------------------------------------ derived values
     @property
     def warehouse_path(self) -> Path:
-        return Path(self.warehouse).expanduser().resolve()
+        scheme = _WAREHOUSE_SCHEME.match(self.warehouse)  # only file:// passes validation
+        local = self.warehouse[scheme.end():] if scheme else self.warehouse
+        return Path(local).expanduser().resolve()
 
     @property
     def report_db(self) -> str:
@@ -139,6 +151,7 @@ class Settings:
 
 
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_WAREHOUSE_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 def _redact_url(url: str) -> str:

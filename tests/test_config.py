@@ -83,3 +83,17 @@ def test_a_spark_setting_whose_value_holds_a_comma_is_written_as_json():
         load_settings(env={"RECKON_EXTRA_SPARK_CONF": "spark.sql.extensions=a.B,c.D"})
     with pytest.raises(ConfigError, match="is not a valid JSON object"):
         load_settings(env={"RECKON_EXTRA_SPARK_CONF": '{"spark.a": 1'})
+
+
+@pytest.mark.parametrize("url", ["s3a://lake/reckon", "abfss://c@acct.dfs.core.windows.net/wh",
+                                 "hdfs://nn:8020/reckon"])
+def test_a_warehouse_url_is_refused_with_what_to_write_instead(url):
+    # as a path it would become ./s3a:/lake/reckon, a local directory on every machine
+    with pytest.raises(ConfigError, match=r"filesystem path .* not a \w+:// URL"):
+        load_settings(env={"RECKON_WAREHOUSE": url})
+
+
+def test_a_file_url_warehouse_is_its_path(tmp_path):
+    s = load_settings(env={}, warehouse=f"file://{tmp_path}/wh")
+    assert s.warehouse_path == tmp_path / "wh"
+    assert s.report_db == f"sqlite:///{tmp_path / 'wh' / 'reports' / 'reckon.db'}"
