@@ -105,10 +105,8 @@ def _log_actions(table_dir: Path) -> list[dict[str, Any]]:
 def committed_batch(table_dir: Path) -> int | None:
     """The newest stream batch committed to the table (the batch mark in a commit's
     userMetadata, spark/tables.py), None if none."""
-    marks = [tb.parse_batch_mark(a["commitInfo"].get("userMetadata"))
-             for a in _log_actions(table_dir) if "commitInfo" in a]
-    batches = [m[2] for m in marks if m is not None]
-    return max(batches) if batches else None
+    return max((mark[2] for _version, mark in tb.marked_commits(table_dir.parent,
+                                                                 table_dir.name)), default=None)
 
 
 def data_files(table_dir: Path) -> set[str]:
