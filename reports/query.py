@@ -14,7 +14,10 @@ Read-only is checked on tokens (strings, quoted identifiers and comments are rec
 neither ``'DROP'`` in a literal nor ``-- DROP`` in a comment fools it): exactly one statement,
 starting with SELECT / WITH / VALUES / FROM / TABLE / SHOW / DESCRIBE / EXPLAIN, and no
 keyword of a writing or session-changing statement anywhere outside literals and comments;
-no script transform (``USING 'program'``), no ``IDENTIFIER(...)`` and no table by path.
+no script transform (``USING 'program'``), no ``IDENTIFIER(...)`` and no table by path. The
+scanner draws token boundaries as Spark's lexer does (raw strings, CR-ended comments, hints).
+Then, before anything runs, Spark's own parser reads the query and its plan is checked the same
+way (``check_plan_read_only``), so a keyword the scanner missed is still refused.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from reckon.errors import UsageError
 __all__ = [
     "QueryResult",
     "Token",
+    "check_plan_read_only",
     "check_read_only",
     "cmd_sql",
     "rewrite_time_travel",
@@ -66,15 +70,43 @@ class Token:
         return self.text.upper()
 
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Spark's lexer (SqlBaseLexer.g4) is the reference: a token boundary drawn anywhere else lets a
+# keyword hide inside what this scanner takes for a literal or a comment. An identifier is
+# letters (any script), digits and underscores; a bare URI (``file:///x``) is one identifier.
+_WORD = re.compile(r"[^\W\d]\w*")
+_URI_TAIL = re.compile(r"://[\w/\-.?=&#%]+")
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[A-Za-z]*")
 _WS = re.compile(r"\s+")
 
 
+def _string_end(sql: str, i: int, raw: bool) -> int:
+    """Index just past the literal or backtick identifier opening at ``sql[i]``. A string ends
+    at its first unescaped quote (a doubled quote is two literals side by side, one span
+    either way); a raw string (``R'...'``) has no escapes; a backtick identifier doubles its
+    backticks."""
+    c, j, n = sql[i], i + 1, len(sql)
+    while j < n:
+        if sql[j] == "\\" and c != "`" and not raw:
+            j += 2
+            continue
+        if sql[j] == c:
+            if c == "`" and j + 1 < n and sql[j + 1] == c:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    what = "identifier" if c == "`" else "string"
+    raise UsageError(f"query has an unterminated {what} starting at character {i}: "
+                     f"{sql[i:i + 30]!r}")
+
+
 def tokenize(sql: str) -> list[Token]:
-    """Split Spark SQL into tokens. Strings ('..' or "..", with backslash escapes and doubled
-    quotes), backtick identifiers, ``--`` line comments and nested ``/* */`` comments are
-    kept whole. An unterminated string, identifier or comment is a UsageError."""
+    """Split Spark SQL into tokens as Spark's lexer does. Strings ('..' or "..", backslash
+    escapes; R'..' raw), backtick identifiers, ``--`` line comments (ended by CR or LF; a
+    backslash before an LF continues them) and nested ``/* */`` comments are kept whole;
+    ``/*+`` opens a hint, which Spark parses, so its contents are tokens (and inside a comment
+    it opens no nested one). An unterminated string, identifier
+    or comment is a UsageError."""
     tokens: list[Token] = []
     i, n = 0, len(sql)
     while i < n:
@@ -85,14 +117,18 @@ def tokenize(sql: str) -> list[Token]:
             tokens.append(Token("ws", m.group()))
             i = m.end()
         elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            j = n if j < 0 else j
+            j = i + 2
+            while j < n and sql[j] not in "\r\n":
+                j += 2 if sql.startswith("\\\n", j) else 1
             tokens.append(Token("comment", sql[i:j]))
             i = j
+        elif sql.startswith("/*+", i):
+            tokens.append(Token("punct", "/*+"))
+            i += 3
         elif sql.startswith("/*", i):
             depth, j = 1, i + 2
             while j < n and depth:
-                if sql.startswith("/*", j):
+                if sql.startswith("/*", j) and not sql.startswith("/*+", j):  # as Spark
                     depth, j = depth + 1, j + 2
                 elif sql.startswith("*/", j):
                     depth, j = depth - 1, j + 2
@@ -103,26 +139,19 @@ def tokenize(sql: str) -> list[Token]:
             tokens.append(Token("comment", sql[i:j]))
             i = j
         elif c in ("'", '"', "`"):
-            j = i + 1
-            while True:
-                if j >= n:
-                    what = "identifier" if c == "`" else "string"
-                    raise UsageError(f"query has an unterminated {what} starting at "
-                                     f"character {i}: {sql[i:i + 30]!r}")
-                if sql[j] == "\\" and c != "`":
-                    j += 2
-                    continue
-                if sql[j] == c:
-                    if j + 1 < n and sql[j + 1] == c:  # doubled quote
-                        j += 2
-                        continue
-                    break
-                j += 1
-            tokens.append(Token("quoted" if c == "`" else "string", sql[i:j + 1]))
-            i = j + 1
+            j = _string_end(sql, i, raw=False)
+            tokens.append(Token("quoted" if c == "`" else "string", sql[i:j]))
+            i = j
+        elif c in "rR" and sql[i + 1:i + 2] in ("'", '"'):
+            j = _string_end(sql, i + 1, raw=True)
+            tokens.append(Token("string", sql[i:j]))
+            i = j
         elif m := _WORD.match(sql, i):
-            tokens.append(Token("word", m.group()))
-            i = m.end()
+            j = m.end()
+            if (uri := _URI_TAIL.match(sql, j)) and m.group().isalpha():
+                j = uri.end()
+            tokens.append(Token("word", sql[i:j]))
+            i = j
         elif m := _NUMBER.match(sql, i):
             tokens.append(Token("number", m.group()))
             i = m.end()
@@ -182,6 +211,72 @@ def check_read_only(sql: str) -> list[Token]:
             raise UsageError(f"query reads {tok.text} by path: `reckon sql` reads the warehouse "
                              "tables by name only (provisional_totals, late_events, ...)")
     return tokens
+
+
+_ROOT_COMMANDS = ("Show", "Describe")  # plan roots of SHOW ... / DESCRIBE ... (read-only)
+_WRITING_NODES = ("InsertIntoStatement", "InsertIntoDir")  # writes that are not Commands
+_NAMED_TABLES = ("UnresolvedRelation", "UnresolvedTable", "UnresolvedTableOrView",
+                 "UnresolvedView")
+
+
+def _seq(scala_seq: Any) -> list[Any]:
+    return [scala_seq.apply(i) for i in range(scala_seq.size())]
+
+
+def check_plan_read_only(spark: Any, sql: str) -> None:
+    """Raise UsageError unless Spark's own parser (Delta's extension included) reads ``sql``
+    as a query over plain table names. The second line of defence behind ``check_read_only``:
+    a token scanner that drew one boundary differently from Spark's lexer could hide a
+    keyword; the parsed plan cannot. Every node (CTE bodies and subqueries included) must be
+    a query node: no command below a SHOW / DESCRIBE / EXPLAIN root, no INSERT, no relation
+    named by more than one part (``text.`file```, ``delta.`/path```; the time-travel rewrite
+    adds the warehouse's own paths after this check), no JVM call, no file-reading table
+    function."""
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    jvm = spark._jvm
+    try:
+        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
+    except CapturedException as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"query failed: {first}") from None
+    command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+
+    def refuse(what: str) -> UsageError:
+        return UsageError(f"query {what}: `reckon sql` is read-only and reads the warehouse "
+                          "tables by their plain names only (provisional_totals, ...)")
+
+    root = plan.nodeName()
+    if command.isInstance(plan) or root.startswith(_ROOT_COMMANDS):
+        if not root.startswith(_ROOT_COMMANDS) and root != "ExplainCommand":
+            raise refuse(f"is a {root} statement")
+        # EXPLAIN analyses its plan (a field of the command): checked like a query
+        pending = [plan.logicalPlan()] if root == "ExplainCommand" else _seq(plan.children())
+    else:
+        pending = [plan]
+    while pending:
+        node = pending.pop()
+        name = node.nodeName()
+        if command.isInstance(node) or name in _WRITING_NODES:
+            raise refuse(f"holds a {name} statement")
+        if name in _NAMED_TABLES and node.multipartIdentifier().size() > 1:
+            raise refuse(f"reads {'.'.join(_seq(node.multipartIdentifier()))} by path")
+        if name == "RelationTimeTravel":  # its relation is an argument, not a child
+            pending.append(node.relation())
+        if name == "UnresolvedTableValuedFunction":
+            func = str(_seq(node.name())[-1]).upper()
+            if func in FILE_READERS:
+                raise refuse(f"calls {func.lower()}()")
+        expressions = _seq(node.expressions())
+        while expressions:
+            expr = expressions.pop()
+            if expr.nodeName() == "UnresolvedFunction":
+                func = str(_seq(expr.nameParts())[-1]).upper()
+                if func in FORBIDDEN:
+                    raise refuse(f"calls {func.lower()}()")
+            expressions.extend(_seq(expr.children()))
+        pending.extend(_seq(node.children()))
+        pending.extend(_seq(node.innerChildren()))  # CTE bodies, subqueries
 
 
 def _path_ident(path: str) -> str:
@@ -266,6 +361,7 @@ def run_query(spark: Any, warehouse: str | Path, sql: str, limit: int = 1000) ->
     wh = Path(warehouse).expanduser().resolve()
     if not wh.is_dir():
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: no such directory")
+    check_plan_read_only(spark, "".join(t.text for t in tokens))
     paths = register_tables(spark, wh)
     text = rewrite_time_travel(tokens, paths)
     from pyspark.errors.exceptions.captured import CapturedException

@@ -10,7 +10,13 @@ import pytest
 
 from reckon.cli import main
 from reckon.errors import UsageError
-from reports.query import check_read_only, rewrite_time_travel, run_query, tokenize
+from reports.query import (
+    check_plan_read_only,
+    check_read_only,
+    rewrite_time_travel,
+    run_query,
+    tokenize,
+)
 from reports.terminal import table_text
 
 REFUSED = [
@@ -55,6 +61,16 @@ REFUSED = [
     ("SELECT * FROM IDENTIFIER('parquet.`/etc`')", 'IDENTIFIER(...)'),
     ("DESCRIBE HISTORY '/other/warehouse/provisional_totals'", 'by path'),
     ("DESCRIBE DETAIL \"/other/warehouse/provisional_totals\"", 'by path'),
+    # token boundaries drawn as Spark's lexer draws them: a raw string has no escapes, a CR
+    # ends a line comment, a backslash before LF continues one, /*+ opens a hint (parsed, and
+    # no nested comment inside a comment)
+    ("SELECT r'\\' AS x, java_method('a', 'b') --'", 'contains JAVA_METHOD'),
+    ("WITH s AS (SELECT R\"\\\" AS x) INSERT INTO t SELECT * FROM s --\"", 'contains INSERT'),
+    ("SELECT 1 AS x --\rDROP TABLE t", 'contains DROP'),
+    ("WITH s AS (SELECT 1 AS x -- \\\n'\n) INSERT INTO t SELECT * FROM s -- '",
+     'contains INSERT'),
+    ("SELECT /* a /*+ b */ 1 AS x, reflect('a', 'b') */", 'contains REFLECT'),
+    ("SELECT /*+ REPARTITION(java_method('a', 'b')) */ 1", 'contains JAVA_METHOD'),
 ]
 
 ALLOWED = [
@@ -77,6 +93,9 @@ ALLOWED = [
     "SELECT replace(key, 'a', 'b'), date_add(window_date, 1) FROM provisional_totals",
     "SELECT transform(array(1, 2), x -> x + 1), identifier FROM (SELECT 1 AS identifier)",
     "SELECT a.key FROM provisional_totals a JOIN late_events b USING (key)",
+    "SELECT 'a''b' AS two_literals_side_by_side, r'C:\\dir' AS raw, X'1F' AS hex",
+    "SELECT 1 -- a comment \\\ncontinued by its backslash",
+    "SELECT /*+ BROADCAST(l) */ l.key FROM late_events l",
 ]
 
 
@@ -182,3 +201,44 @@ def test_cli_json_output_keeps_decimals_exact_and_times_in_utc(spark, warehouse,
     code = main(["sql", "--warehouse", str(warehouse), "SELECT no_such_column FROM event_log"])
     assert code == 2
     assert "query failed" in capsys.readouterr().err
+
+
+PLAN_REFUSED = [
+    # each passes the token check; Spark's parsed plan shows what it is
+    ("SELECT * FROM text.`reckon.toml`", "reads text.reckon.toml by path"),
+    ("WITH a AS (SELECT * FROM csv.`etc`) SELECT * FROM a", "reads csv.etc by path"),
+    ("SELECT (SELECT max(value) FROM text.`notes`) AS m", "reads text.notes by path"),
+    ("SELECT * FROM (SELECT 1) x JOIN LATERAL (SELECT * FROM json.`x`) y", "reads json.x"),
+    ("SELECT * FROM delta.`wh2` VERSION AS OF 0", "reads delta.wh2 by path"),
+    ("EXPLAIN SELECT * FROM parquet.`etc`", "reads parquet.etc by path"),
+    # and what the token check refuses too, should a scanner boundary ever slip
+    ("WITH s AS (SELECT 1 AS x) INSERT INTO t SELECT * FROM s", "InsertIntoStatement"),
+    ("INSERT OVERWRITE DIRECTORY 'out' SELECT 1", "InsertIntoDir"),
+    ("VACUUM provisional_totals", "VacuumTableCommand"),
+    ("SET spark.sql.ansi.enabled=false", "SetCommand"),
+    ("WITH a AS (SELECT reflect('java.lang.System', 'exit', 0) AS z) SELECT * FROM a",
+     "calls reflect()"),
+    ("SELECT * FROM late_events WHERE key IN (SELECT java_method('a', 'b'))",
+     "calls java_method()"),
+    ("SELECT * FROM read_files('etc', format => 'text')", "calls read_files()"),
+    ("SELEC 1", "query failed: [PARSE_SYNTAX_ERROR]"),
+]
+
+
+@pytest.mark.parametrize("sql, reason", PLAN_REFUSED)
+def test_spark_parsed_plan_is_the_second_line_of_defence(spark, sql, reason):
+    with pytest.raises(UsageError) as err:
+        check_plan_read_only(spark, sql)
+    assert reason in str(err.value)
+
+
+@pytest.mark.parametrize("sql", [s for s in ALLOWED if s.strip().rstrip(";") != "select 1"])
+def test_the_plan_check_passes_what_the_token_check_passes(spark, sql):
+    check_plan_read_only(spark, sql.rstrip().rstrip(";"))
+
+
+def test_run_query_refuses_a_file_the_token_check_let_through(spark, warehouse):
+    (warehouse / "notes").write_text("secret\n")
+    check_read_only("SELECT * FROM text.`notes`")  # no path separator for the scanner to see
+    with pytest.raises(UsageError, match="by path"):
+        run_query(spark, warehouse, "SELECT * FROM text.`notes`")
