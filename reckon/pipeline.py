@@ -8,6 +8,7 @@ dates, ids and table versions, never data). Every step is idempotent per day.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
@@ -16,6 +17,7 @@ from reckon.config import Settings
 
 __all__ = [
     "StepResult",
+    "quality_gate",
     "run_audit",
     "run_check",
     "run_compact",
@@ -79,12 +81,41 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly") -> StepRe
     return StepResult("audit", day.isoformat(), result.to_dict())
 
 
-def run_check(settings: Settings, day: date) -> StepResult:
-    """The Great Expectations suites for ``day``; raises DataQualityError on a blocking failure."""
-    from audits.quality import check_day
+def run_check(settings: Settings, day: date, *, fail_on_blocking: bool = True) -> StepResult:
+    """The Great Expectations suites for ``day``, recorded in the report DB; raises
+    DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
+    DAG renders the report first, then ``quality_gate`` fails the run)."""
+    from audits.quality import run_checks
 
-    result = check_day(_spark(settings, "reckon-check"), settings, day)
+    result = run_checks(_spark(settings, "reckon-check"), settings, day)
+    if fail_on_blocking:
+        result.raise_for_failures()
     return StepResult("check", day.isoformat(), result.to_dict())
+
+
+def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult:
+    """Raise one DataQualityError naming every day of ``days`` whose current check run (the
+    report database's, as its report shows it) has a blocking failure, or that has none."""
+    from reckon.errors import DataQualityError
+    from reports.db import ReportDB
+
+    db = ReportDB.from_settings(settings)
+    failed: list[str] = []
+    checked: dict[str, str] = {}
+    for day in days:
+        run = db.current_check_run(day)
+        if run is None:
+            failed.append(f"{day}: no check run recorded (run `reckon check --date {day}`)")
+        elif not run.success:
+            failed.append(f"{day}: {run.blocking_failures} blocking expectation(s) failed in "
+                          f"check run {run.run_id} (the day's report lists them; Data Docs "
+                          f"{run.data_docs_path})")
+        else:
+            checked[day.isoformat()] = run.run_id
+    if failed:
+        raise DataQualityError("data-quality gate: " + "; ".join(failed))
+    newest = max(days).isoformat() if days else ""
+    return StepResult("quality_gate", newest, {"check_runs": checked})
 
 
 def run_report(settings: Settings, day: date, out: str | None = None) -> StepResult:

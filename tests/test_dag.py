@@ -27,6 +27,7 @@ EXPECTED_UPSTREAM = {
     "audit": {"replay"},
     "check": {"audit"},
     "report": {"check"},
+    "quality_gate": {"report"},
 }
 
 
@@ -83,7 +84,8 @@ def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
 def test_retries_come_from_the_environment(airflow_env, monkeypatch):
     monkeypatch.setenv("RECKON_AIRFLOW_RETRIES", "3")
     dag = _bag().dags["reckon_nightly"]
-    assert {t.retries for t in dag.tasks} == {3}
+    assert {t.task_id: t.retries for t in dag.tasks} == {
+        **{t: 3 for t in EXPECTED_UPSTREAM}, "quality_gate": 0}  # a data failure stays failed
 
 
 def test_bad_switch_values_are_import_errors_that_say_what_is_allowed(airflow_env, monkeypatch):

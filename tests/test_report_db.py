@@ -390,3 +390,31 @@ def test_from_settings_uses_a_sqlite_file_in_the_warehouse(tmp_path: Path) -> No
 def test_bad_urls_are_refused() -> None:
     with pytest.raises(UsageError, match=r"url='reckon.db' is not valid"):
         ReportDB("reckon.db")
+
+
+def test_quality_gate_names_every_failed_or_unchecked_day_after_the_reports(tmp_path) -> None:
+    """The nightly DAG records every day's checks, renders the reports, then this gate fails
+    the run: one error naming each day whose current check run failed, or that has none."""
+    from reckon.errors import DataQualityError
+    from reckon.pipeline import quality_gate
+
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    days = [DAY, DAY + timedelta(days=1), DAY + timedelta(days=2)]
+    ok = CheckRun(run_id="chk-ok", day=days[0], started_at=T0, duration_seconds=1.0,
+                  success=True, blocking_failures=0, warnings=1, suites=3, expectations=17,
+                  data_docs_path="/wh/docs/index.html")
+    bad = replace(ok, run_id="chk-bad", day=days[1], success=False, blocking_failures=2)
+    with ReportDB.from_settings(settings) as db:
+        db.record_check_run(ok, [])
+        db.record_check_run(bad, [])
+    with pytest.raises(DataQualityError) as err:
+        quality_gate(settings, days)
+    text = str(err.value)
+    assert "2026-01-01" not in text
+    assert "2026-01-02: 2 blocking expectation(s) failed in check run chk-bad" in text
+    assert "2026-01-03: no check run recorded" in text
+    with ReportDB.from_settings(settings) as db:  # a re-check of the bad day that passes
+        db.record_check_run(replace(bad, run_id="chk-fixed", success=True, blocking_failures=0,
+                                    started_at=T0 + timedelta(hours=1)), [])
+    assert quality_gate(settings, days[:2]).summary == {
+        "check_runs": {"2026-01-01": "chk-ok", "2026-01-02": "chk-fixed"}}
