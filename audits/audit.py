@@ -37,7 +37,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
-from reckon.errors import UsageError
+from reckon.errors import ConcurrentAuditError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.timeutil import parse_date
@@ -358,8 +358,17 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
         # stored, so a failed insert leaves the previous run current (with its own breaks)
         # rather than a current run that lists no breaks next to its unexplained count.
         db.ready()  # the schema, migrated once here, before the executors write
-        written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
+        # this run's rows only: another audit of the day may have replaced the partition since
+        written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(
+            in_day & (F.col("audit_run_id") == F.lit(run_id)))
         breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
+        expected = sum(counts.values()) - counts[ReconStatus.MATCHED.value]
+        if breaks_recorded != expected:
+            raise ConcurrentAuditError(
+                f"audit {run_id} of {day} found {expected} break(s) but could record only "
+                f"{breaks_recorded}: another audit of {day} replaced its reconciliation rows "
+                f"meanwhile. Audit a day one run at a time; run `reckon audit --date {day}` "
+                "again (this run was not recorded, the previous one stays current)")
         db.record_audit_run(run, attribution)
 
     return AuditResult(

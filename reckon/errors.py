@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ConcurrentAuditError",
     "ConfigError",
     "DataQualityError",
     "NotBuiltYetError",
@@ -42,6 +43,10 @@ class WatermarkNotReadyError(ReckonError):
 
 class DataQualityError(ReckonError):
     """A blocking data-quality expectation failed."""
+
+
+class ConcurrentAuditError(ReckonError):
+    """Two audits of one day overlapped; the one that lost recorded nothing. Run it again."""
 
 
 def invalid(name: str, value: object, allowed: str) -> UsageError:

@@ -886,3 +886,34 @@ def test_a_query_on_a_new_checkpoint_inherits_the_watermark_and_counts_nothing_t
              .filter((F.col("query_id") == "after-a-lost-checkpoint") & (F.col("batch_id") == 0))
              .first())
     assert first.watermark_before == last_watermark
+
+
+def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, streamed,
+                                                                        tmp_path, monkeypatch):
+    """Two audits of one day overlap: the second replaces the reconciliation partition between
+    the first's write and its break recording. The first must not file the second's rows as
+    its own breaks, nor become current; it says to run again."""
+    import audits.audit as audit_module
+    from reckon.errors import ConcurrentAuditError
+    from reports.db import ReportDB
+
+    warehouse = copy_warehouse(streamed, tmp_path)
+    settings = stream_settings(warehouse, **RULES)
+    replay_day(spark, settings, DAY2)
+    earlier = audit_day(spark, settings, DAY2)
+    assert earlier.breaks_recorded > 0  # the day has breaks for the runs to record
+    record_breaks = audit_module._record_breaks
+    overtaken: list[str] = []
+
+    def overtaken_by_another_audit(written, url, run_id, day):
+        monkeypatch.setattr(audit_module, "_record_breaks", record_breaks)
+        overtaken.append(audit_day(spark, settings, DAY2, record=False).run_id)
+        return record_breaks(written, url, run_id, day)
+
+    monkeypatch.setattr(audit_module, "_record_breaks", overtaken_by_another_audit)
+    with pytest.raises(ConcurrentAuditError, match="another audit of 2026-01-02 replaced"):
+        audit_day(spark, settings, DAY2)
+    assert overtaken
+    db = ReportDB.from_settings(settings)
+    assert db.current_audit_run(DAY2).run_id == earlier.run_id
+    assert len(db.breaks(earlier.run_id)) == earlier.breaks_recorded
