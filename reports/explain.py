@@ -7,7 +7,9 @@ ones) it reads, with small filtered Spark queries only:
   offset, the batch that saw it, whether the stream flagged it as a duplicate) and its fate
   in that window: *counted on time*, *revised* the closed window (its batch is after the
   window's ``closed_batch_id`` and it is not in ``late_events``), *late* (in ``late_events``
-  for that window: the watermark it met and how far past the close), or *duplicate*;
+  for that window: the watermark it met and how far past the close), or *duplicate*; a copy
+  the stream admitted after an earlier admitted copy of its event_id (past the dedup horizon)
+  is marked an *uncaught duplicate*, the replay's rule for what the audit calls duplicates;
 - quarantined rows whose readable ``event_time`` falls in the window and whose payload names
   the key;
 - the provisional row over time, from the change data feed of ``provisional_totals`` (every
@@ -65,6 +67,9 @@ class EventFate:
     revision: int | None = None              # for 'revised': the revision it produced
     watermark: int | None = None             # for 'late': the watermark it met
     lateness_seconds: Decimal | None = None  # for 'late'
+    # admitted by the stream although an earlier copy was admitted too (it arrived past the
+    # dedup horizon): counted (or sent late) twice, what the audit's duplicates explain
+    uncaught_duplicate: bool = False
 
 
 @dataclass(frozen=True)
@@ -349,11 +354,16 @@ def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[
                        not in late and revised(r.batch_id)})
     revision_of = {b: i + 1 for i, b in enumerate(revising)}
     out = []
+    admitted: set[str] = set()  # rows come in arrival order: the replay's first-copy rule
     for r in rows:
+        again = False
+        if r.batch_id is not None and not r.is_duplicate:
+            again = r.event_id in admitted
+            admitted.add(r.event_id)
         base = dict(event_id=r.event_id, event_time=r.event_time, arrival_time=r.arrival_time,
                     partition=r.partition, offset=r.offset, input_file=r.input_file,
                     batch_id=r.batch_id, amount=r.amount, source=r.source,
-                    is_duplicate=bool(r.is_duplicate))
+                    is_duplicate=bool(r.is_duplicate), uncaught_duplicate=again)
         hit = late.get((r.event_id, r.batch_id, r.partition, r.offset, r.input_file))
         if r.is_duplicate:
             out.append(EventFate(**base, fate=DUPLICATE))
@@ -370,6 +380,14 @@ def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[
 
 
 def _event_line(e: EventFate) -> str:
+    line = _fate_text(e)
+    if e.uncaught_duplicate:
+        line += ("; an uncaught duplicate: an earlier copy was admitted too (this one arrived "
+                 "past the dedup horizon), so the audit counts it under duplicates")
+    return line
+
+
+def _fate_text(e: EventFate) -> str:
     where = f"partition {e.partition} offset {e.offset if e.offset is not None else '-'}"
     head = (f"  {e.event_id}: {e.amount} at {format_micros(e.event_time)}, arrived "
             f"{format_micros(e.arrival_time)} ({where}, batch "
@@ -401,6 +419,9 @@ def _summary(events: list[EventFate]) -> str:
     dups = sum(1 for e in events if e.fate == DUPLICATE)
     if dups:
         parts.append(f"{dups} duplicate{'s' if dups != 1 else ''} counted once")
+    again = sum(1 for e in events if e.uncaught_duplicate)
+    if again:
+        parts.append(f"{again} uncaught duplicate{'s' if again != 1 else ''} (admitted again)")
     untracked = sum(1 for e in events if e.fate == UNTRACKED)
     if untracked:
         parts.append(f"{untracked} archived outside the stream")

@@ -5,6 +5,7 @@ closed window and one (at 4 s) that arrived 13 s past its close and went to late
 from __future__ import annotations
 
 import json
+from datetime import date
 from decimal import Decimal
 
 import pytest
@@ -116,3 +117,34 @@ def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, t
     assert (chapter.provisional["status"], chapter.provisional["revision"],
             chapter.provisional["closed_batch_id"]) == ("CLOSED", 1, 1)
     assert [(e.fate, e.batch_id, e.revision) for e in chapter.events] == [("revised", 1, 1)]
+
+
+def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate(spark,
+                                                                                 tmp_path):
+    """The same event arrives again 18 s after its first copy, past a 5 s dedup horizon: the
+    stream counts it again, and the replay counts it under uncaught_duplicates. The story
+    must say so, not tell two events counted on time."""
+    from dataclasses import replace
+
+    from reckon.config import load_settings
+    from spark.replay import replay_day
+    from spark.stream import BatchProcessor
+    from tests.scenarios import ev
+    from tests.test_replay_audit import _raw
+
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="10s",
+                             lateness="1h", dedup_horizon="5s", shuffle_partitions=2)
+    first = ev(1, 2, key="A", amount="3.00")
+    again = replace(first, arrival_time=BASE + 20 * S, offset=20)
+    processor = BatchProcessor(spark, settings, query_id="explain-uncaught")
+    processor(_raw(spark, [first]), 0)
+    processor(_raw(spark, [again]), 1)
+    replay_day(spark, settings, date.fromisoformat(format_micros(BASE)[:10]))
+    [chapter] = explain_window(spark, settings, "A", BASE + 1 * S).chapters
+    assert [(e.event_id, e.fate, e.batch_id, e.uncaught_duplicate) for e in chapter.events] == [
+        (first.event_id, "on_time", 0, False), (first.event_id, "on_time", 1, True)]
+    assert chapter.provisional is not None and chapter.provisional["event_count"] == 2
+    assert chapter.canonical is not None and chapter.canonical["event_count"] == 1
+    lines = explain_window(spark, settings, "A", BASE + 1 * S).lines
+    assert lines[0].endswith("2 events: 2 counted on time, 1 uncaught duplicate (admitted again)")
+    assert sum("; an uncaught duplicate: an earlier copy" in line for line in lines) == 1
