@@ -10,15 +10,20 @@ Severity: ``blocking`` fails the nightly run (``reckon check`` exits 1); ``warni
 recorded and shown in Data Docs but never fails it. Null rule: GX map expectations ignore nulls
 in the checked column, so every column that must be present has its own not-null check.
 
-Derived columns (all exact, microsecond based):
+Derived columns (all exact, microsecond based). GX keeps the bounds of its "between"
+expectations as floats, so no rule on money or time compares against a GX bound: Spark
+compares exactly and the derived column holds the offending value (null where the rule holds),
+checked with ``ExpectColumnValuesToBeNull`` so that samples show the value:
 
-- event_log ``skew_seconds = event_time - arrival_time`` (DECIMAL(20,6) seconds); the rule
-  ``skew_seconds <= max_clock_skew`` is ``reckon.eventtime.is_future_dated`` negated, kept as a
-  number so that samples show how far ahead each offending clock ran.
-- totals and uncaught_duplicates ``window_width_seconds = window_end - window_start``; must
-  equal the configured width.
+- event_log ``amount_out_of_range``: the amount where it is outside
+  ``[amount_min, amount_max]`` (DECIMAL literals).
+- event_log ``skew_beyond_bound_seconds``: ``event_time - arrival_time`` (DECIMAL(20,6)
+  seconds) where ``reckon.eventtime.is_future_dated`` holds, so samples
+  show how far ahead each offending clock ran.
+- totals and uncaught_duplicates ``window_width_error_seconds``: ``window_end - window_start``
+  where it differs from the configured width.
 - late_events ``beyond_grace = watermark >= window_end + grace`` (the side-output rule) and
-  ``lateness_error_seconds = lateness_seconds - (watermark - window_end)`` (must be 0).
+  ``lateness_error_seconds = lateness_seconds - (watermark - window_end)`` where not 0.
 - reconciliation ``invariant_holds``: where status is MATCHED or EXPLAINED, the residual
   ``(C - P) - late + duplicate`` recomputed from the row's inputs (null sides as 0, amounts and
   counts) is within the configured tolerance (exactly 0 by default, i.e.
@@ -38,7 +43,7 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import invalid
-from reckon.eventtime import WindowStatus, is_beyond_grace
+from reckon.eventtime import WindowStatus, is_beyond_grace, is_future_dated
 from reckon.reconcile import (
     UNEXPLAINED_STATUSES,
     ReconStatus,
@@ -146,11 +151,16 @@ def _has_rows(table: str) -> Check:
                  f"no {table} rows for the day: the step that writes them may not have run")
 
 
+def _offending(rule_holds: Column, value: Column) -> Column:
+    """``value`` where the rule fails, else null: the column an ExpectColumnValuesToBeNull
+    checks (see the module docstring)."""
+    return F.when(~rule_holds, value)
+
+
 def _window_width(settings: Settings) -> Check:
-    """On the derived ``window_width_seconds`` (``_derive_totals``)."""
+    """On the derived ``window_width_error_seconds`` (``_derive_totals``)."""
     width = _as_seconds(settings.event_time_rules().windows.size)
-    return Check("ExpectColumnValuesToBeBetween",
-                 {"column": "window_width_seconds", "min_value": width, "max_value": width},
+    return Check("ExpectColumnValuesToBeNull", {"column": "window_width_error_seconds"},
                  BLOCKING, f"window_end = window_start + the configured width ({width} s)")
 
 
@@ -165,9 +175,15 @@ def _totals_checks(settings: Settings) -> tuple[Check, ...]:
     )
 
 
-def _derive_totals(df: DataFrame) -> DataFrame:
-    return df.withColumn("window_width_seconds",
-                         _seconds(F.unix_micros("window_end") - F.unix_micros("window_start")))
+def _derive_totals(settings: Settings) -> Callable[[DataFrame], DataFrame]:
+    size = settings.event_time_rules().windows.size
+
+    def derive(df: DataFrame) -> DataFrame:
+        width = F.unix_micros("window_end") - F.unix_micros("window_start")
+        return df.withColumn("window_width_error_seconds",
+                             _offending(width == F.lit(size), _seconds(width)))
+
+    return derive
 
 
 # ----------------------------------------------------------------------------- suites
@@ -177,23 +193,27 @@ def _event_log(settings: Settings) -> TableSuite:
     skew = settings.event_time_rules().max_clock_skew
     checks = (
         *_not_null("event_id", "key", "amount", "currency", "event_time"),
-        Check("ExpectColumnValuesToBeBetween",
-              {"column": "amount", "min_value": settings.amount_min,
-               "max_value": settings.amount_max},
-              BLOCKING, "amount within [amount_min, amount_max]"),
+        Check("ExpectColumnValuesToBeNull", {"column": "amount_out_of_range"},
+              BLOCKING, f"amount within [amount_min, amount_max] = [{settings.amount_min}, "
+                        f"{settings.amount_max}]"),
         Check("ExpectColumnValuesToBeInSet",
               {"column": "currency", "value_set": list(settings.currencies)},
               BLOCKING, "currency is a configured ISO-4217 code"),
-        Check("ExpectColumnValuesToBeBetween",
-              {"column": "skew_seconds", "max_value": _as_seconds(skew)},
-              BLOCKING, "event_time <= arrival_time + max_clock_skew (future-dated events "
-                        "belong in quarantine)"),
+        Check("ExpectColumnValuesToBeNull", {"column": "skew_beyond_bound_seconds"},
+              BLOCKING, f"event_time <= arrival_time + max_clock_skew ({_as_seconds(skew)} s; "
+                        "future-dated events belong in quarantine)"),
         _has_rows(EVENT_LOG),
     )
 
     def derive(df: DataFrame) -> DataFrame:
-        return df.withColumn("skew_seconds",
-                             _seconds(F.unix_micros("event_time") - F.unix_micros("arrival_time")))
+        event_us, arrival_us = F.unix_micros("event_time"), F.unix_micros("arrival_time")
+        amount = F.col("amount")
+        in_range = ((amount >= F.lit(settings.amount_min))
+                    & (amount <= F.lit(settings.amount_max)))
+        return (df.withColumn("amount_out_of_range", _offending(in_range, amount))
+                  .withColumn("skew_beyond_bound_seconds", _offending(
+                      ~is_future_dated(event_us, arrival_us, skew),
+                      _seconds(event_us - arrival_us))))
 
     return TableSuite(EVENT_LOG, "event_date", checks,
                       ("event_id", "key", "amount", "currency", "event_time", "arrival_time"),
@@ -214,14 +234,14 @@ def _provisional(settings: Settings) -> TableSuite:
     )
     return TableSuite(PROVISIONAL_TOTALS, "window_date", checks,
                       ("window_start", "key", "event_count", "status", "revision",
-                       "last_batch_id", "finalized_batch_id"), _derive_totals)
+                       "last_batch_id", "finalized_batch_id"), _derive_totals(settings))
 
 
 def _canonical(settings: Settings) -> TableSuite:
     return TableSuite(CANONICAL_TOTALS, "window_date",
                       (*_totals_checks(settings), _has_rows(CANONICAL_TOTALS)),
                       ("window_start", "key", "event_count", "total_amount", "replay_id"),
-                      _derive_totals)
+                      _derive_totals(settings))
 
 
 def _late_events(settings: Settings) -> TableSuite:
@@ -234,8 +254,7 @@ def _late_events(settings: Settings) -> TableSuite:
         Check("ExpectColumnPairValuesAToBeGreaterThanB",
               {"column_A": "watermark", "column_B": "window_end", "or_equal": True},
               BLOCKING, "the window had closed (window_end <= watermark) when the event came"),
-        Check("ExpectColumnValuesToBeBetween",
-              {"column": "lateness_error_seconds", "min_value": 0, "max_value": 0},
+        Check("ExpectColumnValuesToBeNull", {"column": "lateness_error_seconds"},
               BLOCKING, "lateness_seconds = watermark - window_end"),
     )
     if grace > 0:
@@ -246,8 +265,9 @@ def _late_events(settings: Settings) -> TableSuite:
     def derive(df: DataFrame) -> DataFrame:
         end, wm = F.unix_micros("window_end"), F.unix_micros("watermark")
         return (df.withColumn("beyond_grace", is_beyond_grace(end, wm, grace))
-                  .withColumn("lateness_error_seconds",
-                              F.col("lateness_seconds") - _seconds(wm - end)))
+                  .withColumn("lateness_error_seconds", _offending(
+                      F.col("lateness_seconds") == _seconds(wm - end),
+                      F.col("lateness_seconds") - _seconds(wm - end))))
 
     return TableSuite(LATE_EVENTS, "window_date", checks,
                       ("event_id", "key", "window_end", "watermark", "lateness_seconds"), derive)
@@ -268,7 +288,7 @@ def _uncaught_duplicates(settings: Settings) -> TableSuite:
     )
     return TableSuite(UNCAUGHT_DUPLICATES, "window_date", checks,
                       ("window_start", "key", "duplicate_count", "duplicate_amount",
-                       "replay_id"), _derive_totals)
+                       "replay_id"), _derive_totals(settings))
 
 
 def _reconciliation(settings: Settings) -> TableSuite:

@@ -220,7 +220,7 @@ def test_data_docs_index_lists_every_suite(clean_result: Any, clean_wh: Path) ->
 
 
 EXPECTED_FAILURES = {
-    ("event_log", "expect_column_values_to_be_between", "skew_seconds", "blocking"),
+    ("event_log", "expect_column_values_to_be_null", "skew_beyond_bound_seconds", "blocking"),
     ("provisional_totals", "expect_compound_columns_to_be_unique", "window_start,key",
      "blocking"),
     ("canonical_totals", "expect_column_values_to_be_between", "event_count", "blocking"),
@@ -266,7 +266,8 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     assert '"canonical_amount": "20.00"' in message
     assert "quarantine: expect_column_values_to_not_be_null on column reason: 1 unexpected" \
            in message
-    assert "event_log: expect_column_values_to_be_between on column skew_seconds" in message
+    assert ("event_log: expect_column_values_to_be_null on column skew_beyond_bound_seconds"
+            in message)
     assert '"event_id": "e9"' in message and "899.000000" in message
     assert "mystery" not in message  # a warning is recorded but never fails the run
 
@@ -386,3 +387,26 @@ def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, fau
 
     assert main(["check", "--warehouse", str(clean_wh), "--date", "2026-13-01"]) == 2
     assert "date='2026-13-01' is not valid" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("amount_max, flagged", [
+    ("10.00", []),                        # the bound is inclusive
+    ("9.99", ["10.00"]),
+    # as a double, which GX makes of a "between" bound, this is 10.0 and would let 10.00 pass
+    ("9.9999999999999999", ["10.00"]),
+])
+def test_amount_bounds_are_compared_exactly_not_as_floats(spark: Any, clean_wh: Path,
+                                                          amount_max: str,
+                                                          flagged: list[str]) -> None:
+    from audits.quality import run_checks
+
+    result = run_checks(spark, _settings(clean_wh, amount_max=Decimal(amount_max)), DAY,
+                        record=False)
+    key = ("event_log", "expect_column_values_to_be_null", "amount_out_of_range")
+    (check,) = [r for r in result.results if (r.table, r.expectation, r.column) == key]
+    assert check.success == (not flagged) and check.severity == "blocking"
+    assert (check.unexpected_count or 0) == len(flagged)
+    if flagged:
+        sample = json.loads(check.sample)
+        assert [row["amount_out_of_range"] for row in sample] == flagged
+        assert [row["event_id"] for row in sample] == ["e1"]
