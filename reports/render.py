@@ -98,7 +98,10 @@ class _Figure:
 
 def _headline(ctx: ReportContext) -> list[_Figure]:
     h = ctx.headline
-    return [
+    # residuals that a tolerance let pass on EXPLAINED rows: shown so that the figures add up
+    # (gap = late - duplicates + unexplained + this); none with the default tolerance of 0
+    tolerated = h.residual_total - h.unexplained_amount
+    figures = [
         _Figure("provisional_total", "Provisional total (stream)", _money(h.provisional_total)),
         _Figure("canonical_total", "Canonical total (replay)", _money(h.canonical_total)),
         _Figure("gap_total", "Gap", _money(h.gap_total)),
@@ -112,6 +115,10 @@ def _headline(ctx: ReportContext) -> list[_Figure]:
                 "-" if h.completeness is None else f"{h.completeness}"),
         _Figure("rows", "Rows reconciled", str(h.rows)),
     ]
+    if tolerated:
+        figures.insert(6, _Figure("tolerated_residual", "Residual within tolerance",
+                                  _money(tolerated)))
+    return figures
 
 
 # ----------------------------------------------------------------------------- CSV
@@ -127,7 +134,9 @@ def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Seque
             ("gap_total", h.gap_total), ("late_total", h.late_total),
             ("duplicate_total", h.duplicate_total), ("residual_total", h.residual_total),
             ("unexplained_amount", h.unexplained_amount),
-            ("unexplained_count", h.unexplained_count), ("completeness", h.completeness),
+            ("unexplained_count", h.unexplained_count),
+            ("tolerated_residual", h.residual_total - h.unexplained_amount),
+            ("completeness", h.completeness),
             ("breaks_total", ctx.breaks_total)]),
         ("configuration.csv", ("setting", "value"),
          [*ctx.configuration, *((f"version:{k}", v) for k, v in ctx.table_versions)]),

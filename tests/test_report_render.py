@@ -5,6 +5,7 @@ byte-identical on a re-run. One Spark test renders a real warehouse (stream + re
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -110,6 +111,15 @@ def test_headline_section_snapshot(tmp_path):
         ("rows", "Rows reconciled", "1234"),
     ]
     assert '<span class="verdict bad" id="verdict">1 unexplained break</span>' in html
+    # with a tolerance, EXPLAINED rows may keep residuals: shown, so that the figures add up
+    tolerant = dataclasses.replace(_ctx(), headline=dataclasses.replace(
+        _ctx().headline, residual_total=D("12.53")))
+    html_t = Path(render_context(tolerant, tmp_path / "t").html_path).read_text()
+    assert re.findall(r'data-name="([a-z_]+)"><div class="label">([^<]+)</div>'
+                      r'<div class="value">([^<]+)</div>', _headline_section(html_t))[5:7] == [
+        ("unexplained", "Unexplained", "12.50 in 1 row"),
+        ("tolerated_residual", "Residual within tolerance", "0.03")]
+    assert "tolerated_residual,0.03\n" in (tmp_path / "t" / "summary.csv").read_text()
     # reviewers' order: configuration, counts, breaks, then the rest
     order = [html.index(f'<section id="{s}">') for s in
              ("headline", "configuration", "counts", "breaks", "gap", "attribution",
