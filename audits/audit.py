@@ -71,6 +71,9 @@ class AuditResult:
     table_versions: dict[str, int]
     breaks_recorded: int
     duration_seconds: float
+    # a run of the day that someone signed off, which this run replaced as current: the day
+    # needs a new sign-off (the report says what changed)
+    replaced_signed_off_run: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -338,6 +341,7 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
                     (Decimal(counted_once) / Decimal(canonical_n)).quantize(Decimal("0.000001")))
 
     breaks_recorded = 0
+    replaced_signed_off: str | None = None
     if record:
         db = ReportDB.from_settings(settings)
         # the attribution reads what the reconciliation read: the event log the replay
@@ -370,13 +374,27 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
                 f"meanwhile. Audit a day one run at a time; run `reckon audit --date {day}` "
                 "again (this run was not recorded, the previous one stays current)")
         db.record_audit_run(run, attribution)
+        replaced_signed_off = _replaced_signed_off_run(db, day, kind, run_id)
 
     return AuditResult(
         run_id, day.isoformat(), kind, sum(counts.values()), counts, unexplained,
         str(total("p")), str(total("c")), str(total("gap")), str(total("late")),
         str(total("dup")), str(total("res")),
         None if completeness is None else str(completeness), tolerance.to_config(), versions,
-        breaks_recorded, round(time.monotonic() - t0, 3))
+        breaks_recorded, round(time.monotonic() - t0, 3), replaced_signed_off)
+
+
+def _replaced_signed_off_run(db: Any, day: date, kind: str, run_id: str) -> str | None:
+    """The newest other run of the day that was signed off, when ``run_id`` is now current
+    and has no sign-off of its own (it replaced a signed-off run); else None."""
+    from reports.db import SIGNING_DECISIONS
+
+    current = db.current_audit_run(day, kind)
+    if current is None or current.run_id != run_id:
+        return None
+    signed = [e["run_id"] for e in db.signoffs_of_day(day, kind)
+              if e["decision"] in SIGNING_DECISIONS]
+    return signed[-1] if signed and run_id not in signed else None
 
 
 def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
@@ -415,6 +433,10 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
           flush=True)
     result = audit_day(get_spark(settings, app_name="reckon-audit"), settings, day,
                        kind=args.kind)
+    if result.replaced_signed_off_run:
+        print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run}, which "
+              "was signed off: the day needs a new sign-off (`reckon report` shows what "
+              "changed)", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return 0

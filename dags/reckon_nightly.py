@@ -159,6 +159,10 @@ def _run_step(step: str, plan: dict[str, Any],
         kwargs = per_day(text) if per_day else {}
         result = functions[step](settings, date.fromisoformat(text), **kwargs)
         log.info("reckon %s %s: %s", step, text, result.summary)
+        if result.summary.get("replaced_signed_off_run"):
+            log.warning("reckon %s %s replaced run %s, which was signed off: the day needs a "
+                        "new sign-off (its report says what changed)", step, text,
+                        result.summary["replaced_signed_off_run"])
         results[text] = _small(result.summary)
     return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
             "results": results}

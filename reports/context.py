@@ -141,6 +141,18 @@ class QualitySummary:
 
 
 @dataclass(frozen=True)
+class Signoff:
+    """One decision of the sign-off log on an audit run of the report's day."""
+
+    run_id: str
+    decision: str
+    by: str
+    at: datetime
+    gap_total: Decimal      # the figures of the run it was made on
+    unexplained: int
+
+
+@dataclass(frozen=True)
 class ReportContext:
     day: date
     audit_run_id: str
@@ -164,6 +176,10 @@ class ReportContext:
     watermark_series: tuple[WatermarkPoint, ...] = ()
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
+    signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
+    # the last sign-off of an earlier run of the day, when this run (which replaced it, e.g.
+    # the nightly lookback's re-audit) has none yet: the day needs signing off again
+    superseded_signoff: Signoff | None = None
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
 
@@ -353,10 +369,30 @@ def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
     return tuple(out)
 
 
+def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | None]:
+    """The decisions on ``run``, and the last sign-off of an earlier run of its day and kind
+    when ``run`` has none: a re-audit replaced a run finance had signed off."""
+    raw = db.signoffs_of_day(run.day, run.kind)
+    entries = [Signoff(e["run_id"], e["decision"], e["by"], _utc(e["at"]),
+                       Decimal(e["gap_total"]), int(e["unexplained"])) for e in raw]
+    own = tuple(e for e in entries if e.run_id == run.run_id)
+    from reports.db import SIGNING_DECISIONS
+
+    if any(e.decision in SIGNING_DECISIONS for e in own):
+        return own, None
+    started = {e["run_id"]: _utc(e["started_at"]) for e in raw}
+    earlier = [e for e in entries if e.run_id != run.run_id
+               and e.decision in SIGNING_DECISIONS and started[e.run_id] < _utc(run.started_at)]
+    return own, (earlier[-1] if earlier else None)
+
+
 def _breaks(db: Any, run: AuditRun, cap: int) -> tuple[tuple[BreakLine, ...], int]:
-    """Every break of the run with its review status and age, ordered by window then key."""
+    """Every break of the run with its review status and age (whole days from the break's
+    first sighting to the run's start, so a re-render of the run gives the same figures),
+    ordered by window then key."""
     reviews = {(_utc(b["window_start"]), b["key"]): b
-               for b in db.list_breaks(run.day) if b.get("run_id") == run.run_id}
+               for b in db.list_breaks(run.day, now=_utc(run.started_at))
+               if b.get("run_id") == run.run_id}
     lines = []
     for b in db.breaks(run.run_id):
         review = reviews.get((_utc(b.window_start), b.key), {})
@@ -391,6 +427,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
     recon = _recon_day(spark, settings, day, run)
     all_breaks, total = _breaks(db, run, breaks_cap)
+    signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step)
     curve, configured, recommended, target = _curve(spark, settings, day)
     check = db.current_check_run(day)
@@ -418,6 +455,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
+        signoffs=signoffs, superseded_signoff=superseded,
         all_breaks=all_breaks, breaks_cap=breaks_cap)
 
 

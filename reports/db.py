@@ -372,6 +372,9 @@ class SignoffModel(Base):
     entry_hash: Mapped[str] = mapped_column(sa.String(64))
 
 
+# Decisions of the sign-off log that sign a run off ("rejected" does not).
+SIGNING_DECISIONS = ("approved", "accepted", "resolved")
+
 # Typed handles on the tables, for SQLAlchemy Core statements.
 AUDIT_RUNS: sa.Table = Base.metadata.tables["audit_runs"]
 BREAKS: sa.Table = Base.metadata.tables["breaks"]
@@ -806,6 +809,18 @@ class ReportDB:
                 item["age_days"] = _age_days(item["first_seen_at"], moment)
                 out.append(item)
             return out
+
+    def signoffs_of_day(self, day: date, kind: str = "nightly") -> list[dict[str, Any]]:
+        """The sign-off log's entries on every audit run of ``day`` (``kind``), oldest first,
+        each with its run's figures and whether the run is current."""
+        log, runs = SIGNOFF_LOG, AUDIT_RUNS
+        stmt = (sa.select(log.c.seq, log.c.at, log.c.run_id, log.c.by, log.c.decision,
+                          runs.c.is_current, runs.c.gap_total, runs.c.unexplained,
+                          runs.c.started_at)
+                .join(runs, runs.c.run_id == log.c.run_id)
+                .where(runs.c.day == day, runs.c.kind == kind).order_by(log.c.seq))
+        with self.ready().connect() as conn:
+            return [dict(row) for row in conn.execute(stmt).mappings()]
 
     # ------------------------------------------------------------------ data quality
     def record_check_run(self, run: CheckRun, results: Sequence[ExpectationResult]) -> None:

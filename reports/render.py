@@ -35,7 +35,8 @@ from reckon.timeutil import format_micros, parse_date, to_micros
 from reports.charts import Chart, render_charts
 from reports.context import ReportContext, build_context
 
-__all__ = ["ReportResult", "cmd_report", "render_context", "render_day", "write_csvs"]
+__all__ = ["ReportResult", "cmd_report", "render_context", "render_day", "signoff_text",
+           "write_csvs"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -94,6 +95,26 @@ class _Figure:
     label: str
     value: str
     bad: bool = False
+
+
+def signoff_text(ctx: ReportContext) -> str:
+    """The day's sign-off state in one sentence (HTML and PDF): the decisions on this run, or
+    that a run someone signed off was replaced by this one and what changed."""
+    prior = ctx.superseded_signoff
+    if prior is not None:
+        h = ctx.headline
+        if (prior.gap_total, prior.unexplained) == (h.gap_total, h.unexplained_count):
+            change = "the gap and the unexplained count are unchanged"
+        else:
+            change = (f"gap {_money(prior.gap_total)} -> {_money(h.gap_total)}, unexplained "
+                      f"breaks {prior.unexplained} -> {h.unexplained_count}")
+        return (f"Run {prior.run_id} of this day was {prior.decision} by {prior.by} at "
+                f"{_ts(prior.at)}; this audit replaced it ({change}): the day needs a new "
+                "sign-off.")
+    if not ctx.signoffs:
+        return "Not signed off yet."
+    return "; ".join(f"{e.decision.capitalize()} by {e.by} at {_ts(e.at)}"
+                     for e in ctx.signoffs) + "."
 
 
 def _headline(ctx: ReportContext) -> list[_Figure]:
@@ -205,7 +226,7 @@ def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence
     env.filters.update(ts=_ts, hms=_hms, money=_money,
                        fileurl=lambda p: Path(p).resolve().as_uri())
     return env.get_template("report.html.j2").render(
-        ctx=ctx, h=ctx.headline, headline=_headline(ctx),
+        ctx=ctx, h=ctx.headline, headline=_headline(ctx), signoff=signoff_text(ctx),
         charts={c.name: c for c in charts}, csv_names=list(csv_names))
 
 
@@ -261,6 +282,9 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
     pdf.set_text_color(*((46, 125, 50) if n == 0 else (179, 38, 30)))
     pdf.cell(0, 6, "No unexplained breaks" if n == 0 else
              f"{n} unexplained break{'s' if n != 1 else ''}", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_text_color(*((179, 38, 30) if ctx.superseded_signoff else (0, 0, 0)))
+    pdf.set_font("DejaVu", "", 8)
+    pdf.multi_cell(0, 4, "Sign-off: " + signoff_text(ctx), new_x="LMARGIN", new_y="NEXT")
     pdf.set_text_color(0, 0, 0)
 
     heading("Headline")

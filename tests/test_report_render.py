@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -335,3 +336,30 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     assert "reckon audit --date 2026-01-01 --kind nightly" in message
     again = audit_day(spark, settings, DAY, kind="nightly")
     assert build_context(spark, settings, DAY).audit_run_id == again.run_id
+
+
+def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid_it(tmp_path):
+    from reports.context import Signoff
+
+    def signoff_line(ctx: ReportContext) -> str:
+        result = render_context(ctx, tmp_path / str(len(list(tmp_path.iterdir()))))
+        html = Path(result.html_path).read_text()
+        found = re.search(r'<p class="signoff[^"]*" id="signoff">([^<]*)</p>', html)
+        assert found is not None
+        return unescape(found.group(1))
+
+    ctx = _ctx()
+    assert signoff_line(ctx) == "Sign-off: Not signed off yet."
+    at = datetime(2026, 1, 2, 9, 30, tzinfo=UTC)
+    signed = dataclasses.replace(ctx, signoffs=(
+        Signoff(ctx.audit_run_id, "approved", "bob", at, D("37.50"), 1),))
+    assert signoff_line(signed) == "Sign-off: Approved by bob at 2026-01-02T09:30:00Z."
+    unchanged = dataclasses.replace(ctx, superseded_signoff=Signoff(
+        "audit-old", "approved", "bob", at, D("37.50"), 1))
+    assert signoff_line(unchanged) == (
+        "Sign-off: Run audit-old of this day was approved by bob at 2026-01-02T09:30:00Z; this "
+        "audit replaced it (the gap and the unexplained count are unchanged): the day needs a "
+        "new sign-off.")
+    changed = dataclasses.replace(ctx, superseded_signoff=Signoff(
+        "audit-old", "accepted", "bob", at, D("30.00"), 0))
+    assert "(gap 30.00 -> 37.50, unexplained breaks 0 -> 1)" in signoff_line(changed)

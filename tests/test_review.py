@@ -325,3 +325,37 @@ def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.Mo
     assert "no breaks for 2026-01-01 in the current audit runs" in capsys.readouterr().out
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"), "--date", "01/02"]) == 2
     assert "--date='01/02' is not valid" in capsys.readouterr().err
+
+
+def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again(
+        db: ReportDB) -> None:
+    """The nightly lookback re-audits yesterday: its new run replaces the run finance signed
+    off. The audit, the report and the log must say the day needs a new sign-off, and which
+    figures changed, until someone signs the new run off."""
+    from audits.audit import _replaced_signed_off_run
+    from reports.context import _signoffs
+
+    db.append_signoff("run-1", "bob", "approved", "ties out")
+    first = db.get_audit_run("run-1")
+    assert first is not None
+    assert _replaced_signed_off_run(db, DAY, "nightly", "run-1") is None
+    assert _signoffs(db, first)[1] is None
+
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1),
+                                 gap_total=Decimal("-0.03"), unexplained=2), [])
+    second = db.get_audit_run("run-2")
+    assert second is not None
+    assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") == "run-1"
+    own, prior = _signoffs(db, second)
+    assert own == ()
+    assert prior is not None and (prior.run_id, prior.decision, prior.by) == (
+        "run-1", "approved", "bob")
+    assert (prior.gap_total, prior.unexplained) == (Decimal("-0.01"), 1)
+    assert [e["run_id"] for e in db.signoffs_of_day(DAY)] == ["run-1"]
+
+    db.append_signoff("run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing
+    assert _signoffs(db, second)[1] is not None
+    db.append_signoff("run-2", "carol", "approved", "re-checked")
+    own, prior = _signoffs(db, second)
+    assert [e.decision for e in own] == ["rejected", "approved"] and prior is None
+    assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") is None
