@@ -468,16 +468,18 @@ _PG_LOCKS = {
 
 
 @contextlib.contextmanager
-def _write_tx(engine: Engine, lock_table: str | None = None) -> Iterator[Connection]:
-    """A write transaction, serialised against other writers of ``lock_table``: SQLite takes
-    the database write lock up front (BEGIN IMMEDIATE); PostgreSQL locks the table in EXCLUSIVE
-    mode (readers go on, other writers of that table wait for the commit)."""
+def _write_tx(engine: Engine, *lock_tables: str) -> Iterator[Connection]:
+    """A write transaction, serialised against other writers of ``lock_tables``: SQLite takes
+    the database write lock up front (BEGIN IMMEDIATE); PostgreSQL locks each table in
+    EXCLUSIVE mode, in the order given (readers go on, other writers of those tables wait for
+    the commit)."""
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(reckon_write=True)
             with conn.begin():
-                if lock_table is not None and conn.dialect.name == "postgresql":
-                    conn.execute(_PG_LOCKS[lock_table])
+                if conn.dialect.name == "postgresql":
+                    for table in lock_tables:
+                        conn.execute(_PG_LOCKS[table])
                 yield conn
     except sa.exc.StatementError as exc:
         # a column type refused a value (e.g. money with 3 decimals): surface reckon's error

@@ -115,9 +115,10 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                    now: datetime | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
-    Serialised against concurrent appenders (SQLite ``BEGIN IMMEDIATE``; PostgreSQL locks the
-    log table, since ``FOR UPDATE`` on the last row would not stop a second appender from
-    reading the same last row after the first commits); ``seq`` is also unique, so a lost race
+    Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
+    IMMEDIATE``; PostgreSQL locks the log table, then audit_runs, since ``FOR UPDATE`` on the
+    last row would not stop a second appender from reading the same last row after the first
+    commits); ``seq`` is also unique, so a lost race
     can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run, a
     run a later audit of its day replaced (decisions are made on the current figures), or a
     sign-off by the run's reconciler (compared trimmed, case-insensitively).
@@ -134,7 +135,9 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     runs, log = AUDIT_RUNS, SIGNOFF_LOG
     for attempt in range(1, _APPEND_ATTEMPTS + 1):
         try:
-            with _write_tx(engine, "signoff_log") as conn:
+            # audit_runs too: an audit recording a new run of the day waits, so a decision is
+            # never appended to a run that stopped being current before the commit
+            with _write_tx(engine, "signoff_log", "audit_runs") as conn:
                 run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
                                              runs.c.kind)
                                    .where(runs.c.run_id == run_id)).first()
