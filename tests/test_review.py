@@ -359,3 +359,33 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     own, prior = _signoffs(db, second)
     assert [e.decision for e in own] == ["rejected", "approved"] and prior is None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") is None
+
+
+def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
+        db: ReportDB) -> None:
+    """An audit is recording a new run of the day (it holds audit_runs) while a reviewer signs
+    the old run off: the sign-off must wait for the audit's commit, then see the run replaced,
+    not append a decision to a run that stopped being current under it."""
+    from reports.db import AUDIT_RUNS, _write_tx
+
+    started, outcome = threading.Event(), {}
+
+    def sign() -> None:
+        started.set()
+        try:
+            db.append_signoff("run-1", "bob", "approved", "ties out")
+            outcome["result"] = "appended"
+        except SignoffRefused as exc:
+            outcome["result"] = str(exc)
+
+    with _write_tx(db.ready(), "audit_runs") as conn:  # what record_audit_run holds
+        conn.execute(sa.update(AUDIT_RUNS).where(AUDIT_RUNS.c.run_id == "run-1")
+                     .values(is_current=False))
+        signer = threading.Thread(target=sign)
+        signer.start()
+        started.wait(5)
+        signer.join(1.0)
+        assert signer.is_alive(), "the sign-off did not wait for the audit's transaction"
+    signer.join(30)
+    assert "a later audit of 2026-01-01 (nightly) replaced it" in outcome["result"]
+    assert db.signoff_entries() == []
