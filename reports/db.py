@@ -876,6 +876,22 @@ class ReportDB:
             conn.execute(insert(t).values(**values).on_conflict_do_nothing(
                 index_elements=["audit_run_id", "html_path", "sha256"]))
 
+    def report_at(self, html_path: str) -> ReportRecord | None:
+        """The newest report recorded with this HTML path, or None."""
+        t = REPORTS
+        with self.ready().connect() as conn:
+            row = conn.execute(sa.select(t).where(t.c.html_path == html_path)
+                               .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).first()
+            return None if row is None else _to_record(ReportRecord, row)
+
+    def is_signed_off(self, run_id: str) -> bool:
+        """Whether the sign-off log holds a signing decision on ``run_id``."""
+        t = SIGNOFF_LOG
+        with self.ready().connect() as conn:
+            return conn.execute(sa.select(t.c.seq).where(
+                t.c.run_id == run_id, t.c.decision.in_(SIGNING_DECISIONS)).limit(1)).first() \
+                is not None
+
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""
         t = REPORTS

@@ -35,8 +35,8 @@ from reckon.timeutil import format_micros, parse_date, to_micros
 from reports.charts import Chart, render_charts
 from reports.context import ReportContext, build_context
 
-__all__ = ["ReportResult", "cmd_report", "render_context", "render_day", "signoff_text",
-           "write_csvs"]
+__all__ = ["ReportResult", "cmd_report", "keep_signed_report", "render_context", "render_day",
+           "signoff_text", "write_csvs"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -354,18 +354,50 @@ def render_context(ctx: ReportContext, out: str | Path) -> ReportResult:
                         tuple(str(p) for p in csvs), hashlib.sha256(html).hexdigest())
 
 
+def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
+    """Before ``run_id``'s report is rendered into ``out``: if the report there is another
+    run's and that run was signed off, move its files to ``out/signed/<run>/`` and record them
+    there (same SHA-256), so that a re-audit's report never overwrites what was signed. Returns
+    the new folder, or None when nothing needed keeping."""
+    from dataclasses import replace
+
+    folder = Path(out).expanduser().resolve()
+    html = folder / "report.html"
+    previous = db.report_at(str(html)) if html.is_file() else None
+    if previous is None or previous.audit_run_id == run_id \
+            or not db.is_signed_off(previous.audit_run_id):
+        return None
+    if hashlib.sha256(html.read_bytes()).hexdigest() != previous.sha256:
+        return None  # not the bytes that were recorded (and signed): nothing to keep
+    dest = folder / "signed" / previous.audit_run_id
+    dest.mkdir(parents=True, exist_ok=True)
+    moved: dict[str, str] = {}
+    for name in (previous.html_path, previous.pdf_path, *previous.csv_paths):
+        source = Path(name)
+        if source.is_file() and source.parent == folder:
+            moved[name] = str(source.replace(dest / source.name))
+    db.record_report(replace(
+        previous, html_path=moved[previous.html_path],
+        pdf_path=moved.get(previous.pdf_path, previous.pdf_path),
+        csv_paths=[moved.get(p, p) for p in previous.csv_paths]))
+    return dest
+
+
 def render_day(spark: Any, settings: Settings, day: date | str,
                out: str | Path | None = None) -> ReportResult:
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
-    record the report, with the SHA-256 of its HTML, in the report database."""
+    record the report, with the SHA-256 of its HTML, in the report database. A signed-off
+    report of another run in that folder is kept aside first (``keep_signed_report``)."""
     from reports.db import ReportDB
     from reports.records import ReportRecord
 
     the_day = day if isinstance(day, date) else parse_date(day, "--date")
     ctx = build_context(spark, settings, the_day)
     folder = Path(out) if out else settings.warehouse_path / "reports" / the_day.isoformat()
+    db = ReportDB.from_settings(settings)
+    keep_signed_report(db, folder, ctx.audit_run_id)
     result = render_context(ctx, folder)
-    ReportDB.from_settings(settings).record_report(ReportRecord(
+    db.record_report(ReportRecord(
         day=the_day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
         html_path=result.html_path, pdf_path=result.pdf_path,
         csv_paths=list(result.csv_paths), sha256=result.sha256))

@@ -363,3 +363,41 @@ def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid
     changed = dataclasses.replace(ctx, superseded_signoff=Signoff(
         "audit-old", "accepted", "bob", at, D("30.00"), 0))
     assert "(gap 30.00 -> 37.50, unexplained breaks 0 -> 1)" in signoff_line(changed)
+
+
+def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp_path):
+    """The nightly lookback renders yesterday's report again, for the run that replaced the
+    signed-off one: the signed bytes move to signed/<run>/, recorded there with their hash."""
+    from dataclasses import replace
+
+    from reports.db import ReportDB
+    from reports.records import ReportRecord
+    from reports.render import keep_signed_report
+    from tests.test_report_db import make_run
+
+    folder = tmp_path / "reports" / "2026-01-01"
+    signed_ctx = _ctx()
+    first = render_context(signed_ctx, folder)
+    record = ReportRecord(day=DAY, audit_run_id=signed_ctx.audit_run_id,
+                          created_at=datetime(2026, 1, 2, 4, tzinfo=UTC),
+                          html_path=first.html_path, pdf_path=first.pdf_path,
+                          csv_paths=list(first.csv_paths), sha256=first.sha256)
+    signed_bytes = Path(first.html_path).read_bytes()
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        db.record_audit_run(make_run(signed_ctx.audit_run_id, reconciler="ops-bot"), [])
+        db.record_report(record)
+        assert keep_signed_report(db, folder, "audit-new") is None  # not signed off: replaced
+        db.append_signoff(signed_ctx.audit_run_id, "bob", "approved", "ties out")
+        assert keep_signed_report(db, folder, signed_ctx.audit_run_id) is None  # its own run
+        kept = keep_signed_report(db, folder, "audit-new")
+        assert kept == folder / "signed" / signed_ctx.audit_run_id
+        assert (kept / "report.html").read_bytes() == signed_bytes
+        assert sorted(p.name for p in kept.iterdir()) == sorted(
+            ["report.html", "report.pdf", *(Path(p).name for p in first.csv_paths)])
+        assert not (folder / "report.html").exists()
+        moved = db.report_at(str(kept / "report.html"))
+        assert moved is not None and moved.sha256 == first.sha256
+        assert moved.audit_run_id == signed_ctx.audit_run_id
+        assert all(Path(p).parent == kept for p in moved.csv_paths)
+        render_context(replace(signed_ctx, audit_run_id="audit-new"), folder)
+        assert (kept / "report.html").read_bytes() == signed_bytes  # untouched by the new one
