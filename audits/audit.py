@@ -40,7 +40,7 @@ from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
-from reckon.timeutil import parse_date
+from reckon.timeutil import format_micros, parse_date
 from reports.records import AuditRun, BreakRow
 from spark import tables as tb
 from spark.rules import recon_status_col
@@ -426,13 +426,21 @@ def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from spark.progress import latest_watermark, required_watermark
     from spark.session import get_spark
 
     day = parse_date(args.date, "--date")
     print(f"[audit] {day}: reconciling provisional against canonical totals", file=sys.stderr,
           flush=True)
-    result = audit_day(get_spark(settings, app_name="reckon-audit"), settings, day,
-                       kind=args.kind)
+    spark = get_spark(settings, app_name="reckon-audit")
+    seen, required = latest_watermark(spark, settings), required_watermark(settings, day)
+    if seen is not None and seen < required:  # the nightly DAG waits for this; a person may not
+        print(f"[audit] {day}: the stream's watermark {format_micros(seen)} has not passed the "
+              f"end of the day's last window + grace ({format_micros(required)}): its "
+              "provisional totals can still change, so some breaks may be transient; audit "
+              "again once it has (`reckon`'s nightly DAG waits for it)", file=sys.stderr,
+              flush=True)
+    result = audit_day(spark, settings, day, kind=args.kind)
     if result.replaced_signed_off_run:
         print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run}, which "
               "was signed off: the day needs a new sign-off (`reckon report` shows what "

@@ -22,7 +22,7 @@ from typing import Any
 
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
-from reckon.timeutil import parse_duration
+from reckon.timeutil import parse_duration, parse_timestamp
 
 __all__ = ["PROJECT_ROOT", "Settings", "load_settings"]
 
@@ -92,6 +92,12 @@ class Settings:
                               ">= 0 (0: the stream never compacts its open days itself)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
+        if parse_timestamp(self.min_event_time, "min_event_time") < 0:
+            # window starts are computed with integer division and remainder, which floor in
+            # Python but truncate in Spark below zero: the two would disagree on a window
+            raise ConfigError(f"min_event_time={self.min_event_time!r} is before 1970-01-01: "
+                              "event times must not be negative; use 1970-01-01T00:00:00Z or "
+                              "later")
         scheme = _WAREHOUSE_SCHEME.match(self.warehouse)
         if scheme and scheme.group(1).lower() != "file":
             # Path() would turn s3a://bucket/wh into ./s3a:/bucket/wh: every job would write a

@@ -115,13 +115,19 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
 
 
 def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
-    """Replay straight from the topic (batch read, earliest to latest): full validation."""
-    from spark.stream import RAW_COLUMNS, kafka_raw_columns
+    """Replay straight from the topic (batch read, earliest to latest as of the start, pinned
+    as offsets so that every pass of the replay reads the same records): full validation."""
+    from spark.stream import RAW_COLUMNS, kafka_offsets, kafka_raw_columns
 
+    topic = settings.kafka_topic
+    pinned = {edge: json.dumps({topic: {str(p): o for p, o in kafka_offsets(
+        spark, settings.kafka_bootstrap, topic, latest=edge == "ending").items()}})
+        for edge in ("starting", "ending")}
     raw = (spark.read.format("kafka")
            .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-           .option("subscribe", settings.kafka_topic)
-           .option("startingOffsets", "earliest").option("endingOffsets", "latest")
+           .option("subscribe", topic)
+           .option("startingOffsets", pinned["starting"])
+           .option("endingOffsets", pinned["ending"])
            .load()
            .select(*kafka_raw_columns(settings.kafka_topic)))
     lo, hi = _read_range(settings, day)
@@ -251,7 +257,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     rejected = F.col("reason").isNotNull() & in_day
     repeated: DataFrame | None = None
     any_rejected = True
-    if not from_kafka:  # a topic read twice may have grown in between: the log is pinned
+    if not from_kafka:  # a replay from Kafka groups every row by event_id (the exact path)
         screened = Observation("replay_screen")
         repeated = _repeated_ids(rows.observe(screened, F.count_if(rejected).alias("rejected")),
                                  settings.replay_broadcast_ids)

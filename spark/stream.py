@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -64,8 +65,8 @@ from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "landing_lines",
-           "processing_time", "run_stream"]
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "kafka_offsets",
+           "kafka_partitions", "landing_lines", "processing_time", "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
@@ -639,6 +640,73 @@ def landing_lines(files: DataFrame) -> DataFrame:
                     "transport_time", "input_file"))
 
 
+def _kafka_error(exc: Any, bootstrap: str, topic: str) -> UsageError:
+    cause = str(exc.java_exception.toString())
+    if "UnknownTopicOrPartition" in cause:
+        return UsageError(f"--topic={topic!r} is not valid: no such topic on {bootstrap} "
+                          "(create it, or check --topic / RECKON_KAFKA_TOPIC)")
+    return UsageError(f"could not read topic {topic!r}'s metadata from {bootstrap} "
+                      f"({cause.splitlines()[0]}): check --kafka / RECKON_KAFKA_BOOTSTRAP")
+
+
+@contextmanager
+def _kafka_admin(spark: SparkSession, bootstrap: str, topic: str,
+                 timeout_seconds: int) -> Iterator[Any]:
+    """A Kafka Admin client (the Kafka client Spark's Kafka source ships), closed on exit;
+    a failed request is a UsageError saying what to check."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    props.setProperty("bootstrap.servers", bootstrap)
+    for name in ("request.timeout.ms", "default.api.timeout.ms"):
+        props.setProperty(name, str(timeout_seconds * 1000))
+    try:
+        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    except Py4JJavaError as exc:
+        raise _kafka_error(exc, bootstrap, topic) from None
+    try:
+        yield admin
+    except Py4JJavaError as exc:
+        raise _kafka_error(exc, bootstrap, topic) from None
+    finally:
+        admin.close()
+
+
+def kafka_partitions(spark: SparkSession, bootstrap: str, topic: str,
+                     timeout_seconds: int = 30) -> list[int]:
+    """The partition numbers of ``topic``, from the broker's metadata. A Kafka stream expects
+    every one of them before its watermark is defined: a partition still empty at start-up
+    would otherwise not be waited for, and its first backlog would be judged against the
+    others' watermark, i.e. late."""
+    jvm = spark._jvm
+    with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
+        described = admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
+        topics = described.allTopicNames().get(timeout_seconds,
+                                                jvm.java.util.concurrent.TimeUnit.SECONDS)
+        infos = topics.get(topic).partitions()
+        return sorted(int(infos.get(i).partition()) for i in range(infos.size()))
+
+
+def kafka_offsets(spark: SparkSession, bootstrap: str, topic: str, *, latest: bool,
+                  timeout_seconds: int = 30) -> dict[int, int]:
+    """Partition -> the earliest (or latest: the next to be written) offset of ``topic`` now.
+    A batch read given these as JSON offsets reads the same records however often it runs;
+    given "earliest"/"latest" it asks the broker again at every action."""
+    jvm = spark._jvm
+    partitions = kafka_partitions(spark, bootstrap, topic, timeout_seconds)
+    spec = jvm.org.apache.kafka.clients.admin.OffsetSpec
+    wanted = jvm.java.util.HashMap()
+    for p in partitions:
+        wanted.put(jvm.org.apache.kafka.common.TopicPartition(topic, p),
+                   spec.latest() if latest else spec.earliest())
+    with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
+        found = admin.listOffsets(wanted).all().get(timeout_seconds,
+                                                    jvm.java.util.concurrent.TimeUnit.SECONDS)
+        return {p: int(found.get(jvm.org.apache.kafka.common.TopicPartition(topic, p)).offset())
+                for p in partitions}
+
+
 def kafka_raw_columns(topic: str) -> list[Column]:
     """A Kafka record as RAW_COLUMNS: partition and offset from Kafka's own metadata, the
     record timestamp as transport time (the stream and the replay read the topic alike)."""
@@ -709,11 +777,16 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
             expected = json.loads(manifest.read_text()).get("expected_partitions") or []
             settings = settings.with_overrides(expected_partitions=expected)
             print(f"[stream] expected partitions from {manifest}: {expected}", file=sys.stderr)
+    spark = get_spark(settings, app_name="reckon-stream")
+    if source.kafka_bootstrap and not settings.expected_partitions:
+        expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))
+        settings = settings.with_overrides(expected_partitions=expected)
+        print(f"[stream] expected partitions of topic {source.topic}: {expected}",
+              file=sys.stderr)
     rules = settings.event_time_rules()
     print(f"[stream] {source.name} -> {settings.warehouse_path}: {rules.windows.describe()} "
           f"windows, lateness {settings.lateness}, grace {settings.grace}, idle timeout "
           f"{settings.idle_timeout}", file=sys.stderr, flush=True)
-    spark = get_spark(settings, app_name="reckon-stream")
     checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
                             trigger=args.trigger)
     print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)

@@ -97,3 +97,10 @@ def test_a_file_url_warehouse_is_its_path(tmp_path):
     s = load_settings(env={}, warehouse=f"file://{tmp_path}/wh")
     assert s.warehouse_path == tmp_path / "wh"
     assert s.report_db == f"sqlite:///{tmp_path / 'wh' / 'reports' / 'reckon.db'}"
+
+
+def test_a_min_event_time_before_the_epoch_is_refused():
+    # Spark's remainder truncates below zero where Python's floors: windows would differ
+    with pytest.raises(ConfigError, match="before 1970-01-01"):
+        load_settings(env={}, min_event_time="1960-01-01T00:00:00Z")
+    assert load_settings(env={}, min_event_time="1970-01-01T00:00:00Z").min_event_time

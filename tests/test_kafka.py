@@ -244,6 +244,21 @@ def test_missing_broker_jars_tell_the_user_to_run_make_setup(tmp_path):
         KafkaBroker(tmp_path)
 
 
+def test_a_kafka_stream_expects_every_partition_of_its_topic(spark, kafka_broker):
+    """Partition 2 is still empty when the stream starts: it must be expected all the same
+    (from the topic's metadata), or the watermark would be defined by 0 and 1 alone and
+    partition 2's first backlog judged late."""
+    from reckon.errors import UsageError
+    from spark.stream import kafka_offsets, kafka_partitions
+
+    topic = kafka_broker.create_topic("empty-partition", partitions=3)
+    assert kafka_partitions(spark, kafka_broker.bootstrap, topic) == [0, 1, 2]
+    empty = {0: 0, 1: 0, 2: 0}
+    assert kafka_offsets(spark, kafka_broker.bootstrap, topic, latest=True) == empty
+    with pytest.raises(UsageError, match="no such topic"):
+        kafka_partitions(spark, kafka_broker.bootstrap, "no-such-topic", timeout_seconds=10)
+
+
 def test_the_broker_listens_on_loopback_only(kafka_broker):
     import socket
 

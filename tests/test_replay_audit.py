@@ -917,3 +917,22 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
     db = ReportDB.from_settings(settings)
     assert db.current_audit_run(DAY2).run_id == earlier.run_id
     assert len(db.breaks(earlier.run_id)) == earlier.breaks_recorded
+
+
+def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, streamed, tmp_path,
+                                                                monkeypatch, capsys):
+    """The stream's watermark has passed midnight but not the end of day 2: auditing day 2 by
+    hand is allowed, with a warning that its provisional totals can still change; day 1 is
+    closed and audits without one."""
+    from reckon.cli import main
+
+    warehouse = copy_warehouse(streamed, tmp_path)
+    settings = stream_settings(warehouse, **RULES)
+    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings, DAY2)
+    for key, value in RULES.items():
+        monkeypatch.setenv(f"RECKON_{key.upper()}", value)
+    assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-02"]) == 0
+    assert "has not passed the end of the day's last window + grace" in capsys.readouterr().err
+    assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-01"]) == 0
+    assert "has not passed" not in capsys.readouterr().err
