@@ -8,7 +8,8 @@ for a valid event. Nothing raises on bad input: every row comes out, valid or wi
 Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``invalid_json``
 (not exactly one JSON object on the line, or duplicate keys), ``missing_field``,
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
-plain decimal with at most 2 places), ``bad_event_time`` (ISO-8601 with a zone),
+plain decimal with at most 2 places; a JSON number is judged by its own digits, not by the
+double Spark reads it through), ``bad_event_time`` (ISO-8601 with a zone),
 ``bad_partition``, ``bad_arrival_time`` (not ISO-8601, or more than ``max_clock_skew`` after the
 time the transport saw the line: the file's modification time or the Kafka timestamp). Then
 the typed rules (``typed_checks``, which the replay re-applies to the event log):
@@ -42,6 +43,10 @@ _AMOUNT = rf"^-?\d{{1,{AMOUNT_PRECISION - AMOUNT_SCALE}}}(\.\d{{1,{AMOUNT_SCALE}
 _INT = r"^-?\d{1,9}$"
 _STRICT = {"allowSingleQuotes": "false"}  # Spark's default accepts {'a': 'b'}, which is not JSON
 _RAW_FIELDS = (*REQUIRED_EVENT_FIELDS, "partition", "arrival_time")
+# 20 places: more than a double carries (17 significant digits), with room for the 16 integer
+# digits of an amount; a number with more places is rounded at the 20th, beyond any double.
+_EXACT_AMOUNT_SCHEMA = T.StructType([T.StructField(
+    "amount", T.DecimalType(AMOUNT_PRECISION - AMOUNT_SCALE + 20, 20), True)])
 _RAW_SCHEMA = T.StructType(
     [T.StructField(name, T.StringType(), True) for name in _RAW_FIELDS]
     + [T.StructField("_corrupt", T.StringType(), True)]
@@ -127,6 +132,13 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     # test, so it can only cost time, never change a verdict.
     first_brace = F.instr(payload, "}")
     one_brace = (first_brace > 0) & (first_brace == F.length(F.rtrim(payload)))
+    # An amount sent as a JSON number reaches the string field through a double (its text is
+    # the double's: 1.000000000000000001 reads "1.0"). Read as a decimal, Spark takes the
+    # number's own digits; a mismatch below is bad_amount. Only for lines whose amount is not
+    # a compact JSON string, so producers that send strings never pay for the second parse.
+    exact_amount = F.when(
+        ~payload.contains('"amount":"'),
+        F.from_json(payload, _EXACT_AMOUNT_SCHEMA, _STRICT).getField("amount"))
     df = raw.select(
         "*",
         F.from_json(payload, _RAW_SCHEMA, {**_STRICT, "mode": "PERMISSIVE",
@@ -136,6 +148,7 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
             F.lit(False))).alias("_one_value"),
         F.coalesce(F.size(F.array_distinct(keys)) != F.size(keys), F.lit(False))
         .alias("_dup_keys"),
+        exact_amount.alias("_exact_amount"),
     )
     # 2. Typed values, and one boolean column per check (evaluated once each).
     f = {name: F.col("_j").getField(name) for name in _RAW_FIELDS}
@@ -143,7 +156,7 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     amount_ok = f["amount"].rlike(_AMOUNT)
     line_arrival = _iso_timestamp(f["arrival_time"])
     df = df.select(
-        *raw.columns, "_j", "_one_value", "_dup_keys",
+        *raw.columns, "_j", "_one_value", "_dup_keys", "_exact_amount",
         F.when(amount_ok, f["amount"].try_cast(T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)))
         .alias("_amount"),
         amount_ok.alias("_amount_ok"),
@@ -159,6 +172,7 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
                    F.lit(0)).alias("_partition"),
     )
     amount, event_time = F.col("_amount"), F.col("_event_time")
+    inexact = F.when(F.col("_exact_amount").isNotNull(), F.col("_exact_amount") != amount)
     arrival_time = F.col("_arrival_time")
     missing = [F.when(f[n].isNull() | (F.trim(f[n]) == ""), F.lit(n))
                for n in REQUIRED_EVENT_FIELDS]
@@ -186,9 +200,10 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
         (F.coalesce(*too_long).isNotNull(), "field_too_long",
          F.concat(F.lit(f"longer than {MAX_FIELD_LENGTH} characters: "),
                   F.concat_ws(",", *too_long))),
-        (~F.col("_amount_ok") | amount.isNull(), "bad_amount",
+        (~F.col("_amount_ok") | amount.isNull() | inexact, "bad_amount",
          F.concat(F.lit("amount is not a decimal with at most 2 places: "),
-                  F.substring(f["amount"], 1, 40))),
+                  F.substring(F.coalesce(F.when(inexact, F.col("_exact_amount").cast("string")),
+                                         f["amount"]), 1, 40))),
         (event_time.isNull(), "bad_event_time",
          F.concat(F.lit("event_time is not ISO-8601 with a zone: "),
                   F.substring(f["event_time"], 1, 60))),

@@ -6,12 +6,11 @@
   field is the same thing (the old name is missing; the new name is just an extra field).
 - A field whose type changed: text fields read a JSON number or boolean as its text (an
   ``event_id`` of 42 becomes "42"); an object or array there is ``wrong_type``. The amount
-  may arrive as a JSON number: it is ACCEPTED when the number's text is a plain decimal with
-  at most 2 places (12.5 -> 12.50, 12 -> 12.00) and is ``bad_amount`` otherwise (1.005).
-  Caveat, pinned here so a change is deliberate: Spark reads a JSON number through a double,
-  so its "text" is the double's text: 1.5e2 becomes "150.0" (accepted as 150.00) and
-  1.000000000000000001 becomes "1.0" (accepted as 1.00, the digits beyond a double's
-  precision are lost before validation). Producers should send amounts as strings.
+  may arrive as a JSON number: it is ACCEPTED when the number is a decimal with at most 2
+  places (12.5 -> 12.50, 12 -> 12.00, 1.5e2 -> 150.00) and is ``bad_amount`` otherwise
+  (1.005). Spark reads a JSON number into a text field through a double, whose text drops
+  digits beyond ~17 (1.000000000000000001 reads "1.0"); the number's own digits, read as a
+  decimal, make that ``bad_amount`` too, never 1.00. Producers should still send strings.
 """
 
 from __future__ import annotations
@@ -60,7 +59,11 @@ CASES: dict[str, tuple[str, str | tuple[str, str]]] = {
     "amount-number-3-places": (_drifted("d-num3", amount=1.005), ("bad_amount", "1.005")),
     "amount-number-exponent": (_drifted("d-exp").replace('"10.00"', "1.5e2"), "150.00"),
     "amount-number-beyond-double": (_drifted("d-dbl").replace('"10.00"', "1.000000000000000001"),
-                                    "1.00"),
+                                    ("bad_amount", "1.000000000000000001")),
+    "amount-number-20-places": (_drifted("d-dbl20").replace('"10.00"', "0.10000000000000000001"),
+                                ("bad_amount", "0.10000000000000000001")),
+    "amount-number-spaced": (_drifted("d-sp").replace('"amount":"10.00"', '"amount" : 7.25'),
+                             "7.25"),
     "event_id-number": (_drifted(42), "10.00"),
     "event_id-object": (_drifted({"v": 1}), ("wrong_type", "event_id")),
     "currency-number": (_drifted("d-cur", currency=978), ("unknown_currency", "978")),
