@@ -55,6 +55,7 @@ class Event:
     offset: int = 0
     source: str = "test"
     currency: str = "USD"
+    input_file: str | None = None  # a landing file (offset is then a line in it); Kafka: None
 
     @property
     def fingerprint(self) -> tuple[object, ...]:
@@ -62,9 +63,11 @@ class Event:
         return (self.key, self.amount, self.currency, self.event_time, self.source)
 
 
-def arrival_order(event: Event) -> tuple[int, int, int]:
-    """Order of events inside one batch: arrival time, then partition, then offset."""
-    return (event.arrival_time, event.partition, event.offset)
+def arrival_order(event: Event) -> tuple[int, int, tuple[bool, str], int]:
+    """The order of copies by arrival: arrival time, then partition, then input file (none
+    first, as Spark sorts nulls), then offset (spark/rules.py ``arrival_order``)."""
+    file = (event.input_file is not None, event.input_file or "")
+    return (event.arrival_time, event.partition, file, event.offset)
 
 
 @dataclass
@@ -191,7 +194,7 @@ def canonical_totals(events: Iterable[Event], rules: EventTimeRules
     the event_ids whose copies disagree (conflicts, reported, never silently merged)."""
     first: dict[str, Event] = {}
     conflicts: set[str] = set()
-    ordered = sorted(events, key=lambda e: (e.arrival_time, e.partition, e.offset))
+    ordered = sorted(events, key=arrival_order)
     for e in ordered:
         if is_future_dated(e.event_time, e.arrival_time, rules.max_clock_skew):
             continue

@@ -91,3 +91,17 @@ def test_nothing_vanishes_and_canonical_equals_provisional_plus_late_minus_dupli
         assert got == ((c.total, c.count) if c else (0, 0)), key
     if raw == _LATE_AND_UNCAUGHT:  # the example reaches both explanations
         assert out.late and over
+
+
+def test_copies_arriving_together_in_two_landing_files_count_the_earlier_file_first():
+    """Same arrival time, same partition, two landing files: the first copy is the one in the
+    file whose name sorts first, whatever its line number (Spark's arrival order breaks the
+    tie by input_file, then offset), so a conflict keeps that file's payload."""
+    rules = EventTimeRules.parse(window="10s", lateness="0s")
+    later_file = Event("x", "k", Decimal("1.00"), BASE, BASE + S, 0, 1, input_file="f-2.ndjson")
+    earlier_file = replace(later_file, amount=Decimal("2.00"), offset=9,
+                           input_file="f-1.ndjson")
+    for events in ([later_file, earlier_file], [earlier_file, later_file]):
+        totals, conflicts = canonical_totals(events, rules)
+        assert conflicts == ["x"]
+        assert [row.total for row in totals.values()] == [Decimal("2.00")]
