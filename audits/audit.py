@@ -367,7 +367,8 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
             in_day & (F.col("audit_run_id") == F.lit(run_id)))
         breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
         expected = sum(counts.values()) - counts[ReconStatus.MATCHED.value]
-        if breaks_recorded != expected:
+        # all of the run's rows, MATCHED included: a day without breaks is overtaken too
+        if breaks_recorded != expected or written.count() != sum(counts.values()):
             raise ConcurrentAuditError(
                 f"audit {run_id} of {day} found {expected} break(s) but could record only "
                 f"{breaks_recorded}: another audit of {day} replaced its reconciliation rows "

@@ -99,11 +99,12 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult:
     from reckon.errors import DataQualityError
     from reports.db import ReportDB
 
-    db = ReportDB.from_settings(settings)
     failed: list[str] = []
     checked: dict[str, str] = {}
+    with ReportDB.from_settings(settings) as db:
+        runs = {day: db.current_check_run(day) for day in days}
     for day in days:
-        run = db.current_check_run(day)
+        run = runs[day]
         if run is None:
             failed.append(f"{day}: no check run recorded (run `reckon check --date {day}`)")
         elif not run.success:

@@ -122,9 +122,10 @@ def tokenize(sql: str) -> list[Token]:
                 j += 2 if sql.startswith("\\\n", j) else 1
             tokens.append(Token("comment", sql[i:j]))
             i = j
-        elif sql.startswith("/*+", i):
-            tokens.append(Token("punct", "/*+"))
-            i += 3
+        elif sql.startswith("/*+", i) or sql.startswith("*/", i):  # Spark's hint tokens
+            width = 3 if sql.startswith("/*+", i) else 2
+            tokens.append(Token("punct", sql[i:i + width]))
+            i += width
         elif sql.startswith("/*", i):
             depth, j = 1, i + 2
             while j < n and depth:
@@ -214,7 +215,11 @@ def check_read_only(sql: str) -> list[Token]:
 
 
 _ROOT_COMMANDS = ("Show", "Describe")  # plan roots of SHOW ... / DESCRIBE ... (read-only)
-_WRITING_NODES = ("InsertIntoStatement", "InsertIntoDir")  # writes that are not Commands
+# writes and programs that are not Commands: INSERTs, script transforms (TRANSFORM ... USING
+# 'program' runs it through a shell), EXECUTE IMMEDIATE
+_WRITING_NODES = ("InsertIntoStatement", "InsertIntoDir", "ScriptTransformation",
+                  "ExecuteImmediate")
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMED_TABLES = ("UnresolvedRelation", "UnresolvedTable", "UnresolvedTableOrView",
                  "UnresolvedView")
 
@@ -250,14 +255,16 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
     if command.isInstance(plan) or root.startswith(_ROOT_COMMANDS):
         if not root.startswith(_ROOT_COMMANDS) and root != "ExplainCommand":
             raise refuse(f"is a {root} statement")
-        # EXPLAIN analyses its plan (a field of the command): checked like a query
-        pending = [plan.logicalPlan()] if root == "ExplainCommand" else _seq(plan.children())
+        # EXPLAIN and DESCRIBE QUERY analyse a plan kept in a field: checked like a query
+        pending = ([plan.logicalPlan()] if root == "ExplainCommand" else
+                   [plan.plan()] if root == "DescribeQueryCommand" else
+                   [*_seq(plan.children()), *_seq(plan.innerChildren())])
     else:
         pending = [plan]
     while pending:
         node = pending.pop()
         name = node.nodeName()
-        if command.isInstance(node) or name in _WRITING_NODES:
+        if command.isInstance(node) or name.startswith(_WRITING_NODES):
             raise refuse(f"holds a {name} statement")
         if name in _NAMED_TABLES and node.multipartIdentifier().size() > 1:
             raise refuse(f"reads {'.'.join(_seq(node.multipartIdentifier()))} by path")
@@ -267,6 +274,12 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
             func = str(_seq(node.name())[-1]).upper()
             if func in FILE_READERS:
                 raise refuse(f"calls {func.lower()}()")
+            args = _seq(node.functionArgs())
+            # table_changes parses its first argument as a table name, after this check
+            if func == "TABLE_CHANGES" and not (
+                    args and args[0].nodeName() == "Literal"
+                    and _PLAIN_NAME.fullmatch(str(args[0].value()))):
+                raise refuse("calls table_changes() on anything but a plain table name")
         expressions = _seq(node.expressions())
         while expressions:
             expr = expressions.pop()

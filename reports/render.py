@@ -355,31 +355,38 @@ def render_context(ctx: ReportContext, out: str | Path) -> ReportResult:
 
 
 def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
-    """Before ``run_id``'s report is rendered into ``out``: if the report there is another
-    run's and that run was signed off, move its files to ``out/signed/<run>/`` and record them
-    there (same SHA-256), so that a re-audit's report never overwrites what was signed. Returns
-    the new folder, or None when nothing needed keeping."""
+    """Before ``run_id``'s report is rendered into ``out``: if the report there belongs to a
+    run that was signed off (another run, or this one: a re-render after the sign-off says
+    "Approved by ..." and so has other bytes), copy its files to ``out/signed/<run>/`` and
+    record them there (same SHA-256), once per run, so a signed report is never lost. Copied
+    and recorded before the working files go, so a crash leaves a duplicate, never a gap.
+    Returns the new folder, or None when nothing needed keeping."""
+    import shutil
     from dataclasses import replace
 
     folder = Path(out).expanduser().resolve()
     html = folder / "report.html"
     previous = db.report_at(str(html)) if html.is_file() else None
-    if previous is None or previous.audit_run_id == run_id \
-            or not db.is_signed_off(previous.audit_run_id):
+    if previous is None or not db.is_signed_off(previous.audit_run_id):
         return None
-    if hashlib.sha256(html.read_bytes()).hexdigest() != previous.sha256:
-        return None  # not the bytes that were recorded (and signed): nothing to keep
     dest = folder / "signed" / previous.audit_run_id
-    dest.mkdir(parents=True, exist_ok=True)
-    moved: dict[str, str] = {}
-    for name in (previous.html_path, previous.pdf_path, *previous.csv_paths):
-        source = Path(name)
-        if source.is_file() and source.parent == folder:
-            moved[name] = str(source.replace(dest / source.name))
-    db.record_report(replace(
-        previous, html_path=moved[previous.html_path],
-        pdf_path=moved.get(previous.pdf_path, previous.pdf_path),
-        csv_paths=[moved.get(p, p) for p in previous.csv_paths]))
+    if dest.exists() or hashlib.sha256(html.read_bytes()).hexdigest() != previous.sha256:
+        return None  # kept already, or not the bytes that were recorded (and signed)
+    dest.mkdir(parents=True)
+    sources = [Path(p) for p in (previous.html_path, previous.pdf_path, *previous.csv_paths)]
+    sources = [p for p in sources if p.is_file() and p.parent == folder]
+    for source in sources:
+        shutil.copy2(source, dest / source.name)
+
+    def moved(path: str) -> str:
+        return str(dest / Path(path).name) if Path(path) in sources else path
+
+    db.record_report(replace(previous, html_path=moved(previous.html_path),
+                             pdf_path=moved(previous.pdf_path),
+                             csv_paths=[moved(p) for p in previous.csv_paths]))
+    if previous.audit_run_id != run_id:  # this run's own files are rewritten in place
+        for source in sources:
+            source.unlink()
     return dest
 
 

@@ -366,8 +366,9 @@ def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid
 
 
 def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp_path):
-    """The nightly lookback renders yesterday's report again, for the run that replaced the
-    signed-off one: the signed bytes move to signed/<run>/, recorded there with their hash."""
+    """After a sign-off, any new rendering into the folder (of the same run, whose report now
+    says "Approved by ...", or of the run that replaced it) first copies the signed bytes to
+    signed/<run>/, recorded there with their hash, once."""
     from dataclasses import replace
 
     from reports.db import ReportDB
@@ -388,16 +389,17 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
         db.record_report(record)
         assert keep_signed_report(db, folder, "audit-new") is None  # not signed off: replaced
         db.append_signoff(signed_ctx.audit_run_id, "bob", "approved", "ties out")
-        assert keep_signed_report(db, folder, signed_ctx.audit_run_id) is None  # its own run
-        kept = keep_signed_report(db, folder, "audit-new")
+        kept = keep_signed_report(db, folder, signed_ctx.audit_run_id)  # its own re-render
         assert kept == folder / "signed" / signed_ctx.audit_run_id
         assert (kept / "report.html").read_bytes() == signed_bytes
         assert sorted(p.name for p in kept.iterdir()) == sorted(
             ["report.html", "report.pdf", *(Path(p).name for p in first.csv_paths)])
-        assert not (folder / "report.html").exists()
+        assert (folder / "report.html").is_file()  # the run's own files are rewritten in place
         moved = db.report_at(str(kept / "report.html"))
         assert moved is not None and moved.sha256 == first.sha256
         assert moved.audit_run_id == signed_ctx.audit_run_id
         assert all(Path(p).parent == kept for p in moved.csv_paths)
+        assert keep_signed_report(db, folder, signed_ctx.audit_run_id) is None  # kept once
+        assert keep_signed_report(db, folder, "audit-new") is None
         render_context(replace(signed_ctx, audit_run_id="audit-new"), folder)
         assert (kept / "report.html").read_bytes() == signed_bytes  # untouched by the new one

@@ -71,6 +71,10 @@ REFUSED = [
      'contains INSERT'),
     ("SELECT /* a /*+ b */ 1 AS x, reflect('a', 'b') */", 'contains REFLECT'),
     ("SELECT /*+ REPARTITION(java_method('a', 'b')) */ 1", 'contains JAVA_METHOD'),
+    # '*/' is one token to Spark wherever it stands: here it ends the hint, and '/*' after it
+    # is no comment opener that could hide the script
+    ("SELECT /*+ COALESCE(1) */* FROM (SELECT TRANSFORM(1) USING 'touch /tmp/x' AS (x)) t -- */",
+     'runs a script'),
 ]
 
 ALLOWED = [
@@ -221,6 +225,10 @@ PLAN_REFUSED = [
     ("SELECT * FROM late_events WHERE key IN (SELECT java_method('a', 'b'))",
      "calls java_method()"),
     ("SELECT * FROM read_files('etc', format => 'text')", "calls read_files()"),
+    ("SELECT * FROM (SELECT TRANSFORM(1) USING 'cat' AS (x)) t", "ScriptTransformation"),
+    ("SELECT * FROM table_changes('delta.`/other/wh/provisional_totals`', 0)",
+     "table_changes() on anything but a plain table name"),
+    ("DESCRIBE QUERY SELECT * FROM json.`notes`", "reads json.notes by path"),
     ("SELEC 1", "query failed: [PARSE_SYNTAX_ERROR]"),
 ]
 
