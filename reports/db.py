@@ -876,13 +876,17 @@ class ReportDB:
             conn.execute(insert(t).values(**values).on_conflict_do_nothing(
                 index_elements=["audit_run_id", "html_path", "sha256"]))
 
-    def report_at(self, html_path: str) -> ReportRecord | None:
-        """The newest report recorded with this HTML path, or None."""
+    def _newest_report(self, where: sa.ColumnElement[bool]) -> ReportRecord | None:
+        """The newest report matching ``where`` (by created_at, then recording order)."""
         t = REPORTS
         with self.ready().connect() as conn:
-            row = conn.execute(sa.select(t).where(t.c.html_path == html_path)
+            row = conn.execute(sa.select(t).where(where)
                                .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).first()
             return None if row is None else _to_record(ReportRecord, row)
+
+    def report_at(self, html_path: str) -> ReportRecord | None:
+        """The newest report recorded with this HTML path, or None."""
+        return self._newest_report(REPORTS.c.html_path == html_path)
 
     def is_signed_off(self, run_id: str) -> bool:
         """Whether the sign-off log holds a signing decision on ``run_id``."""
@@ -894,11 +898,7 @@ class ReportDB:
 
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""
-        t = REPORTS
-        with self.ready().connect() as conn:
-            row = conn.execute(sa.select(t).where(t.c.day == day)
-                               .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).first()
-            return None if row is None else _to_record(ReportRecord, row)
+        return self._newest_report(REPORTS.c.day == day)
 
     # ------------------------------------------------------------------ sign-off log
     def append_signoff(self, run_id: str, by: str, decision: str, note: str) -> SignoffEntry:

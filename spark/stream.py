@@ -673,19 +673,22 @@ def _kafka_admin(spark: SparkSession, bootstrap: str, topic: str,
         admin.close()
 
 
+def _topic_partitions(admin: Any, jvm: Any, topic: str, timeout_seconds: int) -> list[int]:
+    described = admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
+    topics = described.allTopicNames().get(timeout_seconds,
+                                            jvm.java.util.concurrent.TimeUnit.SECONDS)
+    infos = topics.get(topic).partitions()
+    return sorted(int(infos.get(i).partition()) for i in range(infos.size()))
+
+
 def kafka_partitions(spark: SparkSession, bootstrap: str, topic: str,
                      timeout_seconds: int = 30) -> list[int]:
     """The partition numbers of ``topic``, from the broker's metadata. A Kafka stream expects
     every one of them before its watermark is defined: a partition still empty at start-up
     would otherwise not be waited for, and its first backlog would be judged against the
     others' watermark, i.e. late."""
-    jvm = spark._jvm
     with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
-        described = admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
-        topics = described.allTopicNames().get(timeout_seconds,
-                                                jvm.java.util.concurrent.TimeUnit.SECONDS)
-        infos = topics.get(topic).partitions()
-        return sorted(int(infos.get(i).partition()) for i in range(infos.size()))
+        return _topic_partitions(admin, spark._jvm, topic, timeout_seconds)
 
 
 def kafka_offsets(spark: SparkSession, bootstrap: str, topic: str, *, latest: bool,
@@ -694,13 +697,13 @@ def kafka_offsets(spark: SparkSession, bootstrap: str, topic: str, *, latest: bo
     A batch read given these as JSON offsets reads the same records however often it runs;
     given "earliest"/"latest" it asks the broker again at every action."""
     jvm = spark._jvm
-    partitions = kafka_partitions(spark, bootstrap, topic, timeout_seconds)
     spec = jvm.org.apache.kafka.clients.admin.OffsetSpec
-    wanted = jvm.java.util.HashMap()
-    for p in partitions:
-        wanted.put(jvm.org.apache.kafka.common.TopicPartition(topic, p),
-                   spec.latest() if latest else spec.earliest())
     with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
+        partitions = _topic_partitions(admin, jvm, topic, timeout_seconds)
+        wanted = jvm.java.util.HashMap()
+        for p in partitions:
+            wanted.put(jvm.org.apache.kafka.common.TopicPartition(topic, p),
+                       spec.latest() if latest else spec.earliest())
         found = admin.listOffsets(wanted).all().get(timeout_seconds,
                                                     jvm.java.util.concurrent.TimeUnit.SECONDS)
         return {p: int(found.get(jvm.org.apache.kafka.common.TopicPartition(topic, p)).offset())
