@@ -632,7 +632,7 @@ def landing_lines(files: DataFrame) -> DataFrame:
     lines = parts.select("input_file", "transport_time", "n",
                          F.posexplode("parts").alias("offset", "line"))
     return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
-            .select(F.when(F.instr("line", "\r") > 0,
+            .select(F.when(F.col("line").contains("\r"),
                            F.regexp_replace("line", "\r$", ""))
                     .otherwise(F.col("line")).alias("payload"),
                     F.lit(None).cast("int").alias("transport_partition"),

@@ -54,3 +54,9 @@ def test_persisted_frames_are_cached_uncompressed(spark):
     """What the stream and the replay persist is read a few times and dropped; the session
     does not spend CPU compressing it."""
     assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "false"
+
+
+def test_no_generated_stage_outgrows_the_jit(spark):
+    """HotSpot interprets any method over 8,000 bytes of bytecode; the session makes Spark
+    split such a whole-stage method instead (the parse's fused stage was one: BENCHMARKS.md)."""
+    assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
