@@ -241,3 +241,26 @@ def test_oracle_examples():
     assert _python_object('{"a":1}{"a":1}') is None and _python_object('{"a":1,"a":2}') is None
     assert _python_object(' {"a":NaN} ') is not None  # Jackson allows NaN too
     assert _python_object("[1]") is None and _python_object('{"a":[1]}') == {"a": [1]}
+
+
+def test_a_changed_rule_is_never_judged_by_a_cached_parse(spark):
+    """parse_events builds its columns once per rule set: each setting its rules read, changed
+    in the same session, changes the verdict on the same line (a plan cached for the old rule
+    set would keep the first verdict)."""
+    text = json.dumps({"event_id": "e1", "key": "k", "amount": "150.00", "currency": "CHF",
+                       "event_time": "2026-06-01T00:03:00Z", "source": "pos",
+                       "arrival_time": ARRIVAL})
+    base = load_settings(env={}, currencies="USD,CHF")
+    variants = {
+        None: base,
+        "amount_out_of_range": base.with_overrides(amount_max=Decimal("100.00")),
+        "unknown_currency": base.with_overrides(currencies=("USD",)),
+        "event_time_out_of_range": base.with_overrides(min_event_time="2026-07-01T00:00:00Z"),
+        "future_dated": base.with_overrides(max_clock_skew="1m"),
+    }
+    raw = spark.createDataFrame([(text, None, 0, TRANSPORT_TIME, "rules")],
+                                "payload string, transport_partition int, offset long, "
+                                "transport_time timestamp, input_file string")
+    for _ in range(2):  # the second round meets every plan cached by the first
+        for reason, variant in variants.items():
+            assert parse_events(raw, variant).first().reason == reason, (reason, variant)
