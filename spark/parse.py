@@ -140,7 +140,8 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     shared by its common-subexpression elimination): several times slower.
 
     The columns are built once per rule set and JVM: building them is ~4,500 py4j calls
-    (0.4-0.6 s of driver time), which every micro-batch paid before its first job."""
+    (tenths of a second of driver time, 0.4-0.6 s on a busy machine), which every
+    micro-batch paid before its first job."""
     key = (id(SparkContext._jvm), *_rule_settings(settings))
     plan = _PLANS.get(key)
     if plan is None:
