@@ -23,7 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -32,6 +31,7 @@ from reckon.config import Settings
 from reckon.eventtime import is_future_dated
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE, REQUIRED_EVENT_FIELDS
 from reckon.timeutil import parse_timestamp
+from spark.session import built_once_per_jvm
 
 __all__ = ["MAX_FIELD_LENGTH", "QUARANTINE_REASONS", "first_failure", "parse_events",
            "typed_checks"]
@@ -127,9 +127,6 @@ class _ParsePlan:
     events: tuple[Column, ...]     # 3. the output columns
 
 
-_PLANS: dict[tuple[Any, ...], _ParsePlan] = {}
-
-
 def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event).
 
@@ -142,10 +139,8 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     The columns are built once per rule set and JVM: building them is ~4,500 py4j calls
     (tenths of a second of driver time, 0.4-0.6 s on a busy machine), which every
     micro-batch paid before its first job."""
-    key = (id(SparkContext._jvm), *_rule_settings(settings))
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _parse_plan(settings)
+    plan = built_once_per_jvm(("parse", *_rule_settings(settings)),
+                              lambda: _parse_plan(settings))
     df = raw.select("*", *plan.lines)
     df = df.select(*raw.columns, "_j", "_one_value", "_dup_keys", "_exact_amount",
                    *plan.values)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Hashable
 from pathlib import Path
+from typing import TypeVar
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from reckon.config import PROJECT_ROOT, Settings
@@ -106,6 +109,22 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+_T = TypeVar("_T")
+_BUILT_PER_JVM: dict[tuple[Hashable, ...], object] = {}
+
+
+def built_once_per_jvm(key: tuple[Hashable, ...], build: Callable[[], _T]) -> _T:
+    """``build()``, run once per ``key`` and running JVM. For columns a job reuses in every
+    micro-batch: building a Column is a py4j call per function and cast, thousands a batch,
+    while the built (unresolved) Column can be applied to any frame. A Column belongs to the
+    JVM that made it, so a new session's JVM (a restart, a test that stops Spark) builds
+    its own. ``key`` must hold everything the columns are built from."""
+    full_key = (id(SparkContext._jvm), *key)
+    if full_key not in _BUILT_PER_JVM:
+        _BUILT_PER_JVM[full_key] = build()
+    return _BUILT_PER_JVM[full_key]  # type: ignore[return-value]
 
 
 def stop_spark() -> None:

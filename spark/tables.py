@@ -21,11 +21,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
+from spark.session import built_once_per_jvm
 
 __all__ = [
     "CANONICAL_TOTALS",
@@ -331,7 +331,6 @@ def single_row(spark: SparkSession, name: str, values: dict[str, object]) -> Dat
     """One row of table ``name`` built from literals (a value may also be a Column). Unlike
     ``createDataFrame`` on Python data it needs no Python worker process: a per-batch record
     costs one small JVM job."""
-    from pyspark.sql import Column
     from pyspark.sql import functions as F
 
     cols = []
@@ -353,15 +352,9 @@ def conform(df: DataFrame, name: str) -> DataFrame:
         raise ValueError(f"writer for {name} lacks columns {missing}")
     # The same columns for every write of a table: built once per JVM (a cast to a DataType
     # is ~5 py4j calls; the stream's appends spent ~1,800 a batch on them).
-    key = (id(SparkContext._jvm), name)
-    columns = _CONFORMED.get(key)
-    if columns is None:
-        columns = _CONFORMED[key] = tuple(F.col(f.name).cast(f.dataType).alias(f.name)
-                                          for f in schema.fields)
+    columns = built_once_per_jvm(("conform", name), lambda: tuple(
+        F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields))
     return df.select(*columns)
-
-
-_CONFORMED: dict[tuple[int, str], tuple[Column, ...]] = {}
 
 
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"

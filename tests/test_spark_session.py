@@ -60,3 +60,39 @@ def test_no_generated_stage_outgrows_the_jit(spark):
     """HotSpot interprets any method over 8,000 bytes of bytecode; the session makes Spark
     split such a whole-stage method instead (the parse's fused stage was one: BENCHMARKS.md)."""
     assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
+
+
+def test_columns_are_built_once_per_key_and_per_jvm(monkeypatch):
+    from pyspark import SparkContext
+
+    from spark import session
+
+    builds: list[str] = []
+
+    def build(what: str):
+        return lambda: builds.append(what) or what
+
+    monkeypatch.setattr(session, "_BUILT_PER_JVM", {})
+    monkeypatch.setattr(SparkContext, "_jvm", object())
+    assert session.built_once_per_jvm(("t", 1), build("a")) == "a"
+    assert session.built_once_per_jvm(("t", 1), build("again")) == "a"  # reused
+    assert session.built_once_per_jvm(("t", 2), build("b")) == "b"  # another key
+    monkeypatch.setattr(SparkContext, "_jvm", object())  # a new session's JVM
+    assert session.built_once_per_jvm(("t", 1), build("c")) == "c"
+    assert builds == ["a", "b", "c"]
+
+
+def test_every_table_is_conformed_to_its_own_schema_in_one_session(spark):
+    from pyspark.sql import types as T
+
+    from spark import tables as tb
+
+    # Every column any table has (no name has two types), in an order no table uses.
+    declared = {f.name: f.dataType for schema in tb.SCHEMAS.values() for f in schema.fields}
+    every_column = spark.createDataFrame([], T.StructType(
+        [T.StructField(n, declared[n]) for n in sorted(declared, reverse=True)]))
+    for _ in range(2):  # the second round gets the columns built in the first
+        for table, schema in tb.SCHEMAS.items():
+            conformed = tb.conform(every_column, table).schema
+            assert [(f.name, f.dataType) for f in conformed.fields] == \
+                [(f.name, f.dataType) for f in schema.fields], table
