@@ -282,6 +282,21 @@ def _explanation() -> Column:
 def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str = "nightly",
               record: bool = True) -> AuditResult:
     """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks."""
+    try:
+        return _audit_day(spark, settings, day, kind=kind, record=record)
+    except Exception as exc:
+        if not tb.is_missing_file_error(exc):
+            raise
+        # the audit reads event_log and late_events at the versions the day's replay pinned
+        raise UsageError(
+            f"the audit of {day} reads the table versions its replay read, and files of those "
+            "versions are gone (removed by `reckon vacuum` once older than its retention, or "
+            f"by hand): replay the day again (`reckon replay --date {day}`) and audit it "
+            "then") from exc
+
+
+def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
+               record: bool) -> AuditResult:
     from audits.attribution import late_attribution
     from reports.db import ReportDB
 

@@ -169,6 +169,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
+    p = _add(sub, "vacuum", _lazy("spark.retention:cmd_vacuum"),
+             "delete the data files no table version within the retention uses (Delta "
+             "VACUUM of every reckon table; older versions stop being readable)")
+    _warehouse(p)
+    p.add_argument("--retain", help="keep what versions this recent use, e.g. 30d (default "
+                   "from config: vacuum_retain, 30d; at least 7d)")
+    p.add_argument("--dry-run", dest="dry_run", action="store_true",
+                   help="count the files it would delete, delete none")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+
     p = _add(sub, "audit", _lazy("audits.audit:cmd_audit"),
              "reconcile provisional against canonical totals for a day")
     _warehouse(p)

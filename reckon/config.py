@@ -75,6 +75,8 @@ class Settings:
     # nightly
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"
+    # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
+    vacuum_retain: str = "30d"
     extra_spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -111,6 +113,7 @@ class Settings:
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
+        parse_duration(self.vacuum_retain, "vacuum_retain")
         if self.report_db_url and not _URL_SCHEME.match(self.report_db_url):
             raise ConfigError(
                 f"report_db_url={_redact_url(self.report_db_url)!r} is not a database URL: "

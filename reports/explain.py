@@ -13,7 +13,8 @@ ones) it reads, with small filtered Spark queries only:
 - quarantined rows whose readable ``event_time`` falls in the window and whose payload names
   the key;
 - the provisional row over time, from the change data feed of ``provisional_totals`` (every
-  commit that inserted or updated that row: total, count, status, revision);
+  commit that inserted or updated that row: total, count, status, revision); after a
+  ``reckon vacuum``, from the versions its retention kept, and the story says so;
 - the canonical total and the reconciliation status, when the replay and audit have run.
 
 The windowing rules are the ones the stream ran with (``watermark_progress.rules_json``), so
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from typing import Any
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import Disposition, EventTimeRules, classify
-from reckon.timeutil import format_micros, from_micros, parse_timestamp
+from reckon.timeutil import format_micros, from_micros, parse_duration, parse_timestamp, to_micros
 
 __all__ = [
     "EventFate",
@@ -114,6 +116,8 @@ class WindowChapter:
     reconciliation: dict[str, Any] | None    # status, gap, late, duplicate, residual
     counts: dict[str, int] = field(default_factory=dict)  # fate -> events
     lines: tuple[str, ...] = ()
+    # the history is told from this commit time on: older versions' files were vacuumed
+    history_since: int | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,8 @@ class WindowStory:
 
 
 _TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_time",
-                "watermark", "commit_time", "closed_at", "watermark_at_close", "finalized_at"}
+                "watermark", "commit_time", "closed_at", "watermark_at_close", "finalized_at",
+                "history_since"}
 
 
 # ----------------------------------------------------------------------------- reading
@@ -250,15 +255,18 @@ _PROV_COLS = ("total_amount", "event_count", "status", "revision", "last_batch_i
               "closed_batch_id", "finalized_batch_id")
 
 
-def _provisional(spark: Any, wh: Path, key: str, start: int
-                 ) -> tuple[dict[str, Any] | None, list[ProvisionalVersion]]:
-    """The current provisional row and its history from the change data feed."""
+def _provisional(spark: Any, wh: Path, key: str, start: int, retain: int
+                 ) -> tuple[dict[str, Any] | None, list[ProvisionalVersion], int | None]:
+    """The current provisional row, its history from the change data feed, and the commit
+    time the history starts at when older versions were vacuumed (None: the whole history).
+    ``retain``: the configured VACUUM retention, where a vacuumed history is read from."""
+    from pyspark.errors.exceptions.captured import AnalysisException
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     if not tb.table_exists(wh, tb.PROVISIONAL_TOTALS):
-        return None, []
+        return None, [], None
     where = ((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
              & (F.col("window_start") == _ts(start)))
     path = tb.table_path(wh, tb.PROVISIONAL_TOTALS)
@@ -266,22 +274,36 @@ def _provisional(spark: Any, wh: Path, key: str, start: int
            .select(*_PROV_COLS, _us("closed_at"), _us("watermark_at_close"),
                    _us("finalized_at")).limit(1).collect())
     current = now[0].asDict() if now else None
-    from pyspark.errors.exceptions.captured import AnalysisException
 
+    def changes(option: str, value: str) -> list[Any]:
+        return (spark.read.format("delta").option("readChangeFeed", "true")
+                .option(option, value).load(path).filter(where)
+                .filter(F.col("_change_type").isin("insert", "update_postimage"))
+                .select("_commit_version", _us("_commit_timestamp"), "_change_type",
+                        *_PROV_COLS)
+                .orderBy("_commit_version").limit(10_000).collect())
+
+    since: int | None = None
     try:
-        changes = (spark.read.format("delta").option("readChangeFeed", "true")
-                   .option("startingVersion", 0).load(path).filter(where)
-                   .filter(F.col("_change_type").isin("insert", "update_postimage"))
-                   .select("_commit_version", _us("_commit_timestamp"), "_change_type",
-                           *_PROV_COLS)
-                   .orderBy("_commit_version").limit(10_000).collect())
+        rows = changes("startingVersion", "0")
     except AnalysisException:  # change data feed off for part of the history: no story
-        changes = []
+        rows = []
+    except Exception as exc:
+        if not tb.is_missing_file_error(exc):
+            raise
+        # `reckon vacuum` deleted the change files of older versions: tell what it kept
+        since = to_micros(datetime.now(UTC)) - retain
+        try:
+            rows = changes("startingTimestamp", format_micros(since))
+        except Exception as again:  # vacuumed with a shorter retention, or nothing since
+            if not (tb.is_missing_file_error(again) or isinstance(again, AnalysisException)):
+                raise
+            rows = []
     history = [ProvisionalVersion(r._commit_version, r._commit_timestamp,
                                   "insert" if r._change_type == "insert" else "update",
                                   r.last_batch_id, r.total_amount, r.event_count, r.status,
-                                  r.revision) for r in changes]
-    return current, history
+                                  r.revision) for r in rows]
+    return current, history, since
 
 
 def _one(spark: Any, wh: Path, table: str, key: str, start: int, cols: list[str],
@@ -468,8 +490,13 @@ def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
                      f"{format_micros(q.arrival_time)} (partition {q.partition} offset "
                      f"{q.offset if q.offset is not None else '-'}, {q.origin})"
                      for q in ch.quarantined)
-    if ch.history:
+    if ch.history_since is not None:
+        lines.append(f"  provisional row over time: the versions before "
+                     f"{format_micros(ch.history_since)} were removed by `reckon vacuum`"
+                     + ("" if ch.history else "; none since"))
+    elif ch.history:
         lines.append("  provisional row over time:")
+    if ch.history:
         lines.extend(f"  version {h.version} ({h.change}, batch {h.last_batch_id}): "
                      f"{h.total_amount} over {_plural(h.event_count, 'event')}, {h.status}, "
                      f"revision {h.revision}" for h in ch.history)
@@ -485,10 +512,11 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> Wi
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
     rules = _rules(spark, wh, settings)
+    retain = parse_duration(settings.vacuum_retain, "vacuum_retain")
     chapters = []
     for window in rules.windows.assign(instant):
         start, end = window.start, window.end
-        current, history = _provisional(spark, wh, key, start)
+        current, history, since = _provisional(spark, wh, key, start, retain)
         events = _events(spark, wh, key, start, end)
         before = _watermarks_before(spark, wh, {r.batch_id for r in events
                                                 if r.batch_id is not None})
@@ -504,7 +532,7 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> Wi
             counts[e.fate] = counts.get(e.fate, 0) + 1
         ch = WindowChapter(start, end, key, tuple(fates),
                            tuple(_quarantined(spark, wh, key, start, end)), tuple(history),
-                           current, canonical, recon, counts)
+                           current, canonical, recon, counts, history_since=since)
         chapters.append(WindowChapter(**{**ch.__dict__, "lines": _chapter_lines(ch, rules)}))
     return WindowStory(key, instant, rules.to_config(), tuple(chapters))
 

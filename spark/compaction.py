@@ -38,9 +38,10 @@ every batch; this runs between two batches in the stream's own thread, so it nev
 query's MERGE (a second query MERGE-ing the same day at that moment would fail one of the two
 commits, each idempotent to re-run).
 
-VACUUM (deleting the replaced files from storage) is not done here: the audit pins table
-versions, ``reckon explain`` reads a window's history through the change feed, and how long
-those must stay answerable is a retention decision for the operator.
+VACUUM (deleting the replaced files from storage) is not done here but by ``reckon vacuum``
+(spark.retention), with a retention of the operator's choosing: the audit pins table versions,
+``reckon explain`` reads a window's history through the change feed, and how long those must
+stay answerable is the operator's decision.
 """
 
 from __future__ import annotations
@@ -49,8 +50,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -61,6 +61,7 @@ from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.timeutil import days_from_flags, format_micros, from_micros
 from spark import tables as tb
+from spark.session import session_conf
 
 __all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
            "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_event_log",
@@ -256,21 +257,10 @@ def _bin_pack_small_files(spark: SparkSession, settings: Settings, name: str,
     return int(metrics[0]) if metrics is not None else 0
 
 
-@contextmanager
 def _target_file_size(spark: SparkSession, min_bytes: int = TARGET_FILE_BYTES
-                      ) -> Iterator[None]:
-    previous = {k: spark.conf.get(k, None) for k in _SIZE_CONFS}
+                      ) -> AbstractContextManager[None]:
     max_conf, min_conf = _SIZE_CONFS
-    spark.conf.set(max_conf, str(TARGET_FILE_BYTES))
-    spark.conf.set(min_conf, str(min_bytes))
-    try:
-        yield
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    return session_conf(spark, {max_conf: str(TARGET_FILE_BYTES), min_conf: str(min_bytes)})
 
 
 def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -125,6 +126,23 @@ def built_once_per_jvm(key: tuple[Hashable, ...], build: Callable[[], _T]) -> _T
     if full_key not in _BUILT_PER_JVM:
         _BUILT_PER_JVM[full_key] = build()
     return _BUILT_PER_JVM[full_key]  # type: ignore[return-value]
+
+
+@contextmanager
+def session_conf(spark: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
+    """SQL settings for the length of one operation, then back as they were (unset if they
+    were): a maintenance command tunes Delta for itself, not for the jobs that follow."""
+    previous = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def stop_spark() -> None:

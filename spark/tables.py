@@ -262,6 +262,17 @@ def table_path(warehouse: str | Path, name: str) -> str:
     return str(Path(warehouse) / name)
 
 
+_MISSING_FILE_ERRORS = ("FAILED_READ_FILE.FILE_NOT_EXIST", "DELTA_CHANGE_DATA_FILE_NOT_FOUND",
+                        "java.io.FileNotFoundException")
+
+
+def is_missing_file_error(exc: BaseException) -> bool:
+    """Whether a read failed on a data file gone from under the table version it read: a
+    VACUUM past that version's retention (spark.retention), or a file deleted by hand."""
+    text = str(exc)
+    return any(marker in text for marker in _MISSING_FILE_ERRORS)
+
+
 def table_exists(warehouse: str | Path, name: str) -> bool:
     return (Path(warehouse) / name / "_delta_log").is_dir()
 

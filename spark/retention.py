@@ -1,0 +1,138 @@
+"""VACUUM: delete the data files no recent version of a table uses any more.
+
+Every stream MERGE rewrites the provisional_totals files it touches, and every compaction
+replaces small files by large ones. Delta keeps the replaced files so that older versions stay
+readable, so without a VACUUM the warehouse only grows. ``reckon vacuum`` deletes, in each of
+reckon's tables, the files that no version newer than the retention uses.
+
+Choosing the retention decides what stays answerable. Within it everything works. Past it,
+three things stop working:
+- time travel to those versions;
+- the change-feed history that ``reckon explain`` tells for a window. Explain then tells what
+  is left and says where the history was cut;
+- an audit re-run against a replay whose pinned event_log version is older than the
+  retention. The audit says to replay the day again first.
+
+The default (``vacuum_retain``, 30 days) matches Delta's own log retention, so every version
+whose commit is still in the log also keeps its files. Below 7 days (Delta's
+``deletedFileRetentionDuration`` default) the command refuses, as Delta does. A stream could
+still be about to re-run a batch against a version that old, after a long outage.
+Writers need not stop: VACUUM only deletes files that the current version does not use and
+that are older than the retention.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.timeutil import MICROS_PER_DAY, format_duration, parse_duration
+from spark import tables as tb
+from spark.session import session_conf
+
+__all__ = ["MIN_RETAIN_MICROS", "VacuumResult", "VacuumedTable", "cmd_vacuum",
+           "vacuum_warehouse"]
+
+MIN_RETAIN_MICROS = 7 * MICROS_PER_DAY
+_RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+_PARALLEL_DELETE = "spark.databricks.delta.vacuum.parallelDelete.enabled"
+_LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+
+
+@dataclass(frozen=True)
+class VacuumedTable:
+    table: str
+    files: int | None  # deleted, or in a dry run would be; None: Delta did not say
+    seconds: float
+
+
+@dataclass(frozen=True)
+class VacuumResult:
+    retain: str
+    dry_run: bool
+    tables: tuple[VacuumedTable, ...]
+
+    @property
+    def files(self) -> int:
+        return sum(t.files or 0 for t in self.tables)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retain": self.retain, "dry_run": self.dry_run, "files": self.files,
+                "tables": [asdict(t) for t in self.tables]}
+
+    def describe(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        lines = [f"vacuum (files unused for {self.retain}): {verb} {self.files} file(s)"]
+        lines += [f"  {t.table:<22} {'?' if t.files is None else t.files:>8}  {t.seconds:.1f}s"
+                  for t in self.tables]
+        return "\n".join(lines)
+
+
+def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | None = None,
+                     dry_run: bool = False, progress: bool = False) -> VacuumResult:
+    """VACUUM every reckon table of the warehouse with one retention (``vacuum_retain`` unless
+    given). A dry run counts the files without deleting any."""
+    text = retain or settings.vacuum_retain
+    micros = parse_duration(text, "retain")
+    checked = str(spark.conf.get(_RETENTION_CHECK, "true")).lower() != "false"
+    if micros < MIN_RETAIN_MICROS and checked:
+        raise UsageError(
+            f"a retention of {text} is below {format_duration(MIN_RETAIN_MICROS)}: a stream "
+            "batch re-run after an outage, or an audit of a recent replay, could need the "
+            "files it would delete. Keep at least 7d (vacuum_retain / --retain). If nothing "
+            f"reads older versions, set {_RETENTION_CHECK}=false in extra_spark_conf")
+    hours = micros / 3_600_000_000
+    wh = settings.warehouse_path
+    # The deletes run as a Spark job on the executors, not one by one on the driver. Delta
+    # lists a table's files in as many tasks as partition discovery may use, 10,000 by
+    # default: on 2 cores ~20 s a table however small; one task per core lists as fast.
+    confs = {_PARALLEL_DELETE: "true",
+             _LISTING_TASKS: str(max(2, spark.sparkContext.defaultParallelism))}
+    done: list[VacuumedTable] = []
+    for name in tb.SCHEMAS:
+        if not tb.table_exists(wh, name):
+            continue
+        t0 = time.monotonic()
+        if progress:
+            print(f"[vacuum] {name}", file=sys.stderr, flush=True)
+        path = tb.table_path(wh, name).replace("`", "``")
+        with session_conf(spark, confs):
+            if dry_run:
+                files: int | None = spark.sql(
+                    f"VACUUM delta.`{path}` RETAIN {hours} HOURS DRY RUN").count()
+            else:
+                before = tb.current_version(wh, name)
+                spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS")
+                files = _deleted_files(settings, name, before)
+        done.append(VacuumedTable(name, files, round(time.monotonic() - t0, 3)))
+    return VacuumResult(format_duration(micros), dry_run, tuple(done))
+
+
+def _deleted_files(settings: Settings, name: str, before: int | None) -> int | None:
+    """The file count of the VACUUM END commit that followed version ``before`` (Delta logs
+    a VACUUM as two commits, START and END, with its metrics), read from the commit files."""
+    for _version, info in tb.commit_infos(settings.warehouse_path, name,
+                                          -1 if before is None else before):
+        if info.get("operation") == "VACUUM END":
+            value = (info.get("operationMetrics") or {}).get("numDeletedFiles")
+            return None if value is None else int(value)
+    return None
+
+
+def cmd_vacuum(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon vacuum`: delete the files no version within the retention uses."""
+    from spark.session import get_spark
+
+    spark = get_spark(settings, app_name="reckon-vacuum")
+    result = vacuum_warehouse(spark, settings, retain=args.retain, dry_run=args.dry_run,
+                              progress=not args.json)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.describe())
+    return 0

@@ -1,0 +1,104 @@
+"""Spark tier: `reckon vacuum` deletes the files no version within the retention uses and
+nothing else. Every current row stays, the stream goes on, and the readers of old versions
+say what is gone: explain tells the history that is left, the audit asks for a new replay."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from audits.audit import audit_day
+from reckon.cli import main
+from reckon.errors import UsageError
+from reckon.eventtime import EventTimeRules
+from reckon.reference import run_stream
+from reckon.timeutil import to_micros
+from reports.explain import explain_window
+from spark import tables as tb
+from spark.compaction import compact_day
+from spark.replay import replay_day
+from spark.retention import vacuum_warehouse
+from spark.session import session_conf
+from spark.stream import BatchProcessor
+from tests.stream_chaos import table_snapshot
+from tests.streamkit import provisional_rows, reference_rows, stream_settings
+from tests.test_replay_audit import DAY1, RULES, _raw, random_batches
+
+NO_SAFETY_CHECK = {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}
+
+
+def _data_files(warehouse: Path) -> set[Path]:
+    """Every data and change-data file on disk (not the logs or their checkpoints)."""
+    return {p for p in warehouse.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
+def _tables(warehouse: Path) -> list[str]:
+    return [name for name in tb.SCHEMAS if tb.table_exists(warehouse, name)]
+
+
+def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
+        spark, tmp_path, capsys):
+    warehouse = tmp_path / "wh"
+    settings = stream_settings(warehouse, **RULES)
+    batches = random_batches(41, n=60, batches=4)
+    processor = BatchProcessor(spark, settings, query_id="test-query")
+    for batch_id, batch in enumerate(batches[:3]):
+        processor(_raw(spark, batch), batch_id)
+    replay_day(spark, settings, DAY1)  # pins the event_log version its audit will read
+    compact_day(spark, settings, DAY1)  # replaces that version's small files
+    names = _tables(warehouse)
+    rows = {name: table_snapshot(spark, warehouse, name) for name in names}
+    on_disk = _data_files(warehouse)
+
+    with pytest.raises(UsageError, match="below 7d"):
+        vacuum_warehouse(spark, settings, retain="1h")
+    kept = vacuum_warehouse(spark, settings)  # 30 days: every replaced file is minutes old
+    assert [t.table for t in kept.tables] == names and kept.files == 0
+    assert _data_files(warehouse) == on_disk
+
+    with session_conf(spark, NO_SAFETY_CHECK):
+        dry = vacuum_warehouse(spark, settings, retain="0s", dry_run=True)
+        assert _data_files(warehouse) == on_disk
+        assert main(["vacuum", "--warehouse", str(warehouse), "--retain", "0s", "--json"]) == 0
+    done = json.loads(capsys.readouterr().out)
+    left = _data_files(warehouse)
+    assert dry.files > 0 and left < on_disk
+    assert done["files"] == dry.files == len(on_disk - left)
+    assert {t["table"]: t["files"] for t in done["tables"]} == \
+        {t.table: t.files for t in dry.tables}
+    assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows
+
+    # the audit's attribution reads event_log as the day's replay pinned it, whose files the
+    # compaction replaced and the vacuum deleted: it asks for a new replay
+    with pytest.raises(UsageError, match=f"reckon replay --date {DAY1}"):
+        audit_day(spark, settings, DAY1)
+    replay_day(spark, settings, DAY1)
+    assert audit_day(spark, settings, DAY1).unexplained == 0
+
+    # the stream goes on; explain tells the history the vacuum left
+    before_batch = to_micros_now()
+    processor(_raw(spark, batches[3]), 3)
+    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    assert provisional_rows(spark, warehouse) == reference_rows(expected)
+    (start, key), row = next((k, v) for k, v in sorted(provisional_rows(spark, warehouse).items())
+                             if v[-1] == 3 and v[-2] < 3)  # first counted before, revised in 3
+    since_then = f"{(to_micros_now() - before_batch) // 1000 + 1}ms"
+    story = explain_window(spark, dataclasses.replace(settings, vacuum_retain=since_then), key,
+                           start)
+    [chapter] = [ch for ch in story.chapters if ch.window_start == start]
+    assert chapter.history_since is not None and chapter.history_since >= before_batch
+    assert chapter.history and {h.last_batch_id for h in chapter.history} == {3}
+    assert all(h.commit_time >= before_batch for h in chapter.history)
+    assert chapter.history[-1].total_amount == row[0]
+    assert any("removed by `reckon vacuum`" in line for line in chapter.lines)
+
+
+def to_micros_now() -> int:
+    from datetime import UTC, datetime
+
+    time.sleep(0.01)  # commit times are milliseconds: keep the mark apart from them
+    return to_micros(datetime.now(UTC))
