@@ -27,7 +27,15 @@ from tests.streamkit import (
     reference_rows,
     stream_settings,
 )
-from tests.test_replay_audit import DAY1, DAY2, RULES, _commits, _raw, random_batches
+from tests.test_replay_audit import (
+    DAY1,
+    DAY2,
+    RULES,
+    _commits,
+    _raw,
+    random_batches,
+    run_batches,
+)
 
 
 def _live_files(spark, warehouse: Path, name: str, column: str, day) -> int:
@@ -43,9 +51,7 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     warehouse = tmp_path / "wh"
     settings = stream_settings(warehouse, **RULES)
     batches = random_batches(41, n=60, batches=4)
-    processor = BatchProcessor(spark, settings, query_id="test-query")
-    for batch_id, batch in enumerate(batches[:3]):
-        processor(_raw(spark, batch), batch_id)
+    run_batches(spark, settings, batches[:3])
     # the case under test: the first day is closed, the second is not
     seen = latest_watermark(spark, settings)
     assert seen is not None

@@ -101,11 +101,13 @@ def _same_day_shift(t: int) -> int:
     return t + 7 * S if (t + 7 * S < MIDNIGHT) == (t < MIDNIGHT) else t - 7 * S
 
 
-def run_batches(spark, settings, batches: list[list[Event]]) -> None:
-    """Drive the real foreachBatch function with static DataFrames, one per micro-batch."""
+def run_batches(spark, settings, batches: list[list[Event]]) -> BatchProcessor:
+    """Drive the real foreachBatch function with static DataFrames, one per micro-batch; the
+    processor can go on with the next batches."""
     processor = BatchProcessor(spark, settings, query_id="test-query")
     for batch_id, batch in enumerate(batches):
         processor(_raw(spark, batch), batch_id)
+    return processor
 
 
 def _raw(spark, batch: list[Event]):

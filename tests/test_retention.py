@@ -23,10 +23,9 @@ from spark.compaction import compact_day
 from spark.replay import replay_day
 from spark.retention import vacuum_warehouse
 from spark.session import session_conf
-from spark.stream import BatchProcessor
 from tests.stream_chaos import table_snapshot
 from tests.streamkit import provisional_rows, reference_rows, stream_settings
-from tests.test_replay_audit import DAY1, RULES, _raw, random_batches
+from tests.test_replay_audit import DAY1, RULES, _raw, random_batches, run_batches
 
 NO_SAFETY_CHECK = {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}
 
@@ -45,9 +44,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     warehouse = tmp_path / "wh"
     settings = stream_settings(warehouse, **RULES)
     batches = random_batches(41, n=60, batches=4)
-    processor = BatchProcessor(spark, settings, query_id="test-query")
-    for batch_id, batch in enumerate(batches[:3]):
-        processor(_raw(spark, batch), batch_id)
+    processor = run_batches(spark, settings, batches[:3])
     replay_day(spark, settings, DAY1)  # pins the event_log version its audit will read
     compact_day(spark, settings, DAY1)  # replaces that version's small files
     names = _tables(warehouse)
