@@ -19,6 +19,7 @@ from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_conte
 
 from reckon.config import PROJECT_ROOT, Settings, load_settings
 from reckon.errors import ConfigError
+from reckon.pipeline import task_retries
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration
 
 __all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
@@ -34,13 +35,7 @@ REPLAY_MODE = os.environ.get("RECKON_REPLAY_MODE", "python").strip() or "python"
 if REPLAY_MODE not in REPLAY_MODES:
     raise ConfigError(f"RECKON_REPLAY_MODE={REPLAY_MODE!r} is not valid: one of "
                       f"{', '.join(REPLAY_MODES)}")
-try:
-    RETRIES = int(os.environ.get("RECKON_AIRFLOW_RETRIES", "2"))
-except ValueError:
-    raise ConfigError(f"RECKON_AIRFLOW_RETRIES={os.environ['RECKON_AIRFLOW_RETRIES']!r} is "
-                      "not valid: a whole number of retries >= 0") from None
-if RETRIES < 0:
-    raise ConfigError(f"RECKON_AIRFLOW_RETRIES={RETRIES} is not valid: a number >= 0")
+RETRIES = task_retries(os.environ)
 
 _SETTINGS: Settings = load_settings()  # env + optional TOML only: no Spark, no database
 _WAIT_SECONDS = parse_duration(_SETTINGS.watermark_wait_timeout) // MICROS_PER_SECOND

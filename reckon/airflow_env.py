@@ -127,6 +127,7 @@ class DagRunOutcome:
     returncode: int = 0
     log_path: str = ""
     log_tail: str = ""
+    dag_id: str = DAG_ID
 
     @property
     def succeeded(self) -> bool:
@@ -135,7 +136,7 @@ class DagRunOutcome:
 
     def describe(self) -> str:
         tasks = ", ".join(f"{t}={s}" for t, s in self.task_states.items()) or "no tasks ran"
-        return f"{DAG_ID} for {self.day}: {self.state} ({tasks}); log: {self.log_path}"
+        return f"{self.dag_id} for {self.day}: {self.state} ({tasks}); log: {self.log_path}"
 
 
 def logical_date_for_day(day: date) -> datetime:
@@ -212,8 +213,10 @@ def run_dag_for_day(day: date, settings_env: Mapping[str, str], *,
                     lookback_days: int | None = None,
                     run_conf: Mapping[str, Any] | None = None,
                     timeout_seconds: float = 1800.0,
-                    on_task_start: Callable[[str], None] | None = None) -> DagRunOutcome:
-    """Run the real ``reckon_nightly`` DAG for UTC ``day`` with ``dag.test`` in a subprocess.
+                    on_task_start: Callable[[str], None] | None = None,
+                    dag_id: str = DAG_ID) -> DagRunOutcome:
+    """Run the real ``reckon_nightly`` DAG (or another of dags/) for UTC ``day`` with
+    ``dag.test`` in a subprocess.
 
     ``settings_env`` is the reckon configuration as RECKON_* variables (at least
     RECKON_WAREHOUSE, made absolute here); it is layered over this process's environment and
@@ -246,7 +249,7 @@ def run_dag_for_day(day: date, settings_env: Mapping[str, str], *,
     log_path = logs / f"dag-test-{day.isoformat()}-{stamp}.log"
     out_path = logs / f"dag-test-{day.isoformat()}-{stamp}.json"
     cmd = [sys.executable, "-c", _RUNNER, logical.isoformat(), json.dumps(conf), str(out_path),
-           str(DAGS_FOLDER), DAG_ID]
+           str(DAGS_FOLDER), dag_id]
     started = time.monotonic()
     with log_path.open("w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -260,7 +263,7 @@ def run_dag_for_day(day: date, settings_env: Mapping[str, str], *,
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            raise ReckonError(f"{DAG_ID} for {day} did not finish within {timeout_seconds:.0f}s "
+            raise ReckonError(f"{dag_id} for {day} did not finish within {timeout_seconds:.0f}s "
                               f"(stopped); log: {log_path}") from None
     duration = time.monotonic() - started
     tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-_TAIL_LINES:])
@@ -273,4 +276,4 @@ def run_dag_for_day(day: date, settings_env: Mapping[str, str], *,
         run_id=str(result.get("run_id", "")), state=str(result.get("state", "failed")),
         task_states=dict(result.get("task_states", {})), returns=dict(result.get("returns", {})),
         duration_seconds=round(duration, 1), returncode=returncode, log_path=str(log_path),
-        log_tail=tail)
+        log_tail=tail, dag_id=dag_id)

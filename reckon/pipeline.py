@@ -8,12 +8,13 @@ dates, ids and table versions, never data). Every step is idempotent per day.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
 from reckon.config import Settings
+from reckon.errors import ConfigError
 
 __all__ = [
     "StepResult",
@@ -23,6 +24,8 @@ __all__ = [
     "run_compact",
     "run_replay",
     "run_report",
+    "run_vacuum",
+    "task_retries",
     "wait_for_watermark",
 ]
 
@@ -117,6 +120,28 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult:
         raise DataQualityError("data-quality gate: " + "; ".join(failed))
     newest = max(days).isoformat() if days else ""
     return StepResult("quality_gate", newest, {"check_runs": checked})
+
+
+def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False) -> StepResult:
+    """Delete the files no table version within ``vacuum_retain`` uses (spark.retention);
+    ``day`` only labels the run. Idempotent: a second run finds nothing left to delete."""
+    from spark.retention import vacuum_warehouse
+
+    result = vacuum_warehouse(_spark(settings, "reckon-vacuum"), settings, dry_run=dry_run)
+    return StepResult("vacuum", day.isoformat(), result.to_dict())
+
+
+def task_retries(env: Mapping[str, str]) -> int:
+    """The retries of a DAG's tasks, from ``RECKON_AIRFLOW_RETRIES`` (default 2)."""
+    text = env.get("RECKON_AIRFLOW_RETRIES", "2")
+    try:
+        retries = int(text)
+    except ValueError:
+        raise ConfigError(f"RECKON_AIRFLOW_RETRIES={text!r} is not valid: a whole number of "
+                          "retries >= 0") from None
+    if retries < 0:
+        raise ConfigError(f"RECKON_AIRFLOW_RETRIES={retries} is not valid: a number >= 0")
+    return retries
 
 
 def run_report(settings: Settings, day: date, out: str | None = None) -> StepResult:

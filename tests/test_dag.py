@@ -59,7 +59,7 @@ def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
 
     bag = _bag()
     assert bag.import_errors == {}
-    assert set(bag.dag_ids) == {"reckon_nightly"}
+    assert set(bag.dag_ids) == {"reckon_nightly", "reckon_vacuum"}
     dag = bag.dags["reckon_nightly"]
     assert {t: set(dag.task_dict[t].upstream_task_ids) for t in dag.task_dict} \
         == EXPECTED_UPSTREAM
@@ -79,6 +79,24 @@ def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
         assert task.retry_exponential_backoff
         assert task.execution_timeout is not None
         assert task.on_failure_callback
+
+
+def test_the_vacuum_dag_runs_weekly_with_the_retries_and_alerts_of_the_nightly(
+        airflow_env, monkeypatch):
+    from airflow.sdk import CronDataIntervalTimetable
+
+    monkeypatch.setenv("RECKON_AIRFLOW_RETRIES", "3")
+    bag = _bag()
+    assert bag.import_errors == {}
+    dag = bag.dags["reckon_vacuum"]
+    assert isinstance(dag.timetable, CronDataIntervalTimetable)
+    assert dag.timetable.expression == "0 3 * * 0"
+    assert dag.catchup is False and dag.max_active_runs == 1
+    assert dag.params["dry_run"] is False
+    [task] = dag.tasks
+    assert task.task_id == "vacuum" and task.retries == 3
+    assert task.execution_timeout is not None and task.on_failure_callback
+    assert "reckon vacuum --warehouse" in (dag.doc_md or "")
 
 
 def test_retries_come_from_the_environment(airflow_env, monkeypatch):

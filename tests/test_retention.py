@@ -7,11 +7,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from audits.audit import audit_day
+from reckon.airflow_env import run_dag_for_day, settings_env
 from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
@@ -55,6 +57,16 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
         vacuum_warehouse(spark, settings, retain="1h")
     kept = vacuum_warehouse(spark, settings)  # 30 days: every replaced file is minutes old
     assert [t.table for t in kept.tables] == names and kept.files == 0
+    assert _data_files(warehouse) == on_disk
+    # the weekly DAG, for real (dag.test in a subprocess), counts without deleting
+    # (any day after the DAG's start date: a weekly run ignores the day)
+    run = run_dag_for_day(date(2026, 3, 1), settings_env(settings),
+                          airflow_home=tmp_path / "airflow",
+                          run_conf={"dry_run": True}, dag_id="reckon_vacuum")
+    assert run.succeeded, f"{run.describe()}\n{run.log_tail}"
+    returned = run.returns["vacuum"]
+    assert (returned["step"], returned["summary"]["dry_run"]) == ("vacuum", True)
+    assert [t["table"] for t in returned["summary"]["tables"]] == names
     assert _data_files(warehouse) == on_disk
 
     with session_conf(spark, NO_SAFETY_CHECK):
