@@ -50,7 +50,9 @@ _LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 @dataclass(frozen=True)
 class VacuumedTable:
     table: str
-    files: int | None  # deleted, or in a dry run would be; None: Delta did not say
+    # deleted (in a dry run: to delete), as Delta counts them: files, and the directories an
+    # earlier VACUUM emptied; None: Delta did not say
+    files: int | None
     seconds: float
 
 
@@ -70,7 +72,8 @@ class VacuumResult:
 
     def describe(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
-        lines = [f"vacuum (files unused for {self.retain}): {verb} {self.files} file(s)"]
+        lines = [f"vacuum (files unused for {self.retain}): {verb} {self.files} files and "
+                 "empty directories"]
         lines += [f"  {t.table:<22} {'?' if t.files is None else t.files:>8}  {t.seconds:.1f}s"
                   for t in self.tables]
         return "\n".join(lines)
