@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import UsageError
@@ -50,8 +51,7 @@ _LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 @dataclass(frozen=True)
 class VacuumedTable:
     table: str
-    # deleted (in a dry run: to delete), as Delta counts them: files, and the directories an
-    # earlier VACUUM emptied; None: Delta did not say
+    # data files deleted (in a dry run: to delete); None: Delta did not say
     files: int | None
     seconds: float
 
@@ -72,8 +72,7 @@ class VacuumResult:
 
     def describe(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
-        lines = [f"vacuum (files unused for {self.retain}): {verb} {self.files} files and "
-                 "empty directories"]
+        lines = [f"vacuum (files unused for {self.retain}): {verb} {self.files} file(s)"]
         lines += [f"  {t.table:<22} {'?' if t.files is None else t.files:>8}  {t.seconds:.1f}s"
                   for t in self.tables]
         return "\n".join(lines)
@@ -109,8 +108,12 @@ def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | N
         path = tb.table_path(wh, name).replace("`", "``")
         with session_conf(spark, confs):
             if dry_run:
-                files: int | None = spark.sql(
-                    f"VACUUM delta.`{path}` RETAIN {hours} HOURS DRY RUN").count()
+                # Delta's dry run also lists folders (partition and _change_data ones) that a
+                # real run deletes only once they are empty: counted are the names with an
+                # extension (data files; reckon's partition values are dates, without a dot)
+                listed = spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS DRY RUN")
+                files: int | None = listed.filter(
+                    F.regexp_extract("path", r"[^/]*$", 0).contains(".")).count()
             else:
                 before = tb.current_version(wh, name)
                 spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS")
