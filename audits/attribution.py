@@ -6,11 +6,15 @@ For each value of a dimension: ``late_share = late events with the value / all l
 (1 = late as often as its volume predicts; a partition that carries every late event has
 ``lift = 1 / event_share``).
 
+Money: a value's late amounts are kept per currency (``late_amounts``: currency -> exact sum),
+never added across currencies; ``currency`` is a dimension of its own, so a currency whose
+events run late stands out like a partition does.
+
 Counting: each late EVENT counts once (distinct ``event_id`` of ``late_events`` with
 ``window_date == day``; with hopping windows one event can be late for several windows). All
 events: valid events of ``event_log`` with ``event_date == day``, without the copies the stream
 flagged as duplicates, one per ``event_id`` (the first in arrival order). Dimensions:
-``partition``, ``source``, ``arrival_hour`` (UTC hour of arrival, 'HH') and
+``partition``, ``source``, ``currency``, ``arrival_hour`` (UTC hour of arrival, 'HH') and
 ``lateness_bucket`` (late events only, by ``lateness_seconds``; an event late for several
 windows takes its largest lateness; there ``event_share`` is the bucket's share of late
 events, so its lift is 1).
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DIMENSIONS", "LATENESS_BUCKETS", "late_attribution"]
 
-DIMENSIONS = ("partition", "source", "lateness_bucket", "arrival_hour")
+DIMENSIONS = ("partition", "source", "currency", "lateness_bucket", "arrival_hour")
 
 #: (label, upper bound in seconds, inclusive); the last bucket has no upper bound.
 LATENESS_BUCKETS: tuple[tuple[str, int | None], ...] = (
@@ -68,7 +72,7 @@ def _bucket(column: str = "lateness_seconds") -> Column:
 
 
 def _long(frame: DataFrame, dims: dict[str, Column]) -> DataFrame:
-    """One row per (event, dimension): columns dimension, value, amount. One pass over
+    """One row per (event, dimension): columns dimension, value, currency, amount. One pass over
     ``frame`` (an explode, not a union of one select per dimension: each branch of a union
     would evaluate ``frame`` again, here the first-copy window over the day's event log)."""
     from pyspark.sql import functions as F
@@ -76,8 +80,8 @@ def _long(frame: DataFrame, dims: dict[str, Column]) -> DataFrame:
     pairs = F.array(*[F.struct(F.lit(name).alias("dimension"),
                                value.cast("string").alias("value"))
                       for name, value in dims.items()])
-    return (frame.select(F.explode(pairs).alias("_d"), F.col("amount"))
-            .select("_d.dimension", "_d.value", "amount"))
+    return (frame.select(F.explode(pairs).alias("_d"), F.col("currency"), F.col("amount"))
+            .select("_d.dimension", "_d.value", "currency", "amount"))
 
 
 def _ratio(num: int, den: int, places: int) -> Decimal:
@@ -124,25 +128,34 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
     late = (late_rows.filter(F.col("window_date") == F.lit(the_day))
             .groupBy("event_id")
             .agg(F.max("partition").alias("partition"), F.max("source").alias("source"),
-                 F.max("amount").alias("amount"), F.max("arrival_time").alias("arrival_time"),
+                 F.max("currency").alias("currency"), F.max("amount").alias("amount"),
+                 F.max("arrival_time").alias("arrival_time"),
                  F.max("lateness_seconds").alias("lateness_seconds")))
-    late_long = _long(late, {"partition": F.col("partition"), "source": F.col("source"),
-                             "lateness_bucket": _bucket(), "arrival_hour": _arrival_hour()})
-    event_long = _long(events, {"partition": F.col("partition"), "source": F.col("source"),
-                                "arrival_hour": _arrival_hour()})
-    late_agg = late_long.groupBy("dimension", "value").agg(
-        F.count(F.lit(1)).alias("late_events"), F.sum("amount").alias("late_amount"))
-    event_agg = event_long.groupBy("dimension", "value").agg(
+    dims = {"partition": F.col("partition"), "source": F.col("source"),
+            "currency": F.col("currency")}
+    late_long = _long(late, {**dims, "lateness_bucket": _bucket(),
+                             "arrival_hour": _arrival_hour()})
+    event_long = _long(events, {**dims, "arrival_hour": _arrival_hour()})
+    # late events and amounts per (dimension, value, currency): one row per currency of a
+    # value comes back, so amounts are summed per currency and counts added in Python
+    late_agg = late_long.groupBy("dimension", "value", "currency").agg(
+        F.count(F.lit(1)).alias("late_events"),
+        F.sum(F.col("amount").cast(tables.TOTAL)).alias("late_amount"))
+    event_agg = event_long.groupBy("dimension", "value", "currency").agg(
         F.count(F.lit(1)).alias("all_events"))
-    rows = late_agg.join(event_agg, ["dimension", "value"], "full_outer").collect()
+    rows = late_agg.join(event_agg, ["dimension", "value", "currency"], "full_outer").collect()
 
-    counts = {(r["dimension"], r["value"]): (int(r["late_events"] or 0),
-                                             r["late_amount"] or Decimal("0.00"),
-                                             int(r["all_events"] or 0)) for r in rows}
+    counts: dict[tuple[str, str], tuple[int, dict[str, Decimal], int]] = {}
+    for r in rows:
+        n_late, amounts, n_all = counts.get((r["dimension"], r["value"]), (0, {}, 0))
+        if r["late_events"]:
+            amounts = {**amounts, r["currency"]: Decimal(r["late_amount"])}
+        counts[(r["dimension"], r["value"])] = (n_late + int(r["late_events"] or 0), amounts,
+                                                n_all + int(r["all_events"] or 0))
     total_late = sum(c[0] for (dim, _), c in counts.items() if dim == "partition")
     total_events = sum(c[2] for (dim, _), c in counts.items() if dim == "partition")
     out = []
-    for (dim, value), (n_late, amount, n_all) in sorted(counts.items(), key=_order):
+    for (dim, value), (n_late, amounts, n_all) in sorted(counts.items(), key=_order):
         if dim == "lateness_bucket":
             n_all, total = n_late, total_late  # late only: its share of late events
         else:
@@ -157,12 +170,13 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
             lift = _ratio(n_late * total, total_late * n_all, 4)
         out.append(AttributionRow(
             dimension=dim, value=value, late_events=n_late,
-            late_amount=Decimal(amount).quantize(Decimal("0.01")), all_events=n_all,
+            late_amounts=dict(sorted(amounts.items())), all_events=n_all,
             late_share=late_share, event_share=event_share, lift=lift))
     return out
 
 
-def _order(item: tuple[tuple[str, str], tuple[int, Decimal, int]]) -> tuple[int, int, str]:
+def _order(item: tuple[tuple[str, str], tuple[int, dict[str, Decimal], int]]
+           ) -> tuple[int, int, str]:
     dim, value = item[0]
     rank = DIMENSIONS.index(dim)
     if dim == "partition":

@@ -2,9 +2,11 @@
 gap attributed to the late side output and to what the stream counted more than once.
 
 One pass over totals only: the four inputs (provisional_totals, canonical_totals, late_events
-and uncaught_duplicates of the day, late events summed per window and key) are full-outer
-joined on (window_start, key), each holding a key once; then reckon.reconcile's arithmetic
-and STATUS_RULES are applied as Columns. The day's ``reconciliation`` partition is
+and uncaught_duplicates of the day, late events summed per window, key and currency) are
+full-outer joined on (window_start, key, currency), each holding a grain once; then
+reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. Every figure is per
+currency: a window can be MATCHED in EUR and UNEXPLAINED in GBP, and the run's summary keeps
+one line per currency (event counts may be added across currencies, amounts never). The day's ``reconciliation`` partition is
 overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
 newest current), and the result names the Delta versions it read.
 
@@ -38,21 +40,26 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
+from reckon.money import format_money
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
+from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import format_micros, parse_date
-from reports.records import AuditRun, BreakRow
+from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
+from spark.money import amount_text_col
 from spark.rules import recon_status_col
 
-__all__ = ["AuditResult", "audit_day", "cmd_audit"]
+__all__ = ["AuditResult", "audit_day", "cmd_audit", "currency_summary_dict"]
 
 _ZERO = Decimal("0.00")
 
 
 @dataclass(frozen=True)
 class AuditResult:
-    """The summary of one audit run (counts observed once, on the rows as they are written)."""
+    """The summary of one audit run: counts over all currencies (observed once, on the rows as
+    they are written) and, per currency, the exact sums (``currencies``: one dict per
+    currency, amounts as decimal text)."""
 
     run_id: str
     day: str
@@ -60,12 +67,7 @@ class AuditResult:
     rows: int
     status_counts: dict[str, int]
     unexplained: int
-    provisional_total: str
-    canonical_total: str
-    gap_total: str
-    late_total: str
-    duplicate_total: str
-    residual_total: str
+    currencies: list[dict[str, Any]]
     completeness: str | None
     tolerance: dict[str, str]
     table_versions: dict[str, int]
@@ -151,7 +153,7 @@ def _late_events_in_replay_view(settings: Settings, pinned: int | None) -> int |
     return None if oldest is None else oldest - 1
 
 
-_KEYS = ("window_start", "key")
+_KEYS = ("window_start", *TOTAL_IDENTITY)
 # every input's measures, side by side (null where the input has no row), typed as the
 # reconciliation table declares them
 _MEASURES = ("provisional_amount", "provisional_count", "provisional_status",
@@ -160,7 +162,7 @@ _MEASURES = ("provisional_amount", "provisional_count", "provisional_status",
 
 
 def _full_join(frames: list[DataFrame]) -> DataFrame | None:
-    """Full outer join on (window_start, key) of frames that hold a key once each."""
+    """Full outer join on (window_start, key, currency) of frames that hold a grain once each."""
     if not frames:
         return None
     joined = frames[0]
@@ -174,10 +176,10 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
                     tolerance: Tolerance, day: date, run_id: str, width_us: int) -> DataFrame:
     """The reconciliation rows of one day (not yet written). Inputs may be missing (None).
 
-    provisional_totals, canonical_totals and uncaught_duplicates hold a (window, key) once a
-    day (the stream's MERGE and the replay's grouping are keyed by it), and the day's late
-    events are summed per (window, key) first, so the inputs are full-outer joined as they
-    are: the two big sides each hashed once. Grouping a union of the four hashed every row
+    provisional_totals, canonical_totals and uncaught_duplicates hold a (window, key, currency)
+    once a day (the stream's MERGE and the replay's grouping are keyed by it), and the day's
+    late events are summed per (window, key, currency) first, so the inputs are full-outer
+    joined as they are: the two big sides each hashed once. Grouping a union of the four hashed every row
     twice, in a partial and a final aggregation that Spark keeps even after a shuffle that has
     already brought a key's rows together (same rows, 6 warm full-scale runs each: median
     14.97 -> 12.94 s, JVM CPU 27.1 -> 24.3 s)."""
@@ -197,7 +199,7 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
                          "exists in this warehouse (run `reckon stream` and `reckon replay`)")
     small = _full_join([f for f in (
         None if late is None else late.groupBy(*keys).agg(
-            F.sum("amount").cast(tb.TOTAL).alias("late_amount"),
+            F.sum(F.col("amount").cast(tb.TOTAL)).alias("late_amount"),
             F.count(F.lit(1)).alias("late_count")),
         None if duplicates is None else duplicates.select(
             *keys, "duplicate_amount", "duplicate_count"),
@@ -241,22 +243,71 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     })
 
 
-def _summary_aggregates() -> list[Column]:
-    """The run's figures over the day's rows: rows per status and the overall sums."""
+def _count_aggregates() -> list[Column]:
+    """Rows per status and event counts over the day's rows: counts, which may be added
+    across currencies (amounts are summed per currency only, ``_currency_aggregates``)."""
     return [
         *(F.count_if(F.col("status") == F.lit(status.value)).alias(status.value)
           for status in ReconStatus),
+        F.sum(F.coalesce("provisional_count", F.lit(0))).alias("pn"),
+        F.sum(F.coalesce("canonical_count", F.lit(0))).alias("cn"),
+        F.sum("late_count").alias("ln"),
+        F.sum("duplicate_count").alias("dn")]
+
+
+def _currency_aggregates() -> list[Column]:
+    """Per currency (grouped by it): the counts of ``_count_aggregates`` and the exact sums."""
+    explained = F.col("status") == F.lit(ReconStatus.EXPLAINED.value)
+    return [
+        *_count_aggregates(),
         F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
         F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
         F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
         F.sum("duplicate_amount").alias("dup"), F.sum("residual_amount").alias("res"),
-        F.sum(F.coalesce("provisional_count", F.lit(0))).alias("pn"),
-        F.sum(F.coalesce("canonical_count", F.lit(0))).alias("cn"),
-        F.sum("duplicate_count").alias("dn")]
+        F.sum(F.when(explained, F.col("residual_amount")).otherwise(F.lit(_ZERO)))
+        .alias("tolerated")]
+
+
+def _completeness(counted: int, duplicates: int, canonical: int) -> Decimal | None:
+    """Share of the canonical events the stream counted once: (counted - over-counted copies)
+    / canonical events, to 6 places; None without canonical events."""
+    if canonical == 0:
+        return None
+    return (Decimal(counted - duplicates) / Decimal(canonical)).quantize(Decimal("0.000001"))
+
+
+def _currency_summary(row: Any) -> CurrencySummary:
+    """One currency's figures from its aggregated row (``_currency_aggregates``)."""
+    counts = {status.value: int(row[status.value]) for status in ReconStatus}
+
+    def money(name: str) -> Decimal:
+        return Decimal(row[name] or 0)
+
+    return CurrencySummary(
+        currency=row["currency"], rows=sum(counts.values()), status_counts=counts,
+        unexplained=sum(counts[status.value] for status in UNEXPLAINED_STATUSES),
+        provisional_total=money("p"), canonical_total=money("c"), gap_total=money("gap"),
+        late_total=money("late"), duplicate_total=money("dup"), residual_total=money("res"),
+        tolerated_total=money("tolerated"), provisional_events=int(row["pn"] or 0),
+        canonical_events=int(row["cn"] or 0), late_events=int(row["ln"] or 0),
+        duplicate_events=int(row["dn"] or 0),
+        completeness=_completeness(int(row["pn"] or 0), int(row["dn"] or 0),
+                                   int(row["cn"] or 0)))
+
+
+def currency_summary_dict(summary: CurrencySummary) -> dict[str, Any]:
+    """A CurrencySummary as JSON-safe values (amounts as exact decimal text)."""
+    return {name: (str(value) if isinstance(value, Decimal) else value)
+            for name, value in asdict(summary).items()}
 
 
 def _plural(count: str, one: str, many: str) -> Column:
     return F.when(F.col(count) == 1, F.lit(one)).otherwise(F.lit(many))
+
+
+def _money_text(amount: str) -> Column:
+    """The row's amount with its currency: 'EUR 1,234.50' (the currency's own digits)."""
+    return F.concat_ws(" ", F.col("currency"), amount_text_col(F.col(amount), F.col("currency")))
 
 
 def _explanation() -> Column:
@@ -267,14 +318,14 @@ def _explanation() -> Column:
         F.when(F.col("canonical_count").isNull(), F.lit("no canonical row")),
         F.when(F.col("late_count") > 0, F.format_string(
             "late side output explains %d %s (%s)", F.col("late_count"),
-            _plural("late_count", "event", "events"), F.col("late_amount").cast("string"))),
+            _plural("late_count", "event", "events"), _money_text("late_amount"))),
         F.when(F.col("duplicate_count") > 0, F.format_string(
             "stream counted %d duplicate %s (%s)", F.col("duplicate_count"),
             _plural("duplicate_count", "copy", "copies"),
-            F.col("duplicate_amount").cast("string"))),
+            _money_text("duplicate_amount"))),
         F.when((F.col("residual_count") != 0) | (F.col("residual_amount") != 0),
                F.format_string("UNEXPLAINED residual %s over %d events",
-                               F.col("residual_amount").cast("string"),
+                               _money_text("residual_amount"),
                                F.col("residual_count"))),
     )
 
@@ -315,6 +366,8 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         frames[name] = df
         if version is not None:
             versions[name] = version
+    tb.require_layout(spark, wh, (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+                                  tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION))
     for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
@@ -340,20 +393,20 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
     # observed node follows the final aggregation, in the write's result stage, whose
     # accumulator updates Spark applies once per partition even when a task is retried.
     summary = Observation("audit_summary")
-    tb.replace_rows(tb.conform(rows, tb.RECONCILIATION).observe(summary,
-                                                                *_summary_aggregates()),
+    tb.replace_rows(tb.conform(rows, tb.RECONCILIATION).observe(summary, *_count_aggregates()),
                     wh, tb.RECONCILIATION, tb.window_day(day))
     s = summary.get
-
-    def total(field: str) -> Decimal:
-        return Decimal(s[field] or 0).quantize(_ZERO)
-
     counts = {status.value: int(s[status.value]) for status in ReconStatus}
     unexplained = sum(counts[status.value] for status in UNEXPLAINED_STATUSES)
-    canonical_n = int(s["cn"] or 0)
-    counted_once = int(s["pn"] or 0) - int(s["dn"] or 0)
-    completeness = (None if canonical_n == 0 else
-                    (Decimal(counted_once) / Decimal(canonical_n)).quantize(Decimal("0.000001")))
+    completeness = _completeness(int(s["pn"] or 0), int(s["dn"] or 0), int(s["cn"] or 0))
+    # this run's rows only: another audit of the day may have replaced the partition since
+    written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(
+        in_day & (F.col("audit_run_id") == F.lit(run_id)))
+    # the money, per currency (one row per currency comes back)
+    currencies = tuple(_currency_summary(r) for r in written.groupBy("currency")
+                       .agg(*_currency_aggregates()).orderBy("currency").collect())
+    _check_not_overtaken(run_id, day, sum(counts.values()),
+                         sum(c.rows for c in currencies))
 
     breaks_recorded = 0
     replaced_signed_off: str | None = None
@@ -369,17 +422,12 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
             duration_seconds=round(time.monotonic() - t0, 3),
             reconciler=settings.reconciler or getpass.getuser(),
             params={**tolerance.to_config(), **rules.to_config()},
-            status_counts=counts, rows=sum(counts.values()),
-            provisional_total=total("p"), canonical_total=total("c"), gap_total=total("gap"),
-            late_total=total("late"), duplicate_total=total("dup"), residual_total=total("res"),
-            unexplained=unexplained, table_versions=versions, completeness=completeness)
+            status_counts=counts, rows=sum(counts.values()), unexplained=unexplained,
+            table_versions=versions, currencies=currencies, completeness=completeness)
         # Breaks first, then the run: the run becomes current only once its breaks are all
         # stored, so a failed insert leaves the previous run current (with its own breaks)
         # rather than a current run that lists no breaks next to its unexplained count.
         db.ready()  # the schema, migrated once here, before the executors write
-        # this run's rows only: another audit of the day may have replaced the partition since
-        written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(
-            in_day & (F.col("audit_run_id") == F.lit(run_id)))
         breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
         expected = sum(counts.values()) - counts[ReconStatus.MATCHED.value]
         # a day without breaks is overtaken too when none of the run's rows is left (a
@@ -395,11 +443,23 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         replaced_signed_off = _replaced_signed_off_run(db, day, kind, run_id)
 
     return AuditResult(
-        run_id, day.isoformat(), kind, sum(counts.values()), counts, unexplained,
-        str(total("p")), str(total("c")), str(total("gap")), str(total("late")),
-        str(total("dup")), str(total("res")),
-        None if completeness is None else str(completeness), tolerance.to_config(), versions,
-        breaks_recorded, round(time.monotonic() - t0, 3), replaced_signed_off)
+        run_id=run_id, day=day.isoformat(), kind=kind, rows=sum(counts.values()),
+        status_counts=counts, unexplained=unexplained,
+        currencies=[currency_summary_dict(c) for c in currencies],
+        completeness=None if completeness is None else str(completeness),
+        tolerance=tolerance.to_config(), table_versions=versions,
+        breaks_recorded=breaks_recorded, duration_seconds=round(time.monotonic() - t0, 3),
+        replaced_signed_off_run=replaced_signed_off)
+
+
+def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> None:
+    """Another audit of the day replaced this run's rows between its write and its read."""
+    if found != written:
+        raise ConcurrentAuditError(
+            f"audit {run_id} of {day} wrote {written} reconciliation row(s) but finds {found}: "
+            f"another audit of {day} replaced them meanwhile. Audit a day one run at a time; "
+            f"run `reckon audit --date {day}` again (this run was not recorded, the previous "
+            "one stays current)")
 
 
 def _replaced_signed_off_run(db: Any, day: date, kind: str, run_id: str) -> str | None:
@@ -421,7 +481,8 @@ def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
     from reports.db import insert_breaks
 
     breaks = written.filter(F.col("status") != F.lit(ReconStatus.MATCHED.value)).select(
-        "window_start", "window_end", "key", "status", "provisional_amount", "canonical_amount",
+        "window_start", "window_end", "key", "currency", "status", "provisional_amount",
+        "canonical_amount",
         "gap_amount", "gap_count", "late_amount", "late_count", "duplicate_amount",
         "duplicate_count", "residual_amount", "residual_count",
         _explanation().alias("explanation"))
@@ -431,7 +492,8 @@ def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
     def write_partition(rows: Any) -> Any:
         n = insert_breaks(url, run_id, (BreakRow(
             run_id=run_id, day=day, window_start=r["window_start"], window_end=r["window_end"],
-            key=r["key"], status=r["status"], provisional_amount=r["provisional_amount"],
+            key=r["key"], currency=r["currency"], status=r["status"],
+            provisional_amount=r["provisional_amount"],
             canonical_amount=r["canonical_amount"], gap_amount=r["gap_amount"],
             gap_count=int(r["gap_count"]), late_amount=r["late_amount"],
             late_count=int(r["late_count"]), duplicate_amount=r["duplicate_amount"],
@@ -466,14 +528,21 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return 0
-    print(f"audit {result.run_id} for {result.day}: {result.rows} (window, key) rows")
+    print(f"audit {result.run_id} for {result.day}: {result.rows} (window, key, currency) rows")
     for status, n in result.status_counts.items():
         print(f"  {status:<22} {n:>10}")
-    print(f"  provisional {result.provisional_total}  canonical {result.canonical_total}  "
-          f"gap {result.gap_total}")
-    print(f"  explained by late {result.late_total}, duplicate over-count "
-          f"{result.duplicate_total} (gap = late - duplicates + residual), "
-          f"residual {result.residual_total}")
+    if not result.currencies:
+        print("  no events: neither the stream nor the replay has a total for the day")
+    for c in result.currencies:  # one line per currency: amounts are never added across them
+        code = c["currency"]
+
+        def money(name: str, code: str = code, c: dict[str, Any] = c) -> str:
+            return format_money(Decimal(c[name]), code)
+
+        print(f"  {code}: provisional {money('provisional_total')}, canonical "
+              f"{money('canonical_total')}, gap {money('gap_total')} = late "
+              f"{money('late_total')} - duplicates {money('duplicate_total')} + residual "
+              f"{money('residual_total')}; {c['unexplained']} unexplained of {c['rows']} rows")
     print(f"  completeness {result.completeness}; unexplained breaks: {result.unexplained}; "
           f"breaks recorded: {result.breaks_recorded}")
     return 0

@@ -22,13 +22,13 @@ from typing import Any
 
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
+from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
+from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
 __all__ = ["PROJECT_ROOT", "Settings", "load_settings"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-DEFAULT_CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "NOK", "DKK")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,9 @@ class Settings:
     # validation
     amount_min: Decimal = Decimal("0.00")
     amount_max: Decimal = Decimal("1000000.00")
-    currencies: tuple[str, ...] = DEFAULT_CURRENCIES
+    # ISO 4217 codes reckon books; empty: every one with a minor unit of 0-3 places
+    # (reckon.money). Narrow it to refuse currencies a deployment never takes.
+    currencies: tuple[str, ...] = ()
     min_event_time: str = "2000-01-01T00:00:00Z"
     # stream source
     kafka_bootstrap: str = ""
@@ -83,6 +85,13 @@ class Settings:
         self.event_time_rules()  # validates every duration and the window/slide pair
         if self.amount_min > self.amount_max:
             raise ConfigError(f"amount_min={self.amount_min} is above amount_max={self.amount_max}")
+        for name in ("amount_min", "amount_max"):
+            if abs(getattr(self, name)) >= MAX_EVENT_AMOUNT:
+                raise ConfigError(
+                    f"{name}={getattr(self, name)} is not valid: an event's amount is stored as "
+                    f"DECIMAL({AMOUNT_PRECISION},{AMOUNT_SCALE}), so its magnitude must stay "
+                    f"below {MAX_EVENT_AMOUNT:,}")
+        accepted_currencies(self.currencies)  # every listed code is a bookable ISO 4217 code
         if self.shuffle_partitions < 1:
             raise ConfigError(f"shuffle_partitions={self.shuffle_partitions} must be >= 1")
         if not (Decimal(0) < self.target_completeness <= Decimal(1)):

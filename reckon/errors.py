@@ -6,6 +6,7 @@ __all__ = [
     "ConcurrentAuditError",
     "ConfigError",
     "DataQualityError",
+    "LayoutError",
     "NotBuiltYetError",
     "ReckonError",
     "UsageError",
@@ -21,6 +22,13 @@ class ReckonError(Exception):
 
 class UsageError(ReckonError):
     """A command-line argument or API argument is wrong."""
+
+    exit_code = 2
+
+
+class LayoutError(ReckonError):
+    """The warehouse was written by an earlier table layout that cannot be mixed with this one
+    (for example totals that added currencies together). The message says how to rebuild."""
 
     exit_code = 2
 

@@ -5,8 +5,12 @@ against it row for row on many random streams (tests/test_stream_properties.py);
 files run through both. All rules come from ``reckon.eventtime``.
 
 Batches are lists of already-parsed events; parsing and validation of raw lines is the
-parser's job (spark/parse.py), except the one semantic check that needs two event fields and
-affects the watermark: future-dated events are quarantined here too.
+parser's job (spark/parse.py), except the typed rules that need the event's fields together:
+an amount that is not a whole number of its currency's minor units, a currency reckon does
+not book (reckon.money), and future-dated events (which would move the watermark) are
+quarantined here too, in the parser's order.
+
+Every total is kept per (window, key, currency): ``TotalKey``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from reckon.eventtime import (
     is_future_dated,
     window_status,
 )
+from reckon.money import currency_problem, minor_unit_violation
 from reckon.reconcile import ReconRow, Tolerance, reconcile
 
 __all__ = [
@@ -35,12 +40,14 @@ __all__ = [
     "Event",
     "LateRow",
     "StreamOutcome",
+    "TotalKey",
     "TotalRow",
     "arrival_order",
     "canonical_totals",
     "duplicate_overcount",
     "reconcile_outcome",
     "run_stream",
+    "typed_problem",
 ]
 
 
@@ -70,10 +77,27 @@ def arrival_order(event: Event) -> tuple[int, int, tuple[bool, str], int]:
     return (event.arrival_time, event.partition, file, event.offset)
 
 
+#: The grain of every total: (window, key, currency). Amounts of two currencies never meet.
+TotalKey = tuple[Window, str, str]
+
+
+def typed_problem(event: Event, max_clock_skew: int) -> str | None:
+    """The quarantine reason of a parsed event under the typed rules that the reference
+    shares with the parser (spark/parse.py ``typed_checks``, same order), or None."""
+    if currency_problem(event.currency) is not None:
+        return "unknown_currency"
+    if minor_unit_violation(event.amount, event.currency) is not None:
+        return "exceeds_minor_unit"
+    if is_future_dated(event.event_time, event.arrival_time, max_clock_skew):
+        return "future_dated"
+    return None
+
+
 @dataclass
 class TotalRow:
     window: Window
     key: str
+    currency: str
     total: Decimal = Decimal("0.00")
     count: int = 0
     status: WindowStatus = WindowStatus.OPEN
@@ -100,7 +124,7 @@ class LateRow:
 
 @dataclass
 class StreamOutcome:
-    totals: dict[tuple[Window, str], TotalRow] = field(default_factory=dict)
+    totals: dict[TotalKey, TotalRow] = field(default_factory=dict)
     late: list[LateRow] = field(default_factory=list)
     duplicates: list[tuple[Event, int]] = field(default_factory=list)
     quarantined: list[tuple[Event, str, int]] = field(default_factory=list)
@@ -125,11 +149,12 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
         previous = state.watermark
         valid: list[Event] = []
         for event in sorted(batch, key=arrival_order):
-            if is_future_dated(event.event_time, event.arrival_time, rules.max_clock_skew):
-                out.quarantined.append((event, "future_dated", batch_id))
+            problem = typed_problem(event, rules.max_clock_skew)
+            if problem is not None:
+                out.quarantined.append((event, problem, batch_id))
             else:
                 valid.append(event)
-        revised_keys: set[tuple[Window, str]] = set()
+        revised_keys: set[TotalKey] = set()
         for event in valid:
             prior = latest_arrival.get(event.event_id)
             latest_arrival[event.event_id] = event.arrival_time if prior is None else max(
@@ -145,7 +170,8 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
                     assert previous is not None
                     out.late.append(LateRow(event, window, previous, batch_id))
                     continue
-                row = out.totals.setdefault((window, event.key), TotalRow(window, event.key))
+                grain = (window, event.key, event.currency)
+                row = out.totals.setdefault(grain, TotalRow(window, event.key, event.currency))
                 row.total += event.amount
                 row.count += 1
                 if row.first_batch is None:
@@ -154,7 +180,7 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
                 out.counted += 1
                 if verdict is Disposition.REVISION:
                     out.revised += 1
-                    revised_keys.add((window, event.key))
+                    revised_keys.add(grain)
         for key in revised_keys:
             out.totals[key].revision += 1
         out.valid += len(valid)
@@ -183,63 +209,67 @@ def _observations(events: Iterable[Event]) -> list[PartitionObservation]:
 class CanonicalRow:
     window: Window
     key: str
+    currency: str
     total: Decimal
     count: int
 
 
 def canonical_totals(events: Iterable[Event], rules: EventTimeRules
-                     ) -> tuple[dict[tuple[Window, str], CanonicalRow], list[str]]:
+                     ) -> tuple[dict[TotalKey, CanonicalRow], list[str]]:
     """The nightly replay: every valid event, de-duplicated by event_id over the whole log
-    (first copy in arrival order wins), summed per window and key. Returns the totals and
-    the event_ids whose copies disagree (conflicts, reported, never silently merged)."""
+    (first copy in arrival order wins), summed per window, key and currency. Returns the
+    totals and the event_ids whose copies disagree (conflicts, reported, never silently
+    merged)."""
     first: dict[str, Event] = {}
     conflicts: set[str] = set()
     ordered = sorted(events, key=arrival_order)
     for e in ordered:
-        if is_future_dated(e.event_time, e.arrival_time, rules.max_clock_skew):
+        if typed_problem(e, rules.max_clock_skew) is not None:
             continue
         if e.event_id in first:
             if first[e.event_id].fingerprint != e.fingerprint:
                 conflicts.add(e.event_id)
             continue
         first[e.event_id] = e
-    sums: dict[tuple[Window, str], tuple[Decimal, int]] = {}
+    sums: dict[TotalKey, tuple[Decimal, int]] = {}
     for e in first.values():
         for w in rules.windows.assign(e.event_time):
-            total, count = sums.get((w, e.key), (Decimal("0.00"), 0))
-            sums[(w, e.key)] = (total + e.amount, count + 1)
-    rows = {k: CanonicalRow(k[0], k[1], t, c) for k, (t, c) in sums.items()}
+            total, count = sums.get((w, e.key, e.currency), (Decimal("0.00"), 0))
+            sums[(w, e.key, e.currency)] = (total + e.amount, count + 1)
+    rows = {k: CanonicalRow(k[0], k[1], k[2], t, c) for k, (t, c) in sums.items()}
     return rows, sorted(conflicts)
 
 
 Measure = tuple[Decimal, int]
 
 
-def duplicate_overcount(out: StreamOutcome, rules: EventTimeRules) -> dict[tuple[Window, str],
-                                                                            Measure]:
-    """What the stream counted more than once, per (window, key): every copy of an event_id
-    that was not caught as a duplicate, beyond the first in arrival order (each such copy was
-    either counted or sent to the late side output)."""
+def duplicate_overcount(out: StreamOutcome, rules: EventTimeRules) -> dict[TotalKey, Measure]:
+    """What the stream counted more than once, per (window, key, currency): every copy of an
+    event_id that was not caught as a duplicate, beyond the first in arrival order (each such
+    copy was either counted or sent to the late side output), in its own currency."""
     seen: set[str] = set()
-    over: dict[tuple[Window, str], Measure] = {}
+    over: dict[TotalKey, Measure] = {}
     for event, _batch in out.admitted:
         if event.event_id not in seen:
             seen.add(event.event_id)
             continue
         for w in rules.windows.assign(event.event_time):
-            amount, count = over.get((w, event.key), (Decimal("0.00"), 0))
-            over[(w, event.key)] = (amount + event.amount, count + 1)
+            grain = (w, event.key, event.currency)
+            amount, count = over.get(grain, (Decimal("0.00"), 0))
+            over[grain] = (amount + event.amount, count + 1)
     return over
 
 
 def reconcile_outcome(out: StreamOutcome, events: Iterable[Event], rules: EventTimeRules,
-                      tolerance: Tolerance | None = None) -> dict[tuple[Window, str], ReconRow]:
-    """The audit on plain lists: the stream's outcome against the replay of ``events``."""
+                      tolerance: Tolerance | None = None) -> dict[TotalKey, ReconRow]:
+    """The audit on plain lists: the stream's outcome against the replay of ``events``, per
+    (window, key, currency)."""
     canonical, _ = canonical_totals(events, rules)
-    late: dict[tuple[Window, str], Measure] = {}
+    late: dict[TotalKey, Measure] = {}
     for row in out.late:
-        amount, count = late.get((row.window, row.event.key), (Decimal("0.00"), 0))
-        late[(row.window, row.event.key)] = (amount + row.event.amount, count + 1)
+        grain = (row.window, row.event.key, row.event.currency)
+        amount, count = late.get(grain, (Decimal("0.00"), 0))
+        late[grain] = (amount + row.event.amount, count + 1)
     return reconcile(
         {k: (r.total, r.count) for k, r in out.totals.items()},
         {k: (r.total, r.count) for k, r in canonical.items()},

@@ -48,6 +48,7 @@ from reports.records import (
     AuditRun,
     BreakRow,
     CheckRun,
+    CurrencySummary,
     ExpectationResult,
     ReportRecord,
 )
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDIT_RUNS",
+    "AUDIT_RUN_CURRENCIES",
     "BREAKS",
     "BREAK_CHUNK_ROWS",
     "BREAK_REVIEWS",
@@ -67,6 +69,7 @@ __all__ = [
     "REVIEW_STATUSES",
     "SIGNOFF_LOG",
     "AttributionRowModel",
+    "AuditRunCurrencyModel",
     "AuditRunModel",
     "Base",
     "BreakModel",
@@ -84,9 +87,9 @@ __all__ = [
 
 BREAK_CHUNK_ROWS = 5000
 REVIEW_STATUSES = ("open", "explained", "accepted", "resolved")
-_CENT = Decimal("0.01")
-_MONEY_LIMIT = Decimal(10) ** 36  # DECIMAL(38,2): 36 digits before the point
-_EXACT = Context(prec=80)  # the default 28 digits cannot quantize DECIMAL(38,2) values
+_STORED = Decimal("0.001")  # the stored scale: every accepted currency's minor unit fits
+_MONEY_LIMIT = Decimal(10) ** 35  # DECIMAL(38,3): 35 digits before the point
+_EXACT = Context(prec=80)  # the default 28 digits cannot quantize DECIMAL(38,3) values
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
@@ -103,32 +106,35 @@ def _to_decimal(value: Any, what: str) -> Decimal:
 
 
 class Money(sa.types.TypeDecorator[Decimal]):
-    """Exact money: ``NUMERIC(38,2)`` on PostgreSQL, TEXT elsewhere; always returns Decimal
-    with 2 places. More than 2 decimal places is an error (nothing is rounded silently)."""
+    """Exact money: ``NUMERIC(38,3)`` on PostgreSQL, TEXT elsewhere; always returns Decimal
+    with 3 places (the stored scale; the row's currency says how many are its own: format with
+    reckon.money). More than 3 decimal places is an error (nothing is rounded silently). A
+    Money column always sits next to a currency column: amounts are never summed across
+    currencies here."""
 
     impl = sa.Text
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
         if dialect.name == "postgresql":
-            return dialect.type_descriptor(sa.Numeric(38, 2, asdecimal=True))
+            return dialect.type_descriptor(sa.Numeric(38, 3, asdecimal=True))
         return dialect.type_descriptor(sa.Text())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
             return None
         number = _to_decimal(value, "money")
-        cents = number.quantize(_CENT, context=_EXACT)
-        if cents != number:
-            raise invalid("money", value, "an amount with at most 2 decimal places")
-        if abs(cents) >= _MONEY_LIMIT:
-            raise invalid("money", value, "an amount that fits DECIMAL(38,2)")
-        return cents if dialect.name == "postgresql" else str(cents)
+        stored = number.quantize(_STORED, context=_EXACT)
+        if stored != number:
+            raise invalid("money", value, "an amount with at most 3 decimal places")
+        if abs(stored) >= _MONEY_LIMIT:
+            raise invalid("money", value, "an amount that fits DECIMAL(38,3)")
+        return stored if dialect.name == "postgresql" else str(stored)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         if value is None:
             return None
-        return Decimal(str(value)).quantize(_CENT, context=_EXACT)
+        return Decimal(str(value)).quantize(_STORED, context=_EXACT)
 
 
 class ExactDecimal(sa.types.TypeDecorator[Decimal]):
@@ -209,17 +215,38 @@ class AuditRunModel(Base):
     params: Mapped[dict[str, Any]] = mapped_column(_json_type())
     status_counts: Mapped[dict[str, int]] = mapped_column(_json_type())
     rows: Mapped[int] = mapped_column(sa.BigInteger())
+    unexplained: Mapped[int] = mapped_column(sa.BigInteger())
+    table_versions: Mapped[dict[str, int]] = mapped_column(_json_type())
+    completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
+    is_current: Mapped[bool] = mapped_column(sa.Boolean())
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class AuditRunCurrencyModel(Base):
+    """One currency's figures in one audit run (reports.records.CurrencySummary): the only
+    place a run's money is kept, so no figure ever adds two currencies."""
+
+    __tablename__ = "audit_run_currencies"
+
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("audit_runs.run_id", name="fk_audit_run_currencies_run"),
+        primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(3), primary_key=True)
+    rows: Mapped[int] = mapped_column(sa.BigInteger())
+    status_counts: Mapped[dict[str, int]] = mapped_column(_json_type())
+    unexplained: Mapped[int] = mapped_column(sa.BigInteger())
     provisional_total: Mapped[Decimal] = mapped_column(Money())
     canonical_total: Mapped[Decimal] = mapped_column(Money())
     gap_total: Mapped[Decimal] = mapped_column(Money())
     late_total: Mapped[Decimal] = mapped_column(Money())
     duplicate_total: Mapped[Decimal] = mapped_column(Money())
     residual_total: Mapped[Decimal] = mapped_column(Money())
-    unexplained: Mapped[int] = mapped_column(sa.BigInteger())
-    table_versions: Mapped[dict[str, int]] = mapped_column(_json_type())
+    tolerated_total: Mapped[Decimal] = mapped_column(Money())
+    provisional_events: Mapped[int] = mapped_column(sa.BigInteger())
+    canonical_events: Mapped[int] = mapped_column(sa.BigInteger())
+    late_events: Mapped[int] = mapped_column(sa.BigInteger())
+    duplicate_events: Mapped[int] = mapped_column(sa.BigInteger())
     completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
-    is_current: Mapped[bool] = mapped_column(sa.Boolean())
-    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class BreakModel(Base):
@@ -228,8 +255,9 @@ class BreakModel(Base):
 
     __tablename__ = "breaks"
     __table_args__ = (
-        sa.UniqueConstraint("run_id", "day", "window_start", "key", name="uq_breaks_run_identity"),
-        sa.Index("ix_breaks_identity", "day", "window_start", "key"),
+        sa.UniqueConstraint("run_id", "day", "window_start", "key", "currency",
+                            name="uq_breaks_run_identity"),
+        sa.Index("ix_breaks_identity", "day", "window_start", "key", "currency"),
     )
 
     id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
@@ -238,6 +266,7 @@ class BreakModel(Base):
     window_start: Mapped[datetime] = mapped_column(UTCDateTime())
     window_end: Mapped[datetime] = mapped_column(UTCDateTime())
     key: Mapped[str] = mapped_column(sa.String(400))
+    currency: Mapped[str] = mapped_column(sa.String(3))
     status: Mapped[str] = mapped_column(sa.String(40))
     provisional_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     canonical_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
@@ -253,7 +282,7 @@ class BreakModel(Base):
 
 
 class BreakReviewModel(Base):
-    """Review status of a break identity (day, window_start, key) across re-audits."""
+    """Review status of a break identity (day, window_start, key, currency) across re-audits."""
 
     __tablename__ = "break_reviews"
     __table_args__ = (
@@ -264,6 +293,7 @@ class BreakReviewModel(Base):
     day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
     window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
     key: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(3), primary_key=True)
     review_status: Mapped[str] = mapped_column(sa.String(20))
     last_status: Mapped[str] = mapped_column(sa.String(40))
     first_seen_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -284,7 +314,8 @@ class AttributionRowModel(Base):
     dimension: Mapped[str] = mapped_column(sa.String(40))
     value: Mapped[str] = mapped_column(sa.String(400))
     late_events: Mapped[int] = mapped_column(sa.BigInteger())
-    late_amount: Mapped[Decimal] = mapped_column(Money())
+    # currency -> exact amount (decimal text): never one sum over currencies
+    late_amounts: Mapped[dict[str, str]] = mapped_column(_json_type())
     all_events: Mapped[int] = mapped_column(sa.BigInteger())
     late_share: Mapped[Decimal] = mapped_column(ExactDecimal())
     event_share: Mapped[Decimal] = mapped_column(ExactDecimal())
@@ -377,6 +408,7 @@ SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 
 # Typed handles on the tables, for SQLAlchemy Core statements.
 AUDIT_RUNS: sa.Table = Base.metadata.tables["audit_runs"]
+AUDIT_RUN_CURRENCIES: sa.Table = Base.metadata.tables["audit_run_currencies"]
 BREAKS: sa.Table = Base.metadata.tables["breaks"]
 BREAK_REVIEWS: sa.Table = Base.metadata.tables["break_reviews"]
 LATE_ATTRIBUTION: sa.Table = Base.metadata.tables["late_attribution"]
@@ -548,8 +580,8 @@ def _insert_for(dialect_name: str) -> Any:
                      "use sqlite:///FILE or postgresql+psycopg://...")
 
 
-def _identity(values: dict[str, Any]) -> tuple[date, datetime, str]:
-    return values["day"], values["window_start"].astimezone(UTC), values["key"]
+def _identity(values: dict[str, Any]) -> tuple[date, datetime, str, str]:
+    return values["day"], values["window_start"].astimezone(UTC), values["key"], values["currency"]
 
 
 def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]],
@@ -561,12 +593,13 @@ def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]
     # plain executemany (no RETURNING): psycopg pipelines it, several times faster than the
     # multi-row VALUES statements SQLAlchemy builds when RETURNING is asked for
     conn.execute(insert(breaks).on_conflict_do_nothing(
-        index_elements=["run_id", "day", "window_start", "key"]), chunk)
+        index_elements=["run_id", "day", "window_start", "key", "currency"]), chunk)
     # one review row per identity (a repeated identity: the last row wins)
-    identities: dict[tuple[date, datetime, str], dict[str, Any]] = {}
+    identities: dict[tuple[date, datetime, str, str], dict[str, Any]] = {}
     for v in chunk:
         identities[_identity(v)] = {
             "day": v["day"], "window_start": v["window_start"], "key": v["key"],
+            "currency": v["currency"],
             "review_status": "explained" if v["status"] == "EXPLAINED" else "open",
             "last_status": v["status"], "first_seen_at": now, "last_seen_run_id": run_id,
             "updated_at": now, "last_residual_amount": v["residual_amount"],
@@ -576,7 +609,7 @@ def _write_break_chunk(conn: Connection, run_id: str, chunk: list[dict[str, Any]
     reviews = BREAK_REVIEWS
     stmt = insert(reviews)
     stmt = stmt.on_conflict_do_update(
-        index_elements=["day", "window_start", "key"],
+        index_elements=["day", "window_start", "key", "currency"],
         set_={
             # 'explained' that became unexplained re-opens; so does a decision (accepted,
             # resolved) once the break's status or residual is no longer the one it was made
@@ -611,10 +644,10 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
 
     Module-level on purpose: Spark calls it from ``foreachPartition`` in a fresh Python worker
     that has only the URL. Idempotent (a retried task writes nothing twice: (run_id, day,
-    window_start, key) is unique) and safe when partitions write concurrently. Rows are written
+    window_start, key, currency) is unique) and safe when partitions write concurrently. Rows are written
     in chunks of :data:`BREAK_CHUNK_ROWS`, one transaction per chunk.
 
-    Review rules per identity (day, window_start, key): a new identity gets ``first_seen_at =
+    Review rules per identity (day, window_start, key, currency): a new identity gets ``first_seen_at =
     now`` and review status 'explained' when its status is EXPLAINED, else 'open'; a known one
     keeps ``first_seen_at`` and its review status, except that 'explained' now unexplained
     becomes 'open' again, and so does 'accepted' or 'resolved' when the break's status,
@@ -731,16 +764,33 @@ class ReportDB:
                 conn.execute(sa.update(runs).where(runs.c.day == run.day, runs.c.kind == run.kind,
                                                    runs.c.is_current.is_(True))
                              .values(is_current=False))
-            values = _record_values(run, exclude=("is_current",))
+            values = _record_values(run, exclude=("is_current", "currencies"))
             conn.execute(sa.insert(runs).values(**values, is_current=current,
                                                 recorded_at=_now()))
+            if run.currencies:
+                conn.execute(sa.insert(AUDIT_RUN_CURRENCIES),
+                             [{**_record_values(c), "run_id": run.run_id}
+                              for c in run.currencies])
             if attribution:
                 conn.execute(sa.insert(LATE_ATTRIBUTION),
                              [{**_record_values(a), "run_id": run.run_id} for a in attribution])
 
     def _audit_runs(self, stmt: sa.Select[Any]) -> list[AuditRun]:
+        c = AUDIT_RUN_CURRENCIES
         with self.ready().connect() as conn:
-            return [_to_record(AuditRun, r) for r in conn.execute(stmt)]
+            rows = list(conn.execute(stmt))
+            by_run: dict[str, list[CurrencySummary]] = {}
+            ids = [r.run_id for r in rows]
+            for i in range(0, len(ids), 500):  # bounded IN lists
+                for r in conn.execute(sa.select(c).where(c.c.run_id.in_(ids[i:i + 500]))
+                                      .order_by(c.c.run_id, c.c.currency)):
+                    by_run.setdefault(r.run_id, []).append(_to_record(CurrencySummary, r))
+        runs = []
+        for r in rows:
+            fields_ = {f.name: getattr(r, f.name) for f in fields(AuditRun)
+                       if f.name != "currencies"}
+            runs.append(AuditRun(**fields_, currencies=tuple(by_run.get(r.run_id, ()))))
+        return runs
 
     def current_audit_run(self, day: date, kind: str = "nightly") -> AuditRun | None:
         t = AUDIT_RUNS
@@ -765,7 +815,13 @@ class ReportDB:
         t = LATE_ATTRIBUTION
         with self.ready().connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.run_id == run_id).order_by(t.c.id))
-            return [_to_record(AttributionRow, r) for r in rows]
+            out = []
+            for r in rows:
+                values = {f.name: getattr(r, f.name) for f in fields(AttributionRow)}
+                values["late_amounts"] = {code: Decimal(str(amount)) for code, amount
+                                          in sorted((r.late_amounts or {}).items())}
+                out.append(AttributionRow(**values))
+            return out
 
     # ------------------------------------------------------------------ breaks
     def write_breaks(self, run_id: str, rows: Iterable[BreakRow], *,
@@ -778,7 +834,7 @@ class ReportDB:
         t = BREAKS
         with self.ready().connect() as conn:
             rows = conn.execute(sa.select(t).where(t.c.run_id == run_id)
-                                .order_by(t.c.day, t.c.window_start, t.c.key))
+                                .order_by(t.c.day, t.c.window_start, t.c.key, t.c.currency))
             return [_to_record(BreakRow, r) for r in rows]
 
     def list_breaks(self, day: date | None = None, review_status: str | None = None, *,
@@ -794,8 +850,8 @@ class ReportDB:
                       r.c.updated_at.label("review_updated_at"))
             .join(a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True)))
             .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
-                             r.c.key == b.c.key))
-            .order_by(b.c.day, b.c.window_start, b.c.key, a.c.kind)
+                             r.c.key == b.c.key, r.c.currency == b.c.currency))
+            .order_by(b.c.day, b.c.window_start, b.c.key, b.c.currency, a.c.kind)
         )
         if day is not None:
             stmt = stmt.where(b.c.day == day)
@@ -814,15 +870,23 @@ class ReportDB:
 
     def signoffs_of_day(self, day: date, kind: str = "nightly") -> list[dict[str, Any]]:
         """The sign-off log's entries on every audit run of ``day`` (``kind``), oldest first,
-        each with its run's figures and whether the run is current."""
-        log, runs = SIGNOFF_LOG, AUDIT_RUNS
+        each with its run's figures (``gap_totals``: currency -> gap) and whether the run is
+        current."""
+        log, runs, cur = SIGNOFF_LOG, AUDIT_RUNS, AUDIT_RUN_CURRENCIES
         stmt = (sa.select(log.c.seq, log.c.at, log.c.run_id, log.c.by, log.c.decision,
-                          runs.c.is_current, runs.c.gap_total, runs.c.unexplained,
-                          runs.c.started_at)
+                          runs.c.is_current, runs.c.unexplained, runs.c.started_at)
                 .join(runs, runs.c.run_id == log.c.run_id)
                 .where(runs.c.day == day, runs.c.kind == kind).order_by(log.c.seq))
         with self.ready().connect() as conn:
-            return [dict(row) for row in conn.execute(stmt).mappings()]
+            entries = [dict(row) for row in conn.execute(stmt).mappings()]
+            gaps: dict[str, dict[str, Decimal]] = {}
+            for run_id in {e["run_id"] for e in entries}:
+                gaps[run_id] = {r.currency: r.gap_total for r in conn.execute(
+                    sa.select(cur.c.currency, cur.c.gap_total).where(cur.c.run_id == run_id)
+                    .order_by(cur.c.currency))}
+        for entry in entries:
+            entry["gap_totals"] = gaps.get(entry["run_id"], {})
+        return entries
 
     # ------------------------------------------------------------------ data quality
     def record_check_run(self, run: CheckRun, results: Sequence[ExpectationResult]) -> None:

@@ -1,8 +1,9 @@
 """The records the nightly steps hand to the report database and the report renderer.
 
 Plain frozen dataclasses, one per row kind, so the audit, the data-quality checks, the report
-and the database agree on fields without importing each other. Money is ``Decimal`` (exact),
-times are aware UTC datetimes, days are ``date`` (UTC).
+and the database agree on fields without importing each other. Money is ``Decimal`` (exact)
+and always comes with its currency: every amount here is per currency, never a sum across
+currencies (event counts may be added). Times are aware UTC datetimes, days are ``date`` (UTC).
 """
 
 from __future__ import annotations
@@ -17,9 +18,34 @@ __all__ = [
     "AuditRun",
     "BreakRow",
     "CheckRun",
+    "CurrencySummary",
     "ExpectationResult",
     "ReportRecord",
 ]
+
+
+@dataclass(frozen=True)
+class CurrencySummary:
+    """One currency's figures in one audit run: its rows per status and its exact sums.
+    ``gap = late - duplicate + residual`` holds per currency; ``tolerated`` is the part of
+    the residual that a tolerance let pass on EXPLAINED rows (0 without a tolerance)."""
+
+    currency: str
+    rows: int                          # (window, key) rows of this currency
+    status_counts: dict[str, int]      # ReconStatus value -> rows
+    unexplained: int                   # rows in UNEXPLAINED_STATUSES
+    provisional_total: Decimal
+    canonical_total: Decimal
+    gap_total: Decimal
+    late_total: Decimal
+    duplicate_total: Decimal
+    residual_total: Decimal
+    tolerated_total: Decimal
+    provisional_events: int
+    canonical_events: int
+    late_events: int
+    duplicate_events: int
+    completeness: Decimal | None = None  # share of canonical events the stream counted once
 
 
 @dataclass(frozen=True)
@@ -34,29 +60,25 @@ class AuditRun:
     duration_seconds: float
     reconciler: str                    # who ran it; may not sign it off
     params: dict[str, Any]             # tolerances, event-time rules (JSON-safe)
-    status_counts: dict[str, int]      # reckon.reconcile.ReconStatus value -> rows
+    status_counts: dict[str, int]      # reckon.reconcile.ReconStatus value -> rows, all currencies
     rows: int
-    provisional_total: Decimal
-    canonical_total: Decimal
-    gap_total: Decimal
-    late_total: Decimal
-    duplicate_total: Decimal
-    residual_total: Decimal
-    unexplained: int                   # rows in UNEXPLAINED_STATUSES
+    unexplained: int                   # rows in UNEXPLAINED_STATUSES, all currencies
     table_versions: dict[str, int]     # Delta table -> version read
+    currencies: tuple[CurrencySummary, ...] = ()  # one per currency, by code; the money
     completeness: Decimal | None = None  # share of canonical events the stream counted
     is_current: bool = True
 
 
 @dataclass(frozen=True)
 class BreakRow:
-    """One non-MATCHED (window, key) of an audit run, with its explanation."""
+    """One non-MATCHED (window, key, currency) of an audit run, with its explanation."""
 
     run_id: str
     day: date
     window_start: datetime
     window_end: datetime
     key: str
+    currency: str
     status: str                        # ReconStatus value
     provisional_amount: Decimal | None
     canonical_amount: Decimal | None
@@ -74,12 +96,13 @@ class BreakRow:
 @dataclass(frozen=True)
 class AttributionRow:
     """Who is late: one value of one dimension, its share of late events against its share of
-    all events. ``lift = late_share / event_share`` (None when event_share is 0)."""
+    all events. ``lift = late_share / event_share`` (None when event_share is 0). Counts are
+    over all currencies; the late amounts are kept per currency."""
 
-    dimension: str                     # 'partition', 'source', 'lateness_bucket', 'arrival_hour'
-    value: str
+    dimension: str                     # 'partition', 'source', 'currency', 'lateness_bucket',
+    value: str                         # 'arrival_hour'
     late_events: int
-    late_amount: Decimal
+    late_amounts: dict[str, Decimal]   # currency -> exact sum of the value's late events
     all_events: int
     late_share: Decimal
     event_share: Decimal

@@ -8,14 +8,18 @@ for a valid event. Nothing raises on bad input: every row comes out, valid or wi
 Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``invalid_json``
 (not exactly one JSON object on the line, or duplicate keys), ``missing_field``,
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
-plain decimal with at most 2 places; a JSON number is judged by its own digits, not by the
-double Spark reads it through), ``bad_event_time`` (ISO-8601 with a zone),
+plain decimal with at most 15 digits before the point and 3 after, the stored
+``DECIMAL(18,3)``; a JSON number is judged by its own digits, not by the double Spark reads it
+through), ``bad_event_time`` (ISO-8601 with a zone),
 ``bad_partition``, ``bad_arrival_time`` (not ISO-8601, or more than ``max_clock_skew`` after the
 time the transport saw the line: the file's modification time or the Kafka timestamp). Then
 the typed rules (``typed_checks``, which the replay re-applies to the event log):
-``amount_out_of_range``, ``unknown_currency``, ``event_time_out_of_range``, ``future_dated``
+``amount_out_of_range``, ``unknown_currency`` (not an ISO 4217 code), ``unsupported_currency``
+(an ISO 4217 code reckon does not book: a fund or metal, more than 3 decimal places, or outside
+the configured ``currencies``), ``exceeds_minor_unit`` (more decimal places than the currency's
+ISO 4217 minor unit: JPY "5.5", EUR "1.005"), ``event_time_out_of_range``, ``future_dated``
 (event_time more than ``max_clock_skew`` after arrival: a bad clock must never move the
-watermark).
+watermark). reckon.money owns the currency data and the minor-unit predicate.
 """
 
 from __future__ import annotations
@@ -29,25 +33,28 @@ from pyspark.sql import types as T
 
 from reckon.config import Settings
 from reckon.eventtime import is_future_dated
+from reckon.money import iso_currencies
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE, REQUIRED_EVENT_FIELDS
 from reckon.timeutil import parse_timestamp
+from spark.money import minor_unit_break_col
 from spark.session import built_once_per_jvm
 
-__all__ = ["MAX_FIELD_LENGTH", "QUARANTINE_REASONS", "first_failure", "parse_events",
-           "typed_checks"]
+__all__ = ["MAX_FIELD_LENGTH", "QUARANTINE_REASONS", "first_failure",
+           "parse_events", "typed_checks"]
 
 MAX_FIELD_LENGTH = 256
 QUARANTINE_REASONS = (
     "empty_line", "invalid_json", "missing_field", "wrong_type", "field_too_long", "bad_amount",
-    "amount_out_of_range", "unknown_currency", "bad_event_time", "event_time_out_of_range",
-    "bad_partition", "bad_arrival_time", "future_dated",
+    "amount_out_of_range", "unknown_currency", "unsupported_currency", "exceeds_minor_unit",
+    "bad_event_time", "event_time_out_of_range", "bad_partition", "bad_arrival_time",
+    "future_dated",
 )
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 _AMOUNT = rf"^-?\d{{1,{AMOUNT_PRECISION - AMOUNT_SCALE}}}(\.\d{{1,{AMOUNT_SCALE}}})?$"
 _INT = r"^-?\d{1,9}$"
 _STRICT = {"allowSingleQuotes": "false"}  # Spark's default accepts {'a': 'b'}, which is not JSON
 _RAW_FIELDS = (*REQUIRED_EVENT_FIELDS, "partition", "arrival_time")
-# 20 places: more than a double carries (17 significant digits), with room for the 16 integer
+# 20 places: more than a double carries (17 significant digits), with room for the 15 integer
 # digits of an amount; a number with more places is rounded at the 20th, beyond any double.
 _EXACT_AMOUNT_SCHEMA = T.StructType([T.StructField(
     "amount", T.DecimalType(AMOUNT_PRECISION - AMOUNT_SCALE + 20, 20), True)])
@@ -60,21 +67,37 @@ _RAW_SCHEMA = T.StructType(
 Check = tuple[Column, str, Column]
 
 
+def _plain_decimal(amount: Column) -> Column:
+    """A decimal's text without the stored scale's trailing zeros (5.500 -> 5.5, 7.000 -> 7)."""
+    text = amount.cast("string")
+    return F.when(text.contains("."), F.regexp_replace(F.regexp_replace(text, "0+$", ""),
+                                                       "\\.$", "")).otherwise(text)
+
+
 def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_time: Column,
                  settings: Settings) -> list[Check]:
-    """The rules that judge already-typed values: amount range, currency set, event-time range,
-    clock skew. The stream applies them after parsing; the replay re-applies them to the event
-    log, so a tightened rule is honoured by the nightly run without a second implementation."""
+    """The rules that judge already-typed values: amount range, currency (ISO 4217, booked,
+    minor unit), event-time range, clock skew. The stream applies them after parsing; the
+    replay re-applies them to the event log, so a tightened rule is honoured by the nightly run
+    without a second implementation."""
     rules = settings.event_time_rules()
     min_us = parse_timestamp(settings.min_event_time, "min_event_time")
     event_us, arrival_us = F.unix_micros(event_time), F.unix_micros(arrival_time)
+    breaks_unit = minor_unit_break_col(amount, currency, settings)
     return [
         ((amount < F.lit(settings.amount_min)) | (amount > F.lit(settings.amount_max)),
          "amount_out_of_range",
          F.concat(F.lit(f"amount outside [{settings.amount_min}, {settings.amount_max}]: "),
-                  amount.cast("string"))),
-        (~currency.isin(list(settings.currencies)), "unknown_currency",
-         F.concat(F.lit("currency not in the allowed set: "), F.substring(currency, 1, 40))),
+                  _plain_decimal(amount))),
+        (~currency.isin(list(iso_currencies())), "unknown_currency",
+         F.concat(F.lit("currency is not an ISO 4217 code: "), F.substring(currency, 1, 40))),
+        (breaks_unit.isNull(), "unsupported_currency",
+         F.concat(F.lit("currency is not one reckon books (a fund, metal or test code, more "
+                        "than 3 decimal places, or not in the configured currencies): "),
+                  currency)),
+        (breaks_unit, "exceeds_minor_unit",
+         F.concat(F.lit("amount has more decimal places than its currency allows: "),
+                  currency, F.lit(" "), _plain_decimal(amount))),
         (event_us < F.lit(min_us), "event_time_out_of_range",
          F.concat(F.lit(f"event_time before {settings.min_event_time}: "),
                   event_time.cast("string"))),
@@ -242,7 +265,9 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
          F.concat(F.lit(f"longer than {MAX_FIELD_LENGTH} characters: "),
                   F.concat_ws(",", *too_long))),
         (~F.col("_amount_ok") | amount.isNull() | inexact, "bad_amount",
-         F.concat(F.lit("amount is not a decimal with at most 2 places: "),
+         F.concat(F.lit(f"amount is not a decimal with at most "
+                        f"{AMOUNT_PRECISION - AMOUNT_SCALE} digits before the point and "
+                        f"{AMOUNT_SCALE} after: "),
                   F.substring(F.coalesce(F.when(inexact, F.col("_exact_amount").cast("string")),
                                          f["amount"]), 1, 40))),
         (event_time.isNull(), "bad_event_time",

@@ -8,7 +8,10 @@ arrival order wins; copies whose payloads disagree are reported in ``replay_conf
 silently merged) and overwrites the day atomically (Delta ``replaceWhere``), so a re-run gives
 identical rows and leaves other days untouched.
 
-In the same pass it records ``uncaught_duplicates``: per (window, key), the copies of an
+Totals are kept per (window, key, currency): amounts of two currencies are never added, and
+``replay_runs`` records the day's total per currency.
+
+In the same pass it records ``uncaught_duplicates``: per (window, key, currency), the copies of an
 event_id that the stream processed without catching them as duplicates (``event_log``:
 ``batch_id`` set, ``is_duplicate`` false), beyond the first in arrival order. Each was counted
 or sent to the late side output, so the audit explains a gap with totals alone and never
@@ -46,6 +49,8 @@ from pyspark.sql import functions as F
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import WindowSpec
+from reckon.money import CurrencyTotals, format_money
+from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between, days_from_flags
 from spark import tables as tb
 from spark.parse import first_failure, parse_events, typed_checks
@@ -69,8 +74,8 @@ class ReplayResult:
     conflicts: int            # event_ids whose copies disagree
     arrived_after_day: int    # valid events that arrived after the day ended
     new_since_previous: int | None
-    windows: int              # (window, key) rows written
-    total_amount: str         # exact decimal text
+    windows: int              # (window, key, currency) rows written
+    total_amounts: dict[str, str]  # currency -> the day's canonical total, exact decimal text
     duration_seconds: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,30 +149,31 @@ def _admitted() -> Column:
 
 
 def uncaught_copies(log: DataFrame, spec: WindowSpec, d0: int, d1: int) -> DataFrame:
-    """Copy by copy: (ws_us, key, amount) of every copy the stream admitted beyond the first in
-    arrival order, in each of its own windows that start in [d0, d1). ``log``: event_log rows
-    with the replay's ``reason`` (copies the typed rules now reject are not attributed)."""
+    """Copy by copy: (ws_us, key, currency, amount) of every copy the stream admitted beyond the
+    first in arrival order, in each of its own windows that start in [d0, d1). ``log``:
+    event_log rows with the replay's ``reason`` (copies the typed rules now reject are not
+    attributed)."""
     order = Window.partitionBy("event_id").orderBy(*arrival_order())
     return (log.filter(F.col("reason").isNull() & _admitted())
             .withColumn("copy", F.row_number().over(order)).filter(F.col("copy") > 1)
-            .select("key", "amount",
+            .select(*TOTAL_IDENTITY, "amount",
                     F.explode(window_starts_col(F.unix_micros("event_time"), spec))
                     .alias("ws_us"))
             .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
 
 
 def _first_copies(valid: DataFrame) -> DataFrame:
-    """Per event_id of ``valid``: the first copy in arrival order (key, amount, event_us,
-    arrival_us), its number of copies, whether they disagree, and the identical copies the
-    stream admitted beyond the first (``uncaught``; see the module)."""
+    """Per event_id of ``valid``: the first copy in arrival order (key, currency, amount,
+    event_us, arrival_us), its number of copies, whether they disagree, and the identical
+    copies the stream admitted beyond the first (``uncaught``; see the module)."""
     fingerprint = F.xxhash64("key", "amount", "currency", "event_us", "source")
-    first = F.min_by(F.struct("key", "amount", "event_us", "arrival_us"),
+    first = F.min_by(F.struct("key", "currency", "amount", "event_us", "arrival_us"),
                      F.struct(*arrival_order("arrival_us")))
     return (valid.groupBy("event_id")
             .agg(first.alias("f"), F.count(F.lit(1)).alias("copies"),
                  (F.min(fingerprint) != F.max(fingerprint)).alias("conflict"),
                  F.count_if("admitted").alias("admitted"))
-            .select("event_id", "f.key", "f.amount", "f.event_us", "f.arrival_us",
+            .select("event_id", "f.key", "f.currency", "f.amount", "f.event_us", "f.arrival_us",
                     "copies", "conflict",
                     F.when(F.col("conflict"), F.lit(0))
                     .otherwise(F.greatest(F.col("admitted") - 1, F.lit(0))).alias("uncaught")))
@@ -201,7 +207,7 @@ def _one_row_per_event(valid: DataFrame, repeated: DataFrame | None) -> DataFram
         return _first_copies(valid)
     tagged = valid.withColumn("id_hash", _id_hash())
     once = (tagged.join(F.broadcast(repeated), "id_hash", "left_anti")
-            .select("event_id", "key", "amount", "event_us", "arrival_us",
+            .select("event_id", "key", "currency", "amount", "event_us", "arrival_us",
                     F.lit(1).cast("long").alias("copies"), F.lit(False).alias("conflict"),
                     F.lit(0).cast("long").alias("uncaught")))
     more = _first_copies(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
@@ -210,7 +216,8 @@ def _one_row_per_event(valid: DataFrame, repeated: DataFrame | None) -> DataFram
 
 
 def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
-    """The columns every per-(window, key) table of the replay derives from ``ws_us``."""
+    """The columns every per-(window, key, currency) table of the replay derives from
+    ``ws_us``."""
     return {"window_start": F.timestamp_micros("ws_us"),
             "window_end": F.timestamp_micros(F.col("ws_us") + F.lit(size)),
             "window_date": F.to_date(F.timestamp_micros("ws_us")),
@@ -233,8 +240,10 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     started_at, t0 = datetime.now(UTC), time.monotonic()
     wh, rules = settings.warehouse_path, settings.event_time_rules()
     spec = rules.windows
-    for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_RUNS,
-                 tb.REPLAY_CONFLICTS, tb.QUARANTINE):
+    written = (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_RUNS,
+               tb.REPLAY_CONFLICTS, tb.QUARANTINE)
+    tb.require_layout(spark, wh, (tb.EVENT_LOG, *written))
+    for name in written:
         tb.ensure_table(spark, wh, name)
     if from_kafka:
         if not settings.kafka_bootstrap:
@@ -289,15 +298,16 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
             (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
         events = _one_row_per_event(valid, repeated)
 
-        # 3. Window assignment (the one rule), the day's windows only, exact sums. Per-event
+        # 3. Window assignment (the one rule), the day's windows only, exact sums per
+        #    (window, key, currency), at the total's precision (no day overflows it). Per-event
         #    counts ride along on the event's own slide-aligned window (pos 0) so one pass
         #    gives both the totals and the run's counts.
         exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), spec))
                                   .alias("pos", "ws_us"))
                     .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
         own = F.col("pos") == 0
-        totals = (exploded.groupBy("ws_us", "key")
-                  .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+        totals = (exploded.groupBy("ws_us", *TOTAL_IDENTITY)
+                  .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
                        F.count(F.lit(1)).alias("event_count"),
                        F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
                        F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
@@ -308,8 +318,9 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
                        .alias("_after"),
                        F.sum("uncaught").alias("duplicate_count"),
                        # null (skipped) on the many rows without: no decimal product per event
-                       F.sum(F.when(F.col("uncaught") > 0, F.col("amount") * F.col("uncaught")))
-                       .alias("duplicate_amount"))
+                       F.sum(F.when(F.col("uncaught") > 0,
+                                    F.col("amount").cast(tb.TOTAL) * F.col("uncaught")))
+                       .cast(tb.TOTAL).alias("duplicate_amount"))
                   .withColumns(_window_columns(spec.size, replay_id))
                   .persist())  # the canonical write fills it; uncaught_duplicates reads it back
         # The run's counts are observed while the rows are written (one pass, no second job
@@ -318,14 +329,19 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         # task is retried.
         summary = Observation("replay_summary")
         tb.replace_rows(tb.conform(totals.observe(
-            summary, F.count(F.lit(1)).alias("windows"), F.sum("total_amount").alias("amount"),
-            F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
+            summary, F.count(F.lit(1)).alias("windows"), F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
             F.sum("_after").alias("after"),
             F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
             wh, tb.CANONICAL_TOTALS, day_only)
         s = summary.get
         windows, events_n = int(s["windows"]), int(s["events"] or 0)
         dups = int(s["dups"] or 0)
+        # the day's total per currency, from the persisted rows (one row per currency back)
+        day_totals = CurrencyTotals()
+        if windows:
+            for r in (totals.groupBy("currency").agg(F.sum("total_amount").alias("amount"))
+                      .collect()):
+                day_totals.add(r.currency, r.amount)
 
         # 4. What the stream counted more than once. Identical copies came with the totals;
         #    the copies of conflicting events (their own key, amount and windows) and, for a
@@ -341,12 +357,12 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
             per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
                                        spec, d0, d1)
         uncaught = totals.filter(F.col("duplicate_count") > 0).select(
-            "ws_us", "key", "duplicate_amount", "duplicate_count")
+            "ws_us", *TOTAL_IDENTITY, "duplicate_amount", "duplicate_count")
         if per_copy is not None:
             uncaught = (uncaught.unionByName(per_copy.select(
-                "ws_us", "key", F.col("amount").alias("duplicate_amount"),
+                "ws_us", *TOTAL_IDENTITY, F.col("amount").cast(tb.TOTAL).alias("duplicate_amount"),
                 F.lit(1).cast("long").alias("duplicate_count")))
-                .groupBy("ws_us", "key")
+                .groupBy("ws_us", *TOTAL_IDENTITY)
                 .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
                      F.sum("duplicate_count").alias("duplicate_count")))
         # only after the canonical_totals commit above: the audit trusts a day's duplicates
@@ -395,17 +411,28 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
 
     # 6. The run record (replaced when the same inputs are replayed again).
     new_since = events_n - int(previous[0][0]) if previous else None
-    amount = Decimal(s["amount"] or 0).quantize(Decimal("0.01"))
     result = ReplayResult(
-        replay_id, day.isoformat(), source, version, events_n + dups + quarantined, events_n,
-        quarantined, dups, conflicts, int(s["after"] or 0), new_since, windows, str(amount),
-        round(time.monotonic() - t0, 3))
+        replay_id=replay_id, day=day.isoformat(), source=source, event_log_version=version,
+        rows_read=events_n + dups + quarantined, valid_events=events_n, quarantined=quarantined,
+        duplicate_copies=dups, conflicts=conflicts, arrived_after_day=int(s["after"] or 0),
+        new_since_previous=new_since, windows=windows,
+        total_amounts={code: str(amount) for code, amount in sorted(day_totals.items())},
+        duration_seconds=round(time.monotonic() - t0, 3))
     run_row = {**asdict(result), "window_date": day, "started_at": started_at,
                "arrived_after_close": result.arrived_after_day,
-               "total_amount": amount, "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
+               "total_amounts": _currency_map(day_totals),
+               "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
     tb.replace_rows(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
                     f"replay_id = '{replay_id}'")
     return result
+
+
+def _currency_map(totals: CurrencyTotals) -> Column:
+    """A MAP<STRING, DECIMAL(38,3)> literal of per-currency totals (empty on a quiet day)."""
+    items: list[Column] = []
+    for code, amount in sorted(totals.items()):
+        items += [F.lit(code), F.lit(amount).cast(tb.TOTAL)]
+    return F.create_map(*items).cast(tb.SCHEMAS[tb.REPLAY_RUNS]["total_amounts"].dataType)
 
 
 def replay_range(spark: SparkSession, settings: Settings, first: date, last: date, *,
@@ -428,7 +455,9 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
         r = replay_day(spark, settings, day, from_kafka=from_kafka)
         results.append(r)
         if not args.json:
-            print(f"{r.day}: {r.windows} windows, {r.valid_events} events, total {r.total_amount}"
+            totals = ", ".join(format_money(Decimal(amount), code)
+                               for code, amount in r.total_amounts.items()) or "no events"
+            print(f"{r.day}: {r.windows} windows, {r.valid_events} events, totals {totals}"
                   f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
                   f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day"
                   f" | event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")

@@ -9,8 +9,8 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
    earlier batches, or earlier in this batch in arrival order);
 3. archive every valid row to ``event_log`` (duplicates flagged), the log the replay reads;
 4. classify each (event, window) against the watermark left by the previous batch;
-5. MERGE on-time and within-grace sums into ``provisional_totals`` (bounded to the windows
-   the batch touches), append late ones to ``late_events``;
+5. MERGE on-time and within-grace sums per (window, key, currency) into ``provisional_totals``
+   (bounded to the windows the batch touches), append late ones to ``late_events``;
 6. every ``event_log_compact_every`` batches, bin-pack the small files of event_log's current
    days (its dedup read above opens them every batch), move the watermark's day of
    provisional_totals' windows that no MERGE reads any more into a file of their own (else
@@ -60,6 +60,7 @@ from reckon.eventtime import (
     is_duplicate_of_recent,
     lowest_revisable_start,
 )
+from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration
 from spark import tables as tb
 from spark.parse import parse_events
@@ -113,6 +114,7 @@ class BatchProcessor:
         self._written: frozenset[str] = frozenset()
         self._reads: dict[str, int] = {}  # the table versions the current batch reads
         self.on_batch = on_batch
+        tb.require_layout(spark, self.warehouse, STREAM_TABLES)
         for name in STREAM_TABLES:
             tb.ensure_table(spark, self.warehouse, name)
 
@@ -390,12 +392,14 @@ class BatchProcessor:
         self._append(late, tb.LATE_EVENTS, batch_id)
 
     def _window_totals(self, classified: DataFrame) -> DataFrame:
-        """This batch's counted events summed per (window, key): the MERGE's new figures."""
+        """This batch's counted events summed per (window, key, currency): the MERGE's new
+        figures. The sum runs at the total's precision, which no day can overflow
+        (reckon.money)."""
         return (classified
                 .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
                                                   Disposition.REVISION.value))
-                .groupBy("ws_us", "key")
-                .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                .groupBy("ws_us", *TOTAL_IDENTITY)
+                .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
                      F.count(F.lit(1)).alias("event_count"),
                      F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
                            .otherwise(0)).alias("revised"),
@@ -419,7 +423,7 @@ class BatchProcessor:
                          & (F.col("window_date") >= F.to_date(_ts(lowest))))
         rows = (tb.read_table(self.spark, self.warehouse, tb.PROVISIONAL_TOTALS)
                 .filter(condition)
-                .select(F.unix_micros("window_start").alias("ws_us"), "key",
+                .select(F.unix_micros("window_start").alias("ws_us"), *TOTAL_IDENTITY,
                         F.lit(0).cast(tb.TOTAL).alias("total_amount"),
                         F.lit(0).cast("long").alias("event_count"), F.lit(0).alias("revised"),
                         F.lit(False).alias("has_events")))
@@ -457,7 +461,7 @@ class BatchProcessor:
         if not parts:
             return
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        source = (union.groupBy("ws_us", "key")
+        source = (union.groupBy("ws_us", *TOTAL_IDENTITY)
                   .agg(F.sum("total_amount").cast(tb.TOTAL).alias("total_amount"),
                        F.sum("event_count").alias("event_count"),
                        F.max("revised").alias("revised"),
@@ -465,7 +469,8 @@ class BatchProcessor:
                   .select(F.timestamp_micros("ws_us").alias("window_start"),
                           F.timestamp_micros(F.col("ws_us") + F.lit(rules.windows.size))
                           .alias("window_end"),
-                          "key", "total_amount", "event_count", "revised", "has_events",
+                          *TOTAL_IDENTITY, "total_amount", "event_count", "revised",
+                          "has_events",
                           (F.col("ws_us") + F.lit(rules.windows.size)).alias("we_us")))
         now, wm = F.lit(processed_at), _ts(wm_after)
         t_status = status_col(F.unix_micros(F.col("t.window_end")), wm_after, rules.grace)
@@ -497,7 +502,8 @@ class BatchProcessor:
             bounded = (bounded & (F.col("t.window_start") >= _ts(lo))
                        & (F.col("t.window_date") >= F.to_date(_ts(lo))))
         condition = ((F.col("t.window_start") == F.col("s.window_start"))
-                     & (F.col("t.key") == F.col("s.key")) & bounded)
+                     & (F.col("t.key") == F.col("s.key"))
+                     & (F.col("t.currency") == F.col("s.currency")) & bounded)
         with tb.marked_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, batch_id,
                            self._reads):
             (target.alias("t").merge(source.alias("s"), condition)
@@ -512,7 +518,8 @@ class BatchProcessor:
              })
              .whenNotMatchedInsert(condition=F.col("s.has_events"), values={
                  "window_start": F.col("s.window_start"), "window_end": F.col("s.window_end"),
-                 "key": F.col("s.key"), "total_amount": F.col("s.total_amount"),
+                 "key": F.col("s.key"), "currency": F.col("s.currency"),
+                 "total_amount": F.col("s.total_amount"),
                  "event_count": F.col("s.event_count"),
                  "revision": F.col("s.revised").cast("int"),
                  "first_batch_id": F.lit(batch_id).cast("long"),

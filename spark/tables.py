@@ -24,6 +24,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from reckon.errors import LayoutError
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from spark.session import built_once_per_jvm
 
@@ -48,6 +49,7 @@ __all__ = [
     "current_version",
     "ensure_table",
     "last_marked_batch",
+    "layout_problem",
     "marked_append",
     "marked_commit",
     "marked_commits",
@@ -55,6 +57,7 @@ __all__ = [
     "parse_batch_mark",
     "read_table",
     "replace_rows",
+    "require_layout",
     "single_row",
     "table_exists",
     "table_path",
@@ -89,10 +92,11 @@ _EVENT = (
     ("event_time", T.TimestampType(), False),
     ("source", T.StringType(), False),
 )
-_WINDOW_KEY = (  # the identity of every per-(window, key) table's row
+_GRAIN = (  # the identity of every total's row: money is kept per (window, key, currency)
     ("window_start", T.TimestampType(), False),
     ("window_end", T.TimestampType(), False),
     ("key", T.StringType(), False),
+    ("currency", T.StringType(), False),
 )
 _TRANSPORT = (
     ("partition", T.IntegerType(), False),
@@ -122,7 +126,7 @@ SCHEMAS: dict[str, T.StructType] = {
         ("arrival_date", T.DateType(), False),
     ),
     PROVISIONAL_TOTALS: _fields(
-        *_WINDOW_KEY,
+        *_GRAIN,
         ("total_amount", TOTAL, False),
         ("event_count", T.LongType(), False),
         ("status", T.StringType(), False),
@@ -166,25 +170,26 @@ SCHEMAS: dict[str, T.StructType] = {
         ("rules_json", T.StringType(), False),
     ),
     CANONICAL_TOTALS: _fields(
-        *_WINDOW_KEY,
+        *_GRAIN,
         ("total_amount", TOTAL, False),
         ("event_count", T.LongType(), False),
         ("window_date", T.DateType(), False),
         ("replay_id", T.StringType(), False),
     ),
-    # What the stream counted more than once, per (window, key) of a day: the copies of an
+    # What the stream counted more than once, per (window, key, currency) of a day: the copies of an
     # event_id it did not catch as duplicates, beyond the first. Written by the replay from the
     # event log version it read, so the audit needs only totals.
     UNCAUGHT_DUPLICATES: _fields(
-        *_WINDOW_KEY,
+        *_GRAIN,
         ("duplicate_amount", TOTAL, False),
         ("duplicate_count", T.LongType(), False),
         ("window_date", T.DateType(), False),
         ("replay_id", T.StringType(), False),
     ),
-    # One row per (window, key) of a day; reckon.reconcile owns the arithmetic and statuses.
+    # One row per (window, key, currency) of a day; reckon.reconcile owns the arithmetic and
+    # statuses.
     RECONCILIATION: _fields(
-        *_WINDOW_KEY,
+        *_GRAIN,
         ("provisional_amount", TOTAL, True),        # null: the stream has no row
         ("provisional_count", T.LongType(), True),
         ("provisional_status", T.StringType(), True),  # OPEN / CLOSED / FINAL
@@ -193,7 +198,7 @@ SCHEMAS: dict[str, T.StructType] = {
         ("canonical_count", T.LongType(), True),
         ("gap_amount", TOTAL, False),               # canonical - provisional
         ("gap_count", T.LongType(), False),
-        ("late_amount", TOTAL, False),              # late side output of this window and key
+        ("late_amount", TOTAL, False),              # late side output of this row's grain
         ("late_count", T.LongType(), False),
         ("duplicate_amount", TOTAL, False),         # what the stream counted more than once
         ("duplicate_count", T.LongType(), False),
@@ -216,8 +221,8 @@ SCHEMAS: dict[str, T.StructType] = {
         ("conflicts", T.LongType(), False),
         ("arrived_after_close", T.LongType(), False),  # arrived after WM passed day end + G
         ("new_since_previous", T.LongType(), True),    # valid events the last replay lacked
-        ("windows", T.LongType(), False),
-        ("total_amount", TOTAL, False),
+        ("windows", T.LongType(), False),           # (window, key, currency) rows written
+        ("total_amounts", T.MapType(T.StringType(), TOTAL), False),  # per currency, exact
         ("started_at", T.TimestampType(), False),
         ("duration_seconds", T.DoubleType(), False),
         ("rules_json", T.StringType(), False),
@@ -255,7 +260,7 @@ _PROPERTIES[PROVISIONAL_TOTALS]["delta.enableChangeDataFeed"] = "true"
 # of the other 16 columns (amounts, counts) skip no file but cost ~2 s per 1.7M-row audit
 # write. A table created before this keeps stats on every column (harmless, only slower).
 _PROPERTIES[RECONCILIATION] = {
-    "delta.dataSkippingStatsColumns": "window_start,window_end,key,status"}
+    "delta.dataSkippingStatsColumns": "window_start,window_end,key,currency,status"}
 
 
 def table_path(warehouse: str | Path, name: str) -> str:
@@ -324,6 +329,37 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
         builder = builder.property(key, value)
     builder.execute()
     return path
+
+
+def layout_problem(actual: T.StructType, name: str) -> str | None:
+    """How table ``name``'s actual schema differs from the layout this reckon writes (a
+    column missing, or of another type), or None. Nullability is not compared."""
+    have = {f.name: f.dataType.simpleString() for f in actual.fields}
+    for wanted in SCHEMAS[name].fields:
+        found = have.get(wanted.name)
+        if found is None:
+            return f"{name} has no column {wanted.name}"
+        if found != wanted.dataType.simpleString():
+            return f"{name}.{wanted.name} is {found}, not {wanted.dataType.simpleString()}"
+    return None
+
+
+def require_layout(spark: SparkSession, warehouse: str | Path,
+                   names: Iterable[str] = TABLES) -> None:
+    """Refuse a warehouse whose existing tables were written by an earlier layout (totals per
+    (window, key) that added currencies together, amounts at scale 2): their rows can never be
+    mixed with per-currency totals. Tables that do not exist yet are fine (they are created in
+    the current layout). Reads each table's schema from its Delta log (no data)."""
+    problems = [problem for name in names if table_exists(warehouse, name)
+                and (problem := layout_problem(
+                    spark.read.format("delta").load(table_path(warehouse, name)).schema, name))]
+    if problems:
+        raise LayoutError(
+            f"warehouse {str(warehouse)!r} was written by an earlier reckon layout "
+            f"({'; '.join(problems)}): its totals add amounts of different currencies "
+            "together, and reckon will not mix them with per-currency totals. Rebuild it: "
+            "stream the source (landing dir or Kafka topic) again into a new, empty "
+            "--warehouse, then replay and audit there; keep the old one only to read")
 
 
 def read_table(spark: SparkSession, warehouse: str | Path, name: str, *,

@@ -1,0 +1,186 @@
+"""Money: ISO 4217 currencies, their minor units, exact per-currency sums, and how amounts read.
+
+Why one module: every total reckon keeps is per (window, key, currency), and amounts of two
+currencies are never added. The rules that make that true live here, on plain Python values:
+
+- **Which currencies exist** and **how many decimal places each has** come from the ISO 4217
+  list as the ``iso4217`` package ships it (the official minor units: JPY 0, EUR 2, KWD 3),
+  never from a hand-written table. Babel (CLDR) is used only to *write* amounts: CLDR's
+  display digits differ from ISO's for a few currencies (IQD: ISO 3, CLDR 0), and an amount is
+  always shown with its ISO digits, so nothing is rounded on the page.
+- **Accepted currencies**: ISO 4217 codes with a minor unit of 0 to ``MAX_MINOR_UNIT`` places
+  (the scale reckon stores exactly). Funds, metals and test codes (XAU, XDR, XXX: no minor
+  unit) and the two 4-place units of account (CLF, UYW) are ISO codes reckon does not book.
+  A configured allowlist narrows the set further.
+- **The minor-unit rule**: an amount is a whole number of its currency's minor units. JPY
+  ``5.5`` and EUR ``1.005`` break it; EUR ``1.50`` and ``1.500`` are the same value and keep it.
+- **Limits**: an event's amount fits ``DECIMAL(18,3)`` (below ``MAX_EVENT_AMOUNT``, 10**15) and a
+  total ``DECIMAL(38,3)``. A total sums at most one copy of each event per window it belongs
+  to, so it holds fewer than ``MAX_EVENTS_PER_TOTAL`` (10**20, more than a 64-bit count can
+  reach) addends each below 10**15: below 10**35, the largest magnitude ``DECIMAL(38,3)``
+  holds. No total, gap or residual (a difference of three such sums) can overflow.
+
+Example:
+
+>>> from decimal import Decimal
+>>> minor_unit("JPY"), minor_unit("EUR"), minor_unit("KWD")
+(0, 2, 3)
+>>> minor_unit_violation(Decimal("5.5"), "JPY")
+'amount 5.5 has more decimal places than JPY allows (0)'
+>>> format_money(Decimal("1234.5"), "EUR"), format_money(Decimal("-7"), "JPY")
+('EUR 1,234.50', '-JPY 7')
+>>> sorted(CurrencyTotals().add("EUR", Decimal("1.10")).add("JPY", 5).add("EUR", 2).items())
+[('EUR', Decimal('3.10')), ('JPY', Decimal('5'))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+from reckon.errors import ConfigError
+
+__all__ = [
+    "AMOUNT_INTEGER_DIGITS",
+    "MAX_EVENTS_PER_TOTAL",
+    "MAX_EVENT_AMOUNT",
+    "MAX_MINOR_UNIT",
+    "CurrencyTotals",
+    "accepted_currencies",
+    "breaks_minor_unit",
+    "currency_problem",
+    "format_amount",
+    "format_money",
+    "iso_currencies",
+    "minor_unit",
+    "minor_unit_step",
+    "minor_unit_violation",
+    "quantize_to_currency",
+]
+
+#: The most decimal places any accepted currency has; amounts are stored at this scale.
+MAX_MINOR_UNIT = 3
+#: Digits before the decimal point of one event's amount: ``DECIMAL(18,3)``.
+AMOUNT_INTEGER_DIGITS = 15
+#: An event's amount is strictly below this in magnitude (what ``DECIMAL(18,3)`` holds).
+MAX_EVENT_AMOUNT = Decimal(10) ** AMOUNT_INTEGER_DIGITS
+#: Addends a ``DECIMAL(38,3)`` total can take at ``MAX_EVENT_AMOUNT`` each without overflow.
+MAX_EVENTS_PER_TOTAL = 10**20
+
+
+@cache
+def iso_currencies() -> Mapping[str, int | None]:
+    """Every ISO 4217 code the ``iso4217`` package lists -> its minor unit (None: N.A.)."""
+    from iso4217 import Currency
+
+    return {c.code: c.exponent for c in Currency}
+
+
+def minor_unit(code: str) -> int:
+    """The ISO 4217 minor unit (decimal places) of ``code``; ConfigError for a code reckon
+    does not book (see ``currency_problem``)."""
+    problem = currency_problem(code)
+    if problem is not None:
+        raise ConfigError(problem)
+    exponent = iso_currencies()[code]
+    assert exponent is not None  # currency_problem refuses codes without a minor unit
+    return exponent
+
+
+def currency_problem(code: str, allowed: Iterable[str] = ()) -> str | None:
+    """Why ``code`` cannot be booked, or None. ``allowed``: a configured allowlist (empty:
+    every accepted ISO 4217 currency)."""
+    exponent = iso_currencies().get(code, -1)
+    if exponent == -1:
+        return f"{code!r} is not an ISO 4217 currency code"
+    if exponent is None:
+        return f"{code} has no minor unit in ISO 4217 (a fund, metal or test code)"
+    if exponent > MAX_MINOR_UNIT:
+        return (f"{code} has {exponent} decimal places in ISO 4217; reckon keeps amounts to "
+                f"{MAX_MINOR_UNIT}")
+    allowlist = tuple(allowed)
+    if allowlist and code not in allowlist:
+        return f"{code} is not in the configured currencies ({', '.join(allowlist)})"
+    return None
+
+
+def accepted_currencies(allowed: Iterable[str] = ()) -> dict[str, int]:
+    """Code -> minor unit of every currency reckon books: the allowlist if one is given
+    (each must be bookable), else every ISO 4217 code with a minor unit of 0 to 3 places."""
+    allowlist = tuple(allowed)
+    for code in allowlist:
+        problem = currency_problem(code)
+        if problem is not None:
+            raise ConfigError(f"currencies: {problem}; list ISO 4217 codes such as EUR, JPY, "
+                              "KWD, or leave the setting empty for all of them")
+    codes = allowlist or tuple(iso_currencies())
+    return {code: exp for code in sorted(codes)
+            if (exp := iso_currencies()[code]) is not None and exp <= MAX_MINOR_UNIT}
+
+
+def minor_unit_step(exponent: int) -> Decimal:
+    """The smallest amount of a currency with ``exponent`` places: 1, 0.01, 0.001."""
+    return Decimal(1).scaleb(-exponent)
+
+
+def breaks_minor_unit(amount: Any, step: Any) -> Any:
+    """``amount`` is not a whole number of minor units of size ``step``. Only ``%`` and ``!=``:
+    the same predicate applies to Decimals and to Spark Columns (spark/parse.py)."""
+    return amount % step != 0
+
+
+def minor_unit_violation(amount: Decimal, code: str) -> str | None:
+    """The quarantine detail when ``amount`` is not a whole number of ``code``'s minor units,
+    else None. ``code`` must be accepted (the currency rule runs first)."""
+    exponent = minor_unit(code)
+    if breaks_minor_unit(amount, minor_unit_step(exponent)):
+        return f"amount {amount} has more decimal places than {code} allows ({exponent})"
+    return None
+
+
+def quantize_to_currency(amount: Decimal, code: str) -> Decimal:
+    """``amount`` with exactly its currency's decimal places. Never rounds: an amount with
+    more non-zero places than the currency has keeps them all (it would be a bug upstream,
+    and hiding it would be worse)."""
+    exponent = iso_currencies().get(code)
+    if exponent is None or exponent > MAX_MINOR_UNIT:
+        return amount
+    step = minor_unit_step(exponent)
+    return amount.quantize(step) if amount % step == 0 else amount
+
+
+def format_amount(amount: Decimal, code: str, locale: str = "en_US") -> str:
+    """The number alone, grouped, with the currency's own ISO digits: ``1,234.50`` (EUR),
+    ``1,235`` (JPY), ``1.500`` (KWD). For table cells whose column or row names the currency."""
+    from babel.numbers import format_decimal
+
+    exact = quantize_to_currency(amount, code)
+    places = max(-exact.as_tuple().exponent, 0) if exact.is_finite() else 0
+    pattern = "#,##0" + ("." + "0" * places if places else "")
+    return format_decimal(exact, format=pattern, locale=locale, decimal_quantization=False)
+
+
+def format_money(amount: Decimal, code: str, locale: str = "en_US") -> str:
+    """The ISO code and the amount: ``EUR 1,234.50``, ``-JPY 7``, ``KWD 0.125``. Babel (CLDR)
+    writes it; the digits are the ISO minor unit's."""
+    from babel.numbers import format_currency
+
+    exact = quantize_to_currency(amount, code)
+    places = max(-exact.as_tuple().exponent, 0) if exact.is_finite() else 0
+    pattern = "\u00a4\u00a4\u00a0#,##0" + ("." + "0" * places if places else "")
+    text = format_currency(exact, code, format=pattern, locale=locale, currency_digits=False,
+                           decimal_quantization=False)
+    return text.replace("\u00a0", " ")
+
+
+class CurrencyTotals(dict[str, Decimal]):
+    """Exact sums kept apart per currency: the only way reckon adds amounts for a headline.
+    ``add`` returns the object so sums can be chained."""
+
+    def add(self, code: str, amount: Decimal | int) -> CurrencyTotals:
+        if isinstance(amount, float):
+            raise TypeError("money is never a float: give a Decimal")
+        self[code] = self.get(code, Decimal(0)) + Decimal(amount)
+        return self
