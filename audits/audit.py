@@ -52,7 +52,8 @@ from spark.rules import recon_status_col
 
 __all__ = ["AuditResult", "audit_day", "cmd_audit", "currency_summary_dict"]
 
-_ZERO = Decimal("0.00")
+_ZERO = Decimal("0.000")
+_STORED = Decimal("0.001")
 
 
 @dataclass(frozen=True)
@@ -280,8 +281,8 @@ def _currency_summary(row: Any) -> CurrencySummary:
     """One currency's figures from its aggregated row (``_currency_aggregates``)."""
     counts = {status.value: int(row[status.value]) for status in ReconStatus}
 
-    def money(name: str) -> Decimal:
-        return Decimal(row[name] or 0)
+    def money(name: str) -> Decimal:  # at the stored scale, 0.000 included
+        return Decimal(row[name] if row[name] is not None else 0).quantize(_STORED)
 
     return CurrencySummary(
         currency=row["currency"], rows=sum(counts.values()), status_counts=counts,

@@ -406,7 +406,11 @@ def render_analysis(analysis: LatenessAnalysis,
 
 
 def _attribution_json(row: AttributionRow) -> dict[str, Any]:
+    """One attribution row as JSON. Late amounts stay per currency (currency -> exact decimal
+    text): amounts of two currencies are never added, event counts may be."""
     return {"dimension": row.dimension, "value": row.value, "late_events": row.late_events,
-            "late_amount": str(row.late_amount), "all_events": row.all_events,
+            "late_amounts": {code: str(amount)
+                             for code, amount in sorted(row.late_amounts.items())},
+            "all_events": row.all_events,
             "late_share": str(row.late_share), "event_share": str(row.event_share),
             "lift": None if row.lift is None else str(row.lift)}

@@ -14,6 +14,11 @@ current) and rebuilds the day's Data Docs pages; nothing else changes.
 
 A table that does not exist yet is validated as an empty DataFrame of its schema (so its suite
 still shows in Data Docs) and reported with a warning ``expect_table_to_exist``.
+
+Money is per (window, key, currency): the per-grain suites are unique on that grain, check
+each amount against its currency's minor unit, and compare every canonical_totals row with the
+event log its replay read, per currency (``audits.suites``), so a total that adds two
+currencies fails the day.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from audits.suites import TableSuite, build_suites
+from audits.suites import DayScope, TableSuite, build_suites
 from reckon.config import Settings
 from reckon.errors import DataQualityError, invalid
 from reports.records import CheckRun, ExpectationResult
@@ -334,8 +339,10 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
             F.col(suite.partition_column) == F.lit(day))
     else:
         df = spark.createDataFrame([], SCHEMAS[suite.table])
-    base = suite.derive(df).persist(StorageLevel.MEMORY_AND_DISK)
+    scope = DayScope(spark, settings, day)  # what derive reads besides the day's rows
+    base: Any = None
     try:
+        base = suite.derive(df, scope).persist(StorageLevel.MEMORY_AND_DISK)
         rows = base.count()
         data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
         gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
@@ -356,7 +363,9 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
                                    result_format=result_format,
                                    run_id=RunIdentifier(run_name=run_id, run_time=run_time))
     finally:
-        base.unpersist()
+        if base is not None:
+            base.unpersist()
+        scope.release()
     records = _records(run_id, suite.name, suite.table, gx_result)
     if not exists:
         path = table_path(warehouse, suite.table)

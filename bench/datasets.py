@@ -5,7 +5,10 @@
 - one day of ``event_log``: built directly with Spark from generated columns (a 20M-event
   stream run would take far longer than the replay it feeds), with the table's own schema,
   partitioning and writer (spark.tables). 1% of events are re-delivered copies the stream
-  caught (``is_duplicate``), 0.1% copies it missed (it counted them twice);
+  caught (``is_duplicate``), 0.1% copies it missed (it counted them twice). Currencies follow
+  the generator's mix (``reckon.generate.currency_mix``: most merchants settle in one
+  currency, some in two or three; USD, EUR, GBP, JPY, KWD), amounts are whole minor units of
+  their currency at its magnitude (JPY ~150x a dollar amount, KWD ~0.3x);
 - the audit's inputs for that day: ``provisional_totals`` and ``late_events`` derived from the
   replay's ``canonical_totals`` with ~1% injected breaks of every kind (late, duplicate,
   unexplained, missing on either side), so the audit has real work and a known answer;
@@ -20,7 +23,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +35,44 @@ from pyspark.sql import functions as F
 
 from bench.harness import log
 from reckon.config import Settings
-from reckon.generate import GeneratorConfig, generate_landing
+from reckon.generate import (
+    DEFAULT_CURRENCIES,
+    MIX_SCALE,
+    UNITS_PER_USD,
+    GeneratorConfig,
+    currency_mix,
+    generate_landing,
+)
+from reckon.money import minor_unit, minor_unit_step
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb
 
-__all__ = ["BENCH_DAY", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
+__all__ = ["BENCH_DAY", "DAY_CELLS", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
            "build_evening", "build_event_log", "clone_warehouse", "ensure_landing",
            "expected_breaks", "fresh_folder", "lateness_arrays"]
 
 BENCH_DAY = date(2026, 1, 1)
-DAY_KEYS = 200           # merchants in the built day: ~1.7M (10 s window, key) cells a day
-_DATA_VERSION = 2        # bump when a builder changes, so cached data is rebuilt
+DAY_KEYS = 200           # merchants of a built day: <= 2.2M (10 s window, key, currency) rows
+_DATA_VERSION = 3        # bump when a builder changes, so cached data is rebuilt
 _SOURCES = ("pos", "web", "mobile", "partner-api")
-_CURRENCIES = ("USD", "EUR", "GBP")
+_CURRENCIES = DEFAULT_CURRENCIES
+_MIX_SEED = 7
+_USD_CENTS = 500_000     # an event's amount: up to 5,000.00 dollars' worth in its currency
+
+
+@cache
+def _mix() -> np.ndarray:
+    """The built days' merchants by currency (shares out of MIX_SCALE), as the generator's."""
+    return currency_mix(DAY_KEYS, _CURRENCIES, _MIX_SEED)
+
+
+def _cells() -> list[tuple[int, int]]:
+    """Every (merchant, currency) the built days hold: (key index, index in _CURRENCIES)."""
+    return [(int(k), int(j)) for k, j in zip(*np.nonzero(_mix()), strict=True)]
+
+
+#: (key, currency) pairs of the built days: a window of a busy day has about this many rows.
+DAY_CELLS = len(_cells())
 
 
 def _marker(folder: Path) -> Path:
@@ -87,8 +117,41 @@ def _h(col: Column, salt: int) -> Column:
 
 
 def _pick(values: tuple[str, ...], col: Column, salt: int) -> Column:
-    return F.element_at(F.array(*[F.lit(v) for v in values]),
-                        (F.pmod(_h(col, salt), F.lit(len(values))) + 1).cast("int"))
+    return _at(values, F.pmod(_h(col, salt), F.lit(len(values))))
+
+
+def _at(values: Sequence[object], index: Column) -> Column:
+    """``values[index]`` for a 0-based index column (a literal array: a lookup per row)."""
+    return F.element_at(F.array(*[F.lit(v) for v in values]), (index + 1).cast("int"))
+
+
+def _currency_of(key_idx: Column, row: Column) -> Column:
+    """The currency (index into _CURRENCIES) of ``row``, an event of merchant ``key_idx``:
+    drawn by a hash of the row with the merchant's shares (see reckon.generate)."""
+    roll = F.pmod(_h(row, 7), F.lit(MIX_SCALE))
+    bounds = np.cumsum(_mix(), axis=1)
+    index: Column = F.lit(0)
+    for j in range(len(_CURRENCIES) - 1):
+        index = index + (roll >= _at(bounds[:, j].tolist(), key_idx)).cast("int")
+    return index
+
+
+def _money(currency: Column, usd_cents: Column, clip: bool = True) -> Column:
+    """``usd_cents`` worth of ``currency`` (an index), in whole minor units of it, as an
+    exact decimal: at least one minor unit and, if ``clip``, at most 1,000,000 (an event's
+    default amount_max)."""
+    places = [minor_unit(c) for c in _CURRENCIES]
+    per_cent = [UNITS_PER_USD.get(c, 1.0) * 10**e / 100 for c, e in zip(_CURRENCIES, places,
+                                                                        strict=True)]
+    minor = F.greatest(F.round(usd_cents * _at(per_cent, currency)).cast("long"), F.lit(1))
+    if clip:
+        minor = F.least(minor, _at([1_000_000 * 10**e for e in places], currency).cast("long"))
+    step = _at([str(minor_unit_step(e)) for e in places], currency).cast("decimal(4,3)")
+    return minor.cast("decimal(20,0)") * step
+
+
+def _code(currency: Column) -> Column:
+    return _at(_CURRENCIES, currency)
 
 
 def build_event_log(spark: SparkSession, settings: Settings, events: int,
@@ -110,7 +173,7 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     delay = (F.lit(300_000) + F.pmod(_h(idc, 3), F.lit(700_000))
              + F.when(F.pmod(_h(idc, 4), F.lit(100)) < 3,
                       F.pmod(_h(idc, 5), F.lit(30 * MICROS_PER_SECOND))).otherwise(F.lit(0)))
-    cents = F.pmod(_h(idc, 6), F.lit(1_000_000)) + 1
+    cents = F.pmod(_h(idc, 6), F.lit(_USD_CENTS)) + 1
     base = (spark.range(0, events, numPartitions=max(2, events // 2_000_000))
             .select(idc.alias("id"), key_idx.alias("key_idx"), event_us.alias("event_us"),
                     (event_us + delay).alias("arrival_us"), cents.alias("cents")))
@@ -125,11 +188,12 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     rows = (base.select("id", "key_idx", "event_us", "cents", "arrival_us",
                         F.lit(False).alias("is_duplicate"), F.lit(0).alias("copy"))
             .unionByName(caught).unionByName(missed))
+    currency = _currency_of(F.col("key_idx"), idc)  # a copy has its original's (same id)
     log_df = rows.select(
         F.format_string("evt-%012d", idc).alias("event_id"),
         F.format_string("merchant-%04d", F.col("key_idx")).alias("key"),
-        (F.col("cents").cast("decimal(20,0)") / F.lit(100)).cast(tb.AMOUNT).alias("amount"),
-        _pick(_CURRENCIES, idc, 7).alias("currency"),
+        _money(currency, F.col("cents")).cast(tb.AMOUNT).alias("amount"),
+        _code(currency).alias("currency"),
         F.timestamp_micros("event_us").alias("event_time"),
         _pick(_SOURCES, idc, 8).alias("source"),
         (F.col("key_idx") % 4).cast("int").alias("partition"),
@@ -174,7 +238,8 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
                   provisional_rows: int, end_us: int) -> dict[str, Any]:
     """A stream's warehouse late in a day, as its batch just before ``end_us`` left it: the
     archived hour before ``end_us`` (see build_archived_hour) and about ``provisional_rows``
-    (window, key) rows of that day in provisional_totals, all FINAL but the last window's
+    (window, key, currency) rows of that day in provisional_totals (every window holds each
+    merchant's currencies: DAY_CELLS rows), all FINAL but the last window's
     (still OPEN), all in one file, as a day of MERGEs leaves them: each MERGE rewrites the
     file holding the windows it updates, and its output holds every row that file held.
     Reused when built for these inputs."""
@@ -182,19 +247,22 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     size, lateness = rules.windows.size, rules.watermark.lateness
     day_start, _ = day_bounds(from_micros(end_us - 1).date())
     last_start = end_us // size * size - size
-    windows = min(-(-provisional_rows // DAY_KEYS), (last_start - day_start) // size + 1)
-    spec = {"v": _DATA_VERSION, "builder": "evening-1", "archived_hour_rows": archived_rows,
+    windows = min(-(-provisional_rows // DAY_CELLS), (last_start - day_start) // size + 1)
+    spec = {"v": _DATA_VERSION, "builder": "evening-2", "archived_hour_rows": archived_rows,
             "end_us": end_us, "provisional_windows": windows, "open_windows": 1,
-            "keys": DAY_KEYS, "window_us": size, "lateness_us": lateness,
+            "keys": DAY_KEYS, "cells": DAY_CELLS, "window_us": size, "lateness_us": lateness,
             "archived_rows_per_file": EVENING_ARCHIVED_ROWS_PER_FILE}
     if _is_built(folder, spec):
         return spec
     fresh_folder(folder)
     _write_archived_hour(spark, folder, archived_rows, end_us,
                          rows_per_file=EVENING_ARCHIVED_ROWS_PER_FILE)
-    log(f"building a day of provisional_totals: {windows:,} windows x {DAY_KEYS} keys")
+    log(f"building a day of provisional_totals: {windows:,} windows x {DAY_CELLS} "
+        "(key, currency) rows")
     idc = F.col("id")
-    start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_KEYS).cast("long")) * size
+    start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_CELLS).cast("long")) * size
+    cell = F.pmod(idc, F.lit(DAY_CELLS))
+    currency = _at([j for _, j in _cells()], cell)
     is_open = start == F.lit(last_start)
 
     def unless_open(col: Column) -> Column:
@@ -203,11 +271,12 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     # closed (and, with no grace, final) once the watermark passed the window's end
     closed = F.timestamp_micros(start + F.lit(size + lateness))
     batch = ((start - F.lit(day_start)) / F.lit(5 * MICROS_PER_SECOND)).cast("long")  # 5 s
-    rows = spark.range(0, windows * DAY_KEYS).select(
+    rows = spark.range(0, windows * DAY_CELLS).select(
         F.timestamp_micros(start).alias("window_start"),
         F.timestamp_micros(start + F.lit(size)).alias("window_end"),
-        F.format_string("merchant-%04d", idc % DAY_KEYS).alias("key"),
-        ((F.pmod(_h(idc, 9), F.lit(10_000_000)) + 1).cast("decimal(20,0)") / F.lit(100))
+        F.format_string("merchant-%04d", _at([k for k, _ in _cells()], cell)).alias("key"),
+        _code(currency).alias("currency"),
+        _money(currency, F.pmod(_h(idc, 9), F.lit(10_000_000)) + 1, clip=False)
         .cast(tb.TOTAL).alias("total_amount"),
         (F.pmod(_h(idc, 10), F.lit(20)) + 1).alias("event_count"),
         F.when(is_open, F.lit("OPEN")).otherwise(F.lit("FINAL")).alias("status"),
@@ -239,12 +308,14 @@ def _write_archived_hour(spark: SparkSession, folder: Path, rows: int, end_us: i
     idc = F.col("id")
     arrival_us = F.lit(end_us - hour) + (idc * F.lit(hour)) / F.lit(rows)
     event_us = arrival_us.cast("long") - F.lit(300_000) - F.pmod(_h(idc, 3), F.lit(700_000))
+    key_idx = F.pmod(_h(idc, 1), F.lit(DAY_KEYS))
+    currency = _currency_of(key_idx, idc)
     log_df = spark.range(0, rows, numPartitions=max(1, rows // rows_per_file)).select(
         F.format_string("archived-%012d", idc).alias("event_id"),
-        F.format_string("merchant-%04d", F.pmod(_h(idc, 1), F.lit(DAY_KEYS))).alias("key"),
-        ((F.pmod(_h(idc, 6), F.lit(1_000_000)) + 1).cast("decimal(20,0)") / F.lit(100))
-        .cast(tb.AMOUNT).alias("amount"),
-        _pick(_CURRENCIES, idc, 7).alias("currency"),
+        F.format_string("merchant-%04d", key_idx).alias("key"),
+        _money(currency, F.pmod(_h(idc, 6), F.lit(_USD_CENTS)) + 1).cast(tb.AMOUNT)
+        .alias("amount"),
+        _code(currency).alias("currency"),
         F.timestamp_micros(event_us).alias("event_time"),
         _pick(_SOURCES, idc, 8).alias("source"),
         (idc % 4).cast("int").alias("partition"),
@@ -278,13 +349,21 @@ def clone_warehouse(built: Path, to: Path) -> None:
 
 # --------------------------------------------------------------------------- audit inputs
 
-# Breaks by a hash of (window_start, key), per mille of canonical rows.
+# Breaks by a hash of (window_start, key, currency), per mille of canonical rows.
 _LATE_PM, _UNEXPLAINED_PM, _MISSING_STREAM_PM, _MISSING_CANON_PM = 5, 2, 1, 1
-_LATE_AMOUNT = "1.00"
+_LATE_AMOUNT = "1.00"    # a whole number of minor units in every currency
+_GRAIN = ["window_start", "key", "currency"]
 
 
 def _cell_hash() -> Column:
-    return F.pmod(F.abs(F.xxhash64("window_start", "key", F.lit(11))), F.lit(1000))
+    return F.pmod(F.abs(F.xxhash64(*_GRAIN, F.lit(11))), F.lit(1000))
+
+
+def _minor_step(currency: Column) -> Column:
+    """The smallest amount of ``currency`` (a code): 1 JPY, 0.01 EUR, 0.001 KWD."""
+    steps = F.create_map(*[F.lit(x) for c in _CURRENCIES
+                           for x in (c, str(minor_unit_step(minor_unit(c))))])
+    return F.coalesce(F.element_at(steps, currency), F.lit("0.01")).cast("decimal(4,3)")
 
 
 def build_audit_inputs(spark: SparkSession, settings: Settings,
@@ -296,16 +375,18 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
     canon = tb.read_table(spark, wh, tb.CANONICAL_TOTALS).filter(
         F.col("window_date") == F.lit(day))
     h = _cell_hash()
-    # what the stream counted twice: unflagged later copies, per (window, key)
+    # what the stream counted twice: unflagged later copies, per (window, key, currency)
     log_df = tb.read_table(spark, wh, tb.EVENT_LOG).filter(F.col("event_date") == F.lit(day))
     copies = (log_df.filter(~F.col("is_duplicate"))
               .groupBy("event_id").agg(F.count(F.lit(1)).alias("n"),
                                        F.min("event_time").alias("event_time"),
                                        F.first("key").alias("key"),
+                                       F.first("currency").alias("currency"),
                                        F.first("amount").alias("amount"))
               .filter(F.col("n") > 1))
     us = F.unix_micros("event_time")
-    dup = (copies.groupBy(F.timestamp_micros(us - us % F.lit(size)).alias("window_start"), "key")
+    dup = (copies.groupBy(F.timestamp_micros(us - us % F.lit(size)).alias("window_start"),
+                          "key", "currency")
            .agg(F.sum(F.col("amount") * (F.col("n") - 1)).alias("dup_amount"),
                 F.sum(F.col("n") - 1).alias("dup_count")))
     late_amt = F.lit(_LATE_AMOUNT).cast("decimal(38,2)")
@@ -314,12 +395,12 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
     drop = (h >= _LATE_PM + _UNEXPLAINED_PM) & (h < _LATE_PM + _UNEXPLAINED_PM
                                                  + _MISSING_STREAM_PM)
     ghost = h >= 1000 - _MISSING_CANON_PM
-    prov = (canon.join(dup, ["window_start", "key"], "left")
+    prov = (canon.join(dup, _GRAIN, "left")
             .filter(~drop)
             .withColumns({
                 "total_amount": (F.col("total_amount")
                                  - F.when(is_late, late_amt).otherwise(F.lit(0))
-                                 + F.when(is_unexpl, F.lit("0.01").cast("decimal(38,2)"))
+                                 + F.when(is_unexpl, _minor_step(F.col("currency")))
                                  .otherwise(F.lit(0))
                                  + F.coalesce("dup_amount", F.lit(0))).cast(tb.TOTAL),
                 "event_count": (F.col("event_count") - F.when(is_late, 1).otherwise(0)
@@ -328,7 +409,7 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
     prov = prov.unionByName(ghosts)
     closed = F.col("window_end") + F.expr("INTERVAL 5 SECONDS")
     provisional = prov.select(
-        "window_start", "window_end", "key", "total_amount", "event_count",
+        "window_start", "window_end", "key", "currency", "total_amount", "event_count",
         F.lit("FINAL").alias("status"), F.lit(0).alias("revision"),
         F.lit(0).cast("long").alias("first_batch_id"), F.lit(1).cast("long").alias("last_batch_id"),
         closed.alias("closed_at"), F.lit(1).cast("long").alias("closed_batch_id"),
@@ -337,7 +418,7 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
     late = canon.filter(is_late).select(
         F.concat(F.lit("late-"), F.col("key"), F.lit("-"),
                  F.unix_micros("window_start").cast("string")).alias("event_id"),
-        "key", late_amt.cast(tb.AMOUNT).alias("amount"), F.lit("USD").alias("currency"),
+        "key", late_amt.cast(tb.AMOUNT).alias("amount"), "currency",
         (F.col("window_start") + F.expr("INTERVAL 1 SECOND")).alias("event_time"),
         F.lit("partner-api").alias("source"), F.lit(3).alias("partition"),
         F.lit(0).cast("long").alias("offset"),

@@ -27,6 +27,7 @@ from bench import datasets as ds
 from bench.harness import MemorySampler, cpu_seconds, log
 from reckon.config import Settings, load_settings
 from reckon.generate import GeneratorConfig
+from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import parse_duration, parse_timestamp
 from spark import tables as tb
 
@@ -120,25 +121,26 @@ def _native_stream(spark: SparkSession, source: Any, settings: Settings, native_
                    checkpoint: str) -> dict[str, Any]:
     """Spark native: the same landing source, the parse a Spark user would write (one
     from_json with casts, unparseable rows dropped), Spark's own watermark and state store,
-    appending closed windows to Delta. Our validation (quarantine with reasons, strict JSON)
-    is part of what ours pays for."""
+    appending closed windows per (window, key, currency), reckon's grain, to Delta. Our
+    validation (quarantine with reasons, strict JSON, ISO 4217 codes and minor units) is part
+    of what ours pays for."""
     raw = source.read(spark, settings)
     j = F.from_json("payload", "event_id string, key string, amount string, "
                                "currency string, event_time string, source string")
     valid = (raw.select(j.alias("j"))
-             .select(F.col("j.key").alias("key"),
+             .select(F.col("j.key").alias("key"), F.col("j.currency").alias("currency"),
                      F.col("j.amount").try_cast(tb.AMOUNT).alias("amount"),
                      F.col("j.event_time").try_cast("timestamp").alias("event_time"))
-             .filter(F.col("key").isNotNull() & F.col("amount").isNotNull()
-                     & F.col("event_time").isNotNull()))
+             .filter(F.col("key").isNotNull() & F.col("currency").isNotNull()
+                     & F.col("amount").isNotNull() & F.col("event_time").isNotNull()))
     agg = (valid.withWatermark("event_time", f"{parse_duration(settings.lateness) // 1000}"
                                              " milliseconds")
            .groupBy(F.window("event_time", f"{settings.event_time_rules().windows.size // 1000}"
-                                           " milliseconds"), "key")
-           .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+                                           " milliseconds"), *TOTAL_IDENTITY)
+           .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
                 F.count(F.lit(1)).alias("event_count"))
            .select(F.col("window.start").alias("window_start"),
-                   F.col("window.end").alias("window_end"), "key", "total_amount",
+                   F.col("window.end").alias("window_end"), *TOTAL_IDENTITY, "total_amount",
                    "event_count"))
     q = (agg.writeStream.format("delta").outputMode("append")
          .option("checkpointLocation", checkpoint).trigger(availableNow=True)
@@ -198,8 +200,8 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
 
 
 def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
-    """Our aggregator vs Spark's withWatermark + groupBy(window, key) append to Delta, same
-    landing dir and reader, same maxFilesPerTrigger, available-now."""
+    """Our aggregator vs Spark's withWatermark + groupBy(window, key, currency) append to
+    Delta, same landing dir and reader, same maxFilesPerTrigger, available-now."""
     from spark.parse import parse_events
     from spark.stream import StreamSource
     from spark.stream import run_stream as reckon_stream
@@ -246,7 +248,8 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     def native() -> dict[str, Any]:
         return _native_stream(spark, source, settings, native_path, checkpoint)
 
-    log("stream: Spark native withWatermark + groupBy(window, key) -> Delta (append)")
+    log("stream: Spark native withWatermark + groupBy(window, key, currency) -> Delta "
+        "(append)")
     native_info, theirs = _measure(spark, native)
 
     # What Spark's query dropped: valid deliveries in windows it has emitted, minus what its
@@ -509,22 +512,25 @@ def _replay(spark: SparkSession, settings: Settings) -> Any:
 
 
 def _floor(spark: SparkSession, settings: Settings, *, dedup: bool) -> None:
-    """The engine's floor: read the day, groupBy(window, key) sum/count, write Delta.
-    ``dedup`` adds the first-copy-per-event_id step the replay also has to do."""
+    """The engine's floor: read the day, groupBy(window, key, currency) sum/count (reckon's
+    grain), write Delta. ``dedup`` adds the first-copy-per-event_id step the replay also has
+    to do."""
     rows = ds.day_frame(spark, settings, tb.EVENT_LOG)
     if dedup:
-        first = F.min_by(F.struct("key", "amount", "event_time"), F.col("arrival_time"))
+        first = F.min_by(F.struct(*TOTAL_IDENTITY, "amount", "event_time"),
+                         F.col("arrival_time"))
         rows = rows.groupBy("event_id").agg(first.alias("f")).select("f.*")
     width = f"{settings.event_time_rules().windows.size // 1000} milliseconds"
-    out = (rows.groupBy(F.window("event_time", width), "key")
-           .agg(F.sum("amount").cast(tb.TOTAL).alias("total_amount"),
+    out = (rows.groupBy(F.window("event_time", width), *TOTAL_IDENTITY)
+           .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
                 F.count(F.lit(1)).alias("event_count")))
     (out.write.format("delta").mode("overwrite")
      .save(str(settings.warehouse_path / ("_floor_dedup" if dedup else "_floor"))))
 
 
 def _duckdb(spark: SparkSession, settings: Settings, *, dedup: bool) -> int:
-    """DuckDB over the Delta table's current Parquet files for the day, result to Parquet."""
+    """DuckDB over the Delta table's current Parquet files for the day, per (window, key,
+    currency), result to Parquet."""
     import duckdb
 
     files = ds.day_frame(spark, settings, tb.EVENT_LOG).inputFiles()
@@ -532,15 +538,17 @@ def _duckdb(spark: SparkSession, settings: Settings, *, dedup: bool) -> int:
     width_us = settings.event_time_rules().windows.size
     src = "read_parquet($files)"
     if dedup:
-        src = (f"(SELECT e.* FROM (SELECT arg_min({{'key': key, 'amount': amount, "
-               f"'event_time': event_time}}, arrival_time) AS e FROM {src} GROUP BY event_id))")
+        src = (f"(SELECT e.* FROM (SELECT arg_min({{'key': key, 'currency': currency, "
+               f"'amount': amount, 'event_time': event_time}}, arrival_time) AS e "
+               f"FROM {src} GROUP BY event_id))")
     out = settings.warehouse_path / ("_duck_dedup.parquet" if dedup else "_duck.parquet")
     con = duckdb.connect()
     try:
         con.execute("SET threads = 2")
         con.execute(f"""COPY (
             SELECT epoch_us(event_time) - epoch_us(event_time) % {width_us} AS ws_us, key,
-                   sum(amount) AS total_amount, count(*) AS event_count
+                   currency, sum(CAST(amount AS DECIMAL(38, 3))) AS total_amount,
+                   count(*) AS event_count
             FROM {src} GROUP BY ALL) TO '{out}' (FORMAT parquet)""", {"files": files})
         return int(con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(out)})
                    .fetchone()[0])
@@ -658,10 +666,11 @@ def _datacompy(spark: SparkSession, settings: Settings, *, report: bool) -> dict
         from datacompy.spark.sql import SparkSQLCompare  # datacompy < 1.0
     except ImportError:
         from datacompy.spark import SparkSQLCompare
-    cols = ["window_start", "key", "total_amount", "event_count"]
+    grain = ["window_start", *TOTAL_IDENTITY]  # reckon's: totals per (window, key, currency)
+    cols = [*grain, "total_amount", "event_count"]
     prov = ds.day_frame(spark, settings, tb.PROVISIONAL_TOTALS).select(*cols)
     canon = ds.day_frame(spark, settings, tb.CANONICAL_TOTALS).select(*cols)
-    cmp = SparkSQLCompare(spark, prov, canon, join_columns=["window_start", "key"],
+    cmp = SparkSQLCompare(spark, prov, canon, join_columns=grain,
                           df1_name="provisional", df2_name="canonical")
     out = {"only_provisional": cmp.df1_unq_rows.count(),
            "only_canonical": cmp.df2_unq_rows.count(),
@@ -739,7 +748,8 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
                             speedup >= 2)],
         "profile": {"audit_timeline_seconds": timeline,
                     "note": "audit_day(record=False) = a full outer join of 4 per-window inputs "
-                    "on (window_start, key) (no event_log scan) + a Delta replaceWhere write "
+                    "on (window_start, key, currency) (no event_log scan) + a Delta "
+                    "replaceWhere write "
                     "with the summary observed on it; record=True adds late attribution "
                     "(a window over the day's event_log) and the breaks insert"},
         "settings": {"tolerance_abs": str(settings.tolerance_abs),
@@ -1056,9 +1066,11 @@ def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     settings = base_settings(work, expected_partitions=tuple(manifest["expected_partitions"]),
                              event_log_compact_every=0)  # the workload settles when it says so
     base = scale.data_dir / f"long-day-{rate}"
-    # at least 20 windows, so that the day's FINAL rows outnumber what a settled MERGE copies
+    # every 10 s window of the day until 20:00 at full scale (7,200 windows of DAY_CELLS
+    # (key, currency) rows); at least 20, so that the day's FINAL rows outnumber what a
+    # settled MERGE copies
     built = ds.build_evening(spark, base, settings, scale.n(3_600_000),
-                             scale.n(1_440_000, floor=20 * ds.DAY_KEYS),
+                             scale.n(7_200 * ds.DAY_CELLS, floor=20 * ds.DAY_CELLS),
                              parse_timestamp(LONG_DAY_START))
 
     def batches(settle: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -1088,7 +1100,7 @@ def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     return {
         "scale": {"events_per_second_fed": rate, "lines_per_batch": rate * per_batch,
                   "timed_batches": timed, "archived_rows": built["archived_hour_rows"],
-                  "provisional_rows": built["provisional_windows"] * built["keys"]},
+                  "provisional_rows": built["provisional_windows"] * built["cells"]},
         "results": results,
         "ratios": {"batch_day_as_merged_vs_after_compaction": round(as_merged / settled, 3),
                    "compaction_break_even_batches": break_even},

@@ -9,7 +9,9 @@ report, in a few minutes on a laptop.
 3. run the real nightly Airflow DAG for D (reckon.airflow_env.run_dag_for_day: dag.test in a
    fresh Airflow process): wait for the watermark, replay, audit, check, report;
 4. print a summary whose every figure is read back from the warehouse tables and the report
-   database (small aggregates), then write it as JSON beside the report.
+   database (small aggregates), then write it as JSON beside the report. Money is per
+   currency: one headline line per currency, amounts in the currency's own digits, never
+   added across currencies (event counts are, on a line of their own).
 
 How the timeline is chosen. The nightly run may only start once the stream's watermark
 passed the end of D (+ grace): the events must therefore run a little past midnight. The
@@ -47,10 +49,11 @@ from typing import Any
 from reckon.config import Settings
 from reckon.errors import ReckonError, UsageError, invalid
 from reckon.generate import GeneratorConfig, GeneratorManifest, generate_landing
+from reckon.money import format_money, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
 
-__all__ = ["DEMO_DAY", "DemoSummary", "cmd_demo", "demo_generator_config", "read_summary",
-           "run_demo"]
+__all__ = ["DEMO_DAY", "CurrencyFigures", "DemoSummary", "cmd_demo", "demo_generator_config",
+           "read_summary", "run_demo"]
 
 DEMO_DAY = date(2026, 1, 1)
 MIN_EVENTS = 1_000
@@ -77,20 +80,16 @@ def demo_generator_config(events: int, day: date = DEMO_DAY, seed: int = 7) -> G
                            lines_per_file=lines_per_file, seed=seed)
 
 
+_MEASURES = ("provisional", "canonical", "gap", "late", "duplicate", "residual")
+
+
 @dataclass(frozen=True)
-class DemoSummary:
-    """What the demo shows, every figure read from the warehouse or the report DB.
+class CurrencyFigures:
+    """One currency's figures of the demo day. Amounts are exact decimal text with the
+    currency's own digits; ``gap = canonical - provisional``, ``residual = gap - late +
+    duplicate`` (zero on this data)."""
 
-    Money is exact decimal text. ``gap = canonical - provisional``; ``late`` is what the late
-    side output explains, ``duplicate`` what the stream counted twice; ``residual = gap -
-    late + duplicate`` (zero on this data). ``unexplained`` counts UNEXPLAINED and MISSING_*
-    rows of the reconciliation.
-    """
-
-    day: str
-    events_generated: int
-    stream_batches: int
-    stream_watermark: str
+    currency: str
     provisional_amount: str
     provisional_count: int
     canonical_amount: str
@@ -103,6 +102,45 @@ class DemoSummary:
     duplicate_count: int
     residual_amount: str
     residual_count: int
+
+    @property
+    def late_share_of_gap(self) -> str:
+        gap = Decimal(self.gap_amount)
+        if gap == 0:
+            return "no gap"
+        return f"{Decimal(self.late_amount) / gap * 100:.1f}% of the gap"
+
+    def line(self) -> str:
+        """The currency's headline, every amount in it."""
+        def money(name: str) -> str:
+            return format_money(Decimal(getattr(self, f"{name}_amount")), self.currency)
+
+        return (f"  {self.currency}  provisional {money('provisional')}, canonical "
+                f"{money('canonical')}, gap {money('gap')} = late {money('late')} "
+                f"({self.late_share_of_gap}) - duplicates {money('duplicate')} + residual "
+                f"{money('residual')}")
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """What the demo shows, every figure read from the warehouse or the report DB.
+
+    Money is per currency (``currencies``: one CurrencyFigures each, by code); the ``*_count``
+    fields are event counts over every currency (counts may be added, amounts never).
+    ``unexplained`` counts UNEXPLAINED and MISSING_* rows of the reconciliation.
+    """
+
+    day: str
+    events_generated: int
+    stream_batches: int
+    stream_watermark: str
+    provisional_count: int
+    canonical_count: int
+    gap_count: int
+    late_count: int
+    duplicate_count: int
+    residual_count: int
+    currencies: list[CurrencyFigures]
     status_counts: dict[str, int]
     unexplained: int
     late_events_table: int
@@ -123,33 +161,16 @@ class DemoSummary:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @property
-    def late_share_of_gap(self) -> str:
-        gap = Decimal(self.gap_amount)
-        if gap == 0:
-            return "no gap"
-        return f"{Decimal(self.late_amount) / gap * 100:.1f}% of the gap"
-
     def render(self) -> str:
-        def money(text: str) -> str:
-            return f"{Decimal(text):,.2f}"
-
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.status_counts.items()))
         lines = [
             f"reckon demo: UTC day {self.day}, {self.events_generated:,} events generated, "
             f"{self.stream_batches} stream batches, watermark {self.stream_watermark}",
-            f"  provisional (stream)  {self.provisional_count:>10,} events  "
-            f"{money(self.provisional_amount):>18}",
-            f"  canonical (replay)    {self.canonical_count:>10,} events  "
-            f"{money(self.canonical_amount):>18}",
-            f"  gap                   {self.gap_count:>10,} events  {money(self.gap_amount):>18}",
-            f"  explained by late     {self.late_count:>10,} events  "
-            f"{money(self.late_amount):>18}  ({self.late_share_of_gap}; "
-            f"{self.late_events_table} rows in late_events)",
-            f"  duplicate over-count  {self.duplicate_count:>10,} events  "
-            f"{money(self.duplicate_amount):>18}",
-            f"  residual              {self.residual_count:>10,} events  "
-            f"{money(self.residual_amount):>18}",
+            f"  events (all currencies) provisional {self.provisional_count:,}, canonical "
+            f"{self.canonical_count:,}, gap {self.gap_count:,} = late {self.late_count:,} "
+            f"({self.late_events_table:,} rows in late_events) - duplicate over-count "
+            f"{self.duplicate_count:,} + residual {self.residual_count:,}",
+            *(c.line() for c in self.currencies),
             f"  unexplained breaks    {self.unexplained:>10,}   ({statuses})",
             f"  lateness bound        configured {self.configured_lateness}, recommended "
             f"{self.recommended_lateness or 'none reaches the target'} for "
@@ -217,8 +238,23 @@ def _landing(settings: Settings, cfg: GeneratorConfig, clock: _Clock) -> Generat
     return manifest
 
 
-def _decimal(value: Any) -> Decimal:
-    return Decimal("0.00") if value is None else Decimal(value).quantize(Decimal("0.01"))
+def _amount(value: Any, code: str) -> str:
+    """Exact decimal text with ``code``'s own digits (0 for a missing sum)."""
+    return str(quantize_to_currency(Decimal(0 if value is None else value), code))
+
+
+def _currency_figures(code: str, totals: dict[str, dict[str, tuple[Any, Any]]],
+                      sums: dict[str, dict[str, Any]]) -> CurrencyFigures:
+    """One currency's figures from the per-currency table sums and reconciliation sums."""
+    values: dict[str, Any] = {}
+    for name in _MEASURES[:2]:
+        amount, count = totals[name].get(code, (None, None))
+        values[f"{name}_amount"], values[f"{name}_count"] = _amount(amount, code), int(count or 0)
+    recon = sums.get(code, {})
+    for name in _MEASURES[2:]:
+        values[f"{name}_amount"] = _amount(recon.get(f"{name}_amount"), code)
+        values[f"{name}_count"] = int(recon.get(f"{name}_count") or 0)
+    return CurrencyFigures(currency=code, **values)
 
 
 def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorManifest,
@@ -236,13 +272,13 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
     wh = settings.warehouse_path
     in_day = F.col("window_date") == F.lit(day)
 
-    def totals(name: str) -> tuple[Decimal, int]:
+    def totals(name: str) -> dict[str, tuple[Any, Any]]:
+        """currency -> (amount, events) of a totals table's day: sums per currency only."""
         if not tb.table_exists(wh, name):
-            return Decimal("0.00"), 0
-        row = (tb.read_table(spark, wh, name).filter(in_day)
-               .agg(F.sum("total_amount").alias("a"), F.sum("event_count").alias("n"))
-               .collect()[0])  # a global aggregate: exactly one row
-        return _decimal(row["a"]), int(row["n"] or 0)
+            return {}
+        return {r["currency"]: (r["a"], r["n"]) for r in (
+            tb.read_table(spark, wh, name).filter(in_day).groupBy("currency")
+            .agg(F.sum("total_amount").alias("a"), F.sum("event_count").alias("n")).collect())}
 
     with ReportDB.from_settings(settings) as db:
         audit = db.current_audit_run(day)
@@ -252,12 +288,12 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
     recon = (tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day)
              .filter(F.col("audit_run_id") == F.lit(run_id))
              if tb.table_exists(wh, tb.RECONCILIATION) else None)
-    sums: dict[str, Any] = {}
+    sums: dict[str, dict[str, Any]] = {}
     status_counts: dict[str, int] = {}
     if recon is not None:
-        measures = ("gap_amount", "gap_count", "late_amount", "late_count", "duplicate_amount",
-                    "duplicate_count", "residual_amount", "residual_count")
-        sums = recon.agg(*[F.sum(m).alias(m) for m in measures]).collect()[0].asDict()
+        measures = [f"{name}_{kind}" for name in _MEASURES[2:] for kind in ("amount", "count")]
+        sums = {r["currency"]: r.asDict() for r in recon.groupBy("currency")
+                .agg(*[F.sum(m).alias(m) for m in measures]).collect()}
         status_counts = {r["status"]: int(r["n"]) for r in
                          recon.groupBy("status").agg(F.count(F.lit(1)).alias("n")).collect()}
     unexplained = sum(status_counts.get(str(s), 0) for s in UNEXPLAINED_STATUSES)
@@ -268,23 +304,17 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
                    if tb.table_exists(wh, tb.QUARANTINE) else 0)
     batches = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS).count()
                if tb.table_exists(wh, tb.WATERMARK_PROGRESS) else 0)
-    p_amount, p_count = totals(tb.PROVISIONAL_TOTALS)
-    c_amount, c_count = totals(tb.CANONICAL_TOTALS)
+    money = {"provisional": totals(tb.PROVISIONAL_TOTALS),
+             "canonical": totals(tb.CANONICAL_TOTALS)}
+    codes = sorted(set(money["provisional"]) | set(money["canonical"]) | set(sums))
+    figures = [_currency_figures(code, money, sums) for code in codes]
+    counts = {name: sum(getattr(f, f"{name}_count") for f in figures) for name in _MEASURES}
     rules = settings.event_time_rules()
     return DemoSummary(
         day=day.isoformat(), events_generated=int(str(manifest.config.get("events", 0))),
         stream_batches=batches,
         stream_watermark=format_micros(latest_watermark(spark, settings)),
-        provisional_amount=str(p_amount), provisional_count=p_count,
-        canonical_amount=str(c_amount), canonical_count=c_count,
-        gap_amount=str(_decimal(sums.get("gap_amount"))),
-        gap_count=int(sums.get("gap_count") or 0),
-        late_amount=str(_decimal(sums.get("late_amount"))),
-        late_count=int(sums.get("late_count") or 0),
-        duplicate_amount=str(_decimal(sums.get("duplicate_amount"))),
-        duplicate_count=int(sums.get("duplicate_count") or 0),
-        residual_amount=str(_decimal(sums.get("residual_amount"))),
-        residual_count=int(sums.get("residual_count") or 0),
+        **{f"{name}_count": n for name, n in counts.items()}, currencies=figures,
         status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
         configured_lateness=format_duration(rules.watermark.lateness),
         recommended_lateness=recommended_lateness,

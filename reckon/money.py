@@ -14,11 +14,12 @@ currencies are never added. The rules that make that true live here, on plain Py
   A configured allowlist narrows the set further.
 - **The minor-unit rule**: an amount is a whole number of its currency's minor units. JPY
   ``5.5`` and EUR ``1.005`` break it; EUR ``1.50`` and ``1.500`` are the same value and keep it.
-- **Limits**: an event's amount fits ``DECIMAL(18,3)`` (below ``MAX_EVENT_AMOUNT``, 10**15) and a
-  total ``DECIMAL(38,3)``. A total sums at most one copy of each event per window it belongs
-  to, so it holds fewer than ``MAX_EVENTS_PER_TOTAL`` (10**20, more than a 64-bit count can
-  reach) addends each below 10**15: below 10**35, the largest magnitude ``DECIMAL(38,3)``
-  holds. No total, gap or residual (a difference of three such sums) can overflow.
+- **Limits**: an event's amount fits ``DECIMAL(18,3)`` (below ``MAX_EVENT_AMOUNT``, 10**15) and
+  every total ``DECIMAL(38,3)`` (below 10**35); sums are taken at ``DECIMAL(38,3)``. A day holds
+  at most ``MAX_DAY_PAIRS`` (10**19) (event, window) pairs, more than a 64-bit event count can
+  reach, so a total, and any day figure summed over windows, stays below 10**34; a gap or a
+  residual combines at most four of them, below 4 * 10**34. Nothing can overflow. An amount
+  beyond ``DECIMAL(18,3)`` is refused at parse time (``bad_amount``), never overflowed.
 
 Example:
 
@@ -44,7 +45,7 @@ from reckon.errors import ConfigError
 
 __all__ = [
     "AMOUNT_INTEGER_DIGITS",
-    "MAX_EVENTS_PER_TOTAL",
+    "MAX_DAY_PAIRS",
     "MAX_EVENT_AMOUNT",
     "MAX_MINOR_UNIT",
     "CurrencyTotals",
@@ -66,8 +67,9 @@ MAX_MINOR_UNIT = 3
 AMOUNT_INTEGER_DIGITS = 15
 #: An event's amount is strictly below this in magnitude (what ``DECIMAL(18,3)`` holds).
 MAX_EVENT_AMOUNT = Decimal(10) ** AMOUNT_INTEGER_DIGITS
-#: Addends a ``DECIMAL(38,3)`` total can take at ``MAX_EVENT_AMOUNT`` each without overflow.
-MAX_EVENTS_PER_TOTAL = 10**20
+#: The (event, window) pairs of the largest day reckon supports: 4 sums of that many addends
+#: below ``MAX_EVENT_AMOUNT`` stay below 10**35, which ``DECIMAL(38,3)`` holds.
+MAX_DAY_PAIRS = 10**19
 
 
 @cache
@@ -151,13 +153,19 @@ def quantize_to_currency(amount: Decimal, code: str) -> Decimal:
     return amount.quantize(step) if amount % step == 0 else amount
 
 
+def _places(amount: Decimal) -> int:
+    """Decimal places ``amount`` is written with (0 for a special value)."""
+    exponent = amount.as_tuple().exponent
+    return max(-exponent, 0) if isinstance(exponent, int) else 0
+
+
 def format_amount(amount: Decimal, code: str, locale: str = "en_US") -> str:
     """The number alone, grouped, with the currency's own ISO digits: ``1,234.50`` (EUR),
     ``1,235`` (JPY), ``1.500`` (KWD). For table cells whose column or row names the currency."""
     from babel.numbers import format_decimal
 
     exact = quantize_to_currency(amount, code)
-    places = max(-exact.as_tuple().exponent, 0) if exact.is_finite() else 0
+    places = _places(exact)
     pattern = "#,##0" + ("." + "0" * places if places else "")
     return format_decimal(exact, format=pattern, locale=locale, decimal_quantization=False)
 
@@ -168,7 +176,7 @@ def format_money(amount: Decimal, code: str, locale: str = "en_US") -> str:
     from babel.numbers import format_currency
 
     exact = quantize_to_currency(amount, code)
-    places = max(-exact.as_tuple().exponent, 0) if exact.is_finite() else 0
+    places = _places(exact)
     pattern = "\u00a4\u00a4\u00a0#,##0" + ("." + "0" * places if places else "")
     text = format_currency(exact, code, format=pattern, locale=locale, currency_digits=False,
                            decimal_quantization=False)

@@ -1,10 +1,11 @@
-"""Reconciliation arithmetic, in one module: gap, residual, tolerance and status per (window, key).
+"""Reconciliation arithmetic, in one module: gap, residual, tolerance and status per
+(window, key, currency): amounts of two currencies never meet in one row.
 
 The formulas (docs/semantics.md, "Reconciliation"), all exact (Decimal amounts, int counts):
 
 - ``gap = canonical - provisional`` (a missing side counts as 0 and 0 events);
 - ``residual = gap - late + duplicate_overcount``, where ``late`` is what the stream sent to
-  the late side output for that window and key, and ``duplicate_overcount`` is what it
+  the late side output for that window, key and currency, and ``duplicate_overcount`` is what it
   counted more than once (copies of an event_id it did not recognise as duplicates);
 - the residual is *within tolerance* when its count is exactly 0 and
   ``|residual_amount| <= max(tolerance.absolute, tolerance.relative * |canonical_amount|)``;
@@ -64,7 +65,7 @@ UNEXPLAINED_STATUSES = (ReconStatus.UNEXPLAINED, ReconStatus.MISSING_IN_STREAM,
 class Tolerance:
     """How large a residual may be and still count as explained. Default: exact (0, 0).
 
-    ``absolute`` is money (same currency units as the totals); ``relative`` is a share of the
+    ``absolute`` is money, in each row's own currency units; ``relative`` is a share of the
     canonical amount (e.g. ``Decimal("0.001")`` = 0.1 %). Counts are never tolerated.
     """
 
@@ -106,7 +107,7 @@ def within_tolerance(residual_amount: Any, residual_count: Any, canonical_amount
 
 @dataclass(frozen=True)
 class Measure:
-    """The inputs of one (window, key) row's status, as the rules see them."""
+    """The inputs of one (window, key, currency) row's status, as the rules see them."""
 
     has_provisional: Any
     has_canonical: Any
@@ -133,7 +134,7 @@ FALLBACK_STATUS = ReconStatus.UNEXPLAINED
 
 @dataclass(frozen=True)
 class ReconRow:
-    """One reconciled (window, key). ``None`` sides were absent; amounts are exact."""
+    """One reconciled (window, key, currency). ``None`` sides were absent; amounts are exact."""
 
     provisional: tuple[Decimal, int] | None
     canonical: tuple[Decimal, int] | None
@@ -148,7 +149,7 @@ def reconcile_row(provisional: tuple[Decimal, int] | None, canonical: tuple[Deci
                   late: tuple[Decimal, int] = (ZERO, 0),
                   duplicate: tuple[Decimal, int] = (ZERO, 0),
                   tolerance: Tolerance = Tolerance()) -> ReconRow:
-    """The reference: one (window, key) on plain Python values."""
+    """The reference: one (window, key, currency) on plain Python values."""
     p_amt, p_cnt = provisional or (ZERO, 0)
     c_amt, c_cnt = canonical or (ZERO, 0)
     gap = (c_amt - p_amt, c_cnt - p_cnt)
@@ -164,7 +165,8 @@ def reconcile(provisional: Mapping[Any, tuple[Decimal, int]],
               late: Mapping[Any, tuple[Decimal, int]] | None = None,
               duplicate: Mapping[Any, tuple[Decimal, int]] | None = None,
               tolerance: Tolerance = Tolerance()) -> dict[Any, ReconRow]:
-    """Full outer join on the (window, key) keys of the two sides, then ``reconcile_row``.
+    """Full outer join on the (window, key, currency) keys of the two sides, then
+    ``reconcile_row``.
 
     Late and duplicate entries for keys that neither side has still make a row (a window
     whose every event was late and that the replay has not seen would be such a row)."""

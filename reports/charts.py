@@ -4,7 +4,9 @@ Each chart is rendered twice from the same figure: SVG text for the HTML (inline
 report is one self-contained file) and PNG bytes for the PDF. Output is deterministic: a fixed
 ``svg.hashsalt``, no creation date or software stamp in the metadata, fixed sizes and fonts.
 Money is converted to float here only to place bars on an axis; every number printed in the
-report comes from the exact Decimals, not from these charts.
+report comes from the exact Decimals, not from these charts. Amounts of different currencies
+are never drawn on one axis: the gap chart has one panel per currency (at most
+``GAP_PANELS``; every currency is in gap_by_window.csv).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from reports.context import ReportContext
+from reports.context import GapPoint, ReportContext
 
-__all__ = ["Chart", "render_charts"]
+__all__ = ["CHART_NAMES", "GAP_PANELS", "Chart", "render_charts"]
+
+GAP_PANELS = 6  # currencies drawn in the gap chart, those with the most unexplained rows first
 
 _STYLE: dict[str, Any] = {
     "svg.hashsalt": "reckon-report",
@@ -49,11 +53,19 @@ class Chart:
     png: bytes
 
 
-def _gap(ctx: ReportContext, fig: Figure) -> bool:
-    pts = ctx.gap_series
-    if not pts:
-        return False
-    ax = fig.add_subplot()
+def _gap_currencies(pts: tuple[GapPoint, ...]) -> list[str]:
+    """The currencies to draw: all of them up to GAP_PANELS, else those with the most
+    unexplained rows (then the most windows), shown in code order."""
+    weight: dict[str, tuple[int, int]] = {}
+    for p in pts:
+        u, n = weight.get(p.currency, (0, 0))
+        weight[p.currency] = (u + p.unexplained, n + p.windows)
+    ranked = sorted(weight, key=lambda code: (-weight[code][0], -weight[code][1], code))
+    return sorted(ranked[:GAP_PANELS])
+
+
+def _gap_panel(ctx: ReportContext, ax: Any, code: str, pts: list[GapPoint]) -> None:
+    """One currency's gap, late and residual per bucket, on an axis of its own."""
     half = timedelta(seconds=max(ctx.gap_bucket_seconds, 1) / 2)
     x: Any = [p.bucket_start + half for p in pts]  # each bucket drawn at its middle
     width = max(ctx.gap_bucket_seconds, 1) / 86_400 * 0.8
@@ -64,10 +76,26 @@ def _gap(ctx: ReportContext, fig: Figure) -> bool:
     ax.plot(x, [float(p.residual_amount) for p in pts], color=_RED, linewidth=1.2,
             linestyle="--", label="unexplained residual")
     ax.axhline(0, color=_GREY, linewidth=0.8)
-    ax.set_ylabel("amount")
-    ax.set_xlabel(f"window start (UTC), buckets of {ctx.gap_bucket_seconds} s")
+    ax.set_ylabel(f"amount ({code})")
+    ax.set_title(code, loc="left", fontsize=9, fontweight="bold")
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
-    ax.legend(loc="upper right", fontsize=8)
+
+
+def _gap(ctx: ReportContext, fig: Figure) -> bool:
+    pts = ctx.gap_series
+    if not pts:
+        return False
+    codes = _gap_currencies(pts)
+    fig.set_size_inches(9, 1.2 + 2.2 * len(codes))
+    axes = fig.subplots(len(codes), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, code in zip(axes, codes, strict=True):
+        _gap_panel(ctx, ax, code, [p for p in pts if p.currency == code])
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[-1].set_xlabel(f"window start (UTC), buckets of {ctx.gap_bucket_seconds} s")
+    shown = len({p.currency for p in pts})
+    if shown > len(codes):
+        fig.suptitle(f"{len(codes)} of {shown} currencies (most unexplained rows); every "
+                     "currency is in gap_by_window.csv", fontsize=9)
     return True
 
 
@@ -149,6 +177,9 @@ _CHARTS: tuple[tuple[str, str, Callable[[ReportContext, Figure], bool]], ...] = 
     ("lateness_curve", "Lateness what-if: completeness by bound", _curve),
     ("watermark_progress", "Watermark progress per partition", _watermarks),
 )
+
+
+CHART_NAMES = tuple(name for name, _, _ in _CHARTS)
 
 
 def render_charts(ctx: ReportContext) -> tuple[Chart, ...]:

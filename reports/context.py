@@ -5,6 +5,12 @@ aware UTC datetimes, series already reduced to a few hundred points. ``build_con
 only place that touches Spark and the report database, and it reads small aggregates only
 (groupBy / limit; never a whole table to the driver). Sections follow what reviewers read
 first: configuration, row counts, per-status counts, the breaks, capped samples.
+
+Money is per currency everywhere (docs/decisions/0001-money-per-currency.md): the headline is
+one ``CurrencySummary`` per currency as the audit recorded it, every break, gap point and
+attribution amount carries its currency, and nothing here adds amounts of two currencies
+(event and row counts may be added). A run recorded before per-currency figures existed is
+refused (``LayoutError``) rather than shown with figures it does not have.
 """
 
 from __future__ import annotations
@@ -16,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
-from reckon.errors import UsageError
+from reckon.errors import LayoutError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
-from reports.records import AttributionRow, AuditRun
+from reports.records import AttributionRow, AuditRun, CurrencySummary
 
 __all__ = [
     "BREAKS_CAP",
@@ -31,42 +37,49 @@ __all__ = [
     "HistogramBucket",
     "QualitySummary",
     "ReportContext",
+    "Signoff",
     "WatermarkPoint",
     "build_context",
     "headline_from_run",
+    "unexplained_amount",
 ]
 
 BREAKS_CAP = 200          # break rows shown in the report (the CSV has them all)
-GAP_POINTS = 60           # at most this many buckets in the gap-over-the-day series
+GAP_POINTS = 60           # at most this many buckets per currency in the gap series
 WATERMARK_POINTS = 300    # at most this many batches in the watermark series
 # Histogram edges in seconds: [0,1), [1,2), [2,5), ... [300, inf). Delays below 0 (clock skew)
 # fall in the first bucket.
 LATENESS_BUCKETS: tuple[int, ...] = (0, 1, 2, 5, 10, 30, 60, 300)
-_ZERO = Decimal("0.00")
+_ZERO = Decimal("0.000")  # the stored scale (DECIMAL(38,3)); each currency shows its own digits
 
 
 @dataclass(frozen=True)
 class Headline:
-    """The day's figures as the audit signed them. ``unexplained_*`` are the rows in
-    UNEXPLAINED / MISSING_* statuses and the sum of their residuals."""
+    """The day's figures as the audit recorded them: counts over every currency (rows,
+    unexplained rows, completeness: counts may be added) and, per currency, its money
+    (``currencies``: one CurrencySummary per currency, by code). There is no cross-currency
+    amount here, on purpose."""
 
     rows: int
-    provisional_total: Decimal
-    canonical_total: Decimal
-    gap_total: Decimal
-    late_total: Decimal
-    duplicate_total: Decimal
-    residual_total: Decimal
-    unexplained_amount: Decimal
     unexplained_count: int
     completeness: Decimal | None
+    currencies: tuple[CurrencySummary, ...] = ()
+
+
+def unexplained_amount(summary: CurrencySummary) -> Decimal:
+    """The residual of one currency's UNEXPLAINED / MISSING_* rows: its residual less the part
+    a tolerance let pass on EXPLAINED rows (MATCHED rows have no residual)."""
+    return summary.residual_total - summary.tolerated_total
 
 
 @dataclass(frozen=True)
 class BreakLine:
+    """One break (non-MATCHED (window, key, currency) row); its amounts are in ``currency``."""
+
     window_start: datetime
     window_end: datetime
     key: str
+    currency: str
     status: str
     provisional_amount: Decimal | None
     canonical_amount: Decimal | None
@@ -82,9 +95,11 @@ class BreakLine:
 
 @dataclass(frozen=True)
 class GapPoint:
-    """Reconciliation rows whose window starts in ``[bucket_start, bucket_start + width)``."""
+    """Reconciliation rows of one currency whose window starts in ``[bucket_start,
+    bucket_start + width)``; the amounts are that currency's sums."""
 
     bucket_start: datetime
+    currency: str
     windows: int
     provisional_amount: Decimal
     canonical_amount: Decimal
@@ -148,7 +163,7 @@ class Signoff:
     decision: str
     by: str
     at: datetime
-    gap_total: Decimal      # the figures of the run it was made on
+    gap_totals: dict[str, Decimal]  # the figures of the run it was made on: currency -> gap
     unexplained: int
 
 
@@ -162,7 +177,8 @@ class ReportContext:
     configuration: tuple[tuple[str, str], ...]
     table_versions: tuple[tuple[str, int], ...]
     headline: Headline
-    status_counts: tuple[tuple[str, int], ...]     # every ReconStatus, in its order
+    status_counts: tuple[tuple[str, int], ...]     # every ReconStatus, in its order (all
+                                                   # currencies; per currency: headline)
     breaks: tuple[BreakLine, ...]                  # capped at breaks_cap
     breaks_total: int
     attribution: tuple[AttributionRow, ...] = ()
@@ -188,10 +204,16 @@ class ReportContext:
         return len(self.breaks)
 
 
-def headline_from_run(run: AuditRun, unexplained_amount: Decimal) -> Headline:
-    return Headline(run.rows, run.provisional_total, run.canonical_total, run.gap_total,
-                    run.late_total, run.duplicate_total, run.residual_total,
-                    unexplained_amount, run.unexplained, run.completeness)
+def headline_from_run(run: AuditRun) -> Headline:
+    """The headline of ``run``. A run with rows but no per-currency figures was recorded
+    before they existed (its totals added currencies together and were dropped by the report
+    DB's migration 0004): LayoutError, never a headline with made-up figures."""
+    if run.rows and not run.currencies:
+        raise LayoutError(
+            f"audit run {run.run_id} of {run.day} was recorded before money was kept per "
+            f"currency and has no per-currency figures to report: re-audit the day "
+            f"(`reckon audit --date {run.day}`), then render the report again")
+    return Headline(run.rows, run.unexplained, run.completeness, tuple(run.currencies))
 
 
 def _utc(moment: datetime) -> datetime:
@@ -199,7 +221,7 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _dec(value: Any) -> Decimal:
-    return _ZERO if value is None else Decimal(value).quantize(_ZERO)
+    return _ZERO if value is None else Decimal(value)
 
 
 # ----------------------------------------------------------------------------- Spark reads
@@ -228,19 +250,11 @@ def _recon_day(spark: Any, settings: Settings, day: date, run: AuditRun) -> Any:
     return rows
 
 
-def _unexplained_amount(recon: Any) -> Decimal:
-    from pyspark.sql import functions as F
-
-    if recon is None:
-        return _ZERO
-    row = (recon.filter(F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES]))
-           .agg(F.sum("residual_amount").alias("r")).collect()[0])
-    return _dec(row.r)
-
-
-def _gap_series(recon: Any, window_us: int) -> tuple[tuple[GapPoint, ...], int]:
+def _gap_series(recon: Any, window_us: int, currencies: int
+                ) -> tuple[tuple[GapPoint, ...], int]:
     """Reconciliation rows of the day in at most GAP_POINTS buckets, each a whole number of
-    windows wide."""
+    windows wide, summed per (bucket, currency): one series per currency, never a sum of
+    two currencies. ``currencies``: how many the run has (bounds the rows collected)."""
     from pyspark.sql import functions as F
 
     if recon is None:
@@ -255,15 +269,15 @@ def _gap_series(recon: Any, window_us: int) -> tuple[tuple[GapPoint, ...], int]:
     bucket = (F.floor((F.unix_micros("window_start") - F.lit(span.lo)) / F.lit(width))
               * F.lit(width) + F.lit(span.lo)).cast("long")
     unexplained = F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES])
-    rows = (recon.groupBy(bucket.alias("b"))
+    rows = (recon.groupBy("currency", bucket.alias("b"))
             .agg(F.count(F.lit(1)).alias("n"),
                  F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
                  F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
                  F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
                  F.sum("residual_amount").alias("res"),
                  F.sum(F.when(unexplained, 1).otherwise(0)).alias("u"))
-            .orderBy("b").limit(GAP_POINTS + 1).collect())
-    return tuple(GapPoint(from_micros(r.b), r.n, _dec(r.p), _dec(r.c), _dec(r.gap),
+            .orderBy("currency", "b").limit((GAP_POINTS + 1) * max(currencies, 1)).collect())
+    return tuple(GapPoint(from_micros(r.b), r.currency, r.n, _dec(r.p), _dec(r.c), _dec(r.gap),
                           _dec(r.late), _dec(r.res), int(r.u)) for r in rows), \
         width // MICROS_PER_SECOND
 
@@ -374,7 +388,8 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     when ``run`` has none: a re-audit replaced a run finance had signed off."""
     raw = db.signoffs_of_day(run.day, run.kind)
     entries = [Signoff(e["run_id"], e["decision"], e["by"], _utc(e["at"]),
-                       Decimal(e["gap_total"]), int(e["unexplained"])) for e in raw]
+                       {code: Decimal(gap) for code, gap in sorted(e["gap_totals"].items())},
+                       int(e["unexplained"])) for e in raw]
     own = tuple(e for e in entries if e.run_id == run.run_id)
     from reports.db import SIGNING_DECISIONS
 
@@ -386,23 +401,23 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     return own, (earlier[-1] if earlier else None)
 
 
-def _breaks(db: Any, run: AuditRun, cap: int) -> tuple[tuple[BreakLine, ...], int]:
+def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     """Every break of the run with its review status and age (whole days from the break's
     first sighting to the run's start, so a re-render of the run gives the same figures),
-    ordered by window then key."""
-    reviews = {(_utc(b["window_start"]), b["key"]): b
+    ordered by window, key, then currency (a break's identity)."""
+    reviews = {(_utc(b["window_start"]), b["key"], b["currency"]): b
                for b in db.list_breaks(run.day, now=_utc(run.started_at))
                if b.get("run_id") == run.run_id}
     lines = []
     for b in db.breaks(run.run_id):
-        review = reviews.get((_utc(b.window_start), b.key), {})
+        review = reviews.get((_utc(b.window_start), b.key, b.currency), {})
         lines.append(BreakLine(
-            _utc(b.window_start), _utc(b.window_end), b.key, b.status, b.provisional_amount,
-            b.canonical_amount, b.gap_amount, b.gap_count, b.late_amount, b.duplicate_amount,
-            b.residual_amount, b.explanation, str(review.get("review_status") or "open"),
-            review.get("age_days")))
-    lines.sort(key=lambda b: (b.window_start, b.key))
-    return tuple(lines), len(lines)
+            _utc(b.window_start), _utc(b.window_end), b.key, b.currency, b.status,
+            b.provisional_amount, b.canonical_amount, b.gap_amount, b.gap_count,
+            b.late_amount, b.duplicate_amount, b.residual_amount, b.explanation,
+            str(review.get("review_status") or "open"), review.get("age_days")))
+    lines.sort(key=lambda b: (b.window_start, b.key, b.currency))
+    return tuple(lines)
 
 
 _CONFIG_KEYS = ("window", "slide", "lateness", "grace", "idle_timeout", "max_clock_skew",
@@ -425,10 +440,11 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     params = {**{k: v for k, v in settings.public_dict().items() if k in _CONFIG_KEYS},
               **run.params}
     configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
+    headline = headline_from_run(run)  # refuses a run without per-currency figures, first
     recon = _recon_day(spark, settings, day, run)
-    all_breaks, total = _breaks(db, run, breaks_cap)
+    all_breaks = _breaks(db, run)
     signoffs, superseded = _signoffs(db, run)
-    gap, width = _gap_series(recon, rules.windows.step)
+    gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, settings, day)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
@@ -447,8 +463,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         audit_started_at=_utc(run.started_at), reconciler=run.reconciler,
         configuration=configuration,
         table_versions=tuple(sorted((k, int(v)) for k, v in run.table_versions.items())),
-        headline=headline_from_run(run, _unexplained_amount(recon)),
-        status_counts=statuses, breaks=all_breaks[:breaks_cap], breaks_total=total,
+        headline=headline, status_counts=statuses, breaks=all_breaks[:breaks_cap],
+        breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
         lateness_curve=curve, configured_bound_seconds=configured,

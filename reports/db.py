@@ -127,7 +127,7 @@ class Money(sa.types.TypeDecorator[Decimal]):
         stored = number.quantize(_STORED, context=_EXACT)
         if stored != number:
             raise invalid("money", value, "an amount with at most 3 decimal places")
-        if abs(stored) >= _MONEY_LIMIT:
+        if stored.copy_abs() >= _MONEY_LIMIT:  # exact: abs() rounds to 28 digits
             raise invalid("money", value, "an amount that fits DECIMAL(38,3)")
         return stored if dialect.name == "postgresql" else str(stored)
 

@@ -19,21 +19,28 @@ ones) it reads, with small filtered Spark queries only:
 
 The windowing rules are the ones the stream ran with (``watermark_progress.rules_json``), so
 the story matches what happened even when today's configuration differs.
+
+Money is per currency (docs/decisions/0001-money-per-currency.md): a window of a key holds one
+total per currency, so the story has one chapter per (window, currency), each with its own
+totals, events, late events and duplicates, its amounts written in that currency's own digits
+(``EUR 12.50``, ``JPY 1,200``, ``KWD 0.125``; in ``--json`` exact text with the same digits).
+Nothing adds two currencies. ``--currency`` narrows the story to one currency.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
-from reckon.errors import UsageError
+from reckon.errors import UsageError, invalid
 from reckon.eventtime import Disposition, EventTimeRules, classify
+from reckon.money import currency_problem, format_money, quantize_to_currency
 from reckon.timeutil import format_micros, from_micros, parse_duration, parse_timestamp, to_micros
 
 __all__ = [
@@ -62,7 +69,7 @@ class EventFate:
     offset: int | None
     input_file: str | None
     batch_id: int | None
-    amount: Decimal
+    amount: Decimal                          # in the chapter's currency, its own digits
     source: str
     is_duplicate: bool
     fate: str                                # on_time / revised / late / duplicate / untracked
@@ -76,6 +83,9 @@ class EventFate:
 
 @dataclass(frozen=True)
 class QuarantinedRow:
+    """A quarantined line of the key and window; ``currency`` is what its payload says (not
+    necessarily a currency reckon books), '' when it names none."""
+
     reason: str
     detail: str | None
     event_id: str | None
@@ -85,6 +95,7 @@ class QuarantinedRow:
     offset: int | None
     batch_id: int | None
     origin: str
+    currency: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,11 +114,13 @@ class ProvisionalVersion:
 
 @dataclass(frozen=True)
 class WindowChapter:
-    """The story of one (window, key)."""
+    """The story of one (window, key, currency): its amounts are all in ``currency`` ('' only
+    for a window where the key has nothing, or quarantined lines naming no currency)."""
 
     window_start: int
     window_end: int
     key: str
+    currency: str
     events: tuple[EventFate, ...]
     quarantined: tuple[QuarantinedRow, ...]
     history: tuple[ProvisionalVersion, ...]
@@ -125,7 +138,8 @@ class WindowStory:
     key: str
     instant: int
     rules: dict[str, Any]
-    chapters: tuple[WindowChapter, ...]
+    chapters: tuple[WindowChapter, ...]      # per window, then per currency
+    currency: str | None = None              # the --currency it was narrowed to
 
     @property
     def lines(self) -> tuple[str, ...]:
@@ -147,8 +161,10 @@ class WindowStory:
                         if isinstance(v, list) else v)
                     for k, v in d.items()}
 
-        raw: dict[str, Any] = {"key": self.key, "instant": self.instant, "rules": self.rules,
-               "windows": [asdict(ch) for ch in self.chapters], "lines": list(self.lines)}
+        raw: dict[str, Any] = {"key": self.key, "currency": self.currency,
+                               "instant": self.instant, "rules": self.rules,
+                               "windows": [asdict(ch) for ch in self.chapters],
+                               "lines": list(self.lines)}
         for ch in raw["windows"]:
             ch["lines"] = list(ch["lines"])
         return json_safe(times(raw))  # type: ignore[no-any-return]
@@ -198,7 +214,15 @@ def _us(name: str) -> Any:
     return F.unix_micros(F.col(name)).alias(name)
 
 
-def _events(spark: Any, wh: Path, key: str, start: int, end: int) -> list[Any]:
+def _in_currency(currency: str | None) -> Any:
+    """A filter on the ``currency`` column: everything when ``currency`` is None."""
+    from pyspark.sql import functions as F
+
+    return F.lit(True) if currency is None else F.col("currency") == F.lit(currency)
+
+
+def _events(spark: Any, wh: Path, key: str, start: int, end: int,
+            currency: str | None) -> list[Any]:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
@@ -209,10 +233,10 @@ def _events(spark: Any, wh: Path, key: str, start: int, end: int) -> list[Any]:
     return (tb.read_table(spark, wh, tb.EVENT_LOG)
             .filter((F.col("event_date") >= F.lit(_day(start)))
                     & (F.col("event_date") <= F.lit(_day(end - 1)))
-                    & (F.col("key") == key)
+                    & (F.col("key") == key) & _in_currency(currency)
                     & (F.col("event_time") >= _ts(start)) & (F.col("event_time") < _ts(end)))
             .select("event_id", _us("event_time"), _us("arrival_time"), "partition", "offset",
-                    "input_file", "batch_id", "amount", "source", "is_duplicate")
+                    "input_file", "batch_id", "amount", "currency", "source", "is_duplicate")
             .orderBy(*arrival_order(), "event_id")
             .limit(100_000).collect())
 
@@ -233,54 +257,63 @@ def _late(spark: Any, wh: Path, key: str, start: int) -> dict[tuple[Any, ...], A
     return {(r.event_id, r.batch_id, r.partition, r.offset, r.input_file): r for r in rows}
 
 
-def _quarantined(spark: Any, wh: Path, key: str, start: int, end: int) -> list[QuarantinedRow]:
+def _quarantined(spark: Any, wh: Path, key: str, start: int, end: int,
+                 currency: str | None) -> list[QuarantinedRow]:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     if not tb.table_exists(wh, tb.QUARANTINE):
         return []
+    named = F.coalesce(F.get_json_object("payload", "$.currency"), F.lit(""))
     rows = (tb.read_table(spark, wh, tb.QUARANTINE)
             .filter(F.col("event_time").isNotNull() & (F.col("event_time") >= _ts(start))
                     & (F.col("event_time") < _ts(end))
-                    & (F.get_json_object("payload", "$.key") == key))
+                    & (F.get_json_object("payload", "$.key") == key)
+                    & (F.lit(True) if currency is None else named == F.lit(currency)))
             .select("reason", "detail", "event_id", _us("event_time"), _us("arrival_time"),
-                    "partition", "offset", "batch_id", "origin")
+                    "partition", "offset", "batch_id", "origin", named.alias("currency"))
             .orderBy("arrival_time", "partition", "offset").limit(1000).collect())
     return [QuarantinedRow(r.reason, r.detail, r.event_id, r.event_time, r.arrival_time,
-                           r.partition, r.offset, r.batch_id, r.origin) for r in rows]
+                           r.partition, r.offset, r.batch_id, r.origin, r.currency)
+            for r in rows]
 
 
 _PROV_COLS = ("total_amount", "event_count", "status", "revision", "last_batch_id",
               "closed_batch_id", "finalized_batch_id")
 
 
-def _provisional(spark: Any, wh: Path, key: str, start: int, retain: int
-                 ) -> tuple[dict[str, Any] | None, list[ProvisionalVersion], int | None]:
-    """The current provisional row, its history from the change data feed, and the commit
-    time the history starts at when older versions were vacuumed (None: the whole history).
-    ``retain``: the configured VACUUM retention, where a vacuumed history is read from."""
+_Provisional = tuple[dict[str, dict[str, Any]], dict[str, list[ProvisionalVersion]], int | None]
+
+
+def _provisional(spark: Any, wh: Path, key: str, start: int, retain: int,
+                 currency: str | None) -> _Provisional:
+    """Per currency: the current provisional row and its history from the change data feed;
+    and the commit time the history starts at when older versions were vacuumed (None: the
+    whole history). ``retain``: the configured VACUUM retention, where a vacuumed history is
+    read from."""
     from pyspark.errors.exceptions.captured import AnalysisException
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     if not tb.table_exists(wh, tb.PROVISIONAL_TOTALS):
-        return None, [], None
+        return {}, {}, None
     where = ((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
-             & (F.col("window_start") == _ts(start)))
+             & (F.col("window_start") == _ts(start)) & _in_currency(currency))
     path = tb.table_path(wh, tb.PROVISIONAL_TOTALS)
     now = (spark.read.format("delta").load(path).filter(where)
-           .select(*_PROV_COLS, _us("closed_at"), _us("watermark_at_close"),
-                   _us("finalized_at")).limit(1).collect())
-    current = now[0].asDict() if now else None
+           .select("currency", *_PROV_COLS, _us("closed_at"), _us("watermark_at_close"),
+                   _us("finalized_at")).limit(1000).collect())
+    current = {r.currency: {k: v for k, v in r.asDict().items() if k != "currency"}
+               for r in now}
 
     def changes(option: str, value: str) -> list[Any]:
         return (spark.read.format("delta").option("readChangeFeed", "true")
                 .option(option, value).load(path).filter(where)
                 .filter(F.col("_change_type").isin("insert", "update_postimage"))
                 .select("_commit_version", _us("_commit_timestamp"), "_change_type",
-                        *_PROV_COLS)
+                        "currency", *_PROV_COLS)
                 .orderBy("_commit_version").limit(10_000).collect())
 
     since: int | None = None
@@ -299,28 +332,43 @@ def _provisional(spark: Any, wh: Path, key: str, start: int, retain: int
             if not (tb.is_missing_file_error(again) or isinstance(again, AnalysisException)):
                 raise
             rows = []
-    history = [ProvisionalVersion(r._commit_version, r._commit_timestamp,
-                                  "insert" if r._change_type == "insert" else "update",
-                                  r.last_batch_id, r.total_amount, r.event_count, r.status,
-                                  r.revision) for r in rows]
+    history: dict[str, list[ProvisionalVersion]] = {}
+    for r in rows:
+        history.setdefault(r.currency, []).append(ProvisionalVersion(
+            r._commit_version, r._commit_timestamp,
+            "insert" if r._change_type == "insert" else "update", r.last_batch_id,
+            quantize_to_currency(r.total_amount, r.currency), r.event_count, r.status,
+            r.revision))
     return current, history, since
 
 
-def _one(spark: Any, wh: Path, table: str, key: str, start: int, cols: list[str],
-         order: str | None = None) -> dict[str, Any] | None:
+def _per_currency(spark: Any, wh: Path, table: str, key: str, start: int, cols: list[str],
+                  currency: str | None, order: str | None = None) -> dict[str, dict[str, Any]]:
+    """The row of each currency of the key's window in ``table`` (the greatest ``order``
+    first when a currency had several), its amounts in the currency's own digits."""
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     if not tb.table_exists(wh, table):
-        return None
+        return {}
     df = (tb.read_table(spark, wh, table)
           .filter((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
-                  & (F.col("window_start") == _ts(start))).select(*cols))
+                  & (F.col("window_start") == _ts(start)) & _in_currency(currency))
+          .select("currency", *cols))
     if order:
         df = df.orderBy(F.col(order).desc())
-    rows = df.limit(1).collect()
-    return rows[0].asDict() if rows else None
+    out: dict[str, dict[str, Any]] = {}
+    for r in df.limit(1000).collect():
+        out.setdefault(r.currency, _exact({k: v for k, v in r.asDict().items()
+                                           if k != "currency"}, r.currency))
+    return out
+
+
+def _exact(row: dict[str, Any], code: str) -> dict[str, Any]:
+    """``row`` with every amount (``*_amount``) in ``code``'s own decimal places."""
+    return {k: (quantize_to_currency(v, code) if k.endswith("_amount")
+                and isinstance(v, Decimal) else v) for k, v in row.items()}
 
 
 # ----------------------------------------------------------------------------- the story
@@ -336,6 +384,12 @@ def _secs(value: Decimal) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _money(amount: Decimal, code: str) -> str:
+    """``EUR 12.50``; an amount of a code reckon does not book (a quarantined line) as is."""
+    return format_money(amount, code) if currency_problem(code) is None else \
+        f"{code or '-'} {amount}"
 
 
 def _watermarks_before(spark: Any, wh: Path, batch_ids: set[int]) -> dict[int, int | None]:
@@ -401,17 +455,17 @@ def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[
     return out
 
 
-def _event_line(e: EventFate) -> str:
-    line = _fate_text(e)
+def _event_line(e: EventFate, code: str) -> str:
+    line = _fate_text(e, code)
     if e.uncaught_duplicate:
         line += ("; an uncaught duplicate: an earlier copy was admitted too (this one arrived "
                  "past the dedup horizon), so the audit counts it under duplicates")
     return line
 
 
-def _fate_text(e: EventFate) -> str:
+def _fate_text(e: EventFate, code: str) -> str:
     where = f"partition {e.partition} offset {e.offset if e.offset is not None else '-'}"
-    head = (f"  {e.event_id}: {e.amount} at {format_micros(e.event_time)}, arrived "
+    head = (f"  {e.event_id}: {_money(e.amount, code)} at {format_micros(e.event_time)}, arrived "
             f"{format_micros(e.arrival_time)} ({where}, batch "
             f"{e.batch_id if e.batch_id is not None else '-'}): ")
     if e.fate == ON_TIME:
@@ -451,19 +505,20 @@ def _summary(events: list[EventFate]) -> str:
 
 
 def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
-    events = list(ch.events)
+    events, code = list(ch.events), ch.currency
     head = (f"window [{format_micros(ch.window_start)}, {format_micros(ch.window_end)}) "
-            f"key {ch.key}: {_plural(len(events), 'event')}: "
-            f"{_summary(events)}")
+            f"key {ch.key}{f', currency {code}' if code else ''}: "
+            f"{_plural(len(events), 'event')}: {_summary(events)}")
     if ch.quarantined:
         head += f"; {len(ch.quarantined)} quarantined"
     lines = [head]
     p = ch.provisional
     if p is None:
-        lines.append("  provisional: the stream has no row for this window and key")
+        lines.append("  provisional: the stream has no row for this window and key"
+                     + (f" in {code}" if code else ""))
     else:
-        text = (f"  provisional: {p['total_amount']} over {_plural(p['event_count'], 'event')}, "
-                f"{p['status']}, revision {p['revision']}")
+        text = (f"  provisional: {_money(p['total_amount'], code)} over "
+                f"{_plural(p['event_count'], 'event')}, {p['status']}, revision {p['revision']}")
         if p.get("closed_batch_id") is not None:
             text += (f"; closed in batch {p['closed_batch_id']} at watermark "
                      f"{format_micros(p.get('watermark_at_close'))}")
@@ -472,17 +527,18 @@ def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
         lines.append(text)
     c = ch.canonical
     lines.append("  canonical: not replayed yet" if c is None else
-                 f"  canonical: {c['total_amount']} over {_plural(c['event_count'], 'event')} "
-                 f"(replay {c['replay_id']})")
+                 f"  canonical: {_money(c['total_amount'], code)} over "
+                 f"{_plural(c['event_count'], 'event')} (replay {c['replay_id']})")
     r = ch.reconciliation
     if r is not None:
-        lines.append(f"  reconciliation: {r['status']} (gap {r['gap_amount']} / "
-                     f"{r['gap_count']}, late {r['late_amount']} / {r['late_count']}, "
-                     f"duplicates {r['duplicate_amount']} / {r['duplicate_count']}, residual "
-                     f"{r['residual_amount']} / {r['residual_count']})")
+        lines.append(f"  reconciliation: {r['status']} (gap {_money(r['gap_amount'], code)} / "
+                     f"{r['gap_count']}, late {_money(r['late_amount'], code)} / "
+                     f"{r['late_count']}, duplicates {_money(r['duplicate_amount'], code)} / "
+                     f"{r['duplicate_count']}, residual {_money(r['residual_amount'], code)} / "
+                     f"{r['residual_count']})")
     if events:
         lines.append("  events in arrival order:")
-        lines.extend(_event_line(e) for e in events)
+        lines.extend(_event_line(e, code) for e in events)
     if ch.quarantined:
         lines.append("  quarantined:")
         lines.extend(f"  {q.event_id or '-'}: {q.reason}"
@@ -498,13 +554,78 @@ def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
         lines.append("  provisional row over time:")
     if ch.history:
         lines.extend(f"  version {h.version} ({h.change}, batch {h.last_batch_id}): "
-                     f"{h.total_amount} over {_plural(h.event_count, 'event')}, {h.status}, "
-                     f"revision {h.revision}" for h in ch.history)
+                     f"{_money(h.total_amount, code)} over {_plural(h.event_count, 'event')}, "
+                     f"{h.status}, revision {h.revision}" for h in ch.history)
     return tuple(lines)
 
 
-def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> WindowStory:
-    """The story of every window containing ``instant`` (microseconds) for ``key``."""
+@dataclass(frozen=True)
+class _Reads:
+    """What the tables hold for one window of the key, every currency (or the one asked)."""
+
+    events: list[Any]
+    late: dict[tuple[Any, ...], Any]
+    before: dict[int, int | None]
+    current: dict[str, dict[str, Any]]
+    history: dict[str, list[ProvisionalVersion]]
+    since: int | None
+    canonical: dict[str, dict[str, Any]]
+    recon: dict[str, dict[str, Any]]
+    quarantined: list[QuarantinedRow]
+
+    def currencies(self) -> set[str]:
+        return ({r.currency for r in self.events} | set(self.current) | set(self.history)
+                | set(self.canonical) | set(self.recon) | {q.currency for q in self.quarantined})
+
+
+def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, retain: int,
+                 currency: str | None) -> _Reads:
+    from spark import tables as tb
+
+    current, history, since = _provisional(spark, wh, key, start, retain, currency)
+    events = _events(spark, wh, key, start, end, currency)
+    before = _watermarks_before(spark, wh, {r.batch_id for r in events
+                                            if r.batch_id is not None})
+    canonical = _per_currency(spark, wh, tb.CANONICAL_TOTALS, key, start,
+                              ["total_amount", "event_count", "replay_id"], currency)
+    recon = _per_currency(spark, wh, tb.RECONCILIATION, key, start,
+                          ["status", "gap_amount", "gap_count", "late_amount", "late_count",
+                           "duplicate_amount", "duplicate_count", "residual_amount",
+                           "residual_count", "audit_run_id"], currency, order="audit_run_id")
+    return _Reads(events, _late(spark, wh, key, start), before, current, history, since,
+                  canonical, recon, _quarantined(spark, wh, key, start, end, currency))
+
+
+def _chapter(reads: _Reads, key: str, start: int, end: int, code: str,
+             rules: EventTimeRules) -> WindowChapter:
+    """The chapter of one currency: only its events, rows and quarantined lines."""
+    prov = None if code not in reads.current else _exact(reads.current[code], code)
+    fates = _fates([r for r in reads.events if r.currency == code], reads.late, prov, end,
+                   rules.grace, reads.before)
+    fates = [replace(e, amount=quantize_to_currency(e.amount, code)) for e in fates]
+    counts: dict[str, int] = {}
+    for e in fates:
+        counts[e.fate] = counts.get(e.fate, 0) + 1
+    ch = WindowChapter(start, end, key, code, tuple(fates),
+                       tuple(q for q in reads.quarantined if q.currency == code),
+                       tuple(reads.history.get(code, ())), prov, reads.canonical.get(code),
+                       reads.recon.get(code), counts, history_since=reads.since)
+    return replace(ch, lines=_chapter_lines(ch, rules))
+
+
+def _chapters(spark: Any, wh: Path, key: str, start: int, end: int, rules: EventTimeRules,
+              retain: int, currency: str | None) -> list[WindowChapter]:
+    """One chapter per currency of the key's window (only ``currency`` when given; one
+    chapter without a currency when the window holds nothing of the key)."""
+    reads = _read_window(spark, wh, key, start, end, retain, currency)
+    return [_chapter(reads, key, start, end, code, rules)
+            for code in sorted(reads.currencies() or {currency or ""})]
+
+
+def explain_window(spark: Any, settings: Settings, key: str, instant: int,
+                   currency: str | None = None) -> WindowStory:
+    """The story of every window containing ``instant`` (microseconds) for ``key``: one
+    chapter per (window, currency), or only ``currency``'s when given."""
     from spark import tables as tb
 
     wh = settings.warehouse_path
@@ -513,44 +634,32 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int) -> Wi
                          "(run `reckon stream` first)")
     rules = _rules(spark, wh, settings)
     retain = parse_duration(settings.vacuum_retain, "vacuum_retain")
-    chapters = []
-    for window in rules.windows.assign(instant):
-        start, end = window.start, window.end
-        current, history, since = _provisional(spark, wh, key, start, retain)
-        events = _events(spark, wh, key, start, end)
-        before = _watermarks_before(spark, wh, {r.batch_id for r in events
-                                                if r.batch_id is not None})
-        fates = _fates(events, _late(spark, wh, key, start), current, end, rules.grace, before)
-        canonical = _one(spark, wh, tb.CANONICAL_TOTALS, key, start,
-                         ["total_amount", "event_count", "replay_id"])
-        recon = _one(spark, wh, tb.RECONCILIATION, key, start,
-                     ["status", "gap_amount", "gap_count", "late_amount", "late_count",
-                      "duplicate_amount", "duplicate_count", "residual_amount",
-                      "residual_count", "audit_run_id"], order="audit_run_id")
-        counts: dict[str, int] = {}
-        for e in fates:
-            counts[e.fate] = counts.get(e.fate, 0) + 1
-        ch = WindowChapter(start, end, key, tuple(fates),
-                           tuple(_quarantined(spark, wh, key, start, end)), tuple(history),
-                           current, canonical, recon, counts, history_since=since)
-        chapters.append(WindowChapter(**{**ch.__dict__, "lines": _chapter_lines(ch, rules)}))
-    return WindowStory(key, instant, rules.to_config(), tuple(chapters))
+    chapters = [ch for window in rules.windows.assign(instant)
+                for ch in _chapters(spark, wh, key, window.start, window.end, rules, retain,
+                                    currency)]
+    return WindowStory(key, instant, rules.to_config(), tuple(chapters), currency)
 
 
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon explain --warehouse WH --key K --window T [--json]`."""
+    """`reckon explain --warehouse WH --key K --window T [--currency C] [--json]`."""
     from reports.terminal import print_json
     from spark.session import get_spark
 
     instant = parse_timestamp(args.window_at, "--window")
     if not args.key:
         raise UsageError("--key='' is not valid: give the account or merchant key")
+    currency = getattr(args, "currency", None)
+    if currency is not None:
+        currency = currency.strip().upper()
+        problem = currency_problem(currency)
+        if problem is not None:
+            raise invalid("--currency", args.currency, f"a currency reckon books ({problem})")
     wh = settings.warehouse_path
     if not (wh / "event_log").is_dir():
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
     spark = get_spark(settings, app_name="reckon-explain")
-    story = explain_window(spark, settings, args.key, instant)
+    story = explain_window(spark, settings, args.key, instant, currency)
     if args.json:
         print_json(story.to_dict())
     else:

@@ -13,6 +13,14 @@ default:
   ``lateness_curve.csv``, ``watermark_progress.csv``, ``configuration.csv``): exact decimal
   text, stable order, ``\\n`` line ends: byte-identical on a re-run.
 
+Money is per currency (docs/decisions/0001-money-per-currency.md): the headline has one group
+of figures per currency, every table and CSV holding an amount has a ``currency`` column (in
+``summary.csv``, ``status_counts.csv`` and ``attribution.csv`` an empty currency marks a
+figure over every currency, which is always a count, never an amount), amounts are written
+with their currency's own ISO 4217 digits (``reckon.money``: ``EUR 1,234.50``, ``JPY 1,235``,
+``KWD 0.125`` on the page; ``1234.50``, ``1235``, ``0.125`` in a CSV), and the gap chart has
+one panel per currency. No amount of one currency is ever added to another's.
+
 Files are written to a temporary name and renamed, so a re-run replaces them atomically.
 """
 
@@ -31,9 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
+from reckon.errors import LayoutError
+from reckon.money import format_amount, format_money, quantize_to_currency
 from reckon.timeutil import format_micros, parse_date, to_micros
-from reports.charts import Chart, render_charts
-from reports.context import ReportContext, build_context
+from reports.charts import CHART_NAMES, Chart, render_charts
+from reports.context import ReportContext, Signoff, build_context, unexplained_amount
+from reports.records import AttributionRow, CurrencySummary
 
 __all__ = ["ReportResult", "cmd_report", "keep_signed_report", "render_context", "render_day",
            "signoff_text", "write_csvs"]
@@ -69,9 +80,30 @@ def _hms(value: datetime | None) -> str:
     return "-" if value is None else _ts(value)[11:]
 
 
-def _money(value: Decimal | None) -> str:
-    """Exact, two decimals, thousands separated: 1234.5 -> '1,234.50'."""
-    return "-" if value is None else f"{Decimal(value).quantize(Decimal('0.01')):,f}"
+def _money(value: Decimal | None, code: str) -> str:
+    """The amount with its currency, in the currency's own digits: 'EUR 1,234.50',
+    'JPY 1,235', 'KWD 0.125'; '-' for null."""
+    return "-" if value is None else format_money(value, code)
+
+
+def _amount(value: Decimal | None, code: str) -> str:
+    """The number alone in ``code``'s digits ('1,234.50'), for a cell beside a currency
+    column; '-' for null."""
+    return "-" if value is None else format_amount(value, code)
+
+
+def _exact(value: Decimal | None, code: str) -> Decimal | None:
+    """A CSV amount: exact, with exactly ``code``'s decimal places (nothing is rounded)."""
+    return None if value is None else quantize_to_currency(value, code)
+
+
+def _amounts(amounts: dict[str, Decimal]) -> str:
+    """Amounts of several currencies side by side, never added: 'EUR 12.50; JPY 1,200'."""
+    return "; ".join(_money(v, code) for code, v in sorted(amounts.items())) or "-"
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
 
 
 def _text(value: Any) -> str:
@@ -94,7 +126,33 @@ class _Figure:
     name: str
     label: str
     value: str
+    detail: str = ""
     bad: bool = False
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The headline figures of one currency (``currency`` '': counts over every currency)."""
+
+    currency: str
+    title: str
+    figures: tuple[_Figure, ...]
+
+
+def _gap_changes(prior: Signoff, ctx: ReportContext) -> list[str]:
+    """What changed between the signed run and this one: each currency whose gap differs
+    (compared per currency, never summed), then the unexplained count."""
+    now = {c.currency: c.gap_total for c in ctx.headline.currencies}
+    changes = []
+    for code in sorted(set(prior.gap_totals) | set(now)):
+        before, after = prior.gap_totals.get(code), now.get(code)
+        if before != after:
+            changes.append(f"gap {_money(before, code) if before is not None else 'no ' + code}"
+                           f" -> {_money(after, code) if after is not None else 'no ' + code}")
+    if prior.unexplained != ctx.headline.unexplained_count:
+        changes.append(f"unexplained breaks {prior.unexplained} -> "
+                       f"{ctx.headline.unexplained_count}")
+    return changes
 
 
 def signoff_text(ctx: ReportContext) -> str:
@@ -102,12 +160,9 @@ def signoff_text(ctx: ReportContext) -> str:
     that a run someone signed off was replaced by this one and what changed."""
     prior = ctx.superseded_signoff
     if prior is not None:
-        h = ctx.headline
-        if (prior.gap_total, prior.unexplained) == (h.gap_total, h.unexplained_count):
-            change = "the gap and the unexplained count are unchanged"
-        else:
-            change = (f"gap {_money(prior.gap_total)} -> {_money(h.gap_total)}, unexplained "
-                      f"breaks {prior.unexplained} -> {h.unexplained_count}")
+        changes = _gap_changes(prior, ctx)
+        change = (", ".join(changes) if changes else
+                  "the gap of every currency and the unexplained count are unchanged")
         return (f"Run {prior.run_id} of this day was {prior.decision} by {prior.by} at "
                 f"{_ts(prior.at)}; this audit replaced it ({change}): the day needs a new "
                 "sign-off.")
@@ -117,68 +172,137 @@ def signoff_text(ctx: ReportContext) -> str:
                      for e in ctx.signoffs) + "."
 
 
-def _headline(ctx: ReportContext) -> list[_Figure]:
-    h = ctx.headline
-    # residuals that a tolerance let pass on EXPLAINED rows: shown so that the figures add up
-    # (gap = late - duplicates + unexplained + this); none with the default tolerance of 0
-    tolerated = h.residual_total - h.unexplained_amount
+def _currency_figures(c: CurrencySummary) -> tuple[_Figure, ...]:
+    """One currency's headline: its own sums, in its own digits."""
+    code, n = c.currency, c.unexplained
     figures = [
-        _Figure("provisional_total", "Provisional total (stream)", _money(h.provisional_total)),
-        _Figure("canonical_total", "Canonical total (replay)", _money(h.canonical_total)),
-        _Figure("gap_total", "Gap", _money(h.gap_total)),
-        _Figure("late_total", "Explained by late events", _money(h.late_total)),
-        _Figure("duplicate_total", "Explained by duplicates", _money(h.duplicate_total)),
+        _Figure("provisional_total", "Provisional total (stream)",
+                _money(c.provisional_total, code), _plural(c.provisional_events, "event")),
+        _Figure("canonical_total", "Canonical total (replay)", _money(c.canonical_total, code),
+                _plural(c.canonical_events, "event")),
+        _Figure("gap_total", "Gap", _money(c.gap_total, code)),
+        _Figure("late_total", "Explained by late events", _money(c.late_total, code),
+                _plural(c.late_events, "event")),
+        _Figure("duplicate_total", "Explained by duplicates", _money(c.duplicate_total, code),
+                _plural(c.duplicate_events, "copy", "copies")),
         _Figure("unexplained", "Unexplained",
-                f"{_money(h.unexplained_amount)} in {h.unexplained_count} "
-                f"row{'' if h.unexplained_count == 1 else 's'}",
+                f"{_money(unexplained_amount(c), code)} in {_plural(n, 'row')}", bad=n > 0),
+        _Figure("completeness", "Completeness",
+                "-" if c.completeness is None else f"{c.completeness}"),
+        _Figure("rows", "Rows reconciled", f"{c.rows:,}"),
+    ]
+    # residuals that a tolerance let pass on EXPLAINED rows: shown, so that the figures add up
+    # (gap = late - duplicates + unexplained + this); none with the default tolerance of 0
+    if c.tolerated_total:
+        figures.insert(6, _Figure("tolerated_residual", "Residual within tolerance",
+                                  _money(c.tolerated_total, code)))
+    return tuple(figures)
+
+
+def _headline(ctx: ReportContext) -> list[_Group]:
+    """Counts over every currency first (they may be added), then one group per currency."""
+    h = ctx.headline
+    codes = ", ".join(c.currency for c in h.currencies) or "none"
+    counts = _Group("", "All currencies (counts)", (
+        _Figure("rows", "Rows reconciled", f"{h.rows:,}", "(window, key, currency) rows"),
+        _Figure("unexplained_rows", "Unexplained rows", f"{h.unexplained_count:,}",
                 bad=h.unexplained_count > 0),
         _Figure("completeness", "Completeness",
                 "-" if h.completeness is None else f"{h.completeness}"),
-        _Figure("rows", "Rows reconciled", str(h.rows)),
-    ]
-    if tolerated:
-        figures.insert(6, _Figure("tolerated_residual", "Residual within tolerance",
-                                  _money(tolerated)))
-    return figures
+        _Figure("currencies", "Currencies", codes)))
+    return [counts, *(_Group(c.currency, c.currency, _currency_figures(c))
+                      for c in h.currencies)]
+
+
+def _check_figures(ctx: ReportContext) -> None:
+    """A context with rows but no per-currency figures (a run recorded before money was kept
+    per currency) is refused: no figure is made up for it."""
+    h = ctx.headline
+    if h.rows and not h.currencies:
+        raise LayoutError(
+            f"audit run {ctx.audit_run_id} of {ctx.day} has no per-currency figures (recorded "
+            f"before money was kept per currency): re-audit the day (`reckon audit --date "
+            f"{ctx.day}`), then render the report again")
 
 
 # ----------------------------------------------------------------------------- CSV
 
 
-def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Sequence[Any]]]]:
+def _summary_rows(ctx: ReportContext) -> list[tuple[str, str, Any]]:
+    """summary.csv: (currency, figure, value). Currency '' for the run and its counts over
+    every currency; then each currency's own figures. No cross-currency amount exists."""
     h = ctx.headline
+    rows: list[tuple[str, str, Any]] = [
+        ("", "day", ctx.day), ("", "audit_run_id", ctx.audit_run_id),
+        ("", "audit_kind", ctx.audit_kind), ("", "audit_started_at", ctx.audit_started_at),
+        ("", "rows", h.rows), ("", "unexplained_count", h.unexplained_count),
+        ("", "completeness", h.completeness), ("", "breaks_total", ctx.breaks_total),
+        ("", "currencies", " ".join(c.currency for c in h.currencies))]
+    for c in h.currencies:
+        code = c.currency
+        rows += [(code, name, value) for name, value in (
+            ("rows", c.rows), ("provisional_events", c.provisional_events),
+            ("canonical_events", c.canonical_events), ("late_events", c.late_events),
+            ("duplicate_events", c.duplicate_events),
+            ("provisional_total", _exact(c.provisional_total, code)),
+            ("canonical_total", _exact(c.canonical_total, code)),
+            ("gap_total", _exact(c.gap_total, code)),
+            ("late_total", _exact(c.late_total, code)),
+            ("duplicate_total", _exact(c.duplicate_total, code)),
+            ("residual_total", _exact(c.residual_total, code)),
+            ("tolerated_residual", _exact(c.tolerated_total, code)),
+            ("unexplained_amount", _exact(unexplained_amount(c), code)),
+            ("unexplained_count", c.unexplained), ("completeness", c.completeness))]
+    return rows
+
+
+def _status_rows(ctx: ReportContext) -> list[tuple[str, str, int]]:
+    """status_counts.csv: (currency, status, rows); currency '' = over every currency."""
+    rows = [("", status, n) for status, n in ctx.status_counts]
+    for c in ctx.headline.currencies:
+        rows += [(c.currency, status, int(c.status_counts.get(status, 0)))
+                 for status, _ in ctx.status_counts]
+    return rows
+
+
+def _attribution_rows(rows: Sequence[AttributionRow]) -> list[tuple[Any, ...]]:
+    """attribution.csv: per value, one row of counts (currency '': counts over every
+    currency) followed by one row per currency with that currency's late amount."""
+    out: list[tuple[Any, ...]] = []
+    for a in rows:
+        out.append((a.dimension, a.value, "", a.late_events, a.all_events, a.late_share,
+                    a.event_share, a.lift, None))
+        out += [(a.dimension, a.value, code, None, None, None, None, None, _exact(v, code))
+                for code, v in sorted(a.late_amounts.items())]
+    return out
+
+
+def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Sequence[Any]]]]:
     return [
-        ("summary.csv", ("figure", "value"), [
-            ("day", ctx.day), ("audit_run_id", ctx.audit_run_id), ("audit_kind", ctx.audit_kind),
-            ("audit_started_at", ctx.audit_started_at), ("rows", h.rows),
-            ("provisional_total", h.provisional_total), ("canonical_total", h.canonical_total),
-            ("gap_total", h.gap_total), ("late_total", h.late_total),
-            ("duplicate_total", h.duplicate_total), ("residual_total", h.residual_total),
-            ("unexplained_amount", h.unexplained_amount),
-            ("unexplained_count", h.unexplained_count),
-            ("tolerated_residual", h.residual_total - h.unexplained_amount),
-            ("completeness", h.completeness),
-            ("breaks_total", ctx.breaks_total)]),
+        ("summary.csv", ("currency", "figure", "value"), _summary_rows(ctx)),
         ("configuration.csv", ("setting", "value"),
          [*ctx.configuration, *((f"version:{k}", v) for k, v in ctx.table_versions)]),
-        ("status_counts.csv", ("status", "rows"), ctx.status_counts),
-        ("breaks.csv", ("window_start", "window_end", "key", "status", "provisional_amount",
-                        "canonical_amount", "gap_amount", "gap_count", "late_amount",
-                        "duplicate_amount", "residual_amount", "review_status", "age_days",
-                        "explanation"),
-         [(b.window_start, b.window_end, b.key, b.status, b.provisional_amount,
-           b.canonical_amount, b.gap_amount, b.gap_count, b.late_amount, b.duplicate_amount,
-           b.residual_amount, b.review_status, b.age_days, b.explanation)
+        ("status_counts.csv", ("currency", "status", "rows"), _status_rows(ctx)),
+        ("breaks.csv", ("window_start", "window_end", "key", "currency", "status",
+                        "provisional_amount", "canonical_amount", "gap_amount", "gap_count",
+                        "late_amount", "duplicate_amount", "residual_amount", "review_status",
+                        "age_days", "explanation"),
+         [(b.window_start, b.window_end, b.key, b.currency, b.status,
+           _exact(b.provisional_amount, b.currency), _exact(b.canonical_amount, b.currency),
+           _exact(b.gap_amount, b.currency), b.gap_count, _exact(b.late_amount, b.currency),
+           _exact(b.duplicate_amount, b.currency), _exact(b.residual_amount, b.currency),
+           b.review_status, b.age_days, b.explanation)
           for b in (ctx.all_breaks or ctx.breaks)]),
-        ("attribution.csv", ("dimension", "value", "late_events", "late_amount", "all_events",
-                             "late_share", "event_share", "lift"),
-         [(a.dimension, a.value, a.late_events, a.late_amount, a.all_events, a.late_share,
-           a.event_share, a.lift) for a in ctx.attribution]),
-        ("gap_by_window.csv", ("bucket_start", "bucket_seconds", "windows",
+        ("attribution.csv", ("dimension", "value", "currency", "late_events", "all_events",
+                             "late_share", "event_share", "lift", "late_amount"),
+         _attribution_rows(ctx.attribution)),
+        ("gap_by_window.csv", ("bucket_start", "bucket_seconds", "currency", "windows",
                                "provisional_amount", "canonical_amount", "gap_amount",
                                "late_amount", "residual_amount", "unexplained_rows"),
-         [(p.bucket_start, ctx.gap_bucket_seconds, p.windows, p.provisional_amount,
-           p.canonical_amount, p.gap_amount, p.late_amount, p.residual_amount, p.unexplained)
+         [(p.bucket_start, ctx.gap_bucket_seconds, p.currency, p.windows,
+           _exact(p.provisional_amount, p.currency), _exact(p.canonical_amount, p.currency),
+           _exact(p.gap_amount, p.currency), _exact(p.late_amount, p.currency),
+           _exact(p.residual_amount, p.currency), p.unexplained)
           for p in ctx.gap_series]),
         ("lateness_histogram.csv", ("from_seconds", "to_seconds", "events", "late_events"),
          [(b.lo_seconds, b.hi_seconds, b.events, b.late_events)
@@ -192,6 +316,17 @@ def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Seque
          [(w.batch_id, w.processed_at, "global" if w.partition is None else w.partition,
            w.watermark) for w in ctx.watermark_series]),
     ]
+
+
+def _status_table(ctx: ReportContext) -> tuple[list[str], list[list[Any]]]:
+    """Rows per status, over every currency and per currency (counts only)."""
+    cur = ctx.headline.currencies
+    header = ["status", "all currencies", *(c.currency for c in cur)]
+    rows: list[list[Any]] = [["(window, key, currency) rows", ctx.headline.rows,
+                              *(c.rows for c in cur)]]
+    rows += [[status, n, *(int(c.status_counts.get(status, 0)) for c in cur)]
+             for status, n in ctx.status_counts]
+    return header, rows
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
@@ -223,11 +358,14 @@ def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
                       keep_trailing_newline=True)
-    env.filters.update(ts=_ts, hms=_hms, money=_money,
+    env.filters.update(ts=_ts, hms=_hms, money=_money, amount=_amount, amounts=_amounts,
                        fileurl=lambda p: Path(p).resolve().as_uri())
+    header, rows = _status_table(ctx)
     return env.get_template("report.html.j2").render(
         ctx=ctx, h=ctx.headline, headline=_headline(ctx), signoff=signoff_text(ctx),
-        charts={c.name: c for c in charts}, csv_names=list(csv_names))
+        status_header=header, status_rows=rows,
+        charts={**dict.fromkeys(CHART_NAMES), **{c.name: c for c in charts}},
+        csv_names=list(csv_names))
 
 
 # ----------------------------------------------------------------------------- PDF
@@ -262,7 +400,7 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
         pdf.set_font("DejaVu", "", 8)
 
     def table(header: Sequence[str], rows: Iterable[Sequence[Any]],
-              widths: Sequence[int] | None = None, size: float = 8) -> None:
+              widths: Sequence[float] | None = None, size: float = 8) -> None:
         pdf.set_font("DejaVu", "", size)
         with pdf.table(col_widths=widths, headings_style=head, line_height=size * 0.55,
                        text_align="LEFT", first_row_as_headings=True) as t:
@@ -287,30 +425,34 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
     pdf.multi_cell(0, 4, "Sign-off: " + signoff_text(ctx), new_x="LMARGIN", new_y="NEXT")
     pdf.set_text_color(0, 0, 0)
 
-    heading("Headline")
-    table(("figure", "value"), [(f.label, f.value) for f in _headline(ctx)], (70, 110), 9)
+    heading("Headline (amounts per currency, never added across currencies)")
+    table(("currency", "figure", "value"),
+          [(g.currency or "all", f.label, f"{f.value} ({f.detail})" if f.detail else f.value)
+           for g in _headline(ctx) for f in g.figures], (22, 60, 108), 8.5)
     heading("Configuration")
     table(("setting", "value"), ctx.configuration, (60, 120))
     table(("Delta table", "version read"), ctx.table_versions, (60, 120))
     heading("Row counts and statuses")
-    table(("status", "rows"), [("(window, key) rows", ctx.headline.rows), *ctx.status_counts],
-          (60, 120))
+    header, rows = _status_table(ctx)
+    table(header, rows, (2.5, *[1] * (len(header) - 1)))
     heading(f"Breaks ({ctx.breaks_shown} of {ctx.breaks_total} shown; all in breaks.csv)")
     if ctx.breaks:
-        table(("window (UTC)", "key", "provisional", "canonical", "gap", "late", "residual",
-               "status", "review", "age"),
-              [(f"{_ts(b.window_start)}", b.key, _money(b.provisional_amount),
-                _money(b.canonical_amount), _money(b.gap_amount), _money(b.late_amount),
-                _money(b.residual_amount), b.status, b.review_status,
-                "-" if b.age_days is None else b.age_days) for b in ctx.breaks],
-              (34, 20, 18, 18, 16, 16, 16, 24, 14, 10), 6.5)
+        table(("window (UTC)", "key", "cur.", "provisional", "canonical", "gap", "late",
+               "residual", "status", "review", "age"),
+              [(f"{_ts(b.window_start)}", b.key, b.currency,
+                _amount(b.provisional_amount, b.currency),
+                _amount(b.canonical_amount, b.currency), _amount(b.gap_amount, b.currency),
+                _amount(b.late_amount, b.currency), _amount(b.residual_amount, b.currency),
+                b.status, b.review_status, "-" if b.age_days is None else b.age_days)
+               for b in ctx.breaks],
+              (32, 18, 10, 18, 18, 16, 16, 16, 24, 14, 8), 6.5)
     heading("Who is late")
     if ctx.attribution:
-        table(("dimension", "value", "late", "late amount", "all", "late share", "event share",
-               "lift"),
-              [(a.dimension, a.value, a.late_events, _money(a.late_amount), a.all_events,
+        table(("dimension", "value", "late events", "late amounts", "all events", "late share",
+               "event share", "lift"),
+              [(a.dimension, a.value, a.late_events, _amounts(a.late_amounts), a.all_events,
                 a.late_share, a.event_share, "-" if a.lift is None else a.lift)
-               for a in ctx.attribution], size=7)
+               for a in ctx.attribution], (24, 22, 16, 50, 18, 20, 20, 20), 7)
     if ctx.lateness_curve:
         heading("Lateness what-if")
         pdf.multi_cell(0, 4, f"Configured bound L = {ctx.configured_bound_seconds} s; recommended "
@@ -342,6 +484,7 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
 
 def render_context(ctx: ReportContext, out: str | Path) -> ReportResult:
     """Write the report files for ``ctx`` into ``out`` (created if needed). No Spark, no DB."""
+    _check_figures(ctx)
     folder = Path(out).expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     csvs = write_csvs(ctx, folder)
@@ -398,7 +541,11 @@ def render_day(spark: Any, settings: Settings, day: date | str,
     from reports.db import ReportDB
     from reports.records import ReportRecord
 
+    from spark import tables as tb
+
     the_day = day if isinstance(day, date) else parse_date(day, "--date")
+    # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
+    tb.require_layout(spark, settings.warehouse_path, tb.TABLES)
     ctx = build_context(spark, settings, the_day)
     folder = Path(out) if out else settings.warehouse_path / "reports" / the_day.isoformat()
     db = ReportDB.from_settings(settings)

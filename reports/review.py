@@ -8,6 +8,9 @@ the end is caught by checking a head hash kept elsewhere (``verify_log(expected_
 
 Four-eyes rule: the run's reconciler may not sign it off. Decisions 'accepted' and 'resolved'
 also move the run's *open* breaks to that review status ('explained' breaks stay explained).
+
+A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
+and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
+from reckon.money import format_amount, quantize_to_currency
 from reckon.timeutil import parse_date
 from reports.db import (
     AUDIT_RUNS,
@@ -185,7 +189,8 @@ def _close_open_breaks(conn: sa.Connection, run_id: str, status: str, at: dateti
     reviews, breaks = BREAK_REVIEWS, BREAKS
     in_run = sa.exists().where(breaks.c.run_id == run_id, breaks.c.day == reviews.c.day,
                                breaks.c.window_start == reviews.c.window_start,
-                               breaks.c.key == reviews.c.key)
+                               breaks.c.key == reviews.c.key,
+                               breaks.c.currency == reviews.c.currency)
     # only breaks whose figures are this run's (the review last saw them in it)
     result = conn.execute(sa.update(reviews)
                           .where(reviews.c.review_status == "open",
@@ -248,6 +253,17 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _break_json(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed break as JSON: its amounts as exact text in its currency's own digits."""
+    code = str(item.get("currency") or "")
+    return {k: _jsonable(quantize_to_currency(v, code) if k.endswith("_amount")
+                         and isinstance(v, Decimal) else v) for k, v in item.items()}
+
+
+def _cell_amount(value: Decimal | None, code: str) -> str:
+    return "-" if value is None else format_amount(value, code)
+
+
 def _short_time(moment: datetime) -> str:
     text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
     if moment.microsecond:
@@ -276,20 +292,21 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     with ReportDB.from_settings(settings) as db:
         items = db.list_breaks(day=day, review_status=status)
     if args.json:
-        print(json.dumps([{k: _jsonable(v) for k, v in item.items()} for item in items],
-                         indent=2, sort_keys=True))
+        print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
         return 0
     if not items:
         where = f" for {day.isoformat()}" if day else ""
         which = f" with review status {status!r}" if status else ""
         print(f"no breaks{where}{which} in the current audit runs")
         return 0
-    headers = ["DAY", "WINDOW START", "KEY", "STATUS", "GAP", "RESIDUAL", "REVIEW", "AGE (d)",
-               "RUN"]
+    headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
+               "AGE (d)", "RUN"]
     rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
-             item["status"], str(item["gap_amount"]), str(item["residual_amount"]),
+             item["currency"] or "-", item["status"],
+             _cell_amount(item["gap_amount"], item["currency"]),
+             _cell_amount(item["residual_amount"], item["currency"]),
              item["review_status"], str(item["age_days"]), item["run_id"]] for item in items]
-    print(_table(headers, rows, right={4, 5, 7}))
+    print(_table(headers, rows, right={5, 6, 8}))
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1

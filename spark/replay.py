@@ -56,7 +56,8 @@ from spark import tables as tb
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import arrival_order, window_starts_col
 
-__all__ = ["ReplayResult", "cmd_replay", "replay_day", "replay_range", "uncaught_copies"]
+__all__ = ["ReplayResult", "cmd_replay", "day_log_rows", "day_totals_from_log", "replay_day",
+           "replay_range", "uncaught_copies"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,14 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
     if version is None:
         raise UsageError(f"event_log in warehouse {str(wh)!r} has no commit yet: run "
                          "`reckon stream` first")
+    return day_log_rows(spark, settings, day, version), version
+
+
+def day_log_rows(spark: SparkSession, settings: Settings, day: date,
+                 version: int) -> DataFrame:
+    """The event_log rows (at ``version``) whose event times a replay of ``day`` reads, with
+    the replay's ``reason``/``detail`` (null for a row the typed rules accept now)."""
+    wh = settings.warehouse_path
     lo, hi = _read_range(settings, day)
     last_day = (datetime.fromtimestamp((hi - 1) / 1e6, UTC)).date()
     log = (tb.read_table(spark, wh, tb.EVENT_LOG, version=version)
@@ -116,7 +125,31 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
     reason, detail = first_failure(typed_checks(F.col("amount"), F.col("currency"),
                                                 F.col("event_time"), F.col("arrival_time"),
                                                 settings))
-    return log.withColumn("reason", reason).withColumn("detail", detail), version
+    return log.withColumn("reason", reason).withColumn("detail", detail)
+
+
+def day_totals_from_log(spark: SparkSession, settings: Settings, day: date,
+                        version: int) -> DataFrame:
+    """The replay's canonical sums of ``day`` by its exact path (every event grouped by
+    event_id, no repeated-id split): (window_start, key, currency, total_amount, event_count).
+    What a data-quality check compares canonical_totals with: the same functions, not a
+    second statement of the rules."""
+    d0, d1 = day_bounds(day)
+    spec = settings.event_time_rules().windows
+    valid = (day_log_rows(spark, settings, day, version).filter(F.col("reason").isNull())
+             .select("event_id", *TOTAL_IDENTITY, "amount", "source", "partition", "offset",
+                     "input_file", F.unix_micros("event_time").alias("event_us"),
+                     F.unix_micros("arrival_time").alias("arrival_us"),
+                     F.lit(False).alias("admitted")))
+    return (_first_copies(valid)
+            .select(*TOTAL_IDENTITY, "amount",
+                    F.explode(window_starts_col(F.col("event_us"), spec)).alias("ws_us"))
+            .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1)))
+            .groupBy("ws_us", *TOTAL_IDENTITY)
+            .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
+                 F.count(F.lit(1)).alias("event_count"))
+            .select(F.timestamp_micros("ws_us").alias("window_start"), *TOTAL_IDENTITY,
+                    "total_amount", "event_count"))
 
 
 def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:

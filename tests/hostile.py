@@ -49,7 +49,7 @@ class HostileLine:
     partition: int = 0
     arrival: str | None = ARRIVAL  # the arrival time the row gets; None: the file's mtime
     event_id: str | None = None  # for valid lines: the event_id the event log must hold
-    amount: str | None = None  # for valid lines: the amount as DECIMAL(18,2) text
+    amount: str | None = None  # for valid lines: the amount as DECIMAL(18,3) text
 
     @property
     def text(self) -> str:
@@ -87,7 +87,7 @@ def event(name: str, **fields: object) -> str:
 
 
 def line(name: str, text: str | bytes, reason: str | None, detail_has: str = "", *,
-         partition: int = 0, arrival: str | None = ARRIVAL, amount: str | None = "12.50",
+         partition: int = 0, arrival: str | None = ARRIVAL, amount: str | None = "12.500",
          event_id: str | None = None) -> HostileLine:
     raw = text if isinstance(text, bytes) else text.encode("utf-8")
     return HostileLine(name, raw, reason, detail_has, partition, arrival,
@@ -104,7 +104,7 @@ def _bad(name: str, reason: str, detail: str = "", **fields: object) -> HostileL
     return line(name, event(name, **fields), reason, detail)
 
 
-def _ok(name: str, expect: str = "12.50", **fields: object) -> HostileLine:
+def _ok(name: str, expect: str = "12.500", **fields: object) -> HostileLine:
     return line(name, event(name, **fields), None, amount=expect)
 
 
@@ -142,8 +142,8 @@ def _type_lines() -> list[HostileLine]:
         # a JSON number is read as Jackson's double text: 1.5e2 -> "150.0" -> 150.00 (valid)
         line("amount-number-exponent",
              event("amount-number-exponent").replace('"12.50"', "1.5e2"), None,
-             amount="150.00"),
-        _ok("amount-number", "12.50", amount=12.5),
+             amount="150.000"),
+        _ok("amount-number", "12.500", amount=12.5),
         _bad("event-id-object", "wrong_type", "event_id", event_id={"id": 1}),
         _bad("key-array", "wrong_type", "key", key=["a"]),
         line("event-id-number", event("x", event_id=987654321), None, event_id="987654321"),
@@ -168,19 +168,28 @@ def _field_lines() -> list[HostileLine]:
 
 def _amount_lines() -> list[HostileLine]:
     bad = {"nan": "NaN", "infinity": "Infinity", "minus-infinity": "-Infinity",
-           "over-precision": "10.123", "too-many-digits": "1" * 17, "leading-plus": "+1.00",
+           "over-precision": "10.1234", "too-many-digits": "1" * 17, "leading-plus": "+1.00",
+           "16-digits": "1" * 16,
            "spaces": " 1.00 ", "exponent-text": "1e3", "trailing-dot": "1.", "leading-dot": ".5",
            "arabic-digits": "\u0661\u0662"}
     out = [_bad(f"amount-{k}", "bad_amount", "amount", amount=v) for k, v in bad.items()]
     out += [
         _bad("amount-empty", "missing_field", "amount", amount=""),
-        _bad("amount-negative", "amount_out_of_range", "-1.00", amount="-1.00"),
-        _bad("amount-16-digits", "amount_out_of_range", amount="1" * 16),
+        _bad("amount-negative", "amount_out_of_range", "]: -1", amount="-1.00"),
+        _bad("amount-15-digits", "amount_out_of_range", amount="1" * 15),
         _bad("amount-over-max", "amount_out_of_range", amount="1000000.01"),
-        _ok("amount-max", "1000000.00", amount="1000000.00"),
-        _ok("amount-zero", "0.00", amount="0"),
-        _ok("amount-one-place", "7.50", amount="7.5"),
-        _bad("currency-unknown", "unknown_currency", "XXX", currency="XXX"),
+        _ok("amount-max", "1000000.000", amount="1000000.00"),
+        _ok("amount-zero", "0.000", amount="0"),
+        _ok("amount-one-place", "7.500", amount="7.5"),
+        _ok("amount-trailing-zero", "7.500", amount="7.500"),
+        _bad("amount-beyond-cents", "exceeds_minor_unit", "USD 10.123", amount="10.123"),
+        _bad("amount-yen-fraction", "exceeds_minor_unit", "JPY 5.5", amount="5.5",
+             currency="JPY"),
+        _ok("amount-yen", "1500.000", amount="1500", currency="JPY"),
+        _ok("amount-dinar-fils", "0.125", amount="0.125", currency="KWD"),
+        _bad("currency-unknown", "unknown_currency", "QQQ", currency="QQQ"),
+        _bad("currency-no-minor-unit", "unsupported_currency", "XXX", currency="XXX"),
+        _bad("currency-gold", "unsupported_currency", "XAU", currency="XAU"),
         _bad("currency-lowercase", "unknown_currency", "usd", currency="usd"),
     ]
     return out

@@ -43,19 +43,21 @@ def stream_settings(warehouse: Path, **rules: object) -> Settings:
                          max_files_per_trigger=1, **rules)
 
 
-def provisional_rows(spark, warehouse: Path) -> dict[tuple[int, str], tuple]:
+def provisional_rows(spark, warehouse: Path) -> dict[tuple[int, str, str], tuple]:
+    """provisional_totals as {(window start us, key, currency): figures}."""
     df = spark.read.format("delta").load(str(warehouse / "provisional_totals"))
-    return {(to_micros(r.window_start), r.key): (
+    return {(to_micros(r.window_start), r.key, r.currency): (
         r.total_amount, r.event_count, r.status, r.revision, r.closed_batch_id,
         None if r.watermark_at_close is None else to_micros(r.watermark_at_close),
         r.finalized_batch_id, r.first_batch_id, r.last_batch_id) for r in df.collect()}
 
 
-def reference_rows(out: StreamOutcome) -> dict[tuple[int, str], tuple]:
-    return {(w.start, k): (Decimal(r.total).quantize(Decimal("0.01")), r.count,
-                           r.status.value, r.revision, r.closed_batch, r.watermark_at_close,
-                           r.final_batch, r.first_batch, r.last_batch)
-            for (w, k), r in out.totals.items()}
+def reference_rows(out: StreamOutcome) -> dict[tuple[int, str, str], tuple]:
+    return {(w.start, k, cur): (Decimal(r.total).quantize(Decimal("0.001")), r.count,
+                                r.status.value, r.revision, r.closed_batch,
+                                r.watermark_at_close, r.final_batch, r.first_batch,
+                                r.last_batch)
+            for (w, k, cur), r in out.totals.items()}
 
 
 def late_rows(spark, warehouse: Path) -> list[tuple]:
@@ -88,7 +90,7 @@ def copy_warehouse(streamed: Path, tmp_path: Path) -> Path:
 
 
 def landing_reference_canonical(spark, landing: Path, settings: Settings,
-                                day) -> dict[tuple[int, str], tuple[Decimal, int]]:
+                                day) -> dict[tuple[int, str, str], tuple[Decimal, int]]:
     """reckon.reference.canonical_totals over a landing folder's lines, the day's windows only.
     Lines the stream quarantined (by file and line offset, from the quarantine table) are left
     out; every other line must parse here, so the parser's choices are checked too."""
@@ -113,12 +115,13 @@ def landing_reference_canonical(spark, landing: Path, settings: Settings,
     rows, conflicts = canonical_totals(events, settings.event_time_rules())
     assert conflicts == []
     d0, d1 = day_bounds(day)
-    return {(w.start, k): (r.total, r.count) for (w, k), r in rows.items()
+    return {(w.start, k, cur): (r.total, r.count) for (w, k, cur), r in rows.items()
             if d0 <= w.start < d1}
 
 
-def canonical_rows(spark, settings: Settings, day) -> dict[tuple[int, str], tuple[Decimal, int]]:
-    """The day's canonical_totals rows as {(window start us, key): (total, count)}."""
+def canonical_rows(spark, settings: Settings,
+                   day) -> dict[tuple[int, str, str], tuple[Decimal, int]]:
+    """The day's canonical_totals rows as {(window start us, key, currency): (total, count)}."""
     df = spark.read.format("delta").load(str(settings.warehouse_path / "canonical_totals"))
-    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
+    return {(to_micros(r.window_start), r.key, r.currency): (r.total_amount, r.event_count)
             for r in df.filter(df.window_date == day).collect()}

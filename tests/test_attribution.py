@@ -1,4 +1,5 @@
-"""Spark tier: late-event attribution on a hand-computed example."""
+"""Spark tier: late-event attribution on a hand-computed example. Late amounts are kept per
+currency (never added across currencies); event counts are over all currencies."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ EVENTS = {
     "e4": (0, "pos", "4.00", 10), "e5": (1, "web", "10.10", 9), "e6": (1, "web", "20.25", 10),
     "e7": (2, "pos", "7.00", 23), "e8": (2, "pos", "8.00", 23),
 }
+CURRENCY = {"e6": "EUR"}  # every other event is USD
 
 
 def event_row(event_id: str, i: int, *, duplicate: bool = False, day_offset: int = 0) -> dict:
     partition, source, amount, hour = EVENTS[event_id]
     event_us = BASE + day_offset * 24 * H + 9 * H + i * S
-    return {"event_id": event_id, "key": "k", "amount": Decimal(amount), "currency": "USD",
+    return {"event_id": event_id, "key": "k", "amount": Decimal(amount),
+            "currency": CURRENCY.get(event_id, "USD"),
             "event_time": from_micros(event_us), "source": source, "partition": partition,
             "offset": i, "arrival_time": from_micros(BASE + day_offset * 24 * H + hour * H + i * S),
             "input_file": None, "payload": None, "batch_id": 0, "is_duplicate": duplicate,
@@ -51,9 +54,11 @@ def write(spark, warehouse, name, rows) -> None:
                              "test", 0)
 
 
-def row(dim, value, late, amount, events, late_share, event_share, lift) -> AttributionRow:
-    return AttributionRow(dim, value, late, Decimal(amount), events, Decimal(late_share),
-                          Decimal(event_share), None if lift is None else Decimal(lift))
+def row(dim, value, late, amounts, events, late_share, event_share, lift) -> AttributionRow:
+    """``amounts``: currency -> late amount text."""
+    return AttributionRow(dim, value, late, {c: Decimal(a) for c, a in amounts.items()},
+                          events, Decimal(late_share), Decimal(event_share),
+                          None if lift is None else Decimal(lift))
 
 
 def test_attribution_shares_and_lift_by_hand(spark, warehouse):
@@ -71,18 +76,25 @@ def test_attribution_shares_and_lift_by_hand(spark, warehouse):
 
     got = late_attribution(spark, settings, DAY)
 
-    # partition 1 carries every late event with a quarter of all events: lift 1 / 0.25 = 4
+    # partition 1 carries every late event with a quarter of all events: lift 1 / 0.25 = 4;
+    # its late USD 10.10 and EUR 20.25 stay apart (never "30.35")
+    both = {"EUR": "20.25", "USD": "10.10"}
     assert got == [
-        row("partition", "0", 0, "0.00", 4, "0.000000", "0.500000", "0.0000"),
-        row("partition", "1", 2, "30.35", 2, "1.000000", "0.250000", "4.0000"),
-        row("partition", "2", 0, "0.00", 2, "0.000000", "0.250000", "0.0000"),
-        row("source", "pos", 0, "0.00", 6, "0.000000", "0.750000", "0.0000"),
-        row("source", "web", 2, "30.35", 2, "1.000000", "0.250000", "4.0000"),
-        row("lateness_bucket", "1-5s", 1, "20.25", 1, "0.500000", "0.500000", "1.0000"),
-        row("lateness_bucket", "5-30s", 1, "10.10", 1, "0.500000", "0.500000", "1.0000"),
-        row("arrival_hour", "09", 1, "10.10", 4, "0.500000", "0.500000", "1.0000"),
-        row("arrival_hour", "10", 1, "20.25", 2, "0.500000", "0.250000", "2.0000"),
-        row("arrival_hour", "23", 0, "0.00", 2, "0.000000", "0.250000", "0.0000"),
+        row("partition", "0", 0, {}, 4, "0.000000", "0.500000", "0.0000"),
+        row("partition", "1", 2, both, 2, "1.000000", "0.250000", "4.0000"),
+        row("partition", "2", 0, {}, 2, "0.000000", "0.250000", "0.0000"),
+        row("source", "pos", 0, {}, 6, "0.000000", "0.750000", "0.0000"),
+        row("source", "web", 2, both, 2, "1.000000", "0.250000", "4.0000"),
+        # EUR: 1 of 8 events, half of the late ones: lift 4; USD: 7 of 8, the other half
+        row("currency", "EUR", 1, {"EUR": "20.25"}, 1, "0.500000", "0.125000", "4.0000"),
+        row("currency", "USD", 1, {"USD": "10.10"}, 7, "0.500000", "0.875000", "0.5714"),
+        row("lateness_bucket", "1-5s", 1, {"EUR": "20.25"}, 1, "0.500000", "0.500000",
+            "1.0000"),
+        row("lateness_bucket", "5-30s", 1, {"USD": "10.10"}, 1, "0.500000", "0.500000",
+            "1.0000"),
+        row("arrival_hour", "09", 1, {"USD": "10.10"}, 4, "0.500000", "0.500000", "1.0000"),
+        row("arrival_hour", "10", 1, {"EUR": "20.25"}, 2, "0.500000", "0.250000", "2.0000"),
+        row("arrival_hour", "23", 0, {}, 2, "0.000000", "0.250000", "0.0000"),
     ]
 
 
@@ -95,6 +107,7 @@ def test_attribution_without_late_events_table(spark, warehouse):
         ("partition", "0", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
         ("partition", "2", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
         ("source", "pos", 0, 2, Decimal("1.000000"), Decimal("0.0000")),
+        ("currency", "USD", 0, 2, Decimal("1.000000"), Decimal("0.0000")),
         ("arrival_hour", "09", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
         ("arrival_hour", "23", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
     ]

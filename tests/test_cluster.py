@@ -77,12 +77,10 @@ def _audit_record(warehouse: Path) -> dict[str, object]:
     with ReportDB(f"sqlite:///{warehouse / 'reports' / 'reckon.db'}") as db:
         run = db.current_audit_run(DAY)
         assert run is not None, f"no current audit run for {DAY} in {warehouse}"
-        breaks = [(b.window_start, b.key, b.status, b.gap_amount, b.residual_amount)
-                  for b in db.breaks(run.run_id)]
+        breaks = [(b.window_start, b.key, b.currency, b.status, b.gap_amount,
+                   b.residual_amount) for b in db.breaks(run.run_id)]
         return {"status_counts": run.status_counts, "rows": run.rows,
-                "provisional_total": run.provisional_total,
-                "canonical_total": run.canonical_total, "late_total": run.late_total,
-                "duplicate_total": run.duplicate_total, "residual_total": run.residual_total,
+                "currencies": run.currencies,  # every figure, per currency
                 "unexplained": run.unexplained, "breaks": breaks}
 
 

@@ -191,7 +191,8 @@ def test_settling_an_open_day_puts_the_windows_no_merge_reads_in_a_file_of_their
     rows = spark.range(0, 8_640 + 30, numPartitions=3).select(  # into DAY2's first windows
         F.timestamp_micros(ws).alias("window_start"),
         F.timestamp_micros(ws + 10_000_000).alias("window_end"),
-        F.lit("m1").alias("key"), F.col("id").cast(tb.TOTAL).alias("total_amount"),
+        F.lit("m1").alias("key"), F.lit("EUR").alias("currency"),
+        F.col("id").cast(tb.TOTAL).alias("total_amount"),
         F.lit(1).cast("long").alias("event_count"), F.lit(0).alias("revision"),
         F.lit("FINAL").alias("status"), F.lit(0).cast("long").alias("first_batch_id"),
         F.lit(0).cast("long").alias("last_batch_id"),

@@ -9,12 +9,14 @@ import math
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from reckon.demo import DEMO_DAY, demo_generator_config
+from reckon.demo import DEMO_DAY, CurrencyFigures, DemoSummary, demo_generator_config
 from reckon.errors import UsageError
 from reckon.generate import generate_landing
+from reckon.money import minor_unit
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, parse_duration, parse_timestamp
 
 
@@ -49,6 +51,48 @@ def test_too_few_events_is_rejected_with_the_argument_named():
         demo_generator_config(10)
 
 
+def manifest_currencies(wh: Path) -> list[str]:
+    return json.loads((wh / "_demo" / "manifest.json").read_text())["config"]["currencies"]
+
+
+def _figures(code: str, amounts: str, counts: tuple[int, ...]) -> CurrencyFigures:
+    names = ("provisional", "canonical", "gap", "late", "duplicate", "residual")
+    values: dict[str, Any] = {f"{n}_amount": a
+                              for n, a in zip(names, amounts.split(), strict=True)}
+    values |= {f"{n}_count": c for n, c in zip(names, counts, strict=True)}
+    return CurrencyFigures(currency=code, **values)
+
+
+def test_the_summary_prints_one_headline_line_per_currency_and_never_adds_them():
+    summary = DemoSummary(
+        day="2026-01-01", events_generated=5000, stream_batches=6,
+        stream_watermark="2026-01-02T00:01:00Z", provisional_count=4900, canonical_count=4960,
+        gap_count=60, late_count=61, duplicate_count=1, residual_count=0,
+        currencies=[_figures("EUR", "1234.50 1247.00 12.50 13.00 0.50 0.00", (2000, 2020, 20,
+                                                                             21, 1, 0)),
+                    _figures("JPY", "321000 322200 1200 1200 0 0", (1500, 1520, 20, 20, 0, 0)),
+                    _figures("KWD", "10.500 10.625 0.125 0.125 0.000 0.000",
+                             (1400, 1420, 20, 20, 0, 0))],
+        status_counts={"EXPLAINED": 30, "MATCHED": 300}, unexplained=0, late_events_table=61,
+        configured_lateness="3s", recommended_lateness="5s", target_completeness="0.999",
+        quarantined=10, quarantined_expected=10, audit_run_id="audit-1", check_success=True,
+        report_html="", report_pdf="", data_docs="", dag_state="success", task_states={})
+    text = summary.render()
+    lines = text.splitlines()
+    assert lines[1] == ("  events (all currencies) provisional 4,900, canonical 4,960, gap 60 = "
+                        "late 61 (61 rows in late_events) - duplicate over-count 1 + residual 0")
+    assert lines[2:5] == [
+        "  EUR  provisional EUR 1,234.50, canonical EUR 1,247.00, gap EUR 12.50 = late "
+        "EUR 13.00 (104.0% of the gap) - duplicates EUR 0.50 + residual EUR 0.00",
+        "  JPY  provisional JPY 321,000, canonical JPY 322,200, gap JPY 1,200 = late JPY 1,200 "
+        "(100.0% of the gap) - duplicates JPY 0 + residual JPY 0",
+        "  KWD  provisional KWD 10.500, canonical KWD 10.625, gap KWD 0.125 = late KWD 0.125 "
+        "(100.0% of the gap) - duplicates KWD 0.000 + residual KWD 0.000"]
+    for total in ("322,244.5", "322244.5", "1,212.625", "1212.625", "332,245"):
+        assert total not in text  # no sum of two currencies
+    assert json.loads(json.dumps(summary.to_dict()))["currencies"][1]["gap_amount"] == "1200"
+
+
 @pytest.mark.airflow
 @pytest.mark.slow
 def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
@@ -72,25 +116,39 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     in_day = F.col("window_date") == F.lit(DEMO_DAY)
 
     def sums(name: str, amount: str = "total_amount", count: str = "event_count"):
-        row = (tb.read_table(spark, wh, name).filter(in_day)
-               .agg(F.sum(amount).alias("a"), F.sum(count).alias("n")).collect()[0])
-        return Decimal(row["a"] or 0), int(row["n"] or 0)
+        """currency -> (amount, events): summed per currency, never across them."""
+        return {r["currency"]: (Decimal(r["a"] or 0), int(r["n"] or 0)) for r in (
+            tb.read_table(spark, wh, name).filter(in_day).groupBy("currency")
+            .agg(F.sum(amount).alias("a"), F.sum(count).alias("n")).collect())}
 
-    assert sums(tb.PROVISIONAL_TOTALS) == (Decimal(summary["provisional_amount"]),
-                                          summary["provisional_count"])
-    assert sums(tb.CANONICAL_TOTALS) == (Decimal(summary["canonical_amount"]),
-                                        summary["canonical_count"])
-    gap = Decimal(summary["canonical_amount"]) - Decimal(summary["provisional_amount"])
-    assert Decimal(summary["gap_amount"]) == gap
-    assert summary["gap_count"] == summary["canonical_count"] - summary["provisional_count"]
-    # the late side output, read straight from late_events, is what explains the gap
-    late = (tb.read_table(spark, wh, tb.LATE_EVENTS).filter(in_day)
-            .agg(F.sum("amount").alias("a"), F.count(F.lit(1)).alias("n")).collect()[0])
-    assert (Decimal(summary["late_amount"]), summary["late_count"]) \
-        == (Decimal(late["a"] or 0), late["n"])
-    assert summary["late_events_table"] == late["n"]
-    assert Decimal(summary["residual_amount"]) == 0 and summary["residual_count"] == 0
-    assert gap == Decimal(summary["late_amount"]) - Decimal(summary["duplicate_amount"])
+    figures = {c["currency"]: c for c in summary["currencies"]}
+    assert len(figures) > 1 and set(figures) <= set(manifest_currencies(wh))
+    assert sums(tb.PROVISIONAL_TOTALS) == {
+        code: (Decimal(c["provisional_amount"]), c["provisional_count"])
+        for code, c in figures.items()}
+    assert sums(tb.CANONICAL_TOTALS) == {
+        code: (Decimal(c["canonical_amount"]), c["canonical_count"])
+        for code, c in figures.items()}
+    # the late side output, read straight from late_events, is what explains each gap
+    late = (tb.read_table(spark, wh, tb.LATE_EVENTS).filter(in_day).groupBy("currency")
+            .agg(F.sum("amount").alias("a"), F.count(F.lit(1)).alias("n")).collect())
+    late_by = {r["currency"]: (Decimal(r["a"]), r["n"]) for r in late}
+    for code, c in figures.items():
+        places = minor_unit(code)  # every amount with exactly its currency's digits
+        for name in ("provisional", "canonical", "gap", "late", "duplicate", "residual"):
+            text = c[f"{name}_amount"]
+            assert len(text.split(".")[1]) == places if places else "." not in text, text
+        gap = Decimal(c["canonical_amount"]) - Decimal(c["provisional_amount"])
+        assert Decimal(c["gap_amount"]) == gap
+        assert c["gap_count"] == c["canonical_count"] - c["provisional_count"]
+        assert (Decimal(c["late_amount"]), c["late_count"]) == late_by.get(code, (0, 0))
+        assert Decimal(c["residual_amount"]) == 0 and c["residual_count"] == 0
+        assert gap == Decimal(c["late_amount"]) - Decimal(c["duplicate_amount"])
+        assert f"  {code}  provisional {code} " in printed  # one headline line per currency
+    assert summary["late_events_table"] == sum(n for _, n in late_by.values()) \
+        == summary["late_count"]
+    assert summary["provisional_count"] == sum(c["provisional_count"] for c in figures.values())
+    assert summary["residual_count"] == 0
     assert summary["unexplained"] == 0
     recon = tb.read_table(spark, wh, tb.RECONCILIATION).filter(in_day).filter(
         F.col("audit_run_id") == summary["audit_run_id"])

@@ -1,6 +1,8 @@
 """`reckon explain` tells the story of a window the real stream processed: the worked example
 with grace 5 s has, in window [0,10), three events on time, one (at 8 s) that revised the
-closed window and one (at 4 s) that arrived 13 s past its close and went to late_events."""
+closed window and one (at 4 s) that arrived 13 s past its close and went to late_events.
+Money is per currency: a key's window with EUR, JPY and KWD events is three chapters, each
+with its own totals in its own digits, never added."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S
 
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+CURRENCY_CASE = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 
 
 def iso(seconds: int) -> str:
@@ -32,7 +35,7 @@ def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed)
     story = explain_window(spark, streamed, "merchant-x", BASE + 6 * S)
     assert len(story.chapters) == 1
     ch = story.chapters[0]
-    assert (ch.window_start, ch.window_end) == (BASE, BASE + 10 * S)
+    assert (ch.window_start, ch.window_end, ch.currency) == (BASE, BASE + 10 * S, "USD")
     fates = [(e.event_id, e.fate, e.batch_id, e.revision) for e in ch.events]
     assert fates == [("e0-1", "on_time", 0, None), ("e1-3", "on_time", 1, None),
                      ("e2-7", "on_time", 2, None), ("e5-8", "revised", 5, 1),
@@ -53,16 +56,16 @@ def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed)
     assert ch.canonical is None and ch.reconciliation is None
 
     lines = story.lines
-    assert lines[0] == (f"window [{iso(0)}, {iso(10)}) key merchant-x: 5 events: 3 counted on "
-                        f"time, 1 revised the window in batch 5 (revision 1), 1 late by 13.0 s "
-                        f"(watermark {iso(23)})")
-    assert lines[1] == (f"  provisional: 4.00 over 4 events, FINAL, revision 1; closed in batch "
-                        f"4 at watermark {iso(12)}; final in batch 6")
+    assert lines[0] == (f"window [{iso(0)}, {iso(10)}) key merchant-x, currency USD: 5 events: "
+                        f"3 counted on time, 1 revised the window in batch 5 (revision 1), 1 "
+                        f"late by 13.0 s (watermark {iso(23)})")
+    assert lines[1] == (f"  provisional: USD 4.00 over 4 events, FINAL, revision 1; closed in "
+                        f"batch 4 at watermark {iso(12)}; final in batch 6")
     assert lines[2] == "  canonical: not replayed yet"
-    assert any(line.startswith("  e5-8: 1.00 at " + iso(8)) and
+    assert any(line.startswith("  e5-8: USD 1.00 at " + iso(8)) and
                line.endswith("batch 5): revised the closed window (revision 1)")
                for line in lines)
-    assert any(line.startswith("  e8-4: 1.00 at " + iso(4)) and line.endswith(
+    assert any(line.startswith("  e8-4: USD 1.00 at " + iso(4)) and line.endswith(
         f"late by 13.0 s (watermark {iso(23)}): in late_events, not in the total")
         for line in lines)
 
@@ -73,17 +76,64 @@ def test_explain_cli_json_and_text(spark, streamed, capsys):
     assert main([*args, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     [w] = doc["windows"]
-    assert (w["window_start"], w["window_end"]) == (iso(10), iso(20))
+    assert (w["window_start"], w["window_end"], w["currency"]) == (iso(10), iso(20), "USD")
     assert [(e["event_id"], e["fate"]) for e in w["events"]] == [("e3-12", "on_time"),
                                                                  ("e4-15", "on_time")]
     assert w["provisional"]["total_amount"] == "2.00" and w["provisional"]["status"] == "CLOSED"
     assert doc["rules"]["grace"] == "5s"
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(
-        f"window [{iso(10)}, {iso(20)}) key merchant-x: 2 events: 2 counted on time")
+        f"window [{iso(10)}, {iso(20)}) key merchant-x, currency USD: 2 events: 2 counted on "
+        "time")
     assert main(["explain", "--warehouse", str(streamed.warehouse_path), "--key", "nobody",
                  "--window", iso(12)]) == 0
     assert "0 events: no events" in capsys.readouterr().out
+    assert main([*args, "--currency", "usd"]) == 0  # narrowed to the key's only currency
+    assert "currency USD: 2 events" in capsys.readouterr().out
+    assert main([*args, "--currency", "EUR"]) == 0  # a currency the window does not have
+    out = capsys.readouterr().out
+    assert "key merchant-x, currency EUR: 0 events: no events" in out
+    assert "the stream has no row for this window and key in EUR" in out
+    assert main([*args, "--currency", "XAU"]) == 2
+    assert "--currency='XAU' is not valid" in capsys.readouterr().err
+
+
+def test_a_window_with_three_currencies_is_told_per_currency(spark, streamed_scenario,
+                                                             capsys):
+    """Key m0's window [0,10) has EUR, JPY and KWD events: one chapter per currency, each
+    with its own total in its own digits (EUR 12.50, JPY 1,507, KWD 2.625), and the lines the
+    minor-unit rule quarantined in the chapter of the currency they name. Never a sum."""
+    settings = streamed_scenario(CURRENCY_CASE.name)
+    story = explain_window(spark, settings, "m0", BASE + 5 * S)
+    assert [ch.currency for ch in story.chapters] == ["EUR", "JPY", "KWD"]
+    eur, jpy, kwd = story.chapters
+    assert [(ch.provisional["total_amount"], ch.provisional["event_count"])  # type: ignore[index]
+            for ch in story.chapters] == [(Decimal("12.50"), 3), (Decimal("1507"), 2),
+                                          (Decimal("2.625"), 2)]
+    assert str(jpy.provisional["total_amount"]) == "1507"  # type: ignore[index]
+    assert [e.amount for e in kwd.events] == [Decimal("0.125"), Decimal("2.500")]
+    assert [q.currency for q in jpy.quarantined] == ["JPY"] and len(eur.quarantined) == 1
+    assert kwd.quarantined == ()
+    lines = story.lines
+    heads = [line for line in lines if line.startswith("window [")]
+    assert heads == [
+        f"window [{iso(0)}, {iso(10)}) key m0, currency EUR: 3 events: 3 counted on time; "
+        "1 quarantined",
+        f"window [{iso(0)}, {iso(10)}) key m0, currency JPY: 2 events: 2 counted on time; "
+        "1 quarantined",
+        f"window [{iso(0)}, {iso(10)}) key m0, currency KWD: 2 events: 2 counted on time"]
+    assert "  provisional: EUR 12.50 over 3 events, OPEN, revision 0" in lines
+    assert "  provisional: JPY 1,507 over 2 events, OPEN, revision 0" in lines
+    assert "  provisional: KWD 2.625 over 2 events, OPEN, revision 0" in lines
+    sums = ("15.125", "1,519.5", "1519.5", "1,509.625", "1509.625", "1,522.125", "1522.125")
+    assert not any(total in line for line in lines for total in sums)  # never added
+    args = ["explain", "--warehouse", str(settings.warehouse_path), "--key", "m0",
+            "--window", iso(5)]
+    assert main([*args, "--currency", "KWD", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["currency"] == "KWD" and [w["currency"] for w in doc["windows"]] == ["KWD"]
+    assert doc["windows"][0]["provisional"]["total_amount"] == "2.625"
+    assert [e["amount"] for e in doc["windows"][0]["events"]] == ["0.125", "2.500"]
 
 
 def test_explain_rejects_a_time_without_zone(tmp_path):

@@ -23,7 +23,7 @@ from reckon.reference import run_stream as reference_stream
 from reckon.timeutil import to_micros
 from spark.stream import StreamSource, run_stream
 from tests.kafka_broker import KafkaBroker, Placement, produce_events
-from tests.scenarios import BASE, SCENARIOS, S
+from tests.scenarios import BASE, SCENARIOS, S, scenario_totals
 from tests.streamkit import (
     late_rows,
     provisional_rows,
@@ -116,8 +116,8 @@ def test_worked_example_from_kafka_matches_the_transcript(spark, kafka_broker, t
         [[e.event_id for e in b] for b in case.batches]
     _assert_matches_reference(spark, warehouse, batches, settings)
     got = provisional_rows(spark, warehouse)
-    assert {((k[0] - BASE) // S, k[1]): (str(v[0]), v[1], v[2], v[3])
-            for k, v in got.items()} == case.totals
+    assert {((k[0] - BASE) // S, k[1], k[2]): v[:4] for k, v in got.items()} \
+        == scenario_totals(case)
     assert sorted((r[0], (r[1] - BASE) // S, int(r[4])) for r in late_rows(spark, warehouse)) \
         == sorted(case.late)
 
@@ -307,9 +307,9 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     assert result.source == f"kafka:{topic}" and result.event_log_version is None
     canon, _ = canonical_totals(events, EventTimeRules.parse(**RULES))
     day2 = date(2026, 1, 2)
-    want = {(w.start, k): (r.total.quantize(Decimal("0.01")), r.count)
-            for (w, k), r in canon.items() if _day_of(w.start) == day2}
-    got = {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count) for r in
+    want = {(w.start, k, cur): (r.total.quantize(Decimal("0.001")), r.count)
+            for (w, k, cur), r in canon.items() if _day_of(w.start) == day2}
+    got = {(to_micros(r.window_start), r.key, r.currency): (r.total_amount, r.event_count) for r in
            spark.read.format("delta").load(str(tmp_path / "wh" / "canonical_totals")).collect()}
     assert got == want and result.windows == len(want)
     assert spark.read.format("delta").load(str(tmp_path / "wh" / "uncaught_duplicates")).count() == 0
@@ -320,10 +320,10 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     run_batches(spark, settings, batches)
     replay_day(spark, settings, DAY2, from_kafka=True)
     audit = audit_day(spark, settings, DAY2, record=False)
-    ref = {(w.start, k): r for (w, k), r in
+    ref = {(w.start, k, cur): r for (w, k, cur), r in
            reconcile_outcome(stream_reference(batches, rules), events, rules).items()
            if _day_of(w.start) == day2}
-    rows = {(to_micros(r.window_start), r.key): r for r in spark.read.format("delta").load(
+    rows = {(to_micros(r.window_start), r.key, r.currency): r for r in spark.read.format("delta").load(
         str(tmp_path / "wh" / "reconciliation")).collect()}
     assert audit.unexplained == 0 and set(rows) == set(ref)
     assert any(r.duplicate[1] for r in ref.values())  # the stream did count copies twice

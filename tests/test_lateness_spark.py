@@ -152,3 +152,21 @@ def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark
     analysis = analyze_day(spark, settings, DAY, bounds=["0s"])
     assert [pt.dropped for pt in analysis.points] == [3]
     assert list(analysis.points) == pure_curve(rows, settings, [0])[1]
+
+
+def test_attribution_json_keeps_late_amounts_per_currency():
+    """`reckon lateness --json`: a value's late amounts per currency, exact decimal text; the
+    amounts of two currencies are never added (counts are)."""
+    from audits.lateness import _attribution_json
+    from reports.records import AttributionRow
+
+    row = AttributionRow("partition", "1", 3, {"USD": Decimal("10.100"), "EUR": Decimal("20.25"),
+                                                "JPY": Decimal("7")},
+                         4, Decimal("1.000000"), Decimal("0.250000"), Decimal("4.0000"))
+    payload = json.loads(json.dumps(_attribution_json(row)))
+    assert payload == {"dimension": "partition", "value": "1", "late_events": 3,
+                       "late_amounts": {"EUR": "20.25", "JPY": "7", "USD": "10.100"},
+                       "all_events": 4, "late_share": "1.000000", "event_share": "0.250000",
+                       "lift": "4.0000"}
+    assert list(payload["late_amounts"]) == ["EUR", "JPY", "USD"]
+    assert "late_amount" not in payload

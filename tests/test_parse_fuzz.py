@@ -2,8 +2,9 @@
 
 Each hypothesis example is a whole list of lines parsed as ONE DataFrame (few Spark jobs).
 Invariants on arbitrary text and JSON-ish objects: exactly one output row per input row; the
-reason is null or a known quarantine reason; a valid row has every typed field and an amount
-of scale 2 within the configured range; and the parser's "is this one JSON object" verdict
+reason is null or a known quarantine reason; a valid row has every typed field, an ISO 4217
+currency and an amount of scale 3 within the configured range that is a whole number of its
+currency's minor units; and the parser's "is this one JSON object" verdict
 agrees with Python's json (top-level duplicate keys rejected, NaN allowed as Jackson allows).
 A pure-Python oracle then predicts the exact reason (and typed values) of well-formed events
 with random valid and invalid amounts, currencies, times and partitions.
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from reckon.config import load_settings
+from reckon.money import accepted_currencies, currency_problem, minor_unit_violation
 from reckon.schema import REQUIRED_EVENT_FIELDS
 from reckon.timeutil import parse_duration, parse_timestamp, to_micros
 from spark.parse import MAX_FIELD_LENGTH, QUARANTINE_REASONS, parse_events
@@ -76,9 +78,10 @@ def _check_invariants(lines: list[str], rows: list) -> None:
             typed = (r.event_id, r.key, r.amount, r.currency, r.event_us, r.source,
                      r.partition, r.arrival_us)
             assert None not in typed, (text, r)
-            assert re.fullmatch(r"-?\d+\.\d\d", r.amount), (text, r)
+            assert re.fullmatch(r"-?\d+\.\d\d\d", r.amount), (text, r)
             assert SETTINGS.amount_min <= Decimal(r.amount) <= SETTINGS.amount_max
-            assert r.currency in SETTINGS.currencies
+            assert r.currency in accepted_currencies(SETTINGS.currencies)
+            assert minor_unit_violation(Decimal(r.amount), r.currency) is None, (text, r)
             assert min_us <= r.event_us <= r.arrival_us + skew
             assert all(py and py.get(f) is not None for f in REQUIRED_EVENT_FIELDS), (text, r)
 
@@ -93,7 +96,7 @@ _json_value = st.recursive(_json_leaf, lambda kids: st.one_of(
 _field_name = st.sampled_from([*REQUIRED_EVENT_FIELDS, "partition", "arrival_time", "extra"])
 _good_value = {"event_id": st.text(min_size=1, max_size=8), "key": st.sampled_from(["a", "b"]),
                "amount": st.sampled_from(["1.00", "0", "12.5", "-3.00"]),
-               "currency": st.sampled_from(["USD", "EUR", "usd"]),
+               "currency": st.sampled_from(["USD", "EUR", "usd", "JPY", "KWD", "XAU"]),
                "event_time": st.sampled_from(["2026-06-01T00:00:00Z", "2026-06-01"]),
                "source": st.just("pos"), "partition": st.sampled_from([0, "1", "x"]),
                "arrival_time": st.just(ARRIVAL), "extra": _json_value}
@@ -132,7 +135,7 @@ def test_fuzzed_lines_never_crash_and_come_out_once(spark, lines):
 
 _ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})",
                   re.ASCII)
-_AMOUNT = re.compile(r"-?\d{1,16}(\.\d{1,2})?", re.ASCII)
+_AMOUNT = re.compile(r"-?\d{1,15}(\.\d{1,3})?", re.ASCII)
 _ZONES = ["Z", "+00:00", "-05:00", "+05:30", "+14:00", "", "+25:00", "z", "+5:00", " UTC"]
 
 
@@ -149,9 +152,14 @@ def _event_time(draw: st.DrawFn) -> str:
 
 _amount = st.one_of(
     st.decimals(min_value=0, max_value=1_000_000, places=2).map(str),
-    st.from_regex(r"-?\d{1,18}(\.\d{1,3})?", fullmatch=True),
-    st.sampled_from(["NaN", "1e3", "+1.00", " 1.00", "1.", ".5", "1,00", "-0.00", "1000000.01"]))
-_currency = st.sampled_from([*SETTINGS.currencies[:3], "XXX", "usd", "EURO", "U$D"])
+    st.decimals(min_value=0, max_value=1_000_000, places=0).map(str),
+    st.decimals(min_value=0, max_value=1_000_000, places=3).map(str),
+    st.from_regex(r"-?\d{1,18}(\.\d{1,4})?", fullmatch=True),
+    st.sampled_from(["NaN", "1e3", "+1.00", " 1.00", "1.", ".5", "1,00", "-0.00", "1000000.01",
+                     "5.5", "1.005", "1.500", "7.000"]))
+# bookable in 2, 0 and 3 places; ISO codes reckon does not book; not ISO codes at all
+_currency = st.sampled_from(["USD", "EUR", "JPY", "KWD", "XAU", "XXX", "CLF", "usd", "EURO",
+                             "U$D"])
 _partition = st.sampled_from([None, 0, 5, "7", "x", "1.5", "-2", 10**10])
 
 
@@ -198,11 +206,15 @@ def oracle(e: dict) -> tuple[str | None, tuple]:
     partition = t.get("partition")
     if partition is not None and not re.fullmatch(r"-?\d{1,9}", partition, re.ASCII):
         return "bad_partition", ()
-    amount = Decimal(t["amount"]).quantize(Decimal("0.01")) + Decimal("0.00")  # no -0.00
+    amount = Decimal(t["amount"]).quantize(Decimal("0.001")) + Decimal("0.000")  # no -0.000
     if not SETTINGS.amount_min <= amount <= SETTINGS.amount_max:
         return "amount_out_of_range", ()
-    if t["currency"] not in SETTINGS.currencies:
-        return "unknown_currency", ()
+    problem = currency_problem(t["currency"], SETTINGS.currencies)
+    if problem is not None:
+        return ("unknown_currency" if "not an ISO 4217" in problem
+                else "unsupported_currency"), ()
+    if minor_unit_violation(amount, t["currency"]) is not None:
+        return "exceeds_minor_unit", ()
     if event_us < parse_timestamp(SETTINGS.min_event_time):
         return "event_time_out_of_range", ()
     if event_us > parse_timestamp(ARRIVAL) + parse_duration(SETTINGS.max_clock_skew):
@@ -227,10 +239,15 @@ def test_oracle_examples():
     """The oracle itself, on cases whose outcome is written down (so it is not tautological)."""
     base = {"event_id": "e", "key": "k", "amount": "1.50", "currency": "USD",
             "event_time": "2026-06-01T00:00:00+02:00", "source": "s"}
-    assert oracle(base) == (None, ("1.50", parse_timestamp("2026-05-31T22:00:00Z"), 0))
-    assert oracle({**base, "amount": "1.505"})[0] == "bad_amount"
+    assert oracle(base) == (None, ("1.500", parse_timestamp("2026-05-31T22:00:00Z"), 0))
+    assert oracle({**base, "amount": "1.5055"})[0] == "bad_amount"
+    assert oracle({**base, "amount": "1.505"})[0] == "exceeds_minor_unit"
+    assert oracle({**base, "amount": "1.500"})[0] is None
+    assert oracle({**base, "currency": "JPY", "amount": "5.5"})[0] == "exceeds_minor_unit"
+    assert oracle({**base, "currency": "KWD", "amount": "1.505"})[0] is None
     assert oracle({**base, "amount": "-0.01"})[0] == "amount_out_of_range"
     assert oracle({**base, "currency": "usd"})[0] == "unknown_currency"
+    assert oracle({**base, "currency": "XAU"})[0] == "unsupported_currency"
     assert oracle({**base, "event_time": "2026-06-01T00:06:00Z"})[0] == "future_dated"
     assert oracle({**base, "event_time": "2026-06-01T00:00:00+25:00"})[0] == "bad_event_time"
     assert oracle({**base, "source": " "})[0] == "missing_field"
@@ -254,7 +271,7 @@ def test_a_changed_rule_is_never_judged_by_a_cached_parse(spark):
     variants = {
         None: base,
         "amount_out_of_range": base.with_overrides(amount_max=Decimal("100.00")),
-        "unknown_currency": base.with_overrides(currencies=("USD",)),
+        "unsupported_currency": base.with_overrides(currencies=("USD",)),
         "event_time_out_of_range": base.with_overrides(min_event_time="2026-07-01T00:00:00Z"),
         "future_dated": base.with_overrides(max_clock_skew="1m"),
     }

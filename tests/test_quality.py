@@ -2,7 +2,8 @@
 
 Two warehouses are built once for the module: a clean day, and the same day with one fault per
 table. Each check run is a real GX validation of Spark DataFrames, recorded in the real SQLite
-report database and rendered to Data Docs.
+report database and rendered to Data Docs. Money is per (window, key, currency): the clean day
+has a key with EUR and JPY in one window, each its own row in every per-grain table.
 """
 
 from __future__ import annotations
@@ -34,13 +35,19 @@ def _event(event_id: str, key: str, amount: str, at: float, arrival: float,
             "arrival_time": _t(arrival), "input_file": "f-0001.ndjson"}
 
 
-def _total(key: str, count: int, amount: str, **extra: Any) -> dict[str, Any]:
-    return {"window_start": _t(0), "window_end": _t(10), "key": key,
+def _total(key: str, count: int, amount: str, currency: str = "USD",
+           **extra: Any) -> dict[str, Any]:
+    return {"window_start": _t(0), "window_end": _t(10), "key": key, "currency": currency,
             "total_amount": Decimal(amount), "event_count": count, "window_date": DAY, **extra}
 
 
-def _provisional(key: str, count: int, amount: str) -> dict[str, Any]:
-    return _total(key, count, amount, status="FINAL", revision=0, first_batch_id=1,
+def _canonical(key: str, count: int, amount: str, currency: str = "USD",
+               replay_id: str = "r1") -> dict[str, Any]:
+    return _total(key, count, amount, currency, replay_id=replay_id)
+
+
+def _provisional(key: str, count: int, amount: str, currency: str = "USD") -> dict[str, Any]:
+    return _total(key, count, amount, currency, status="FINAL", revision=0, first_batch_id=1,
                   last_batch_id=2, closed_at=_t(14), closed_batch_id=2,
                   watermark_at_close=_t(12), finalized_at=_t(14), finalized_batch_id=2)
 
@@ -52,12 +59,13 @@ def _late(event_id: str, watermark: float, lateness: str) -> dict[str, Any]:
 
 
 def _recon(key: str, status: str, p: tuple[str, int] | None, c: tuple[str, int] | None,
-           late: tuple[str, int], dup: tuple[str, int] = ("0.00", 0)) -> dict[str, Any]:
+           late: tuple[str, int], dup: tuple[str, int] = ("0.00", 0),
+           currency: str = "USD") -> dict[str, Any]:
     p_amt, p_cnt = (Decimal(p[0]), p[1]) if p else (Decimal("0.00"), 0)
     c_amt, c_cnt = (Decimal(c[0]), c[1]) if c else (Decimal("0.00"), 0)
     gap = (c_amt - p_amt, c_cnt - p_cnt)
     res = (gap[0] - Decimal(late[0]) + Decimal(dup[0]), gap[1] - late[1] + dup[1])
-    return {"window_start": _t(0), "window_end": _t(10), "key": key,
+    return {"window_start": _t(0), "window_end": _t(10), "key": key, "currency": currency,
             "provisional_amount": p and p_amt, "provisional_count": p and p_cnt,
             "provisional_status": p and "FINAL", "provisional_revision": p and 0,
             "canonical_amount": c and c_amt, "canonical_count": c and c_cnt,
@@ -68,8 +76,8 @@ def _recon(key: str, status: str, p: tuple[str, int] | None, c: tuple[str, int] 
             "audit_run_id": "audit-1", "window_date": DAY}
 
 
-def _duplicate(key: str, count: int, amount: str) -> dict[str, Any]:
-    return {"window_start": _t(0), "window_end": _t(10), "key": key,
+def _duplicate(key: str, count: int, amount: str, currency: str = "EUR") -> dict[str, Any]:
+    return {"window_start": _t(0), "window_end": _t(10), "key": key, "currency": currency,
             "duplicate_amount": Decimal(amount), "duplicate_count": count, "window_date": DAY,
             "replay_id": "r1"}
 
@@ -87,16 +95,21 @@ def _clean_rows() -> dict[str, list[dict[str, Any]]]:
             {**_event("e1", "k1", "10.00", 1, 2), "event_date": DAY},
             {**_event("e2", "k1", "5.00", 4, 15), "event_date": DAY},
             {**_event("e3", "k2", "7.50", 3, 3.5, "EUR"), "event_date": DAY},
+            {**_event("e5", "k2", "7", 5, 5.5, "JPY"), "event_date": DAY},
         ],
-        "provisional_totals": [_provisional("k1", 1, "10.00"), _provisional("k2", 1, "7.50")],
-        "canonical_totals": [_total("k1", 2, "15.00", replay_id="r1"),
-                             _total("k2", 1, "7.50", replay_id="r1")],
+        "provisional_totals": [_provisional("k1", 1, "10.00"),
+                               _provisional("k2", 1, "7.50", "EUR"),
+                               _provisional("k2", 1, "7", "JPY")],
+        # what the replay sums from the event log: one row per currency of (window, key)
+        "canonical_totals": [_canonical("k1", 2, "15.00"), _canonical("k2", 1, "7.50", "EUR"),
+                             _canonical("k2", 1, "7", "JPY")],
         # grace 0: lateness 0 (watermark exactly at the window's end) is late, and valid
         "late_events": [_late("e2", 12, "2.000000"), _late("e4", 10, "0.000000")],
         "uncaught_duplicates": [_duplicate("k2", 1, "7.50")],
         "reconciliation": [
             _recon("k1", "EXPLAINED", ("10.00", 1), ("15.00", 2), ("5.00", 1)),
-            _recon("k2", "MATCHED", ("7.50", 1), ("7.50", 1), ("0.00", 0)),
+            _recon("k2", "MATCHED", ("7.50", 1), ("7.50", 1), ("0.00", 0), currency="EUR"),
+            _recon("k2", "MATCHED", ("7", 1), ("7", 1), ("0", 0), currency="JPY"),
         ],
         "quarantine": [_quarantine("bad_amount")],
     }
@@ -104,9 +117,12 @@ def _clean_rows() -> dict[str, list[dict[str, Any]]]:
 
 def _faulty_rows() -> dict[str, list[dict[str, Any]]]:
     rows = _clean_rows()
-    rows["event_log"].append({**_event("e9", "k1", "1.00", 900, 1), "event_date": DAY})
-    rows["provisional_totals"].append(_provisional("k1", 1, "10.00"))       # duplicate key
-    rows["canonical_totals"].append(_total("k3", -1, "1.00", replay_id="r1"))
+    rows["event_log"] += [{**_event("e9", "k1", "1.00", 900, 1), "event_date": DAY},
+                          {**_event("e10", "k4", "5.5", 6, 7, "JPY"),  # JPY has no cents
+                           "event_date": DAY}]
+    rows["provisional_totals"] += [_provisional("k1", 1, "10.00"),         # duplicate grain
+                                   _provisional("k5", 1, "5.5", "JPY")]     # half a yen
+    rows["canonical_totals"].append(_canonical("k3", -1, "1.00"))          # not in the log
     rows["late_events"].append(_late("e5", 8, "-2.000000"))                 # window still open
     rows["uncaught_duplicates"] += [_duplicate("k2", 1, "7.50"),            # duplicate key
                                     _duplicate("k6", 0, "0.00")]            # no copy at all
@@ -139,6 +155,22 @@ def _write(spark: Any, warehouse: Path, rows: dict[str, list[dict[str, Any]]]) -
            .save(table_path(warehouse, name)))
 
 
+def _replay_run(spark: Any, warehouse: Path, versions: dict[str, int | None]) -> None:
+    """replay_runs rows of the day: replay_id -> the event_log version it pinned (None: a
+    replay from Kafka)."""
+    from spark.tables import REPLAY_RUNS, SCHEMAS, table_path
+
+    rows = [{"replay_id": replay_id, "window_date": DAY,
+             "source": "event_log" if version is not None else "kafka:events",
+             "event_log_version": version, "rows_read": 0, "valid_events": 0, "quarantined": 0,
+             "duplicate_copies": 0, "conflicts": 0, "arrived_after_close": 0,
+             "new_since_previous": None, "windows": 0, "total_amounts": {},
+             "started_at": _t(86_400), "duration_seconds": 1.0, "rules_json": "{}"}
+            for replay_id, version in versions.items()]
+    (spark.createDataFrame(rows, SCHEMAS[REPLAY_RUNS]).write.format("delta").mode("overwrite")
+     .save(table_path(warehouse, REPLAY_RUNS)))
+
+
 def _settings(warehouse: Path, **overrides: Any) -> Any:
     from reckon.config import load_settings
 
@@ -149,6 +181,7 @@ def _settings(warehouse: Path, **overrides: Any) -> Any:
 def clean_wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("quality-clean") / "wh"
     _write(spark, wh, _clean_rows())
+    _replay_run(spark, wh, {"r1": 0})  # the replay read event_log version 0
     return wh
 
 
@@ -156,6 +189,7 @@ def clean_wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def faulty_wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("quality-faulty") / "wh"
     _write(spark, wh, _faulty_rows())
+    _replay_run(spark, wh, {"r1": 0})
     return wh
 
 
@@ -176,9 +210,9 @@ def test_every_suite_passes_on_clean_rows(clean_result: Any) -> None:
     assert clean_result.success, clean_result.summary()
     assert [s.suite for s in clean_result.suites] == list(SUITES)
     rows = {s.table: s.rows for s in clean_result.suites}
-    assert rows == {"event_log": 3, "quarantine": 1, "provisional_totals": 2,
-                    "late_events": 2, "canonical_totals": 2, "uncaught_duplicates": 1,
-                    "reconciliation": 2}
+    assert rows == {"event_log": 4, "quarantine": 1, "provisional_totals": 3,
+                    "late_events": 2, "canonical_totals": 3, "uncaught_duplicates": 1,
+                    "reconciliation": 3}
     failed = [r for r in clean_result.results if not r.success]
     assert failed == []
     assert clean_result.warnings == 0
@@ -221,11 +255,14 @@ def test_data_docs_index_lists_every_suite(clean_result: Any, clean_wh: Path) ->
 
 EXPECTED_FAILURES = {
     ("event_log", "expect_column_values_to_be_null", "skew_beyond_bound_seconds", "blocking"),
-    ("provisional_totals", "expect_compound_columns_to_be_unique", "window_start,key",
+    ("event_log", "expect_column_values_to_be_null", "minor_unit_break", "blocking"),
+    ("provisional_totals", "expect_compound_columns_to_be_unique", "window_start,key,currency",
      "blocking"),
+    ("provisional_totals", "expect_column_values_to_be_null", "minor_unit_break", "blocking"),
     ("canonical_totals", "expect_column_values_to_be_between", "event_count", "blocking"),
-    ("uncaught_duplicates", "expect_compound_columns_to_be_unique", "window_start,key",
-     "blocking"),
+    ("canonical_totals", "expect_column_values_to_be_null", "event_log_mismatch", "blocking"),
+    ("uncaught_duplicates", "expect_compound_columns_to_be_unique",
+     "window_start,key,currency", "blocking"),
     ("uncaught_duplicates", "expect_column_values_to_be_between", "duplicate_count",
      "blocking"),
     ("late_events", "expect_column_values_to_be_in_set", "beyond_grace", "blocking"),
@@ -247,15 +284,25 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     with pytest.raises(DataQualityError) as info:
         check_day(spark, settings, DAY)
     message = str(info.value)
-    assert "10 blocking expectation(s)" in message
+    assert "13 blocking expectation(s)" in message
     # each failure names the table, the expectation, the column and offending rows
     assert ("provisional_totals: expect_compound_columns_to_be_unique on column "
-            "window_start,key: 2 unexpected") in message
+            "window_start,key,currency: 2 unexpected") in message
+    # a JPY total of 5.5 is not a whole number of yen; nor is a JPY event of 5.5
+    assert ("provisional_totals: expect_column_values_to_be_null on column minor_unit_break: "
+            "1 unexpected") in message and '"minor_unit_break": "total_amount 5.500 JPY"' \
+        in message
+    assert ("event_log: expect_column_values_to_be_null on column minor_unit_break: "
+            "1 unexpected") in message and '"minor_unit_break": "amount 5.500 JPY"' in message
+    # a canonical row the event log does not hold
+    assert ("canonical_totals: expect_column_values_to_be_null on column event_log_mismatch: "
+            "1 unexpected") in message
+    assert '"event_log_mismatch": "event log: USD 0.00 in 0 event(s)"' in message
     assert "canonical_totals: expect_column_values_to_be_between on column event_count: " \
            "1 unexpected" in message
     assert '"event_count": -1' in message and '"key": "k3"' in message
     assert ("uncaught_duplicates: expect_compound_columns_to_be_unique on column "
-            "window_start,key: 2 unexpected") in message
+            "window_start,key,currency: 2 unexpected") in message
     assert ("uncaught_duplicates: expect_column_values_to_be_between on column "
             "duplicate_count: 1 unexpected") in message and '"key": "k6"' in message
     assert "late_events: expect_column_values_to_be_in_set on column beyond_grace" in message
@@ -263,7 +310,7 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     assert '"event_id": "e4"' not in message  # lateness 0 with grace 0 is legitimately late
     assert "reconciliation: expect_column_values_to_be_in_set on column invariant_holds" \
            in message
-    assert '"canonical_amount": "20.00"' in message
+    assert '"canonical_amount": "20.000"' in message
     assert "quarantine: expect_column_values_to_not_be_null on column reason: 1 unexpected" \
            in message
     assert ("event_log: expect_column_values_to_be_null on column skew_beyond_bound_seconds"
@@ -274,7 +321,7 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     with ReportDB.from_settings(settings) as db:
         run = db.current_check_run(DAY)
         assert run is not None and not run.success
-        assert (run.blocking_failures, run.warnings) == (10, 1)
+        assert (run.blocking_failures, run.warnings) == (13, 1)
         failed = {(r.table, r.expectation, r.column, r.severity)
                   for r in db.expectation_results(run.run_id) if not r.success}
     assert failed == EXPECTED_FAILURES
@@ -321,15 +368,15 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
         (suite,) = [s for s in result.suites if s.table == "event_log"]
         return suite.rows, suite.table_version
 
-    assert event_log_rows(run_checks(spark, _settings(warehouse), DAY, record=False)) == (4, 1)
+    assert event_log_rows(run_checks(spark, _settings(warehouse), DAY, record=False)) == (5, 1)
     current_version = tb.current_version
     with monkeypatch.context() as before_the_append:
         before_the_append.setattr(tb, "current_version", lambda wh, name: (
             0 if name == "event_log" else current_version(wh, name)))
         result = run_checks(spark, _settings(warehouse), DAY)
-    assert event_log_rows(result) == (3, 0)
+    assert event_log_rows(result) == (4, 0)
     assert json.loads(json.dumps(result.to_dict()))["suites"][0]["table_version"] == 0
-    assert "event_log" in result.summary() and "3 rows, version 0" in result.summary()
+    assert "event_log" in result.summary() and "4 rows, version 0" in result.summary()
     with ReportDB.from_settings(_settings(warehouse)) as db:
         run = db.current_check_run(DAY)
     assert run is not None and run.run_id == result.run_id
@@ -391,9 +438,9 @@ def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, fau
 
 @pytest.mark.parametrize("amount_max, flagged", [
     ("10.00", []),                        # the bound is inclusive
-    ("9.99", ["10.00"]),
+    ("9.99", ["10.000"]),                 # amounts are stored at scale 3
     # as a double, which GX makes of a "between" bound, this is 10.0 and would let 10.00 pass
-    ("9.9999999999999999", ["10.00"]),
+    ("9.9999999999999999", ["10.000"]),
 ])
 def test_amount_bounds_are_compared_exactly_not_as_floats(spark: Any, clean_wh: Path,
                                                           amount_max: str,
@@ -410,3 +457,126 @@ def test_amount_bounds_are_compared_exactly_not_as_floats(spark: Any, clean_wh: 
         sample = json.loads(check.sample)
         assert [row["amount_out_of_range"] for row in sample] == flagged
         assert [row["event_id"] for row in sample] == ["e1"]
+
+
+# ----------------------------------------------------------------------------- money per currency
+
+
+def _result(result: Any, table: str, expectation: str, column: str) -> Any:
+    (found,) = [r for r in result.results
+                if (r.table, r.expectation, r.column) == (table, expectation, column)]
+    return found
+
+
+_MISMATCH = ("canonical_totals", "expect_column_values_to_be_null", "event_log_mismatch")
+_COMPARABLE = ("canonical_totals", "expect_column_values_to_be_in_set", "event_log_comparable")
+
+
+def test_the_clean_day_passes_the_per_currency_checks(clean_result: Any) -> None:
+    """The clean day's k2 has EUR and JPY in one window, each its own row: every row agrees
+    with the event log's sum of its grain, and every amount keeps its currency's minor unit."""
+    mismatch = _result(clean_result, *_MISMATCH)
+    assert (mismatch.success, mismatch.severity, mismatch.unexpected_count) == (
+        True, "blocking", 0)
+    assert _result(clean_result, *_COMPARABLE).success
+    breaks = [r for r in clean_result.results if r.column == "minor_unit_break"]
+    assert {r.table for r in breaks} == {"event_log", "provisional_totals", "late_events",
+                                         "canonical_totals", "uncaught_duplicates",
+                                         "reconciliation"}
+    assert all(r.success for r in breaks)
+    unique = [json.loads(r.kwargs)["column_list"] for r in clean_result.results
+              if r.expectation == "expect_compound_columns_to_be_unique"]
+    assert unique == [["window_start", "key", "currency"]] * 4
+
+
+def test_a_total_that_mixes_currencies_fails(spark: Any, warehouse: Path) -> None:
+    """canonical_totals whose (window, k2, EUR) row adds the JPY event's 7 to the EUR 7.50
+    (and has no JPY row): the row differs from the event log's EUR sum for its grain, and the
+    expectation names it. A row whose replay read Kafka (no event_log version) cannot be
+    compared: a warning, not a pass and not a failure."""
+    from audits.quality import run_checks
+
+    clean = _clean_rows()
+    mixed = [_canonical("k2", 2, "14.50", "EUR"),                # EUR 7.50 + JPY 7
+             _canonical("k1", 2, "15.00", replay_id="r-kafka")]  # fine, but not comparable
+    _write(spark, warehouse, {"event_log": clean["event_log"], "canonical_totals": mixed})
+    _replay_run(spark, warehouse, {"r1": 0, "r-kafka": None})
+    result = run_checks(spark, _settings(warehouse), DAY, record=False)
+
+    mismatch = _result(result, *_MISMATCH)
+    assert (mismatch.success, mismatch.severity, mismatch.unexpected_count) == (
+        False, "blocking", 1)
+    (row,) = json.loads(mismatch.sample)
+    assert (row["key"], row["currency"], row["total_amount"], row["event_count"]) == (
+        "k2", "EUR", "14.500", 2)
+    assert row["event_log_mismatch"] == "event log: EUR 7.50 in 1 event(s)"
+    comparable = _result(result, *_COMPARABLE)
+    assert (comparable.success, comparable.severity, comparable.unexpected_count) == (
+        False, "warning", 1)
+    assert [r["key"] for r in json.loads(comparable.sample)] == ["k1"]
+    assert not result.success
+
+
+def test_a_narrowed_currency_list_refuses_the_others(spark: Any, clean_wh: Path) -> None:
+    """currencies = EUR, USD: the clean day's JPY rows are outside the booked set in every
+    table that holds them."""
+    from audits.quality import run_checks
+
+    result = run_checks(spark, _settings(clean_wh, currencies=("EUR", "USD")), DAY,
+                        record=False)
+    failed = {(r.table, r.unexpected_count) for r in result.results
+              if r.column == "currency" and r.expectation == "expect_column_values_to_be_in_set"
+              and not r.success}
+    assert failed == {("event_log", 1), ("provisional_totals", 1), ("canonical_totals", 1),
+                      ("reconciliation", 1)}
+    kwargs = json.loads(_result(result, "event_log", "expect_column_values_to_be_in_set",
+                                "currency").kwargs)
+    assert kwargs["value_set"] == ["EUR", "USD"]
+
+
+def test_the_event_log_sums_are_the_replays(spark: Any, warehouse: Path) -> None:
+    """What the canonical_totals check compares with is what the replay writes, on the cases
+    that make the replay's sums non-trivial: hopping windows (an event in two windows, one
+    reaching past midnight), copies of an event (the first in arrival order counts once),
+    copies that disagree, a row the typed rules reject (half a yen), three currencies with 2,
+    0 and 3 places in one window, and another day's events."""
+    from audits.suites import event_log_totals
+    from spark import tables as tb
+    from spark.replay import replay_day
+
+    def log(event_id: str, key: str, amount: str, currency: str, at: float, arrival: float,
+            duplicate: bool = False) -> dict[str, Any]:
+        row = _event(event_id, key, amount, at, arrival, currency)
+        return {**row, "payload": None, "batch_id": 1, "is_duplicate": duplicate,
+                "event_date": row["event_time"].date()}
+
+    day_end = 86_400
+    rows = [log("a1", "k1", "1.25", "EUR", 3, 4), log("a1", "k1", "1.25", "EUR", 3, 6, True),
+            log("a2", "k1", "7", "JPY", 4, 5), log("a3", "k1", "0.125", "KWD", 8, 9),
+            log("c1", "k2", "2.00", "EUR", 12, 13), log("c1", "k2", "3.00", "EUR", 12, 20),
+            log("b1", "k1", "5.5", "JPY", 6, 7),                      # rejected: half a yen
+            log("m1", "k3", "4.00", "EUR", day_end - 2, day_end - 1),
+            log("n1", "k3", "1.00", "EUR", day_end + 2, day_end + 3),  # next day, DAY's window
+            log("p1", "k1", "9.00", "EUR", -20, -19)]                  # the day before
+    settings = _settings(warehouse, window="10s", slide="5s")
+    tb.ensure_table(spark, warehouse, tb.EVENT_LOG)
+    tb.marked_append(spark.createDataFrame(rows, tb.SCHEMAS[tb.EVENT_LOG]), warehouse,
+                     tb.EVENT_LOG, "test", 0)
+    result = replay_day(spark, settings, DAY)
+    assert result.event_log_version == 1
+
+    def as_set(df: Any, amount: str, count: str) -> set[tuple[Any, ...]]:
+        return {(r.window_start, r.key, r.currency, Decimal(r[amount]), int(r[count]))
+                for r in df.collect()}
+
+    canonical = tb.read_table(spark, warehouse, tb.CANONICAL_TOTALS).filter(
+        f"window_date = '{DAY.isoformat()}'")
+    ours = as_set(event_log_totals(spark, settings, DAY, 1), "log_amount", "log_count")
+    assert ours == as_set(canonical, "total_amount", "event_count")
+    by_grain = {(r[0].timestamp() - T0.timestamp(), r[1], r[2]): (r[3], r[4]) for r in ours}
+    assert by_grain[(0, "k1", "EUR")] == (Decimal("1.25"), 1)       # one copy of a1
+    assert by_grain[(0, "k1", "JPY")] == (Decimal("7"), 1)          # b1 is not counted
+    assert by_grain[(5, "k1", "KWD")] == (Decimal("0.125"), 1)
+    assert by_grain[(10, "k2", "EUR")] == (Decimal("2.00"), 1)      # the first copy of c1
+    assert by_grain[(day_end - 5, "k3", "EUR")] == (Decimal("5.00"), 2)
+    assert (-20, "k1", "EUR") not in by_grain and (-25, "k1", "EUR") not in by_grain

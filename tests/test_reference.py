@@ -11,18 +11,20 @@ from hypothesis import strategies as st
 
 from reckon.eventtime import EventTimeRules
 from reckon.reference import Event, canonical_totals, duplicate_overcount, run_stream
-from tests.scenarios import BASE, SCENARIOS, S
+from tests.scenarios import BASE, CURRENCIES, SCENARIOS, S, minor_units, scenario_totals
 
 
 @pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: c.name)
 def test_scenarios_through_the_reference(case):
     out = run_stream(case.batches, EventTimeRules.parse(**case.rules))
-    got = {((w.start - BASE) // S, k): (str(r.total), r.count, r.status.value, r.revision)
-           for (w, k), r in out.totals.items()}
-    assert got == case.totals
+    got = {((w.start - BASE) // S, k, cur): (r.total, r.count, r.status.value, r.revision)
+           for (w, k, cur), r in out.totals.items()}
+    assert got == scenario_totals(case)
     assert sorted((r.event.event_id, (r.window.start - BASE) // S, r.lateness // S)
                   for r in out.late) == sorted(case.late)
     assert sorted(e.event_id for e, _, _ in out.quarantined) == sorted(case.quarantined)
+    for event, reason, _ in out.quarantined:  # the transcript's rejects, each for its reason
+        assert reason == ("future_dated" if event.currency == "USD" else "exceeds_minor_unit")
     if case.watermarks is not None:
         assert [None if w is None else (w - BASE) // S for w in out.watermarks] == \
             case.watermarks
@@ -34,21 +36,24 @@ def test_worked_example_watermark_trace():
         [-2, 0, 4, 9, 12, 12, 19, 23, 23]
 
 
-# One event: key, cents, event time (s), delay (s; 25-40 s is often late: ~20% of the
-# examples hold a late event), partition, and a re-delivery of the same payload r s after the
-# first copy (0: none). The dedup horizon is 5 s: a copy 2 s later is caught, one 20 s later is
-# counted twice, an uncaught duplicate (~60% of the examples).
+# One event: key, amount in minor units, currency (0, 2 and 3 decimal places), event time (s),
+# delay (s; 25-40 s is often late: ~20% of the examples hold a late event), partition, and a
+# re-delivery of the same payload r s after the first copy (0: none). The dedup horizon is 5 s:
+# a copy 2 s later is caught, one 20 s later is counted twice, an uncaught duplicate (~60% of
+# the examples).
 events = st.builds(
-    lambda k, cents, t, d, p, r: (k, cents, t, d, p, r),
-    st.sampled_from(["a", "b", "c"]), st.integers(1, 10_000), st.integers(0, 120),
-    st.sampled_from([0, 0, 1, 3, 25, 40]), st.integers(0, 2), st.sampled_from([0, 0, 0, 2, 20]),
+    lambda k, units, cur, t, d, p, r: (k, units, cur, t, d, p, r),
+    st.sampled_from(["a", "b", "c"]), st.integers(1, 10_000), st.sampled_from(CURRENCIES),
+    st.integers(0, 120), st.sampled_from([0, 0, 1, 3, 25, 40]), st.integers(0, 2),
+    st.sampled_from([0, 0, 0, 2, 20]),
 )
 
 
 def _stream(raw):
     copies = []
-    for i, (k, cents, t, d, p, r) in enumerate(raw):
-        event = Event(f"id{i}", k, Decimal(cents) / 100, BASE + t * S, BASE + (t + d) * S, p, 0)
+    for i, (k, units, cur, t, d, p, r) in enumerate(raw):
+        event = Event(f"id{i}", k, minor_units(units, cur), BASE + t * S, BASE + (t + d) * S,
+                      p, 0, currency=cur)
         copies.append(event)
         if r:
             copies.append(replace(event, arrival_time=event.arrival_time + r * S))
@@ -61,7 +66,8 @@ def _stream(raw):
 
 
 # an event 25 s behind the others arrives last: late; one re-delivered 20 s later: uncaught
-_LATE_AND_UNCAUGHT = [("a", 100, 50, 0, 0, 0), ("b", 250, 80, 1, 0, 20), ("a", 300, 55, 30, 0, 0)]
+_LATE_AND_UNCAUGHT = [("a", 100, "EUR", 50, 0, 0, 0), ("b", 250, "JPY", 80, 1, 0, 20),
+                      ("a", 300, "KWD", 55, 30, 0, 0), ("a", 7, "JPY", 52, 0, 0, 0)]
 
 
 @settings(max_examples=200, deadline=None)
@@ -80,8 +86,9 @@ def test_nothing_vanishes_and_canonical_equals_provisional_plus_late_minus_dupli
     over = duplicate_overcount(out, rules)
     late: dict = {}
     for r in out.late:
-        amount, count = late.get((r.window, r.event.key), (Decimal(0), 0))
-        late[(r.window, r.event.key)] = (amount + r.event.amount, count + 1)
+        grain = (r.window, r.event.key, r.event.currency)
+        amount, count = late.get(grain, (Decimal(0), 0))
+        late[grain] = (amount + r.event.amount, count + 1)
     keys = set(canon) | set(out.totals) | set(late) | set(over)
     for key in keys:
         prov = out.totals.get(key)

@@ -33,6 +33,7 @@ from reckon.timeutil import day_bounds, to_micros
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
+from tests.scenarios import CURRENCIES, minor_units
 from tests.streamkit import (
     copy_warehouse,
     event_line,
@@ -51,8 +52,9 @@ RULES = dict(window="10s", lateness="3s", grace="2s", dedup_horizon="4s", idle_t
 
 def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3,
                    conflicting: int = 0, stragglers: int = 0) -> list[list[Event]]:
-    """Events around midnight, out of order, some re-delivered (same payload) much later;
-    ``conflicting`` more re-deliveries carry another amount, key or event time (a conflict).
+    """Events around midnight, out of order, in EUR, JPY and KWD (2, 0 and 3 decimal places),
+    some re-delivered (same payload) much later; ``conflicting`` more re-deliveries carry
+    another amount, key, currency or event time (a conflict).
     ``stragglers`` events of the day's last seconds arrive in one more batch after all the
     others, when the watermark has long passed their windows: late events, for certain."""
     rng = random.Random(seed)
@@ -60,27 +62,31 @@ def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3
     for i in range(n):
         t = MIDNIGHT + rng.randint(-40, 40) * S + rng.randint(0, 999) * 1000
         delay = rng.choice([0, 0, 1, 2, 3, 5, 8, 20]) * S + rng.randint(0, 999_999)
+        currency = rng.choice(CURRENCIES)
         events.append(Event(f"ev{seed}-{i}", rng.choice(["m1", "m2", "m3"]),
-                            Decimal(rng.randint(1, 99_999)) / 100, t, t + delay,
-                            rng.randrange(partitions), 0, rng.choice(["pos", "web"])))
+                            minor_units(rng.randint(1, 99_999), currency), t, t + delay,
+                            rng.randrange(partitions), 0, rng.choice(["pos", "web"]),
+                            currency))
     for e in rng.sample(events, n // 10):  # re-deliveries: within and beyond the horizon
         later = e.arrival_time + rng.choice([1, 10]) * S
         events.append(Event(e.event_id, e.key, e.amount, e.event_time, later, e.partition, 0,
-                            e.source))
+                            e.source, e.currency))
     for e in rng.sample(events[:n], conflicting):  # beyond the horizon: the stream counts both
-        later, change = e.arrival_time + 10 * S, rng.choice(["amount", "key", "event_time"])
+        later = e.arrival_time + 10 * S
+        change = rng.choice(["amount", "key", "event_time", "currency"])
         events.append(Event(
             e.event_id, "m9" if change == "key" else e.key,
             e.amount + 1 if change == "amount" else e.amount,
             _same_day_shift(e.event_time) if change == "event_time" else e.event_time, later,
-            e.partition, 0, e.source))
+            e.partition, 0, e.source,
+            ("JPY" if e.currency == "EUR" else "EUR") if change == "currency" else e.currency))
     events.sort(key=lambda e: e.arrival_time)
     offsets: dict[int, int] = {}
     ordered = []
     for e in events:
         offsets[e.partition] = offsets.get(e.partition, -1) + 1
         ordered.append(Event(e.event_id, e.key, e.amount, e.event_time, e.arrival_time,
-                             e.partition, offsets[e.partition], e.source))
+                             e.partition, offsets[e.partition], e.source, e.currency))
     cuts = sorted(rng.sample(range(1, len(ordered)), batches - 1))
     out = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
     if stragglers:  # their own generator: the batches above stay as they were without them
@@ -89,9 +95,11 @@ def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3
         for i in range(stragglers):
             t, partition = MIDNIGHT - late_rng.randint(25, 40) * S, late_rng.randrange(partitions)
             offsets[partition] = offsets.get(partition, -1) + 1
+            currency = late_rng.choice(CURRENCIES)
             late.append(Event(f"ev{seed}-late{i}", late_rng.choice(["m1", "m2", "m3"]),
-                              Decimal(late_rng.randint(1, 99_999)) / 100, t, last + (i + 1) * S,
-                              partition, offsets[partition], "pos"))
+                              minor_units(late_rng.randint(1, 99_999), currency), t,
+                              last + (i + 1) * S, partition, offsets[partition], "pos",
+                              currency))
         out.append(late)
     return out
 
@@ -120,13 +128,21 @@ def _raw(spark, batch: list[Event]):
 
 def _canonical_rows(spark, warehouse):
     df = spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS))
-    return {(to_micros(r.window_start), r.key): (r.total_amount, r.event_count)
+    return {(to_micros(r.window_start), r.key, r.currency): (r.total_amount, r.event_count)
             for r in df.collect()}
 
 
 def _recon_rows(spark, warehouse):
     df = spark.read.format("delta").load(str(warehouse / tb.RECONCILIATION))
-    return {(to_micros(r.window_start), r.key): r for r in df.collect()}
+    return {(to_micros(r.window_start), r.key, r.currency): r for r in df.collect()}
+
+
+def _figures(result, *names: str) -> dict[str, tuple[str, ...]]:
+    """An audit result's per-currency figures, by currency: {code: (figure, ...)}."""
+    return {c["currency"]: tuple(c[name] for name in names) for c in result.currencies}
+
+
+_MILLS = Decimal("0.001")  # the stored scale
 
 
 # tumbling and hopping windows (10 s every 5 s: each event in two windows); seeds 2 and 3 are
@@ -186,36 +202,48 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
     stored = spark.read.format("delta").load(str(warehouse / tb.REPLAY_CONFLICTS)).collect()
     assert sorted(r.event_id for r in stored) == conflicts
     assert _canonical_rows(spark, warehouse) == {
-        (w.start, k): (r.total.quantize(Decimal("0.01")), r.count) for (w, k), r in canon.items()}
+        (w.start, k, cur): (r.total.quantize(_MILLS), r.count)
+        for (w, k, cur), r in canon.items()}
+    # each currency's day total, recorded per currency (never one sum over currencies)
+    for day, run in zip((DAY1, DAY2), replays, strict=True):
+        d0, d1 = day_bounds(day)
+        want_day: dict[str, Decimal] = {}
+        for (w, _k, cur), r in canon.items():
+            if d0 <= w.start < d1:
+                want_day[cur] = want_day.get(cur, Decimal(0)) + r.total
+        assert {c: Decimal(a) for c, a in run.total_amounts.items()} == want_day
     # what the stream counted more than once, recorded by the replay: the reference's figure
     uncaught = spark.read.format("delta").load(str(warehouse / tb.UNCAUGHT_DUPLICATES))
-    assert {(to_micros(r.window_start), r.key): (r.duplicate_amount, r.duplicate_count)
-            for r in uncaught.collect()} == {
-        (w.start, k): (a.quantize(Decimal("0.01")), c)
-        for (w, k), (a, c) in duplicate_overcount(expected, rules).items()}
+    assert {(to_micros(r.window_start), r.key, r.currency):
+            (r.duplicate_amount, r.duplicate_count) for r in uncaught.collect()} == {
+        (w.start, k, cur): (a.quantize(_MILLS), c)
+        for (w, k, cur), (a, c) in duplicate_overcount(expected, rules).items()}
 
     # the audit: every row explained, equal to the reference reconciliation
     results = [audit_day(spark, settings, day, record=False) for day in (DAY1, DAY2)]
     assert sum(r.unexplained for r in results) == 0
     got = _recon_rows(spark, warehouse)
     want = reconcile_outcome(expected, log, rules)
-    assert set(got) == {(w.start, k) for (w, k) in want}
-    for (w, k), ref in want.items():
-        row = got[(w.start, k)]
+    assert set(got) == {(w.start, k, cur) for (w, k, cur) in want}
+    assert len({k[2] for k in got}) == len(CURRENCIES)  # every currency has its own rows
+    for (w, k, cur), ref in want.items():
+        row = got[(w.start, k, cur)]
         assert row.status == ref.status.value
         assert (row.late_amount, row.late_count) == ref.late
         assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate
         assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
     # the provisional side of each row is the stream's row as it stands (status included)
-    prov = {(to_micros(r.window_start), r.key): (r.status, r.revision, r.total_amount)
+    prov = {(to_micros(r.window_start), r.key, r.currency): (r.status, r.revision,
+                                                             r.total_amount)
             for r in spark.read.format("delta").load(
                 str(warehouse / tb.PROVISIONAL_TOTALS)).collect()}
     assert {k: (r.provisional_status, r.provisional_revision, r.provisional_amount)
             for k, r in got.items()} == {k: prov.get(k, (None, None, None)) for k in got}
     assert {r.provisional_status for r in got.values()} >= {"FINAL"}
-    gap = sum(Decimal(r.gap_total) for r in results)
-    assert sum(Decimal(r.late_total) for r in results) - sum(
-        Decimal(r.duplicate_total) for r in results) == gap
+    for result in results:  # gap = late - duplicates, per currency
+        for code, (gap, late, dup, res) in _figures(
+                result, "gap_total", "late_total", "duplicate_total", "residual_total").items():
+            assert Decimal(gap) == Decimal(late) - Decimal(dup) and Decimal(res) == 0, code
 
 
 def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_this_day(
@@ -242,8 +270,8 @@ def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_th
     got = _recon_rows(spark, tmp_path / "wh")
     want = reconcile_outcome(expected, [e for b in batches for e in b], rules)
     assert {k: (r.duplicate_amount, r.duplicate_count, r.status) for k, r in got.items()} == {
-        (w.start, k): (*r.duplicate, r.status.value) for (w, k), r in want.items()}
-    assert got[(MIDNIGHT - 5 * S, "m1")].duplicate_amount == Decimal("12.00")
+        (w.start, k, cur): (*r.duplicate, r.status.value) for (w, k, cur), r in want.items()}
+    assert got[(MIDNIGHT - 5 * S, "m1", "USD")].duplicate_amount == Decimal("12.00")
 
 
 def test_a_conflict_whose_copies_straddle_midnight_is_listed_by_the_day_of_the_earliest(
@@ -282,14 +310,15 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
         0)
     replay_day(spark, settings, DAY1)
     before = audit_day(spark, settings, DAY1, record=False)
-    assert (before.unexplained, before.late_total) == (0, "0.00")
+    assert (before.unexplained, _figures(before, "late_total")) == (0, {"USD": ("0.000",)})
     straggler = Event("s", "m1", Decimal("4.00"), MIDNIGHT - 5 * S, MIDNIGHT + 60 * S, 0, 2,
                       "pos")
     processor(_raw(spark, [straggler]), 1)
     late = spark.read.format("delta").load(str(tmp_path / "wh" / tb.LATE_EVENTS))
     assert [r.event_id for r in late.collect()] == ["s"]  # the stream sent it to late_events
     now = audit_day(spark, settings, DAY1)  # recorded, with its late attribution
-    assert (now.unexplained, now.late_total, now.canonical_total) == (0, "0.00", "1.00")
+    assert (now.unexplained, _figures(now, "late_total", "canonical_total")) == (
+        0, {"USD": ("0.000", "1.000")})
     from delta.tables import DeltaTable
 
     from reports.db import ReportDB
@@ -305,7 +334,8 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
     assert now.table_versions[tb.LATE_EVENTS] < latest.version  # read before the straggler
     replay_day(spark, settings, DAY1)
     after = audit_day(spark, settings, DAY1)
-    assert (after.unexplained, after.late_total, after.canonical_total) == (0, "4.00", "5.00")
+    assert (after.unexplained, _figures(after, "late_total", "canonical_total")) == (
+        0, {"USD": ("4.000", "5.000")})
     assert late_attributed(after.run_id) == 1
 
 
@@ -372,8 +402,9 @@ def test_rows_the_rules_now_reject_are_quarantined_by_the_replay_and_released_ag
     assert strict.valid_events + strict.duplicate_copies < base.valid_events + base.duplicate_copies
     again = replay_day(spark, settings, DAY2)
     assert again.quarantined == 0 and quarantine() == []
-    assert (again.valid_events, again.duplicate_copies, again.total_amount) == (
-        base.valid_events, base.duplicate_copies, base.total_amount)
+    assert (again.valid_events, again.duplicate_copies, again.total_amounts) == (
+        base.valid_events, base.duplicate_copies, base.total_amounts)
+    assert strict.total_amounts != base.total_amounts
 
 
 def test_an_audit_before_the_replay_says_which_replay_to_run(spark, streamed, tmp_path):
@@ -420,7 +451,7 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
               Event("hidden-2", "m9", Decimal("0.66"), t + S, t + 2 * S, 0, 1000)]
     rows = [(e.event_id, e.key, e.amount, e.currency, e.event_time, e.source, e.partition,
              e.offset, e.arrival_time) for e in hidden]
-    df = spark.createDataFrame(rows, "event_id string, key string, amount decimal(18,2), "
+    df = spark.createDataFrame(rows, "event_id string, key string, amount decimal(18,3), "
                                      "currency string, t long, source string, partition int, "
                                      "offset long, a long")
     from pyspark.sql import functions as F
@@ -436,8 +467,8 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
     result = audit_day(spark, settings, DAY2, record=False)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
-    assert list(bad) == [(MIDNIGHT, "m9")]
-    row = bad[(MIDNIGHT, "m9")]
+    assert list(bad) == [(MIDNIGHT, "m9", "USD")]
+    row = bad[(MIDNIGHT, "m9", "USD")]
     assert (row.residual_amount, row.residual_count) == (Decimal("13.00"), 2)
     assert row.status == ReconStatus.MISSING_IN_STREAM.value
     assert result.unexplained == 1
@@ -453,15 +484,16 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
     replay_day(spark, settings, DAY2)
     table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_TOTALS))
     victim = (table.toDF().filter("window_date = '2026-01-02'")
-              .orderBy("window_start", "key").first())
+              .orderBy("window_start", "key", "currency").first())
     table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
-                 & (F.col("key") == F.lit(victim.key)),
+                 & (F.col("key") == F.lit(victim.key))
+                 & (F.col("currency") == F.lit(victim.currency)),
                  set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
     audit_day(spark, settings, DAY1, record=False)
     result = audit_day(spark, settings, DAY2, record=False)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
-    assert list(bad) == [(to_micros(victim.window_start), victim.key)]
+    assert list(bad) == [(to_micros(victim.window_start), victim.key, victim.currency)]
     # The result names the version of each input it read: the update is the newest one.
     inputs = (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)
     assert result.table_versions == {
@@ -754,20 +786,22 @@ def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent
         total, count = late.get(key, (Decimal("0.00"), 0))
         late[key] = (total + amount, count + 1)
 
-    def frame(rows, schema):
-        return None if not rows else spark.createDataFrame(rows, schema).withColumn(
-            "window_start", F.timestamp_micros(F.col("ws")))
+    def frame(rows, schema):  # odd keys in JPY, even in EUR: the join is by currency too
+        return None if not rows else spark.createDataFrame(rows, schema).withColumns({
+            "window_start": F.timestamp_micros(F.col("ws")),
+            "currency": F.when(F.substring("key", 2, 2).cast("int") % 2 == 1, F.lit("JPY"))
+            .otherwise(F.lit("EUR"))})
 
     provisional = frame([(ws, k, a, n, "CLOSED", 1) for k, (a, n) in
                          totals["provisional"].items()],
-                        "ws long, key string, total_amount decimal(38,2), event_count long, "
+                        "ws long, key string, total_amount decimal(38,3), event_count long, "
                         "status string, revision int")
     canonical = frame([(ws, k, a, n) for k, (a, n) in totals["canonical"].items()],
-                      "ws long, key string, total_amount decimal(38,2), event_count long")
+                      "ws long, key string, total_amount decimal(38,3), event_count long")
     late_df = frame([(ws, k, a) for k, a in late_rows],
-                    "ws long, key string, amount decimal(18,2)")
+                    "ws long, key string, amount decimal(18,3)")
     duplicates = frame([(ws, k, a, n) for k, (a, n) in totals["duplicate"].items()],
-                       "ws long, key string, duplicate_amount decimal(38,2), "
+                       "ws long, key string, duplicate_amount decimal(38,3), "
                        "duplicate_count long")
 
     rows = reconcile_frame(provisional, canonical, late_df, duplicates, Tolerance(), DAY2,
@@ -789,7 +823,7 @@ def test_the_audits_tolerance_in_spark_is_the_references_at_its_bounds(spark):
     """Tolerance 0.05 absolute or 0.001 of |canonical|: residuals exactly at either bound are
     MATCHED/EXPLAINED, one cent beyond is not, a negative canonical amount uses its magnitude,
     and a residual count is never tolerated; the Spark column rule agrees with the reference
-    row for row (DECIMAL(38,2) times a Decimal ratio, no float)."""
+    row for row (DECIMAL(38,3) times a Decimal ratio, no float)."""
     from pyspark.sql import functions as F
 
     from audits.audit import reconcile_frame
@@ -811,16 +845,16 @@ def test_the_audits_tolerance_in_spark_is_the_references_at_its_bounds(spark):
     ws = MIDNIGHT
 
     def frame(rows, schema):
-        return spark.createDataFrame(rows, schema).withColumn("window_start",
-                                                              F.timestamp_micros(F.col("ws")))
+        return spark.createDataFrame(rows, schema).withColumns({
+            "window_start": F.timestamp_micros(F.col("ws")), "currency": F.lit("EUR")})
 
     provisional = frame([(ws, k, p[0], p[1], "FINAL", 0) for k, (p, _) in cases.items()],
-                        "ws long, key string, total_amount decimal(38,2), event_count long, "
+                        "ws long, key string, total_amount decimal(38,3), event_count long, "
                         "status string, revision int")
     canonical = frame([(ws, k, c[0], c[1]) for k, (_, c) in cases.items()],
-                      "ws long, key string, total_amount decimal(38,2), event_count long")
+                      "ws long, key string, total_amount decimal(38,3), event_count long")
     late_df = frame([(ws, k, a) for k, (a, _) in late.items()],
-                    "ws long, key string, amount decimal(18,2)")
+                    "ws long, key string, amount decimal(18,3)")
     rows = {r.key: r for r in reconcile_frame(provisional, canonical, late_df, None, tolerance,
                                               DAY2, "run-1", 10 * S).collect()}
     want = reconcile({k: p for k, (p, _) in cases.items()}, {k: c for k, (_, c) in cases.items()},
@@ -855,7 +889,7 @@ def test_a_row_rejected_before_the_days_first_window_is_quarantined_by_its_day(s
     assert [(r.origin, r.event_id) for r in quarantined] == [(f"replay:{DAY2}", "big")]
     assert (runs[DAY2].quarantined, runs[DAY1].quarantined) == (1, 0)
     assert sum(r.valid_events for r in runs.values()) == 1  # "small", in Jan 2's window
-    assert _canonical_rows(spark, warehouse) == {(first_start, "m1"): (Decimal("1.00"), 1)}
+    assert _canonical_rows(spark, warehouse) == {(first_start, "m1", "USD"): (Decimal("1.00"), 1)}
 
 
 def test_a_query_on_a_new_checkpoint_inherits_the_watermark_and_counts_nothing_twice(

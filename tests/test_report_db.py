@@ -1,5 +1,7 @@
 """The report database on SQLite (fast tier) and on a real PostgreSQL (``postgres`` marker):
-round trips, exact money, re-audit history, break review rules, concurrent writers, migrations."""
+round trips, exact money per currency (EUR, JPY and KWD at the stored scale 3), re-audit
+history, break review rules (a break is a (day, window, key, currency)), concurrent writers,
+migrations (0004: runs recorded before per-currency figures keep their counts, not money)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from reports.records import (
     AuditRun,
     BreakRow,
     CheckRun,
+    CurrencySummary,
     ExpectationResult,
     ReportRecord,
 )
@@ -36,29 +39,63 @@ def db(db_url: str) -> Iterator[ReportDB]:
         yield database
 
 
+_CURRENCY_DEFAULTS: dict[str, dict[str, object]] = {
+    # rows per status, then provisional, canonical, gap, late, duplicate, residual, tolerated
+    "EUR": dict(status_counts={"MATCHED": 4, "EXPLAINED": 1, "UNEXPLAINED": 1},
+                provisional_total=Decimal("12345678901234567.89"),
+                canonical_total=Decimal("0.10") + Decimal("0.20"), gap_total=Decimal("-0.01"),
+                late_total=Decimal("7.50"), duplicate_total=Decimal("0.00"),
+                residual_total=Decimal("12345678901234567890123456789012345.67"),
+                tolerated_total=Decimal("0.00")),
+    "JPY": dict(status_counts={"MATCHED": 3, "EXPLAINED": 1},
+                provisional_total=Decimal("3211000"), canonical_total=Decimal("3212200"),
+                gap_total=Decimal("1200"), late_total=Decimal("1200"),
+                duplicate_total=Decimal("0"), residual_total=Decimal("0"),
+                tolerated_total=Decimal("0")),
+    "KWD": dict(status_counts={"MATCHED": 3},
+                provisional_total=Decimal("1000.500"), canonical_total=Decimal("1000.625"),
+                gap_total=Decimal("0.125"), late_total=Decimal("0.250"),
+                duplicate_total=Decimal("0.125"), residual_total=Decimal("0.000"),
+                tolerated_total=Decimal("0.000")),
+}
+
+
+def make_currency(code: str = "EUR", **changes: object) -> CurrencySummary:
+    """One currency's figures in a run (EUR, JPY or KWD defaults), with ``changes``."""
+    values = dict(_CURRENCY_DEFAULTS[code])
+    counts: dict[str, int] = values.pop("status_counts")  # type: ignore[assignment]
+    summary = CurrencySummary(
+        currency=code, rows=sum(counts.values()), status_counts=counts,
+        unexplained=counts.get("UNEXPLAINED", 0), provisional_events=40, canonical_events=41,
+        late_events=1, duplicate_events=0, completeness=Decimal("0.975609"),
+        **values)  # type: ignore[arg-type]
+    return replace(summary, **changes)  # type: ignore[arg-type]
+
+
 def make_run(run_id: str = "run-1", day: date = DAY, *, kind: str = "nightly",
              started_at: datetime = T0, reconciler: str = "alice", **changes: object) -> AuditRun:
+    """A run of 13 (window, key, currency) rows in EUR, JPY and KWD (counts over all three,
+    money per currency only)."""
     run = AuditRun(
         run_id=run_id, day=day, kind=kind, started_at=started_at, duration_seconds=12.5,
         reconciler=reconciler,
         params={"window": "10s", "lateness": "3s", "tolerance_abs": "0.00", "nested": {"a": [1]}},
         status_counts={"MATCHED": 10, "EXPLAINED": 2, "UNEXPLAINED": 1},
-        rows=13, provisional_total=Decimal("12345678901234567.89"),
-        canonical_total=Decimal("0.10") + Decimal("0.20"), gap_total=Decimal("-0.01"),
-        late_total=Decimal("7.50"), duplicate_total=Decimal("0.00"),
-        residual_total=Decimal("99999999999999999999999999999999999.99"), unexplained=1,
+        rows=13, unexplained=1,
         table_versions={"provisional_totals": 4, "canonical_totals": 2},
+        currencies=(make_currency("EUR"), make_currency("JPY"), make_currency("KWD")),
         completeness=Decimal("0.99912345678901234567890123"),
     )
     return replace(run, **changes)  # type: ignore[arg-type]
 
 
 def make_break(run_id: str = "run-1", key: str = "k1", *, day: date = DAY, minute: int = 0,
-               status: str = "UNEXPLAINED", residual: str = "1.25") -> BreakRow:
+               status: str = "UNEXPLAINED", residual: str = "1.25",
+               currency: str = "EUR") -> BreakRow:
     start = datetime(day.year, day.month, day.day, 0, minute, tzinfo=UTC)
     return BreakRow(
         run_id=run_id, day=day, window_start=start, window_end=start + timedelta(seconds=10),
-        key=key, status=status,
+        key=key, currency=currency, status=status,
         provisional_amount=None if status == "MISSING_IN_STREAM" else Decimal("10.10"),
         canonical_amount=Decimal("11.35"), gap_amount=Decimal("-1.25"), gap_count=1,
         late_amount=Decimal("0.00"), late_count=0, duplicate_amount=Decimal("0.00"),
@@ -68,10 +105,12 @@ def make_break(run_id: str = "run-1", key: str = "k1", *, day: date = DAY, minut
 
 
 ATTRIBUTION = [
-    AttributionRow(dimension="partition", value="3", late_events=40, late_amount=Decimal("123.45"),
+    AttributionRow(dimension="partition", value="3", late_events=40,
+                   late_amounts={"EUR": Decimal("123.45"), "JPY": Decimal("1200"),
+                                 "KWD": Decimal("0.125")},
                    all_events=1000, late_share=Decimal("0.8"), event_share=Decimal("0.25"),
                    lift=Decimal("3.2")),
-    AttributionRow(dimension="source", value="pos", late_events=0, late_amount=Decimal("0.00"),
+    AttributionRow(dimension="source", value="pos", late_events=0, late_amounts={},
                    all_events=0, late_share=Decimal("0"), event_share=Decimal("0"), lift=None),
 ]
 
@@ -85,8 +124,15 @@ def test_audit_run_round_trip_is_exact(db: ReportDB) -> None:
     got = db.get_audit_run("run-1")
     assert got == run
     assert got is not None
-    assert got.provisional_total == Decimal("12345678901234567.89")
-    assert str(got.canonical_total) == "0.30"
+    assert [c.currency for c in got.currencies] == ["EUR", "JPY", "KWD"]
+    eur, jpy, kwd = got.currencies
+    assert eur.provisional_total == Decimal("12345678901234567.89")
+    # stored at scale 3 (DECIMAL(38,3)); the currency says how many places are its own
+    assert str(eur.canonical_total) == "0.300" and str(jpy.gap_total) == "1200.000"
+    assert (kwd.canonical_total, kwd.duplicate_total) == (Decimal("1000.625"), Decimal("0.125"))
+    assert eur.residual_total == Decimal("12345678901234567890123456789012345.67")  # 37 digits
+    assert (eur.status_counts, eur.rows, eur.unexplained) == (
+        {"MATCHED": 4, "EXPLAINED": 1, "UNEXPLAINED": 1}, 6, 1)
     assert got.completeness == Decimal("0.99912345678901234567890123")
     assert got.started_at.tzinfo is not None and got.started_at.utcoffset() == timedelta(0)
     assert db.current_audit_run(DAY) == run
@@ -95,12 +141,28 @@ def test_audit_run_round_trip_is_exact(db: ReportDB) -> None:
     assert db.current_audit_run(DAY, kind="adhoc") is None
 
 
-def test_money_with_more_than_two_places_is_refused_not_rounded(db: ReportDB) -> None:
-    with pytest.raises(UsageError, match=r"money=Decimal\('0\.001'\).*at most 2 decimal places"):
-        db.record_audit_run(make_run(gap_total=Decimal("0.001")), [])
+def test_money_with_more_than_three_places_is_refused_not_rounded(db: ReportDB) -> None:
+    def run_with(**changes: object) -> AuditRun:
+        return make_run(currencies=(make_currency("KWD", **changes),))
+
+    with pytest.raises(UsageError, match=r"money=Decimal\('0\.0001'\).*at most 3 decimal "
+                                         r"places"):
+        db.record_audit_run(run_with(gap_total=Decimal("0.0001")), [])
     with pytest.raises(UsageError, match="floats are not exact"):
-        db.record_audit_run(make_run(late_total=0.1), [])  # type: ignore[arg-type]
-    assert db.audit_runs() == []  # the failed transactions left nothing behind
+        db.record_audit_run(run_with(late_total=0.1), [])
+    with pytest.raises(UsageError, match=r"fits DECIMAL\(38,3\)"):
+        db.record_audit_run(run_with(canonical_total=Decimal(10) ** 35), [])
+    assert db.audit_runs() == []  # the failed transactions left nothing behind (not the run)
+    db.record_audit_run(run_with(gap_total=Decimal("-0.001")), [])  # KWD's own minor unit
+    got = db.get_audit_run("run-1")
+    assert got is not None and got.currencies[0].gap_total == Decimal("-0.001")
+
+
+def test_the_largest_amount_decimal_38_3_holds_is_stored(db: ReportDB) -> None:
+    top = Decimal("99999999999999999999999999999999999.999")  # 35 + 3 digits
+    db.record_audit_run(make_run(currencies=(make_currency("KWD", residual_total=top),)), [])
+    got = db.get_audit_run("run-1")
+    assert got is not None and got.currencies[0].residual_total == top
 
 
 def test_breaks_round_trip(db: ReportDB) -> None:
@@ -112,6 +174,33 @@ def test_breaks_round_trip(db: ReportDB) -> None:
     assert db.breaks("run-1") == sorted(rows, key=lambda r: (r.window_start, r.key))
     assert db.breaks("run-1")[1].provisional_amount is None
     assert db.breaks("other") == []
+
+
+def test_one_window_and_key_breaks_separately_in_each_currency(db: ReportDB) -> None:
+    """(window, key) k1 breaks in EUR and in JPY: two breaks, two reviews, each with its own
+    figures and review status; deciding one does not touch the other."""
+    db.record_audit_run(make_run(), [])
+    eur = make_break(key="k1", residual="1.25")
+    jpy = replace(make_break(key="k1", residual="1200", currency="JPY"),
+                  provisional_amount=Decimal("1000"), canonical_amount=Decimal("2200"),
+                  gap_amount=Decimal("1200"))
+    kwd = make_break(key="k1", status="EXPLAINED", residual="0.000", currency="KWD")
+    assert db.write_breaks("run-1", [jpy, kwd, eur], now=T0) == 3
+    assert [(b.currency, b.residual_amount) for b in db.breaks("run-1")] == [
+        ("EUR", Decimal("1.25")), ("JPY", Decimal("1200")), ("KWD", Decimal("0"))]
+    listed = db.list_breaks(DAY, now=T0)
+    assert [(b["key"], b["currency"], b["review_status"], b["gap_amount"]) for b in listed] == [
+        ("k1", "EUR", "open", Decimal("-1.25")), ("k1", "JPY", "open", Decimal("1200")),
+        ("k1", "KWD", "explained", Decimal("-1.25"))]
+    db.append_signoff("run-1", "bob", "accepted", "k1 accepted in every currency")
+    assert {b["currency"]: b["review_status"] for b in db.list_breaks(DAY)} == {
+        "EUR": "accepted", "JPY": "accepted", "KWD": "explained"}
+    # the next audit: JPY's residual moved, so its decision no longer covers it; EUR's holds
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
+    db.write_breaks("run-2", [replace(eur, run_id="run-2"),
+                              replace(jpy, run_id="run-2", residual_amount=Decimal("1300"))])
+    assert {b["currency"]: b["review_status"] for b in db.list_breaks(DAY)} == {
+        "EUR": "accepted", "JPY": "open"}
 
 
 def test_check_run_and_results_round_trip(db: ReportDB) -> None:
@@ -173,6 +262,22 @@ def test_reaudit_makes_the_second_run_current_and_keeps_history(db: ReportDB) ->
         "run-2": True, "run-1": False, "adhoc-1": True}
     assert db.attribution("run-1") == ATTRIBUTION  # history is never deleted
     assert db.audit_runs(date(2026, 1, 5)) == []
+
+
+def test_signoffs_of_day_give_each_runs_gap_per_currency(db: ReportDB) -> None:
+    db.record_audit_run(make_run("run-1", reconciler="alice"), [])
+    db.append_signoff("run-1", "bob", "approved", "ties out")
+    later = make_run("run-2", started_at=T0 + timedelta(hours=1),
+                     currencies=(make_currency("EUR", gap_total=Decimal("-0.03")),
+                                 make_currency("JPY")))
+    db.record_audit_run(later, [])
+    db.append_signoff("run-2", "carol", "rejected", "EUR moved")
+    entries = db.signoffs_of_day(DAY)
+    assert [(e["run_id"], e["is_current"], e["gap_totals"]) for e in entries] == [
+        ("run-1", False, {"EUR": Decimal("-0.01"), "JPY": Decimal("1200"),
+                          "KWD": Decimal("0.125")}),
+        ("run-2", True, {"EUR": Decimal("-0.03"), "JPY": Decimal("1200")})]
+    assert "gap_total" not in entries[0]  # no cross-currency gap exists
 
 
 def test_same_run_id_twice_is_one_row(db: ReportDB) -> None:
@@ -305,7 +410,60 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0003_check_run_table_versions"
+        assert context.get_current_revision() == head == "0004_currency_grain"
+
+
+def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
+        db_url: str) -> None:
+    """Migration 0004 on a database holding a run of the earlier layout (one cross-currency
+    total per figure) and its break: the run keeps its counts, its money is gone (it was
+    never money), its break and review get currency '', and the report refuses the run."""
+    from alembic import command
+
+    from reckon.errors import LayoutError
+    from reports.context import headline_from_run
+    from reports.db import _alembic_config
+
+    engine = sa.create_engine(db_url)
+    pg = engine.dialect.name == "postgresql"
+
+    def money(text: str) -> object:
+        return Decimal(text) if pg else text
+
+    at = T0 if pg else T0.replace(tzinfo=None)
+    start = at.replace(day=1, hour=0)
+    with engine.begin() as conn:
+        command.upgrade(_alembic_config(conn), "0003_check_run_table_versions")
+        old = sa.MetaData()
+        runs, breaks, reviews = (sa.Table(n, old, autoload_with=conn)
+                                 for n in ("audit_runs", "breaks", "break_reviews"))
+        conn.execute(sa.insert(runs).values(
+            run_id="run-old", day=DAY, kind="nightly", started_at=at, duration_seconds=1.0,
+            reconciler="alice", params={}, status_counts={"MATCHED": 1, "UNEXPLAINED": 1},
+            rows=2, provisional_total=money("4449278.54"), canonical_total=money("4449279.54"),
+            gap_total=money("1.00"), late_total=money("0.00"), duplicate_total=money("0.00"),
+            residual_total=money("1.00"), unexplained=1, table_versions={},
+            completeness=None, is_current=True, recorded_at=at))
+        conn.execute(sa.insert(breaks).values(
+            run_id="run-old", day=DAY, window_start=start, window_end=start, key="k1",
+            status="UNEXPLAINED", provisional_amount=money("1.00"),
+            canonical_amount=money("2.00"), gap_amount=money("1.00"), gap_count=0,
+            late_amount=money("0.00"), late_count=0, duplicate_amount=money("0.00"),
+            duplicate_count=0, residual_amount=money("1.00"), residual_count=0,
+            explanation="old"))
+        conn.execute(sa.insert(reviews).values(
+            day=DAY, window_start=start, key="k1", review_status="open",
+            last_status="UNEXPLAINED", first_seen_at=at, last_seen_run_id="run-old",
+            updated_at=at, last_residual_amount=money("1.00"), last_residual_count=0))
+    engine.dispose()
+    with ReportDB(db_url) as upgraded:
+        run = upgraded.get_audit_run("run-old")
+        assert run is not None and (run.rows, run.unexplained, run.currencies) == (2, 1, ())
+        assert [(b.key, b.currency) for b in upgraded.breaks("run-old")] == [("k1", "")]
+        assert [(b["key"], b["currency"]) for b in upgraded.list_breaks(DAY)] == [("k1", "")]
+        assert upgraded.signoffs_of_day(DAY) == []
+        with pytest.raises(LayoutError, match=r"reckon audit --date 2026-01-01"):
+            headline_from_run(run)
 
 
 def test_schema_comparison_notices_a_missing_column(db: ReportDB) -> None:

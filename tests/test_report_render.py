@@ -1,11 +1,15 @@
 """The day's report: rendered from a typed context (no Spark), it opens in a real headless
 Chromium, its PDF renders with poppler and carries the headline figures, and its CSVs are
-byte-identical on a re-run. One Spark test renders a real warehouse (stream + replay + audit)."""
+byte-identical on a re-run. Money is per currency: a day with EUR, JPY and KWD has three
+headline groups, each amount in its currency's own digits, and no figure adds two currencies.
+One Spark test renders a real warehouse (stream + replay + audit)."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
+import itertools
 import re
 import shutil
 import subprocess
@@ -16,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from reckon.errors import LayoutError
+from reckon.money import format_money
 from reckon.reconcile import ReconStatus
 from reports.context import (
     BreakLine,
@@ -27,48 +33,89 @@ from reports.context import (
     ReportContext,
     WatermarkPoint,
 )
-from reports.records import AttributionRow
+from reports.records import AttributionRow, CurrencySummary
 from reports.render import render_context
 
 DAY = date(2026, 1, 1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 D = Decimal
+STATUSES = [s.value for s in ReconStatus]
+
+
+def _summary(code: str, rows: dict[str, int], amounts: str, events: tuple[int, int, int, int],
+             tolerated: str = "0", completeness: str | None = "0.999") -> CurrencySummary:
+    """One currency's figures; ``amounts``: 'provisional canonical gap late duplicate
+    residual', at the stored scale 3 as the report DB returns them."""
+    p, c, gap, late, dup, res = (D(a).quantize(D("0.001")) for a in amounts.split())
+    counts = {s: rows.get(s, 0) for s in STATUSES}
+    return CurrencySummary(
+        currency=code, rows=sum(counts.values()), status_counts=counts,
+        unexplained=sum(counts[s.value] for s in (ReconStatus.UNEXPLAINED,
+                                                  ReconStatus.MISSING_IN_STREAM,
+                                                  ReconStatus.MISSING_IN_CANONICAL)),
+        provisional_total=p, canonical_total=c, gap_total=gap, late_total=late,
+        duplicate_total=dup, residual_total=res, tolerated_total=D(tolerated).quantize(
+            D("0.001")), provisional_events=events[0], canonical_events=events[1],
+        late_events=events[2], duplicate_events=events[3],
+        completeness=None if completeness is None else D(completeness))
+
+
+CURRENCIES = (
+    _summary("EUR", {"MATCHED": 998, "EXPLAINED": 1, "UNEXPLAINED": 1},
+             "1234567.89 1234605.39 37.50 25.00 0 12.50", (5000, 5003, 2, 0), "0", "0.9994"),
+    _summary("JPY", {"MATCHED": 199, "EXPLAINED": 1}, "3211000 3212200 1200 1200 0 0",
+             (800, 801, 1, 0), "0", "0.99875"),
+    _summary("KWD", {"MATCHED": 32, "EXPLAINED": 2}, "1000.5 1000.625 0.125 0.25 0.125 0",
+             (60, 60, 1, 1), "0", "1"),
+)
+# the per-currency amounts for the figures of a break: provisional, canonical, gap
+_BREAK_AMOUNTS = {"EUR": ("100.00", "112.50", "12.50"), "JPY": ("1000", "2200", "1200"),
+                  "KWD": ("1.000", "1.125", "0.125")}
+
+
+def _break(i: int) -> BreakLine:
+    """Break i: windows of 10 s, currencies in turn (so one (window, key) can break in two
+    currencies: i and i+1 share a key when i is even); break 1 is the unexplained one."""
+    code = ("EUR", "JPY", "KWD")[i % 3]
+    p, c, gap = (D(a).quantize(D("0.001")) for a in _BREAK_AMOUNTS[code])
+    bad = i == 1
+    return BreakLine(
+        T0 + timedelta(seconds=10 * (i // 2)), T0 + timedelta(seconds=10 * (i // 2) + 10),
+        f"merchant-{(i // 2) % 4}", code,
+        ReconStatus.UNEXPLAINED.value if bad else ReconStatus.EXPLAINED.value,
+        p, c, gap, 1, D("0.000") if bad else gap, D("0.000"), gap if bad else D("0.000"),
+        "nothing explains it" if bad else "late events", "open", i % 3)
 
 
 def _ctx(breaks: int = 3, cap: int = 200) -> ReportContext:
-    lines = tuple(BreakLine(
-        T0 + timedelta(seconds=10 * i), T0 + timedelta(seconds=10 * i + 10), f"merchant-{i % 4}",
-        ReconStatus.UNEXPLAINED.value if i == 1 else ReconStatus.EXPLAINED.value,
-        D("100.00"), D("112.50"), D("12.50"), 1, D("12.50") if i != 1 else D("0.00"),
-        D("0.00"), D("0.00") if i != 1 else D("12.50"),
-        "late events" if i != 1 else "nothing explains it", "open", i % 3)
-        for i in range(breaks))
+    lines = tuple(_break(i) for i in range(breaks))
+    totals = {s: sum(c.status_counts[s] for c in CURRENCIES) for s in STATUSES}
     return ReportContext(
         day=DAY, audit_run_id="audit-2026-01-01-abc123", audit_kind="nightly",
         audit_started_at=datetime(2026, 1, 2, 3, 0, 0, tzinfo=UTC), reconciler="ops-bot",
         configuration=(("grace", "0s"), ("lateness", "3s"), ("tolerance_abs", "0.00"),
                        ("window", "10s")),
         table_versions=(("canonical_totals", 4), ("provisional_totals", 57)),
-        headline=Headline(rows=1234, provisional_total=D("1234567.89"),
-                          canonical_total=D("1234605.39"), gap_total=D("37.50"),
-                          late_total=D("25.00"), duplicate_total=D("0.00"),
-                          residual_total=D("12.50"), unexplained_amount=D("12.50"),
-                          unexplained_count=1, completeness=D("0.998765")),
-        status_counts=(("MATCHED", 1231), ("EXPLAINED", 2), ("UNEXPLAINED", 1),
-                       ("MISSING_IN_STREAM", 0), ("MISSING_IN_CANONICAL", 0)),
+        headline=Headline(rows=1234, unexplained_count=1, completeness=D("0.998765"),
+                          currencies=CURRENCIES),
+        status_counts=tuple((s, totals[s]) for s in STATUSES),
         breaks=lines[:cap], breaks_total=len(lines), all_breaks=lines, breaks_cap=cap,
         attribution=(
-            AttributionRow("partition", "0", 1, D("12.50"), 600, D("0.5"), D("0.486"),
-                           D("1.03")),
-            AttributionRow("partition", "3", 1, D("12.50"), 34, D("0.5"), D("0.028"),
-                           D("17.86")),
-            AttributionRow("source", "pos", 2, D("25.00"), 900, D("1"), D("0.73"), D("1.37"))),
-        gap_series=tuple(GapPoint(T0 + timedelta(minutes=10 * i), 60, D("1000.00"),
-                                  D("1000.00") + (D("12.50") if i in (2, 5) else 0),
-                                  D("12.50") if i in (2, 5) else D("0.00"),
-                                  D("12.50") if i == 2 else D("0.00"),
-                                  D("12.50") if i == 5 else D("0.00"), int(i == 5))
-                         for i in range(12)),
+            AttributionRow("partition", "0", 2, {"EUR": D("12.500"), "JPY": D("1200.000")},
+                           600, D("0.5"), D("0.486"), D("1.03")),
+            AttributionRow("partition", "3", 1, {"KWD": D("0.125")}, 34, D("0.25"),
+                           D("0.028"), D("8.93")),
+            AttributionRow("currency", "JPY", 1, {"JPY": D("1200.000")}, 801, D("0.25"),
+                           D("0.13"), D("1.92")),
+            AttributionRow("source", "pos", 0, {}, 900, D("0"), D("0.73"), D("0"))),
+        gap_series=tuple(
+            GapPoint(T0 + timedelta(minutes=10 * i), code, 60, D(p) * 10,
+                     D(p) * 10 + (D(gap) if i in (2, 5) else 0),
+                     D(gap) if i in (2, 5) else D("0.000"),
+                     D(gap) if i == 2 else D("0.000"),
+                     D(gap) if i == 5 and code == "EUR" else D("0.000"),
+                     int(i == 5 and code == "EUR"))
+            for code, (p, _, gap) in sorted(_BREAK_AMOUNTS.items()) for i in range(12)),
         gap_bucket_seconds=600,
         lateness_histogram=tuple(HistogramBucket(lo, hi, n, late) for lo, hi, n, late in (
             (0, 1, 1100, 0), (1, 2, 90, 0), (2, 5, 30, 1), (5, 10, 10, 1), (10, 30, 4, 0),
@@ -96,31 +143,70 @@ def _headline_section(html: str) -> str:
     return m.group(1)
 
 
-def test_headline_section_snapshot(tmp_path):
+def _groups(html: str) -> dict[str, list[tuple[str, str, str]]]:
+    """currency ('' = counts over every currency) -> [(name, label, value)] of the headline."""
+    groups = re.findall(r'<div class="figures" data-currency="([A-Z]*)">(.*?)\n</div>',
+                        _headline_section(html), re.S)
+    return {code: re.findall(r'data-name="([a-z_]+)"><div class="label">([^<]+)</div>'
+                             r'<div class="value">([^<]+)</div>', body)
+            for code, body in groups}
+
+
+def _cross_currency_sums() -> set[str]:
+    """Every way of adding one figure over two or three currencies, as the page or a CSV
+    could write it: none of these may appear anywhere."""
+    names = ("provisional_total", "canonical_total", "gap_total", "late_total",
+             "duplicate_total", "residual_total")
+    out: set[str] = set()
+    for name in names:
+        for n in (2, 3):
+            for combo in itertools.combinations(CURRENCIES, n):
+                total = sum((getattr(c, name) for c in combo), D(0))
+                if total and len({getattr(c, name) for c in combo} - {D(0)}) > 1:
+                    for places in ("0.01", "0.001"):
+                        q = total.quantize(D(places))
+                        out |= {f"{q:,f}", f"{q:f}"}
+    return out
+
+
+def test_headline_has_one_group_per_currency_in_its_own_digits(tmp_path):
     result = render_context(_ctx(), tmp_path / "r")
     html = Path(result.html_path).read_text()
-    figures = re.findall(r'data-name="([a-z_]+)"><div class="label">([^<]+)</div>'
-                         r'<div class="value">([^<]+)</div>', _headline_section(html))
-    assert figures == [
-        ("provisional_total", "Provisional total (stream)", "1,234,567.89"),
-        ("canonical_total", "Canonical total (replay)", "1,234,605.39"),
-        ("gap_total", "Gap", "37.50"),
-        ("late_total", "Explained by late events", "25.00"),
-        ("duplicate_total", "Explained by duplicates", "0.00"),
-        ("unexplained", "Unexplained", "12.50 in 1 row"),
+    groups = _groups(html)
+    assert list(groups) == ["", "EUR", "JPY", "KWD"]
+    assert groups[""] == [
+        ("rows", "Rows reconciled", "1,234"), ("unexplained_rows", "Unexplained rows", "1"),
         ("completeness", "Completeness", "0.998765"),
-        ("rows", "Rows reconciled", "1234"),
+        ("currencies", "Currencies", "EUR, JPY, KWD")]
+    assert groups["EUR"] == [
+        ("provisional_total", "Provisional total (stream)", "EUR 1,234,567.89"),
+        ("canonical_total", "Canonical total (replay)", "EUR 1,234,605.39"),
+        ("gap_total", "Gap", "EUR 37.50"),
+        ("late_total", "Explained by late events", "EUR 25.00"),
+        ("duplicate_total", "Explained by duplicates", "EUR 0.00"),
+        ("unexplained", "Unexplained", "EUR 12.50 in 1 row"),
+        ("completeness", "Completeness", "0.9994"),
+        ("rows", "Rows reconciled", "1,000"),
     ]
+    assert [v for _, _, v in groups["JPY"][:6]] == [
+        "JPY 3,211,000", "JPY 3,212,200", "JPY 1,200", "JPY 1,200", "JPY 0", "JPY 0 in 0 rows"]
+    assert [v for _, _, v in groups["KWD"][:6]] == [
+        "KWD 1,000.500", "KWD 1,000.625", "KWD 0.125", "KWD 0.250", "KWD 0.125",
+        "KWD 0.000 in 0 rows"]
+    assert "5,003 events" in _headline_section(html) and "1 copy" in _headline_section(html)
     assert '<span class="verdict bad" id="verdict">1 unexplained break</span>' in html
-    # with a tolerance, EXPLAINED rows may keep residuals: shown, so that the figures add up
+    # with a tolerance, EXPLAINED rows may keep residuals: shown per currency, so that the
+    # figures add up
+    kwd = dataclasses.replace(CURRENCIES[2], residual_total=D("0.003"),
+                              tolerated_total=D("0.003"))
     tolerant = dataclasses.replace(_ctx(), headline=dataclasses.replace(
-        _ctx().headline, residual_total=D("12.53")))
+        _ctx().headline, currencies=(*CURRENCIES[:2], kwd)))
     html_t = Path(render_context(tolerant, tmp_path / "t").html_path).read_text()
-    assert re.findall(r'data-name="([a-z_]+)"><div class="label">([^<]+)</div>'
-                      r'<div class="value">([^<]+)</div>', _headline_section(html_t))[5:7] == [
-        ("unexplained", "Unexplained", "12.50 in 1 row"),
-        ("tolerated_residual", "Residual within tolerance", "0.03")]
-    assert "tolerated_residual,0.03\n" in (tmp_path / "t" / "summary.csv").read_text()
+    assert _groups(html_t)["KWD"][5:7] == [
+        ("unexplained", "Unexplained", "KWD 0.000 in 0 rows"),
+        ("tolerated_residual", "Residual within tolerance", "KWD 0.003")]
+    assert all(name != "tolerated_residual" for name, _, _ in _groups(html_t)["EUR"])
+    assert "KWD,tolerated_residual,0.003\n" in (tmp_path / "t" / "summary.csv").read_text()
     # reviewers' order: configuration, counts, breaks, then the rest
     order = [html.index(f'<section id="{s}">') for s in
              ("headline", "configuration", "counts", "breaks", "gap", "attribution",
@@ -131,17 +217,82 @@ def test_headline_section_snapshot(tmp_path):
     assert html.count("<svg") == 4 and "<link" not in html
 
 
+def test_no_amount_of_two_currencies_is_added_anywhere(tmp_path):
+    result = render_context(_ctx(breaks=6), tmp_path / "r")
+    texts = {Path(result.html_path).name: Path(result.html_path).read_text()}
+    texts |= {Path(p).name: Path(p).read_text() for p in result.csv_paths}
+    sums = _cross_currency_sums()
+    assert "4,446,568.39" in sums and "1237.625" in sums  # the old headline's kind of figure
+    for name, text in texts.items():
+        found = sorted(s for s in sums if re.search(rf"(?<![\d.,]){re.escape(s)}(?![\d])", text))
+        assert found == [], f"{name} shows a cross-currency sum: {found}"
+    # every amount of the headline is in its group's currency; the counts group has none
+    for code, figures in _groups(texts["report.html"]).items():
+        money = [v for name, _, v in figures
+                 if name.endswith("_total") or name in ("unexplained", "tolerated_residual")]
+        assert all(v.startswith(f"{code} ") for v in money) and (bool(money) == bool(code))
+
+
+def test_summary_status_and_attribution_csvs_are_per_currency(tmp_path):
+    out = Path(render_context(_ctx(), tmp_path / "r").out_dir)
+
+    def rows(name: str) -> list[dict[str, str]]:
+        with open(out / name, newline="") as fh:
+            return list(csv.DictReader(fh))
+
+    summary = {(r["currency"], r["figure"]): r["value"] for r in rows("summary.csv")}
+    assert summary[("", "rows")] == "1234" and summary[("", "unexplained_count")] == "1"
+    assert summary[("", "currencies")] == "EUR JPY KWD"
+    assert not any(code == "" and name.endswith(("_total", "_amount", "_residual"))
+                   for code, name in summary if name != "breaks_total")  # counts only there
+    assert summary[("", "breaks_total")] == "3"
+    assert (summary[("EUR", "provisional_total")], summary[("JPY", "gap_total")],
+            summary[("KWD", "canonical_total")], summary[("KWD", "duplicate_total")]) == (
+        "1234567.89", "1200", "1000.625", "0.125")
+    assert summary[("EUR", "unexplained_amount")] == "12.50"
+    assert summary[("JPY", "late_events")] == "1" and summary[("EUR", "completeness")] == "0.9994"
+    statuses = {(r["currency"], r["status"]): int(r["rows"]) for r in rows("status_counts.csv")}
+    assert statuses[("", "MATCHED")] == 1229 and statuses[("JPY", "MATCHED")] == 199
+    assert statuses[("", "EXPLAINED")] == sum(statuses[(c, "EXPLAINED")]
+                                              for c in ("EUR", "JPY", "KWD"))  # counts add
+    attribution = [(r["dimension"], r["value"], r["currency"], r["late_events"],
+                    r["late_amount"]) for r in rows("attribution.csv")]
+    assert attribution[:3] == [("partition", "0", "", "2", ""),
+                               ("partition", "0", "EUR", "", "12.50"),
+                               ("partition", "0", "JPY", "", "1200")]
+    assert ("partition", "3", "KWD", "", "0.125") in attribution
+    assert ("source", "pos", "", "0", "") in attribution
+    gap = rows("gap_by_window.csv")
+    assert {r["currency"] for r in gap} == {"EUR", "JPY", "KWD"}
+    assert [r["gap_amount"] for r in gap if r["currency"] == "JPY"][2] == "1200"
+    html = (out / "report.html").read_text()
+    section = re.search(r'<section id="attribution">(.*?)</section>', html, re.S).group(1)
+    assert "EUR 12.50; JPY 1,200" in section and "KWD 0.125" in section
+    counts = re.search(r'<section id="counts">(.*?)</section>', html, re.S).group(1)
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", counts)[:5] == [
+        "status", "all currencies", "EUR", "JPY", "KWD"]
+
+
 def test_breaks_are_capped_with_the_total_shown_and_csv_has_all(tmp_path):
     result = render_context(_ctx(breaks=7, cap=5), tmp_path / "r")
     html = Path(result.html_path).read_text()
     assert "Showing 5 of 7 breaks" in html and "breaks.csv" in html
     section = re.search(r'<section id="breaks">(.*?)</section>', html, re.S).group(1)
     assert section.count("<tr><td>") == 5
+    # a currency column, each amount in its currency's digits
+    assert "<td>merchant-0</td><td>EUR</td><td class=\"num\">100.00</td>" in section
+    assert "<td>merchant-0</td><td>JPY</td><td class=\"num\">1,000</td>" in section
+    assert "<td>KWD</td><td class=\"num\">1.000</td><td class=\"num\">1.125</td>" in section
     with open(Path(result.out_dir) / "breaks.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 7
-    assert rows[1]["status"] == "UNEXPLAINED" and rows[1]["residual_amount"] == "12.50"
-    assert rows[0]["window_start"] == "2026-01-01T00:00:00Z"
+    assert rows[1]["status"] == "UNEXPLAINED" and rows[1]["residual_amount"] == "1200"
+    assert (rows[1]["currency"], rows[1]["key"], rows[1]["window_start"]) == (
+        "JPY", "merchant-0", "2026-01-01T00:00:00Z")
+    assert (rows[0]["currency"], rows[0]["gap_amount"], rows[0]["provisional_amount"]) == (
+        "EUR", "12.50", "100.00")
+    assert (rows[2]["currency"], rows[2]["gap_amount"], rows[2]["late_amount"]) == (
+        "KWD", "0.125", "0.125")
 
 
 def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
@@ -158,11 +309,62 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     again = render_context(_ctx(), tmp_path / "a")  # in place: same bytes, same hash
     assert again.sha256 == first.sha256
     summary = (Path(first.out_dir) / "summary.csv").read_text()
-    assert "provisional_total,1234567.89\n" in summary and "completeness,0.998765\n" in summary
+    assert summary.startswith("currency,figure,value\n,day,2026-01-01\n")
+    assert "EUR,provisional_total,1234567.89\n" in summary and ",completeness,0.998765\n" in summary
     curve = (Path(first.out_dir) / "lateness_curve.csv").read_text().splitlines()
     assert curve[0] == ("bound_seconds,completeness,admitted,dropped,avg_emit_latency_seconds,"
                         "configured,recommended")
     assert curve[3] == "3,0.998765,1232,2,3.1,true,false"
+
+
+def test_the_gap_chart_has_one_panel_per_currency():
+    from matplotlib.figure import Figure
+
+    from reports.charts import GAP_PANELS, _gap, _gap_currencies, render_charts
+
+    fig = Figure()
+    assert _gap(_ctx(), fig)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["amount (EUR)", "amount (JPY)",
+                                                    "amount (KWD)"]
+    jpy_gap = next(line for line in fig.axes[1].get_lines()
+                   if line.get_label().startswith("gap"))
+    assert max(jpy_gap.get_ydata()) == 1200.0  # the panel holds JPY only
+    # many currencies: GAP_PANELS panels, those with unexplained rows among them
+    codes = ["AUD", "CAD", "CHF", "EUR", "GBP", "JPY", "KWD", "NOK", "SEK"]
+    pts = tuple(GapPoint(T0, code, 5, D("1"), D("2"), D("1"), D("1"), D("0"),
+                         int(code in ("SEK", "NOK"))) for code in codes)
+    shown = _gap_currencies(pts)
+    assert len(shown) == GAP_PANELS and {"SEK", "NOK"} <= set(shown)
+    assert shown == sorted(shown)
+    many = dataclasses.replace(_ctx(), gap_series=pts)
+    assert any(c.name == "gap_by_window" for c in render_charts(many))
+
+
+def test_a_run_without_per_currency_figures_is_refused_not_made_up(tmp_path):
+    """A run recorded before money was kept per currency (migration 0004 dropped its
+    cross-currency totals): its rows are known, its money is not. Refused, with the fix."""
+    from reports.context import headline_from_run
+    from tests.test_report_db import make_run
+
+    old = make_run("audit-old", currencies=())
+    with pytest.raises(LayoutError) as err:
+        headline_from_run(old)
+    message = str(err.value)
+    assert "\n" not in message and "`reckon audit --date 2026-01-01`" in message
+    assert "audit-old" in message
+    legacy = dataclasses.replace(_ctx(), headline=Headline(1234, 1, None, ()))
+    with pytest.raises(LayoutError, match=r"re-audit the day \(`reckon audit --date "
+                                          r"2026-01-01`\)"):
+        render_context(legacy, tmp_path / "r")
+    assert not (tmp_path / "r").exists()  # nothing written
+    # a day without any row has no money to show, and says so
+    empty = dataclasses.replace(_ctx(breaks=0), headline=Headline(0, 0, None, ()),
+                                status_counts=tuple((s, 0) for s in STATUSES),
+                                attribution=(), gap_series=())
+    html = Path(render_context(empty, tmp_path / "e").html_path).read_text()
+    assert "No (window, key, currency) rows" in html
+    assert list(_groups(html)) == [""]
+    assert headline_from_run(make_run("audit-empty", rows=0, currencies=())).currencies == ()
 
 
 def _need(tool: str) -> str:
@@ -199,7 +401,8 @@ def test_html_opens_in_headless_chromium(tmp_path):
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                           Path(result.html_path).as_uri()],
                          capture_output=True, text=True, timeout=180).stdout
-    assert "1,234,567.89" in dom and "1,234,605.39" in dom
+    assert "EUR 1,234,567.89" in dom and "EUR 1,234,605.39" in dom
+    assert "JPY 1,200" in dom and "KWD 0.125" in dom
 
 
 def test_pdf_renders_and_carries_the_headline(tmp_path):
@@ -212,10 +415,12 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
     assert _png_stats(pages[0])[2] > 5
     text = subprocess.run([pdftotext, "-layout", result.pdf_path, "-"], check=True,
                           capture_output=True, text=True, timeout=120).stdout
-    for figure in ("1,234,567.89", "1,234,605.39", "37.50", "25.00", "12.50 in 1 row",
-                   "0.998765", "1 unexplained break", "audit-2026-01-01-abc123",
-                   "UNEXPLAINED"):
+    for figure in ("EUR 1,234,567.89", "EUR 1,234,605.39", "EUR 37.50", "EUR 25.00",
+                   "EUR 12.50 in 1 row", "JPY 3,211,000", "JPY 1,200", "KWD 0.125",
+                   "KWD 1,000.625", "0.998765", "1 unexplained break",
+                   "audit-2026-01-01-abc123", "UNEXPLAINED", "EUR 12.50; JPY 1,200"):
         assert figure in text, figure
+    assert "4,446,568.39" not in text and "4446568.39" not in text  # no cross-currency sum
 
 
 # ----------------------------------------------------------------------------- Spark tier
@@ -243,10 +448,16 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     result = render_day(spark, settings, DAY)
     assert Path(result.out_dir) == warehouse.resolve() / "reports" / "2026-01-01"
     html = Path(result.html_path).read_text()
-    head = _headline_section(html)
-    assert f">{audit.provisional_total}<" in head and f">{audit.canonical_total}<" in head
-    assert audit.gap_total == "2.00" and audit.late_total == "2.00"
-    assert ">2.00<" in head
+    [usd] = audit.currencies
+    assert usd["currency"] == "USD"
+    assert (D(usd["gap_total"]), D(usd["late_total"])) == (D("2.00"), D("2.00"))
+    figures = {name: value for name, _, value in _groups(html)["USD"]}
+    assert figures["provisional_total"] == format_money(D(usd["provisional_total"]), "USD")
+    assert figures["canonical_total"] == format_money(D(usd["canonical_total"]), "USD")
+    assert (figures["gap_total"], figures["late_total"]) == ("USD 2.00", "USD 2.00")
+    rows = list(csv.DictReader(io.StringIO((Path(result.out_dir) / "breaks.csv").read_text())))
+    assert rows and {r["currency"] for r in rows} == {"USD"}
+    assert all(re.fullmatch(r"-?\d+\.\d\d", r["gap_amount"]) for r in rows)  # USD: 2 places
     rec = ReportDB.from_settings(settings).current_report(DAY)
     assert rec is not None and rec.sha256 == result.sha256
     assert rec.sha256 == hashlib.sha256(Path(result.html_path).read_bytes()).hexdigest()
@@ -257,6 +468,38 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     again = render_day(spark, settings, DAY)
     assert again.sha256 == result.sha256
     assert all(Path(p).read_bytes() == data for p, data in before.items())
+
+
+def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streamed_scenario,
+                                                                 tmp_path):
+    """Key m0's window holds EUR, JPY and KWD events (streamed, replayed, audited): the report
+    has three headline groups in their own digits, the CSVs a currency column, no sum."""
+    from audits.audit import audit_day
+    from reports.render import render_day
+    from spark.replay import replay_day
+    from tests.scenarios import SCENARIOS
+    from tests.streamkit import copy_warehouse, stream_settings
+
+    case = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
+    warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
+    settings = stream_settings(warehouse, **case.rules)
+    replay_day(spark, settings, DAY)
+    audit = audit_day(spark, settings, DAY, kind="nightly")
+    assert [c["currency"] for c in audit.currencies] == ["EUR", "JPY", "KWD"]
+    result = render_day(spark, settings, DAY)
+    html = Path(result.html_path).read_text()
+    groups = _groups(html)
+    assert list(groups) == ["", "EUR", "JPY", "KWD"]
+    assert [dict((n, v) for n, _, v in groups[c])["canonical_total"]
+            for c in ("EUR", "JPY", "KWD")] == ["EUR 12.50", "JPY 1,507", "KWD 2.625"]
+    summary = (Path(result.out_dir) / "summary.csv").read_text()
+    assert "EUR,canonical_total,12.50\n" in summary and "JPY,canonical_total,1507\n" in summary
+    assert "KWD,canonical_total,2.625\n" in summary
+    for total in ("1522.125", "1,522.125", "1519.50", "1,519.50", "15.125"):
+        assert total not in html and total not in summary
+    gap = (Path(result.out_dir) / "gap_by_window.csv").read_text().splitlines()
+    assert gap[0].split(",")[2] == "currency"
+    assert sorted(line.split(",")[2] for line in gap[1:]) == ["EUR", "JPY", "KWD"]
 
 
 def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_path):
@@ -351,18 +594,28 @@ def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid
     ctx = _ctx()
     assert signoff_line(ctx) == "Sign-off: Not signed off yet."
     at = datetime(2026, 1, 2, 9, 30, tzinfo=UTC)
+    gaps = {"EUR": D("37.50"), "JPY": D("1200"), "KWD": D("0.125")}
     signed = dataclasses.replace(ctx, signoffs=(
-        Signoff(ctx.audit_run_id, "approved", "bob", at, D("37.50"), 1),))
+        Signoff(ctx.audit_run_id, "approved", "bob", at, gaps, 1),))
     assert signoff_line(signed) == "Sign-off: Approved by bob at 2026-01-02T09:30:00Z."
+    # the same gaps at the stored scale (37.500) are the same gaps
     unchanged = dataclasses.replace(ctx, superseded_signoff=Signoff(
-        "audit-old", "approved", "bob", at, D("37.50"), 1))
+        "audit-old", "approved", "bob", at, {k: v.quantize(D("0.001")) for k, v in gaps.items()},
+        1))
     assert signoff_line(unchanged) == (
         "Sign-off: Run audit-old of this day was approved by bob at 2026-01-02T09:30:00Z; this "
-        "audit replaced it (the gap and the unexplained count are unchanged): the day needs a "
-        "new sign-off.")
+        "audit replaced it (the gap of every currency and the unexplained count are "
+        "unchanged): the day needs a new sign-off.")
+    # compared per currency: a changed EUR gap, a currency gone (GBP), one new (KWD); JPY
+    # unchanged is not mentioned, and nothing is summed
     changed = dataclasses.replace(ctx, superseded_signoff=Signoff(
-        "audit-old", "accepted", "bob", at, D("30.00"), 0))
-    assert "(gap 30.00 -> 37.50, unexplained breaks 0 -> 1)" in signoff_line(changed)
+        "audit-old", "accepted", "bob", at,
+        {"EUR": D("30.00"), "GBP": D("5.00"), "JPY": D("1200")}, 0))
+    assert ("(gap EUR 30.00 -> EUR 37.50, gap GBP 5.00 -> no GBP, gap no KWD -> KWD 0.125, "
+            "unexplained breaks 0 -> 1)") in signoff_line(changed)
+    only_count = dataclasses.replace(ctx, superseded_signoff=Signoff(
+        "audit-old", "approved", "bob", at, gaps, 3))
+    assert "(unexplained breaks 3 -> 1)" in signoff_line(only_count)
 
 
 def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp_path):

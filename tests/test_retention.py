@@ -92,11 +92,12 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     processor(_raw(spark, batches[3]), 3)
     expected = run_stream(batches, EventTimeRules.parse(**RULES))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
-    (start, key), row = next((k, v) for k, v in sorted(provisional_rows(spark, warehouse).items())
-                             if v[-1] == 3 and v[-2] < 3)  # first counted before, revised in 3
+    (start, key, currency), row = next(
+        (k, v) for k, v in sorted(provisional_rows(spark, warehouse).items())
+        if v[-1] == 3 and v[-2] < 3)  # first counted before, revised in 3
     since_then = f"{(to_micros_now() - before_batch) // 1000 + 1}ms"
     story = explain_window(spark, dataclasses.replace(settings, vacuum_retain=since_then), key,
-                           start)
+                           start, currency=currency)
     [chapter] = [ch for ch in story.chapters if ch.window_start == start]
     assert chapter.history_since is not None and chapter.history_since >= before_batch
     assert chapter.history and {h.last_batch_id for h in chapter.history} == {3}

@@ -7,6 +7,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -24,7 +25,7 @@ from reports.review import (
     append_signoff,
     verify_log,
 )
-from tests.test_report_db import DAY, T0, make_break, make_run
+from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
 
 LOG = SIGNOFF_LOG
 
@@ -206,19 +207,26 @@ def test_reviews_from_before_the_figures_were_kept_are_not_reopened(db_url: str)
     engine = sa.create_engine(db_url)
     with engine.begin() as conn:
         command.upgrade(_alembic_config(conn), "0001_initial")
-        # the columns 0001 has, typed as the models store them
-        conn.execute(sa.insert(BREAK_REVIEWS).values(
+        # the columns 0001 has (no figures, no currency), typed as the models store them
+        reviews_0001 = sa.Table("break_reviews", sa.MetaData(),
+                                *(c.copy() for c in BREAK_REVIEWS.c
+                                  if c.name in ("day", "window_start", "key", "review_status",
+                                                "last_status", "first_seen_at",
+                                                "last_seen_run_id", "updated_at")))
+        conn.execute(sa.insert(reviews_0001).values(
             day=DAY, window_start=make_break("run-1", "k2").window_start, key="k2",
             review_status="accepted", last_status="UNEXPLAINED", first_seen_at=T0,
             last_seen_run_id="run-0", updated_at=T0))
     engine.dispose()
     with ReportDB(db_url) as upgraded:
         upgraded.record_audit_run(make_run("run-1"), [])
-        upgraded.write_breaks("run-1", [make_break("run-1", "k2", residual="7.00")])
+        # 0004 gave the old review currency '' (unknown): the same identity again
+        upgraded.write_breaks("run-1", [make_break("run-1", "k2", residual="7.00",
+                                                   currency="")])
         with upgraded.engine.connect() as conn:
             row = conn.execute(sa.select(BREAK_REVIEWS)).one()
-    assert (row.review_status, row.last_residual_amount, row.last_seen_run_id) == (
-        "accepted", Decimal("7.00"), "run-1")
+    assert (row.review_status, row.last_residual_amount, row.last_seen_run_id,
+            row.currency) == ("accepted", Decimal("7.00"), "run-1", "")
 
 
 def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
@@ -254,7 +262,8 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
 
 @pytest.fixture()
 def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temp warehouse with one recorded run (reconciled by alice) and two breaks."""
+    """A temp warehouse with one recorded run (reconciled by alice) and three breaks: acct-7's
+    window breaks in EUR and in JPY (two breaks), acct-1's is explained."""
     monkeypatch.chdir(tmp_path)
     for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
         monkeypatch.delenv(name, raising=False)
@@ -262,6 +271,11 @@ def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as database:
         database.record_audit_run(make_run("run-1", reconciler="alice"), [])
         database.write_breaks("run-1", [make_break("run-1", "acct-7", residual="-12.34"),
+                                        replace(make_break("run-1", "acct-7", residual="-1200",
+                                                           currency="JPY"),
+                                                provisional_amount=Decimal("3400"),
+                                                canonical_amount=Decimal("2200"),
+                                                gap_amount=Decimal("-1200")),
                                         make_break("run-1", "acct-1", status="EXPLAINED",
                                                    residual="0.00")],
                               now=T0.astimezone(UTC))
@@ -273,15 +287,22 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     wh = str(cli_warehouse)
     assert main(["breaks", "list", "--warehouse", wh, "--date", "2026-01-01"]) == 0
     out = capsys.readouterr().out
-    assert "acct-7" in out and "-12.34" in out and "UNEXPLAINED" in out
-    assert out.splitlines()[0].split() == ["DAY", "WINDOW", "START", "KEY", "STATUS", "GAP",
-                                           "RESIDUAL", "REVIEW", "AGE", "(d)", "RUN"]
-    assert "2 breaks: 1 explained, 1 open" in out
+    assert out.splitlines()[0].split() == ["DAY", "WINDOW", "START", "KEY", "CURRENCY",
+                                           "STATUS", "GAP", "RESIDUAL", "REVIEW", "AGE", "(d)",
+                                           "RUN"]
+    lines = {(line.split()[2], line.split()[3]): line.split() for line in out.splitlines()[2:5]}
+    # each amount in its currency's own digits: EUR 2 places, JPY none (grouped)
+    assert lines[("acct-7", "EUR")][4:7] == ["UNEXPLAINED", "-1.25", "-12.34"]
+    assert lines[("acct-7", "JPY")][4:7] == ["UNEXPLAINED", "-1,200", "-1,200"]
+    assert lines[("acct-1", "EUR")][4:7] == ["EXPLAINED", "-1.25", "0.00"]
+    assert "3 breaks: 1 explained, 2 open" in out
 
     assert main(["breaks", "list", "--warehouse", wh, "--status", "open", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [(b["key"], b["review_status"], b["residual_amount"]) for b in listed] == [
-        ("acct-7", "open", "-12.34")]
+    assert [(b["key"], b["currency"], b["review_status"], b["residual_amount"],
+             b["gap_amount"]) for b in listed] == [
+        ("acct-7", "EUR", "open", "-12.34", "-1.25"), ("acct-7", "JPY", "open", "-1200",
+                                                       "-1200")]
     assert listed[0]["window_start"] == "2026-01-01T00:00:00Z"
 
     assert main(["breaks", "list", "--warehouse", wh, "--status", "closed"]) == 2
@@ -299,7 +320,8 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
                  "--note", "acct-7 is a known fee", "--decision", "accepted"]) == 0
     assert "run run-1 accepted by bob (log seq 1" in capsys.readouterr().out
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
-    assert [b["key"] for b in json.loads(capsys.readouterr().out)] == ["acct-7"]
+    assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
+        ("acct-7", "EUR"), ("acct-7", "JPY")]
     assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "carol",
                  "--note", "approved"]) == 0
     capsys.readouterr()
@@ -341,8 +363,9 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-1") is None
     assert _signoffs(db, first)[1] is None
 
-    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1),
-                                 gap_total=Decimal("-0.03"), unexplained=2), [])
+    db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1), unexplained=2,
+                                 currencies=(make_currency("EUR", gap_total=Decimal("-0.03")),
+                                             make_currency("JPY"))), [])
     second = db.get_audit_run("run-2")
     assert second is not None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") == "run-1"
@@ -350,7 +373,8 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     assert own == ()
     assert prior is not None and (prior.run_id, prior.decision, prior.by) == (
         "run-1", "approved", "bob")
-    assert (prior.gap_total, prior.unexplained) == (Decimal("-0.01"), 1)
+    assert (prior.gap_totals, prior.unexplained) == (
+        {"EUR": Decimal("-0.01"), "JPY": Decimal("1200"), "KWD": Decimal("0.125")}, 1)
     assert [e["run_id"] for e in db.signoffs_of_day(DAY)] == ["run-1"]
 
     db.append_signoff("run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing

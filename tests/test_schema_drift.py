@@ -6,9 +6,10 @@
   field is the same thing (the old name is missing; the new name is just an extra field).
 - A field whose type changed: text fields read a JSON number or boolean as its text (an
   ``event_id`` of 42 becomes "42"); an object or array there is ``wrong_type``. The amount
-  may arrive as a JSON number: it is ACCEPTED when the number is a decimal with at most 2
-  places (12.5 -> 12.50, 12 -> 12.00, 1.5e2 -> 150.00) and is ``bad_amount`` otherwise
-  (1.005). Spark reads a JSON number into a text field through a double, whose text drops
+  may arrive as a JSON number: it is ACCEPTED when the number is a whole number of its
+  currency's minor units (EUR 12.5 -> 12.500, 12 -> 12.000, 1.5e2 -> 150.000, stored at scale
+  3), ``exceeds_minor_unit`` when it is finer than the currency (EUR 1.005), and
+  ``bad_amount`` beyond the stored scale (1.0005). Spark reads a JSON number into a text field through a double, whose text drops
   digits beyond ~17 (1.000000000000000001 reads "1.0"); the number's own digits, read as a
   decimal, make that ``bad_amount`` too, never 1.00. Producers should still send strings.
 """
@@ -44,27 +45,30 @@ def _rename(event_id: str, old: str, new: str) -> str:
 
 # line -> None (valid; the amount text the event log must hold) or (reason, detail fragment)
 CASES: dict[str, tuple[str, str | tuple[str, str]]] = {
-    "v1": (json.dumps(V1), "10.00"),
+    "v1": (json.dumps(V1), "10.000"),
     "added-field": (_drifted("d-added", channel="app", tags=["a", "b"], geo={"lat": 1.5}),
-                    "10.00"),
-    "added-null-field": (_drifted("d-added-null", refund_of=None), "10.00"),
+                    "10.000"),
+    "added-null-field": (_drifted("d-added-null", refund_of=None), "10.000"),
     "removed-source": (_drifted("d-no-source", drop=("source",)), ("missing_field", "source")),
     "removed-two": (_drifted("d-no-two", drop=("currency", "key")),
                     ("missing_field", "key,currency")),
     "renamed-amount": (_rename("d-renamed", "amount", "value"), ("missing_field", "amount")),
     "renamed-event_time": (_rename("d-renamed-t", "event_time", "ts"),
                            ("missing_field", "event_time")),
-    "amount-number": (_drifted("d-num", amount=12.5), "12.50"),
-    "amount-integer": (_drifted("d-int", amount=12), "12.00"),
-    "amount-number-3-places": (_drifted("d-num3", amount=1.005), ("bad_amount", "1.005")),
-    "amount-number-exponent": (_drifted("d-exp").replace('"10.00"', "1.5e2"), "150.00"),
+    "amount-number": (_drifted("d-num", amount=12.5), "12.500"),
+    "amount-integer": (_drifted("d-int", amount=12), "12.000"),
+    "amount-number-3-places": (_drifted("d-num3", amount=1.005),
+                               ("exceeds_minor_unit", "EUR 1.005")),
+    "amount-number-4-places": (_drifted("d-num4", amount=1.0005), ("bad_amount", "1.0005")),
+    "amount-number-yen": (_drifted("d-yen", amount=1500, currency="JPY"), "1500.000"),
+    "amount-number-exponent": (_drifted("d-exp").replace('"10.00"', "1.5e2"), "150.000"),
     "amount-number-beyond-double": (_drifted("d-dbl").replace('"10.00"', "1.000000000000000001"),
                                     ("bad_amount", "1.000000000000000001")),
     "amount-number-20-places": (_drifted("d-dbl20").replace('"10.00"', "0.10000000000000000001"),
                                 ("bad_amount", "0.10000000000000000001")),
     "amount-number-spaced": (_drifted("d-sp").replace('"amount":"10.00"', '"amount" : 7.25'),
-                             "7.25"),
-    "event_id-number": (_drifted(42), "10.00"),
+                             "7.250"),
+    "event_id-number": (_drifted(42), "10.000"),
     "event_id-object": (_drifted({"v": 1}), ("wrong_type", "event_id")),
     "currency-number": (_drifted("d-cur", currency=978), ("unknown_currency", "978")),
 }

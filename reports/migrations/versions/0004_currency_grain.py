@@ -76,22 +76,53 @@ def upgrade() -> None:
             batch.alter_column(name, type_=_money())
     with op.batch_alter_table("breaks") as batch:  # the default served the old rows only
         batch.alter_column("currency", server_default=None)
-    with op.batch_alter_table("break_reviews") as batch:
-        batch.add_column(sa.Column("currency", sa.String(3), nullable=False,
-                                   server_default=""))
-        batch.alter_column("last_residual_amount", type_=_money())
-    with op.batch_alter_table("break_reviews") as batch:
-        batch.alter_column("currency", server_default=None)
-        if op.get_context().dialect.name == "postgresql":
-            batch.drop_constraint("break_reviews_pkey", type_="primary")
-        batch.create_primary_key("break_reviews_pkey",
-                                 ["day", "window_start", "key", "currency"])
+    _break_reviews_by_currency()
     with op.batch_alter_table("late_attribution") as batch:
         batch.add_column(sa.Column("late_amounts", _json(), nullable=False,
                                    server_default=sa.text("'{}'")))
         batch.drop_column("late_amount")
     with op.batch_alter_table("late_attribution") as batch:
         batch.alter_column("late_amounts", server_default=None)
+
+
+def _break_reviews_by_currency() -> None:
+    """break_reviews gains ``currency`` in its primary key. PostgreSQL alters the key in place;
+    SQLite cannot, so the table is rebuilt explicitly (new table, copy, swap) rather than by
+    batch mode's reflection, which warns when the key's columns change."""
+    if op.get_context().dialect.name != "sqlite":
+        op.add_column("break_reviews", sa.Column("currency", sa.String(3), nullable=False,
+                                                 server_default=""))
+        op.alter_column("break_reviews", "currency", server_default=None)
+        op.alter_column("break_reviews", "last_residual_amount", type_=_money())
+        op.drop_constraint("break_reviews_pkey", "break_reviews", type_="primary")
+        op.create_primary_key("break_reviews_pkey", "break_reviews",
+                              ["day", "window_start", "key", "currency"])
+        return
+    op.create_table(
+        "_break_reviews_0004",
+        sa.Column("day", sa.Date(), nullable=False),
+        sa.Column("window_start", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("key", sa.String(400), nullable=False),
+        sa.Column("currency", sa.String(3), nullable=False),
+        sa.Column("review_status", sa.String(20), nullable=False),
+        sa.Column("last_status", sa.String(40), nullable=False),
+        sa.Column("first_seen_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("last_seen_run_id", sa.String(200), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("last_residual_amount", _money(), nullable=True),
+        sa.Column("last_residual_count", sa.BigInteger(), nullable=True),
+        sa.PrimaryKeyConstraint("day", "window_start", "key", "currency",
+                                name="break_reviews_pkey"),
+        sa.CheckConstraint("review_status IN ('open', 'explained', 'accepted', 'resolved')",
+                           name="ck_break_reviews_status"),
+    )
+    op.execute("INSERT INTO _break_reviews_0004 (day, window_start, key, currency, "
+               "review_status, last_status, first_seen_at, last_seen_run_id, updated_at, "
+               "last_residual_amount, last_residual_count) SELECT day, window_start, key, '', "
+               "review_status, last_status, first_seen_at, last_seen_run_id, updated_at, "
+               "last_residual_amount, last_residual_count FROM break_reviews")
+    op.drop_table("break_reviews")
+    op.rename_table("_break_reviews_0004", "break_reviews")
 
 
 def downgrade() -> None:
