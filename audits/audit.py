@@ -48,6 +48,7 @@ from reckon.timeutil import format_micros, parse_date
 from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
 from spark.money import amount_text_col
+from spark.observe import observed
 from spark.rules import recon_status_col
 
 __all__ = ["AuditResult", "audit_day", "cmd_audit", "currency_summary_dict"]
@@ -396,7 +397,8 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
     summary = Observation("audit_summary")
     tb.replace_rows(tb.conform(rows, tb.RECONCILIATION).observe(summary, *_count_aggregates()),
                     wh, tb.RECONCILIATION, tb.window_day(day))
-    s = summary.get
+    s = observed(summary, {**{status.value: 0 for status in ReconStatus},
+                           "pn": 0, "cn": 0, "ln": 0, "dn": 0})
     counts = {status.value: int(s[status.value]) for status in ReconStatus}
     unexplained = sum(counts[status.value] for status in UNEXPLAINED_STATUSES)
     completeness = _completeness(int(s["pn"] or 0), int(s["dn"] or 0), int(s["cn"] or 0))

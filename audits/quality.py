@@ -163,6 +163,8 @@ class CheckResult:
     def summary(self) -> str:
         """The readable report of ``reckon check``: one line per suite, then each failure."""
         verdict = "passed" if self.success else "FAILED"
+        if self.suites and all(s.rows == 0 for s in self.suites):
+            verdict += " (no events on the day)"
         lines = [f"data-quality check {self.day.isoformat()} {verdict}: "
                  f"{len(self.blocking_failures)} blocking failure(s), {self.warnings} "
                  f"warning(s); {self.expectations} expectations in {len(self.suites)} suites, "

@@ -15,12 +15,21 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
+from airflow.sdk import (
+    BaseSensorOperator,
+    CronDataIntervalTimetable,
+    Param,
+    PokeReturnValue,
+    dag,
+    get_current_context,
+    task,
+)
+from airflow.sdk.exceptions import AirflowFailException
 
 from reckon.config import PROJECT_ROOT, Settings, load_settings
-from reckon.errors import ConfigError
-from reckon.pipeline import task_retries
-from reckon.timeutil import MICROS_PER_SECOND, parse_duration
+from reckon.errors import ConcurrentAuditError, ConfigError, ReckonError
+from reckon.pipeline import nightly_days, task_retries
+from reckon.timeutil import MICROS_PER_SECOND, describe_duration, parse_duration
 
 __all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
 
@@ -39,17 +48,25 @@ RETRIES = task_retries(os.environ)
 
 _SETTINGS: Settings = load_settings()  # env + optional TOML only: no Spark, no database
 _WAIT_SECONDS = parse_duration(_SETTINGS.watermark_wait_timeout) // MICROS_PER_SECOND
+_POLL_SECONDS = max(1, parse_duration(_SETTINGS.watermark_poll) // MICROS_PER_SECOND)
 _SMALL_LIST = 20  # lists longer than this stay out of XCom
 
 
 DOC_MD = f"""
 # reckon_nightly: canonical totals and the audit, once per UTC day
 
-**Which day.** A run processes day **D = the UTC date of its data interval start**. The
-schedule is a daily cron *data interval* timetable (`0 0 * * *`, UTC): the run for
-`[D 00:00, D+1 00:00)` starts just after midnight at the end of D, and its logical date is
-`D 00:00` UTC, so for scheduled runs and backfills D is the logical date's UTC day. A manual
-trigger (or `dag.test`) at time T processes the last complete UTC day before T.
+**Which day.** A run processes day **D**, the same way however it was started:
+
+1. the run's `day` param, if given (`--conf '{{"day": "2026-01-01"}}'`, or the trigger form);
+2. else **the UTC date of the run's logical date**: the scheduled run for
+   `[D 00:00, D+1 00:00)` (it starts just after midnight at the end of D; its logical date is
+   `D 00:00` UTC), a backfill of D, `airflow dags trigger {DAG_ID} --logical-date D`, the REST
+   API with `"logical_date": "D"`, and `dag.test(logical_date=D)`;
+3. else (a run triggered without a logical date) the last complete UTC day before the trigger.
+
+**Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}'` (a new run, any
+time; or `--logical-date D` if no run of D exists yet), or clear its run:
+`airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.
 
 **Lookback.** Each step runs for every day of `[D - lookback_days, D]` (oldest first):
 late events keep arriving for a while, and re-running yesterday is cheap and idempotent.
@@ -60,7 +77,7 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 
 | task | what it does |
 |---|---|
-| `wait_for_watermark` | waits (polling `watermark_progress`) until the stream's global watermark passed the end of D's last window + grace (midnight + grace for tumbling windows), so no event of D can still change a provisional total. Fails after `RECKON_WATERMARK_WAIT_TIMEOUT` (now {_SETTINGS.watermark_wait_timeout}) with the watermark it saw: check the stream is running and every partition delivers. |
+| `wait_for_watermark` | a sensor in *reschedule* mode: every {describe_duration(_POLL_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_POLL`) it looks whether the stream's global watermark passed the end of D's last window + grace (midnight + grace for tumbling windows), so no event of D can still change a provisional total; between looks it holds no worker slot, and a look reads the Delta log's statistics (no Spark). Fails without retry after {describe_duration(_WAIT_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_WAIT_TIMEOUT`) naming the day and the watermark it saw: check the stream is running and every partition delivers. |
 | `compact` | rewrites the day's partitions of the stream tables (`event_log`, `quarantine`, `late_events`, `provisional_totals`), written as a few small files per micro-batch, into a few large files (Delta OPTIMIZE; rows unchanged, a compacted partition is left alone), so the replay and later queries open few files. |
 | `replay` | recomputes `canonical_totals` for each day from the full `event_log`, and in the same pass `uncaught_duplicates` (what the stream counted twice); replaces only that day's partitions. |
 | `audit` | reconciles provisional against canonical totals per (window, key, currency) from those per-window tables alone (amounts of two currencies are never added), writes `reconciliation` and the report DB rows. |
@@ -68,15 +85,19 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 | `report` | renders the day's report (HTML, PDF, CSV, with the check results: a day with unexplained breaks is the day finance needs it) and records its SHA-256 in the report DB. |
 | `quality_gate` | fails the run, without retries, naming every day whose current check run had a blocking failure; the report of that day says which expectations. |
 
-Every step is idempotent per day, so retries ({RETRIES} here, exponential backoff,
-`RECKON_AIRFLOW_RETRIES`), re-runs and backfills are safe.
+Every step is idempotent per day, so retries, re-runs and backfills are safe. **A day with no
+events** is a day like any other: the replay writes an empty day, the audit, the checks and
+the report say "no events". **Failures**: a mistake in the input or the configuration (a day
+not replayed, a bad setting, a warehouse of an earlier layout, a blocking data-quality
+failure) fails the task at once, without retries, naming the step and the day; anything else
+(a lost Spark executor, a database timeout) is retried {RETRIES} times with exponential
+backoff from 5 minutes (`RECKON_AIRFLOW_RETRIES`).
 
 **Backfill** days D1..D2 (logical dates = the days):
 `airflow backfill create --dag-id {DAG_ID} --from-date D1 --to-date D2`
 (add `--reprocess-behavior completed` to redo days that already succeeded).
 
-**Re-run one day**: clear its run, `airflow tasks clear {DAG_ID} --start-date D --end-date D
---yes`, or from a shell without Airflow:
+**Without Airflow**, the same steps for day D from a shell:
 `reckon compact --date D && reckon replay --date D && reckon audit --date D && reckon check --date D && reckon report
 --date D --out DIR`.
 
@@ -102,11 +123,19 @@ A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_da
 # ----------------------------------------------------------------------------- helpers
 
 
+def _task_settings() -> Settings:
+    """The settings a task runs with: the worker's environment, and Spark's warnings on
+    stdout (Airflow files everything a task writes to stderr as ERROR)."""
+    return load_settings(spark_log_to_stdout=True)
+
+
 def _on_failure(context: Any) -> None:
     """One greppable line per failed task; no connections needed (alerting reads logs)."""
     ti = context.get("task_instance") or context.get("ti")
-    start = context.get("data_interval_start")
-    day = start.astimezone(UTC).date().isoformat() if start is not None else "?"
+    try:
+        day = _window(context)[0].isoformat()
+    except (ReckonError, KeyError, TypeError, ValueError):
+        day = "?"
     log.error("reckon_nightly FAILED: dag=%s task=%s logical_date=%s day=%s try=%s error=%s",
               getattr(ti, "dag_id", DAG_ID), getattr(ti, "task_id", "?"),
               context.get("logical_date"), day, getattr(ti, "try_number", "?"),
@@ -114,16 +143,52 @@ def _on_failure(context: Any) -> None:
 
 
 def _window(context: Any) -> tuple[date, list[date]]:
-    """(D, the days [D - lookback_days, D] oldest first) for the running task."""
-    start = context.get("data_interval_start") or context.get("logical_date")
-    if start is None:
-        raise ConfigError("the run has neither a data interval nor a logical date: trigger "
-                          f"{DAG_ID} with a logical date")
-    newest = start.astimezone(UTC).date()
-    lookback = int(context["params"]["lookback_days"])
-    if lookback < 0:
-        raise ConfigError(f"lookback_days={lookback} is not valid: a number of days >= 0")
-    return newest, [newest - timedelta(days=k) for k in range(lookback, -1, -1)]
+    """(D, the days [D - lookback_days, D] oldest first) for the running task: the rule of
+    ``reckon.pipeline.nightly_days`` (the DAG's doc says it in words)."""
+    dag_run = context.get("dag_run")
+    params = context["params"]
+    return nightly_days(day=str(params.get("day") or ""),
+                        logical_date=context.get("logical_date"),
+                        run_after=getattr(dag_run, "run_after", None) or datetime.now(UTC),
+                        lookback_days=int(params["lookback_days"]))
+
+
+def _plan(context: Any) -> dict[str, Any]:
+    newest, days = _window(context)
+    return {"newest": newest.isoformat(), "days": [d.isoformat() for d in days]}
+
+
+class WatermarkSensor(BaseSensorOperator):
+    """Waits until the stream's watermark passed the end of D's last window + grace.
+
+    Reschedule mode: each look is a short task try that gives its worker slot back until the
+    next one, so a day whose watermark is hours away (the first night, a stopped stream) holds
+    nothing. A look reads the Delta log's statistics, not Spark. After ``wait_seconds`` since
+    the first look it fails without retry (a retry would wait again), saying in words how
+    long it waited and which watermark it saw. Returns the run's plan (D and the lookback's
+    days) to the next task."""
+
+    def __init__(self, *, wait_seconds: int, poll_seconds: int, **kwargs: Any) -> None:
+        super().__init__(mode="reschedule", poke_interval=poll_seconds,
+                         timeout=wait_seconds + 3 * poll_seconds, **kwargs)
+        self.wait_seconds = wait_seconds
+
+    def poke(self, context: Any) -> PokeReturnValue | bool:
+        from reckon import pipeline
+
+        plan = _plan(context)
+        settings = _task_settings()
+        newest = date.fromisoformat(plan["newest"])
+        result = pipeline.check_watermark(settings, newest)
+        if result is not None:
+            log.info("reckon watermark ready for %s: %s", newest, result.summary)
+            return PokeReturnValue(is_done=True,
+                                   xcom_value={**plan, "watermark": _small(result.summary)})
+        first = context["ti"].get_first_reschedule_date(context)
+        waited = 0.0 if first is None else (datetime.now(UTC) - first).total_seconds()
+        if waited >= self.wait_seconds:
+            raise AirflowFailException(pipeline.watermark_not_ready(settings, newest, waited))
+        return False
 
 
 def _small(summary: dict[str, Any]) -> dict[str, Any]:
@@ -148,11 +213,19 @@ def _run_step(step: str, plan: dict[str, Any],
     functions: dict[str, Any] = {"compact": pipeline.run_compact, "replay": pipeline.run_replay,
                                  "audit": pipeline.run_audit, "check": pipeline.run_check,
                                  "report": pipeline.run_report}
-    settings = load_settings()
+    settings = _task_settings()
     results: dict[str, dict[str, Any]] = {}
     for text in plan["days"]:
         kwargs = per_day(text) if per_day else {}
-        result = functions[step](settings, date.fromisoformat(text), **kwargs)
+        try:
+            result = functions[step](settings, date.fromisoformat(text), **kwargs)
+        except ConcurrentAuditError:
+            raise  # another audit of the day overtook this one: running again is the fix
+        except ReckonError as exc:  # the input or the configuration: a retry finds the same
+            raise AirflowFailException(f"{step} of {text} failed: {exc}") from exc
+        except Exception as exc:  # transient (Spark, a database): retried with backoff
+            exc.add_note(f"reckon: {step} of {text} failed; the task is retried")
+            raise
         log.info("reckon %s %s: %s", step, text, result.summary)
         if result.summary.get("replaced_signed_off_run"):
             log.warning("reckon %s %s replaced run %s, which was signed off: the day needs a "
@@ -188,7 +261,10 @@ def _reckon_jars() -> str:
     max_active_runs=1,
     doc_md=DOC_MD,
     tags=["reckon", "reconciliation"],
-    params={"lookback_days": Param(_SETTINGS.lookback_days, type="integer", minimum=0,
+    params={"day": Param("", type="string", pattern=r"^(\d{4}-\d{2}-\d{2})?$",
+                         description="the UTC day to process, YYYY-MM-DD (empty: the day of "
+                         "the run's logical date)"),
+            "lookback_days": Param(_SETTINGS.lookback_days, type="integer", minimum=0,
                                    maximum=31, description="also re-run this many days "
                                    "before D (late events keep arriving)"),
             "report_out": Param("", type="string",
@@ -206,17 +282,10 @@ def _reckon_jars() -> str:
     },
 )
 def reckon_nightly() -> None:
-    @task(task_id="wait_for_watermark",
-          execution_timeout=timedelta(seconds=_WAIT_SECONDS) + timedelta(minutes=15))
-    def wait_for_watermark() -> dict[str, Any]:
-        """Blocks until the stream's watermark passed the end of D's last window + grace (polls every 30s)."""
-        from reckon import pipeline
-
-        newest, days = _window(get_current_context())
-        result = pipeline.wait_for_watermark(load_settings(), newest)
-        log.info("reckon watermark ready for %s: %s", newest, result.summary)
-        return {"newest": newest.isoformat(), "days": [d.isoformat() for d in days],
-                "watermark": _small(result.summary)}
+    # a look is quick: Airflow's retries would only wait again
+    wait = WatermarkSensor(task_id="wait_for_watermark", wait_seconds=_WAIT_SECONDS,
+                           poll_seconds=_POLL_SECONDS, retries=0,
+                           execution_timeout=timedelta(minutes=10))
 
     @task(task_id="compact", execution_timeout=timedelta(hours=1))
     def compact(plan: dict[str, Any]) -> dict[str, Any]:
@@ -250,12 +319,12 @@ def reckon_nightly() -> None:
         """Fails the run when a day's checks had a blocking failure (after its report)."""
         from reckon import pipeline
 
-        result = pipeline.quality_gate(load_settings(),
+        result = pipeline.quality_gate(_task_settings(),
                                        [date.fromisoformat(d) for d in plan["days"]])
         return {"newest": plan["newest"], "days": list(plan["days"]), "step": "quality_gate",
                 "results": _small(result.summary)}
 
-    plan = wait_for_watermark()
+    plan: Any = wait.output
     if REPLAY_MODE == "spark-submit":
         from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
@@ -264,8 +333,9 @@ def reckon_nightly() -> None:
             application=str(SUBMIT_ENTRY),
             conn_id=os.environ.get("RECKON_SPARK_CONN_ID", "reckon_spark"),
             jars="{{ reckon_jars() }}",
-            name="reckon-replay-{{ data_interval_start | ds }}",
-            application_args=["--date", "{{ data_interval_start | ds }}",
+            name="reckon-replay-{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
+            application_args=["--date",
+                              "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
                               "--lookback-days", "{{ params.lookback_days }}"],
             execution_timeout=timedelta(hours=3),
         )

@@ -75,7 +75,7 @@ def reckon_vacuum() -> None:
         context = get_current_context()
         when = context.get("data_interval_end") or context.get("logical_date")
         day = (when or datetime.now(UTC)).astimezone(UTC).date()
-        result = pipeline.run_vacuum(load_settings(), day,
+        result = pipeline.run_vacuum(load_settings(spark_log_to_stdout=True), day,
                                      dry_run=bool(context["params"].get("dry_run")))
         log.info("reckon vacuum: %s", result.summary)
         return result.to_dict()

@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,8 @@ def prepare_airflow_home(path: str | os.PathLike[str], *, migrate: bool = True
         # setting only has to be valid. LocalExecutor is what `airflow standalone` uses.
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        # LocalExecutor starts this many worker processes at once (default 32): one per core
+        "AIRFLOW__CORE__PARALLELISM": str(max(2, os.cpu_count() or 2)),
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "120",
@@ -140,14 +142,10 @@ class DagRunOutcome:
 
 
 def logical_date_for_day(day: date) -> datetime:
-    """The logical date that makes a manual run process UTC ``day``: midnight after it.
-
-    The DAG's timetable is a daily cron *data interval* timetable; a manual run (and
-    ``dag.test``) at T gets the last complete interval before T, so T = day + 1, 00:00 UTC
-    gives the interval ``[day, day + 1)``, the same interval the scheduled run of ``day``
-    has.
-    """
-    return datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    """The logical date of the nightly run that processes UTC ``day``: its midnight, as for the
+    scheduled run of the interval ``[day, day + 1)``, a backfill of ``day`` and
+    ``airflow dags trigger --logical-date day`` (``reckon.pipeline.nightly_days``)."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
 # Runs inside the subprocess: parse dags/ with Airflow's own DagBag, dag.test one day, write

@@ -77,6 +77,10 @@ class Settings:
     # nightly
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"
+    watermark_poll: str = "1m"  # how often the nightly run looks at the watermark
+    # Spark's JVM logging: below ERROR to stdout (Airflow files task stderr as ERROR; the
+    # nightly DAG turns this on); off, Spark's default (everything on stderr) for terminals
+    spark_log_to_stdout: bool = False
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
     extra_spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -122,6 +126,9 @@ class Settings:
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
+        if parse_duration(self.watermark_poll, "watermark_poll") < 1_000_000:
+            raise ConfigError(f"watermark_poll={self.watermark_poll!r} is not valid: at least 1s "
+                              "(each look is a task try that Airflow schedules)")
         parse_duration(self.vacuum_retain, "vacuum_retain")
         if self.report_db_url and not _URL_SCHEME.match(self.report_db_url):
             raise ConfigError(

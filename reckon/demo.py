@@ -6,8 +6,12 @@ report, in a few minutes on a laptop.
 2. stream it (spark.stream.run_stream, available-now, default window/lateness/grace, the
    manifest's partitions as the expected ones): provisional totals, late side output,
    quarantine, watermark progress;
-3. run the real nightly Airflow DAG for D (reckon.airflow_env.run_dag_for_day: dag.test in a
-   fresh Airflow process): wait for the watermark, replay, audit, check, report;
+3. run the nightly DAG on a real Airflow (reckon.airflow_local: scheduler, dag-processor,
+   triggerer and api-server on loopback, LocalExecutor, Airflow's default settings): D is
+   yesterday, the last complete UTC day, so unpausing the DAG makes the scheduler start D's
+   run by itself, as on the first night of a deployment; with the default lookback it also
+   processes the day before, which has no events. Wait for the watermark, compact, replay,
+   audit, check, report;
 4. print a summary whose every figure is read back from the warehouse tables and the report
    database (small aggregates), then write it as JSON beside the report. Money is per
    currency: one headline line per currency, amounts in the currency's own digits, never
@@ -41,7 +45,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -53,7 +57,7 @@ from reckon.money import format_money, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
 
 __all__ = ["DEMO_DAY", "CurrencyFigures", "DemoSummary", "cmd_demo", "demo_generator_config",
-           "read_summary", "run_demo"]
+           "last_complete_day", "read_summary", "run_demo"]
 
 DEMO_DAY = date(2026, 1, 1)
 MIN_EVENTS = 1_000
@@ -64,6 +68,11 @@ _TAIL_SHARE = 0.10
 _MIN_BATCHES, _MAX_BATCHES, _EVENTS_PER_BATCH = 6, 8, 15_000
 _DEMO = "_demo"  # <warehouse>/_demo/landing (only event files) and _demo/manifest.json
 _FILE_TIME_BASE = 1_800_000_000  # seconds; file mtimes only fix the arrival order of files
+
+
+def last_complete_day(now: datetime | None = None) -> date:
+    """The demo's day: yesterday in UTC, the day the scheduler's first run processes."""
+    return ((now or datetime.now(UTC)).astimezone(UTC) - timedelta(days=1)).date()
 
 
 def demo_generator_config(events: int, day: date = DEMO_DAY, seed: int = 7) -> GeneratorConfig:
@@ -349,13 +358,14 @@ def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | No
 
 
 def run_demo(settings: Settings, *, events: int, out: str | None = None,
-             day: date = DEMO_DAY) -> DemoSummary:
-    """Generate, stream, run the nightly DAG for ``day``, and read the summary back."""
-    from reckon.airflow_env import run_dag_for_day, settings_env
+             day: date | None = None) -> DemoSummary:
+    """Generate, stream, run the nightly DAG on a real Airflow for ``day`` (default: the last
+    complete UTC day, which the scheduler runs by itself), and read the summary back."""
     from spark.session import get_spark
     from spark.stream import BatchMetrics, StreamSource, run_stream
 
     clock = _Clock()
+    day = day or last_complete_day()
     cfg = demo_generator_config(events, day)
     clock.start("generate", f"generating {events:,} events for UTC day {day} into "
                             f"{_landing_dir(settings)}")
@@ -384,25 +394,83 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
     run_stream(spark, settings, StreamSource(landing=str(_landing_dir(settings))),
                available_now=True, on_batch=on_batch)
 
-    clock.start("airflow", f"running the Airflow DAG reckon_nightly for {day} (dag.test in a "
-                           "fresh Airflow process; first run migrates its SQLite DB)")
-    env = settings_env(settings)
-    env["RECKON_WATERMARK_WAIT_TIMEOUT"] = "1m"  # the stream is done: no reason to wait long
-    conf = {"report_out": str(Path(out).resolve())} if out else {}
-    outcome = run_dag_for_day(day, env, lookback_days=0, run_conf=conf,
-                              on_task_start=lambda t: clock.say(f"  task {t} started"))
-    clock.say(f"  {outcome.describe()} in {outcome.duration_seconds:.0f}s")
-    if not outcome.succeeded:
-        raise ReckonError(f"the nightly DAG did not succeed for {day}: {outcome.describe()}\n"
-                          f"last lines of its log:\n{outcome.log_tail}")
+    clock.start("airflow", "starting Airflow (scheduler, dag-processor, triggerer, api-server "
+                           "on 127.0.0.1) with its default settings")
+    state, task_states = _nightly_on_airflow(settings, day, out, clock)
 
     clock.start("summary", "reading the summary back from the warehouse and the report DB")
     recommended = _recommended_lateness(spark, settings, day)
-    summary = read_summary(spark, settings, day, manifest, outcome.state, outcome.task_states,
+    summary = read_summary(spark, settings, day, manifest, state, task_states,
                            recommended_lateness=recommended)
     clock.stop()
     clock.say("done")
     return replace(summary, stage_seconds=dict(clock.stages))
+
+
+_RUN_TIMEOUT_S = 3_600.0
+
+
+def _nightly_on_airflow(settings: Settings, day: date, out: str | None,
+                        clock: _Clock) -> tuple[str, dict[str, str]]:
+    """The nightly run of ``day`` on a real local Airflow, in a fresh home under the warehouse
+    (``_airflow``; its process and task logs stay there). Yesterday's run is the one the
+    scheduler starts when the DAG is unpaused; another day (or a run with ``out``) is
+    triggered with that day. Returns the run's state and its task states; raises ReckonError
+    with the failed tasks' log tails when it does not succeed."""
+    import shutil
+
+    from reckon.airflow_env import DAG_ID, logical_date_for_day, settings_env
+    from reckon.airflow_local import start_local_airflow
+
+    home = settings.warehouse_path / "_airflow"
+    shutil.rmtree(home, ignore_errors=True)  # a new deployment: the scheduler starts D's run
+    with start_local_airflow(home, settings_env(settings)) as af:
+        clock.say(f"  Airflow is up at {af.base_url} (user {af.username}, password in "
+                  f"{home / 'passwords.json'}); the DAG is unpaused")
+        run_id = _scheduled_run(af, DAG_ID, day) if day == last_complete_day() and not out \
+            else af.trigger(DAG_ID, logical_date_for_day(day),
+                            conf={"report_out": str(Path(out).resolve())} if out else {})
+        clock.say(f"  run {run_id} processes {day} and, with the default lookback, the day "
+                  "before")
+        state = _follow(af, DAG_ID, run_id, clock)
+        task_states = af.task_states(DAG_ID, run_id)
+        if state != "success":
+            tails = "\n".join(f"--- {task}:\n{af.task_log(DAG_ID, run_id, task)[-2000:]}"
+                              for task, s in task_states.items() if s == "failed")
+            raise ReckonError(f"the nightly run {run_id} of {day} ended {state} ({task_states})"
+                              f"; logs in {home / 'logs'}\n{tails}")
+    return state, task_states
+
+
+def _scheduled_run(af: Any, dag_id: str, day: date, timeout: float = 120.0) -> str:
+    """The run the scheduler created for ``day`` after the unpause (its logical date)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for run in af.runs(dag_id, "scheduled"):
+            if str(run.get("logical_date") or "")[:10] == day.isoformat():
+                return str(run["dag_run_id"])
+        af.check_alive()
+        time.sleep(2)
+    raise ReckonError(f"the scheduler started no run of {dag_id} for {day} within "
+                      f"{timeout:.0f}s of the unpause; see {af.home / 'process-logs'}")
+
+
+def _follow(af: Any, dag_id: str, run_id: str, clock: _Clock) -> str:
+    """Poll the run until it ends, saying when each task starts; return its state."""
+    deadline, said = time.monotonic() + _RUN_TIMEOUT_S, set()
+    while True:
+        state = af.run_state(dag_id, run_id)
+        for task, task_state in af.task_states(dag_id, run_id).items():
+            if task_state not in ("none", "scheduled", "queued") and task not in said:
+                said.add(task)
+                clock.say(f"  task {task} started")
+        if state in ("success", "failed"):
+            return str(state)
+        af.check_alive()
+        if time.monotonic() > deadline:
+            raise ReckonError(f"the nightly run {run_id} is still {state} after "
+                              f"{_RUN_TIMEOUT_S:.0f}s: {af.task_states(dag_id, run_id)}")
+        time.sleep(2)
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:

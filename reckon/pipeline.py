@@ -8,17 +8,22 @@ dates, ids and table versions, never data). Every step is idempotent per day.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import ConfigError
+from reckon.timeutil import parse_date
 
 __all__ = [
     "StepResult",
+    "check_watermark",
+    "nightly_days",
     "quality_gate",
+    "quiet_libraries",
     "run_audit",
     "run_check",
     "run_compact",
@@ -27,6 +32,7 @@ __all__ = [
     "run_vacuum",
     "task_retries",
     "wait_for_watermark",
+    "watermark_not_ready",
 ]
 
 
@@ -42,10 +48,74 @@ class StepResult:
         return asdict(self)
 
 
+# Libraries that log every step at INFO: a task log a person reads keeps their warnings only
+_CHATTY_LOGGERS = ("great_expectations", "fontTools", "matplotlib", "py4j",
+                   "alembic.runtime.migration")
+
+
+def quiet_libraries() -> None:
+    """Raise the chatty libraries' loggers to WARNING (GX's ~200 INFO lines per check run,
+    fontTools' ~75 per PDF): something wrong still shows."""
+    for name in _CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _spark(settings: Settings, app: str) -> Any:
     from spark.session import get_spark
 
+    quiet_libraries()
     return get_spark(settings, app_name=app)
+
+
+def nightly_days(*, day: str | None, logical_date: datetime | None, run_after: datetime,
+                 lookback_days: int) -> tuple[date, list[date]]:
+    """Which day a nightly run processes, however it was started, and its lookback days.
+
+    D is, first that applies: the run's ``day`` param (``--conf '{"day": "2026-01-01"}'`` or
+    the trigger form); else the UTC date of its logical date (a scheduled run of the
+    data-interval timetable for ``[D, D+1)``, a backfill, ``airflow dags trigger
+    --logical-date D``, the REST API's ``logical_date``, ``dag.test(logical_date=D)``); else,
+    for a run triggered without a logical date, the last complete UTC day before it was
+    triggered. Returns (D, the days ``[D - lookback_days, D]`` oldest first).
+
+    >>> nightly_days(day=None, logical_date=datetime(2026, 1, 1, tzinfo=UTC),
+    ...              run_after=datetime(2026, 1, 2, 0, 5, tzinfo=UTC), lookback_days=1)
+    (datetime.date(2026, 1, 1), [datetime.date(2025, 12, 31), datetime.date(2026, 1, 1)])
+    """
+    if lookback_days < 0:
+        raise ConfigError(f"lookback_days={lookback_days} is not valid: a number of days >= 0")
+    if day and day.strip():
+        newest = parse_date(day.strip(), "day")
+    elif logical_date is not None:
+        newest = logical_date.astimezone(UTC).date()
+    else:
+        newest = run_after.astimezone(UTC).date() - timedelta(days=1)
+    return newest, [newest - timedelta(days=k) for k in range(lookback_days, -1, -1)]
+
+
+def check_watermark(settings: Settings, day: date) -> StepResult | None:
+    """One look at whether the stream's watermark passed the end of ``day`` plus grace: the
+    step's result when it has, else None. Reads the Delta log's statistics (no Spark); only
+    when they cannot settle it does it start Spark for one aggregate. For a sensor that frees
+    its worker slot between looks (the nightly DAG's wait_for_watermark)."""
+    from spark.progress import day_closed, logged_watermark
+
+    known, _ = logged_watermark(settings.warehouse_path)
+    spark = None if known else _spark(settings, "reckon-wait")
+    closed = day_closed(spark, settings, day)
+    return None if closed is None else StepResult("wait_for_watermark", day.isoformat(), closed)
+
+
+def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) -> str:
+    """The one-line reason a wait for ``day`` gave up after ``waited_seconds``: the watermark
+    needed and the one seen (from the Delta log, or Spark when it cannot tell), in words."""
+    from spark.progress import latest_watermark, logged_watermark, not_ready_message
+
+    known, seen = logged_watermark(settings.warehouse_path)
+    if not known:
+        seen = latest_watermark(_spark(settings, "reckon-wait"), settings)
+    return not_ready_message(settings, day, seen, settings.watermark_wait_timeout,
+                             waited_seconds)
 
 
 def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = None,

@@ -17,6 +17,7 @@ __all__ = [
     "day_bounds",
     "days_between",
     "days_from_flags",
+    "describe_duration",
     "format_duration",
     "format_micros",
     "from_micros",
@@ -56,6 +57,21 @@ def format_duration(micros: int) -> str:
         if micros % _UNITS[unit] == 0:
             return f"{micros // _UNITS[unit]}{unit}"
     return f"{micros}us"  # pragma: no cover - 'us' always divides
+
+
+def describe_duration(micros: int) -> str:
+    """A duration in words for people, to the second: 7_263_000_000 -> '2 hours 1 minute 3
+    seconds', 0 -> '0 seconds', 1_500 -> 'under a second'. (``format_duration`` writes the
+    configuration syntax, '7263s'.)"""
+    seconds = abs(micros) // MICROS_PER_SECOND
+    if seconds == 0:
+        return "0 seconds" if micros == 0 else "under a second"
+    parts = []
+    for name, size in (("day", 86_400), ("hour", 3_600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+    return " ".join(parts)
 
 
 def to_micros(moment: datetime) -> int:

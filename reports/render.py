@@ -540,7 +540,6 @@ def render_day(spark: Any, settings: Settings, day: date | str,
     report of another run in that folder is kept aside first (``keep_signed_report``)."""
     from reports.db import ReportDB
     from reports.records import ReportRecord
-
     from spark import tables as tb
 
     the_day = day if isinstance(day, date) else parse_date(day, "--date")

@@ -12,35 +12,78 @@ watermark never moves backwards, so the largest recorded value is where the stre
 from __future__ import annotations
 
 import time
-from datetime import date
-from typing import Any
-
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reckon.config import Settings
 from reckon.errors import WatermarkNotReadyError, invalid
 from reckon.timeutil import (
     MICROS_PER_SECOND,
+    describe_duration,
     format_duration,
     format_micros,
     parse_duration,
+    to_micros,
 )
 from spark import tables as tb
 
-__all__ = ["latest_watermark", "required_watermark", "wait_for_day_closed"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["day_closed", "latest_watermark", "logged_watermark", "not_ready_message",
+           "required_watermark", "wait_for_day_closed"]
 
 
-def latest_watermark(spark: SparkSession, settings: Settings) -> int | None:
+def logged_watermark(warehouse: str | Path) -> tuple[bool, int | None]:
+    """(known, watermark) from the Delta log alone: no Spark, no JVM, a few small files read.
+
+    Every file Delta adds to ``watermark_progress`` carries min/max statistics, and the
+    newest rows hold the newest watermark (the global watermark never moves backwards), so the
+    largest maximum among the files the recent commits added (a batch's row, or a compaction's
+    file holding every row so far) is where the stream stands. Delta keeps timestamp
+    statistics to the millisecond, rounded down: a watermark read this way is at most 1 ms
+    behind, never ahead, so "closed" is never said too early. ``known`` is False when the
+    statistics cannot settle it (a file without them for the column, or no watermark in the
+    recent commits): then ask Spark (``latest_watermark``). (True, None) when the table does
+    not exist yet.
+    """
+    if not tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
+        return True, None
+    seen: list[int] = []
+    for _version, files in tb.added_file_stats(warehouse, tb.WATERMARK_PROGRESS):
+        for stats in files:
+            maximum = (stats or {}).get("maxValues", {}).get("watermark")
+            if maximum:
+                seen.append(to_micros(datetime.fromisoformat(maximum)))
+            elif not _all_null(stats, "watermark"):
+                return False, None  # no statistics for the column: they cannot settle it
+    return (True, max(seen)) if seen else (False, None)
+
+
+def _all_null(stats: dict[str, Any] | None, column: str) -> bool:
+    """The file's statistics say every row has ``column`` null."""
+    if not stats or "numRecords" not in stats:
+        return False
+    return stats.get("nullCount", {}).get(column) == stats["numRecords"]
+
+
+def latest_watermark(spark: SparkSession | None, settings: Settings) -> int | None:
     """The global watermark the stream reached, in microseconds since the epoch (UTC).
 
     That is the largest ``watermark`` in ``watermark_progress`` (over every query that wrote
     there). None when the table does not exist yet or no batch has defined a watermark (the
     watermark stays undefined until every expected partition delivered once or went idle).
-    Reads one aggregated row, never the table.
+    With ``spark``: one aggregated row, exact, never the table. Without: the Delta log's
+    statistics (``logged_watermark``: to the millisecond, rounded down; None if they cannot
+    tell).
     """
+    if spark is None:
+        return logged_watermark(settings.warehouse_path)[1]
     if not tb.table_exists(settings.warehouse_path, tb.WATERMARK_PROGRESS):
         return None
+    from pyspark.sql import functions as F
+
     row = (tb.read_table(spark, settings.warehouse_path, tb.WATERMARK_PROGRESS)
            .agg(F.max(F.unix_micros("watermark")).alias("wm"))
            .first())
@@ -58,47 +101,55 @@ def required_watermark(settings: Settings, day: date) -> int:
     return last_window_end + rules.grace
 
 
-def wait_for_day_closed(spark: SparkSession, settings: Settings, day: date, *,
+def day_closed(spark: SparkSession | None, settings: Settings,
+               day: date) -> dict[str, Any] | None:
+    """One look: what was seen when the watermark is >= ``required_watermark(day)`` (a JSON-safe
+    dict: the day, the required and the seen watermark, in microseconds and ISO-8601), else
+    None. ``spark`` None: the Delta log's statistics alone (``latest_watermark``)."""
+    required = required_watermark(settings, day)
+    seen = latest_watermark(spark, settings)
+    if seen is None or seen < required:
+        return None
+    return {"day": day.isoformat(), "required_watermark": required,
+            "required_watermark_iso": format_micros(required), "watermark": seen,
+            "watermark_iso": format_micros(seen)}
+
+
+def wait_for_day_closed(spark: SparkSession | None, settings: Settings, day: date, *,
                         timeout: str, poll: str) -> dict[str, Any]:
-    """Poll ``latest_watermark`` until it is >= ``required_watermark``; return what was seen.
+    """Poll ``day_closed`` until the day is closed; return what was seen, with the seconds
+    waited and the number of checks.
 
     ``timeout`` and ``poll`` are durations ('0s', '30s', '2h'); with ``timeout='0s'`` the
-    watermark is checked exactly once. Returns a JSON-safe dict: the day, the required and
-    the seen watermark (microseconds and ISO-8601), the seconds waited and the number of
-    checks. Raises WatermarkNotReadyError once the timeout has run out, naming the day, the
-    required watermark, the one seen (or that there is none yet) and what to do.
+    watermark is checked exactly once. Raises WatermarkNotReadyError once the timeout has run
+    out, naming the day, the required watermark, the one seen (or that there is none yet),
+    how long it waited (in words) and what to do.
     """
     timeout_us = parse_duration(timeout, "timeout")
     poll_us = parse_duration(poll, "poll")
     if poll_us <= 0:
         raise invalid("poll", poll, "a duration > 0, e.g. 30s")
-    required = required_watermark(settings, day)
     started = time.monotonic()
     deadline = started + timeout_us / MICROS_PER_SECOND
     checks = 0
     while True:
-        seen = latest_watermark(spark, settings)
+        closed = day_closed(spark, settings, day)
         checks += 1
         waited = time.monotonic() - started
-        if seen is not None and seen >= required:
-            return {
-                "day": day.isoformat(),
-                "required_watermark": required,
-                "required_watermark_iso": format_micros(required),
-                "watermark": seen,
-                "watermark_iso": format_micros(seen),
-                "waited_seconds": round(waited, 3),
-                "checks": checks,
-            }
+        if closed is not None:
+            return {**closed, "waited_seconds": round(waited, 3), "checks": checks}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise WatermarkNotReadyError(_not_ready_message(settings, day, required, seen,
-                                                             timeout, waited))
+            raise WatermarkNotReadyError(not_ready_message(
+                settings, day, latest_watermark(spark, settings), timeout, waited))
         time.sleep(min(poll_us / MICROS_PER_SECOND, remaining))
 
 
-def _not_ready_message(settings: Settings, day: date, required: int, seen: int | None,
-                       timeout: str, waited: float) -> str:
+def not_ready_message(settings: Settings, day: date, seen: int | None, timeout: str,
+                      waited: float) -> str:
+    """Why day ``day`` cannot be processed yet, after waiting ``waited`` seconds: one line
+    naming the day, the watermark it needs and the one seen, in words a person reads."""
+    required = required_watermark(settings, day)
     grace = format_duration(settings.event_time_rules().grace)
     head = (f"day {day.isoformat()} is not closed yet: the nightly run needs the stream's "
             f"watermark at or past {format_micros(required)} (end of the day's last "
@@ -111,10 +162,12 @@ def _not_ready_message(settings: Settings, day: date, required: int, seen: int |
         else:
             where = f"the stream has not written any progress yet ({table} does not exist)"
     else:
-        short = format_duration(required - seen)
+        short = describe_duration(required - seen)
         where = f"the latest watermark is {format_micros(seen)} ({short} short)"
-    return (f"{head}, but after waiting {waited:.0f}s (timeout {timeout}) {where}. "
+    waited_words = describe_duration(int(waited * MICROS_PER_SECOND))
+    limit = describe_duration(parse_duration(timeout, "timeout"))
+    return (f"{head}, but after waiting {waited_words} (the limit is {limit}) {where}. "
             "Is the stream running against this warehouse and are all expected partitions "
-            "delivering? Run later, raise the timeout (RECKON_WATERMARK_WAIT_TIMEOUT), or let "
+            "delivering? Run later, raise the limit (RECKON_WATERMARK_WAIT_TIMEOUT), or let "
             "the next nightly run pick this day up through its lookback window "
             "(lookback_days).")

@@ -53,6 +53,7 @@ from reckon.money import CurrencyTotals, format_money
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between, days_from_flags
 from spark import tables as tb
+from spark.observe import observed
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import arrival_order, window_starts_col
 
@@ -303,7 +304,7 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         screened = Observation("replay_screen")
         repeated = _repeated_ids(rows.observe(screened, F.count_if(rejected).alias("rejected")),
                                  settings.replay_broadcast_ids)
-        any_rejected = bool(screened.get["rejected"])
+        any_rejected = bool(observed(screened, {"rejected": 0})["rejected"])
     bad = rows.filter(rejected).select(
         "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
@@ -366,7 +367,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
             F.sum("_after").alias("after"),
             F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
             wh, tb.CANONICAL_TOTALS, day_only)
-        s = summary.get
+        s = observed(summary, {"windows": 0, "events": 0, "dups": 0, "after": 0,
+                               "has_conflict": None})
         windows, events_n = int(s["windows"]), int(s["events"] or 0)
         dups = int(s["dups"] or 0)
         # the day's total per currency, from the persisted rows (one row per currency back)
@@ -439,8 +441,8 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
             if cached is not None:
                 cached.unpersist()
     writes.raise_first_error()
-    quarantined = int(bad_seen.get["rows"])
-    conflicts = int(conflicts_seen.get["rows"])
+    quarantined = int(observed(bad_seen, {"rows": 0})["rows"])
+    conflicts = int(observed(conflicts_seen, {"rows": 0})["rows"])
 
     # 6. The run record (replaced when the same inputs are replayed again).
     new_since = events_n - int(previous[0][0]) if previous else None
@@ -487,9 +489,12 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stderr, flush=True)
         r = replay_day(spark, settings, day, from_kafka=from_kafka)
         results.append(r)
-        if not args.json:
+        if not args.json and r.rows_read == 0:
+            print(f"{r.day}: no events; the day's canonical totals are written empty "
+                  f"| event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
+        elif not args.json:
             totals = ", ".join(format_money(Decimal(amount), code)
-                               for code, amount in r.total_amounts.items()) or "no events"
+                               for code, amount in r.total_amounts.items())
             print(f"{r.day}: {r.windows} windows, {r.valid_events} events, totals {totals}"
                   f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
                   f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day"

@@ -94,8 +94,7 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
         .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "false")
         .config("spark.sql.warehouse.dir", str(settings.warehouse_path / "_spark_sql"))
-        .config("spark.driver.extraJavaOptions",
-                f"-Dderby.system.home={settings.warehouse_path / '_derby'}")
+        .config("spark.driver.extraJavaOptions", _driver_java_options(settings))
     )
     if local:
         builder = builder.config("spark.driver.memory", settings.spark_driver_memory)
@@ -110,6 +109,19 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+_LOG4J_STDOUT = Path(__file__).with_name("log4j2-stdout.properties")
+
+
+def _driver_java_options(settings: Settings) -> str:
+    """The driver JVM's options: Derby inside the warehouse, and under Airflow (setting
+    ``spark_log_to_stdout``) a log4j configuration that keeps Spark's warnings off stderr,
+    which Airflow files as ERROR (see spark/log4j2-stdout.properties)."""
+    options = [f"-Dderby.system.home={settings.warehouse_path / '_derby'}"]
+    if settings.spark_log_to_stdout:
+        options.append(f"-Dlog4j2.configurationFile=file:{_LOG4J_STDOUT}")
+    return " ".join(options)
 
 
 _T = TypeVar("_T")

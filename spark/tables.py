@@ -42,6 +42,7 @@ __all__ = [
     "UNCAUGHT_DUPLICATES",
     "WATERMARK_PROGRESS",
     "ConcurrentWrites",
+    "added_file_stats",
     "batch_mark",
     "batch_mark_reads",
     "commit_infos",
@@ -516,6 +517,31 @@ def commit_infos(warehouse: str | Path, name: str,
             info = _commit_info(commit)
         if info is not None:
             yield version, info
+
+
+def added_file_stats(warehouse: str | Path, name: str, *, newest: int = 200
+                     ) -> Iterator[tuple[int, list[dict[str, Any] | None]]]:
+    """(version, the parsed ``stats`` of each file the commit adds, None where a file has none)
+    for the newest ``newest`` commits of ``name``, newest first, read from the commit files
+    (the Delta protocol's ``add`` actions) without a Spark job. Stops where log retention
+    removed the older commits."""
+    head = current_version(warehouse, name)
+    if head is None:
+        return
+    log = Path(table_path(warehouse, name)) / "_delta_log"
+    for version in range(head, max(head - newest, -1), -1):
+        try:
+            text = (log / f"{version:020d}.json").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        stats: list[dict[str, Any] | None] = []
+        for line in text.splitlines():
+            if '"add"' in line:
+                add = json.loads(line).get("add")
+                if isinstance(add, dict):
+                    raw = add.get("stats")
+                    stats.append(json.loads(raw) if isinstance(raw, str) else None)
+        yield version, stats
 
 
 def marked_commit(warehouse: str | Path, name: str, app_id: str,

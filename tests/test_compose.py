@@ -236,3 +236,12 @@ def test_the_readme_names_every_secret_compose_requires():
     readme = (PROJECT_ROOT / "README.md").read_text()
     assert required >= {"POSTGRES_PASSWORD", "RECKON_DB_PASSWORD", "MINIO_ROOT_PASSWORD"}
     assert {name for name in required if f"`{name}`" not in readme} == set()
+
+
+def test_airflow_runs_a_few_workers_not_the_default_32(services):
+    """LocalExecutor forks `parallelism` worker processes at start; Airflow's default of 32
+    is far more than a few Spark tasks at a time can use."""
+    for name in AIRFLOW_SERVICES:
+        env = _env(services[name])
+        assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor", name
+        assert 1 <= int(env["AIRFLOW__CORE__PARALLELISM"]) <= 8, name

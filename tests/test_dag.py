@@ -72,8 +72,12 @@ def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
     assert dag.params["lookback_days"] == load_settings().lookback_days
     doc = dag.doc_md or ""
     for needle in ("airflow backfill create --dag-id reckon_nightly", "lookback_days",
-                   "RECKON_REPLAY_MODE=spark-submit", "wait_for_watermark", "Re-run one day"):
+                   "RECKON_REPLAY_MODE=spark-submit", "wait_for_watermark", "Re-run day D",
+                   "the UTC date of the run's logical date", "reschedule", "no events"):
         assert needle in doc
+    assert dag.params["day"] == ""  # the trigger form's way to name the day
+    wait = dag.task_dict["wait_for_watermark"]
+    assert wait.mode == "reschedule" and wait.retries == 0  # frees its slot between looks
     for task in dag.tasks:
         assert task.retries == 0
         assert task.retry_exponential_backoff
@@ -103,7 +107,9 @@ def test_retries_come_from_the_environment(airflow_env, monkeypatch):
     monkeypatch.setenv("RECKON_AIRFLOW_RETRIES", "3")
     dag = _bag().dags["reckon_nightly"]
     assert {t.task_id: t.retries for t in dag.tasks} == {
-        **{t: 3 for t in EXPECTED_UPSTREAM}, "quality_gate": 0}  # a data failure stays failed
+        **{t: 3 for t in EXPECTED_UPSTREAM},
+        "wait_for_watermark": 0,  # a look is quick; a retry would only wait again
+        "quality_gate": 0}  # a data failure stays failed
 
 
 def test_bad_switch_values_are_import_errors_that_say_what_is_allowed(airflow_env, monkeypatch):
@@ -125,7 +131,8 @@ def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
     assert isinstance(replay, SparkSubmitOperator)
     assert replay.application == str(PROJECT_ROOT / "spark" / "submit_replay.py")
     assert Path(replay.application).is_file()
-    assert replay.application_args == ["--date", "{{ data_interval_start | ds }}",
+    newest = "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}"
+    assert replay.application_args == ["--date", newest,
                                        "--lookback-days", "{{ params.lookback_days }}"]
     assert set(dag.task_dict["audit"].upstream_task_ids) == {"replay", "wait_for_watermark"}
     assert set(dag.task_dict["replay"].upstream_task_ids) == {"compact"}
@@ -142,18 +149,23 @@ def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():
     assert "--date='2026-02-30' is not valid: a date written YYYY-MM-DD" in out.stderr
 
 
-def test_the_run_for_a_day_covers_exactly_that_utc_day(airflow_env):
-    """run_dag_for_day's logical date gives the data interval [D, D+1) under the DAG's
-    timetable, the same interval the scheduled run of D gets."""
+def test_the_run_for_a_day_processes_exactly_that_utc_day(airflow_env):
+    """run_dag_for_day's logical date is the day's midnight, which the scheduled run of D has
+    too (its data interval [D, D+1) under the DAG's timetable), and the DAG's rule
+    (reckon.pipeline.nightly_days) turns it into D."""
     from airflow.serialization.encoders import coerce_to_core_timetable
 
     from reckon.airflow_env import logical_date_for_day
+    from reckon.pipeline import nightly_days
 
     timetable = coerce_to_core_timetable(_bag().dags["reckon_nightly"].timetable)
     day = date(2026, 3, 29)  # a DST change in Europe: irrelevant in UTC
-    interval = timetable.infer_manual_data_interval(run_after=logical_date_for_day(day))
-    assert interval.start == datetime(2026, 3, 29, tzinfo=UTC)
-    assert interval.end == datetime(2026, 3, 30, tzinfo=UTC)
+    scheduled = timetable.infer_manual_data_interval(run_after=datetime(2026, 3, 30, tzinfo=UTC))
+    assert (scheduled.start, scheduled.end) == (datetime(2026, 3, 29, tzinfo=UTC),
+                                                datetime(2026, 3, 30, tzinfo=UTC))
+    assert logical_date_for_day(day) == scheduled.start
+    assert nightly_days(day=None, logical_date=logical_date_for_day(day),
+                        run_after=datetime(2026, 11, 26, tzinfo=UTC), lookback_days=0)[0] == day
 
 
 def test_parsing_the_dag_file_starts_no_spark_and_is_quick(airflow_env):

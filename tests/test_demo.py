@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -108,10 +108,30 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     wh = tmp_path / "wh"
     assert main(["demo", "--warehouse", str(wh), "--events", "5000"]) == 0
     printed = capsys.readouterr().out
-    for stage in ("generating", "stream batch 1/", "task wait_for_watermark started",
-                  "task compact started", "task report started", "reading the summary back", "unexplained breaks"):
+    for stage in ("generating", "stream batch 1/", "Airflow is up at http://127.0.0.1:",
+                  "task wait_for_watermark started", "task compact started",
+                  "task report started", "reading the summary back", "unexplained breaks"):
         assert stage in printed
-    summary = json.loads((wh / "reports" / f"demo-summary-{DEMO_DAY}.json").read_text())
+    [summary_file] = (wh / "reports").glob("demo-summary-*.json")
+    summary = json.loads(summary_file.read_text())
+    DEMO_DAY = date.fromisoformat(summary["day"])  # yesterday, when the demo ran
+    # the scheduler started the run itself on the unpause (its id names the interval's end)
+    assert f"run scheduled__{DEMO_DAY + timedelta(days=1)}T00:00:00+00:00 processes " \
+           f"{DEMO_DAY}" in printed
+    # the default lookback took the day before too: no events, and every step said so
+    quiet = DEMO_DAY - timedelta(days=1)
+    [replay] = tb.read_table(spark, wh, tb.REPLAY_RUNS).filter(
+        F.col("window_date") == quiet).collect()
+    assert (replay.rows_read, replay.windows, replay.total_amounts) == (0, 0, {})
+    from reports.db import ReportDB
+    with ReportDB(f"sqlite:///{wh / 'reports' / 'reckon.db'}") as db:
+        quiet_run = db.current_audit_run(quiet)
+        assert quiet_run is not None and (quiet_run.rows, quiet_run.currencies) == (0, ())
+        assert db.current_check_run(quiet).success
+        assert db.current_report(quiet) is not None
+    # every process the demo's Airflow started (components, workers, Spark JVMs) is gone
+    from tests.test_airflow_scheduler import _processes_of_home
+    assert _processes_of_home(wh / "_airflow") == []
 
     in_day = F.col("window_date") == F.lit(DEMO_DAY)
 

@@ -96,3 +96,30 @@ def test_every_table_is_conformed_to_its_own_schema_in_one_session(spark):
             conformed = tb.conform(every_column, table).schema
             assert [(f.name, f.dataType) for f in conformed.fields] == \
                 [(f.name, f.dataType) for f in schema.fields], table
+
+
+@pytest.mark.spark
+def test_under_airflow_sparks_warnings_go_to_stdout_and_errors_stay_on_stderr(tmp_path):
+    """Airflow files a task's stderr as ERROR. With spark_log_to_stdout (the nightly DAG's
+    tasks), Spark's start-up warnings go to stdout with their own level in the text, its
+    errors to stderr; only the JVM launcher's one line about incubator modules is left on
+    stderr. On a terminal (the default), Spark keeps its own configuration."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from reckon.config import load_settings\n"
+            "from spark.session import get_spark\n"
+            f"s = get_spark(load_settings(env={{}}, warehouse={str(tmp_path / 'wh')!r}, "
+            "spark_log_to_stdout=sys.argv[1] == 'on'))\n"
+            "s.sparkContext._jvm.org.apache.log4j.LogManager.getLogger('reckon.test')"
+            ".error('an error stays an error')\n")
+    runs = {mode: subprocess.run([sys.executable, "-c", code, mode], capture_output=True,
+                                 text=True, timeout=300, cwd=tmp_path) for mode in ("on", "off")}
+    on = runs["on"]
+    assert on.returncode == 0, on.stderr
+    assert "spark WARN NativeCodeLoader" in on.stdout
+    assert [line for line in on.stderr.splitlines() if line.strip()] == [
+        "WARNING: Using incubator modules: jdk.incubator.vector",
+        "spark ERROR test: an error stays an error"]
+    assert "Using Spark's default log4j profile" in runs["off"].stderr

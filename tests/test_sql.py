@@ -156,9 +156,9 @@ def _write_twice(spark, warehouse):
 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     t1 = datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC)
-    first = [(t0, t1, "k1", Decimal("1.10"), 1, date(2026, 1, 1), "r1")]
-    second = [(t0, t1, "k1", Decimal("2.25"), 2, date(2026, 1, 1), "r2"),
-              (t0, t1, "k2", Decimal("7.00"), 1, date(2026, 1, 1), "r2")]
+    first = [(t0, t1, "k1", "EUR", Decimal("1.10"), 1, date(2026, 1, 1), "r1")]
+    second = [(t0, t1, "k1", "EUR", Decimal("2.25"), 2, date(2026, 1, 1), "r2"),
+              (t0, t1, "k2", "EUR", Decimal("7.00"), 1, date(2026, 1, 1), "r2")]
     spark.createDataFrame(first, schema).write.format("delta").mode("append").save(path)
     spark.createDataFrame(second, schema).write.format("delta").mode("overwrite").save(path)
     return path
@@ -201,7 +201,7 @@ def test_cli_json_output_keeps_decimals_exact_and_times_in_utc(spark, warehouse,
                  "VERSION AS OF 1"])
     assert code == 0
     assert json.loads(capsys.readouterr().out) == [
-        {"key": "k1", "total_amount": "1.10", "window_start": "2026-01-01T00:00:00Z"}]
+        {"key": "k1", "total_amount": "1.100", "window_start": "2026-01-01T00:00:00Z"}]
     code = main(["sql", "--warehouse", str(warehouse), "SELECT no_such_column FROM event_log"])
     assert code == 2
     assert "query failed" in capsys.readouterr().err

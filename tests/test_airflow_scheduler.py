@@ -1,0 +1,199 @@
+"""The nightly DAG as Airflow users run it: a real scheduler, dag-processor, triggerer and
+api-server on loopback (reckon.airflow_local), the run triggered and watched through the REST
+API, the LocalExecutor running the tasks. Asserts on the run's final state and the tables only
+(the DAG's tasks may change), and that ``stop`` leaves no process behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from reckon.config import load_settings
+
+pytestmark = pytest.mark.airflow
+
+DAY = date(2026, 1, 1)
+EVENTS = 1_000  # the demo generator's minimum: 6 landing files, 3 micro-batches
+RUN_TIMEOUT = 900.0
+
+
+def _identity(pid: int) -> tuple[int, str] | None:
+    """(pid, start time) of a live, non-zombie process; None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return None if fields[0] == "Z" else (pid, fields[19])
+
+
+def _processes_of_home(home: Path) -> list[int]:
+    """Live processes whose environment names this Airflow home (ours and our children's)."""
+    needle = f"AIRFLOW_HOME={home.resolve()}".encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if needle in (entry / "environ").read_bytes() and _identity(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _streamed_warehouse(spark, tmp_path: Path):
+    """A small warehouse written by the real stream: the demo's timeline for DAY (events
+    cross midnight, so the watermark passes the end of DAY), two files a micro-batch."""
+    from reckon.demo import demo_generator_config
+    from reckon.generate import generate_landing
+    from spark.stream import StreamSource, run_stream
+
+    landing = tmp_path / "landing"
+    cfg = dataclasses.replace(demo_generator_config(EVENTS, DAY), malformed_rate=0.0, seed=5)
+    manifest = generate_landing(landing, cfg)
+    for i, name in enumerate(manifest.files):
+        os.utime(landing / name, (1_800_000_000 + i, 1_800_000_000 + i))
+    (landing / "manifest.json").replace(tmp_path / "manifest.json")  # not an event file
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), shuffle_partitions=2,
+                             max_files_per_trigger=2, spark_driver_memory="1g",
+                             expected_partitions=",".join(map(str, manifest.expected_partitions)))
+    run_stream(spark, settings, StreamSource(landing=str(landing)), on_batch=None)
+    return settings
+
+
+def _failure_detail(af, dag_id: str, run_id: str) -> str:
+    states = af.task_states(dag_id, run_id)
+    logs = [f"--- {task} ({state}):\n{af.task_log(dag_id, run_id, task)[-3000:]}"
+            for task, state in states.items() if state in ("failed", "up_for_retry")]
+    return f"task states {states}\n" + "\n".join(logs)
+
+
+def _progress_row(spark, warehouse: Path, watermark) -> None:
+    """One watermark_progress row, as a stream whose watermark stopped at ``watermark``."""
+    from spark import tables as tb
+
+    tb.ensure_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+    now = datetime.now(UTC)
+    row = (0, "stopped-stream", now, None, watermark, {0: watermark}, {0: now}, [], "{}",
+           1, 1, 0, 0, 1, 0, 0, 0.1, "{}")
+    spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS]).write.format("delta") \
+        .mode("append").save(tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
+
+
+@pytest.mark.spark
+def test_a_day_whose_watermark_never_comes_fails_in_time_naming_the_day(spark, tmp_path):
+    """Airflow's default settings: unpausing makes the scheduler start the run of the last
+    complete day at once. The stream stopped on 2026-01-02, so that day's watermark never
+    comes: the sensor gives its worker slot back between looks (up_for_reschedule), and fails
+    after the configured wait (45 s here), without retry, naming the day, the watermark it
+    needs and the one it saw, in words. A run triggered through the REST API for a day the
+    watermark did pass (conf names it) then goes past the sensor."""
+    from reckon.airflow_env import DAG_ID, settings_env
+    from reckon.airflow_local import start_local_airflow
+
+    warehouse = tmp_path / "wh"
+    _progress_row(spark, warehouse, datetime(2026, 1, 2, 0, 0, 30, tzinfo=UTC))
+    settings = load_settings(env={}, warehouse=str(warehouse))
+    env = {**settings_env(settings), "RECKON_WATERMARK_WAIT_TIMEOUT": "45s",
+           "RECKON_WATERMARK_POLL": "5s"}
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date()
+    with start_local_airflow(tmp_path / "airflow", env) as af:
+        started = time.monotonic()
+        [run] = _wait_for(lambda: af.runs(DAG_ID, "scheduled"), 90)
+        assert run["logical_date"][:10] == yesterday.isoformat()
+        seen: set[str] = set()
+        while (state := af.run_state(DAG_ID, run["dag_run_id"])) not in ("success", "failed"):
+            seen.add(af.task_states(DAG_ID, run["dag_run_id"])["wait_for_watermark"])
+            assert time.monotonic() - started < 300, seen
+            time.sleep(1)
+        waited = time.monotonic() - started
+        assert state == "failed" and "up_for_reschedule" in seen  # no slot held between looks
+        assert 45 <= waited < 240
+        [sensor] = [ti for ti in af.task_instances(DAG_ID, run["dag_run_id"])
+                    if ti["task_id"] == "wait_for_watermark"]
+        assert (sensor["state"], sensor["try_number"]) == ("failed", 1)  # no retry
+        text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
+        assert f"day {yesterday} is not closed yet" in text
+        assert "the latest watermark is 2026-01-02T00:00:30Z" in text
+        assert re.search(r"after waiting \d+ seconds \(the limit is 45 seconds\)", text)
+        assert "Traceback" not in text.split("is not closed yet")[0][-2000:]
+        # the day the watermark did pass: its run gets past the sensor (and stops at compact,
+        # since this warehouse holds no events: the point here is the wait)
+        closed = af.trigger(DAG_ID, datetime(2026, 1, 1, tzinfo=UTC), conf={"lookback_days": 0})
+        _wait_for(lambda: af.task_states(DAG_ID, closed)["wait_for_watermark"] == "success"
+                  or None, 120)
+
+
+def _wait_for(probe, timeout: float):
+    """Poll ``probe`` until it returns something truthy (returned), at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(1)
+    raise AssertionError(f"nothing after {timeout:.0f}s")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.soak
+def test_a_backfill_of_two_days_one_without_events_under_a_real_scheduler(spark, tmp_path):
+    """Soak tier (~12 min): a backfill through the REST API of 2025-12-31 (before the stream:
+    no events) and 2026-01-01 (the streamed day), each run with the default lookback; both
+    succeed, the quiet day's tables and records say "no events", the other day reconciles;
+    `stop` leaves no process behind."""
+    from reckon.airflow_env import DAG_ID, settings_env
+    from reckon.airflow_local import COMPONENTS, start_local_airflow
+    from reports.db import ReportDB
+    from spark import tables as tb
+
+    settings = _streamed_warehouse(spark, tmp_path)
+    seen: set[tuple[int, str]] = set()
+    with start_local_airflow(tmp_path / "airflow", settings_env(settings),
+                             use_schedule=False) as af:
+        assert set(af.pids) == set(COMPONENTS)
+        runs = af.backfill(DAG_ID, date(2025, 12, 31), DAY)
+        assert len(runs) == 2
+        for run_id in runs:
+            deadline = time.monotonic() + RUN_TIMEOUT
+            while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
+                seen.update(i for p in af.spawned_pids() if (i := _identity(p)))
+                assert time.monotonic() < deadline, af.task_states(DAG_ID, run_id)
+                time.sleep(2)
+            assert state == "success", _failure_detail(af, DAG_ID, run_id)
+        component_pids = dict(af.pids)
+    assert all(_identity(pid) is None for pid in component_pids.values())
+    assert not [i for i in seen if _identity(i[0]) == i], "processes left after stop"
+    assert _processes_of_home(tmp_path / "airflow") == []
+
+    wh = settings.warehouse_path
+    assert tb.read_table(spark, wh, tb.RECONCILIATION).filter(
+        f"window_date = DATE'{DAY}'").count() > 0
+    with ReportDB.from_settings(settings) as db:
+        quiet, busy = db.current_audit_run(date(2025, 12, 31)), db.current_audit_run(DAY)
+    assert quiet is not None and (quiet.rows, quiet.currencies) == (0, ())
+    assert busy is not None and busy.unexplained == 0 and busy.currencies
+
+
+def test_a_component_that_cannot_start_is_named_with_its_log(tmp_path):
+    """The api-server's port is taken: start fails at once, naming it, and stops the rest."""
+    from reckon.airflow_local import start_local_airflow
+    from reckon.errors import ReckonError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(ReckonError, match=r"airflow api-server \(pid \d+\) exited") as info:
+            start_local_airflow(tmp_path / "airflow", {"AIRFLOW__API__PORT": str(port)},
+                                timeout=120)
+    assert "last lines of" in str(info.value)
+    assert _processes_of_home(tmp_path / "airflow") == []
