@@ -291,3 +291,36 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     assert again is not None and again.run_id != audit.run_id
     assert (again.currencies, again.status_counts) == (audit.currencies, audit.status_counts)
     assert len(audit.currencies) >= 2  # the demo day's money, per currency
+
+
+def test_a_mistake_fails_at_once_and_anything_else_is_retried_naming_step_and_day(
+        airflow_env, monkeypatch):
+    """A ReckonError (the input or the configuration: a retry finds the same) becomes
+    Airflow's fail-now exception naming the step and the day; a concurrent audit and any other
+    error (a lost executor, a database timeout) stay retryable, with the step and day noted."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    import dags.reckon_nightly as nightly
+    from reckon import pipeline
+    from reckon.errors import ConcurrentAuditError, LayoutError
+
+    plan = {"newest": "2026-01-02", "days": ["2026-01-01", "2026-01-02"]}
+    failures: dict[str, BaseException] = {
+        "layout": LayoutError("warehouse '/wh' was written by an earlier reckon layout"),
+        "concurrent": ConcurrentAuditError("another audit of 2026-01-01 replaced them"),
+        "transient": OSError("database timeout")}
+    for name, error in failures.items():
+        def failing(settings, day, error=error):
+            raise error
+
+        monkeypatch.setattr(pipeline, "run_replay", failing)
+        with pytest.raises(BaseException) as caught:
+            nightly._run_step("replay", plan)
+        if name == "layout":
+            assert isinstance(caught.value, AirflowFailException)
+            assert str(caught.value).startswith("replay of 2026-01-01 failed: warehouse '/wh'")
+        else:
+            assert caught.value is error  # Airflow retries it
+            if name == "transient":
+                assert "reckon: replay of 2026-01-01 failed; the task is retried" in \
+                    caught.value.__notes__

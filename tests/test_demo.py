@@ -129,6 +129,16 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
         assert quiet_run is not None and (quiet_run.rows, quiet_run.currencies) == (0, ())
         assert db.current_check_run(quiet).success
         assert db.current_report(quiet) is not None
+    # task logs a person can read: nothing filed as an error but the JVM launcher's one line,
+    # and no INFO chatter from Great Expectations or font subsetting
+    events = [json.loads(line) for log in (wh / "_airflow" / "logs").glob("dag_id=*/**/*.log")
+              for line in log.read_text().splitlines() if line.startswith("{")]
+    assert events
+    errors = {e["event"] for e in events if e.get("level") == "error"}
+    assert errors <= {"WARNING: Using incubator modules: jdk.incubator.vector"}, errors
+    chatty = [e for e in events if str(e.get("logger", "")).startswith(
+        ("great_expectations", "fontTools")) and e.get("level") == "info"]
+    assert chatty == []
     # every process the demo's Airflow started (components, workers, Spark JVMs) is gone
     from tests.test_airflow_scheduler import _processes_of_home
     assert _processes_of_home(wh / "_airflow") == []

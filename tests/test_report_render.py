@@ -362,7 +362,7 @@ def test_a_run_without_per_currency_figures_is_refused_not_made_up(tmp_path):
                                 status_counts=tuple((s, 0) for s in STATUSES),
                                 attribution=(), gap_series=())
     html = Path(render_context(empty, tmp_path / "e").html_path).read_text()
-    assert "No (window, key, currency) rows" in html
+    assert "No events</strong> on this day" in html
     assert list(_groups(html)) == [""]
     assert headline_from_run(make_run("audit-empty", rows=0, currencies=())).currencies == ()
 

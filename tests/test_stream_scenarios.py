@@ -38,3 +38,9 @@ def test_scenario_through_the_streaming_job(spark, streamed_scenario, case):
     assert sorted((r.event_id, r.reason) for r in quarantine.collect()) == \
         sorted((e.event_id, reason) for e, reason, _ in expected.quarantined)
     assert sorted(e.event_id for e, _, _ in expected.quarantined) == sorted(case.quarantined)
+    # nothing vanishes: every line counted, late, duplicate or quarantined, per batch
+    progress = spark.read.format("delta").load(str(warehouse / "watermark_progress")).collect()
+    for row in progress:
+        assert row.rows_in == row.valid + row.quarantined, row
+        assert row.valid == row.on_time + row.revised + row.late + row.duplicates, row
+    assert sum(r.rows_in for r in progress) == sum(len(b) for b in case.batches)
