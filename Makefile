@@ -27,6 +27,7 @@ test-soak: setup-test ## the long reliability runs (random kills, standalone clu
 
 lint: setup
 	$(VENV)/bin/ruff check reckon spark audits reports dags bench tests
+	$(VENV)/bin/mypy reckon spark audits reports dags bench
 
 bench-quick: setup
 	$(PY) -m bench --quick

@@ -374,7 +374,9 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
                              "before auditing the day")
-    pinned = _finished_replay(spark, settings, day, frames[tb.CANONICAL_TOTALS])
+    canonical = frames[tb.CANONICAL_TOTALS]
+    assert canonical is not None, "checked just above"  # narrows for mypy
+    pinned = _finished_replay(spark, settings, day, canonical)
     if frames[tb.LATE_EVENTS] is not None:
         cut = _late_events_in_replay_view(settings, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:

@@ -12,8 +12,10 @@ validation definitions, validation results); the Data Docs site is
 ``<warehouse>/reports/data_docs/index.html``. Re-running a day records a new run (the newest is
 current) and rebuilds the day's Data Docs pages; nothing else changes.
 
-A table that does not exist yet is validated as an empty DataFrame of its schema (so its suite
-still shows in Data Docs) and reported with a warning ``expect_table_to_exist``.
+A table that does not exist is validated as an empty DataFrame of its schema (so its suite
+still shows in Data Docs) and fails the run with a blocking ``expect_table_to_exist``: the
+nightly steps write every table, so a missing one means a step did not run or the warehouse is
+not the one meant, and a check that passed there would vouch for nothing.
 
 Money is per (window, key, currency): the per-grain suites are unique on that grain, check
 each amount against its currency's minor unit, and compare every canonical_totals row with the
@@ -369,12 +371,14 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
             base.unpersist()
         scope.release()
     records = _records(run_id, suite.name, suite.table, gx_result)
-    if not exists:
+    if not exists:  # a table the nightly run writes is not there: nothing was checked
         path = table_path(warehouse, suite.table)
         records.insert(0, ExpectationResult(
             run_id=run_id, suite=suite.name, table=suite.table, expectation=_MISSING,
-            column=None, severity="warning", success=False, unexpected_count=None,
-            sample=_json([f"no Delta table at {path}"]), kwargs=_json({"path": path})))
+            column=None, severity="blocking", success=False, unexpected_count=None,
+            sample=_json([f"no Delta table at {path}: run the step that writes it (`reckon "
+                          "stream`, `replay`, `audit`), or check --warehouse"]),
+            kwargs=_json({"path": path})))
     return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version)
 
 

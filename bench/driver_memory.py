@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_for(warehouse)
         events = int(warehouse.name.removeprefix("day-"))
         log(f"driver memory on {args.master}: replay_day at {events:,} events")
-        _, replay = _measure(spark, lambda s=settings: _replay(spark, s))
+        _, replay = _measure(spark, partial(_replay, spark, settings))
         log(f"driver memory on {args.master}: audit_day(record=False) at {events:,} events")
-        _, audit = _measure(spark, lambda s=settings: _audit(spark, s, False))
+        _, audit = _measure(spark, partial(_audit, spark, settings, False))
         points[str(events)] = {"replay": replay, "audit": audit}
     print(json.dumps({"driver_heap": DRIVER_HEAP, "executor_memory": EXECUTOR_MEMORY,
                       "spark_master": args.master, "results": points}))

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -185,8 +186,9 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
         log(f"stream: trigger sweep, {files} files (~{per:,} lines) a trigger: reckon")
         _, ours = _measure(spark, ours_run)
         log(f"stream: trigger sweep, {files} files a trigger: Spark native")
-        _, theirs = _measure(spark, lambda s=settings, w=where: _native_stream(
-            spark, source, s, str(w / "native_totals"), str(w / "_checkpoints" / "native")))
+        _, theirs = _measure(spark, partial(
+            _native_stream, spark, source, settings, str(where / "native_totals"),
+            str(where / "_checkpoints" / "native")))
         points.append({
             "files_per_trigger": files, "lines_per_trigger": per, "batches": len(late),
             "reckon_events_per_second": round(manifest["lines"] / ours["wall_seconds"]),
@@ -256,6 +258,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     # emitted windows count (it counts duplicates, so deliveries not unique events).
     out = spark.read.format("delta").load(native_path)
     emitted = out.agg(F.sum("event_count").alias("n"), F.max("window_end").alias("hi")).first()
+    assert emitted is not None  # an aggregate without groupBy has exactly one row
     counted, cutoff = int(emitted["n"] or 0), emitted["hi"]
     log_df = tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
     eligible = 0
@@ -483,6 +486,7 @@ def _alternate(spark: SparkSession,
     the block manager, and the next contender ran with less execution memory (ours took
     16.6, 19.6 and 19.1 s in turns with it, 13-15 s alone)."""
     runs: dict[str, list[tuple[Any, dict[str, Any]]]] = {name: [] for name in contenders}
+    spark.catalog.clearCache()  # the first run starts as clean as the others
     for i in range(rounds + 1):
         for name, fn in contenders.items():
             log(f"{workload}: {name} " + (f"(run {i} of {rounds})" if i
@@ -492,9 +496,9 @@ def _alternate(spark: SparkSession,
                 runs[name].append(done)
             spark.catalog.clearCache()
     out = {}
-    for name, done in runs.items():
-        walls = [m["wall_seconds"] for _, m in done]
-        value, median = sorted(done, key=lambda vm: vm[1]["wall_seconds"])[len(done) // 2]
+    for name, timed in runs.items():
+        walls = [m["wall_seconds"] for _, m in timed]
+        value, median = sorted(timed, key=lambda vm: vm[1]["wall_seconds"])[len(timed) // 2]
         out[name] = (value, median, walls)
     return out
 
@@ -550,8 +554,9 @@ def _duckdb(spark: SparkSession, settings: Settings, *, dedup: bool) -> int:
                    currency, sum(CAST(amount AS DECIMAL(38, 3))) AS total_amount,
                    count(*) AS event_count
             FROM {src} GROUP BY ALL) TO '{out}' (FORMAT parquet)""", {"files": files})
-        return int(con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(out)})
-                   .fetchone()[0])
+        row = con.execute("SELECT count(*) FROM read_parquet($p)", {"p": str(out)}).fetchone()
+        assert row is not None  # count(*) always returns one row
+        return int(row[0])
     finally:
         con.close()
 
@@ -592,7 +597,9 @@ def _timeline(spark: SparkSession, settings: Settings, started: float, ended: fl
     stamps, out = [], {}
     for name in names:
         path = tb.table_path(settings.warehouse_path, name)
-        ts = DeltaTable.forPath(spark, path).history(1).select("timestamp").first()[0]
+        latest = DeltaTable.forPath(spark, path).history(1).select("timestamp").first()
+        assert latest is not None  # a Delta table has at least the commit that created it
+        ts = latest[0]
         if ts.timestamp() >= started - 1.0:  # slack: the commit file mtime may be coarse
             stamps.append((ts.timestamp(), name))
         else:  # e.g. an empty replaceWhere with nothing to replace commits nothing
@@ -842,10 +849,10 @@ def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     for n in scale.curve_scales:
         settings = _day_warehouse(spark, scale, n)
         log(f"scale: replay_day at {n:,} events")
-        rr, rep = _measure(spark, lambda s=settings: _replay(spark, s))
+        rr, rep = _measure(spark, partial(_replay, spark, settings))
         ds.build_audit_inputs(spark, settings)
         log(f"scale: audit_day(record=False) at {n:,} events")
-        ar, aud = _measure(spark, lambda s=settings: _audit(spark, s, False))
+        ar, aud = _measure(spark, partial(_audit, spark, settings, False))
         points.append({"events": n, "canonical_rows": rr.windows, "audit_rows": ar.rows,
                        "replay": rep, "audit": aud,
                        "replay_us_per_event": round(rep["wall_seconds"] / n * 1e6, 3),
@@ -1032,8 +1039,12 @@ def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[
     merges_from = tb.current_version(settings.warehouse_path, tb.PROVISIONAL_TOTALS)
     assert merges_from is not None  # the first batch committed to it
     metrics.clear()
-    _, measured = _measure(spark, lambda: [processor(raw(batch), i)
-                                           for i, batch in enumerate(files[1:], start=1)])
+
+    def merges() -> None:
+        for i, batch in enumerate(files[1:], start=1):
+            processor(raw(batch), i)
+
+    _, measured = _measure(spark, merges)
     copied = [int(info["operationMetrics"]["numTargetRowsCopied"]) for _, info in
               tb.commit_infos(settings.warehouse_path, tb.PROVISIONAL_TOTALS, merges_from)
               if info.get("operation") == "MERGE"]

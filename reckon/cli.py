@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings, load_settings
-from reckon.errors import NotBuiltYetError, ReckonError
+from reckon.errors import NotBuiltYetError, ReckonError, UsageError
 from reckon.money import format_money
 
-__all__ = ["main"]
+__all__ = ["main", "require_existing"]
 
 Handler = Callable[[argparse.Namespace, Settings], int]
 
@@ -33,6 +36,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(getattr(args, "config", None), **overrides)
 
 
+def _version() -> str:
+    try:
+        return version("reckon")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def _print_json(payload: object) -> None:
     print(json.dumps(payload, indent=2, sort_keys=True, default=str))
 
@@ -41,7 +51,7 @@ def _print_json(payload: object) -> None:
 
 
 def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from reckon.generate import GeneratorConfig, generate_landing
+    from reckon.generate import DEFAULT_CURRENCIES, GeneratorConfig, generate_landing
 
     cfg = GeneratorConfig(
         events=args.events, partitions=args.partitions, keys=args.keys, seed=args.seed,
@@ -51,8 +61,8 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
         tail_share=args.tail_share, median_delay=args.median_delay,
         idle_partition=None if args.no_idle_partition else 0,
         slow_partition=None if args.no_slow_partition else -1,
-        **({"currencies": tuple(c.strip() for c in args.currencies.split(",") if c.strip())}
-           if args.currencies else {}),
+        currencies=(tuple(c.strip() for c in args.currencies.split(",") if c.strip())
+                    if args.currencies else DEFAULT_CURRENCIES),
     )
     manifest = generate_landing(args.out, cfg)
     print(f"wrote {manifest.lines} lines in {len(manifest.files)} files to {args.out}: "
@@ -115,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "them. Every command takes --help.",
     )
     parser.add_argument("--config", help="TOML config file (default: $RECKON_CONFIG or ./reckon.toml)")
+    parser.add_argument("--version", action="version", version=f"reckon {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = _add(sub, "generate", cmd_generate,
@@ -294,13 +305,55 @@ def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | N
             "(RECKON_REPORT_DB_URL) and that the server is running and reachable")
 
 
+# Commands that read a warehouse someone already has: a mistyped --warehouse must be an error,
+# not a new empty warehouse that "has no breaks" or "passes its checks".
+_READS_TABLES = frozenset({"compact", "replay", "audit", "check", "report", "sql", "explain",
+                           "lateness", "vacuum"})
+# Commands that read the report database the audits wrote (SQLite: a file in the warehouse).
+_READS_REPORT_DB = frozenset({"breaks", "signoff", "verify-log"})
+
+
+def require_existing(command: str, settings: Settings) -> None:
+    """Refuse a read of a warehouse (or report database) that does not exist, with what to
+    do, before anything creates it. ``replay --kafka`` reads a topic and may start one."""
+    from spark.tables import TABLES, table_exists
+
+    wh = settings.warehouse_path
+    if command in _READS_TABLES and not any(table_exists(wh, t) for t in TABLES):
+        what = "does not exist" if not wh.exists() else "holds no reckon table"
+        raise UsageError(f"--warehouse {str(wh)!r} {what}: check --warehouse (or "
+                         "RECKON_WAREHOUSE), or run `reckon stream` to create a warehouse")
+    if command in _READS_REPORT_DB and settings.report_db.startswith("sqlite:///"):
+        path = Path(settings.report_db.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise UsageError(f"no report database at {str(path)!r}: run `reckon audit --date "
+                             "D` first, or check --warehouse (or RECKON_REPORT_DB_URL)")
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``reckon breaks list --json | head``): no
+    traceback, and no second error when Python flushes stdout at exit. 141 = 128 + SIGPIPE,
+    as other tools end."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     settings: Settings | None = None
     try:
         settings = _settings(args)
+        if args.command == "sql":  # a statement that may not run is refused first
+            from reports.query import check_read_only
+
+            check_read_only(args.query)
+        if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
+            require_existing(args.command, settings)
         return int(args.handler(args, settings) or 0)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except ReckonError as exc:
         print(f"reckon {args.command}: error: {exc}", file=sys.stderr)
         return exc.exit_code

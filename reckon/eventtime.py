@@ -115,8 +115,9 @@ class WindowSpec:
 
     def window_starts(self, t: T) -> list[T]:
         """Starts of every window containing ``t`` (int, numpy array or Spark Column), newest first."""
-        base = t - t % self.step  # type: ignore[operator]
-        return [base - k * self.step for k in range(self.windows_per_event)]  # type: ignore[operator]
+        # T has no arithmetic bound (int, ndarray and Column share no protocol): Any, not int.
+        base: Any = t - t % self.step  # type: ignore[operator]
+        return [base - k * self.step for k in range(self.windows_per_event)]
 
     def covered_event_times(self, first_start: int, end_start: int) -> tuple[int, int]:
         """``[lo, hi)``: every event time held by the windows whose start is in

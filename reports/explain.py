@@ -637,7 +637,37 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int,
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, retain,
                                     currency)]
+    if all(_untold(ch) for ch in chapters):
+        _refuse_unknown_key(spark, wh, key, instant, currency)
     return WindowStory(key, instant, rules.to_config(), tuple(chapters), currency)
+
+
+def _untold(ch: WindowChapter) -> bool:
+    """Nothing at all to tell: no event, quarantined line, row or history."""
+    return not (ch.events or ch.quarantined or ch.history or ch.provisional or ch.canonical
+                or ch.reconciliation)
+
+
+def _refuse_unknown_key(spark: Any, wh: Path, key: str, instant: int,
+                        currency: str | None) -> None:
+    """When the windows hold nothing of ``key``: a key (or currency) without a single event on
+    the window's day is a mistake, said as one; a key busy that day at other times is not,
+    and its empty story says so. One day of event_log is read, its key column only."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    day = from_micros(instant).date()
+    rows = tb.read_table(spark, wh, tb.EVENT_LOG).filter(
+        (F.col("event_date") == F.lit(day)) & (F.col("key") == F.lit(key)))
+    if currency is not None:
+        rows = rows.filter(F.col("currency") == F.lit(currency))
+    if rows.limit(1).count() == 0:
+        what = f"--key={key!r}" + (f" in {currency}" if currency else "")
+        raise UsageError(f"{what} has no events on {day} (the day of --window): check the key "
+                         "(keys are case-sensitive), the currency and the day, e.g. with "
+                         "`reckon sql \"SELECT DISTINCT key FROM event_log WHERE event_date = "
+                         f"'{day}'\"`")
 
 
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:

@@ -150,11 +150,11 @@ def session_conf(spark: SparkSession, values: Mapping[str, str]) -> Iterator[Non
     try:
         yield
     finally:
-        for key, value in previous.items():
-            if value is None:
+        for key, old in previous.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 def stop_spark() -> None:

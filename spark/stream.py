@@ -607,6 +607,8 @@ class StreamSource:
                      .option("pathGlobFilter", "*.ndjson")
                      .load(str(Path(self.landing).resolve())))
             return landing_lines(files)
+        if not self.topic:  # __post_init__ already refuses --kafka without --topic
+            raise UsageError("--kafka needs --topic")
         return (spark.readStream.format("kafka")
                 .option("kafka.bootstrap.servers", self.kafka_bootstrap)
                 .option("subscribe", self.topic)
@@ -663,7 +665,7 @@ def _kafka_admin(spark: SparkSession, bootstrap: str, topic: str,
     a failed request is a UsageError saying what to check."""
     from py4j.protocol import Py4JJavaError
 
-    jvm = spark._jvm
+    jvm: Any = spark._jvm  # a py4j JVMView (typed Optional: None only once Spark is stopped)
     props = jvm.java.util.Properties()
     props.setProperty("bootstrap.servers", bootstrap)
     for name in ("request.timeout.ms", "default.api.timeout.ms"):
@@ -703,7 +705,7 @@ def kafka_offsets(spark: SparkSession, bootstrap: str, topic: str, *, latest: bo
     """Partition -> the earliest (or latest: the next to be written) offset of ``topic`` now.
     A batch read given these as JSON offsets reads the same records however often it runs;
     given "earliest"/"latest" it asks the broker again at every action."""
-    jvm = spark._jvm
+    jvm: Any = spark._jvm  # a py4j JVMView (typed Optional: None only once Spark is stopped)
     spec = jvm.org.apache.kafka.clients.admin.OffsetSpec
     with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
         partitions = _topic_partitions(admin, jvm, topic, timeout_seconds)
@@ -768,7 +770,8 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     elif available_now:
         writer = writer.trigger(availableNow=True)
     query = writer.start()
-    query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()
+    # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)
+    query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()  # type: ignore[arg-type]
     if query.isActive:
         query.stop()
     return cp

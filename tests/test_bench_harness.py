@@ -108,7 +108,7 @@ def test_absolute_targets_are_read_from_the_results_and_prorated_to_the_goals_si
         "2,000,000 events | spark_native_watermark 300,000 | yes |",
         "| replay | seconds for a day of 20M events | <= 30 | 40.0 | 10,000,000 events | "
         "spark_groupby_floor 8.000 | NO |",
-        "| audit | seconds per 1M (window, key) rows | <= 10 | 9.500 | 2,000,000 rows | "
+        "| audit | seconds per 1M (window, key, currency) rows | <= 10 | 9.500 | 2,000,000 rows | "
         "datacompy_spark_compare 25.0 | yes |"]
     assert _absolute_rows({"lateness": {"results": {}}}) == []
 

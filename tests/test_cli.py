@@ -96,3 +96,54 @@ def test_other_exceptions_keep_their_traceback(monkeypatch):
     monkeypatch.setattr("reckon.cli._settings", lambda args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["verify-log"])
+
+
+def test_version_names_the_package(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("reckon 0.")
+
+
+@pytest.mark.parametrize("argv", [
+    ["breaks", "list"], ["verify-log"], ["signoff", "--run", "r", "--by", "b", "--note", "n"],
+    ["check", "--date", "2026-01-01"], ["audit", "--date", "2026-01-01"],
+    ["replay", "--date", "2026-01-01"], ["compact", "--date", "2026-01-01"],
+    ["report", "--date", "2026-01-01", "--out", "r"], ["vacuum", "--dry-run"],
+    ["sql", "SELECT 1"], ["explain", "--key", "k", "--window", "2026-01-01T00:00:00Z"],
+    ["lateness", "--date", "2026-01-01"]])
+def test_a_mistyped_warehouse_is_an_error_and_is_never_created(argv, tmp_path, capsys):
+    """Reading a warehouse that is not there says so, exit 2, and creates nothing (before, a
+    mistyped path gave "no breaks", "OK: 0 entries", "passed" and a new empty directory)."""
+    typo = tmp_path / "warehuose"
+    code = main([*argv, "--warehouse", str(typo)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert str(typo) in err and ("does not exist" in err or "no report database" in err)
+    assert not typo.exists()
+
+
+def test_a_directory_without_tables_is_no_warehouse(tmp_path, capsys):
+    (tmp_path / "wh").mkdir()
+    assert main(["sql", "--warehouse", str(tmp_path / "wh"), "SELECT 1"]) == 2
+    assert "holds no reckon table" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path):
+    """`reckon breaks list --json | head -n 3`: head exits after three lines; reckon stops
+    without a BrokenPipeError traceback (exit 141, as `yes | head` does)."""
+    from reports.db import ReportDB
+    from tests.test_report_db import make_break, make_run
+
+    wh = tmp_path / "wh"
+    with ReportDB(f"sqlite:///{wh / 'reports' / 'reckon.db'}") as db:
+        (wh / "reports").mkdir(parents=True, exist_ok=True)
+        db.record_audit_run(make_run(), [])
+        db.write_breaks("run-1", [make_break(key=f"k{i}", minute=i % 60) for i in range(3000)])
+    reckon = str(__import__("pathlib").Path(sys.executable).with_name("reckon"))
+    done = subprocess.run(["bash", "-o", "pipefail", "-c",
+                           f"'{reckon}' breaks list --json --warehouse '{wh}' | head -n 3"],
+                          capture_output=True, text=True, timeout=120)
+    assert len(done.stdout.splitlines()) == 3
+    assert done.stderr == "" and done.returncode == 141

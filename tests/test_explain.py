@@ -85,15 +85,19 @@ def test_explain_cli_json_and_text(spark, streamed, capsys):
     assert capsys.readouterr().out.startswith(
         f"window [{iso(10)}, {iso(20)}) key merchant-x, currency USD: 2 events: 2 counted on "
         "time")
+    # a key the day never saw is a mistake, said in one line; a quiet window of a busy key is not
     assert main(["explain", "--warehouse", str(streamed.warehouse_path), "--key", "nobody",
-                 "--window", iso(12)]) == 0
+                 "--window", iso(12)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("reckon explain: error: --key='nobody' has no events on ") and len(
+        err.strip().splitlines()) == 1
+    assert main(["explain", "--warehouse", str(streamed.warehouse_path), "--key", "merchant-x",
+                 "--window", iso(600)]) == 0
     assert "0 events: no events" in capsys.readouterr().out
     assert main([*args, "--currency", "usd"]) == 0  # narrowed to the key's only currency
     assert "currency USD: 2 events" in capsys.readouterr().out
-    assert main([*args, "--currency", "EUR"]) == 0  # a currency the window does not have
-    out = capsys.readouterr().out
-    assert "key merchant-x, currency EUR: 0 events: no events" in out
-    assert "the stream has no row for this window and key in EUR" in out
+    assert main([*args, "--currency", "EUR"]) == 2  # a currency the key never had that day
+    assert "--key='merchant-x' in EUR has no events on " in capsys.readouterr().err
     assert main([*args, "--currency", "XAU"]) == 2
     assert "--currency='XAU' is not valid" in capsys.readouterr().err
 

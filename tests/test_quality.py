@@ -343,10 +343,13 @@ def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
     (w,) = [r for r in lenient.results if (r.table, r.expectation, r.column) == key]
     assert (s.success, s.severity, s.unexpected_count) == (False, "blocking", 1)
     assert (w.success, w.severity) == (False, "warning")
-    assert not strict.success and lenient.success
-    # the tables written nowhere are reported as warnings, not crashes
+    assert not strict.success
+    # the tables written nowhere fail the check (a mistyped warehouse or a step not run must
+    # not "pass"), as blocking expectations of their own, not crashes; with them, the
+    # lenient run's only blocking failures
     missing = {r.table for r in lenient.results if r.expectation == "expect_table_to_exist"}
     assert missing == set(_PARTITION) - {"reconciliation"}
+    assert {r.table for r in lenient.blocking_failures} == missing and not lenient.success
     assert not any(s.table_exists for s in lenient.suites if s.table != "reconciliation")
 
 

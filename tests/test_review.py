@@ -341,7 +341,15 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
 def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RECKON_REPORT_DB_URL", raising=False)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    # a warehouse that was never audited has no report DB: said, and nothing is created
+    assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
+                 "--date", "2026-01-01"]) == 2
+    assert "no report database at " in capsys.readouterr().err
+    assert not (tmp_path / "wh").exists()
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(tmp_path / "wh"))) as db:
+        db.migrate()  # an audited warehouse whose day has no breaks
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
                  "--date", "2026-01-01"]) == 0
     assert "no breaks for 2026-01-01 in the current audit runs" in capsys.readouterr().out
