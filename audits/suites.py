@@ -72,6 +72,7 @@ from reckon.reconcile import (
     within_tolerance,
 )
 from reckon.schema import TOTAL_IDENTITY
+from reckon.timeutil import parse_duration
 from spark.money import amount_text_col, minor_unit_break_col
 from spark.parse import QUARANTINE_REASONS
 from spark.tables import (
@@ -452,7 +453,13 @@ def _canonical(settings: Settings) -> TableSuite:
 
 
 def _late_events(settings: Settings) -> TableSuite:
-    grace = settings.event_time_rules().grace
+    from spark.spec import recorded_versions
+
+    # a late event was judged by the grace in force when it came: past the smallest grace
+    # the warehouse ever had holds for every row, whichever version it came under
+    grace = min([settings.event_time_rules().grace,
+                 *(parse_duration(v.spec["grace"], "grace")
+                   for v in recorded_versions(settings.warehouse_path))])
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),

@@ -168,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     trig.add_argument("--available-now", action="store_true",
                       help="process everything there now, then stop")
     trig.add_argument("--trigger", help="processing-time trigger interval, e.g. 5s")
+    p.add_argument("--change-spec", action="store_true",
+                   help="record the given --lateness/--grace/--idle-timeout/--partitions as the "
+                   "warehouse's new event-time spec, applying from the next batch (without it, "
+                   "a value that disagrees with the warehouse's spec is refused)")
 
     p = _add(sub, "replay", _lazy("spark.replay:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
@@ -311,6 +315,9 @@ _READS_TABLES = frozenset({"compact", "replay", "audit", "check", "report", "sql
                            "lateness", "vacuum"})
 # Commands that read the report database the audits wrote (SQLite: a file in the warehouse).
 _READS_REPORT_DB = frozenset({"breaks", "signoff", "verify-log"})
+# run with the warehouse's event-time spec (reckon.spec); the stream resolves its own
+_TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "report", "explain",
+                                   "lateness"})
 
 
 def require_existing(command: str, settings: Settings) -> None:
@@ -351,6 +358,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_read_only(args.query)
         if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
             require_existing(args.command, settings)
+        if args.command in _TAKES_WAREHOUSE_SPEC:
+            from spark.spec import resolved_settings
+
+            settings = resolved_settings(settings, args.command)
         return int(args.handler(args, settings) or 0)
     except BrokenPipeError:
         return _quiet_broken_pipe()

@@ -84,6 +84,9 @@ class Settings:
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
     extra_spark_conf: Mapping[str, str] = field(default_factory=dict)
+    # where each value not left at its default came from ("--window", "RECKON_WINDOW", the
+    # config file, "the warehouse"): what a refusal names when values disagree (reckon.spec)
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.event_time_rules()  # validates every duration and the window/slide pair
@@ -160,14 +163,26 @@ class Settings:
         )
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        """A copy with the given keys replaced (None values are ignored: 'flag not given')."""
+        """A copy with the given keys replaced (None values are ignored: 'flag not given'),
+        each recorded as given by its flag."""
         given = {k: v for k, v in overrides.items() if v is not None}
-        return replace(self, **_coerce_all(given))
+        return self.with_values({k: _flag(k) for k in given}, **given)
+
+    def with_values(self, origins: Mapping[str, str], **values: Any) -> Settings:
+        """A copy with ``values`` replaced, ``origins`` saying where each came from (e.g.
+        ``{"expected_partitions": "the topic's metadata"}``)."""
+        return replace(self, **_coerce_all(values), origins={**self.origins, **origins})
+
+    def origin(self, name: str) -> str | None:
+        """Where setting ``name`` came from; None when it is the built-in default."""
+        return self.origins.get(name)
 
     def public_dict(self) -> dict[str, Any]:
         """For logs and report headers: no secrets (the database URL loses its password)."""
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name == "origins":
+                continue
             value = getattr(self, f.name)
             if f.name == "report_db_url":
                 value = _redact_url(self.report_db)
@@ -189,7 +204,7 @@ def _redact_url(url: str) -> str:
 
 
 def _coerce(name: str, value: Any) -> Any:
-    kinds = {f.name: f.type for f in fields(Settings)}
+    kinds = {f.name: f.type for f in fields(Settings) if f.name != "origins"}
     if name not in kinds:
         allowed = ", ".join(sorted(kinds))
         raise ConfigError(f"unknown setting {name!r}; known settings: {allowed}")
@@ -248,6 +263,7 @@ def load_settings(path: str | os.PathLike[str] | None = None,
     """Defaults, then the TOML file, then RECKON_* variables, then keyword overrides."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     file = path or env.get("RECKON_CONFIG") or ("reckon.toml" if Path("reckon.toml").is_file()
                                                 else None)
     if file:
@@ -259,11 +275,26 @@ def load_settings(path: str | os.PathLike[str] | None = None,
                 raw = tomllib.load(fh)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
-        values.update(raw.get("reckon", raw))
-    names = {f.name for f in fields(Settings)}
+        from_file = raw.get("reckon", raw)
+        values.update(from_file)
+        origins.update({k: f"{name} in {str(p)!r}" for k in from_file
+                        for name in [k if "reckon" not in raw else f"[reckon] {k}"]})
+    names = {f.name for f in fields(Settings)} - {"origins"}
     for name in names:
         key = "RECKON_" + name.upper()
         if key in env:
             values[name] = env[key]
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return Settings(**_coerce_all(values))
+            origins[name] = key
+    given = {k: v for k, v in overrides.items() if v is not None}
+    values.update(given)
+    origins.update({k: _flag(k) for k in given})
+    return Settings(**_coerce_all(values), origins=origins)
+
+
+_FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",
+          "kafka_topic": "--topic"}
+
+
+def _flag(name: str) -> str:
+    """The CLI flag that sets ``name`` (what a message about its value names)."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))

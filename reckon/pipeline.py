@@ -67,6 +67,14 @@ def _spark(settings: Settings, app: str) -> Any:
     return get_spark(settings, app_name=app)
 
 
+def _with_spec(settings: Settings, step: str) -> Settings:
+    """The settings with the warehouse's event-time spec (reckon.spec): a nightly step never
+    windows a day differently from the stream that wrote it."""
+    from spark.spec import resolved_settings
+
+    return resolved_settings(settings, step)
+
+
 def nightly_days(*, day: str | None, logical_date: datetime | None, run_after: datetime,
                  lookback_days: int) -> tuple[date, list[date]]:
     """Which day a nightly run processes, however it was started, and its lookback days.
@@ -100,6 +108,7 @@ def check_watermark(settings: Settings, day: date) -> StepResult | None:
     its worker slot between looks (the nightly DAG's wait_for_watermark)."""
     from spark.progress import day_closed, logged_watermark
 
+    settings = _with_spec(settings, "wait_for_watermark")
     known, _ = logged_watermark(settings.warehouse_path)
     spark = None if known else _spark(settings, "reckon-wait")
     closed = day_closed(spark, settings, day)
@@ -111,6 +120,7 @@ def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) ->
     needed and the one seen (from the Delta log, or Spark when it cannot tell), in words."""
     from spark.progress import latest_watermark, logged_watermark, not_ready_message
 
+    settings = _with_spec(settings, "wait_for_watermark")
     known, seen = logged_watermark(settings.warehouse_path)
     if not known:
         seen = latest_watermark(_spark(settings, "reckon-wait"), settings)
@@ -124,6 +134,7 @@ def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = N
     Raises WatermarkNotReadyError (with the watermark it saw) when the timeout runs out."""
     from spark.progress import wait_for_day_closed
 
+    settings = _with_spec(settings, "wait_for_watermark")
     result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings, day,
                                  timeout=timeout or settings.watermark_wait_timeout, poll=poll)
     return StepResult("wait_for_watermark", day.isoformat(), result)
@@ -134,6 +145,7 @@ def run_compact(settings: Settings, day: date) -> StepResult:
     that day's partitions only), so the replay and every later reader open few files."""
     from spark.compaction import compact_day
 
+    settings = _with_spec(settings, "compact")
     result = compact_day(_spark(settings, "reckon-compact"), settings, day)
     return StepResult("compact", day.isoformat(), result.to_dict())
 
@@ -142,6 +154,7 @@ def run_replay(settings: Settings, day: date) -> StepResult:
     """Canonical totals for ``day`` from the full event log (replaceWhere of that day only)."""
     from spark.replay import replay_day
 
+    settings = _with_spec(settings, "replay")
     result = replay_day(_spark(settings, "reckon-replay"), settings, day)
     return StepResult("replay", day.isoformat(), result.to_dict())
 
@@ -150,6 +163,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly") -> StepRe
     """Reconcile provisional against canonical totals for ``day``; record it in the report DB."""
     from audits.audit import audit_day
 
+    settings = _with_spec(settings, "audit")
     result = audit_day(_spark(settings, "reckon-audit"), settings, day, kind=kind)
     return StepResult("audit", day.isoformat(), result.to_dict())
 
@@ -160,6 +174,7 @@ def run_check(settings: Settings, day: date, *, fail_on_blocking: bool = True) -
     DAG renders the report first, then ``quality_gate`` fails the run)."""
     from audits.quality import run_checks
 
+    settings = _with_spec(settings, "check")
     result = run_checks(_spark(settings, "reckon-check"), settings, day)
     if fail_on_blocking:
         result.raise_for_failures()
@@ -218,5 +233,6 @@ def run_report(settings: Settings, day: date, out: str | None = None) -> StepRes
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
     from reports.render import render_day
 
+    settings = _with_spec(settings, "report")
     result = render_day(_spark(settings, "reckon-report"), settings, day, out=out)
     return StepResult("report", day.isoformat(), result.to_dict())

@@ -198,6 +198,8 @@ class ReportContext:
     superseded_signoff: Signoff | None = None
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
+    # the warehouse's event-time spec versions (spark.spec), oldest first, described
+    spec_versions: tuple[str, ...] = ()
 
     @property
     def breaks_shown(self) -> int:
@@ -430,6 +432,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     """Everything the report of ``day`` shows, from the current audit run of the day in the
     report database and small aggregates of the warehouse's Delta tables."""
     from reports.db import ReportDB
+    from spark.spec import recorded_versions
 
     db = ReportDB.from_settings(settings)
     run = db.current_audit_run(day)
@@ -472,7 +475,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         signoffs=signoffs, superseded_signoff=superseded,
-        all_breaks=all_breaks, breaks_cap=breaks_cap)
+        all_breaks=all_breaks, breaks_cap=breaks_cap,
+        spec_versions=tuple(v.describe() for v in recorded_versions(settings.warehouse_path)))
 
 
 def _config_text(value: Any) -> str:

@@ -101,10 +101,11 @@ class BatchProcessor:
 
     def __init__(self, spark: SparkSession, settings: Settings, *, query_id: str | None = None,
                  checkpoint: str | None = None,
-                 on_batch: Callable[[BatchMetrics], None] | None = None) -> None:
+                 on_batch: Callable[[BatchMetrics], None] | None = None,
+                 change_spec: bool = False) -> None:
+        from spark.spec import establish_spec
+
         self.spark = spark
-        self.settings = settings
-        self.rules: EventTimeRules = settings.event_time_rules()
         self.warehouse = settings.warehouse_path
         self._query_id = query_id
         self._checkpoint = checkpoint
@@ -117,6 +118,9 @@ class BatchProcessor:
         tb.require_layout(spark, self.warehouse, STREAM_TABLES)
         for name in STREAM_TABLES:
             tb.ensure_table(spark, self.warehouse, name)
+        # the warehouse's event-time spec: recorded on its first start, kept ever after
+        self.settings = establish_spec(spark, settings, change=change_spec)
+        self.rules: EventTimeRules = self.settings.event_time_rules()
 
     # ------------------------------------------------------------------ identity and state
     @property
@@ -755,12 +759,14 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                available_now: bool = True, trigger: str | None = None,
                checkpoint: str | None = None,
                on_batch: Callable[[BatchMetrics], None] | None = print_progress,
-               timeout_seconds: float | None = None) -> str:
+               timeout_seconds: float | None = None, change_spec: bool = False) -> str:
     """Run the stream until the source is drained (available-now) or forever (trigger).
-    Returns the checkpoint location."""
+    ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
+    warehouse's new event-time spec (reckon.spec). Returns the checkpoint location."""
     interval = processing_time(trigger) if trigger else None
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
-    processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch)
+    processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch,
+                               change_spec=change_spec)
     writer = (source.read(spark, settings).writeStream
               .foreachBatch(processor)
               .option("checkpointLocation", cp)
@@ -780,6 +786,7 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
 def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
     """`reckon stream`: run the aggregator on the landing directory or a Kafka topic."""
     from spark.session import get_spark
+    from spark.spec import resolved_settings
 
     source = StreamSource(landing=args.landing,
                           kafka_bootstrap=settings.kafka_bootstrap if args.kafka_bootstrap
@@ -788,12 +795,16 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
         manifest = Path(args.landing) / "manifest.json"
         if manifest.is_file():  # a generated landing dir says which partitions to wait for
             expected = json.loads(manifest.read_text()).get("expected_partitions") or []
-            settings = settings.with_overrides(expected_partitions=expected)
+            settings = settings.with_values({"expected_partitions": str(manifest)},
+                                            expected_partitions=expected)
             print(f"[stream] expected partitions from {manifest}: {expected}", file=sys.stderr)
+    if not args.change_spec:  # refused before Spark starts when a given value disagrees
+        settings = resolved_settings(settings, "stream")
     spark = get_spark(settings, app_name="reckon-stream")
     if source.kafka_bootstrap and not settings.expected_partitions:
         expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))
-        settings = settings.with_overrides(expected_partitions=expected)
+        settings = settings.with_values({"expected_partitions": f"topic {source.topic}"},
+                                        expected_partitions=expected)
         print(f"[stream] expected partitions of topic {source.topic}: {expected}",
               file=sys.stderr)
     rules = settings.event_time_rules()
@@ -801,6 +812,6 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
           f"windows, lateness {settings.lateness}, grace {settings.grace}, idle timeout "
           f"{settings.idle_timeout}", file=sys.stderr, flush=True)
     checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
-                            trigger=args.trigger)
+                            trigger=args.trigger, change_spec=args.change_spec)
     print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)
     return 0

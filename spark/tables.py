@@ -31,6 +31,7 @@ from spark.session import built_once_per_jvm
 __all__ = [
     "CANONICAL_TOTALS",
     "EVENT_LOG",
+    "EVENT_TIME_SPEC",
     "LATE_EVENTS",
     "PROVISIONAL_TOTALS",
     "QUARANTINE",
@@ -75,6 +76,7 @@ RECONCILIATION = "reconciliation"
 REPLAY_RUNS = "replay_runs"
 REPLAY_CONFLICTS = "replay_conflicts"
 UNCAUGHT_DUPLICATES = "uncaught_duplicates"
+EVENT_TIME_SPEC = "event_time_spec"
 
 AMOUNT = T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)
 TOTAL = T.DecimalType(38, AMOUNT_SCALE)
@@ -228,6 +230,18 @@ SCHEMAS: dict[str, T.StructType] = {
         ("duration_seconds", T.DoubleType(), False),
         ("rules_json", T.StringType(), False),
     ),
+    # The rules the stream windows events by (reckon.spec): one row per version, the first
+    # written when the stream first starts, each later one by an explicit --change-spec.
+    EVENT_TIME_SPEC: _fields(
+        ("spec_version", T.IntegerType(), False),
+        ("spec_json", T.StringType(), False),       # window, slide, lateness, grace, ...
+        ("change", T.StringType(), False),          # 'first start' or 'lateness 5s -> 2s'
+        ("after_batch_id", T.LongType(), True),     # applies to the batches after this one
+        ("after_watermark", T.TimestampType(), True),  # the watermark when it was recorded
+        ("recorded_at", T.TimestampType(), False),
+        ("recorded_by", T.StringType(), False),
+        ("origins_json", T.StringType(), False),    # where each given value came from
+    ),
     # event_ids of a day whose copies disagree: reported, never silently merged.
     REPLAY_CONFLICTS: _fields(
         ("event_id", T.StringType(), False),
@@ -240,7 +254,8 @@ SCHEMAS: dict[str, T.StructType] = {
 }
 
 TABLES = (EVENT_LOG, QUARANTINE, PROVISIONAL_TOTALS, LATE_EVENTS, WATERMARK_PROGRESS,
-          CANONICAL_TOTALS, UNCAUGHT_DUPLICATES, RECONCILIATION, REPLAY_RUNS, REPLAY_CONFLICTS)
+          CANONICAL_TOTALS, UNCAUGHT_DUPLICATES, RECONCILIATION, REPLAY_RUNS, REPLAY_CONFLICTS,
+          EVENT_TIME_SPEC)
 
 _PARTITION_BY = {EVENT_LOG: ["event_date"], QUARANTINE: ["arrival_date"],
                  PROVISIONAL_TOTALS: ["window_date"], LATE_EVENTS: ["window_date"],
@@ -257,6 +272,9 @@ _PROPERTIES: dict[str, dict[str, str]] = {
     name: {"delta.checkpointInterval": str(STREAM_CHECKPOINT_INTERVAL)}
     for name in _STREAM_WRITTEN}
 _PROPERTIES[PROVISIONAL_TOTALS]["delta.enableChangeDataFeed"] = "true"
+# A spec version is read from its commit file (spark.spec): with no checkpoint Delta never
+# cleans its log up, so every version stays readable (a version is a rare, explicit act)
+_PROPERTIES[EVENT_TIME_SPEC] = {"delta.checkpointInterval": "1000000"}
 # Reviewers and postmortems select reconciliation rows by window, key and status; min/max stats
 # of the other 16 columns (amounts, counts) skip no file but cost ~2 s per 1.7M-row audit
 # write. A table created before this keeps stats on every column (harmless, only slower).

@@ -1,0 +1,166 @@
+"""The warehouse's event-time spec: the rules its stream windows events by, recorded once.
+
+A warehouse is only as consistent as the rules every step applies to it. The stream records
+its spec (window, slide, lateness bound, grace, idle timeout, clock skew, dedup horizon,
+expected partitions) in the warehouse's ``event_time_spec`` table when it first starts; every
+later step (stream restart, replay, audit, check, report, lateness, explain) takes those values
+instead of its defaults. A value that was *given* (a flag, ``RECKON_*``, the config file) and
+disagrees is refused, naming both; silently replaying 60 s windows as 10 s ones would flood the
+audit with breaks that are not there.
+
+A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
+version with the batch and watermark from which it applies. Only the rules that decide *when*
+a window is final may change (lateness bound, grace, idle timeout, expected partitions): they
+change which events are late, never which window an event belongs to nor which events count,
+so every day's canonical totals stay comparable. The window, the slide, the clock skew and the
+dedup horizon decide totals: changing one is a new warehouse.
+
+Example:
+    >>> from reckon.config import load_settings
+    >>> recorded = spec_of(load_settings(env={}, window="60s"))
+    >>> resolve(load_settings(env={}), recorded, "replay").window
+    '1m'
+    >>> resolve(load_settings(env={}, window="10s"), recorded, "replay")
+    Traceback (most recent call last):
+    ...
+    reckon.errors.UsageError: replay: the warehouse's event-time spec has window=1m, but --window gives 10s: drop --window (every step takes the warehouse's spec), or stream into a new warehouse to window events differently
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+
+__all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "differences",
+           "resolve", "spec_of"]
+
+SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
+                                "max_clock_skew", "dedup_horizon", "expected_partitions")
+# decide only when a window is final, never which window or which events: may change
+CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_partitions"})
+WAREHOUSE_ORIGIN = "the warehouse"
+
+
+def spec_of(settings: Settings) -> dict[str, Any]:
+    """The spec ``settings`` describe, normalised (``60s`` and ``1m`` are one value)."""
+    config = settings.event_time_rules().to_config()
+    return {name: config[name] for name in SPEC_FIELDS}
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(str(v) for v in value) + "]" if value else "[] (all seen)"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One spec value the warehouse recorded and one a step was given."""
+
+    field: str
+    recorded: Any
+    given: Any
+    origin: str
+
+    def describe(self) -> str:
+        return (f"{self.field}={_show(self.recorded)}, but {self.origin} gives "
+                f"{_show(self.given)}")
+
+
+def differences(recorded: Mapping[str, Any], settings: Settings) -> list[Difference]:
+    """The spec values ``settings`` were explicitly given that disagree with ``recorded``;
+    defaults never disagree (they give way to the warehouse's values)."""
+    given = spec_of(settings)
+    out = []
+    for name in SPEC_FIELDS:
+        origin = settings.origin(name)
+        if origin is None or origin == WAREHOUSE_ORIGIN:
+            continue
+        if _normal(name, given[name]) != _normal(name, recorded.get(name)):
+            out.append(Difference(field=name, recorded=recorded.get(name), given=given[name],
+                                  origin=origin))
+    return out
+
+
+def _normal(name: str, value: Any) -> Any:
+    if name == "expected_partitions":
+        return tuple(sorted(int(p) for p in value or ()))
+    return value
+
+
+def _setting_value(name: str, value: Any) -> Any:
+    """A recorded spec value as the Settings field holds it."""
+    if name == "slide":
+        return value or ""
+    if name == "expected_partitions":
+        return tuple(int(p) for p in value or ())
+    return value
+
+
+def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
+    """``settings`` with every spec value taken from ``recorded``."""
+    values = {name: _setting_value(name, recorded[name]) for name in SPEC_FIELDS
+              if name in recorded}
+    return settings.with_values(dict.fromkeys(values, WAREHOUSE_ORIGIN), **values)
+
+
+def resolve(settings: Settings, recorded: Mapping[str, Any] | None, step: str) -> Settings:
+    """The settings a step runs with on a warehouse whose spec is ``recorded`` (None: not
+    recorded yet, e.g. a replay straight from Kafka into a new warehouse). Raises UsageError
+    naming both values when a given value disagrees."""
+    if recorded is None:
+        return settings
+    diffs = differences(recorded, settings)
+    if diffs:
+        flags = " and ".join(sorted({d.origin for d in diffs}))
+        raise UsageError(f"{step}: the warehouse's event-time spec has "
+                         + "; ".join(d.describe() for d in diffs)
+                         + f": drop {flags} (every step takes the warehouse's spec), or "
+                         + _how_to_change(diffs))
+    return with_spec(settings, recorded)
+
+
+def _how_to_change(diffs: Sequence[Difference]) -> str:
+    fixed = [d.field for d in diffs if d.field not in CHANGEABLE_FIELDS]
+    if fixed:
+        return (f"stream into a new warehouse to {_verb(fixed)} differently")
+    return ("restart the stream with --change-spec to change it from its next batch on "
+            "(recorded in event_time_spec)")
+
+
+def _verb(fixed: Sequence[str]) -> str:
+    if set(fixed) <= {"window", "slide"}:
+        return "window events"
+    return "apply " + ", ".join(fixed)
+
+
+def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    """The new spec of an explicit change (``--change-spec``): ``recorded`` with the given
+    values that differ. Raises UsageError when nothing changes, or a value that decides
+    totals would."""
+    diffs = differences(recorded, settings)
+    if not diffs:
+        raise UsageError("--change-spec: nothing to change: every given value equals the "
+                         "warehouse's spec (give the new --lateness, --grace, "
+                         "--idle-timeout or --partitions)")
+    fixed = [d for d in diffs if d.field not in CHANGEABLE_FIELDS]
+    if fixed:
+        raise UsageError("--change-spec: " + "; ".join(d.describe() for d in fixed)
+                         + ": only the lateness bound, grace, idle timeout and expected "
+                         "partitions may change in a warehouse (they decide when a window is "
+                         f"final, not what it holds); stream into a new warehouse to "
+                         f"{_verb([d.field for d in fixed])} differently")
+    return {**recorded, **{d.field: d.given for d in diffs}}
+
+
+def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """``lateness 5s -> 2s, grace 0s -> 5s``: what a spec version changed."""
+    return ", ".join(f"{name} {_show(before.get(name))} -> {_show(after.get(name))}"
+                     for name in SPEC_FIELDS
+                     if _normal(name, before.get(name)) != _normal(name, after.get(name)))

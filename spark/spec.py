@@ -1,0 +1,146 @@
+"""The ``event_time_spec`` table: where a warehouse keeps its event-time spec (reckon.spec).
+
+Each version is one row, appended in one commit whose ``userMetadata`` holds the same row as
+JSON, so any step reads the spec from the commit files alone, before (or without) starting
+Spark: the nightly DAG's watermark sensor does. The stream writes version 1 when it first
+starts, and a new version on an explicit ``--change-spec``.
+
+Example:
+    >>> settings = resolved_settings(load_settings(), "audit")  # doctest: +SKIP
+    >>> settings.window   # what the warehouse's stream windows by, not the default
+    '1m'
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from reckon.config import Settings
+from reckon.errors import UsageError
+from reckon.spec import changed_spec, describe_change, resolve, spec_of, with_spec
+from reckon.timeutil import format_micros
+from spark import tables as tb
+
+__all__ = ["SpecVersion", "current_spec", "establish_spec", "recorded_versions",
+           "resolved_settings"]
+
+_META_KEY = "reckon_spec"
+
+
+@dataclass(frozen=True)
+class SpecVersion:
+    """One recorded version of a warehouse's spec."""
+
+    version: int
+    spec: dict[str, Any]
+    change: str
+    after_batch_id: int | None
+    after_watermark: int | None  # microseconds since the epoch, UTC
+    recorded_at: str
+    recorded_by: str
+
+    def describe(self) -> str:
+        """``version 2 (lateness 5s -> 2s) from after batch 41 at watermark ...``."""
+        if self.after_batch_id is None:
+            return f"version {self.version} ({self.change}), recorded {self.recorded_at}"
+        wm = "none" if self.after_watermark is None else format_micros(self.after_watermark)
+        return (f"version {self.version} ({self.change}) from after batch "
+                f"{self.after_batch_id}, watermark {wm}; recorded {self.recorded_at} by "
+                f"{self.recorded_by}")
+
+
+def recorded_versions(warehouse: str | Path) -> list[SpecVersion]:
+    """Every recorded version, oldest first, read from the table's commit files (no Spark).
+    Empty when the warehouse has no spec yet."""
+    if not tb.table_exists(warehouse, tb.EVENT_TIME_SPEC):
+        return []
+    versions = []
+    for _v, info in tb.commit_infos(warehouse, tb.EVENT_TIME_SPEC, -1):
+        raw = info.get("userMetadata")
+        if not raw or _META_KEY not in raw:
+            continue
+        row = json.loads(raw)[_META_KEY]
+        versions.append(SpecVersion(
+            version=int(row["spec_version"]), spec=dict(row["spec"]), change=row["change"],
+            after_batch_id=row.get("after_batch_id"), after_watermark=row.get("after_watermark"),
+            recorded_at=row["recorded_at"], recorded_by=row["recorded_by"]))
+    return sorted(versions, key=lambda v: v.version)
+
+
+def current_spec(warehouse: str | Path) -> dict[str, Any] | None:
+    """The spec in force (the newest version), or None when none is recorded."""
+    versions = recorded_versions(warehouse)
+    return versions[-1].spec if versions else None
+
+
+def resolved_settings(settings: Settings, step: str) -> Settings:
+    """``settings`` with the warehouse's spec; a given value that disagrees is refused."""
+    return resolve(settings, current_spec(settings.warehouse_path), step)
+
+
+def establish_spec(spark: SparkSession, settings: Settings, *, change: bool = False
+                   ) -> Settings:
+    """The stream's start: record the spec on a warehouse's first start, else run with the
+    recorded one (a disagreeing given value refused); with ``change``, record the given
+    values as a new version applying after the last batch written, at its watermark."""
+    wh = settings.warehouse_path
+    versions = recorded_versions(wh)
+    if not versions:
+        if change:
+            raise UsageError("--change-spec: this warehouse has no event-time spec yet; its "
+                             "first stream records one: start it without --change-spec")
+        _record(spark, settings, spec=spec_of(settings), version=1, change="first start",
+                after_batch_id=None, after_watermark=None)
+        return with_spec(settings, spec_of(settings))
+    current = versions[-1].spec
+    if not change:
+        return resolve(settings, current, "stream")
+    new = changed_spec(current, settings)
+    what = describe_change(current, new)
+    after_batch_id, after_watermark = _last_batch(spark, wh)
+    _record(spark, settings, spec=new, version=versions[-1].version + 1, change=what,
+            after_batch_id=after_batch_id, after_watermark=after_watermark)
+    wm = "none" if after_watermark is None else format_micros(after_watermark)
+    print(f"[stream] event-time spec version {versions[-1].version + 1}: {what}, from the "
+          f"batch after {after_batch_id} (watermark {wm})", file=sys.stderr, flush=True)
+    return with_spec(settings, new)
+
+
+def _record(spark: SparkSession, settings: Settings, *, spec: dict[str, Any], version: int,
+            change: str, after_batch_id: int | None, after_watermark: int | None) -> None:
+    now = datetime.now(UTC)
+    origins = {k: v for k, v in settings.origins.items() if k in spec}
+    row = {"spec_version": version, "spec_json": json.dumps(spec, sort_keys=True),
+           "change": change, "after_batch_id": after_batch_id,
+           "after_watermark": None if after_watermark is None
+           else datetime.fromtimestamp(after_watermark / 1e6, UTC),
+           "recorded_at": now, "recorded_by": getpass.getuser(),
+           "origins_json": json.dumps(origins, sort_keys=True)}
+    meta = {"spec_version": version, "spec": spec, "change": change,
+            "after_batch_id": after_batch_id, "after_watermark": after_watermark,
+            "recorded_at": format_micros(int(now.timestamp() * 1e6)),
+            "recorded_by": row["recorded_by"]}
+    tb.ensure_table(spark, settings.warehouse_path, tb.EVENT_TIME_SPEC)
+    (tb.single_row(spark, tb.EVENT_TIME_SPEC, row).write.format("delta").mode("append")
+     .option("userMetadata", json.dumps({_META_KEY: meta}, sort_keys=True))
+     .save(tb.table_path(settings.warehouse_path, tb.EVENT_TIME_SPEC)))
+
+
+def _last_batch(spark: SparkSession, wh: Path) -> tuple[int | None, int | None]:
+    """(batch id, watermark in microseconds) of the newest batch in watermark_progress."""
+    from pyspark.sql import functions as F
+
+    if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+        return None, None
+    rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+            .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+            .select("batch_id", F.unix_micros("watermark").alias("wm")).limit(1).collect())
+    return (None, None) if not rows else (int(rows[0].batch_id), rows[0].wm)

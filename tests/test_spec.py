@@ -1,0 +1,171 @@
+"""The warehouse keeps its event-time spec (reckon.spec, spark.spec).
+
+Fast tier: which values give way to the warehouse's and which are refused, and what a refusal
+says. Spark tier, through the CLI as a user runs it: a stream with 60 s windows and a 5 s bound,
+then replay and audit with no flags, agree (no UNEXPLAINED row); a conflicting RECKON_WINDOW is
+refused naming both values; a lateness change mid-stream is refused without --change-spec,
+recorded with it (batch and watermark), and the day that spans it audits clean, checks pass
+and its report shows both versions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reckon.cli import main
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reckon.spec import changed_spec, describe_change, resolve, spec_of
+from reckon.timeutil import from_micros
+from tests.scenarios import BASE, ev
+from tests.streamkit import write_landing
+
+RECORDED = spec_of(load_settings(env={}, window="60s", lateness="5s"))
+
+
+# ------------------------------------------------------------------------------ fast tier
+
+
+def test_defaults_give_way_to_the_warehouse_spec() -> None:
+    settings = resolve(load_settings(env={}), RECORDED, "replay")
+    assert (settings.window, settings.lateness, settings.grace) == ("1m", "5s", "0s")
+    assert settings.origin("window") == "the warehouse"
+    # resolving again is harmless: the warehouse's values never disagree with themselves
+    assert resolve(settings, RECORDED, "audit").window == "1m"
+
+
+def test_a_given_value_equal_to_the_warehouse_one_is_not_a_conflict() -> None:
+    assert resolve(load_settings(env={}, window="1m"), RECORDED, "replay").window == "1m"
+
+
+@pytest.mark.parametrize(("env", "overrides", "origin"), [
+    ({"RECKON_WINDOW": "10s"}, {}, "RECKON_WINDOW"),
+    ({}, {"window": "10s"}, "--window"),
+])
+def test_a_given_value_that_disagrees_is_refused_naming_both(env, overrides, origin) -> None:
+    with pytest.raises(UsageError) as caught:
+        resolve(load_settings(env=env, **overrides), RECORDED, "audit")
+    assert str(caught.value) == (
+        f"audit: the warehouse's event-time spec has window=1m, but {origin} gives 10s: drop "
+        f"{origin} (every step takes the warehouse's spec), or stream into a new warehouse to "
+        "window events differently")
+
+
+def test_a_config_file_is_named_as_the_origin(tmp_path: Path) -> None:
+    config = tmp_path / "reckon.toml"
+    config.write_text('[reckon]\nlateness = "2s"\n')
+    with pytest.raises(UsageError, match=r"lateness=5s, but \[reckon\] lateness in .*reckon"
+                                         r"\.toml' gives 2s: .* --change-spec"):
+        resolve(load_settings(config, env={}), RECORDED, "stream")
+
+
+def test_no_recorded_spec_leaves_the_settings_as_given() -> None:
+    assert resolve(load_settings(env={}, window="5s"), None, "replay").window == "5s"
+
+
+def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None:
+    new = changed_spec(RECORDED, load_settings(env={}, lateness="2s", grace="5s"))
+    assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
+    assert describe_change(RECORDED, new) == "lateness 5s -> 2s, grace 0s -> 5s"
+    with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
+                                         r"lateness bound.*new warehouse to window events"):
+        changed_spec(RECORDED, load_settings(env={}, window="30s", lateness="2s"))
+    with pytest.raises(UsageError, match="nothing to change"):
+        changed_spec(RECORDED, load_settings(env={}, lateness="5s"))
+
+
+# ----------------------------------------------------------------------------- Spark tier
+
+DAY = from_micros(BASE).date().isoformat()
+BEFORE = [[ev(5, 5), ev(20, 20)], [ev(50, 50), ev(70, 71)], [ev(10, 80), ev(100, 100)]]
+AFTER = [[ev(125, 125)], [ev(65, 130), ev(180, 180)]]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture()
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_WINDOW", "RECKON_LATENESS", "RECKON_WAREHOUSE",
+                 "RECKON_REPORT_DB_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def _stream(capsys, landing: Path, wh: Path, *flags: str) -> tuple[int, str, str]:
+    return _run(capsys, "stream", "--landing", str(landing), "--warehouse", str(wh),
+                "--available-now", "--max-files-per-trigger", "1", *flags)
+
+
+def test_replay_and_audit_take_the_spec_the_stream_recorded(spark, clean_env, capsys,
+                                                            monkeypatch):
+    landing, wh = clean_env / "landing", clean_env / "wh"
+    write_landing(landing, BEFORE)
+    code, _, err = _stream(capsys, landing, wh, "--window", "60s", "--lateness", "5s")
+    assert code == 0, err
+    for step in ("replay", "audit"):
+        code, _, err = _run(capsys, step, "--warehouse", str(wh), "--date", DAY)
+        assert code == 0, err
+    statuses = {r.status for r in spark.read.format("delta").load(str(wh / "reconciliation"))
+                .select("status").distinct().collect()}
+    assert statuses == {"MATCHED", "EXPLAINED"}  # the late event explains its window's gap
+    [run] = spark.read.format("delta").load(str(wh / "replay_runs")).collect()
+    assert json.loads(run.rules_json)["window"] == "1m"
+
+    monkeypatch.setenv("RECKON_WINDOW", "10s")
+    code, out, err = _run(capsys, "audit", "--warehouse", str(wh), "--date", DAY)
+    assert (code, out) == (2, "")
+    assert err == ("reckon audit: error: audit: the warehouse's event-time spec has window=1m, "
+                   "but RECKON_WINDOW gives 10s: drop RECKON_WINDOW (every step takes the "
+                   "warehouse's spec), or stream into a new warehouse to window events "
+                   "differently\n")
+
+
+def test_a_lateness_change_is_an_explicit_recorded_act(spark, clean_env, capsys, tmp_path):
+    landing, wh = clean_env / "landing", clean_env / "wh"
+    write_landing(landing, BEFORE)
+    assert _stream(capsys, landing, wh, "--window", "60s", "--lateness", "5s")[0] == 0
+    write_landing(landing, AFTER, start=len(BEFORE))
+
+    code, _, err = _stream(capsys, landing, wh, "--lateness", "2s")
+    assert code == 2 and "lateness=5s, but --lateness gives 2s" in err
+    assert "restart the stream with --change-spec" in err
+    code, _, err = _stream(capsys, landing, wh, "--change-spec", "--window", "30s")
+    assert code == 2 and "stream into a new warehouse to window events differently" in err
+
+    code, _, err = _stream(capsys, landing, wh, "--change-spec", "--lateness", "2s")
+    assert code == 0, err
+    assert "event-time spec version 2: lateness 5s -> 2s, from the batch after 2" in err
+    versions = (spark.read.format("delta").load(str(wh / "event_time_spec"))
+                .orderBy("spec_version").collect())
+    assert [(v.spec_version, v.change, v.after_batch_id) for v in versions] == [
+        (1, "first start", None), (2, "lateness 5s -> 2s", 2)]
+    assert json.loads(versions[1].origins_json) == {"lateness": "--lateness"}
+    progress = spark.read.format("delta").load(str(wh / "watermark_progress"))
+    lateness = {r.batch_id: json.loads(r.rules_json)["lateness"] for r in progress.collect()}
+    assert lateness == {0: "5s", 1: "5s", 2: "5s", 3: "2s", 4: "2s"}
+
+    # a restart with no flags goes on with version 2
+    assert _stream(capsys, landing, wh)[0] == 0
+    for step in ("replay", "audit", "check"):
+        code, out, err = _run(capsys, step, "--warehouse", str(wh), "--date", DAY)
+        assert code == 0, (step, out, err)
+    late = spark.read.format("delta").load(str(wh / "late_events")).count()
+    assert late == 2
+    statuses = {r.status for r in spark.read.format("delta").load(str(wh / "reconciliation"))
+                .select("status").distinct().collect()}
+    assert "UNEXPLAINED" not in statuses and "EXPLAINED" in statuses
+
+    code, _, err = _run(capsys, "report", "--warehouse", str(wh), "--date", DAY, "--out",
+                        str(tmp_path / "report"))
+    assert code == 0, err
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert 'id="spec-versions"' in html
+    assert "version 1 (first start)" in html
+    assert "version 2 (lateness 5s -&gt; 2s) from after batch 2" in html
