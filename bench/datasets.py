@@ -37,6 +37,7 @@ from bench.harness import log
 from reckon.config import Settings
 from reckon.generate import (
     DEFAULT_CURRENCIES,
+    MANIFEST_NAME,
     MIX_SCALE,
     UNITS_PER_USD,
     GeneratorConfig,
@@ -105,7 +106,10 @@ def ensure_landing(folder: Path, cfg: GeneratorConfig) -> dict[str, Any]:
             f"{cfg.lines_per_file:,} lines per file")
         generate_landing(folder, cfg)
         _mark(folder, spec)
-    return json.loads((folder / "manifest.json").read_text())
+    legacy = folder / "manifest.json"  # built before the stream read .json files
+    if legacy.is_file():
+        legacy.replace(folder / MANIFEST_NAME)
+    return json.loads((folder / MANIFEST_NAME).read_text())
 
 
 # --------------------------------------------------------------------------- the event log

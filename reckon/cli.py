@@ -68,7 +68,7 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     print(f"wrote {manifest.lines} lines in {len(manifest.files)} files to {args.out}: "
           f"{manifest.valid_events} events, {manifest.duplicates} duplicates, "
           f"{manifest.future_dated} future-dated, {sum(manifest.malformed.values())} malformed "
-          f"(manifest.json has the details)")
+          f"(_manifest.json has the details)")
     for code, amount in manifest.total_amounts.items():  # one line per currency, never a sum
         print(f"  {format_money(Decimal(amount), code)} over "
               f"{manifest.valid_events_by_currency.get(code, 0)} events")
@@ -155,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "stream", _lazy("spark.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--landing", help="landing directory of NDJSON files (*.ndjson; others "
-                     "such as a manifest are ignored)")
+    src.add_argument("--landing", help="landing directory of event files (*.ndjson, *.jsonl, "
+                     "*.json: one JSON object per line); every other file is named in the log "
+                     "as not read, with the reason")
     src.add_argument("--kafka", dest="kafka_bootstrap", help="Kafka bootstrap servers")
     p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
     _warehouse(p)
@@ -351,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings: Settings | None = None
     try:
+        from reckon.pipeline import quiet_libraries
+
+        quiet_libraries()
         settings = _settings(args)
         if args.command == "sql":  # a statement that may not run is refused first
             from reports.query import check_read_only

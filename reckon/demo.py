@@ -52,7 +52,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import ReckonError, UsageError, invalid
-from reckon.generate import GeneratorConfig, GeneratorManifest, generate_landing
+from reckon.generate import MANIFEST_NAME, GeneratorConfig, GeneratorManifest, generate_landing
 from reckon.money import format_money, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
 
@@ -243,7 +243,7 @@ def _landing(settings: Settings, cfg: GeneratorConfig, clock: _Clock) -> Generat
     manifest = generate_landing(folder, cfg)
     for i, name in enumerate(manifest.files):
         os.utime(folder / name, (_FILE_TIME_BASE + i, _FILE_TIME_BASE + i))
-    (folder / "manifest.json").replace(manifest_file)
+    (folder / MANIFEST_NAME).replace(manifest_file)
     return manifest
 
 

@@ -1,7 +1,7 @@
 """A landing directory of NDJSON files in arrival order, with realistic faults.
 
 Deterministic for a seed: the same configuration gives byte-identical files. Faults are
-injected on purpose and counted in ``manifest.json`` so tests can check that every one of
+injected on purpose and counted in ``_manifest.json`` so tests can check that every one of
 them is accounted for downstream:
 
 - heavy-tailed delivery delays (log-normal body, Pareto tail): most events nearly on time,
@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from reckon.errors import UsageError
+from reckon.landing import MANIFEST_NAME
 from reckon.money import currency_problem, minor_unit
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration, parse_timestamp
 
@@ -182,7 +183,7 @@ def amount_text(minor: int, exponent: int) -> str:
 
 @dataclass
 class GeneratorManifest:
-    """What was written and what was injected; saved as manifest.json beside the files."""
+    """What was written and what was injected; saved as _manifest.json beside the files."""
 
     config: dict[str, object]
     files: list[str] = field(default_factory=list)
@@ -375,7 +376,7 @@ def _lines(cfg: GeneratorConfig, plan: dict[str, np.ndarray],
 
 
 def generate_landing(out: str | Path, cfg: GeneratorConfig) -> GeneratorManifest:
-    """Write ``events-NNNNNN.ndjson`` files (arrival order) and ``manifest.json`` into ``out``."""
+    """Write ``events-NNNNNN.ndjson`` files (arrival order) and ``_manifest.json`` into ``out``."""
     folder = Path(out)
     if folder.exists() and any(folder.glob("events-*.ndjson")):
         raise UsageError(f"--out {folder} already holds event files; choose an empty folder")
@@ -400,7 +401,7 @@ def generate_landing(out: str | Path, cfg: GeneratorConfig) -> GeneratorManifest
             _flush(folder, buffer, manifest)
     if buffer:
         _flush(folder, buffer, manifest)
-    (folder / "manifest.json").write_text(manifest.to_json())
+    (folder / MANIFEST_NAME).write_text(manifest.to_json())
     return manifest
 
 

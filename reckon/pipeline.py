@@ -55,9 +55,13 @@ _CHATTY_LOGGERS = ("great_expectations", "fontTools", "matplotlib", "py4j",
 
 def quiet_libraries() -> None:
     """Raise the chatty libraries' loggers to WARNING (GX's ~200 INFO lines per check run,
-    fontTools' ~75 per PDF): something wrong still shows."""
+    fontTools' ~75 per PDF): something wrong still shows. pyspark logs every failed SQL
+    statement at ERROR with its whole Java stack (~8 KB for a misspelled table) before the
+    exception reaches reckon, which turns the failures it expects into one line (and lets an
+    unexpected one keep its traceback): that logger is silenced."""
     for name in _CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
 
 
 def _spark(settings: Settings, app: str) -> Any:

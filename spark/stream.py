@@ -60,6 +60,7 @@ from reckon.eventtime import (
     is_duplicate_of_recent,
     lowest_revisable_start,
 )
+from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration
 from spark import tables as tb
@@ -607,8 +608,9 @@ class StreamSource:
             files = (spark.readStream.format("text").option("wholetext", "true")
                      .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
                      .option("maxFileAge", "36500d")
-                     # only event files: a manifest or a half-written temp file is no input
-                     .option("pathGlobFilter", "*.ndjson")
+                     # event files only (reckon.landing reports every other file; Spark
+                     # skips names starting with '.' or '_': temp and side files)
+                     .option("pathGlobFilter", EVENT_FILE_GLOB)
                      .load(str(Path(self.landing).resolve())))
             return landing_lines(files)
         if not self.topic:  # __post_init__ already refuses --kafka without --topic
@@ -792,7 +794,7 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
                           kafka_bootstrap=settings.kafka_bootstrap if args.kafka_bootstrap
                           else None, topic=settings.kafka_topic)
     if args.landing and not settings.expected_partitions:
-        manifest = Path(args.landing) / "manifest.json"
+        manifest = Path(args.landing) / MANIFEST_NAME
         if manifest.is_file():  # a generated landing dir says which partitions to wait for
             expected = json.loads(manifest.read_text()).get("expected_partitions") or []
             settings = settings.with_values({"expected_partitions": str(manifest)},
@@ -811,7 +813,28 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
     print(f"[stream] {source.name} -> {settings.warehouse_path}: {rules.windows.describe()} "
           f"windows, lateness {settings.lateness}, grace {settings.grace}, idle timeout "
           f"{settings.idle_timeout}", file=sys.stderr, flush=True)
+    on_batch: Callable[[BatchMetrics], None] = print_progress
+    if source.landing:
+        at_start = survey(source.landing)
+        print(f"[stream] {at_start.describe()}", file=sys.stderr, flush=True)
+        on_batch = _reporting_unread_files(source.landing, at_start)
     checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
-                            trigger=args.trigger, change_spec=args.change_spec)
+                            trigger=args.trigger, change_spec=args.change_spec,
+                            on_batch=on_batch)
     print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)
     return 0
+
+
+def _reporting_unread_files(folder: str, seen: LandingSurvey) -> Callable[[BatchMetrics], None]:
+    """print_progress, then any file that appeared in the landing dir since the last look and
+    will not be read (reckon.landing): a long-running stream names each one once."""
+    reported = {name for name, _ in seen.unread}
+
+    def on_batch(m: BatchMetrics) -> None:
+        print_progress(m)
+        new = tuple((name, why) for name, why in survey(folder).unread if name not in reported)
+        if new:
+            reported.update(name for name, _ in new)
+            print(f"[stream] landing {folder}: {describe_unread(new)}; {len(reported)} not "
+                  "read in all", file=sys.stderr, flush=True)
+    return on_batch

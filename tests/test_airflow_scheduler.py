@@ -52,7 +52,7 @@ def _streamed_warehouse(spark, tmp_path: Path):
     """A small warehouse written by the real stream: the demo's timeline for DAY (events
     cross midnight, so the watermark passes the end of DAY), two files a micro-batch."""
     from reckon.demo import demo_generator_config
-    from reckon.generate import generate_landing
+    from reckon.generate import MANIFEST_NAME, generate_landing
     from spark.stream import StreamSource, run_stream
 
     landing = tmp_path / "landing"
@@ -60,7 +60,7 @@ def _streamed_warehouse(spark, tmp_path: Path):
     manifest = generate_landing(landing, cfg)
     for i, name in enumerate(manifest.files):
         os.utime(landing / name, (1_800_000_000 + i, 1_800_000_000 + i))
-    (landing / "manifest.json").replace(tmp_path / "manifest.json")  # not an event file
+    (landing / MANIFEST_NAME).replace(tmp_path / "manifest.json")  # not an event file
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), shuffle_partitions=2,
                              max_files_per_trigger=2, spark_driver_memory="1g",
                              expected_partitions=",".join(map(str, manifest.expected_partitions)))

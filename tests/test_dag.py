@@ -242,7 +242,7 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     warehouse and then again, which must change nothing."""
     from reckon.airflow_env import run_dag_for_day, settings_env
     from reckon.demo import demo_generator_config
-    from reckon.generate import generate_landing
+    from reckon.generate import MANIFEST_NAME, generate_landing
     from reports.db import ReportDB
     from spark.stream import StreamSource, run_stream
     from tests.streamkit import canonical_rows, landing_reference_canonical
@@ -255,7 +255,7 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     manifest = generate_landing(landing, cfg)
     for i, name in enumerate(manifest.files):
         os.utime(landing / name, (1_800_000_000 + i, 1_800_000_000 + i))
-    (landing / "manifest.json").replace(tmp_path / "manifest.json")  # not an event file
+    (landing / MANIFEST_NAME).replace(tmp_path / "manifest.json")  # not an event file
     # two files a micro-batch (3 batches, not 6): the DAG's outputs do not depend on the
     # stream's batching (canonical totals never do; every late event is still explained)
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), shuffle_partitions=2,

@@ -18,6 +18,7 @@ from reckon.errors import UsageError
 from reckon.generate import (
     CURRENCIES_PER_MERCHANT,
     MALFORMED_KINDS,
+    MANIFEST_NAME,
     MIX_SCALE,
     GeneratorConfig,
     currency_mix,
@@ -94,7 +95,7 @@ def test_same_seed_gives_byte_identical_output(tmp_path):
 def test_manifest_counts_match_the_files(tmp_path):
     m = generate_landing(tmp_path, SMALL)
     lines = _read(tmp_path)
-    assert len(lines) == m.lines == json.loads((tmp_path / "manifest.json").read_text())["lines"]
+    assert len(lines) == m.lines == json.loads((tmp_path / MANIFEST_NAME).read_text())["lines"]
     kinds = Counter(_classify(line, SMALL.currencies) for line in lines)
     assert {k: kinds[k] for k in MALFORMED_KINDS} == m.malformed
     assert all(v > 0 for v in m.malformed.values())

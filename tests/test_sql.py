@@ -207,6 +207,25 @@ def test_cli_json_output_keeps_decimals_exact_and_times_in_utc(spark, warehouse,
     assert "query failed" in capsys.readouterr().err
 
 
+def test_a_misspelled_table_is_one_line_from_the_real_cli(spark, warehouse):
+    """As a user meets it: the installed command in its own process, whose stderr would
+    carry pyspark's ERROR log of the failed statement (the whole Java stack) before ours."""
+    import subprocess
+    import sys
+
+    _write_twice(spark, warehouse)
+    done = subprocess.run([sys.executable, "-m", "reckon.cli", "sql", "--warehouse",
+                           str(warehouse), "SELECT * FROM provisonal_totals"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "at org.apache" not in done.stderr and "Traceback" not in done.stderr
+    ours = [line for line in done.stderr.splitlines() if line.startswith("reckon")]
+    assert len(ours) == 1 and ours[0].startswith(
+        "reckon sql: error: query failed: [TABLE_OR_VIEW_NOT_FOUND] The table or view "
+        "`provisonal_totals` cannot be found.")
+    assert len(done.stderr) < 2000  # the JVM's few start-up lines and ours, no stack
+
+
 PLAN_REFUSED = [
     # each passes the token check; Spark's parsed plan shows what it is
     ("SELECT * FROM text.`reckon.toml`", "reads text.reckon.toml by path"),

@@ -1,0 +1,85 @@
+"""Every file in a landing dir is read or reported (reckon.landing).
+
+Fast tier: which names are read, and what the stream says about the others. Spark tier, as
+producers leave a landing dir: .ndjson, .jsonl and .json files are all read; a CSV, a gzip, a
+file still being written under a hidden name, the generator's _manifest.json and a folder are
+named with their reason and counted; an empty landing dir says "0 files to read"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reckon.cli import main
+from reckon.landing import survey, unread_reason
+from tests.scenarios import ev
+from tests.streamkit import event_line
+
+
+@pytest.mark.parametrize(("name", "read"), [
+    ("events-000001.ndjson", True), ("a.jsonl", True), ("b.json", True),
+    ("C.JSON", False), ("day.ndjson.gz", False), ("notes.txt", False), ("x.csv", False),
+    (".events-2.ndjson", False), ("_manifest.json", False), ("events.ndjson.tmp", False),
+])
+def test_which_names_are_read(name: str, read: bool) -> None:
+    assert (unread_reason(name) is None) == read
+
+
+def test_a_survey_names_every_file_it_will_not_read(tmp_path: Path) -> None:
+    for name in ("e1.ndjson", "e2.jsonl", "notes.txt", "day.ndjson.gz", "_manifest.json"):
+        (tmp_path / name).write_text("{}\n")
+    (tmp_path / "older").mkdir()
+    found = survey(tmp_path)
+    assert found.event_files == 2
+    assert [name for name, _ in found.unread] == ["_manifest.json", "day.ndjson.gz", "notes.txt",
+                                                 "older"]
+    text = found.describe()
+    assert text.startswith(f"landing {tmp_path}: 2 event files (.ndjson, .jsonl, .json); "
+                           "4 not read: _manifest.json (hidden: ")
+    assert "day.ndjson.gz (compressed: reckon reads plain text; decompress it" in text
+    assert "older (a folder: the landing dir is read one level deep)" in text
+
+
+def test_an_empty_landing_dir_says_0_files(tmp_path: Path) -> None:
+    assert survey(tmp_path).describe() == (
+        f"landing {tmp_path}: 0 event files (.ndjson, .jsonl, .json), 0 files to read")
+
+
+# ----------------------------------------------------------------------------- Spark tier
+
+
+def test_the_stream_reads_every_event_extension_and_reports_the_rest(spark, tmp_path, capsys,
+                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    landing, wh = tmp_path / "landing", tmp_path / "wh"
+    landing.mkdir()
+    files = {"a.ndjson": [ev(1, 1)], "b.jsonl": [ev(2, 2)], "c.json": [ev(3, 3)],
+             "notes.txt": [ev(4, 4)], "d.ndjson.gz": [ev(5, 5)], ".e.ndjson": [ev(6, 6)],
+             "_manifest.json": [ev(7, 7)]}
+    for name, events in files.items():
+        (landing / name).write_text("".join(event_line(e) + "\n" for e in events))
+    (landing / "archive").mkdir()
+
+    assert main(["stream", "--landing", str(landing), "--warehouse", str(wh),
+                 "--available-now"]) == 0
+    err = capsys.readouterr().err
+    assert (f"[stream] landing {landing}: 3 event files (.ndjson, .jsonl, .json); 5 not read: "
+            ".e.ndjson (hidden: ") in err
+    for name in ("_manifest.json (hidden", "archive (a folder", "d.ndjson.gz (compressed",
+                 "notes.txt (not an event file"):
+        assert name in err
+    read = {r.input_file.rsplit("/", 1)[-1] for r in
+            spark.read.format("delta").load(str(wh / "event_log")).select("input_file")
+            .distinct().collect()}
+    assert read == {"a.ndjson", "b.jsonl", "c.json"}
+
+
+def test_an_empty_landing_dir_streams_nothing_and_says_so(spark, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    assert main(["stream", "--landing", str(landing), "--warehouse", str(tmp_path / "wh"),
+                 "--available-now"]) == 0
+    assert (f"[stream] landing {landing}: 0 event files (.ndjson, .jsonl, .json), 0 files to "
+            "read") in capsys.readouterr().err
