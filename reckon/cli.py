@@ -65,6 +65,9 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
                     if args.currencies else DEFAULT_CURRENCIES),
     )
     manifest = generate_landing(args.out, cfg)
+    if args.json:  # the manifest: what was written and every injected fault, counted
+        print(manifest.to_json())
+        return 0
     print(f"wrote {manifest.lines} lines in {len(manifest.files)} files to {args.out}: "
           f"{manifest.valid_events} events, {manifest.duplicates} duplicates, "
           f"{manifest.future_dated} future-dated, {sum(manifest.malformed.values())} malformed "
@@ -151,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "or three")
     p.add_argument("--no-idle-partition", action="store_true")
     p.add_argument("--no-slow-partition", action="store_true")
+    p.add_argument("--json", action="store_true", help="the manifest, machine-readable")
 
     p = _add(sub, "stream", _lazy("spark.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
@@ -239,16 +243,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", required=True, help="what was reviewed and decided")
     p.add_argument("--decision", default="approved",
                    choices=["approved", "rejected", "accepted", "resolved"])
+    p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
 
     p = _add(sub, "verify-log", _lazy("reports.review:cmd_verify_log"),
              "check the sign-off log's hash chain: detects edited or deleted entries")
     _warehouse(p)
+    p.add_argument("--json", action="store_true", help="machine-readable result")
 
     p = _add(sub, "report", _lazy("reports.render:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
     p.add_argument("--date", required=True)
     p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--json", action="store_true", help="the files written, machine-readable")
 
     p = _add(sub, "sql", _lazy("reports.query:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")

@@ -30,6 +30,7 @@ import argparse
 import csv
 import hashlib
 import io
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -564,6 +565,9 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     day = parse_date(args.date, "--date")
     spark = get_spark(settings, app_name="reckon-report")
     result = render_day(spark, settings, day, args.out)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        return 0
     print(f"report for {day}: {result.html_path} (sha256 {result.sha256}), {result.pdf_path}, "
           f"{len(result.csv_paths)} CSV files in {result.out_dir}")
     return 0

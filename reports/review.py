@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -318,6 +318,12 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon signoff --run R --by NAME --note TEXT [--decision D]``."""
     with ReportDB.from_settings(settings) as db:
         entry = append_signoff(db, args.run, args.by, args.decision, args.note)
+    if args.json:
+        print(json.dumps({"seq": entry.seq, "at": _format_at(entry.at), "run_id": entry.run_id,
+                          "by": entry.by, "decision": entry.decision, "note": entry.note,
+                          "prev_hash": entry.prev_hash, "entry_hash": entry.entry_hash},
+                         indent=2, sort_keys=True))
+        return 0
     print(f"signed: run {entry.run_id} {entry.decision} by {entry.by} "
           f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
     return 0
@@ -327,6 +333,9 @@ def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
     with ReportDB.from_settings(settings) as db:
         result = verify_log(db)
+    if args.json:
+        print(json.dumps(asdict(result), indent=2, sort_keys=True))
+        return 0 if result.ok else 1
     if result.ok:
         print(f"sign-off log OK: {result.entries} entries, head hash {result.head_hash}")
         return 0

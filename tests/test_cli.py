@@ -28,6 +28,27 @@ def test_every_command_has_help(command, capsys):
     assert "usage: reckon " + command in capsys.readouterr().out
 
 
+# every command that reports something can say it as JSON (stream and demo report progress)
+REPORTING = [c for c in (*CONTRACT, "breaks", "signoff", "verify-log", "lateness", "vacuum")
+             if c not in ("stream", "demo")]
+
+
+@pytest.mark.parametrize("command", REPORTING)
+def test_every_reporting_command_takes_json(command, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    assert "--json" in capsys.readouterr().out
+
+
+def test_generate_json_is_the_manifest(tmp_path, capsys):
+    import json
+
+    assert main(["generate", "--out", str(tmp_path / "l"), "--events", "50", "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    assert manifest == json.loads((tmp_path / "l" / "_manifest.json").read_text())
+    assert manifest["valid_events"] == 50
+
+
 def test_generate_then_bad_argument_is_a_clear_error(tmp_path, capsys):
     assert main(["generate", "--out", str(tmp_path / "l"), "--events", "50"]) == 0
     assert "wrote" in capsys.readouterr().out

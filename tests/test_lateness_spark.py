@@ -112,7 +112,7 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
         monkeypatch.setenv(f"RECKON_{name}", value)
     wh = str(wh_settings.warehouse_path)
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 2
-    assert "a warehouse with an event_log table" in capsys.readouterr().err
+    assert "holds no reckon table: check --warehouse" in capsys.readouterr().err
 
     write_log(spark, wh_settings.warehouse_path, synthetic_log(n=60))
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",

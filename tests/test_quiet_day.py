@@ -5,6 +5,7 @@ never a traceback; the day's tables and records say the same."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 
@@ -52,8 +53,11 @@ def test_every_nightly_step_says_no_events_and_succeeds(spark, warehouse, capsys
     assert "passed (no events on the day)" in out
 
     code, out, err = _run(capsys, "report", "--warehouse", wh, "--date", QUIET.isoformat(),
-                          "--out", str(tmp_path / "report"))
+                          "--out", str(tmp_path / "report"), "--json")
     assert (code, "Traceback" in err) == (0, False), err
+    written = json.loads(out)
+    assert (written["day"], written["html_path"]) == (
+        QUIET.isoformat(), str(tmp_path / "report" / "report.html"))
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="no-events"' in html and "No events</strong> on this day" in html
     assert "No unexplained breaks" in html

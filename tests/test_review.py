@@ -323,12 +323,17 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
     assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "carol",
-                 "--note", "approved"]) == 0
-    capsys.readouterr()
+                 "--note", "approved", "--json"]) == 0
+    entry = json.loads(capsys.readouterr().out)
+    assert (entry["seq"], entry["by"], entry["decision"], entry["run_id"]) == (
+        2, "carol", "approved", "run-1")
 
     assert main(["verify-log", "--warehouse", wh]) == 0
     out = capsys.readouterr().out
     assert out.startswith("sign-off log OK: 2 entries, head hash ")
+    assert main(["verify-log", "--warehouse", wh, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": []}
 
     with ReportDB.from_settings(load_settings(env={}, warehouse=wh)) as database, \
             database.engine.begin() as conn:
@@ -336,6 +341,10 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["verify-log", "--warehouse", wh]) == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "seq 1: entry_hash does not match" in out
+    assert main(["verify-log", "--warehouse", wh, "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] is False and result["problems"][0].startswith(
+        "seq 1: entry_hash does not match")
 
 
 def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
