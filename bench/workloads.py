@@ -335,6 +335,9 @@ def run_freshness(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         met = None if not lat or bound is None else lat["p95"] <= bound
         targets.append(_target(f"freshness p95 at {rate} ev/s", lat.get("p95"),
                                "<= 2 x trigger + one (median) batch duration", met))
+        if rate == 1000 and lat:  # the goal users hold the stream to
+            targets.append(_target("freshness p95 at 1,000 ev/s (seconds)", lat.get("p95"),
+                                   "<= 5 s", lat["p95"] <= 5))
     return {
         "scale": {"seconds_per_rate": seconds, "rates_events_per_second":
                   scale.freshness_rates, "trigger": trigger},
@@ -652,13 +655,13 @@ def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     contenders["reckon_replay_day"]["windows"] = result.windows
     ratios = {f"reckon_vs_{k}": round(ours["wall_seconds"] / v["wall_seconds"], 3)
               for k, v in contenders.items() if k != "reckon_replay_day"}
-    floor_ratio = ratios["reckon_vs_spark_groupby_floor"]
+    dedup_ratio = ratios["reckon_vs_spark_groupby_floor_dedup"]
     return {
         "scale": {"events": n, "event_log_rows": n + len(range(0, n, 100))
                   + len(range(7, n, 1000)), "canonical_rows": result.windows},
         "results": contenders, "ratios": ratios,
-        "targets": [_target("replay vs Spark groupBy floor (wall ratio)", floor_ratio,
-                            "<= 1.25x", floor_ratio <= 1.25)],
+        "targets": [_target("replay vs a Spark floor that de-duplicates by event_id (wall "
+                            "ratio)", dedup_ratio, "<= 1.0x", dedup_ratio <= 1.0)],
         "profile": {"replay_timeline_seconds": timeline, "replay_result": result.to_dict()},
         "settings": {"window": settings.window, "shuffle_partitions": settings.shuffle_partitions,
                      "rounds": ROUNDS, "reported": "median run of each contender"},
@@ -751,8 +754,8 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         "ratios": {"datacompy_over_reckon_wall": round(speedup, 3),
                    "report_db_cost_seconds": round(ours_rec["wall_seconds"]
                                                    - ours["wall_seconds"], 3)},
-        "targets": [_target("audit speed-up over DataComPy", round(speedup, 3), ">= 2x",
-                            speedup >= 2)],
+        "targets": [_target("audit speed-up over DataComPy", round(speedup, 3), ">= 3x",
+                            speedup >= 3)],
         "profile": {"audit_timeline_seconds": timeline,
                     "note": "audit_day(record=False) = a full outer join of 4 per-window inputs "
                     "on (window_start, key, currency) (no event_log scan) + a Delta "
