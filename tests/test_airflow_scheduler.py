@@ -115,14 +115,15 @@ def test_a_day_whose_watermark_never_comes_fails_in_time_naming_the_day(spark, t
             time.sleep(1)
         waited = time.monotonic() - started
         assert state == "failed" and "up_for_reschedule" in seen  # no slot held between looks
-        assert 45 <= waited < 240
+        assert waited < 240  # the scheduler may start the sensor before Airflow's API is up
         [sensor] = [ti for ti in af.task_instances(DAG_ID, run["dag_run_id"])
                     if ti["task_id"] == "wait_for_watermark"]
         assert (sensor["state"], sensor["try_number"]) == ("failed", 1)  # no retry
         text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
         assert f"day {yesterday} is not closed yet" in text
         assert "the latest watermark is 2026-01-02T00:00:30Z" in text
-        assert re.search(r"after waiting \d+ seconds \(the limit is 45 seconds\)", text)
+        said = re.search(r"after waiting (\d+) seconds \(the limit is 45 seconds\)", text)
+        assert said and int(said.group(1)) >= 45  # the sensor's own clock: not before its time
         assert "Traceback" not in text.split("is not closed yet")[0][-2000:]
         # the day the watermark did pass: its run gets past the sensor (and stops at compact,
         # since this warehouse holds no events: the point here is the wait)
