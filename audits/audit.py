@@ -45,6 +45,7 @@ from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Toleran
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import format_micros, parse_date
+from reckon.writer_lock import WriterLock, writer_scope
 from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
 from spark.money import amount_text_col
@@ -334,9 +335,13 @@ def _explanation() -> Column:
 
 def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str = "nightly",
               record: bool = True) -> AuditResult:
-    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks."""
+    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks.
+    One audit of a day at a time (reckon.writer_lock): a second one is refused before it
+    writes."""
     try:
-        return _audit_day(spark, settings, day, kind=kind, record=record)
+        with WriterLock.take(settings.warehouse_path, writer_scope("audit", day),
+                             f"audit of {day}"):
+            return _audit_day(spark, settings, day, kind=kind, record=record)
     except Exception as exc:
         if not tb.is_missing_file_error(exc):
             raise

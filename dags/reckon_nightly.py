@@ -27,7 +27,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException
 
 from reckon.config import PROJECT_ROOT, Settings, load_settings
-from reckon.errors import ConcurrentAuditError, ConfigError, ReckonError
+from reckon.errors import ConcurrentAuditError, ConcurrentWriterError, ConfigError, ReckonError
 from reckon.pipeline import nightly_days, task_retries
 from reckon.timeutil import MICROS_PER_SECOND, describe_duration, parse_duration
 
@@ -219,8 +219,8 @@ def _run_step(step: str, plan: dict[str, Any],
         kwargs = per_day(text) if per_day else {}
         try:
             result = functions[step](settings, date.fromisoformat(text), **kwargs)
-        except ConcurrentAuditError:
-            raise  # another audit of the day overtook this one: running again is the fix
+        except (ConcurrentAuditError, ConcurrentWriterError):
+            raise  # another run of the day's step overtook or holds it: a retry is the fix
         except ReckonError as exc:  # the input or the configuration: a retry finds the same
             raise AirflowFailException(f"{step} of {text} failed: {exc}") from exc
         except Exception as exc:  # transient (Spark, a database): retried with backoff

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConcurrentAuditError",
+    "ConcurrentWriterError",
     "ConfigError",
     "DataQualityError",
     "LayoutError",
@@ -55,6 +56,13 @@ class DataQualityError(ReckonError):
 
 class ConcurrentAuditError(ReckonError):
     """Two audits of one day overlapped; the one that lost recorded nothing. Run it again."""
+
+
+class ConcurrentWriterError(ReckonError):
+    """Another process is writing the same tables (reckon.writer_lock); nothing was written.
+    Its message names the holder."""
+
+    exit_code = 4
 
 
 def invalid(name: str, value: object, allowed: str) -> UsageError:

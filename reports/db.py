@@ -401,6 +401,9 @@ class SignoffModel(Base):
     note: Mapped[str] = mapped_column(sa.Text())
     prev_hash: Mapped[str] = mapped_column(sa.String(64))
     entry_hash: Mapped[str] = mapped_column(sa.String(64))
+    # what was signed, as canonical JSON (reports.review.signed_figures), inside the hash;
+    # null on entries written before migration 0005
+    signed: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
 
 
 # Decisions of the sign-off log that sign a run off ("rejected" does not).

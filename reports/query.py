@@ -55,6 +55,38 @@ FORBIDDEN = frozenset({
 })
 # Table functions that read files by path: the warehouse tables are the only input.
 FILE_READERS = frozenset({"READ_FILES", "TABLE_CHANGES_BY_PATH"})
+# An allowlist, checked on Spark's parsed plan: a function runs only if it is one of Spark's
+# built-ins in a group that computes on values alone. Not in it: misc_funcs (reflect,
+# java_method, input_file_name, current_user, raise_error, aes_*, ...), table_funcs, avro and
+# protobuf (a descriptor file by path), and any function not built in.
+SAFE_FUNCTION_GROUPS = frozenset({
+    "agg_funcs", "array_funcs", "bitwise_funcs", "collection_funcs", "conditional_funcs",
+    "conversion_funcs", "csv_funcs", "datetime_funcs", "generator_funcs", "hash_funcs",
+    "json_funcs", "lambda_funcs", "map_funcs", "math_funcs", "predicate_funcs", "string_funcs",
+    "struct_funcs", "url_funcs", "window_funcs", "xml_funcs", "variant_funcs",
+})
+SAFE_MISC_FUNCTIONS = frozenset({"TYPEOF", "NVL", "NVL2", "COALESCE"})
+SAFE_TABLE_FUNCTIONS = frozenset({
+    "RANGE", "EXPLODE", "EXPLODE_OUTER", "INLINE", "INLINE_OUTER", "POSEXPLODE",
+    "POSEXPLODE_OUTER", "STACK", "JSON_TUPLE", "TABLE_CHANGES", "VARIANT_EXPLODE",
+    "VARIANT_EXPLODE_OUTER",
+})
+# Functions that take an options map (argument index): only these option keys, given as a
+# literal map('key', 'value', ...). Not in it: anything naming a file (rowValidationXSDPath).
+OPTION_ARGUMENT = {"FROM_JSON": 2, "FROM_CSV": 2, "FROM_XML": 2, "SCHEMA_OF_JSON": 1,
+                   "SCHEMA_OF_CSV": 1, "SCHEMA_OF_XML": 1, "TO_JSON": 1, "TO_CSV": 1,
+                   "TO_XML": 1}
+SAFE_OPTIONS = frozenset(k.lower() for k in (
+    "mode", "timestampFormat", "timestampNTZFormat", "dateFormat", "locale", "timeZone",
+    "sep", "delimiter", "quote", "escape", "comment", "header", "nullValue", "emptyValue",
+    "nanValue", "positiveInf", "negativeInf", "lineSep", "encoding", "ignoreLeadingWhiteSpace",
+    "ignoreTrailingWhiteSpace", "allowNumericLeadingZeros", "allowBackslashEscapingAnyCharacter",
+    "allowComments", "allowUnquotedFieldNames", "allowSingleQuotes", "allowNonNumericNumbers",
+    "allowUnquotedControlChars", "dropFieldIfAllNull", "prefersDecimal", "primitivesAsString",
+    "columnNameOfCorruptRecord", "rowTag", "attributePrefix", "valueTag", "ignoreNamespace",
+    "ignoreSurroundingSpaces", "inferSchema", "pretty", "ignoreNullFields", "samplingRatio",
+    "enableDateTimeParsingFallback"))
+MAX_NESTING = 200  # parentheses deep: deeper parses overflow the JVM's stack
 
 
 @dataclass(frozen=True)
@@ -181,6 +213,13 @@ def check_read_only(sql: str) -> list[Token]:
     if any(t.text == ";" for t in sig):
         raise UsageError("query has more than one statement (a ';' separates them): "
                          "`reckon sql` runs exactly one read-only statement")
+    depth = deepest = 0
+    for t in sig:
+        depth += (t.text == "(") - (t.text == ")")
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise UsageError(f"query nests parentheses {deepest} deep: `reckon sql` reads at most "
+                         f"{MAX_NESTING}; use a WITH clause for each level instead")
     first = next((t for t in sig if t.text != "("), sig[0])
     if first.kind != "word" or first.upper not in ALLOWED_FIRST:
         raise UsageError(f"query starts with {first.text!r}: `reckon sql` is read-only and "
@@ -272,7 +311,7 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
             pending.append(node.relation())
         if name == "UnresolvedTableValuedFunction":
             func = str(_seq(node.name())[-1]).upper()
-            if func in FILE_READERS:
+            if func not in SAFE_TABLE_FUNCTIONS or len(_seq(node.name())) > 1:
                 raise refuse(f"calls {func.lower()}()")
             args = _seq(node.functionArgs())
             # table_changes parses its first argument as a table name, after this check
@@ -284,12 +323,46 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
         while expressions:
             expr = expressions.pop()
             if expr.nodeName() == "UnresolvedFunction":
-                func = str(_seq(expr.nameParts())[-1]).upper()
-                if func in FORBIDDEN:
-                    raise refuse(f"calls {func.lower()}()")
+                _check_function(spark, expr)
             expressions.extend(_seq(expr.children()))
         pending.extend(_seq(node.children()))
         pending.extend(_seq(node.innerChildren()))  # CTE bodies, subqueries
+
+
+def _function_group(spark: Any, name: str) -> str | None:
+    """The group of Spark's built-in function ``name`` (``string_funcs``), None if none."""
+    jvm = spark._jvm
+    registry = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
+    ident = jvm.org.apache.spark.sql.catalyst.FunctionIdentifier.apply(name.lower())
+    info = registry.lookupFunction(ident)
+    return str(info.get().getGroup()) if info.isDefined() else None
+
+
+def _check_function(spark: Any, expr: Any) -> None:
+    """Refuse a function call outside the allowlist, or one given options outside it."""
+    parts = [str(p) for p in _seq(expr.nameParts())]
+    func = parts[-1].upper()
+    builtin = len(parts) == 1 or [p.lower() for p in parts[:-1]] in (["builtin"],
+                                                                      ["system", "builtin"])
+    group = _function_group(spark, func) if builtin else None
+    if func not in SAFE_MISC_FUNCTIONS and group not in SAFE_FUNCTION_GROUPS:
+        raise UsageError(f"query calls {'.'.join(parts).lower()}(): `reckon sql` runs only "
+                         "Spark's built-in functions that compute on values (no JVM calls, "
+                         "files, session or user functions)")
+    position = OPTION_ARGUMENT.get(func)
+    args = _seq(expr.arguments())
+    if position is None or len(args) <= position:
+        return
+    options = args[position]
+    pairs = _seq(options.arguments()) if options.nodeName() == "UnresolvedFunction" and \
+        str(_seq(options.nameParts())[-1]).lower() == "map" else None
+    if pairs is None or any(a.nodeName() != "Literal" for a in pairs):
+        raise UsageError(f"query gives {func.lower()}() options that are not a literal "
+                         "map('key', 'value', ...): `reckon sql` checks every option")
+    for key in (str(k.value()) for k in pairs[::2]):
+        if key.lower() not in SAFE_OPTIONS:
+            raise UsageError(f"query gives {func.lower()}() the option {key!r}: `reckon sql` "
+                             "allows only options that shape the parse (no file paths)")
 
 
 def _path_ident(path: str) -> str:

@@ -1,13 +1,19 @@
 """Break review and the hash-chained sign-off log, plus their CLI commands.
 
 The sign-off log is append-only and tamper-evident. Entry ``n`` stores
-``entry_hash = sha256(canonical JSON of {seq, at, run_id, by, decision, note, prev_hash})``
-with ``prev_hash`` = entry ``n-1``'s ``entry_hash`` (64 zeros for seq 1). Editing an entry breaks
-its own hash; deleting or reordering entries breaks a ``seq`` or ``prev_hash`` link; truncating
-the end is caught by checking a head hash kept elsewhere (``verify_log(expected_head=...)``).
+``entry_hash = sha256(canonical JSON of {seq, at, run_id, by, decision, note, prev_hash,
+signed})`` with ``prev_hash`` = entry ``n-1``'s ``entry_hash`` (64 zeros for seq 1). ``signed``
+binds what was signed (``signed_figures``): the run's figures per currency, its status
+counts, the table versions it read and its report's SHA-256, so a figure changed afterwards
+no longer matches. Editing an entry breaks its own hash; deleting or reordering entries breaks
+a ``seq`` or ``prev_hash`` link. Each append also records the new head (seq, hash) in the
+warehouse (``_signoff_anchor.jsonl``), outside the log's table: entries removed from the end,
+or a chain recomputed after an edit, no longer match what the warehouse recorded. A run whose
+inputs a new replay rewrote after its audit cannot be signed (``changed_inputs``).
 
-Four-eyes rule: the run's reconciler may not sign it off. Decisions 'accepted' and 'resolved'
-also move the run's *open* breaks to that review status ('explained' breaks stay explained).
+Four-eyes rule: the run's reconciler may not sign it off, under any spelling that looks the
+same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
+'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
 and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
@@ -18,9 +24,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -28,12 +36,15 @@ from sqlalchemy.exc import IntegrityError
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
+from reckon.identity import same_person
 from reckon.money import format_amount, quantize_to_currency
 from reckon.timeutil import parse_date
 from reports.db import (
+    AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
     BREAK_REVIEWS,
     BREAKS,
+    REPORTS,
     REVIEW_STATUSES,
     SIGNOFF_LOG,
     ReportDB,
@@ -47,6 +58,7 @@ __all__ = [
     "SignoffEntry",
     "SignoffRefused",
     "append_signoff",
+    "changed_inputs",
     "cmd_breaks",
     "cmd_signoff",
     "cmd_verify_log",
@@ -77,12 +89,13 @@ class SignoffEntry:
     note: str
     prev_hash: str
     entry_hash: str
+    signed: str | None = None  # the figures signed (signed_figures), canonical JSON
 
     def recomputed_hash(self) -> str:
         """The hash the entry's current contents should carry."""
         return compute_entry_hash(seq=self.seq, at=self.at, run_id=self.run_id, by=self.by,
                                   decision=self.decision, note=self.note,
-                                  prev_hash=self.prev_hash)
+                                  prev_hash=self.prev_hash, signed=self.signed)
 
 
 @dataclass(frozen=True)
@@ -102,21 +115,114 @@ def _format_at(at: datetime) -> str:
 
 
 def compute_entry_hash(*, seq: int, at: datetime, run_id: str, by: str, decision: str,
-                       note: str, prev_hash: str) -> str:
+                       note: str, prev_hash: str, signed: str | None = None) -> str:
     """SHA-256 (hex) of the canonical JSON of an entry's fields: sorted keys, no whitespace,
-    UTF-8, ``at`` as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    UTF-8, ``at`` as ``YYYY-MM-DDTHH:MM:SS.ffffffZ``; ``signed`` (the figures signed) when the
+    entry has it (entries older than migration 0005 do not)."""
     payload = {"seq": seq, "at": _format_at(at), "run_id": run_id, "by": by,
                "decision": decision, "note": note, "prev_hash": prev_hash}
+    if signed is not None:
+        payload["signed"] = signed
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _same_person(a: str, b: str) -> bool:
-    return a.strip().casefold() == b.strip().casefold()
+def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
+    """What a sign-off of ``run_id`` signs, as canonical JSON: the run's day, kind, status
+    counts, unexplained count, the table versions it read, each currency's totals (exact
+    decimal text, as stored) and the SHA-256 of the newest report rendered for it. None for an unknown
+    run. verify-log recomputes it: a figure changed afterwards no longer matches."""
+    run = conn.execute(sa.select(AUDIT_RUNS).where(AUDIT_RUNS.c.run_id == run_id)).first()
+    if run is None:
+        return None
+    money = ("provisional_total", "canonical_total", "gap_total", "late_total",
+             "duplicate_total", "residual_total", "tolerated_total")
+    currencies = {
+        r.currency: {**{m: str(getattr(r, m)) for m in money}, "unexplained": int(r.unexplained),
+                     "status_counts": dict(r.status_counts)}
+        for r in conn.execute(sa.select(AUDIT_RUN_CURRENCIES)
+                              .where(AUDIT_RUN_CURRENCIES.c.run_id == run_id))}
+    report = conn.execute(sa.select(REPORTS.c.sha256).where(REPORTS.c.audit_run_id == run_id)
+                          .order_by(REPORTS.c.created_at.desc()).limit(1)).scalar_one_or_none()
+    figures = {"run_id": run_id, "day": run.day.isoformat(), "kind": run.kind,
+               "status_counts": dict(run.status_counts), "unexplained": int(run.unexplained),
+               "table_versions": dict(run.table_versions or {}), "currencies": currencies,
+               "report_sha256": report}
+    return json.dumps(figures, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+ANCHOR_NAME = "_signoff_anchor.jsonl"  # in the warehouse: the log's head, outside its table
+
+
+def _anchor(warehouse: Path | None, entry: SignoffEntry) -> None:
+    """Append the new head (seq, hash) to the warehouse's anchor file: truncating the log or
+    recomputing its chain in the database no longer matches what the warehouse recorded."""
+    if warehouse is None or not warehouse.is_dir():
+        return
+    line = json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash,
+                       "at": _format_at(entry.at)}, sort_keys=True)
+    with (warehouse / ANCHOR_NAME).open("a", encoding="utf-8") as anchor:
+        anchor.write(line + "\n")
+        anchor.flush()
+        os.fsync(anchor.fileno())
+
+
+def _anchor_problems(warehouse: Path | None, entries: list[SignoffEntry]) -> list[str]:
+    """Every anchored head the log no longer holds as it was."""
+    path = None if warehouse is None else warehouse / ANCHOR_NAME
+    if path is None or not path.is_file():
+        return []
+    held = {e.seq: e.entry_hash for e in entries}
+    problems = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        head = json.loads(line)
+        seq, digest = int(head["seq"]), str(head["entry_hash"])
+        if seq not in held:
+            problems.append(f"seq {seq}: anchored in {path.name} at {head.get('at')} but gone "
+                            "from the log (entries removed from the end?)")
+        elif held[seq] != digest:
+            problems.append(f"seq {seq}: its hash is not the one anchored in {path.name} "
+                            "(the chain was recomputed after an edit)")
+    return problems
+
+
+# the tables whose rows of the day a replay replaces: an audit run read one version of each
+_REPLAYED_TABLES = ("canonical_totals", "uncaught_duplicates")
+_DATA_CHANGES = ("WRITE", "MERGE", "DELETE", "UPDATE", "RESTORE", "CREATE OR REPLACE TABLE",
+                 "REPLACE TABLE", "TRUNCATE")
+
+
+def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -> str | None:
+    """What rewrote the day's rows of a table the audit run read, after the version it read
+    (a new replay of the day, a restore, a hand-made write); None when nothing did. Read from
+    the Delta commit files, without Spark."""
+    from spark import tables as tb
+
+    for name in _REPLAYED_TABLES:
+        read = table_versions.get(name)
+        if read is None:
+            continue
+        if not tb.table_exists(warehouse, name):
+            return f"{name}, which it read at version {read}, is gone from {warehouse}"
+        try:
+            commits = list(tb.commit_infos(warehouse, name, after=int(read)))
+        except FileNotFoundError:
+            return (f"{name}'s commits after version {read} (which it read) are gone, so "
+                    "whether the day changed cannot be told")
+        for version, info in commits:
+            predicate = str((info.get("operationParameters") or {}).get("predicate") or "")
+            if info.get("operation") in _DATA_CHANGES and (not predicate
+                                                           or day.isoformat() in predicate):
+                return (f"{name} was rewritten for {day} at version {version} "
+                        f"({info.get('operation')}, after version {read}, which the run read)")
+    return None
 
 
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
-                   now: datetime | None = None) -> SignoffEntry:
+                   now: datetime | None = None,
+                   warehouse: Path | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -125,7 +231,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     commits); ``seq`` is also unique, so a lost race
     can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run, a
     run a later audit of its day replaced (decisions are made on the current figures), or a
-    sign-off by the run's reconciler (compared trimmed, case-insensitively).
+    sign-off by the run's reconciler (names compared as reckon.identity does: NFKC, case,
+    invisible characters and Unicode confusables folded).
     """
     if decision not in DECISIONS:
         raise invalid("decision", decision, "one of " + ", ".join(DECISIONS))
@@ -143,7 +250,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             # never appended to a run that stopped being current before the commit
             with _write_tx(engine, "signoff_log", "audit_runs") as conn:
                 run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
-                                             runs.c.kind)
+                                             runs.c.kind, runs.c.table_versions)
                                    .where(runs.c.run_id == run_id)).first()
                 if run is None:
                     raise SignoffRefused(
@@ -156,8 +263,15 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                     raise SignoffRefused(
                         f"run={run_id!r} is not valid: a later audit of {run.day} ({run.kind}) "
                         f"replaced it; review and sign off the current run {current!r}")
+                changed = None if warehouse is None else changed_inputs(
+                    warehouse, run.day, dict(run.table_versions or {}))
+                if changed is not None:
+                    raise SignoffRefused(
+                        f"run={run_id!r} is not valid: its inputs changed since it was "
+                        f"audited ({changed}); audit {run.day} again (`reckon audit --date "
+                        f"{run.day}`) and sign off the new run")
                 reconciler = str(run.reconciler)
-                if _same_person(who, reconciler):
+                if same_person(who, reconciler):
                     raise SignoffRefused(
                         f"by={who!r} may not sign off run {run_id!r}: {reconciler!r} reconciled "
                         "it, and a run needs a second person's sign-off (four-eyes rule)")
@@ -166,19 +280,21 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                 seq = 1 if last is None else int(last.seq) + 1
                 prev = GENESIS_HASH if last is None else str(last.entry_hash)
                 at = (now or datetime.now(UTC)).astimezone(UTC)
+                signed = signed_figures(conn, run_id)
                 entry = SignoffEntry(
                     seq=seq, at=at, run_id=run_id, by=who, decision=decision, note=text,
-                    prev_hash=prev,
+                    prev_hash=prev, signed=signed,
                     entry_hash=compute_entry_hash(seq=seq, at=at, run_id=run_id, by=who,
                                                   decision=decision, note=text,
-                                                  prev_hash=prev))
+                                                  prev_hash=prev, signed=signed))
                 conn.execute(sa.insert(log).values(
                     seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
                     decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
-                    entry_hash=entry.entry_hash))
+                    entry_hash=entry.entry_hash, signed=entry.signed))
                 if decision in _BREAK_DECISIONS:
                     _close_open_breaks(conn, run_id, decision, at)
-                return entry
+            _anchor(warehouse, entry)
+            return entry
         except IntegrityError:
             if attempt == _APPEND_ATTEMPTS:
                 raise
@@ -206,10 +322,11 @@ def read_log(db: ReportDB) -> list[SignoffEntry]:
         rows = conn.execute(sa.select(log).order_by(log.c.seq)).all()
     return [SignoffEntry(seq=int(r.seq), at=r.at, run_id=r.run_id, by=r.by,
                          decision=r.decision, note=r.note, prev_hash=r.prev_hash,
-                         entry_hash=r.entry_hash) for r in rows]
+                         entry_hash=r.entry_hash, signed=r.signed) for r in rows]
 
 
-def verify_log(db: ReportDB, expected_head: str | None = None) -> LogVerification:
+def verify_log(db: ReportDB, expected_head: str | None = None,
+               warehouse: Path | None = None) -> LogVerification:
     """Walk the chain from seq 1: every seq present, every ``prev_hash`` equal to the previous
     entry's ``entry_hash`` (genesis: 64 zeros), every ``entry_hash`` equal to the hash of the
     entry's contents. With ``expected_head`` (a head hash recorded earlier), that entry must
@@ -231,6 +348,7 @@ def verify_log(db: ReportDB, expected_head: str | None = None) -> LogVerificatio
             problems.append(f"seq {e.seq}: entry_hash does not match the entry's contents "
                             "(the entry was edited after it was written)")
         expected_seq, expected_prev = e.seq + 1, e.entry_hash
+    problems += _figure_problems(db, entries) + _anchor_problems(warehouse, entries)
     head = entries[-1].entry_hash if entries else GENESIS_HASH
     if expected_head is not None and expected_head != GENESIS_HASH and \
             expected_head not in {e.entry_hash for e in entries}:
@@ -238,6 +356,26 @@ def verify_log(db: ReportDB, expected_head: str | None = None) -> LogVerificatio
                         "the log (entries removed from the end?)")
     return LogVerification(ok=not problems, entries=len(entries), head_hash=head,
                            problems=problems)
+
+
+def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
+    """Entries whose run's figures (signed_figures) are no longer what they signed."""
+    problems = []
+    with db.ready().connect() as conn:
+        for e in entries:
+            if e.signed is None:
+                continue
+            now = signed_figures(conn, e.run_id)
+            was, is_ = json.loads(e.signed), json.loads(now) if now else {}
+            if was.get("report_sha256") and conn.execute(sa.select(REPORTS.c.id).where(
+                    REPORTS.c.audit_run_id == e.run_id,
+                    REPORTS.c.sha256 == was["report_sha256"]).limit(1)).first():
+                is_["report_sha256"] = was["report_sha256"]  # still recorded; newer ones may be
+            if was != is_:
+                changed = sorted(k for k in was.keys() | is_.keys() if was.get(k) != is_.get(k))
+                problems.append(f"seq {e.seq}: run {e.run_id}'s {', '.join(changed)} changed "
+                                "after this entry signed them")
+    return problems
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -317,7 +455,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon signoff --run R --by NAME --note TEXT [--decision D]``."""
     with ReportDB.from_settings(settings) as db:
-        entry = append_signoff(db, args.run, args.by, args.decision, args.note)
+        entry = append_signoff(db, args.run, args.by, args.decision, args.note,
+                               warehouse=settings.warehouse_path)
     if args.json:
         print(json.dumps({"seq": entry.seq, "at": _format_at(entry.at), "run_id": entry.run_id,
                           "by": entry.by, "decision": entry.decision, "note": entry.note,
@@ -332,7 +471,7 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
     with ReportDB.from_settings(settings) as db:
-        result = verify_log(db)
+        result = verify_log(db, warehouse=settings.warehouse_path)
     if args.json:
         print(json.dumps(asdict(result), indent=2, sort_keys=True))
         return 0 if result.ok else 1

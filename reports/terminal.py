@@ -8,6 +8,7 @@ and nulls as an empty-looking ``-``.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -24,11 +25,12 @@ _MAX_CELL = 60
 def json_safe(value: Any) -> Any:
     """A value as plain JSON: Decimal -> its exact text, datetime -> ISO-8601 ``Z`` (naive
     datetimes are taken as local time, which is what PySpark returns), date -> YYYY-MM-DD,
-    Spark Rows and mappings -> objects, sequences -> lists."""
+    Spark Rows and mappings -> objects, sequences -> lists, NaN and infinities -> "nan",
+    "inf", "-inf" (JSON has no such numbers)."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(value, float):
-        return value
+    if isinstance(value, float):  # JSON has no NaN or Infinity: their names, as strings
+        return value if math.isfinite(value) else str(value)
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, datetime):
@@ -92,4 +94,5 @@ def print_table(rows: Sequence[Sequence[Any] | Mapping[str, Any]], columns: Sequ
 
 
 def print_json(payload: Any, file: TextIO | None = None) -> None:
-    print(json.dumps(json_safe(payload), indent=2, sort_keys=False), file=file or sys.stdout)
+    print(json.dumps(json_safe(payload), indent=2, sort_keys=False, allow_nan=False),
+          file=file or sys.stdout)

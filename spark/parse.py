@@ -51,7 +51,11 @@ QUARANTINE_REASONS = (
 )
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 _AMOUNT = rf"^-?\d{{1,{AMOUNT_PRECISION - AMOUNT_SCALE}}}(\.\d{{1,{AMOUNT_SCALE}}})?$"
-_INT = r"^-?\d{1,9}$"
+_PARTITION = r"^\d{1,9}$"  # a partition id is never negative (Kafka's are 0..n-1)
+# blank: only white space, separators (a no-break space) or invisible format characters (a
+# zero-width space); the anchored first-character test gates the whole-value one
+_BLANK_START = r"^[\s\p{Z}\p{Cf}]"
+_BLANK = r"^[\s\p{Z}\p{Cf}]*$"
 _STRICT = {"allowSingleQuotes": "false"}  # Spark's default accepts {'a': 'b'}, which is not JSON
 _RAW_FIELDS = (*REQUIRED_EVENT_FIELDS, "partition", "arrival_time")
 # 20 places: more than a double carries (17 significant digits), with room for the 15 integer
@@ -195,10 +199,13 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
                  & ~F.rtrim(trimmed, F.lit("}")).contains("}"))
     # An amount sent as a JSON number reaches the string field through a double (its text is
     # the double's: 1.000000000000000001 reads "1.0"). Read as a decimal, Spark takes the
-    # number's own digits; a mismatch below is bad_amount. Only for lines whose amount is not
-    # a compact JSON string, so producers that send strings never pay for the second parse.
+    # number's own digits; a mismatch below is bad_amount. Skipped only for a line whose one
+    # '"amount"' is a compact JSON string (a string's digits are its own), so producers that
+    # send strings never pay for the second parse; a nested or escaped key takes it.
+    amount_is_text = (payload.contains('"amount":"') & ~payload.contains("\\u")
+                      & (F.size(F.split(payload, '"amount"')) == 2))
     exact_amount = F.when(
-        ~payload.contains('"amount":"'),
+        ~amount_is_text,
         F.from_json(payload, _EXACT_AMOUNT_SCHEMA, _STRICT).getField("amount"))
     lines = (
         F.from_json(payload, _RAW_SCHEMA, {**_STRICT, "mode": "PERMISSIVE",
@@ -227,7 +234,7 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
                           line_arrival),
                    F.col("transport_time")).alias("_arrival_time"),
         F.coalesce(F.col("transport_partition"),
-                   F.when(f["partition"].rlike(_INT), f["partition"].cast("int")),
+                   F.when(f["partition"].rlike(_PARTITION), f["partition"].cast("int")),
                    F.lit(0)).alias("_partition"),
     )
     amount, event_time = F.col("_amount"), F.col("_event_time")
@@ -237,7 +244,7 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
     # changes): only a value starting with a space can trim to empty; only one of more than
     # MAX_FIELD_LENGTH bytes can have more characters (octet_length is stored, length counts).
     missing = [F.when(f[n].isNull() | (F.octet_length(f[n]) == 0)
-                      | (F.startswith(f[n], F.lit(" ")) & (F.trim(f[n]) == "")), F.lit(n))
+                      | (f[n].rlike(_BLANK_START) & f[n].rlike(_BLANK)), F.lit(n))
                for n in REQUIRED_EVENT_FIELDS]
     text_fields = ("event_id", "key", "source", "currency")
     too_long = [F.when((F.octet_length(f[n]) > MAX_FIELD_LENGTH)
@@ -273,9 +280,9 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
         (event_time.isNull(), "bad_event_time",
          F.concat(F.lit("event_time is not ISO-8601 with a zone: "),
                   F.substring(f["event_time"], 1, 60))),
-        (f["partition"].isNotNull() & ~f["partition"].rlike(_INT)
+        (f["partition"].isNotNull() & ~f["partition"].rlike(_PARTITION)
          & F.col("transport_partition").isNull(), "bad_partition",
-         F.concat(F.lit("partition is not an integer: "), F.substring(f["partition"], 1, 40))),
+         F.concat(F.lit("partition is not an integer from 0 up: "), F.substring(f["partition"], 1, 40))),
         ((f["arrival_time"].isNotNull() & F.col("_line_arrival").isNull())
          | arrival_time.isNull(),
          "bad_arrival_time",

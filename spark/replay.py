@@ -52,6 +52,7 @@ from reckon.eventtime import WindowSpec
 from reckon.money import CurrencyTotals, format_money
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between, days_from_flags
+from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.observe import observed
 from spark.parse import first_failure, parse_events, typed_checks
@@ -270,7 +271,17 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
     """Recompute ``canonical_totals`` for ``day`` and record the run in ``replay_runs``.
 
     ``from_kafka`` reads the configured topic (settings.kafka_bootstrap / kafka_topic) from
-    earliest to latest instead of the event log."""
+    earliest to latest instead of the event log. One replay of a day at a time
+    (reckon.writer_lock): a second one is refused before it writes."""
+    if from_kafka:  # a replay from the topic may be the warehouse's first writer
+        settings.warehouse_path.mkdir(parents=True, exist_ok=True)
+    with WriterLock.take(settings.warehouse_path, writer_scope("replay", day),
+                         f"replay of {day}"):
+        return _replay_day(spark, settings, day, from_kafka=from_kafka)
+
+
+def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
+                from_kafka: bool) -> ReplayResult:
     started_at, t0 = datetime.now(UTC), time.monotonic()
     wh, rules = settings.warehouse_path, settings.event_time_rules()
     spec = rules.windows

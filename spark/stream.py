@@ -36,6 +36,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,11 +44,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from reckon.admission import ADMISSION_POLL_SECONDS, LandingAdmitter
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import (
@@ -63,6 +66,7 @@ from reckon.eventtime import (
 from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration
+from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
@@ -103,10 +107,11 @@ class BatchProcessor:
     def __init__(self, spark: SparkSession, settings: Settings, *, query_id: str | None = None,
                  checkpoint: str | None = None,
                  on_batch: Callable[[BatchMetrics], None] | None = None,
-                 change_spec: bool = False) -> None:
+                 change_spec: bool = False, writer_lock: WriterLock | None = None) -> None:
         from spark.spec import establish_spec
 
         self.spark = spark
+        self._writer_lock = writer_lock  # checked before each batch writes
         self.warehouse = settings.warehouse_path
         self._query_id = query_id
         self._checkpoint = checkpoint
@@ -228,6 +233,8 @@ class BatchProcessor:
         started = time.monotonic()
         self._steps: dict[str, float] = {}
         processed_at = datetime.now(UTC)
+        if self._writer_lock is not None:
+            self._writer_lock.check()  # still the warehouse's one writer
         with self._step("restore"):
             self._written = self.already_written(batch_id)
             self._reads = self.batch_reads(batch_id)
@@ -602,17 +609,25 @@ class StreamSource:
     def name(self) -> str:
         return "landing" if self.landing else f"kafka-{self.topic}"
 
-    def read(self, spark: SparkSession, settings: Settings) -> DataFrame:
-        """A streaming DataFrame with RAW_COLUMNS."""
+    def read(self, spark: SparkSession, settings: Settings,
+             admitted: Path | None = None) -> DataFrame:
+        """A streaming DataFrame with RAW_COLUMNS. The stream's landing source reads the
+        folder its files are ``admitted`` to (reckon.admission), in name order, and names each
+        line's input_file by its landing path; Spark deletes each admitted file (never the
+        landing file) once the batch that read it has committed. Without ``admitted``, the
+        landing dir itself in Spark's own order (modification time; the benchmark's native
+        contender reads it so)."""
         if self.landing:
-            files = (spark.readStream.format("text").option("wholetext", "true")
-                     .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
-                     .option("maxFileAge", "36500d")
-                     # event files only (reckon.landing reports every other file; Spark
-                     # skips names starting with '.' or '_': temp and side files)
-                     .option("pathGlobFilter", EVENT_FILE_GLOB)
-                     .load(str(Path(self.landing).resolve())))
-            return landing_lines(files)
+            reader = (spark.readStream.format("text").option("wholetext", "true")
+                      .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
+                      .option("maxFileAge", "36500d")
+                      # event files only (admission takes nothing else; Spark skips names
+                      # starting with '.' or '_': a file being admitted)
+                      .option("pathGlobFilter", EVENT_FILE_GLOB))
+            if admitted is None:
+                return landing_lines(reader.load(str(Path(self.landing).resolve())))
+            files = reader.option("cleanSource", "delete").load(str(admitted.resolve()))
+            return landing_lines(files, shown_dir=_hadoop_uri(spark, Path(self.landing)))
         if not self.topic:  # __post_init__ already refuses --kafka without --topic
             raise UsageError("--kafka needs --topic")
         return (spark.readStream.format("kafka")
@@ -625,13 +640,24 @@ class StreamSource:
                 .select(*kafka_raw_columns(self.topic)))
 
 
-def landing_lines(files: DataFrame) -> DataFrame:
+def _hadoop_uri(spark: SparkSession, folder: Path) -> str:
+    """``folder`` as Spark's file source names it in ``_metadata.file_path``
+    ('file:/work/landing', special characters percent-encoded)."""
+    jvm: Any = spark._jvm
+    return str(jvm.org.apache.hadoop.fs.Path(f"file:{folder.resolve()}").toUri().toString())
+
+
+def landing_lines(files: DataFrame, shown_dir: str | None = None) -> DataFrame:
     """Landing files read by Spark's text source with ``wholetext`` (a row per file) as
     RAW_COLUMNS, a row per line: the stream's source, and a batch read of the same files (the
-    benchmark feeds them to BatchProcessor directly). The file's path is its input_file, its
-    modification time the transport time: ``files`` must come straight from the file source,
-    whose ``_metadata`` column this reads."""
-    files = files.select("value", F.col("_metadata.file_path").alias("input_file"),
+    benchmark feeds them to BatchProcessor directly). The file's path is its input_file (in
+    ``shown_dir``, when given: the landing dir an admitted file came from), its modification
+    time the transport time: ``files`` must come straight from the file source, whose
+    ``_metadata`` column this reads."""
+    path = F.col("_metadata.file_path")
+    if shown_dir is not None:
+        path = F.concat(F.lit(shown_dir.rstrip("/") + "/"), F.substring_index(path, "/", -1))
+    files = files.select("value", path.alias("input_file"),
                          F.col("_metadata.file_modification_time").alias("transport_time"))
     # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
     # The file is split once, into a column: an expression over the whole text next
@@ -761,16 +787,45 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                available_now: bool = True, trigger: str | None = None,
                checkpoint: str | None = None,
                on_batch: Callable[[BatchMetrics], None] | None = print_progress,
-               timeout_seconds: float | None = None, change_spec: bool = False) -> str:
+               timeout_seconds: float | None = None, change_spec: bool = False,
+               writer_lock: WriterLock | None = None) -> str:
     """Run the stream until the source is drained (available-now) or forever (trigger).
     ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
-    warehouse's new event-time spec (reckon.spec). Returns the checkpoint location."""
-    interval = processing_time(trigger) if trigger else None
+    warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
+    stream per warehouse (reckon.writer_lock): a second one is refused before it writes."""
+    if writer_lock is not None:
+        return _run_stream(spark, settings, source, writer_lock, interval=processing_time(
+            trigger) if trigger else None, available_now=available_now, checkpoint=checkpoint,
+            on_batch=on_batch, timeout_seconds=timeout_seconds, change_spec=change_spec)
+    with stream_lock(settings, source) as lock:
+        return _run_stream(spark, settings, source, lock, interval=processing_time(trigger)
+                           if trigger else None, available_now=available_now,
+                           checkpoint=checkpoint, on_batch=on_batch,
+                           timeout_seconds=timeout_seconds, change_spec=change_spec)
+
+
+@contextmanager
+def stream_lock(settings: Settings, source: StreamSource) -> Iterator[WriterLock]:
+    """The warehouse's stream lock (reckon.writer_lock), creating the warehouse if need be."""
+    settings.warehouse_path.mkdir(parents=True, exist_ok=True)
+    with WriterLock.take(settings.warehouse_path, writer_scope("stream"),
+                         f"reckon stream of {source.name}") as lock:
+        yield lock
+
+
+def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
+                lock: WriterLock, *, interval: str | None, available_now: bool,
+                checkpoint: str | None, on_batch: Callable[[BatchMetrics], None] | None,
+                timeout_seconds: float | None, change_spec: bool) -> str:
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
     processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch,
-                               change_spec=change_spec)
-    writer = (source.read(spark, settings).writeStream
-              .foreachBatch(processor)
+                               change_spec=change_spec, writer_lock=lock)
+    admitter = _landing_admitter(source, Path(cp))
+    if admitter is not None:
+        sweep_committed_admissions(Path(cp), admitter.files_dir)
+        admitter.admit()  # what landed before the start, in name order
+    writer = (source.read(spark, settings, admitter.files_dir if admitter else None)
+              .writeStream.foreachBatch(processor)
               .option("checkpointLocation", cp)
               .queryName(f"reckon-stream-{source.name}"))
     if interval:
@@ -778,16 +833,93 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     elif available_now:
         writer = writer.trigger(availableNow=True)
     query = writer.start()
-    # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)
-    query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()  # type: ignore[arg-type]
-    if query.isActive:
-        query.stop()
+    looking = _keep_admitting(query, admitter) if admitter and interval else None
+    try:
+        # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)
+        query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()  # type: ignore[arg-type]
+    finally:
+        if query.isActive:
+            query.stop()
+        if looking is not None:
+            looking.join()
+        if admitter is not None:
+            sweep_committed_admissions(Path(cp), admitter.files_dir)
     return cp
+
+
+def sweep_committed_admissions(checkpoint: Path, files_dir: Path) -> int:
+    """Delete the admitted files of committed batches that Spark's ``cleanSource`` has not:
+    it cleans a batch's files when it plans the next batch, so the last batch of a run keeps
+    them. Reads the checkpoint's source log (``sources/0``: a ``v1`` line, then a JSON line per
+    file with its batchId) and commit log. Returns how many files it deleted."""
+    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
+    if not commits:
+        return 0
+    committed, deleted = max(commits), 0
+    for log in (checkpoint / "sources" / "0").glob("[0-9]*"):
+        for line in log.read_text().splitlines()[1:]:
+            entry = json.loads(line) if line.startswith("{") else {}
+            if entry.get("batchId", committed + 1) > committed:
+                continue
+            admitted = files_dir / unquote(str(entry["path"]).rsplit("/", 1)[-1])
+            if admitted.is_file():
+                admitted.unlink()
+                deleted += 1
+    return deleted
+
+
+def _landing_admitter(source: StreamSource, checkpoint: Path) -> LandingAdmitter | None:
+    """The admission step of a landing source (reckon.admission), kept in the checkpoint;
+    None for Kafka. A checkpoint whose query read the landing dir directly (before admission)
+    is refused: read through admission, every file it read would be read again."""
+    if not source.landing:
+        return None
+    state = checkpoint / "admitted"
+    if not state.exists() and any((checkpoint / "commits").glob("[0-9]*")):
+        raise UsageError(
+            f"checkpoint {checkpoint} was written by a reckon that read the landing dir "
+            "directly, not in name order: finish that stream with the reckon that started it, "
+            "or stream the landing dir into a new --warehouse")
+    return LandingAdmitter(Path(source.landing), state)
+
+
+def _keep_admitting(query: Any, admitter: LandingAdmitter) -> _Admitting:
+    """Admit new landing files every ADMISSION_POLL_SECONDS while ``query`` runs. A failure
+    stops the query, and ``run_stream`` raises it, rather than leaving files unread."""
+    failed: list[str] = []
+
+    def look() -> None:
+        while query.isActive:
+            try:
+                admitter.admit()
+            except (OSError, UsageError) as exc:
+                failed.append(str(exc))
+                query.stop()
+                return
+            time.sleep(ADMISSION_POLL_SECONDS)
+
+    thread = threading.Thread(target=look, name="reckon-landing-admission", daemon=True)
+    thread.start()
+    return _Admitting(thread=thread, failed=failed)
+
+
+@dataclass(frozen=True)
+class _Admitting:
+    """The thread that admits landing files while a triggered stream runs."""
+
+    thread: threading.Thread
+    failed: list[str]
+
+    def join(self) -> None:
+        """Wait for the thread (it ends with the query); raise what stopped it, if anything."""
+        self.thread.join()
+        if self.failed:
+            raise UsageError(f"the stream stopped: admitting landing files failed: "
+                             f"{self.failed[0]}")
 
 
 def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
     """`reckon stream`: run the aggregator on the landing directory or a Kafka topic."""
-    from spark.session import get_spark
     from spark.spec import resolved_settings
 
     source = StreamSource(landing=args.landing,
@@ -802,6 +934,14 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
             print(f"[stream] expected partitions from {manifest}: {expected}", file=sys.stderr)
     if not args.change_spec:  # refused before Spark starts when a given value disagrees
         settings = resolved_settings(settings, "stream")
+    with stream_lock(settings, source) as lock:  # a second stream is refused before Spark
+        return _stream_holding(args, settings, source, lock)
+
+
+def _stream_holding(args: argparse.Namespace, settings: Settings, source: StreamSource,
+                    lock: WriterLock) -> int:
+    from spark.session import get_spark
+
     spark = get_spark(settings, app_name="reckon-stream")
     if source.kafka_bootstrap and not settings.expected_partitions:
         expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))
@@ -820,7 +960,7 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
         on_batch = _reporting_unread_files(source.landing, at_start)
     checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
                             trigger=args.trigger, change_spec=args.change_spec,
-                            on_batch=on_batch)
+                            on_batch=on_batch, writer_lock=lock)
     print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)
     return 0
 

@@ -144,6 +144,11 @@ def _type_lines() -> list[HostileLine]:
              event("amount-number-exponent").replace('"12.50"', "1.5e2"), None,
              amount="150.000"),
         _ok("amount-number", "12.500", amount=12.5),
+        # a nested '"amount":"' must not switch off the exact reading of the top-level number
+        # (read through a double, 999999.9999999999999 would be booked as 1000000.000)
+        line("amount-number-nested-text",
+             event("amount-number-nested-text", meta={"amount": "x"})
+             .replace('"12.50"', "999999.9999999999999"), "bad_amount", "999999.9999999999999"),
         _bad("event-id-object", "wrong_type", "event_id", event_id={"id": 1}),
         _bad("key-array", "wrong_type", "key", key=["a"]),
         line("event-id-number", event("x", event_id=987654321), None, event_id="987654321"),
@@ -156,6 +161,8 @@ def _field_lines() -> list[HostileLine]:
     out.append(line("missing-event_id", event("x", event_id=...), "missing_field", "event_id"))
     out += [
         _bad("blank-key", "missing_field", "key", key="   "),
+        _bad("nbsp-event-id", "missing_field", "event_id", event_id="\u00a0"),
+        _bad("zero-width-key", "missing_field", "key", key="\u200b\u2003"),
         _bad("null-currency", "missing_field", "currency", currency=None),
         _ok("extra-fields", note="kept", meta={"nested": [1, 2, {"deep": None}]}),
         _bad("huge-key", "field_too_long", "key", key="k" * 1_000_000),
@@ -239,6 +246,7 @@ def _transport_lines() -> list[HostileLine]:
         _bad("partition-word", "bad_partition", "x", partition="x"),
         _bad("partition-fraction", "bad_partition", "1.5", partition=1.5),
         _bad("partition-too-big", "bad_partition", partition=99_999_999_999),
+        _bad("partition-negative", "bad_partition", "-1", partition=-1),
         line("escaped-nul", event("escaped-nul", source="p\x00s"), None),
         line("utf8-in-string", event("utf8-in").encode().replace(b'"pos"', b'"p\xff\xfeos"'),
              None, event_id="h-utf8-in"),

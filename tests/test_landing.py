@@ -7,14 +7,19 @@ named with their reason and counted; an empty landing dir says "0 files to read"
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from reckon.cli import main
+from reckon.config import load_settings
 from reckon.landing import survey, unread_reason
+from reckon.reference import run_stream
 from tests.scenarios import ev
 from tests.streamkit import event_line
+
+FILE_MTIME = 1_800_000_000  # one modification time for a whole drop
 
 
 @pytest.mark.parametrize(("name", "read"), [
@@ -83,3 +88,30 @@ def test_an_empty_landing_dir_streams_nothing_and_says_so(spark, tmp_path, capsy
                  "--available-now"]) == 0
     assert (f"[stream] landing {landing}: 0 event files (.ndjson, .jsonl, .json), 0 files to "
             "read") in capsys.readouterr().err
+
+
+def test_files_with_one_mtime_are_streamed_in_name_order(spark, tmp_path, capsys, monkeypatch):
+    """Nine one-line files with one modification time (a tar extraction), written in scrambled
+    order, one file a micro-batch: each batch takes the next file by name, so the late events
+    are the ones the name order makes late (docs/semantics.md's example)."""
+    monkeypatch.chdir(tmp_path)
+    landing, wh = tmp_path / "landing", tmp_path / "wh"
+    landing.mkdir()
+    events = [ev(t, i) for i, t in enumerate([1, 3, 7, 12, 15, 8, 22, 26, 4], start=1)]
+    names = [f"events-{i:04d}.ndjson" for i in range(1, 10)]
+    for i in (9, 2, 7, 4, 1, 6, 3, 8, 5):  # the order a producer happened to write them in
+        (landing / names[i - 1]).write_text(event_line(events[i - 1]) + "\n")
+        os.utime(landing / names[i - 1], (FILE_MTIME, FILE_MTIME))
+
+    assert main(["stream", "--landing", str(landing), "--warehouse", str(wh),
+                 "--max-files-per-trigger", "1", "--available-now"]) == 0
+    log = spark.read.format("delta").load(str(wh / "event_log"))
+    batch_of = {r.input_file: r.batch_id for r in log.select("input_file", "batch_id").collect()}
+    assert batch_of == {f"file:{landing / name}": i for i, name in enumerate(names)}
+    expected = run_stream([[e] for e in events],
+                          load_settings(env={}, warehouse=str(wh)).event_time_rules())
+    late = spark.read.format("delta").load(str(wh / "late_events")).select("event_id").collect()
+    assert sorted(r.event_id for r in late) == sorted(r.event.event_id for r in expected.late)
+    assert expected.late  # the order decides something
+    assert {p.stat().st_mtime for p in landing.iterdir()} == {FILE_MTIME}  # landing untouched
+    assert not list((wh / "_checkpoints" / "stream-landing" / "admitted" / "files").iterdir())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -165,7 +166,7 @@ _partition = st.sampled_from([None, 0, 5, "7", "x", "1.5", "-2", 10**10])
 
 @st.composite
 def _event(draw: st.DrawFn) -> dict:
-    e: dict = {"event_id": draw(st.text("abc123", min_size=1, max_size=8)),
+    e: dict = {"event_id": draw(st.text("abc123\u00a0\u200b", min_size=1, max_size=8)),
                "key": draw(st.sampled_from(["k1", "k2", " k3", "k" * (MAX_FIELD_LENGTH + 1)])),
                "amount": draw(_amount), "currency": draw(_currency),
                "event_time": draw(_event_time()), "source": draw(st.sampled_from(["pos", ""]))}
@@ -189,11 +190,17 @@ def _iso_micros(text: str) -> int | None:
     return to_micros(moment)
 
 
+def _blank(text: str) -> bool:
+    """Only white space, separators (a no-break space) or invisible format characters."""
+    return all(c in " \t\n\x0b\f\r" or unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cf")
+               for c in text)
+
+
 def oracle(e: dict) -> tuple[str | None, tuple]:
     """The reason the parser must give (first rule that fails), and for a valid event its
     (amount, event_us, partition). Written from the rules in spark/parse.py's docstring."""
     texts = {k: None if v is None else str(v) for k, v in e.items()}
-    if any(not (texts.get(f) or "").strip(" ") for f in REQUIRED_EVENT_FIELDS):
+    if any(_blank(texts.get(f) or "") for f in REQUIRED_EVENT_FIELDS):
         return "missing_field", ()
     t: dict[str, str] = {k: v for k, v in texts.items() if v is not None}
     if any(len(t[f]) > MAX_FIELD_LENGTH for f in ("event_id", "key", "source", "currency")):
@@ -204,7 +211,7 @@ def oracle(e: dict) -> tuple[str | None, tuple]:
     if event_us is None:
         return "bad_event_time", ()
     partition = t.get("partition")
-    if partition is not None and not re.fullmatch(r"-?\d{1,9}", partition, re.ASCII):
+    if partition is not None and not re.fullmatch(r"\d{1,9}", partition, re.ASCII):
         return "bad_partition", ()
     amount = Decimal(t["amount"]).quantize(Decimal("0.001")) + Decimal("0.000")  # no -0.000
     if not SETTINGS.amount_min <= amount <= SETTINGS.amount_max:
@@ -251,6 +258,9 @@ def test_oracle_examples():
     assert oracle({**base, "event_time": "2026-06-01T00:06:00Z"})[0] == "future_dated"
     assert oracle({**base, "event_time": "2026-06-01T00:00:00+25:00"})[0] == "bad_event_time"
     assert oracle({**base, "source": " "})[0] == "missing_field"
+    assert oracle({**base, "event_id": "\u00a0"})[0] == "missing_field"
+    assert oracle({**base, "key": "\u200bk"})[0] is None
+    assert oracle({**base, "partition": "-2"})[0] == "bad_partition"
     assert oracle({**base, "partition": "x"})[0] == "bad_partition"
     assert oracle({**base, "partition": "7"})[1][2] == 7
     assert oracle({**base, "event_time": "0001-01-01T00:00:00Z"})[0] == "event_time_out_of_range"

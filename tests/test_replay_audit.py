@@ -927,10 +927,12 @@ def test_a_query_on_a_new_checkpoint_inherits_the_watermark_and_counts_nothing_t
 def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, streamed,
                                                                         tmp_path, monkeypatch):
     """Two audits of one day overlap: the second replaces the reconciliation partition between
-    the first's write and its break recording. The first must not file the second's rows as
-    its own breaks, nor become current; it says to run again."""
+    the first's write and its break recording. The day's writer lock refuses a second audit
+    (reckon.writer_lock); one that gets past it all the same (a file system whose locks do
+    not hold) is caught here: the first must not file the second's rows as its own breaks,
+    nor become current; it says to run again."""
     import audits.audit as audit_module
-    from reckon.errors import ConcurrentAuditError
+    from reckon.errors import ConcurrentAuditError, ConcurrentWriterError
     from reports.db import ReportDB
 
     warehouse = copy_warehouse(streamed, tmp_path)
@@ -943,7 +945,10 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
 
     def overtaken_by_another_audit(written, url, run_id, day):
         monkeypatch.setattr(audit_module, "_record_breaks", record_breaks)
-        overtaken.append(audit_day(spark, settings, DAY2, record=False).run_id)
+        with pytest.raises(ConcurrentWriterError, match="audit of 2026-01-02 refused"):
+            audit_day(spark, settings, DAY2, record=False)
+        overtaken.append(audit_module._audit_day(spark, settings, DAY2, kind="nightly",
+                                                 record=False).run_id)
         return record_breaks(written, url, run_id, day)
 
     monkeypatch.setattr(audit_module, "_record_breaks", overtaken_by_another_audit)

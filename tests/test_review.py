@@ -23,6 +23,7 @@ from reports.review import (
     GENESIS_HASH,
     SignoffRefused,
     append_signoff,
+    compute_entry_hash,
     verify_log,
 )
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
@@ -54,9 +55,13 @@ def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
     assert first.by == "Bob"  # trimmed
     payload = {"seq": 2, "at": second.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "run_id": "run-1",
                "by": "carol", "decision": "rejected", "note": "k2 residual not explained ✓",
-               "prev_hash": first.entry_hash}
+               "prev_hash": first.entry_hash, "signed": second.signed}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert second.entry_hash == hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    signed = json.loads(second.signed or "{}")  # what the entry signs: the run's own figures
+    assert (signed["run_id"], signed["day"], sorted(signed["currencies"])) == (
+        "run-1", DAY.isoformat(), ["EUR", "JPY", "KWD"])
+    assert Decimal(signed["currencies"]["JPY"]["gap_total"]) == make_currency("JPY").gap_total
     assert db.signoff_entries() == [first, second]  # stored exactly, `at` to the microsecond
     result = db.verify_log()
     assert result.ok and result.problems == []
@@ -73,6 +78,21 @@ def test_reconciler_cannot_sign_off_their_own_run(db: ReportDB) -> None:
                                              r"'Alice' reconciled it.*four-eyes"):
         db.append_signoff("run-1", " alice ", "approved", "looks fine to me")
     assert db.signoff_entries() == []
+
+
+@pytest.mark.parametrize("disguise", ["\u0410lice", "\uff41\uff4c\uff49\uff43\uff45",
+                                      "al\u200bice", "AL\u00adICE", "al\u0456ce",
+                                      "a l i c e"])
+def test_the_reconciler_in_disguise_is_still_the_reconciler(db: ReportDB, disguise) -> None:
+    """A Cyrillic capital A, fullwidth letters, a zero-width space, a soft hyphen, a Ukrainian
+    i, spaces: each looks like (or is) 'Alice', the run's reconciler."""
+    with pytest.raises(SignoffRefused, match="four-eyes"):
+        db.append_signoff("run-1", disguise, "approved", "looks fine to me")
+    assert db.signoff_entries() == []
+
+
+def test_a_different_person_may_sign(db: ReportDB) -> None:
+    assert db.append_signoff("run-1", "Alicia", "approved", "checked the EUR breaks").seq == 1
 
 
 def test_unknown_run_and_bad_arguments_are_refused(db: ReportDB) -> None:
@@ -269,7 +289,9 @@ def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     wh = tmp_path / "wh"
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as database:
-        database.record_audit_run(make_run("run-1", reconciler="alice"), [])
+        # no Delta tables in this warehouse: a run that read none of them
+        database.record_audit_run(replace(make_run("run-1", reconciler="alice"),
+                                          table_versions={}), [])
         database.write_breaks("run-1", [make_break("run-1", "acct-7", residual="-12.34"),
                                         replace(make_break("run-1", "acct-7", residual="-1200",
                                                            currency="JPY"),
@@ -430,3 +452,72 @@ def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
     signer.join(30)
     assert "a later audit of 2026-01-01 (nightly) replaced it" in outcome["result"]
     assert db.signoff_entries() == []
+
+
+def _tamper(wh: Path, *statements: str) -> None:
+    """Edit the report DB by hand, as an insider with write access would."""
+    engine = sa.create_engine(f"sqlite:///{wh / 'reports' / 'reckon.db'}")
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.execute(sa.text(statement))
+    engine.dispose()
+
+
+def _rechain(wh: Path) -> None:
+    """Recompute every entry's hash and link after an edit (the unkeyed chain allows it)."""
+    engine = sa.create_engine(f"sqlite:///{wh / 'reports' / 'reckon.db'}")
+    with engine.begin() as conn:
+        prev = GENESIS_HASH
+        for r in conn.execute(sa.select(SIGNOFF_LOG).order_by(SIGNOFF_LOG.c.seq)).all():
+            digest = compute_entry_hash(seq=r.seq, at=r.at, run_id=r.run_id, by=r.by,
+                                        decision=r.decision, note=r.note, prev_hash=prev,
+                                        signed=r.signed)
+            conn.execute(sa.update(SIGNOFF_LOG).where(SIGNOFF_LOG.c.seq == r.seq)
+                         .values(prev_hash=prev, entry_hash=digest))
+            prev = digest
+    engine.dispose()
+
+
+def _verify(wh: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["verify-log", "--warehouse", str(wh)])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture()
+def signed_twice(cli_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    wh = str(cli_warehouse)
+    for who, decision in (("bob", "rejected"), ("carol", "approved")):
+        assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", who,
+                     "--note", f"{who} looked", "--decision", decision]) == 0
+    assert _verify(cli_warehouse, capsys)[0] == 0
+    return cli_warehouse
+
+
+@pytest.mark.parametrize("cut", ["seq = 2", "seq >= 1"])
+def test_verify_log_detects_entries_removed_from_the_end(signed_twice, capsys, cut):
+    _tamper(signed_twice, f"DELETE FROM signoff_log WHERE {cut}")
+    code, out = _verify(signed_twice, capsys)
+    assert code == 1
+    assert "seq 2: anchored in _signoff_anchor.jsonl" in out and "gone from the log" in out
+
+
+def test_verify_log_detects_a_recomputed_chain(signed_twice, capsys):
+    """A rejection turned into an approval and a signer renamed, the chain recomputed."""
+    _tamper(signed_twice, "UPDATE signoff_log SET decision = 'approved', by = 'dave' "
+                          "WHERE seq = 1")
+    _rechain(signed_twice)
+    code, out = _verify(signed_twice, capsys)
+    assert code == 1
+    assert "seq 1: its hash is not the one anchored" in out
+    assert "seq 2: its hash is not the one anchored" in out
+
+
+def test_verify_log_detects_a_signed_figure_changed_afterwards(signed_twice, capsys):
+    _tamper(signed_twice, "UPDATE audit_run_currencies SET gap_total = 0 "
+                          "WHERE run_id = 'run-1' AND currency = 'EUR'",
+            "UPDATE audit_runs SET unexplained = 0 WHERE run_id = 'run-1'")
+    code, out = _verify(signed_twice, capsys)
+    assert code == 1
+    for seq in (1, 2):
+        assert f"seq {seq}: run run-1's currencies, unexplained changed after this entry " \
+               "signed them" in out

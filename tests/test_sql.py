@@ -100,6 +100,16 @@ ALLOWED = [
     "SELECT 'a''b' AS two_literals_side_by_side, r'C:\\dir' AS raw, X'1F' AS hex",
     "SELECT 1 -- a comment \\\ncontinued by its backslash",
     "SELECT /*+ BROADCAST(l) */ l.key FROM late_events l",
+    # what analysts write: aggregates, windows, dates, money formatting, JSON, CASE, typeof
+    "SELECT currency, sum(total_amount), count(*), percentile_approx(event_count, 0.5), "
+    "round(avg(total_amount), 2), greatest(1, 2), coalesce(NULL, 1), nvl(NULL, 2), "
+    "typeof(key), if(true, 1, 0) FROM provisional_totals GROUP BY currency",
+    "SELECT row_number() OVER (PARTITION BY key ORDER BY window_start) AS n, "
+    "lag(total_amount) OVER (ORDER BY window_start), date_format(window_start, 'HH:mm'), "
+    "window_start + INTERVAL 10 SECONDS FROM provisional_totals",
+    "SELECT from_json('{\"a\": 1}', 'a INT', map('mode', 'PERMISSIVE')), "
+    "to_json(named_struct('k', 1)), explode(array(1, 2)), upper(concat('a', 'b'))",
+    "SELECT * FROM range(3)",
 ]
 
 
@@ -249,6 +259,16 @@ PLAN_REFUSED = [
      "table_changes() on anything but a plain table name"),
     ("DESCRIBE QUERY SELECT * FROM json.`notes`", "reads json.notes by path"),
     ("SELEC 1", "query failed: [PARSE_SYNTAX_ERROR]"),
+    # an allowlist of functions and options, not a denylist
+    ("SELECT from_xml('<a/>', 'b STRING', map('rowValidationXSDPath', '/etc/passwd'))",
+     "the option 'rowValidationXSDPath'"),
+    ("SELECT from_json('{}', 'a INT', str_to_map('mode:x'))", "not a literal map"),
+    ("SELECT input_file_name() FROM event_log", "query calls input_file_name()"),
+    ("SELECT current_user()", "query calls current_user()"),
+    ("SELECT assert_true(false)", "query calls assert_true()"),
+    ("SELECT spark_catalog.default.my_udf(1)", "query calls spark_catalog.default.my_udf()"),
+    ("SELECT * FROM some_table_function(1)", "calls some_table_function()"),
+    ("SELECT aes_decrypt(X'00', 'k')", "query calls aes_decrypt()"),
 ]
 
 
@@ -269,3 +289,20 @@ def test_run_query_refuses_a_file_the_token_check_let_through(spark, warehouse):
     check_read_only("SELECT * FROM text.`notes`")  # no path separator for the scanner to see
     with pytest.raises(UsageError, match="by path"):
         run_query(spark, warehouse, "SELECT * FROM text.`notes`")
+
+
+def test_deep_nesting_is_one_line_not_a_stack_overflow(capsys, tmp_path):
+    deep = "SELECT " + "(" * 3000 + "1" + ")" * 3000
+    assert main(["sql", "--warehouse", str(tmp_path), deep]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nests parentheses 3000 deep" in err
+
+
+def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys):
+    code = main(["sql", "--warehouse", str(warehouse), "--json",
+                 "SELECT double('NaN') AS n, double('Infinity') AS i, -double('Infinity') AS m, "
+                 "1.5D AS f"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) == [
+        {"n": "nan", "i": "inf", "m": "-inf", "f": 1.5}]

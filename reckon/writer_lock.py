@@ -1,0 +1,116 @@
+"""One writer at a time: the stream of a warehouse, the replay of a day, the audit of a day.
+
+Two writers of the same tables do not fail cleanly under Delta's optimistic concurrency: the
+loser's first appends commit before its MERGE conflicts, so a second stream leaves rows of a
+batch its winner also wrote, and counts them twice. So every writer first takes an exclusive
+lock in the warehouse (``<warehouse>/_locks/<scope>.lock``) and holds it until it ends; a
+second writer of the same scope is refused before it writes anything, with one line naming
+the holder.
+
+The lock is the file system's own (``flock``): the kernel releases it when its holder dies,
+however it dies, so a crashed writer's successor takes over at once and no lease can expire
+under a live writer. On a warehouse shared over NFS, Linux maps it onto NFS byte-range
+locks, which hold across machines. A writer also checks, before each batch it commits, that
+the lock file is still the one it locked (``WriterLock.check``): a lock file deleted by hand
+lets a second writer in, and the first then stops before writing rather than after.
+
+Example:
+    >>> with WriterLock.take(Path("wh"), "stream", "reckon stream"):   # doctest: +SKIP
+    ...     run_the_stream()
+"""
+
+from __future__ import annotations
+
+import fcntl
+import getpass
+import json
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reckon.errors import ConcurrentWriterError, UsageError
+
+__all__ = ["WriterLock", "writer_scope"]
+
+
+def writer_scope(step: str, day: object | None = None) -> str:
+    """The lock's name: ``stream`` for the stream, ``replay-2026-01-01`` for a day's step."""
+    return step if day is None else f"{step}-{day}"
+
+
+@dataclass
+class WriterLock:
+    """A held lock: its file, the open descriptor holding it, and that file's identity."""
+
+    path: Path
+    fd: int
+    inode: tuple[int, int]
+
+    @classmethod
+    @contextmanager
+    def take(cls, warehouse: Path, scope: str, what: str) -> Iterator[WriterLock]:
+        """Hold the ``scope`` lock of ``warehouse`` for the ``with`` block; a held one is a
+        ConcurrentWriterError naming its holder (``what`` names the refused writer)."""
+        if not warehouse.is_dir():
+            raise UsageError(f"no warehouse at {warehouse}: check --warehouse (or "
+                             "RECKON_WAREHOUSE); the stream creates one")
+        folder = warehouse / "_locks"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{scope}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise ConcurrentWriterError(
+                f"{what} refused: {holder} is already writing {scope} of {warehouse}. One "
+                "writer at a time: wait for it to end (or stop it), then run this again") from None
+        stat = os.fstat(fd)
+        lock = cls(path=path, fd=fd, inode=(stat.st_dev, stat.st_ino))
+        try:
+            lock._describe_holder(what)
+            yield lock
+        finally:
+            os.close(fd)  # releases the lock; the file stays (deleting it would race a taker)
+
+    def _describe_holder(self, what: str) -> None:
+        text = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                           "user": getpass.getuser(), "what": what,
+                           "since": datetime.now(UTC).isoformat(timespec="seconds")})
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, text.encode() + b"\n", 0)
+
+    def check(self) -> None:
+        """Raise unless this lock's file is still the warehouse's lock file (someone deleted
+        or replaced it, so another writer may hold a lock of its own now)."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            stat = None
+        if stat is None or (stat.st_dev, stat.st_ino) != self.inode:
+            raise ConcurrentWriterError(
+                f"{self.path} was deleted or replaced while this process held it, so another "
+                "writer may be running: stopped before writing anything more. Make sure one "
+                "writer runs, then start it again")
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, from what it wrote in the file."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (OSError, ValueError):
+        info = {}
+    if not info:
+        return "another process"
+    return (f"{info.get('what', 'another process')} (pid {info.get('pid')} on "
+            f"{info.get('host')}, user {info.get('user')}, since {info.get('since')})")
+
+
+if sys.platform == "win32":  # pragma: no cover - reckon runs on POSIX systems
+    raise ImportError("reckon.writer_lock needs POSIX file locks (flock)")

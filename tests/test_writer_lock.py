@@ -1,0 +1,136 @@
+"""One writer at a time (reckon.writer_lock), between real processes: a second writer is
+refused with the holder named; a killed holder's successor takes over at once; a lock file
+deleted under a live writer stops it before its next write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from reckon.errors import ConcurrentWriterError, UsageError
+from reckon.writer_lock import WriterLock
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from reckon.writer_lock import WriterLock
+with WriterLock.take(Path(sys.argv[1]), "stream", "reckon stream of landing"):
+    print("holding", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture
+def holder(tmp_path: Path):
+    """A process holding the stream lock of ``tmp_path`` until it is killed."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "holding\n"
+    yield proc
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path, holder):
+    with (pytest.raises(ConcurrentWriterError) as refused,
+          WriterLock.take(tmp_path, "stream", "reckon stream of kafka-events")):
+        pytest.fail("took a lock another process holds")
+    message = str(refused.value)
+    assert message.startswith("reckon stream of kafka-events refused: reckon stream of "
+                              f"landing (pid {holder.pid} on ")
+    assert "wait for it to end" in message and "\n" not in message
+
+
+def test_a_killed_holders_successor_takes_over_at_once(tmp_path, holder):
+    os.killpg(holder.pid, signal.SIGKILL)  # no clean-up runs: the kernel releases the lock
+    holder.wait()
+    with WriterLock.take(tmp_path, "stream", "reckon stream of landing") as lock:
+        lock.check()
+
+
+def test_other_scopes_do_not_wait_for_each_other(tmp_path, holder):
+    with (WriterLock.take(tmp_path, "replay-2026-01-01", "replay of 2026-01-01"),
+          WriterLock.take(tmp_path, "replay-2026-01-02", "replay of 2026-01-02")):
+        pass
+
+
+def test_a_lock_file_deleted_under_a_writer_stops_it_before_its_next_write(tmp_path):
+    with WriterLock.take(tmp_path, "stream", "reckon stream of landing") as lock:
+        lock.check()
+        lock.path.unlink()  # by hand: a second writer could lock a new file now
+        with (WriterLock.take(tmp_path, "stream", "the second writer"),
+              pytest.raises(ConcurrentWriterError, match="deleted or replaced")):
+            lock.check()
+
+
+def test_no_lock_is_taken_in_a_warehouse_that_does_not_exist(tmp_path):
+    with (pytest.raises(UsageError, match="no warehouse at"),
+          WriterLock.take(tmp_path / "typo", "audit-2026-01-01", "audit of 2026-01-01")):
+        pass
+    assert not (tmp_path / "typo").exists()
+
+
+# ----------------------------------------------------------------------- Spark tier, CLI
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
+    env.update(RECKON_SHUFFLE_PARTITIONS="2", RECKON_SPARK_DRIVER_MEMORY="1g",
+               RECKON_MAX_FILES_PER_TRIGGER="1", PYSPARK_PYTHON=sys.executable, TZ="UTC")
+    return subprocess.Popen([sys.executable, "-m", "reckon.cli", *args], env=env, cwd=cwd,
+                            start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _race(args: list[str], cwd: Path) -> tuple[list[int], list[str]]:
+    """Start two identical commands at once; their exit codes and last stderr lines."""
+    procs = [_start(args, cwd) for _ in range(2)]
+    codes, last_lines = [], []
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        codes.append(proc.returncode)
+        last_lines.append((err.strip().splitlines() or [""])[-1])
+    return codes, last_lines
+
+
+@pytest.mark.slow
+def test_two_streams_and_two_replays_started_together(spark, tmp_path):
+    """One wins, the other exits with one line and writes nothing; the tables equal a single
+    run's."""
+    from spark.replay import replay_day
+    from spark.stream import StreamSource, run_stream
+    from tests.scenarios import ev
+    from tests.stream_chaos import VOLATILE, table_snapshot
+    from tests.streamkit import stream_settings, write_landing
+
+    landing = tmp_path / "landing"
+    write_landing(landing, [[ev(t, t + 1, key=f"m{t % 3}") for t in range(b * 10, b * 10 + 8)]
+                            for b in range(5)] + [[ev(3, 60)]])
+    raced, single = tmp_path / "raced", tmp_path / "single"
+
+    codes, lines = _race(["stream", "--landing", str(landing), "--warehouse", str(raced),
+                          "--available-now"], tmp_path)
+    assert sorted(codes) == [0, 4], lines
+    refused = lines[codes.index(4)]
+    assert refused.startswith("reckon stream: error: reckon stream of landing refused: "
+                              "reckon stream of landing (pid "), refused
+    run_stream(spark, stream_settings(single), StreamSource(landing=str(landing)), on_batch=None)
+    for name in VOLATILE:
+        assert table_snapshot(spark, raced, name) == table_snapshot(spark, single, name), name
+
+    day = "2026-01-01"
+    codes, lines = _race(["replay", "--warehouse", str(raced), "--date", day], tmp_path)
+    assert sorted(codes) == [0, 4], lines
+    assert f"replay of {day} refused: replay of {day} (pid " in lines[codes.index(4)]
+    replay_day(spark, stream_settings(single), date(2026, 1, 1))
+    raced_rows, single_rows = ([r[:-1] for r in table_snapshot(spark, wh, "canonical_totals")]
+                               for wh in (raced, single))  # without the replay_id
+    assert raced_rows == single_rows and raced_rows
+    assert spark.read.format("delta").load(str(raced / "replay_runs")).count() == 1
