@@ -299,6 +299,7 @@ def test_deep_nesting_is_one_line_not_a_stack_overflow(capsys, tmp_path):
 
 
 def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys):
+    _write_twice(spark, warehouse)
     code = main(["sql", "--warehouse", str(warehouse), "--json",
                  "SELECT double('NaN') AS n, double('Infinity') AS i, -double('Infinity') AS m, "
                  "1.5D AS f"])
