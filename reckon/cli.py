@@ -239,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
              "record a review decision on an audit run in the hash-chained sign-off log")
     _warehouse(p)
     p.add_argument("--run", required=True, help="audit run id")
-    p.add_argument("--by", required=True, help="reviewer name (not the run's reconciler)")
+    p.add_argument("--by", help="optional: your account name, checked against the account "
+                   "that runs the command (the signer is that account, never another name)")
     p.add_argument("--note", required=True, help="what was reviewed and decided")
     p.add_argument("--decision", default="approved",
                    choices=["approved", "rejected", "accepted", "resolved"])

@@ -70,7 +70,6 @@ class Settings:
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")
     target_completeness: Decimal = Decimal("0.999")
-    reconciler: str = ""  # who runs audits (may not sign them off); empty -> the OS user
     allow_unexplained: bool = False  # data-quality: UNEXPLAINED/MISSING_* rows only warn
     # replay
     replay_broadcast_ids: int = 1_000_000  # repeated event_ids sent to every task (hashes)

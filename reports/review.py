@@ -11,8 +11,9 @@ warehouse (``_signoff_anchor.jsonl``), outside the log's table: entries removed 
 or a chain recomputed after an edit, no longer match what the warehouse recorded. A run whose
 inputs a new replay rewrote after its audit cannot be signed (``changed_inputs``).
 
-Four-eyes rule: the run's reconciler may not sign it off, under any spelling that looks the
-same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
+Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not sign it off;
+the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
+spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
@@ -36,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
-from reckon.identity import same_person
+from reckon.identity import os_principal, same_person
 from reckon.money import format_amount, quantize_to_currency
 from reckon.timeutil import parse_date
 from reports.db import (
@@ -453,9 +454,15 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon signoff --run R --by NAME --note TEXT [--decision D]``."""
+    """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by the OS
+    account that runs it (reckon.identity.os_principal); ``--by`` may only name that account."""
+    signer = os_principal()
+    if args.by is not None and not same_person(args.by, signer):
+        raise SignoffRefused(f"--by={args.by!r} is not valid: this command runs as {signer!r}, "
+                             "and a sign-off is made by the account that runs it; log in as "
+                             "the reviewer (or drop --by)")
     with ReportDB.from_settings(settings) as db:
-        entry = append_signoff(db, args.run, args.by, args.decision, args.note,
+        entry = append_signoff(db, args.run, signer, args.decision, args.note,
                                warehouse=settings.warehouse_path)
     if args.json:
         print(json.dumps({"seq": entry.seq, "at": _format_at(entry.at), "run_id": entry.run_id,

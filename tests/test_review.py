@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from reckon.cli import main
 from reckon.config import load_settings
 from reckon.errors import UsageError
+from reckon.identity import os_principal
 from reports.db import SIGNOFF_LOG, ReportDB
 from reports.review import (
     GENESIS_HASH,
@@ -330,25 +331,26 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["breaks", "list", "--warehouse", wh, "--status", "closed"]) == 2
     assert "--status='closed' is not valid" in capsys.readouterr().err
 
-    # the reconciler may not sign off their own run
+    # the signer is the account that runs the command: --by may not name anyone else
+    me = os_principal()
     assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "Alice",
                  "--note", "all good"]) == 2
-    assert "four-eyes" in capsys.readouterr().err
-    assert main(["signoff", "--warehouse", wh, "--run", "run-9", "--by", "bob",
-                 "--note", "x"]) == 2
+    assert f"--by='Alice' is not valid: this command runs as {me!r}" in \
+        capsys.readouterr().err
+    assert main(["signoff", "--warehouse", wh, "--run", "run-9", "--note", "x"]) == 2
     assert "run='run-9' is not valid" in capsys.readouterr().err
 
-    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "bob",
+    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", me,
                  "--note", "acct-7 is a known fee", "--decision", "accepted"]) == 0
-    assert "run run-1 accepted by bob (log seq 1" in capsys.readouterr().out
+    assert f"run run-1 accepted by {me} (log seq 1" in capsys.readouterr().out
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
-    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", "carol",
-                 "--note", "approved", "--json"]) == 0
+    assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--note", "approved",
+                 "--json"]) == 0
     entry = json.loads(capsys.readouterr().out)
     assert (entry["seq"], entry["by"], entry["decision"], entry["run_id"]) == (
-        2, "carol", "approved", "run-1")
+        2, me, "approved", "run-1")
 
     assert main(["verify-log", "--warehouse", wh]) == 0
     out = capsys.readouterr().out
@@ -486,9 +488,9 @@ def _verify(wh: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 @pytest.fixture()
 def signed_twice(cli_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     wh = str(cli_warehouse)
-    for who, decision in (("bob", "rejected"), ("carol", "approved")):
-        assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", who,
-                     "--note", f"{who} looked", "--decision", decision]) == 0
+    for decision in ("rejected", "approved"):
+        assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--note", "looked",
+                     "--decision", decision]) == 0
     assert _verify(cli_warehouse, capsys)[0] == 0
     return cli_warehouse
 
@@ -521,3 +523,26 @@ def test_verify_log_detects_a_signed_figure_changed_afterwards(signed_twice, cap
     for seq in (1, 2):
         assert f"seq {seq}: run run-1's currencies, unexplained changed after this entry " \
                "signed them" in out
+
+
+def test_the_reconciler_account_cannot_sign_and_another_account_can(cli_warehouse, capsys):
+    """Four-eyes between real OS accounts: a run audited by this account is refused when this
+    account signs it, whatever USER says, and accepted from the reviewer account."""
+    from tests.accounts import REVIEWER, reckon_as_reviewer
+
+    me = os_principal()
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(cli_warehouse))) as db:
+        db.record_audit_run(replace(make_run("run-2", day=DAY + timedelta(days=1),
+                                             reconciler=me), table_versions={}), [])
+    wh = str(cli_warehouse)
+    assert main(["signoff", "--warehouse", wh, "--run", "run-2", "--note", "mine"]) == 2
+    assert "four-eyes" in capsys.readouterr().err
+    done = reckon_as_reviewer(cli_warehouse, "signoff", "--warehouse", wh, "--run", "run-2",
+                              "--note", "checked by a second person")
+    assert done.returncode == 0, done.stderr
+    assert f"run run-2 approved by {REVIEWER} (log seq 1" in done.stdout
+    claimed = reckon_as_reviewer(cli_warehouse, "signoff", "--warehouse", wh, "--run", "run-2",
+                                 "--by", me, "--note", "pretending")
+    assert claimed.returncode == 2
+    assert f"this command runs as {REVIEWER!r}" in claimed.stderr
+    assert main(["verify-log", "--warehouse", wh]) == 0

@@ -11,6 +11,7 @@ import pytest
 
 from reckon.cli import main
 from reckon.timeutil import from_micros
+from tests.accounts import REVIEWER, reckon_as_reviewer
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 
@@ -29,9 +30,11 @@ def _audit(capsys, wh: Path) -> str:
     return str(json.loads(out)["run_id"])
 
 
-def _signoff(capsys, wh: Path, run_id: str) -> tuple[int, str, str]:
-    return _run(capsys, "signoff", "--warehouse", str(wh), "--run", run_id, "--by",
-                "a-second-person", "--note", "figures checked")
+def _signoff(wh: Path, run_id: str) -> tuple[int, str, str]:
+    """Signed from a second OS account: the audit ran as this one (four-eyes)."""
+    done = reckon_as_reviewer(wh, "signoff", "--warehouse", str(wh), "--run", run_id,
+                              "--note", "figures checked")
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_a_run_whose_canonical_totals_were_replaced_cannot_be_signed(spark, capsys, tmp_path,
@@ -51,7 +54,7 @@ def test_a_run_whose_canonical_totals_were_replaced_cannot_be_signed(spark, caps
     assert _run(capsys, "stream", "--landing", str(landing), "--warehouse", str(wh),
                 "--available-now")[0] == 0
     assert _run(capsys, "replay", "--warehouse", str(wh), "--date", DAY)[0] == 0
-    code, _, err = _signoff(capsys, wh, first)
+    code, _, err = _signoff(wh, first)
     assert code == 2
     assert err.startswith(f"reckon signoff: error: run={first!r} is not valid: its inputs "
                           "changed since it was audited (canonical_totals was rewritten for "
@@ -59,6 +62,6 @@ def test_a_run_whose_canonical_totals_were_replaced_cannot_be_signed(spark, caps
     assert err.count("\n") == 1 and f"audit {DAY} again" in err
 
     second = _audit(capsys, wh)
-    code, out, err = _signoff(capsys, wh, second)
+    code, out, err = _signoff(wh, second)
     assert code == 0, err
-    assert f"signed: run {second} approved by a-second-person" in out
+    assert f"signed: run {second} approved by {REVIEWER}" in out
