@@ -26,7 +26,6 @@ import getpass
 import json
 import os
 import socket
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -110,7 +109,3 @@ def _holder(fd: int) -> str:
         return "another process"
     return (f"{info.get('what', 'another process')} (pid {info.get('pid')} on "
             f"{info.get('host')}, user {info.get('user')}, since {info.get('since')})")
-
-
-if sys.platform == "win32":  # pragma: no cover - reckon runs on POSIX systems
-    raise ImportError("reckon.writer_lock needs POSIX file locks (flock)")

@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -793,11 +793,8 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
     stream per warehouse (reckon.writer_lock): a second one is refused before it writes."""
-    if writer_lock is not None:
-        return _run_stream(spark, settings, source, writer_lock, interval=processing_time(
-            trigger) if trigger else None, available_now=available_now, checkpoint=checkpoint,
-            on_batch=on_batch, timeout_seconds=timeout_seconds, change_spec=change_spec)
-    with stream_lock(settings, source) as lock:
+    held = nullcontext(writer_lock) if writer_lock else stream_lock(settings, source)
+    with held as lock:
         return _run_stream(spark, settings, source, lock, interval=processing_time(trigger)
                            if trigger else None, available_now=available_now,
                            checkpoint=checkpoint, on_batch=on_batch,
