@@ -39,7 +39,6 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
-from reckon.identity import os_principal
 from reckon.money import format_money
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
@@ -430,7 +429,7 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         run = AuditRun(
             run_id=run_id, day=day, kind=kind, started_at=started_at,
             duration_seconds=round(time.monotonic() - t0, 3),
-            reconciler=os_principal(),  # the OS account, never a name anyone can set
+            reconciler=db.principal(),  # the OS account or DB login role, never a free name
             params={**tolerance.to_config(), **rules.to_config()},
             status_counts=counts, rows=sum(counts.values()), unexplained=unexplained,
             table_versions=versions, currencies=currencies, completeness=completeness)

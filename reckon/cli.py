@@ -309,10 +309,13 @@ def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | N
         return None
     from sqlalchemy import exc as sa_exc
 
+    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    if getattr(getattr(exc, "orig", None), "sqlstate", None) == "42501":
+        return (f"the report database refused it: {cause}. Log in with a role that may do "
+                "this (audits: a member of reckon_reconciler; sign-offs: of reckon_reviewer)")
     if not isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError
                       | sa_exc.ArgumentError):
         return None
-    cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
     where = settings.public_dict()["report_db_url"] if settings else "the report database"
     return (f"cannot use the report database {where}: {cause}. Check report_db_url "
             "(RECKON_REPORT_DB_URL) and that the server is running and reachable")

@@ -43,6 +43,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import NullPool, StaticPool
 
 from reckon.errors import ReckonError, UsageError, invalid
+from reckon.identity import os_principal
 from reports.records import (
     AttributionRow,
     AuditRun,
@@ -494,27 +495,27 @@ def _enable_wal(cursor: Any, *, timeout: float = 60.0) -> None:
             delay = min(delay * 2, 0.25)
 
 
-# Constant statements (no user data): the tables whose writers are serialised on PostgreSQL.
-_PG_LOCKS = {
-    "audit_runs": sa.text("LOCK TABLE audit_runs IN EXCLUSIVE MODE"),
-    "check_runs": sa.text("LOCK TABLE check_runs IN EXCLUSIVE MODE"),
-    "signoff_log": sa.text("LOCK TABLE signoff_log IN EXCLUSIVE MODE"),
-}
+# The tables whose writers are serialised on PostgreSQL, each by a transaction-level advisory
+# lock with a fixed id ('reckon' + a table number). Advisory locks need no privilege on the
+# table, so a reviewer role that may only INSERT into signoff_log can still take them.
+_PG_LOCK_IDS = {"audit_runs": 0x7265636B6F6E0001, "check_runs": 0x7265636B6F6E0002,
+                "signoff_log": 0x7265636B6F6E0003}
 
 
 @contextlib.contextmanager
 def _write_tx(engine: Engine, *lock_tables: str) -> Iterator[Connection]:
     """A write transaction, serialised against other writers of ``lock_tables``: SQLite takes
-    the database write lock up front (BEGIN IMMEDIATE); PostgreSQL locks each table in
-    EXCLUSIVE mode, in the order given (readers go on, other writers of those tables wait for
-    the commit)."""
+    the database write lock up front (BEGIN IMMEDIATE); PostgreSQL takes each table's advisory
+    lock, in the order given (readers go on, other writers of those tables wait for the
+    commit)."""
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(reckon_write=True)
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     for table in lock_tables:
-                        conn.execute(_PG_LOCKS[table])
+                        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(
+                            _PG_LOCK_IDS[table])))
                 yield conn
     except sa.exc.StatementError as exc:
         # a column type refused a value (e.g. money with 3 decimals): surface reckon's error
@@ -747,6 +748,17 @@ class ReportDB:
         if not self._migrated:
             self.migrate()
         return self.engine
+
+    def principal(self) -> str:
+        """Who this session acts as: on PostgreSQL the role it logged in as (``session_user``,
+        which ``SET ROLE`` does not change; the database's triggers check the same name),
+        elsewhere the OS account (reckon.identity.os_principal). An audit records it as its
+        reconciler; a sign-off is made by it."""
+        engine = self.ready()
+        if engine.dialect.name != "postgresql":
+            return os_principal()
+        with engine.connect() as conn:
+            return str(conn.execute(sa.text("SELECT session_user")).scalar_one())
 
     # ------------------------------------------------------------------ audit runs
     def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow]) -> None:

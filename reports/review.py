@@ -37,7 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
-from reckon.identity import os_principal, same_person
+from reckon.identity import same_person
 from reckon.money import format_amount, quantize_to_currency
 from reckon.timeutil import parse_date
 from reports.db import (
@@ -299,6 +299,11 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
         except IntegrityError:
             if attempt == _APPEND_ATTEMPTS:
                 raise
+        except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
+            if getattr(exc.orig, "sqlstate", None) != "42501":
+                raise
+            cause = str(exc.orig).strip().splitlines()[0]
+            raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -454,14 +459,17 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by the OS
-    account that runs it (reckon.identity.os_principal); ``--by`` may only name that account."""
-    signer = os_principal()
-    if args.by is not None and not same_person(args.by, signer):
-        raise SignoffRefused(f"--by={args.by!r} is not valid: this command runs as {signer!r}, "
-                             "and a sign-off is made by the account that runs it; log in as "
-                             "the reviewer (or drop --by)")
+    """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by who runs it
+    (ReportDB.principal: the OS account, or the login role on PostgreSQL); ``--by`` may only
+    name that identity."""
     with ReportDB.from_settings(settings) as db:
+        signer = db.principal()
+        if args.by is not None and not same_person(args.by, signer):
+            who = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
+                   else "the OS account that runs it")
+            raise SignoffRefused(
+                f"--by={args.by!r} is not valid: this command signs as {signer!r} ({who}), "
+                "and a sign-off is made by that identity; log in as the reviewer (or drop --by)")
         entry = append_signoff(db, args.run, signer, args.decision, args.note,
                                warehouse=settings.warehouse_path)
     if args.json:
