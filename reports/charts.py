@@ -12,7 +12,7 @@ are never drawn on one axis: the gap chart has one panel per currency (at most
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,7 +25,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from reports.context import GapPoint, ReportContext
+from reports.context import GapPoint, ReportContext, WatermarkPoint
 
 __all__ = ["CHART_NAMES", "GAP_PANELS", "Chart", "render_charts"]
 
@@ -148,26 +148,51 @@ def _curve(ctx: ReportContext, fig: Figure) -> bool:
     return True
 
 
+def watermark_lags(points: Sequence[WatermarkPoint]
+                   ) -> tuple[dict[int, list[tuple[int, float, bool]]], dict[int, int]]:
+    """Per partition: (batch, seconds its own watermark is ahead of the global one, idle) for
+    every batch with a global watermark; and how many batches each partition held the global
+    watermark back (the active partition at lag 0, the min rule's minimum)."""
+    glob = {p.batch_id: p.watermark for p in points
+            if p.partition is None and p.watermark is not None}
+    lags: dict[int, list[tuple[int, float, bool]]] = {}
+    for p in points:
+        if p.partition is not None and p.watermark is not None and p.batch_id in glob:
+            ahead = (p.watermark - glob[p.batch_id]).total_seconds()
+            lags.setdefault(p.partition, []).append((p.batch_id, ahead, p.idle))
+    held: dict[int, int] = {}
+    for batch in glob:
+        active = [(lag, part) for part, rows in lags.items()
+                  for b, lag, idle in rows if b == batch and not idle]
+        if active:
+            holder = min(active)[1]
+            held[holder] = held.get(holder, 0) + 1
+    return lags, held
+
+
 def _watermarks(ctx: ReportContext, fig: Figure) -> bool:
-    pts = [p for p in ctx.watermark_series if p.watermark is not None]
-    if not pts:
+    """Each partition's watermark ahead of the global watermark, in seconds: the partition on
+    the zero line holds the global watermark back; an idle partition (left out of the min
+    rule) is drawn hollow, and may fall below zero."""
+    lags, held = watermark_lags(ctx.watermark_series)
+    if not lags:
         return False
     ax = fig.add_subplot()
-    parts = sorted({p.partition for p in pts if p.partition is not None})
-    for part in parts:
-        mine = [p for p in pts if p.partition == part]
-        ys: Any = [p.watermark for p in mine]
-        ax.plot([p.batch_id for p in mine], ys, linewidth=2.2,
-                alpha=0.8,
-                label=f"partition {part} (max event time - L)")
-    glob = [p for p in pts if p.partition is None]
-    gys: Any = [p.watermark for p in glob]
-    ax.plot([p.batch_id for p in glob], gys, color="black",
-            linewidth=1.2, linestyle="--", label="global watermark (min rule)", zorder=3)
-    ax.yaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    for part in sorted(lags):
+        rows = lags[part]
+        share = held.get(part, 0)
+        line = ax.plot([b for b, _l, _i in rows], [lag for _b, lag, _i in rows],
+                       linewidth=1.8, alpha=0.85,
+                       label=f"partition {part} (held it back in {share} batches)")[0]
+        idle = [(b, lag) for b, lag, i in rows if i]
+        if idle:
+            ax.scatter([b for b, _l in idle], [lag for _b, lag in idle], s=22,
+                       facecolors="white", edgecolors=line.get_color(), zorder=3,
+                       label=f"partition {part} idle")
+    ax.axhline(0, color="black", linewidth=1, linestyle="--", label="global watermark")
     ax.set_xlabel("micro-batch")
-    ax.set_ylabel("event time (UTC)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_ylabel("ahead of the global watermark (s)")
+    ax.legend(loc="upper left", fontsize=7, ncol=2)
     return True
 
 
@@ -175,7 +200,8 @@ _CHARTS: tuple[tuple[str, str, Callable[[ReportContext, Figure], bool]], ...] = 
     ("gap_by_window", "Gap over the day", _gap),
     ("lateness_histogram", "Lateness distribution", _histogram),
     ("lateness_curve", "Lateness what-if: completeness by bound", _curve),
-    ("watermark_progress", "Watermark progress per partition", _watermarks),
+    ("watermark_progress", "Watermark: each partition against the global watermark",
+     _watermarks),
 )
 
 

@@ -137,12 +137,14 @@ class CurveLine:
 @dataclass(frozen=True)
 class WatermarkPoint:
     """After ``batch_id``: the global watermark (``partition`` None) or one partition's
-    largest event time minus the lateness bound."""
+    largest event time minus the lateness bound; ``idle``: the partition had gone idle then
+    (the min rule left it out)."""
 
     batch_id: int
     processed_at: datetime
     partition: int | None
     watermark: datetime | None
+    idle: bool = False
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,8 @@ def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
     picked = (numbered.filter(((F.col("_i") - 1) % F.lit(step) == 0) | (F.col("_i") == F.lit(n)))
               .select("batch_id", F.unix_micros("processed_at").alias("at"),
                       F.unix_micros("watermark").alias("wm"),
-                      F.map_entries("partition_max_event_time").alias("parts"))
+                      F.map_entries("partition_max_event_time").alias("parts"),
+                      F.col("idle_partitions").alias("idle"))
               .orderBy("at", "batch_id").limit(WATERMARK_POINTS + 1).collect())
     out: list[WatermarkPoint] = []
     for r in picked:
@@ -381,7 +384,8 @@ def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
                                   None if r.wm is None else from_micros(r.wm)))
         for entry in sorted(r.parts or [], key=lambda e: e[0]):
             out.append(WatermarkPoint(r.batch_id, at, int(entry[0]),
-                                      from_micros(to_micros(entry[1]) - lateness_us)))
+                                      from_micros(to_micros(entry[1]) - lateness_us),
+                                      idle=int(entry[0]) in set(r.idle or ())))
     return tuple(out)
 
 

@@ -7,9 +7,12 @@ default:
 - ``report.html``: self-contained (CSS inline, charts as inline SVG), rendered from the Jinja2
   template over the context; no rendering timestamp, only the audit run's own time, so the same
   inputs give the same bytes (its SHA-256 goes into the report database);
-- ``report.pdf``: fpdf2, the same sections (headline, tables, charts as PNG images);
-- one CSV per table shown (``summary.csv``, ``status_counts.csv``, ``breaks.csv`` with every
-  break, ``attribution.csv``, ``gap_by_window.csv``, ``lateness_histogram.csv``,
+- ``report.pdf``: fpdf2, the same sections (headline, tables, charts as PNG images), as a
+  document: every page numbered ("page n of N"), table headings repeated on each page,
+  amounts right-aligned in their currency's digits, the approval block last;
+- one CSV per table shown (``summary.csv``, ``status_counts.csv``, ``break_summary.csv``
+  (every break rolled up by cause, key, age and review status, per currency),
+  ``breaks.csv`` with every break, ``attribution.csv``, ``gap_by_window.csv``, ``lateness_histogram.csv``,
   ``lateness_curve.csv``, ``watermark_progress.csv``, ``configuration.csv``): exact decimal
   text, stable order, ``\\n`` line ends: byte-identical on a re-run.
 
@@ -46,6 +49,7 @@ from reckon.timeutil import format_micros, parse_date, to_micros
 from reports.charts import CHART_NAMES, Chart, render_charts
 from reports.context import ReportContext, Signoff, build_context, unexplained_amount
 from reports.records import AttributionRow, CurrencySummary
+from reports.summary import BreakSummary, summarise_breaks
 
 __all__ = ["ReportResult", "cmd_report", "keep_signed_report", "render_context", "render_day",
            "signoff_text", "write_csvs"]
@@ -101,6 +105,14 @@ def _exact(value: Decimal | None, code: str) -> Decimal | None:
 def _amounts(amounts: dict[str, Decimal]) -> str:
     """Amounts of several currencies side by side, never added: 'EUR 12.50; JPY 1,200'."""
     return "; ".join(_money(v, code) for code, v in sorted(amounts.items())) or "-"
+
+
+def _percent(ratio: Decimal | float | None, places: int = 4) -> str:
+    """A ratio as people read it: 0.998867 -> '99.8867%'; '-' for none."""
+    if ratio is None:
+        return "-"
+    scaled = (Decimal(str(ratio)) * 100).quantize(Decimal(1).scaleb(-places))
+    return f"{scaled}%"
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
@@ -188,8 +200,7 @@ def _currency_figures(c: CurrencySummary) -> tuple[_Figure, ...]:
                 _plural(c.duplicate_events, "copy", "copies")),
         _Figure("unexplained", "Unexplained",
                 f"{_money(unexplained_amount(c), code)} in {_plural(n, 'row')}", bad=n > 0),
-        _Figure("completeness", "Completeness",
-                "-" if c.completeness is None else f"{c.completeness}"),
+        _Figure("completeness", "Completeness", _percent(c.completeness)),
         _Figure("rows", "Rows reconciled", f"{c.rows:,}"),
     ]
     # residuals that a tolerance let pass on EXPLAINED rows: shown, so that the figures add up
@@ -208,11 +219,37 @@ def _headline(ctx: ReportContext) -> list[_Group]:
         _Figure("rows", "Rows reconciled", f"{h.rows:,}", "(window, key, currency) rows"),
         _Figure("unexplained_rows", "Unexplained rows", f"{h.unexplained_count:,}",
                 bad=h.unexplained_count > 0),
-        _Figure("completeness", "Completeness",
-                "-" if h.completeness is None else f"{h.completeness}"),
+        _Figure("completeness", "Completeness", _percent(h.completeness)),
         _Figure("currencies", "Currencies", codes)))
     return [counts, *(_Group(c.currency, c.currency, _currency_figures(c))
                       for c in h.currencies)]
+
+
+def break_summary(ctx: ReportContext) -> BreakSummary:
+    """Every break of the run rolled up by cause, key, age and review status."""
+    return summarise_breaks(ctx.all_breaks or ctx.breaks, [s for s, _n in ctx.status_counts])
+
+
+def _summary_table_rows(summary: BreakSummary) -> list[tuple[str, str, str, int, str, str]]:
+    """(dimension, group, currency, breaks, gap, residual) with amounts in their digits."""
+    return [(dimension, r.group, r.currency, r.breaks, _amount(r.gap, r.currency),
+             _amount(r.residual, r.currency))
+            for dimension, rows in summary.sections() for r in rows]
+
+
+def approval_rows(ctx: ReportContext) -> list[tuple[str, str]]:
+    """The approval block: what was prepared, by whom and when, who decided what and when,
+    and the state of the sign-off (HTML and PDF alike)."""
+    rows = [("Audit run", f"{ctx.audit_run_id} ({ctx.audit_kind})"),
+            ("Prepared by", f"{ctx.reconciler}, audit started {_ts(ctx.audit_started_at)}")]
+    rows += [(f"{e.decision.capitalize()} by", f"{e.by} at {_ts(e.at)}") for e in ctx.signoffs]
+    if not ctx.signoffs:
+        rows.append(("Reviewed and signed off by", "-"))
+    rows.append(("State", signoff_text(ctx)))
+    rows.append(("Integrity", "report.html's SHA-256 is recorded with the run in the report "
+                              "database; each sign-off binds it and the run's figures "
+                              "(`reckon verify-log` checks both)"))
+    return rows
 
 
 def _check_figures(ctx: ReportContext) -> None:
@@ -284,6 +321,11 @@ def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Seque
         ("configuration.csv", ("setting", "value"),
          [*ctx.configuration, *((f"version:{k}", v) for k, v in ctx.table_versions)]),
         ("status_counts.csv", ("currency", "status", "rows"), _status_rows(ctx)),
+        ("break_summary.csv", ("dimension", "group", "currency", "breaks", "gap_amount",
+                               "residual_amount"),
+         [(dimension, r.group, r.currency, r.breaks, _exact(r.gap, r.currency),
+           _exact(r.residual, r.currency))
+          for dimension, rows in break_summary(ctx).sections() for r in rows]),
         ("breaks.csv", ("window_start", "window_end", "key", "currency", "status",
                         "provisional_amount", "canonical_amount", "gap_amount", "gap_count",
                         "late_amount", "duplicate_amount", "residual_amount", "review_status",
@@ -313,9 +355,10 @@ def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Seque
          [(p.bound_seconds, p.completeness, p.admitted, p.dropped, p.avg_emit_latency,
            p.bound_seconds == ctx.configured_bound_seconds,
            p.bound_seconds == ctx.recommended_bound_seconds) for p in ctx.lateness_curve]),
-        ("watermark_progress.csv", ("batch_id", "processed_at", "partition", "watermark"),
+        ("watermark_progress.csv", ("batch_id", "processed_at", "partition", "watermark",
+                                    "idle"),
          [(w.batch_id, w.processed_at, "global" if w.partition is None else w.partition,
-           w.watermark) for w in ctx.watermark_series]),
+           w.watermark, w.idle) for w in ctx.watermark_series]),
     ]
 
 
@@ -353,18 +396,30 @@ def write_csvs(ctx: ReportContext, out: Path) -> list[Path]:
 # ----------------------------------------------------------------------------- HTML
 
 
-def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence[str]) -> str:
+def _relative_link(target: str | None, out_dir: Path | None) -> str | None:
+    """A link from the report folder to ``target`` that still works when the folder and its
+    neighbours are zipped and mailed: relative, with forward slashes."""
+    if target is None:
+        return None
+    if out_dir is None:
+        return Path(target).as_posix()
+    return Path(os.path.relpath(Path(target).resolve(), out_dir.resolve())).as_posix()
+
+
+def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence[str],
+                out_dir: Path | None = None) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"]), undefined=StrictUndefined,
                       keep_trailing_newline=True)
     env.filters.update(ts=_ts, hms=_hms, money=_money, amount=_amount, amounts=_amounts,
-                       fileurl=lambda p: Path(p).resolve().as_uri())
+                       percent=_percent)
     header, rows = _status_table(ctx)
     return env.get_template("report.html.j2").render(
         ctx=ctx, h=ctx.headline, headline=_headline(ctx), signoff=signoff_text(ctx),
-        status_header=header, status_rows=rows,
+        status_header=header, status_rows=rows, summary=break_summary(ctx),
+        approval=approval_rows(ctx), data_docs=_relative_link(ctx.data_docs, out_dir),
         charts={**dict.fromkeys(CHART_NAMES), **{c.name: c for c in charts}},
         csv_names=list(csv_names))
 
@@ -384,13 +439,23 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
     from fpdf import FPDF
     from fpdf.fonts import FontFace
 
-    pdf = FPDF(orientation="P", unit="mm", format="A4")
+    title = f"Reconciliation report {ctx.day.isoformat()}, audit run {ctx.audit_run_id}"
+
+    class _Document(FPDF):
+        def footer(self) -> None:  # every page: what it is and where in it
+            self.set_y(-10)
+            self.set_font("DejaVu", "", 7)
+            self.set_text_color(91, 103, 115)
+            self.cell(0, 5, f"{title}   ·   page {self.page_no()} of {{nb}}", align="R")
+            self.set_text_color(0, 0, 0)
+
+    pdf = _Document(orientation="P", unit="mm", format="A4")
     pdf.set_creation_date(ctx.audit_started_at.astimezone(UTC))
     pdf.set_title(f"Reconciliation report {ctx.day.isoformat()}")
     pdf.set_author(ctx.reconciler)
     pdf.add_font("DejaVu", "", _font_path())
     pdf.add_font("DejaVu", "B", _font_path().replace("DejaVuSans.ttf", "DejaVuSans-Bold.ttf"))
-    pdf.set_auto_page_break(True, margin=12)
+    pdf.set_auto_page_break(True, margin=14)
     pdf.add_page()
     head = FontFace(emphasis="BOLD", fill_color=(236, 240, 244))
 
@@ -401,10 +466,14 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
         pdf.set_font("DejaVu", "", 8)
 
     def table(header: Sequence[str], rows: Iterable[Sequence[Any]],
-              widths: Sequence[float] | None = None, size: float = 8) -> None:
+              widths: Sequence[float] | None = None, size: float = 8,
+              numeric: Sequence[int] | range = ()) -> None:
+        """Headings repeated on every page; the ``numeric`` columns right-aligned."""
         pdf.set_font("DejaVu", "", size)
+        align = tuple("RIGHT" if i in numeric else "LEFT" for i in range(len(header)))
         with pdf.table(col_widths=widths, headings_style=head, line_height=size * 0.55,
-                       text_align="LEFT", first_row_as_headings=True) as t:
+                       text_align=align, first_row_as_headings=True,  # type: ignore[arg-type]
+                       repeat_headings=1) as t:
             t.row(list(header))
             for r in rows:
                 t.row([str(v) for v in r])
@@ -435,7 +504,15 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
     table(("Delta table", "version read"), ctx.table_versions, (60, 120))
     heading("Row counts and statuses")
     header, rows = _status_table(ctx)
-    table(header, rows, (2.5, *[1] * (len(header) - 1)))
+    table(header, rows, (2.5, *[1] * (len(header) - 1)), numeric=range(1, len(header)))
+    summary = break_summary(ctx)
+    heading("Break summary")
+    if summary.total:
+        table(("by", "group", "currency", "breaks", "gap", "residual"),
+              _summary_table_rows(summary), (18, 52, 18, 18, 37, 37), 7.5, numeric=(3, 4, 5))
+    else:
+        pdf.multi_cell(0, 4, "No breaks: every (window, key, currency) row matched.",
+                       new_x="LMARGIN", new_y="NEXT")
     heading(f"Breaks ({ctx.breaks_shown} of {ctx.breaks_total} shown; all in breaks.csv)")
     if ctx.breaks:
         table(("window (UTC)", "key", "cur.", "provisional", "canonical", "gap", "late",
@@ -446,24 +523,26 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
                 _amount(b.late_amount, b.currency), _amount(b.residual_amount, b.currency),
                 b.status, b.review_status, "-" if b.age_days is None else b.age_days)
                for b in ctx.breaks],
-              (32, 18, 10, 18, 18, 16, 16, 16, 24, 14, 8), 6.5)
+              (32, 18, 10, 18, 18, 16, 16, 16, 24, 14, 8), 6.5, numeric=(3, 4, 5, 6, 7, 10))
     heading("Who is late")
     if ctx.attribution:
         table(("dimension", "value", "late events", "late amounts", "all events", "late share",
                "event share", "lift"),
               [(a.dimension, a.value, a.late_events, _amounts(a.late_amounts), a.all_events,
-                a.late_share, a.event_share, "-" if a.lift is None else a.lift)
-               for a in ctx.attribution], (24, 22, 16, 50, 18, 20, 20, 20), 7)
+                _percent(a.late_share, 2), _percent(a.event_share, 2),
+                "-" if a.lift is None else a.lift)
+               for a in ctx.attribution], (24, 22, 16, 50, 18, 20, 20, 20), 7,
+              numeric=(2, 3, 4, 5, 6, 7))
     if ctx.lateness_curve:
         heading("Lateness what-if")
         pdf.multi_cell(0, 4, f"Configured bound L = {ctx.configured_bound_seconds} s; recommended "
                              f"{ctx.recommended_bound_seconds if ctx.recommended_bound_seconds is not None else 'none'}"
-                             f" s for target completeness {ctx.target_completeness}.",
+                             f" s for target completeness {_percent(ctx.target_completeness, 2)}.",
                        new_x="LMARGIN", new_y="NEXT")
         table(("bound L (s)", "completeness", "counted", "dropped", "avg emit latency (s)"),
-              [(p.bound_seconds, f"{p.completeness:.6f}", p.admitted, p.dropped,
+              [(p.bound_seconds, _percent(p.completeness), p.admitted, p.dropped,
                 "-" if p.avg_emit_latency is None else f"{p.avg_emit_latency:.3f}")
-               for p in ctx.lateness_curve])
+               for p in ctx.lateness_curve], numeric=(0, 1, 2, 3, 4))
     for chart in charts:
         if pdf.get_y() + 85 > pdf.h - pdf.b_margin:  # keep a chart with its heading
             pdf.add_page()
@@ -477,6 +556,8 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
                    f"{q.expectations} expectations in {q.suites} suites."
                    + (f" Data Docs: {ctx.data_docs}" if ctx.data_docs else ""),
                    new_x="LMARGIN", new_y="NEXT")
+    heading("Approval")
+    table(("step", "detail"), approval_rows(ctx), (45, 135), 8)
     _write_bytes(path, bytes(pdf.output()))
 
 
@@ -490,7 +571,7 @@ def render_context(ctx: ReportContext, out: str | Path) -> ReportResult:
     folder.mkdir(parents=True, exist_ok=True)
     csvs = write_csvs(ctx, folder)
     charts = render_charts(ctx)
-    html = render_html(ctx, charts, [p.name for p in csvs]).encode("utf-8")
+    html = render_html(ctx, charts, [p.name for p in csvs], folder).encode("utf-8")
     html_path, pdf_path = folder / "report.html", folder / "report.pdf"
     _write_bytes(html_path, html)
     render_pdf(ctx, charts, pdf_path)

@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import io
 import itertools
+import os
 import re
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from reports.context import (
     HistogramBucket,
     QualitySummary,
     ReportContext,
+    Signoff,
     WatermarkPoint,
 )
 from reports.records import AttributionRow, CurrencySummary
@@ -176,7 +178,7 @@ def test_headline_has_one_group_per_currency_in_its_own_digits(tmp_path):
     assert list(groups) == ["", "EUR", "JPY", "KWD"]
     assert groups[""] == [
         ("rows", "Rows reconciled", "1,234"), ("unexplained_rows", "Unexplained rows", "1"),
-        ("completeness", "Completeness", "0.998765"),
+        ("completeness", "Completeness", "99.8765%"),
         ("currencies", "Currencies", "EUR, JPY, KWD")]
     assert groups["EUR"] == [
         ("provisional_total", "Provisional total (stream)", "EUR 1,234,567.89"),
@@ -185,7 +187,7 @@ def test_headline_has_one_group_per_currency_in_its_own_digits(tmp_path):
         ("late_total", "Explained by late events", "EUR 25.00"),
         ("duplicate_total", "Explained by duplicates", "EUR 0.00"),
         ("unexplained", "Unexplained", "EUR 12.50 in 1 row"),
-        ("completeness", "Completeness", "0.9994"),
+        ("completeness", "Completeness", "99.9400%"),
         ("rows", "Rows reconciled", "1,000"),
     ]
     assert [v for _, _, v in groups["JPY"][:6]] == [
@@ -299,7 +301,8 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     first = render_context(_ctx(), tmp_path / "a")
     second = render_context(_ctx(), tmp_path / "b")
     names = sorted(Path(p).name for p in first.csv_paths)
-    assert names == ["attribution.csv", "breaks.csv", "configuration.csv", "gap_by_window.csv",
+    assert names == ["attribution.csv", "break_summary.csv", "breaks.csv", "configuration.csv",
+                     "gap_by_window.csv",
                      "lateness_curve.csv", "lateness_histogram.csv", "status_counts.csv",
                      "summary.csv", "watermark_progress.csv"]
     for a, b in zip(first.csv_paths, second.csv_paths, strict=True):
@@ -315,6 +318,10 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     assert curve[0] == ("bound_seconds,completeness,admitted,dropped,avg_emit_latency_seconds,"
                         "configured,recommended")
     assert curve[3] == "3,0.998765,1232,2,3.1,true,false"
+    rolled = (Path(first.out_dir) / "break_summary.csv").read_text().splitlines()
+    assert rolled[0] == "dimension,group,currency,breaks,gap_amount,residual_amount"
+    assert "cause,UNEXPLAINED,JPY,1,1200,1200" in rolled  # JPY's own digits, JPY only
+    assert "cause,EXPLAINED,KWD,1,0.125,0.000" in rolled
 
 
 def test_the_gap_chart_has_one_panel_per_currency():
@@ -384,25 +391,75 @@ def _png_stats(path: Path) -> tuple[int, int, int]:
     return w, h, len({tuple((px * 15).round().astype(int)) for px in sample})
 
 
-def test_html_opens_in_headless_chromium(tmp_path):
+def _offline(argv: list[str]) -> list[str]:
+    """``argv`` with no network at all: in a new network namespace (only a down loopback)
+    when we may make one, else through a proxy that does not exist."""
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        return ["unshare", "--net", *argv]
+    return [*argv, "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]
+
+
+def _chromium(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(_offline([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                    "--hide-scrollbars", *args]),
+                          capture_output=True, text=True, timeout=180)
+
+
+def test_html_opens_in_headless_chromium_offline(tmp_path):
+    """What a reviewer sees in a browser with the network off: the headline per currency, the
+    break summary before the list, charts, the approval block, percentages; not a blank page."""
     chromium = _need("chromium")
-    result = render_context(_ctx(), tmp_path / "r")
+    signed = dataclasses.replace(_ctx(), signoffs=(
+        Signoff("audit-2026-01-01-abc123", "approved", "fin-reviewer",
+                datetime(2026, 1, 2, 9, 30, tzinfo=UTC), {"EUR": D("37.50")}, 1),))
+    result = render_context(signed, tmp_path / "r")
     shot = tmp_path / "report.png"
-    proc = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--screenshot={shot}", "--window-size=1280,2000",
-         Path(result.html_path).as_uri()],
-        capture_output=True, text=True, timeout=180)
+    proc = _chromium(chromium, f"--screenshot={shot}", "--window-size=1280,2000",
+                     Path(result.html_path).as_uri())
     assert shot.is_file(), proc.stderr[-2000:]
     width, height, colours = _png_stats(shot)
     assert (width, height) == (1280, 2000)
     assert shot.stat().st_size > 50_000 and colours > 20  # text, tables and charts: not blank
     shutil.copy(shot, Path(result.out_dir) / "screenshot.png")
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
-                          Path(result.html_path).as_uri()],
-                         capture_output=True, text=True, timeout=180).stdout
+    dom = _chromium(chromium, "--dump-dom", Path(result.html_path).as_uri()).stdout
     assert "EUR 1,234,567.89" in dom and "EUR 1,234,605.39" in dom
-    assert "JPY 1,200" in dom and "KWD 0.125" in dom
+    assert "JPY 1,200" in dom and "KWD 0.125" in dom and "99.8765%" in dom
+    assert dom.index('id="break-summary"') < dom.index('id="breaks"')
+    assert 'data-dimension="cause"' in dom and 'data-dimension="age"' in dom
+    assert dom.count("<svg") >= 3  # the charts are inline: nothing to fetch
+    approval = re.search(r'<section id="approval">(.*?)</section>', dom, re.S)
+    assert approval and "ops-bot" in approval.group(1)
+    assert "fin-reviewer at 2026-01-02T09:30:00" in approval.group(1)
+    assert '<a href="breaks.csv">' in dom  # relative: the folder can be zipped and mailed
+
+
+def test_the_break_summary_rolls_breaks_up_per_currency_never_across():
+    from reports.summary import OTHER_KEYS, TOP_KEYS, summarise_breaks
+
+    lines = [_break(i) for i in range(30)]
+    summary = summarise_breaks(lines, STATUSES)
+    assert summary.total == 30
+    cause = {(r.group, r.currency): r for r in summary.by_cause}
+    # break 1 (JPY) is the unexplained one; the rest are explained, 10 per currency
+    assert cause[("UNEXPLAINED", "JPY")].breaks == 1
+    assert cause[("EXPLAINED", "EUR")].breaks == 10 and cause[("EXPLAINED", "JPY")].breaks == 9
+    assert cause[("EXPLAINED", "EUR")].gap == D("125.000")  # 10 x EUR 12.50, EUR only
+    assert [r.group for r in summary.by_cause][:1] == ["EXPLAINED"]  # ReconStatus order
+    assert all(r.currency in ("EUR", "JPY", "KWD") for r in summary.by_cause)
+    # every break is in exactly one row of each roll-up, in its own currency
+    for _dimension, rows in summary.sections():
+        assert sum(r.breaks for r in rows) == 30
+        for code in ("EUR", "JPY", "KWD"):
+            assert sum((r.gap for r in rows if r.currency == code), D(0)) == \
+                sum((b.gap_amount for b in lines if b.currency == code), D(0))
+    ages = {r.group for r in summary.by_age}
+    assert ages == {"new today", "1-2 days"}  # _break ages are 0, 1, 2
+    keys = [r.group for r in summary.by_key]
+    assert len(set(keys) - {OTHER_KEYS}) <= TOP_KEYS
+    many = summarise_breaks([dataclasses.replace(_break(i), key=f"k{i:02d}")
+                             for i in range(15)], STATUSES)
+    assert OTHER_KEYS in {r.group for r in many.by_key}
+    assert sum(r.breaks for r in many.by_key if r.group == OTHER_KEYS) == 15 - TOP_KEYS
 
 
 def test_pdf_renders_and_carries_the_headline(tmp_path):
@@ -417,10 +474,15 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
                           capture_output=True, text=True, timeout=120).stdout
     for figure in ("EUR 1,234,567.89", "EUR 1,234,605.39", "EUR 37.50", "EUR 25.00",
                    "EUR 12.50 in 1 row", "JPY 3,211,000", "JPY 1,200", "KWD 0.125",
-                   "KWD 1,000.625", "0.998765", "1 unexplained break",
+                   "KWD 1,000.625", "99.8765%", "1 unexplained break",
                    "audit-2026-01-01-abc123", "UNEXPLAINED", "EUR 12.50; JPY 1,200"):
         assert figure in text, figure
     assert "4,446,568.39" not in text and "4446568.39" not in text  # no cross-currency sum
+    # a document: every page numbered, the summary before the list, the approval block
+    assert text.count(" of ") >= len(pages) and f"page {len(pages)} of {len(pages)}" in text
+    assert "page 1 of" in text
+    assert text.index("Break summary") < text.index("Breaks (3 of 3 shown")
+    assert "Approval" in text and "Prepared by" in text and "Not signed off yet." in text
 
 
 # ----------------------------------------------------------------------------- Spark tier
@@ -656,3 +718,35 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
         assert keep_signed_report(db, folder, "audit-new") is None
         render_context(replace(signed_ctx, audit_run_id="audit-new"), folder)
         assert (kept / "report.html").read_bytes() == signed_bytes  # untouched by the new one
+
+
+def test_links_are_relative_so_the_reports_folder_can_be_mailed(tmp_path):
+    docs = tmp_path / "reports" / "data_docs" / "index.html"
+    ctx = dataclasses.replace(_ctx(), data_docs=str(docs))
+    html = Path(render_context(ctx, tmp_path / "reports" / "2026-01-01").html_path).read_text()
+    assert '<a href="../data_docs/index.html">' in html
+    assert "file:" not in html and str(tmp_path) not in html
+
+
+def test_the_watermark_chart_shows_who_held_the_watermark_back_and_idle_stretches():
+    from reports.charts import watermark_lags
+
+    lags, held = watermark_lags(_ctx().watermark_series)
+    assert {b: lag for b, lag, _ in lags[0]} == {b: 2.0 for b in range(40)}
+    assert {lag for _b, lag, _ in lags[1]} == {0.0}
+    assert held == {1: 40}  # partition 1 sat on the global watermark in every batch
+    # partition 1 goes idle in batches 10-19 and falls behind; partition 0 holds it then
+    t = T0
+    points = []
+    for b in range(30):
+        idle = 10 <= b < 20
+        p1 = t + timedelta(seconds=30 * min(b, 10))
+        p0 = t + timedelta(seconds=30 * b + 2)
+        glob = p0 if idle else min(p0, p1)
+        points += [WatermarkPoint(b, t, None, glob), WatermarkPoint(b, t, 0, p0),
+                   WatermarkPoint(b, t, 1, p1, idle=idle)]
+    lags, held = watermark_lags(points)
+    # p1 holds it back while active (0-9, and 20-29 when it is stuck behind), p0 while p1 idles
+    assert held == {1: 20, 0: 10}
+    assert [lag for b, lag, idle in lags[1] if idle][-1] == -30 * 9 - 2.0
+    assert all(idle == (10 <= b < 20) for b, _lag, idle in lags[1])
