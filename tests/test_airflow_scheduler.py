@@ -119,8 +119,15 @@ def test_a_day_whose_watermark_never_comes_fails_in_time_naming_the_day(spark, t
         [sensor] = [ti for ti in af.task_instances(DAG_ID, run["dag_run_id"])
                     if ti["task_id"] == "wait_for_watermark"]
         assert (sensor["state"], sensor["try_number"]) == ("failed", 1)  # no retry
-        text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
-        assert f"day {yesterday} is not closed yet" in text
+        # the run's state can flip to failed before the task's last lines reach its log file:
+        # read it as a user opening the log a moment later would
+        expected = f"day {yesterday} is not closed yet"
+
+        def logged() -> str | None:
+            text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
+            return text if expected in text else None
+
+        text = _wait_for(logged, 30)
         assert "the latest watermark is 2026-01-02T00:00:30Z" in text
         said = re.search(r"after waiting (\d+) seconds \(the limit is 45 seconds\)", text)
         assert said and int(said.group(1)) >= 45  # the sensor's own clock: not before its time
