@@ -310,7 +310,8 @@ def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | N
     from sqlalchemy import exc as sa_exc
 
     cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-    if getattr(getattr(exc, "orig", None), "sqlstate", None) == "42501":
+    orig = getattr(exc, "orig", None)
+    if (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) == "42501":
         return (f"the report database refused it: {cause}. Log in with a role that may do "
                 "this (audits: a member of reckon_reconciler; sign-offs: of reckon_reviewer)")
     if not isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError

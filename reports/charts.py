@@ -177,13 +177,15 @@ def _watermarks(ctx: ReportContext, fig: Figure) -> bool:
     lags, held = watermark_lags(ctx.watermark_series)
     if not lags:
         return False
+    shown = len({p.batch_id for p in ctx.watermark_series if p.partition is None})
     ax = fig.add_subplot()
     for part in sorted(lags):
         rows = lags[part]
         share = held.get(part, 0)
         line = ax.plot([b for b, _l, _i in rows], [lag for _b, lag, _i in rows],
                        linewidth=1.8, alpha=0.85,
-                       label=f"partition {part} (held it back in {share} batches)")[0]
+                       label=f"partition {part} (held it back in {share} of the "
+                             f"{shown} batches drawn)")[0]
         idle = [(b, lag) for b, lag, i in rows if i]
         if idle:
             ax.scatter([b for b, _l in idle], [lag for _b, lag in idle], s=22,

@@ -511,6 +511,10 @@ def _write_tx(engine: Engine, *lock_tables: str) -> Iterator[Connection]:
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(reckon_write=True)
+            if conn.dialect.name == "postgresql":
+                # the advisory lock's SELECT takes the snapshot before it waits: only READ
+                # COMMITTED lets the next statements see what the lock's last holder committed
+                conn = conn.execution_options(isolation_level="READ COMMITTED")
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     for table in lock_tables:
@@ -739,7 +743,16 @@ class ReportDB:
     def migrate(self) -> None:
         """Bring the schema to Alembic's head. Idempotent; safe in concurrent processes."""
         with self._migrate_lock:
-            _migrate_engine(self.engine)
+            try:
+                _migrate_engine(self.engine)
+            except sa.exc.DBAPIError as exc:
+                orig = exc.orig
+                if (getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)) != "42501":
+                    raise
+                raise UsageError(
+                    "the report database's schema is behind this reckon and this role may not "
+                    "migrate it: run any reckon command (e.g. `reckon verify-log`) once as the "
+                    "database's owner, then try again") from None
             self._migrated = True
         _MIGRATED.add((os.getpid(), self.url))  # insert_breaks in this process need not check
 

@@ -38,7 +38,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,9 @@ def _percent(ratio: Decimal | float | None, places: int = 4) -> str:
     """A ratio as people read it: 0.998867 -> '99.8867%'; '-' for none."""
     if ratio is None:
         return "-"
-    scaled = (Decimal(str(ratio)) * 100).quantize(Decimal(1).scaleb(-places))
+    # rounded down: 0.99999996 reads 99.9999%, never 100% while an event is missing
+    scaled = (Decimal(str(ratio)) * 100).quantize(Decimal(1).scaleb(-places),
+                                                   rounding=ROUND_FLOOR)
     return f"{scaled}%"
 
 
@@ -401,9 +403,11 @@ def _relative_link(target: str | None, out_dir: Path | None) -> str | None:
     neighbours are zipped and mailed: relative, with forward slashes."""
     if target is None:
         return None
+    from urllib.parse import quote
+
     if out_dir is None:
-        return Path(target).as_posix()
-    return Path(os.path.relpath(Path(target).resolve(), out_dir.resolve())).as_posix()
+        return quote(Path(target).as_posix())
+    return quote(Path(os.path.relpath(Path(target).resolve(), out_dir.resolve())).as_posix())
 
 
 def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence[str],

@@ -227,9 +227,9 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
-    IMMEDIATE``; PostgreSQL locks the log table, then audit_runs, since ``FOR UPDATE`` on the
-    last row would not stop a second appender from reading the same last row after the first
-    commits); ``seq`` is also unique, so a lost race
+    IMMEDIATE``; PostgreSQL takes the log's advisory lock, then audit_runs', at READ
+    COMMITTED, since ``FOR UPDATE`` on the last row would not stop a second appender from
+    reading the same last row after the first commits); ``seq`` is also unique, so a lost race
     can only fail, never fork the chain. Refuses (:class:`SignoffRefused`) an unknown run, a
     run a later audit of its day replaced (decisions are made on the current figures), or a
     sign-off by the run's reconciler (names compared as reckon.identity does: NFKC, case,
@@ -300,11 +300,16 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             if attempt == _APPEND_ATTEMPTS:
                 raise
         except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
-            if getattr(exc.orig, "sqlstate", None) != "42501":
+            if _sqlstate(exc.orig) != "42501":
                 raise
             cause = str(exc.orig).strip().splitlines()[0]
             raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _sqlstate(error: object) -> str | None:
+    """The SQLSTATE of a DB-API error (psycopg 3: ``sqlstate``; psycopg2: ``pgcode``)."""
+    return getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
 
 
 def _close_open_breaks(conn: sa.Connection, run_id: str, status: str, at: datetime) -> int:

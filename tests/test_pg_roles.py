@@ -109,6 +109,10 @@ def test_one_person_in_both_roles_cannot_sign_their_own_run_even_in_raw_sql(
     raw = ("INSERT INTO signoff_log (seq, at, run_id, \"by\", decision, note, prev_hash, "
            "entry_hash) VALUES (1, now(), 'run-1', :by, 'approved', 'raw', :zero, :zero)")
     assert "four-eyes" in _refused(owner_url, BOTH, raw, by=BOTH, zero="0" * 64)
+    # a temporary table named audit_runs (searched first by default) does not hide the run
+    assert "four-eyes" in _refused(
+        owner_url, BOTH, raw, first="CREATE TEMP TABLE audit_runs (run_id text, reconciler text)",
+        by=BOTH, zero="0" * 64)
     # in another's name, or as the group role after SET ROLE: the login role still decides
     assert "logged in as sam_does_both" in _refused(owner_url, BOTH, raw, by=REVIEWER,
                                                     zero="0" * 64)

@@ -750,3 +750,12 @@ def test_the_watermark_chart_shows_who_held_the_watermark_back_and_idle_stretche
     assert held == {1: 20, 0: 10}
     assert [lag for b, lag, idle in lags[1] if idle][-1] == -30 * 9 - 2.0
     assert all(idle == (10 <= b < 20) for b, _lag, idle in lags[1])
+
+
+def test_percentages_never_round_up_to_complete():
+    from reports.render import _percent
+
+    assert _percent(D("0.99999996")) == "99.9999%"  # an event missing is never 100%
+    assert _percent(D("0.99995"), 2) == "99.99%"
+    assert _percent(D("1")) == "100.0000%" and _percent(None) == "-"
+    assert _percent(D("0.998765")) == "99.8765%"

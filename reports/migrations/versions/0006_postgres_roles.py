@@ -63,6 +63,9 @@ BEGIN
       'made by the role that is logged in', NEW."by", session_user USING ERRCODE = '42501';
   END IF;
   SELECT reconciler INTO run_reconciler FROM audit_runs WHERE run_id = NEW.run_id;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'no audit run %: nothing to sign off', NEW.run_id USING ERRCODE = '42501';
+  END IF;
   IF run_reconciler = session_user::text THEN
     RAISE EXCEPTION '% may not sign off run %: % reconciled it, and a run needs a second '
       'person''s sign-off (four-eyes rule)', session_user, NEW.run_id, run_reconciler
@@ -84,6 +87,21 @@ BEGIN
       NEW.run_id, NEW.reconciler, session_user USING ERRCODE = '42501';
   END IF;
   RETURN NEW;
+END $$;
+"""
+
+# Each function resolves names in the migrated schema only: a session's own temporary
+# tables (pg_temp, searched first by default) must not stand in for audit_runs.
+_PIN_SEARCH_PATH = """
+DO $$
+DECLARE
+  fn text;
+BEGIN
+  FOREACH fn IN ARRAY ARRAY['reckon_is_owner(regclass)', 'reckon_signoff_append_only()',
+                            'reckon_signoff_signer()', 'reckon_audit_run_reconciler()'] LOOP
+    EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp', fn,
+                   current_schema());
+  END LOOP;
 END $$;
 """
 
@@ -143,6 +161,8 @@ DROP FUNCTION IF EXISTS reckon_signoff_signer();
 DROP FUNCTION IF EXISTS reckon_audit_run_reconciler();
 DROP FUNCTION IF EXISTS reckon_is_owner(regclass);
 DO $$ BEGIN
+  EXECUTE format('REVOKE ALL ON ALL SEQUENCES IN SCHEMA %I FROM reckon_reconciler',
+                 current_schema());
   EXECUTE format('REVOKE ALL ON SCHEMA %I FROM reckon_reconciler, reckon_reviewer',
                  current_schema());
 END $$;
@@ -155,7 +175,7 @@ REVOKE ALL ON audit_runs, audit_run_currencies, breaks, break_reviews, late_attr
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    for ddl in (_ROLES, _GRANTS, _FUNCTIONS, _TRIGGERS):
+    for ddl in (_ROLES, _GRANTS, _FUNCTIONS, _PIN_SEARCH_PATH, _TRIGGERS):
         op.execute(ddl)
 
 
