@@ -72,10 +72,10 @@ class AppendOnlyBatch:
          .option("userMetadata", tb.batch_mark(self.app_id, name, batch_id, {}))
          .save(str(self.folder / name)))
 
-    def __call__(self, raw: DataFrame, batch_id: int) -> None:
-        started, steps = time.monotonic(), {}
-        rules, wm_before = self.rules, self.state.watermark
-        t = time.monotonic()
+    def _parse_and_summarise(self, raw: DataFrame) -> tuple[DataFrame, list[Any], list[Any],
+                                                             WatermarkState]:
+        """The cached parse, its one summary job (per partition and validity: counts, maxima,
+        earliest arrival), the valid rows' summaries and the watermark state after them."""
         parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
                   .withColumn("event_us", F.unix_micros("event_time"))
                   .withColumn("arrival_us", F.unix_micros("arrival_time"))
@@ -84,11 +84,18 @@ class AppendOnlyBatch:
                    .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
                         F.max("arrival_us").alias("max_arrival"),
                         F.min("arrival_us").alias("min_arrival")).collect())
-        steps["parse+summary"] = time.monotonic() - t
         valid_rows = [r for r in summary if r.ok]
         after = advance_watermark(self.state, [
             PartitionObservation(r.partition, r.max_event, r.max_arrival, r.min_arrival)
-            for r in valid_rows], rules.watermark)
+            for r in valid_rows], self.rules.watermark)
+        return parsed, summary, valid_rows, after
+
+    def __call__(self, raw: DataFrame, batch_id: int) -> None:
+        started, steps = time.monotonic(), {}
+        wm_before = self.state.watermark
+        t = time.monotonic()
+        parsed, summary, valid_rows, after = self._parse_and_summarise(raw)
+        steps["parse+summary"] = time.monotonic() - t
         writes = tb.ConcurrentWrites()
         t = time.monotonic()
         classified = None
@@ -138,6 +145,8 @@ class AppendOnlyBatch:
 
     def _classified(self, parsed: DataFrame, valid_rows: list[Any],
                     wm_before: int | None) -> DataFrame:
+        """BatchProcessor._deduplicate and _classify's logic (the same spark.rules columns),
+        against the spike's own archive table, so the spike measures the same work."""
         rules = self.rules
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
@@ -174,21 +183,10 @@ class OneCommitBatch(AppendOnlyBatch):
 
     def __call__(self, raw: DataFrame, batch_id: int) -> None:
         started, steps = time.monotonic(), {}
-        rules, wm_before = self.rules, self.state.watermark
+        wm_before = self.state.watermark
         t = time.monotonic()
-        parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
-                  .withColumn("event_us", F.unix_micros("event_time"))
-                  .withColumn("arrival_us", F.unix_micros("arrival_time"))
-                  .persist(StorageLevel.MEMORY_AND_DISK))
-        summary = (parsed.groupBy("partition", F.col("reason").isNull().alias("ok"))
-                   .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
-                        F.max("arrival_us").alias("max_arrival"),
-                        F.min("arrival_us").alias("min_arrival")).collect())
+        parsed, summary, valid_rows, after = self._parse_and_summarise(raw)
         steps["parse+summary"] = time.monotonic() - t
-        valid_rows = [r for r in summary if r.ok]
-        after = advance_watermark(self.state, [
-            PartitionObservation(r.partition, r.max_event, r.max_arrival, r.min_arrival)
-            for r in valid_rows], rules.watermark)
         t = time.monotonic()
         parts = [self.spark.createDataFrame(
             [("progress", batch_id, after.watermark, after.to_json())],
@@ -224,10 +222,6 @@ class OneCommitBatch(AppendOnlyBatch):
         self.state = after
         self.events_version = tb.current_version(self.folder, "events")
         self.seconds.append((batch_id, time.monotonic() - started, steps))
-
-    def _classified(self, parsed: DataFrame, valid_rows: list[Any],
-                    wm_before: int | None) -> DataFrame:
-        return super()._classified(parsed, valid_rows, wm_before)
 
 
 class OneCommitNoDedup(OneCommitBatch):
