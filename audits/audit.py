@@ -43,12 +43,13 @@ from reckon.money import format_money
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
-from reckon.timeutil import format_micros, parse_date
+from reckon.timeutil import day_bounds, format_micros, parse_date
 from reckon.writer_lock import WriterLock, writer_scope
 from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
 from spark.money import amount_text_col
 from spark.observe import observed
+from spark.provisional import provisional_versions, read_provisional
 from spark.rules import recon_status_col
 
 __all__ = ["AuditResult", "audit_day", "cmd_audit", "currency_summary_dict"]
@@ -91,6 +92,24 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
     if version is None:
         return None, None
     return tb.read_table(spark, wh, name, version=version), version
+
+
+def _provisional_of_day(spark: SparkSession, settings: Settings, day: date
+                        ) -> tuple[DataFrame | None, dict[str, int]]:
+    """The day's provisional_totals, derived from the deltas and watermark progress at their
+    current versions (pinned, and returned as what the audit read); None if the stream never
+    counted anything here."""
+    wh = settings.warehouse_path
+    pinned = provisional_versions(wh)
+    if pinned.deltas is None:
+        return None, {}
+    start, end = day_bounds(day)
+    df = read_provisional(spark, wh, settings.event_time_rules(), versions=pinned,
+                          since_start=start, until_start=end)
+    read = {tb.PROVISIONAL_DELTAS: pinned.deltas}
+    if pinned.progress is not None:
+        read[tb.WATERMARK_PROGRESS] = pinned.progress
+    return df, read
 
 
 def _finished_replay(spark: SparkSession, settings: Settings, day: date,
@@ -366,14 +385,15 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
 
     versions: dict[str, int] = {}
     frames: dict[str, DataFrame | None] = {}
-    for name in (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
-                 tb.UNCAUGHT_DUPLICATES):
+    for name in (tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES):
         df, version = _versioned(spark, settings, name)
         frames[name] = df
         if version is not None:
             versions[name] = version
-    tb.require_layout(spark, wh, (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+    tb.require_layout(spark, wh, (tb.PROVISIONAL_DELTAS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
                                   tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION))
+    frames[tb.PROVISIONAL_TOTALS], read = _provisional_of_day(spark, settings, day)
+    versions.update(read)
     for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
         if frames[name] is None:
             raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "

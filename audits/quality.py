@@ -334,12 +334,14 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from spark.tables import SCHEMAS, read_table, table_path
+    from spark.provisional import read_day
+    from spark.tables import SCHEMAS, table_path
 
     warehouse = settings.warehouse_path
     exists = version is not None
     if exists:
-        df = read_table(spark, warehouse, suite.table, version=version).where(
+        df = read_day(spark, warehouse, suite.table, settings.event_time_rules(), day,
+                      version).where(
             F.col(suite.partition_column) == F.lit(day))
     else:
         df = spark.createDataFrame([], SCHEMAS[suite.table])
@@ -417,7 +419,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database (unless ``record`` is False) and return the result. Never raises for
     failed expectations; see ``check_day``."""
-    from spark.tables import current_version
+    from spark.provisional import table_version
 
     the_day = parse_day(day)
     started_at = datetime.now(UTC)
@@ -430,7 +432,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
-    versions = {s.table: current_version(warehouse, s.table) for s in suites}
+    versions = {s.table: table_version(warehouse, s.table) for s in suites}
     outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at,
                                versions[s.table])
                      for s in suites)

@@ -276,16 +276,18 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
     from reports.db import ReportDB
     from spark import tables as tb
     from spark.progress import latest_watermark
+    from spark.provisional import read_day, table_version
 
     wh = settings.warehouse_path
     in_day = F.col("window_date") == F.lit(day)
 
     def totals(name: str) -> dict[str, tuple[Any, Any]]:
         """currency -> (amount, events) of a totals table's day: sums per currency only."""
-        if not tb.table_exists(wh, name):
+        if table_version(wh, name) is None:
             return {}
         return {r["currency"]: (r["a"], r["n"]) for r in (
-            tb.read_table(spark, wh, name).filter(in_day).groupBy("currency")
+            read_day(spark, wh, name, settings.event_time_rules(), day).filter(in_day)
+            .groupBy("currency")
             .agg(F.sum("total_amount").alias("a"), F.sum("event_count").alias("n")).collect())}
 
     with ReportDB.from_settings(settings) as db:

@@ -12,9 +12,10 @@ ones) it reads, with small filtered Spark queries only:
   is marked an *uncaught duplicate*, the replay's rule for what the audit calls duplicates;
 - quarantined rows whose readable ``event_time`` falls in the window and whose payload names
   the key;
-- the provisional row over time, from the change data feed of ``provisional_totals`` (every
-  commit that inserted or updated that row: total, count, status, revision); after a
-  ``reckon vacuum``, from the versions its retention kept, and the story says so;
+- the provisional row over time, from the deltas the stream appended (``provisional_deltas``:
+  each batch that added to the row, with the total, count, status and revision it left) and
+  the batches whose watermark closed it and made it final. Deltas are rows, never rewritten,
+  so a ``reckon vacuum`` takes none of the story away;
 - the canonical total and the reconciliation status, when the replay and audit have run.
 
 The windowing rules are the ones the stream ran with (``watermark_progress.rules_json``), so
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from reckon.config import Settings
 from reckon.errors import UsageError, invalid
 from reckon.eventtime import Disposition, EventTimeRules, classify
 from reckon.money import currency_problem, format_money, quantize_to_currency
-from reckon.timeutil import format_micros, from_micros, parse_duration, parse_timestamp, to_micros
+from reckon.timeutil import format_micros, from_micros, parse_timestamp
 
 __all__ = [
     "EventFate",
@@ -100,11 +100,12 @@ class QuarantinedRow:
 
 @dataclass(frozen=True)
 class ProvisionalVersion:
-    """The provisional row as one Delta commit left it."""
+    """The provisional row as one batch left it: the batch added events to it (``counted``)
+    or its watermark moved it on (``closed``, ``final``)."""
 
-    version: int
-    commit_time: int
-    change: str                              # 'insert' or 'update'
+    batch_id: int
+    processed_at: int
+    change: str                              # 'counted', 'closed' or 'final'
     last_batch_id: int
     total_amount: Decimal
     event_count: int
@@ -129,8 +130,6 @@ class WindowChapter:
     reconciliation: dict[str, Any] | None    # status, gap, late, duplicate, residual
     counts: dict[str, int] = field(default_factory=dict)  # fate -> events
     lines: tuple[str, ...] = ()
-    # the history is told from this commit time on: older versions' files were vacuumed
-    history_since: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,7 @@ class WindowStory:
 
 _TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_time",
                 "watermark", "commit_time", "closed_at", "watermark_at_close", "finalized_at",
-                "history_since"}
+}
 
 
 # ----------------------------------------------------------------------------- reading
@@ -283,63 +282,84 @@ _PROV_COLS = ("total_amount", "event_count", "status", "revision", "last_batch_i
               "closed_batch_id", "finalized_batch_id")
 
 
-_Provisional = tuple[dict[str, dict[str, Any]], dict[str, list[ProvisionalVersion]], int | None]
+_Provisional = tuple[dict[str, dict[str, Any]], dict[str, list[ProvisionalVersion]]]
 
 
-def _provisional(spark: Any, wh: Path, key: str, start: int, retain: int,
+def _provisional(spark: Any, wh: Path, key: str, start: int, rules: EventTimeRules,
                  currency: str | None) -> _Provisional:
-    """Per currency: the current provisional row and its history from the change data feed;
-    and the commit time the history starts at when older versions were vacuumed (None: the
-    whole history). ``retain``: the configured VACUUM retention, where a vacuumed history is
-    read from."""
-    from pyspark.errors.exceptions.captured import AnalysisException
+    """Per currency: the current provisional row (spark.provisional) and its history, told
+    from the row's deltas and the watermark each of their batches left."""
     from pyspark.sql import functions as F
 
     from spark import tables as tb
+    from spark.provisional import provisional_versions, read_provisional
 
-    if not tb.table_exists(wh, tb.PROVISIONAL_TOTALS):
-        return {}, {}, None
-    where = ((F.col("window_date") == F.lit(_day(start))) & (F.col("key") == key)
-             & (F.col("window_start") == _ts(start)) & _in_currency(currency))
-    path = tb.table_path(wh, tb.PROVISIONAL_TOTALS)
-    now = (spark.read.format("delta").load(path).filter(where)
+    if not tb.table_exists(wh, tb.PROVISIONAL_DELTAS):
+        return {}, {}
+    versions = provisional_versions(wh)
+    mine = (F.col("key") == key) & _in_currency(currency)
+    now = (read_provisional(spark, wh, rules, versions=versions, since_start=start,
+                            until_start=start + 1).filter(mine)
            .select("currency", *_PROV_COLS, _us("closed_at"), _us("watermark_at_close"),
                    _us("finalized_at")).limit(1000).collect())
     current = {r.currency: {k: v for k, v in r.asDict().items() if k != "currency"}
                for r in now}
-
-    def changes(option: str, value: str) -> list[Any]:
-        return (spark.read.format("delta").option("readChangeFeed", "true")
-                .option(option, value).load(path).filter(where)
-                .filter(F.col("_change_type").isin("insert", "update_postimage"))
-                .select("_commit_version", _us("_commit_timestamp"), "_change_type",
-                        "currency", *_PROV_COLS)
-                .orderBy("_commit_version").limit(10_000).collect())
-
-    since: int | None = None
-    try:
-        rows = changes("startingVersion", "0")
-    except AnalysisException:  # change data feed off for part of the history: no story
-        rows = []
-    except Exception as exc:
-        if not tb.is_missing_file_error(exc):
-            raise
-        # `reckon vacuum` deleted the change files of older versions: tell what it kept
-        since = to_micros(datetime.now(UTC)) - retain
-        try:
-            rows = changes("startingTimestamp", format_micros(since))
-        except Exception as again:  # vacuumed with a shorter retention, or nothing since
-            if not (tb.is_missing_file_error(again) or isinstance(again, AnalysisException)):
-                raise
-            rows = []
+    deltas = (tb.read_table(spark, wh, tb.PROVISIONAL_DELTAS, version=versions.deltas)
+              .filter((F.col("window_date") == F.lit(_day(start)))
+                      & (F.col("window_start") == _ts(start)) & mine)
+              .select("currency", "batch_id", "query_id", _us("processed_at"), "total_amount",
+                      "event_count", "revised")
+              .orderBy("processed_at").limit(10_000).collect())
+    after = _watermarks_after(spark, wh, {(d.query_id, d.batch_id) for d in deltas})
     history: dict[str, list[ProvisionalVersion]] = {}
-    for r in rows:
-        history.setdefault(r.currency, []).append(ProvisionalVersion(
-            r._commit_version, r._commit_timestamp,
-            "insert" if r._change_type == "insert" else "update", r.last_batch_id,
-            quantize_to_currency(r.total_amount, r.currency), r.event_count, r.status,
-            r.revision))
-    return current, history, since
+    for code in sorted({d.currency for d in deltas}):
+        history[code] = _history([d for d in deltas if d.currency == code], after,
+                                 current.get(code), start + rules.windows.size, rules.grace)
+    return current, history
+
+
+def _watermarks_after(spark: Any, wh: Path, batches: set[tuple[str, int]]
+                      ) -> dict[tuple[str, int], int | None]:
+    """The watermark each of ``batches`` (query, batch) left, from watermark_progress."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    if not batches or not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+        return {}
+    rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+            .filter(F.col("batch_id").isin(sorted({b for _q, b in batches})))
+            .select("query_id", "batch_id", _us("watermark")).collect())
+    return {(r.query_id, r.batch_id): r.watermark for r in rows
+            if (r.query_id, r.batch_id) in batches}
+
+
+def _history(deltas: list[Any], after: dict[tuple[str, int], int | None],
+             row: dict[str, Any] | None, window_end: int, grace: int
+             ) -> list[ProvisionalVersion]:
+    """The row after each of its deltas (cumulative, with the status the batch's watermark
+    gave it), and after the batches that closed it and made it final when no delta of theirs
+    already tells it."""
+    from reckon.eventtime import window_status
+
+    told: list[ProvisionalVersion] = []
+    total, count, revision = Decimal(0), 0, 0
+    for d in deltas:
+        total, count, revision = total + d.total_amount, count + d.event_count, \
+            revision + d.revised
+        status = window_status(window_end, after.get((d.query_id, d.batch_id)), grace).value
+        told.append(ProvisionalVersion(d.batch_id, d.processed_at, "counted", d.batch_id,
+                                       total, count, status, revision))
+    for change, batch, at in (("closed", "closed_batch_id", "closed_at"),
+                              ("final", "finalized_batch_id", "finalized_at")):
+        if row is None or row.get(batch) is None or any(
+                h.batch_id == row[batch] and h.change == "counted" for h in told):
+            continue
+        before = [h for h in told if h.processed_at <= row[at]] or told[:1]
+        last = max(before, key=lambda h: h.processed_at)
+        told.append(replace(last, batch_id=row[batch], processed_at=row[at], change=change,
+                            status="FINAL" if change == "final" else "CLOSED"))
+    return sorted(told, key=lambda h: (h.processed_at, h.change != "counted"))
 
 
 def _per_currency(spark: Any, wh: Path, table: str, key: str, start: int, cols: list[str],
@@ -546,14 +566,9 @@ def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
                      f"{format_micros(q.arrival_time)} (partition {q.partition} offset "
                      f"{q.offset if q.offset is not None else '-'}, {q.origin})"
                      for q in ch.quarantined)
-    if ch.history_since is not None:
-        lines.append(f"  provisional row over time: the versions before "
-                     f"{format_micros(ch.history_since)} were removed by `reckon vacuum`"
-                     + ("" if ch.history else "; none since"))
-    elif ch.history:
-        lines.append("  provisional row over time:")
     if ch.history:
-        lines.extend(f"  version {h.version} ({h.change}, batch {h.last_batch_id}): "
+        lines.append("  provisional row over time:")
+        lines.extend(f"  batch {h.batch_id} ({h.change}): "
                      f"{_money(h.total_amount, code)} over {_plural(h.event_count, 'event')}, "
                      f"{h.status}, revision {h.revision}" for h in ch.history)
     return tuple(lines)
@@ -568,7 +583,6 @@ class _Reads:
     before: dict[int, int | None]
     current: dict[str, dict[str, Any]]
     history: dict[str, list[ProvisionalVersion]]
-    since: int | None
     canonical: dict[str, dict[str, Any]]
     recon: dict[str, dict[str, Any]]
     quarantined: list[QuarantinedRow]
@@ -578,11 +592,11 @@ class _Reads:
                 | set(self.canonical) | set(self.recon) | {q.currency for q in self.quarantined})
 
 
-def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, retain: int,
+def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, rules: EventTimeRules,
                  currency: str | None) -> _Reads:
     from spark import tables as tb
 
-    current, history, since = _provisional(spark, wh, key, start, retain, currency)
+    current, history = _provisional(spark, wh, key, start, rules, currency)
     events = _events(spark, wh, key, start, end, currency)
     before = _watermarks_before(spark, wh, {r.batch_id for r in events
                                             if r.batch_id is not None})
@@ -592,7 +606,7 @@ def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, retain: i
                           ["status", "gap_amount", "gap_count", "late_amount", "late_count",
                            "duplicate_amount", "duplicate_count", "residual_amount",
                            "residual_count", "audit_run_id"], currency, order="audit_run_id")
-    return _Reads(events, _late(spark, wh, key, start), before, current, history, since,
+    return _Reads(events, _late(spark, wh, key, start), before, current, history,
                   canonical, recon, _quarantined(spark, wh, key, start, end, currency))
 
 
@@ -609,15 +623,15 @@ def _chapter(reads: _Reads, key: str, start: int, end: int, code: str,
     ch = WindowChapter(start, end, key, code, tuple(fates),
                        tuple(q for q in reads.quarantined if q.currency == code),
                        tuple(reads.history.get(code, ())), prov, reads.canonical.get(code),
-                       reads.recon.get(code), counts, history_since=reads.since)
+                       reads.recon.get(code), counts)
     return replace(ch, lines=_chapter_lines(ch, rules))
 
 
 def _chapters(spark: Any, wh: Path, key: str, start: int, end: int, rules: EventTimeRules,
-              retain: int, currency: str | None) -> list[WindowChapter]:
+              currency: str | None) -> list[WindowChapter]:
     """One chapter per currency of the key's window (only ``currency`` when given; one
     chapter without a currency when the window holds nothing of the key)."""
-    reads = _read_window(spark, wh, key, start, end, retain, currency)
+    reads = _read_window(spark, wh, key, start, end, rules, currency)
     return [_chapter(reads, key, start, end, code, rules)
             for code in sorted(reads.currencies() or {currency or ""})]
 
@@ -633,10 +647,8 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int,
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
     rules = _rules(spark, wh, settings)
-    retain = parse_duration(settings.vacuum_retain, "vacuum_retain")
     chapters = [ch for window in rules.windows.assign(instant)
-                for ch in _chapters(spark, wh, key, window.start, window.end, rules, retain,
-                                    currency)]
+                for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
     if all(_untold(ch) for ch in chapters):
         _refuse_unknown_key(spark, wh, key, instant, currency)
     return WindowStory(key, instant, rules.to_config(), tuple(chapters), currency)

@@ -7,8 +7,8 @@ the target of ``DESCRIBE HISTORY`` / ``DESCRIBE DETAIL``, and the table argument
 ``table_changes('name', ...)`` are rewritten to the path form (``delta.`<path>```,
 ``table_changes_by_path('<path>', ...)``), so plain and time-travel queries both work::
 
-    reckon sql --warehouse wh "SELECT * FROM provisional_totals VERSION AS OF 3"
-    reckon sql --warehouse wh "SELECT * FROM table_changes('provisional_totals', 0)"
+    reckon sql --warehouse wh "SELECT * FROM provisional_deltas VERSION AS OF 3"
+    reckon sql --warehouse wh "SELECT * FROM provisional_totals WHERE status = 'OPEN'"
 
 Read-only is checked on tokens (strings, quoted identifiers and comments are recognised, so
 neither ``'DROP'`` in a literal nor ``-- DROP`` in a comment fools it): exactly one statement,
@@ -429,12 +429,17 @@ def register_tables(spark: Any, warehouse: Path) -> dict[str, str]:
     """Register every existing warehouse table as a temp view; return name -> path."""
     from spark import tables as tb
 
+    from spark.provisional import read_provisional, warehouse_rules
+
     paths: dict[str, str] = {}
     for name in tb.TABLES:
         if tb.table_exists(warehouse, name):
             path = tb.table_path(warehouse, name)
             spark.read.format("delta").load(path).createOrReplaceTempView(name)
             paths[name] = path
+    if tb.PROVISIONAL_DELTAS in paths:  # derived from the deltas (spark.provisional)
+        read_provisional(spark, warehouse, warehouse_rules(warehouse)).createOrReplaceTempView(
+            tb.PROVISIONAL_TOTALS)
     return paths
 
 

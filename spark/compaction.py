@@ -13,30 +13,16 @@ works until a VACUUM), and a partition already compacted is left alone, so a re-
 
 Which partitions, and why it is safe next to the running stream:
 
-* ``event_log`` (event_date), ``quarantine`` (arrival_date) and ``late_events``
-  (window_date) only ever receive blind appends, which never conflict with a compaction;
-  late events of the day that arrive afterwards land in new files, compacted by the next
-  night's lookback run. The stream compacts event_log's days from its watermark's on
-  itself (below), so a day of event_log is left to it until its watermark has left the day.
-* ``provisional_totals`` (window_date) is rewritten by the stream's MERGE, which conflicts
-  with a compaction of a partition it reads. The MERGE reads only the windows its batch
-  touches, and once the watermark has passed the end of the day's last window plus grace
-  (``spark.progress.required_watermark``) no batch touches the day again; before that, the
-  partition is skipped and the result says why. One MERGE is not bounded below: a new
-  stream query's first watermark (no watermark before it). Should that one meet a
-  compaction of the same partition, Delta fails one of the two commits, and both are
-  idempotent to re-run (the stream's batch after its restart, the compaction the next
-  night).
-
-During the day the stream compacts event_log's current days itself every
-``event_log_compact_every`` batches (``compact_recent_event_log``), since its de-duplication
-re-reads the last hour of event_log in every batch; the nightly compaction then finds little
-left to do in event_log. At the same moment it splits the watermark's day of
-provisional_totals into the windows no MERGE can touch again and the rest
-(``settle_open_provisional``), which keeps its MERGE from rewriting the day's FINAL windows in
-every batch; this runs between two batches in the stream's own thread, so it never meets that
-query's MERGE (a second query MERGE-ing the same day at that moment would fail one of the two
-commits, each idempotent to re-run).
+* every table compacted here only ever receives blind appends (``provisional_deltas`` too:
+  the stream appends what each batch adds and never rewrites a total, spark.provisional),
+  which never conflict with a compaction; rows of the day that arrive afterwards land in new
+  files, compacted by the next night's lookback run.
+* Two OPTIMIZEs of one partition at once do conflict (Delta fails one). During the day the
+  stream compacts the partitions of ``event_log`` and ``provisional_deltas`` from its
+  watermark's day on itself, every ``event_log_compact_every`` batches
+  (``compact_recent_stream_days``): its de-duplication re-reads the last hour of event_log in
+  every batch, and the dashboard's read of the open windows folds their deltas. So those two
+  tables' days are left to the stream until its watermark has left the day.
 
 VACUUM (deleting the replaced files from storage) is not done here but by ``reckon vacuum``
 (spark.retention), with a retention of the operator's choosing: the audit pins table versions,
@@ -64,14 +50,15 @@ from spark import tables as tb
 from spark.session import session_conf
 
 __all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
-           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_event_log",
-           "settle_open_provisional"]
+           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_stream_days"]
 
-#: (table, the date column it is partitioned by); provisional_totals last, since it is the one
-#: that waits for the day to close
+#: (table, the date column it is partitioned by)
 COMPACTED: tuple[tuple[str, str], ...] = (
     (tb.EVENT_LOG, "event_date"), (tb.QUARANTINE, "arrival_date"),
-    (tb.LATE_EVENTS, "window_date"), (tb.PROVISIONAL_TOTALS, "window_date"))
+    (tb.LATE_EVENTS, "window_date"), (tb.PROVISIONAL_DELTAS, "window_date"))
+#: the tables whose current days the stream compacts itself (and the column of their day)
+STREAM_COMPACTED: tuple[tuple[str, str], ...] = (
+    (tb.EVENT_LOG, "event_date"), (tb.PROVISIONAL_DELTAS, "window_date"))
 
 #: Files are packed up to this size, and files this big are never rewritten again. Spark reads
 #: 128 MB per task by default, so a bigger file adds no read parallelism; smaller bins also let
@@ -128,14 +115,13 @@ class CompactionResult:
 def compact_day(spark: SparkSession, settings: Settings, day: date) -> CompactionResult:
     """Compact ``day``'s partition of every stream table that exists (see the module doc for
     which partitions are safe when). Idempotent: a compacted partition is left alone."""
-    from spark.progress import latest_watermark, required_watermark
+    from spark.progress import latest_watermark
 
     started = time.monotonic()
     wh = settings.warehouse_path
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"no event_log in warehouse {str(wh)!r}: nothing to compact (check "
                          "--warehouse, or run `reckon stream` first)")
-    required = required_watermark(settings, day)
     seen = latest_watermark(spark, settings)
     results = []
     with _target_file_size(spark):
@@ -144,20 +130,14 @@ def compact_day(spark: SparkSession, settings: Settings, day: date) -> Compactio
             if not tb.table_exists(wh, name):
                 results.append(PartitionCompaction(name, partition, 0, 0, 0, 0,
                                                    "table does not exist"))
-            elif (name == tb.EVENT_LOG and settings.event_log_compact_every
+            elif ((name, column) in STREAM_COMPACTED and settings.event_log_compact_every
                   and tb.table_exists(wh, tb.WATERMARK_PROGRESS)  # a stream has run
                   and (seen is None or from_micros(seen).date() <= day)):
                 # two OPTIMIZEs of one partition at once: Delta fails one of them
                 results.append(PartitionCompaction(
                     name, partition, 0, 0, 0, 0,
-                    "the stream compacts this day's event_log itself until its watermark "
+                    f"the stream compacts this day's {name} itself until its watermark "
                     f"leaves the day (now {'undefined' if seen is None else format_micros(seen)})"))
-            elif name == tb.PROVISIONAL_TOTALS and (seen is None or seen < required):
-                results.append(PartitionCompaction(
-                    name, partition, 0, 0, 0, 0,
-                    f"day not closed: the stream may still MERGE into it until its watermark "
-                    f"reaches {format_micros(required)} (now "
-                    f"{'undefined' if seen is None else format_micros(seen)})"))
             else:
                 results.append(_compact_partition(spark, settings, name, column, day))
     return CompactionResult(day, tuple(results), time.monotonic() - started)
@@ -180,65 +160,23 @@ def _compact_partition(spark: SparkSession, settings: Settings, name: str, colum
                                int(metrics["filesAdded"]["totalSize"] or 0))
 
 
-def compact_recent_event_log(spark: SparkSession, settings: Settings, since: date) -> int:
+def compact_recent_stream_days(spark: SparkSession, settings: Settings, since: date) -> int:
     """What the stream runs every ``event_log_compact_every`` batches, between a batch's
-    writes and its progress row (when no batch mark is set): bin-pack the small files of
-    event_log's partitions from ``since`` on. Every batch re-reads the last dedup horizon of
-    event_log, and an hour of a 5 s trigger is ~2,900 small files (3.5 s a batch to read,
-    against 0.34 s for 80; BENCHMARKS.md, workload 7). ``since`` is the day of the watermark
-    before the batch, so a day the nightly run may compact (its watermark passed the day) is
-    never compacted here too. Returns the number of files removed."""
-    return _bin_pack_small_files(spark, settings, tb.EVENT_LOG,
-                                 f"event_date >= '{since.isoformat()}'")
-
-
-def settle_open_provisional(spark: SparkSession, settings: Settings, day: date,
-                            cutoff_us: int) -> bool:
-    """Run by the stream next to ``compact_recent_event_log``: rewrite ``day`` of
-    provisional_totals with the windows starting before ``cutoff_us`` (which no later MERGE
-    can touch: the lowest window start a batch's MERGE reads only rises with the watermark) in
-    a file of their own, the rest after them. Returns whether it rewrote anything.
-
-    A MERGE rewrites every row of each file it touches, and its output files mix the windows
-    it updated with every other row of the files it read, so the rows of windows long FINAL
-    ride along into the next batch's touched files, and the next: left alone, by evening each
-    batch copies the whole day (a day of 2M rows: MERGE 9-12 s a batch, against 3-4 s with
-    only recent windows in the touched files). Once settled, the FINAL windows sit in a file
-    whose window_start range ends below every later batch's MERGE bound, so data skipping
-    never opens it again. The rows and every reader's result are unchanged: one
-    ``dataChange = false`` commit (no change-feed rows, no batch mark). A day in which no file
-    holds windows on both sides of the cutoff is left as it is, so a re-run commits nothing.
-    The larger side is written first and no file may hold more rows than it: exactly two
-    files, whichever side is larger."""
-    from pyspark.sql import functions as F
-
-    name = tb.PROVISIONAL_TOTALS
-    where = f"window_date = '{day.isoformat()}'"
-    rows = tb.read_table(spark, settings.warehouse_path, name).where(where)
-    settled = F.col("window_start") < F.timestamp_micros(F.lit(cutoff_us))
-    per_file = (rows.select(F.input_file_name().alias("file"), settled.cast("long").alias("s"))
-                .groupBy("file").agg(F.sum("s").alias("settled"), F.count(F.lit(1)).alias("n")))
-    found = per_file.agg(
-        F.sum("settled").alias("settled"), F.sum("n").alias("rows"),
-        F.max((F.col("settled") > 0) & (F.col("settled") < F.col("n"))).alias("straddles"),
-    ).first()
-    if found is None or not found.straddles:
-        return False
-    settled_n, open_n = int(found.settled), int(found.rows) - int(found.settled)
-    first = settled if settled_n >= open_n else ~settled
-    # one task, the larger side first: the first file takes exactly it, the second the rest
-    (rows.coalesce(1)
-     .sortWithinPartitions("window_date", F.when(first, 0).otherwise(1), "window_start")
-     .write.format("delta").mode("overwrite").option("replaceWhere", where)
-     .option("dataChange", "false").option("maxRecordsPerFile", max(settled_n, open_n))
-     .save(tb.table_path(settings.warehouse_path, name)))
-    return True
+    writes and its progress row (when no batch mark is set): bin-pack the small files of the
+    partitions of event_log and provisional_deltas from ``since`` on. Every batch re-reads the
+    last dedup horizon of event_log, an hour of a 5 s trigger is ~2,900 small files (3.5 s a
+    batch to read, against 0.34 s for 80; BENCHMARKS.md, workload 7), and a read of the open
+    windows folds their deltas. ``since`` is the day of the watermark before the batch, so a
+    day the nightly run may compact (its watermark passed the day) is never compacted here
+    too. Returns the number of files removed."""
+    return sum(_bin_pack_small_files(spark, settings, name, f"{column} >= '{since.isoformat()}'")
+               for name, column in STREAM_COMPACTED)
 
 
 def compact_watermark_progress(spark: SparkSession, settings: Settings) -> int:
     """Bin-pack watermark_progress (one small file per batch: ~17,000 a day at a 5 s trigger),
     which every restart's state restore and every nightly watermark poll read whole. Run by
-    the stream next to ``compact_recent_event_log``; the table is small (a row per batch), so
+    the stream next to ``compact_recent_stream_days``; the table is small (a row per batch), so
     rewriting what is left of it takes about a second. Returns the number of files removed."""
     return _bin_pack_small_files(spark, settings, tb.WATERMARK_PROGRESS, None)
 

@@ -58,10 +58,8 @@ from reckon.eventtime import (
     EventTimeRules,
     PartitionObservation,
     WatermarkState,
-    WindowStatus,
     advance_watermark,
     is_duplicate_of_recent,
-    lowest_revisable_start,
 )
 from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
 from reckon.schema import TOTAL_IDENTITY
@@ -69,13 +67,13 @@ from reckon.timeutil import from_micros, parse_duration
 from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.parse import parse_events
-from spark.rules import arrival_order, disposition_col, status_col, window_starts_col
+from spark.rules import arrival_order, disposition_col, window_starts_col
 
 __all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "kafka_offsets",
            "kafka_partitions", "landing_lines", "processing_time", "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
-STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS,
+STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS, tb.LATE_EVENTS,
                  tb.WATERMARK_PROGRESS)
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
                   "partition", "offset", "arrival_time", "input_file")
@@ -286,28 +284,20 @@ class BatchProcessor:
                     F.to_date(F.coalesce("arrival_time", F.lit(processed_at)))
                     .alias("arrival_date"))
                 writes.start("quarantine", self._append, bad, tb.QUARANTINE, batch_id)
-            new_totals: DataFrame | None = None
-            span: tuple[int, int] | None = None
             if valid_n:
                 deduped = self._deduplicate(parsed, batch_id, valid_rows)
                 classified = self._classify(deduped, wm_before)
                 with self._step("dedup+classify"):
                     agg = (classified.groupBy("disposition")
-                           .agg(F.count(F.lit(1)).alias("n"), F.min("ws_us").alias("lo"),
-                                F.max("ws_us").alias("hi")).collect())
+                           .agg(F.count(F.lit(1)).alias("n")).collect())
                 counts.update({r.disposition: r.n for r in agg})
-                counted = [r for r in agg if r.disposition in ("on_time", "revision")]
                 writes.start("event_log", self._write_event_log, deduped, batch_id)
                 if counts["late"]:
                     writes.start("late_events", self._write_late, classified, batch_id,
                                  wm_before)
-                if counted:
-                    new_totals = self._window_totals(classified)
-                    span = (min(r.lo for r in counted), max(r.hi for r in counted))
-            moved = wm_after is not None and wm_after != wm_before
-            if new_totals is not None or moved:
-                writes.start("merge", self._merge_provisional, new_totals, span, batch_id,
-                             wm_before, wm_after, moved, processed_at)
+                if counts["on_time"] or counts["revision"]:
+                    writes.start("deltas", self._write_deltas, classified, batch_id,
+                                 processed_at)
         finally:
             writes.wait()  # every started write has ended (or failed) before anything else
             if deduped is not None:
@@ -403,158 +393,40 @@ class BatchProcessor:
             F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
         self._append(late, tb.LATE_EVENTS, batch_id)
 
-    def _window_totals(self, classified: DataFrame) -> DataFrame:
-        """This batch's counted events summed per (window, key, currency): the MERGE's new
-        figures. The sum runs at the total's precision, which no day can overflow
-        (reckon.money)."""
-        return (classified
-                .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
-                                                  Disposition.REVISION.value))
-                .groupBy("ws_us", *TOTAL_IDENTITY)
-                .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
-                     F.count(F.lit(1)).alias("event_count"),
-                     F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
-                           .otherwise(0)).alias("revised"),
-                     F.lit(True).alias("has_events")))
-
-    def _moving_windows(self, wm_before: int | None, wm_after: int) -> tuple[DataFrame, int | None]:
-        """Rows of provisional_totals whose status the new watermark changes (OPEN -> CLOSED or
-        FINAL, CLOSED -> FINAL), as zero-valued MERGE source rows, and the lowest window start
-        they can have. Bounded: only rows whose end lies in (WM_before - grace, WM_after] can
-        change (earlier ones are FINAL already); unbounded below only for the first watermark."""
-        rules = self.rules
-        end_us = F.unix_micros(F.col("window_end"))
-        condition = ((status_col(end_us, wm_after, rules.grace) != F.col("status"))
-                     & (end_us <= F.lit(wm_after))
-                     & (F.col("window_date") <= F.to_date(_ts(wm_after))))
-        lowest: int | None = None
-        if wm_before is not None:
-            floor = wm_before - rules.grace
-            lowest = self._lowest_merged_start(wm_before)
-            condition = (condition & (end_us > F.lit(floor))
-                         & (F.col("window_date") >= F.to_date(_ts(lowest))))
-        rows = (tb.read_table(self.spark, self.warehouse, tb.PROVISIONAL_TOTALS)
-                .filter(condition)
-                .select(F.unix_micros("window_start").alias("ws_us"), *TOTAL_IDENTITY,
-                        F.lit(0).cast(tb.TOTAL).alias("total_amount"),
-                        F.lit(0).cast("long").alias("event_count"), F.lit(0).alias("revised"),
-                        F.lit(False).alias("has_events")))
-        return rows, lowest
-
-    def _lowest_merged_start(self, wm_before: int) -> int:
-        """The lowest window start a MERGE after watermark ``wm_before`` reads, or any later
-        MERGE (reckon.eventtime.lowest_revisable_start)."""
-        return lowest_revisable_start(wm_before, self.rules.grace, self.rules.windows.size)
-
-    def _merge_provisional(self, new_totals: DataFrame | None, span: tuple[int, int] | None,
-                           batch_id: int, wm_before: int | None, wm_after: int | None,
-                           moved: bool, processed_at: datetime) -> None:
-        """One MERGE per batch into provisional_totals (one Delta commit, idempotent by batch
-        id): add this batch's counted events to their windows and move the windows the new
-        watermark passed to CLOSED/FINAL. Both kinds of row are one source, so the target is
-        scanned and rewritten once; the merge reads only the window range they span."""
-        from delta.tables import DeltaTable
-
-        if tb.PROVISIONAL_TOTALS in self._written:  # a re-run batch whose MERGE committed
-            return
-        rules = self.rules
-        parts: list[DataFrame] = []
-        lows: list[int | None] = []
-        highs: list[int] = []
-        if new_totals is not None and span is not None:
-            parts.append(new_totals)
-            lows.append(span[0])
-            highs.append(span[1])
-        if moved and wm_after is not None:
-            moving, lowest = self._moving_windows(wm_before, wm_after)
-            parts.append(moving)
-            lows.append(lowest)
-            highs.append(wm_after - rules.windows.size)
-        if not parts:
-            return
-        union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-        source = (union.groupBy("ws_us", *TOTAL_IDENTITY)
-                  .agg(F.sum("total_amount").cast(tb.TOTAL).alias("total_amount"),
-                       F.sum("event_count").alias("event_count"),
-                       F.max("revised").alias("revised"),
-                       F.max("has_events").alias("has_events"))
+    def _write_deltas(self, classified: DataFrame, batch_id: int,
+                      processed_at: datetime) -> None:
+        """This batch's counted events summed per (window, key, currency), appended to
+        provisional_deltas: provisional_totals is their fold (spark.provisional), so no row
+        is ever rewritten and a window's status needs no write when the watermark moves. The
+        sum runs at the total's precision, which no day can overflow (reckon.money)."""
+        size = self.rules.windows.size
+        deltas = (classified
+                  .filter(F.col("disposition").isin(Disposition.ON_TIME.value,
+                                                    Disposition.REVISION.value))
+                  .groupBy("ws_us", *TOTAL_IDENTITY)
+                  .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
+                       F.count(F.lit(1)).alias("event_count"),
+                       F.max(F.when(F.col("disposition") == Disposition.REVISION.value, 1)
+                             .otherwise(0)).alias("revised"))
                   .select(F.timestamp_micros("ws_us").alias("window_start"),
-                          F.timestamp_micros(F.col("ws_us") + F.lit(rules.windows.size))
-                          .alias("window_end"),
+                          F.timestamp_micros(F.col("ws_us") + F.lit(size)).alias("window_end"),
                           *TOTAL_IDENTITY, "total_amount", "event_count", "revised",
-                          "has_events",
-                          (F.col("ws_us") + F.lit(rules.windows.size)).alias("we_us")))
-        now, wm = F.lit(processed_at), _ts(wm_after)
-        t_status = status_col(F.unix_micros(F.col("t.window_end")), wm_after, rules.grace)
-        s_status = status_col(F.col("s.we_us"), wm_after, rules.grace)
-
-        def lifecycle(status: Column, prefix: str) -> dict[str, Column]:
-            closed = status != F.lit(WindowStatus.OPEN.value)
-            final = status == F.lit(WindowStatus.FINAL.value)
-            keep = (lambda c: F.col(f"t.{c}")) if prefix == "t" else (lambda c: F.lit(None))
-            return {
-                "status": status,
-                "closed_at": F.coalesce(keep("closed_at"), F.when(closed, now)),
-                "closed_batch_id": F.coalesce(keep("closed_batch_id"),
-                                              F.when(closed, F.lit(batch_id))),
-                "watermark_at_close": F.coalesce(keep("watermark_at_close"),
-                                                 F.when(closed, wm)),
-                "finalized_at": F.coalesce(keep("finalized_at"), F.when(final, now)),
-                "finalized_batch_id": F.coalesce(keep("finalized_batch_id"),
-                                                 F.when(final, F.lit(batch_id))),
-            }
-
-        target = DeltaTable.forPath(self.spark, tb.table_path(self.warehouse,
-                                                              tb.PROVISIONAL_TOTALS))
-        hi = max(highs)
-        bounded = ((F.col("t.window_start") <= _ts(hi))
-                   & (F.col("t.window_date") <= F.to_date(_ts(hi))))
-        if all(low is not None for low in lows):
-            lo = min(low for low in lows if low is not None)
-            bounded = (bounded & (F.col("t.window_start") >= _ts(lo))
-                       & (F.col("t.window_date") >= F.to_date(_ts(lo))))
-        condition = ((F.col("t.window_start") == F.col("s.window_start"))
-                     & (F.col("t.key") == F.col("s.key"))
-                     & (F.col("t.currency") == F.col("s.currency")) & bounded)
-        with tb.marked_dml(self.spark, self.app_id, tb.PROVISIONAL_TOTALS, batch_id,
-                           self._reads):
-            (target.alias("t").merge(source.alias("s"), condition)
-             .whenMatchedUpdate(set={
-                 "total_amount": (F.col("t.total_amount") + F.col("s.total_amount"))
-                 .cast(tb.TOTAL),
-                 "event_count": F.col("t.event_count") + F.col("s.event_count"),
-                 "revision": (F.col("t.revision") + F.col("s.revised")).cast("int"),
-                 "last_batch_id": F.when(F.col("s.has_events"), F.lit(batch_id).cast("long"))
-                 .otherwise(F.col("t.last_batch_id")),
-                 **lifecycle(t_status, "t"),
-             })
-             .whenNotMatchedInsert(condition=F.col("s.has_events"), values={
-                 "window_start": F.col("s.window_start"), "window_end": F.col("s.window_end"),
-                 "key": F.col("s.key"), "currency": F.col("s.currency"),
-                 "total_amount": F.col("s.total_amount"),
-                 "event_count": F.col("s.event_count"),
-                 "revision": F.col("s.revised").cast("int"),
-                 "first_batch_id": F.lit(batch_id).cast("long"),
-                 "last_batch_id": F.lit(batch_id).cast("long"),
-                 "window_date": F.to_date(F.col("s.window_start")),
-                 **lifecycle(s_status, "s"),
-             })
-             .execute())
+                          F.lit(batch_id).alias("batch_id"),
+                          F.lit(self.query_id).alias("query_id"),
+                          F.lit(processed_at).alias("processed_at"),
+                          F.to_date(F.timestamp_micros("ws_us")).alias("window_date")))
+        self._append(deltas, tb.PROVISIONAL_DELTAS, batch_id)
 
     def compact_open_days(self, wm_before: int) -> None:
-        """From the watermark's day on: bin-pack event_log's small files, so the next batches'
-        de-duplication read opens few files, and split provisional_totals into the windows no
-        later MERGE reads (its lowest bound only rises with the watermark) and the rest, so the
-        MERGE stops carrying FINAL windows along (spark.compaction). The stream runs it every
+        """From the watermark's day on: bin-pack the small files of event_log, so the next
+        batches' de-duplication read opens few files, and of provisional_deltas, which a read
+        of the open windows folds (spark.compaction). The stream runs it every
         event_log_compact_every batches, once every write of the batch has ended: no batch
         mark is set then, so these commits carry none; a re-run finds nothing left to do and
         commits nothing."""
-        from spark.compaction import compact_recent_event_log, settle_open_provisional
+        from spark.compaction import compact_recent_stream_days
 
-        since = from_micros(wm_before).date()
-        compact_recent_event_log(self.spark, self.settings, since)
-        settle_open_provisional(self.spark, self.settings, since,
-                                self._lowest_merged_start(wm_before))
+        compact_recent_stream_days(self.spark, self.settings, from_micros(wm_before).date())
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
