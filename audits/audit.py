@@ -198,7 +198,7 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     """The reconciliation rows of one day (not yet written). Inputs may be missing (None).
 
     provisional_totals, canonical_totals and uncaught_duplicates hold a (window, key, currency)
-    once a day (the stream's MERGE and the replay's grouping are keyed by it), and the day's
+    once a day (the fold of the stream's deltas and the replay's grouping are keyed by it), and the day's
     late events are summed per (window, key, currency) first, so the inputs are full-outer
     joined as they are: the two big sides each hashed once. Grouping a union of the four hashed every row
     twice, in a partial and a final aggregation that Spark keeps even after a shuffle that has

@@ -79,6 +79,7 @@ from spark.tables import (
     CANONICAL_TOTALS,
     EVENT_LOG,
     LATE_EVENTS,
+    PROVISIONAL_DELTAS,
     PROVISIONAL_TOTALS,
     QUARANTINE,
     RECONCILIATION,
@@ -431,12 +432,34 @@ def _provisional(settings: Settings) -> TableSuite:
               {"column_A": "finalized_batch_id", "column_B": "last_batch_id", "or_equal": True,
                "ignore_row_if": "either_value_is_missing"},
               BLOCKING, "a FINAL window is never revised after finalisation"),
+        Check("ExpectColumnValuesToBeNull", {"column": "batch_added_twice"}, BLOCKING,
+              "each batch adds to a window once: a delta appended twice counts twice"),
         _has_rows(PROVISIONAL_TOTALS),
     )
+    totals = _derive_totals(settings, "total_amount")
+
+    def derive(df: DataFrame, scope: DayScope) -> DataFrame:
+        return totals(df, scope).join(_deltas_added_twice(scope), list(GRAIN), "left")
+
     return TableSuite(PROVISIONAL_TOTALS, "window_date", checks,
                       (*GRAIN, "event_count", "total_amount", "status", "revision",
-                       "last_batch_id", "finalized_batch_id"),
-                      _derive_totals(settings, "total_amount"))
+                       "last_batch_id", "finalized_batch_id", "batch_added_twice"), derive)
+
+
+def _deltas_added_twice(scope: DayScope) -> DataFrame:
+    """Per (window, key, currency) of the day: the batches whose delta provisional_deltas
+    holds more than once (``batch 7 x2``), or no row. provisional_totals folds the deltas, so
+    a batch appended twice (an idempotency failure) shows only as a larger total there."""
+    wh = scope.settings.warehouse_path
+    if not table_exists(wh, PROVISIONAL_DELTAS):
+        return scope.spark.createDataFrame([], "window_start timestamp, key string, "
+                                           "currency string, batch_added_twice string")
+    copies = (read_table(scope.spark, wh, PROVISIONAL_DELTAS)
+              .filter(F.col("window_date") == F.lit(scope.day))
+              .groupBy(*GRAIN, "query_id", "batch_id").agg(F.count(F.lit(1)).alias("n"))
+              .filter(F.col("n") > 1))
+    return copies.groupBy(*GRAIN).agg(F.concat_ws(", ", F.collect_list(F.format_string(
+        "batch %d x%d", F.col("batch_id"), F.col("n")))).alias("batch_added_twice"))
 
 
 def _canonical(settings: Settings) -> TableSuite:

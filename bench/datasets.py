@@ -239,41 +239,43 @@ EVENING_ARCHIVED_ROWS_PER_FILE = 1_200_000
 
 
 def build_evening(spark: SparkSession, folder: Path, settings: Settings, archived_rows: int,
-                  provisional_rows: int, end_us: int) -> dict[str, Any]:
+                  provisional_rows: int, end_us: int, *, with_day: bool = True
+                  ) -> dict[str, Any]:
     """A stream's warehouse late in a day, as its batch just before ``end_us`` left it: the
-    archived hour before ``end_us`` (see build_archived_hour) and about ``provisional_rows``
-    (window, key, currency) rows of that day in provisional_totals (every window holds each
-    merchant's currencies: DAY_CELLS rows), all FINAL but the last window's
-    (still OPEN), all in one file, as a day of MERGEs leaves them: each MERGE rewrites the
-    file holding the windows it updates, and its output holds every row that file held.
-    Reused when built for these inputs."""
+    archived hour before ``end_us`` (see build_archived_hour) and, ``with_day``, about
+    ``provisional_rows`` deltas of that day in provisional_deltas (every window holds each
+    merchant's currencies: DAY_CELLS rows, one batch each), in one file, as the nightly
+    compaction of a day leaves them. Without the day: the same hour, as a morning's stream
+    (nothing counted yet today) would read. Reused when built for these inputs."""
     rules = settings.event_time_rules()
-    size, lateness = rules.windows.size, rules.watermark.lateness
+    size = rules.windows.size
     day_start, _ = day_bounds(from_micros(end_us - 1).date())
     last_start = end_us // size * size - size
     windows = min(-(-provisional_rows // DAY_CELLS), (last_start - day_start) // size + 1)
-    spec = {"v": _DATA_VERSION, "builder": "evening-2", "archived_hour_rows": archived_rows,
-            "end_us": end_us, "provisional_windows": windows, "open_windows": 1,
-            "keys": DAY_KEYS, "cells": DAY_CELLS, "window_us": size, "lateness_us": lateness,
+    spec = {"v": _DATA_VERSION, "builder": "evening-3", "archived_hour_rows": archived_rows,
+            "end_us": end_us, "provisional_windows": windows if with_day else 0,
+            "keys": DAY_KEYS, "cells": DAY_CELLS, "window_us": size,
             "archived_rows_per_file": EVENING_ARCHIVED_ROWS_PER_FILE}
     if _is_built(folder, spec):
         return spec
     fresh_folder(folder)
     _write_archived_hour(spark, folder, archived_rows, end_us,
                          rows_per_file=EVENING_ARCHIVED_ROWS_PER_FILE)
-    log(f"building a day of provisional_totals: {windows:,} windows x {DAY_CELLS} "
+    tb.ensure_table(spark, folder, tb.PROVISIONAL_DELTAS)
+    if with_day:
+        _write_day_of_deltas(spark, folder, windows, last_start, size, day_start)
+    _mark(folder, spec)
+    return spec
+
+
+def _write_day_of_deltas(spark: SparkSession, folder: Path, windows: int, last_start: int,
+                         size: int, day_start: int) -> None:
+    log(f"building a day of provisional_deltas: {windows:,} windows x {DAY_CELLS} "
         "(key, currency) rows")
     idc = F.col("id")
     start = F.lit(last_start) - (F.lit(windows - 1) - (idc / DAY_CELLS).cast("long")) * size
     cell = F.pmod(idc, F.lit(DAY_CELLS))
     currency = _at([j for _, j in _cells()], cell)
-    is_open = start == F.lit(last_start)
-
-    def unless_open(col: Column) -> Column:
-        return F.when(is_open, F.lit(None)).otherwise(col)
-
-    # closed (and, with no grace, final) once the watermark passed the window's end
-    closed = F.timestamp_micros(start + F.lit(size + lateness))
     batch = ((start - F.lit(day_start)) / F.lit(5 * MICROS_PER_SECOND)).cast("long")  # 5 s
     rows = spark.range(0, windows * DAY_CELLS).select(
         F.timestamp_micros(start).alias("window_start"),
@@ -283,18 +285,11 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
         _money(currency, F.pmod(_h(idc, 9), F.lit(10_000_000)) + 1, clip=False)
         .cast(tb.TOTAL).alias("total_amount"),
         (F.pmod(_h(idc, 10), F.lit(20)) + 1).alias("event_count"),
-        F.when(is_open, F.lit("OPEN")).otherwise(F.lit("FINAL")).alias("status"),
-        F.lit(0).alias("revision"),
-        batch.alias("first_batch_id"), batch.alias("last_batch_id"),
-        unless_open(closed).alias("closed_at"), unless_open(batch + 1).alias("closed_batch_id"),
-        unless_open(closed).alias("watermark_at_close"), unless_open(closed).alias("finalized_at"),
-        unless_open(batch + 1).alias("finalized_batch_id"),
+        F.lit(0).alias("revised"), batch.alias("batch_id"), F.lit("bench-day").alias("query_id"),
+        F.timestamp_micros(start + F.lit(size)).alias("processed_at"),
         F.to_date(F.timestamp_micros(start)).alias("window_date"))
-    tb.ensure_table(spark, folder, tb.PROVISIONAL_TOTALS)
-    (tb.conform(rows, tb.PROVISIONAL_TOTALS).coalesce(1).write.format("delta").mode("append")
-     .save(tb.table_path(folder, tb.PROVISIONAL_TOTALS)))
-    _mark(folder, spec)
-    return spec
+    (tb.conform(rows, tb.PROVISIONAL_DELTAS).coalesce(1).write.format("delta").mode("append")
+     .save(tb.table_path(folder, tb.PROVISIONAL_DELTAS)))
 
 
 def fresh_folder(folder: Path) -> Path:
@@ -372,7 +367,7 @@ def _minor_step(currency: Column) -> Column:
 
 def build_audit_inputs(spark: SparkSession, settings: Settings,
                        day: date = BENCH_DAY) -> dict[str, Any]:
-    """``provisional_totals`` and ``late_events`` for ``day`` from its ``canonical_totals``
+    """``provisional_deltas`` and ``late_events`` for ``day`` from its ``canonical_totals``
     (run the replay first), with known breaks. Idempotent per day (replaceWhere)."""
     wh = settings.warehouse_path
     size = settings.event_time_rules().windows.size
@@ -411,14 +406,12 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
                                 + F.coalesce("dup_count", F.lit(0))).cast("long")}))
     ghosts = (prov.filter(ghost).withColumn("key", F.concat("key", F.lit("-ghost"))))
     prov = prov.unionByName(ghosts)
-    closed = F.col("window_end") + F.expr("INTERVAL 5 SECONDS")
-    provisional = prov.select(
+    provisional = prov.select(  # one delta per row: what the stream's batches added up to
         "window_start", "window_end", "key", "currency", "total_amount", "event_count",
-        F.lit("FINAL").alias("status"), F.lit(0).alias("revision"),
-        F.lit(0).cast("long").alias("first_batch_id"), F.lit(1).cast("long").alias("last_batch_id"),
-        closed.alias("closed_at"), F.lit(1).cast("long").alias("closed_batch_id"),
-        F.col("window_end").alias("watermark_at_close"), closed.alias("finalized_at"),
-        F.lit(1).cast("long").alias("finalized_batch_id"), "window_date")
+        F.lit(0).alias("revised"), F.lit(1).cast("long").alias("batch_id"),
+        F.lit("bench-audit").alias("query_id"),
+        (F.col("window_end") + F.expr("INTERVAL 5 SECONDS")).alias("processed_at"),
+        "window_date")
     late = canon.filter(is_late).select(
         F.concat(F.lit("late-"), F.col("key"), F.lit("-"),
                  F.unix_micros("window_start").cast("string")).alias("event_id"),
@@ -431,7 +424,7 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
         (F.col("window_end") + F.expr("INTERVAL 57 SECONDS")).alias("watermark"),
         F.lit("57").cast(tb.SECONDS).alias("lateness_seconds"),
         F.lit(2).cast("long").alias("batch_id"), "window_date")
-    for name, df in ((tb.PROVISIONAL_TOTALS, provisional), (tb.LATE_EVENTS, late)):
+    for name, df in ((tb.PROVISIONAL_DELTAS, provisional), (tb.LATE_EVENTS, late)):
         tb.ensure_table(spark, wh, name)
         tb.replace_rows(tb.conform(df, name), wh, name, tb.window_day(day))
     return expected_breaks()
@@ -447,9 +440,13 @@ def expected_breaks() -> dict[str, Any]:
 
 def day_frame(spark: SparkSession, settings: Settings, name: str,
               day: date = BENCH_DAY) -> DataFrame:
-    """One table's rows of ``day`` (partition pruned)."""
+    """One table's rows of ``day`` (partition pruned; provisional_totals derived from its
+    deltas, as every reader sees it)."""
+    from spark.provisional import read_day
+
     col = "event_date" if name == tb.EVENT_LOG else "window_date"
-    return tb.read_table(spark, settings.warehouse_path, name).filter(F.col(col) == F.lit(day))
+    return read_day(spark, settings.warehouse_path, name, settings.event_time_rules(),
+                    day).filter(F.col(col) == F.lit(day))
 
 
 # --------------------------------------------------------------------------- lateness arrays

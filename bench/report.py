@@ -21,8 +21,7 @@ TITLES = {
     "scale": "6. Scale curve: replay and audit at three sizes",
     "compaction": "7. Nightly compaction: the replay of a day in the stream's small files, "
                   "compacted",
-    "long_day": "8. Long day: stream batches late in a day, before and after the stream's "
-                "periodic compaction",
+    "long_day": "8. Long day: stream batches late in a day against the same in the morning",
 }
 
 #: What dominates each workload, measured (see the profile block of each result file). The

@@ -3,7 +3,8 @@
 Not production code and not a table contract. It measures, side by side in one run on the
 same landing dir and the same foreachBatch source, three contenders:
 
-* ``current``: reckon's BatchProcessor (five commits and a MERGE into provisional_totals);
+* ``current``: reckon's BatchProcessor as it is at the commit run (at the recorded result,
+  five commits and a MERGE into provisional_totals; since, appends only);
 * ``append``: the same parse, validation, de-duplication and classification, then only
   appends: every valid row with its disposition, the quarantine, the late rows, the batch's
   per-(window, key, currency) deltas, and the progress row; no MERGE, no status rewrite;
@@ -34,7 +35,7 @@ from pyspark.sql import functions as F
 
 from bench import datasets as ds
 from bench.harness import log
-from bench.workloads import _native_stream, base_settings
+from bench.workloads import _native_stream, _native_with_archive, base_settings
 from reckon.config import Settings
 from reckon.eventtime import (
     Disposition,
@@ -299,24 +300,6 @@ def _dashboard_read(spark: SparkSession, folder: Path, table: str, horizon_windo
             .count())
     return {"seconds": round(time.monotonic() - t, 2), "rows": rows,
             "delta_rows": deltas.count()}
-
-
-def _native_with_archive(spark: SparkSession, source: StreamSource, settings: Settings,
-                         folder: Path) -> None:
-    """What a native user must run to have a nightly replay at all: the native windowed
-    aggregation and, beside it on the same source, an append of every raw line to Delta (two
-    queries started together; done when both are)."""
-    import threading
-
-    raw = source.read(spark, settings)
-    archive = (raw.writeStream.format("delta").outputMode("append")
-               .option("checkpointLocation", str(folder / "_archive_checkpoint"))
-               .trigger(availableNow=True).start(str(folder / "archive")))
-    done = threading.Thread(target=_native_stream, args=(
-        spark, source, settings, str(folder / "native"), str(folder / "_native_checkpoint")))
-    done.start()
-    archive.awaitTermination()
-    done.join()
 
 
 def _timed(fn: Any) -> tuple[Any, float]:

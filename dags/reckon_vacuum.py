@@ -1,6 +1,6 @@
 """The weekly retention DAG: VACUUM of every reckon table (spark.retention).
 
-The stream's MERGEs and the compactions leave replaced files behind, so the warehouse only
+The compactions (the stream's and the nightly one) and re-run nightly days leave replaced files behind, so the warehouse only
 grows until a VACUUM deletes the files no table version within ``vacuum_retain`` uses. Once a
 week is enough. The writers need not stop for it, and a re-run finds nothing left to do.
 Parsing this file touches neither Spark nor any database.

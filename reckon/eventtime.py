@@ -37,11 +37,11 @@ __all__ = [
     "WindowStatus",
     "advance_watermark",
     "classify",
+    "ends_passed",
     "is_beyond_grace",
     "is_duplicate_of_recent",
     "is_future_dated",
     "is_open",
-    "lowest_revisable_start",
     "shift_watermark_series",
     "watermark_series",
     "window_status",
@@ -184,12 +184,20 @@ def is_beyond_grace(window_end: T, watermark: Any, grace: int) -> T:
     return window_end + grace <= watermark  # type: ignore[operator, return-value]
 
 
-def lowest_revisable_start(watermark: int, grace: int, size: int) -> int:
-    """The lowest start of a window (of ``size``) not yet beyond grace under ``watermark``:
-    ``end + G > WM`` with ``end = start + size``, in whole microseconds. Nothing the stream
-    counts or moves starts lower, and since the watermark never goes back, nothing it counts
-    or moves later does either."""
-    return watermark - grace - size + 1
+def ends_passed(before: T, after: T, step: int) -> tuple[T, T]:
+    """``(first, last)``: the window ends a watermark moving from ``before`` to ``after``
+    passes, i.e. every multiple of ``step`` (windows align to the epoch, so every end is one)
+    with ``before < end <= after``; none when ``first > last``. Works on ints and Spark
+    Columns alike, so the derived provisional_totals finds the batch
+    that closed a window by equality instead of a range join.
+
+    >>> ends_passed(25, 47, 10)
+    (30, 40)
+    """
+    # (x % s + s) % s: the floor remainder on ints and on Spark's truncating % alike
+    first: Any = before - (before % step + step) % step + step  # type: ignore[operator]
+    last: Any = after - (after % step + step) % step  # type: ignore[operator]
+    return first, last
 
 
 def classify(window_end: int, watermark: int | None, grace: int) -> Disposition:

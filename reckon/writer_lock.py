@@ -1,8 +1,8 @@
 """One writer at a time: the stream of a warehouse, the replay of a day, the audit of a day.
 
 Two writers of the same tables do not fail cleanly under Delta's optimistic concurrency: the
-loser's first appends commit before its MERGE conflicts, so a second stream leaves rows of a
-batch its winner also wrote, and counts them twice. So every writer first takes an exclusive
+two streams' appends never conflict at all, so a second stream leaves rows of a batch its
+winner also wrote, and counts them twice. So every writer first takes an exclusive
 lock in the warehouse (``<warehouse>/_locks/<scope>.lock``) and holds it until it ends; a
 second writer of the same scope is refused before it writes anything, with one line naming
 the holder.

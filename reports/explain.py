@@ -170,8 +170,8 @@ class WindowStory:
 
 
 _TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_time",
-                "watermark", "commit_time", "closed_at", "watermark_at_close", "finalized_at",
-}
+                "watermark", "processed_at", "closed_at", "watermark_at_close",
+                "finalized_at"}
 
 
 # ----------------------------------------------------------------------------- reading
@@ -349,7 +349,8 @@ def _history(deltas: list[Any], after: dict[tuple[str, int], int | None],
             revision + d.revised
         status = window_status(window_end, after.get((d.query_id, d.batch_id)), grace).value
         told.append(ProvisionalVersion(d.batch_id, d.processed_at, "counted", d.batch_id,
-                                       total, count, status, revision))
+                                       quantize_to_currency(total, d.currency), count, status,
+                                       revision))
     for change, batch, at in (("closed", "closed_batch_id", "closed_at"),
                               ("final", "finalized_batch_id", "finalized_at")):
         if row is None or row.get(batch) is None or any(

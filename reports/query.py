@@ -428,7 +428,6 @@ class QueryResult:
 def register_tables(spark: Any, warehouse: Path) -> dict[str, str]:
     """Register every existing warehouse table as a temp view; return name -> path."""
     from spark import tables as tb
-
     from spark.provisional import read_provisional, warehouse_rules
 
     paths: dict[str, str] = {}

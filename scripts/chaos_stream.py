@@ -47,7 +47,7 @@ from tests.stream_chaos import (  # noqa: E402
 __all__ = ["ChaosResult", "KillRecord", "compare_tables", "kill_point", "main", "run_chaos"]
 
 # Tables one micro-batch writes, in the order it writes them (spark/stream.py BatchProcessor).
-BATCH_TABLES = (tb.QUARANTINE, tb.EVENT_LOG, tb.LATE_EVENTS, tb.PROVISIONAL_TOTALS,
+BATCH_TABLES = (tb.QUARANTINE, tb.EVENT_LOG, tb.LATE_EVENTS, tb.PROVISIONAL_DELTAS,
                 tb.WATERMARK_PROGRESS)
 DIFF_SAMPLE = 20
 

@@ -26,8 +26,7 @@ Which partitions, and why it is safe next to the running stream:
 
 VACUUM (deleting the replaced files from storage) is not done here but by ``reckon vacuum``
 (spark.retention), with a retention of the operator's choosing: the audit pins table versions,
-``reckon explain`` reads a window's history through the change feed, and how long those must
-stay answerable is the operator's decision.
+and how long those must stay answerable is the operator's decision.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.config import Settings, load_settings
-from reckon.eventtime import EventTimeRules
+from reckon.eventtime import EventTimeRules, ends_passed
 from reckon.spec import with_spec
 from reckon.timeutil import day_bounds
 from spark import tables as tb
@@ -192,11 +192,11 @@ def _passing(progress: DataFrame, step: int, lowest_end: int, highest_end: int |
     passes the window ends (all multiples of the step, since windows align to the epoch) in
     ``(watermark_before - shift, watermark - shift]``; a query's first batch (no watermark
     before) every end up to its watermark."""
-    top = F.floor((F.col("wm") - F.lit(shift)) / F.lit(step)) * F.lit(step)
+    first, top = ends_passed(F.col("wmb") - F.lit(shift), F.col("wm") - F.lit(shift), step)
     if highest_end is not None:
         top = F.least(top, F.lit(highest_end))
-    after_before = (F.floor((F.col("wmb") - F.lit(shift)) / F.lit(step)) + 1) * F.lit(step)
-    bottom = F.greatest(after_before, F.lit(-(-lowest_end // step) * step))
+    # a query's first batch has no watermark before it: null, and greatest() skips nulls
+    bottom = F.greatest(first, F.lit(-(-lowest_end // step) * step))
     ends = F.when(bottom <= top, F.sequence(bottom.cast("long"), top.cast("long"),
                                             F.lit(step).cast("long")))
     return (progress.filter(F.col("wm").isNotNull())

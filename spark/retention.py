@@ -1,15 +1,14 @@
 """VACUUM: delete the data files no recent version of a table uses any more.
 
-Every stream MERGE rewrites the provisional_totals files it touches, and every compaction
-replaces small files by large ones. Delta keeps the replaced files so that older versions stay
+Every compaction replaces small files by large ones (the stream's own, every few batches, and
+the nightly one), and a re-run audit or replay replaces a day's rows. Delta keeps the replaced files so that older versions stay
 readable, so without a VACUUM the warehouse only grows. ``reckon vacuum`` deletes, in each of
 reckon's tables, the files that no version newer than the retention uses.
 
 Choosing the retention decides what stays answerable. Within it everything works. Past it,
-three things stop working:
+two things stop working (``reckon explain``'s history of a window is not one of them: it is
+told from the appended provisional_deltas rows, which a VACUUM never removes):
 - time travel to those versions;
-- the change-feed history that ``reckon explain`` tells for a window. Explain then tells what
-  is left and says where the history was cut;
 - an audit re-run against a replay whose pinned event_log version is older than the
   retention. The audit says to replay the day again first.
 

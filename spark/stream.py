@@ -9,16 +9,17 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
    earlier batches, or earlier in this batch in arrival order);
 3. archive every valid row to ``event_log`` (duplicates flagged), the log the replay reads;
 4. classify each (event, window) against the watermark left by the previous batch;
-5. MERGE on-time and within-grace sums per (window, key, currency) into ``provisional_totals``
-   (bounded to the windows the batch touches), append late ones to ``late_events``;
-6. every ``event_log_compact_every`` batches, bin-pack the small files of event_log's current
-   days (its dedup read above opens them every batch), move the watermark's day of
-   provisional_totals' windows that no MERGE reads any more into a file of their own (else
-   every MERGE rewrites them), and after step 7 bin-pack watermark_progress;
-7. advance the per-partition watermark (reckon.eventtime.advance_watermark), move windows
-   to CLOSED/FINAL, and record the batch in ``watermark_progress``.
+5. append this batch's on-time and within-grace sums per (window, key, currency) to
+   ``provisional_deltas`` and its late rows to ``late_events``. Nothing is rewritten:
+   ``provisional_totals`` is the fold of the deltas, its statuses derived from the recorded
+   watermarks (spark/provisional.py), so a window that closes needs no write at all;
+6. every ``event_log_compact_every`` batches, bin-pack the small files of the current days of
+   event_log (its dedup read above opens them every batch) and provisional_deltas (a read of
+   the open windows folds them), and after step 7 watermark_progress;
+7. advance the per-partition watermark (reckon.eventtime.advance_watermark) and record the
+   batch in ``watermark_progress``.
 
-The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_totals, late_events) are
+The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_deltas, late_events) are
 independent of one another and run concurrently once their inputs are known; the
 ``watermark_progress`` row is written only after all of them have committed.
 
@@ -337,7 +338,7 @@ class BatchProcessor:
         # Earlier copies: event_log at the version the batch read when it started (a re-run
         # batch: its first run; see batch_reads). Pinned either way: the batch's own event_log
         # commit makes Spark re-compute the persisted result below on its next use (a Delta
-        # write re-caches every cached plan that reads the table), and the MERGE or the
+        # write re-caches every cached plan that reads the table), and the deltas or the
         # late_events write may start after that commit; unpinned, the re-computation would
         # find the batch's events as their own earlier copies. (Not "batch_id < this batch":
         # another query's rows carry its own batch numbers.)

@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,6 @@ __all__ = [
     "marked_append",
     "marked_commit",
     "marked_commits",
-    "marked_dml",
     "parse_batch_mark",
     "read_table",
     "replace_rows",
@@ -385,22 +384,20 @@ def require_layout(spark: SparkSession, warehouse: str | Path,
     (window, key) that added currencies together, amounts at scale 2): their rows can never be
     mixed with per-currency totals. Tables that do not exist yet are fine (they are created in
     the current layout). Reads each table's schema from its Delta log (no data)."""
-    if table_exists(warehouse, PROVISIONAL_TOTALS):
-        raise LayoutError(
-            f"warehouse {str(warehouse)!r} holds provisional_totals as a table, written by a "
-            "reckon whose stream rewrote totals in place; this one appends provisional_deltas "
-            "and derives provisional_totals from them. Stream the source into a new, empty "
-            "--warehouse (the replay and audit then run there); keep the old one only to read")
     problems = [problem for name in names if table_exists(warehouse, name)
                 and (problem := layout_problem(
                     spark.read.format("delta").load(table_path(warehouse, name)).schema, name))]
+    if table_exists(warehouse, PROVISIONAL_TOTALS):
+        problems.insert(0, "provisional_totals is a table, which this reckon derives from "
+                           "provisional_deltas")
     if problems:
         raise LayoutError(
             f"warehouse {str(warehouse)!r} was written by an earlier reckon layout "
-            f"({'; '.join(problems)}): its totals add amounts of different currencies "
-            "together, and reckon will not mix them with per-currency totals. Rebuild it: "
-            "stream the source (landing dir or Kafka topic) again into a new, empty "
-            "--warehouse, then replay and audit there; keep the old one only to read")
+            f"({'; '.join(problems)}), and reckon will not mix its rows with this layout's "
+            "(earlier totals added amounts of different currencies together, or were "
+            "rewritten in place). Rebuild it: stream the source (landing dir or Kafka topic) "
+            "again into a new, empty --warehouse, then replay and audit there; keep the old "
+            "one only to read")
 
 
 def read_table(spark: SparkSession, warehouse: str | Path, name: str, *,
@@ -445,7 +442,6 @@ def conform(df: DataFrame, name: str) -> DataFrame:
     return df.select(*columns)
 
 
-_USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 _MARK_KEY = "reckon_batch"
 
 
@@ -504,17 +500,6 @@ def marked_append(df: DataFrame, warehouse: str | Path, name: str, app_id: str,
     (df.write.format("delta").mode("append")
        .option("userMetadata", batch_mark(app_id, name, batch_id, reads))
        .save(table_path(warehouse, name)))
-
-
-@contextmanager
-def marked_dml(spark: SparkSession, app_id: str, name: str, batch_id: int,
-               reads: Mapping[str, int] | None = None) -> Iterator[None]:
-    """A MERGE/UPDATE/DELETE inside this block commits as batch ``batch_id`` of ``app_id``."""
-    spark.conf.set(_USER_METADATA_CONF, batch_mark(app_id, name, batch_id, reads))
-    try:
-        yield
-    finally:
-        spark.conf.unset(_USER_METADATA_CONF)
 
 
 def last_marked_batch(warehouse: str | Path, name: str, app_id: str, *,

@@ -15,7 +15,7 @@ from spark import tables as tb
 
 # Columns that hold processing (wall-clock) time or a query's own id: not part of the result.
 VOLATILE = {
-    tb.PROVISIONAL_TOTALS: {"closed_at", "finalized_at"},
+    tb.PROVISIONAL_DELTAS: {"processed_at", "query_id"},
     tb.QUARANTINE: {"quarantined_at"},
     tb.WATERMARK_PROGRESS: {"processed_at", "duration_seconds", "query_id"},
     tb.EVENT_LOG: set(),

@@ -63,39 +63,16 @@ def test_a_failed_write_is_raised_only_after_every_write_of_the_batch_ended(spar
         slow_done.set()
 
     def failing() -> None:
-        raise RuntimeError("MERGE failed")
+        raise RuntimeError("deltas failed")
 
     writes = ConcurrentWrites(step)
     writes.start("event_log", slow)
-    writes.start("merge", failing)
+    writes.start("deltas", failing)
     writes.wait()
     assert slow_done.is_set()
-    assert sorted(steps) == ["event_log", "merge"]
-    with pytest.raises(RuntimeError, match="MERGE failed"):
+    assert sorted(steps) == ["deltas", "event_log"]
+    with pytest.raises(RuntimeError, match="deltas failed"):
         writes.raise_first_error()
-
-
-@pytest.mark.spark
-def test_an_append_keeps_its_own_mark_while_a_merge_holds_the_session_mark(spark, tmp_path):
-    """The stream's MERGE marks its commit through a session setting while the batch's
-    appends run concurrently with their own writer option: the option must win, or an append
-    would carry the MERGE's mark and a re-run would append the batch again."""
-    from datetime import UTC, date, datetime
-
-    from spark import tables as tb
-
-    tb.ensure_table(spark, tmp_path, tb.QUARANTINE)
-    now = datetime(2026, 1, 1, tzinfo=UTC)
-    row = {f.name: None for f in tb.SCHEMAS[tb.QUARANTINE].fields} | {
-        "reason": "invalid_json", "partition": 0, "arrival_time": now, "origin": "stream",
-        "quarantined_at": now, "arrival_date": date(2026, 1, 1)}
-    # one row: an empty append makes no commit at all
-    rows = spark.createDataFrame([row], tb.SCHEMAS[tb.QUARANTINE])
-    with tb.marked_dml(spark, "app", tb.PROVISIONAL_TOTALS, 7):
-        tb.marked_append(rows, tmp_path, tb.QUARANTINE, "app", 3)
-    assert tb.last_marked_batch(tmp_path, tb.QUARANTINE, "app") == 3
-    tb.marked_append(rows, tmp_path, tb.QUARANTINE, "app", 4)
-    assert tb.last_marked_batch(tmp_path, tb.QUARANTINE, "app") == 4
 
 
 @pytest.mark.spark

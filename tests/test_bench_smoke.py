@@ -143,21 +143,15 @@ def _compaction(compaction: dict) -> None:
 
 
 def _long_day(long_day: dict) -> None:
-    """The day as MERGEs leave it: every MERGE copies the day's FINAL windows along; after the
-    stream's periodic compaction they sit in a file no MERGE opens, and a MERGE copies at most
-    the few windows still revisable (a window's rows are one per (key, currency))."""
-    from bench.datasets import DAY_CELLS
-
+    """The stream only appends: the same batches late in a day (a day of deltas behind them)
+    and in the morning, each with its dashboard read of the last hour's windows."""
     scale = long_day["scale"]
-    final_rows = scale["provisional_rows"] - DAY_CELLS  # all but the one OPEN window's rows
-    assert final_rows >= 10 * DAY_CELLS
-    as_merged = long_day["results"]["reckon_batches_day_as_merged"]
-    settled = long_day["results"]["reckon_batches_after_compaction"]
-    for run in (as_merged, settled):
+    assert scale["provisional_deltas_rows"] >= 20
+    morning = long_day["results"]["reckon_batches_morning"]
+    evening = long_day["results"]["reckon_batches_evening"]
+    for run in (morning, evening):
         assert len(run["batch_seconds"]) == scale["timed_batches"]
-        assert len(run["rows_copied_per_merge"]) == scale["timed_batches"]
-        assert run["lines_in"] > 0
-    assert min(as_merged["rows_copied_per_merge"]) >= final_rows
-    assert max(settled["rows_copied_per_merge"]) <= 3 * DAY_CELLS
-    assert as_merged["compaction_seconds"] is None
-    assert settled["compaction_seconds"] == long_day["profile"]["compaction_seconds"] > 0
+        assert run["lines_in"] > 0 and run["dashboard_rows"] > 0
+        assert run["dashboard_read_seconds"] > 0
+    assert long_day["ratios"]["batch_evening_vs_morning"] == round(
+        evening["median_batch_seconds"] / morning["median_batch_seconds"], 3)

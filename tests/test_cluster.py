@@ -30,7 +30,7 @@ DAY = date(2026, 1, 1)
 # wall-clock columns (tests/stream_chaos.py) and the ids of replay and audit runs
 IGNORED = {**VOLATILE, tb.CANONICAL_TOTALS: {"replay_id"},
            tb.RECONCILIATION: {"audit_run_id"}}
-COMPARED = (tb.EVENT_LOG, tb.PROVISIONAL_TOTALS, tb.LATE_EVENTS, tb.CANONICAL_TOTALS,
+COMPARED = (tb.EVENT_LOG, tb.PROVISIONAL_DELTAS, tb.LATE_EVENTS, tb.CANONICAL_TOTALS,
             tb.RECONCILIATION)
 # small executors and Delta snapshots: the machine has 2 cores
 CLUSTER_CONF = ("spark.executor.memory=512m,spark.cores.max=2,"

@@ -1,5 +1,5 @@
 """Spark tier: the nightly compaction rewrites a day's small files and nothing else -- every row
-stays, a replay gives the same totals, a re-run is a no-op, an open day's provisional_totals
+stays, a replay gives the same totals, a re-run is a no-op, an open day's provisional_deltas
 are left to the stream, and the stream (restarted or not) goes on as if nothing happened."""
 
 from __future__ import annotations
@@ -95,16 +95,13 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
             cli["skipped"]) == (DAY1.isoformat(), 1, 1, [])
     assert _commits(warehouse) == commits
 
-    # the open day: its provisional partition is the stream's until the watermark passes it
-    files_day2 = _live_files(spark, warehouse, tb.PROVISIONAL_TOTALS, "window_date", DAY2)
+    # the open day: event_log and provisional_deltas are the stream's to compact (it does so
+    # itself every few batches) until its watermark leaves the day
+    files_day2 = _live_files(spark, warehouse, tb.PROVISIONAL_DELTAS, "window_date", DAY2)
     open_day = {p.table: p for p in compact_day(spark, settings, DAY2).partitions}
-    reason = open_day[tb.PROVISIONAL_TOTALS].skipped
-    assert reason is not None and "day not closed" in reason
-    assert "2026-01-03T00:00:02Z" in reason  # end of the day's last window + grace 2s
-    assert _live_files(spark, warehouse, tb.PROVISIONAL_TOTALS, "window_date", DAY2) == files_day2
-    # ... and so is its event_log, which the stream compacts itself while the day is current
-    assert "the stream compacts this day's event_log itself" in (
-        open_day[tb.EVENT_LOG].skipped or "")
+    for name in (tb.EVENT_LOG, tb.PROVISIONAL_DELTAS):
+        assert f"the stream compacts this day's {name} itself" in (open_day[name].skipped or "")
+    assert _live_files(spark, warehouse, tb.PROVISIONAL_DELTAS, "window_date", DAY2) == files_day2
     assert open_day[tb.LATE_EVENTS].skipped is None and open_day[tb.QUARANTINE].skipped is None
     assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows_before
 
@@ -130,8 +127,8 @@ def test_compacting_a_warehouse_without_an_event_log_says_what_to_do(spark, tmp_
 
 def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     """Every ``event_log_compact_every`` batches (2 here) the stream bin-packs the small files
-    of event_log's current days and settles provisional_totals' open day between the batch's
-    writes and its progress row: those commits carry no batch mark (none is set then), fewer
+    of event_log's and provisional_deltas' current days between the batch's writes and its
+    progress row: those commits carry no batch mark (none is set then), fewer
     files are live than were written, and rows, totals and a restart's re-run are as without
     it."""
     from delta.tables import DeltaTable
@@ -154,11 +151,10 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     marks = [h.userMetadata for h in progress.history().collect() if h.operation == "OPTIMIZE"]
     assert marks and all(m is None for m in marks)
     assert len(progress.toDF().inputFiles()) < len(batches)
-    # provisional_totals' open day settled (the windows no MERGE reads again in a file of
-    # their own): dataChange = false rewrites, unmarked too
-    provisional = DeltaTable.forPath(spark, tb.table_path(warehouse, tb.PROVISIONAL_TOTALS))
-    settles = [h for h in provisional.history().collect() if h.operation == "WRITE"]
-    assert settles and all(h.userMetadata is None for h in settles)
+    # provisional_deltas' current days too (a read of the open windows folds them)
+    deltas = DeltaTable.forPath(spark, tb.table_path(warehouse, tb.PROVISIONAL_DELTAS))
+    packs = [h for h in deltas.history().collect() if h.operation == "OPTIMIZE"]
+    assert packs and all(h.userMetadata is None for h in packs)
     assert sorted(r.batch_id for r in progress.toDF().collect()) == list(range(len(batches)))
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
@@ -171,67 +167,3 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     assert _commits(warehouse) == commits
 
 
-def test_settling_an_open_day_puts_the_windows_no_merge_reads_in_a_file_of_their_own(
-        spark, tmp_path):
-    """settle_open_provisional splits a day of provisional_totals at the cutoff: one file holds
-    exactly the windows before it (which data skipping then keeps every later MERGE out of),
-    the others only windows at or after it. Rows, the other day and the change feed are
-    unchanged (a dataChange = false commit), and a second call finds nothing to do."""
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
-
-    from reckon.timeutil import day_bounds
-    from spark.compaction import settle_open_provisional
-
-    warehouse = tmp_path / "wh"
-    settings = stream_settings(warehouse, **RULES)
-    path = tb.ensure_table(spark, warehouse, tb.PROVISIONAL_TOTALS)
-    d0 = day_bounds(DAY1)[0]
-    ws = F.lit(d0) + (F.col("id") * 10_000_000)  # 10 s windows from DAY1's midnight on
-    rows = spark.range(0, 8_640 + 30, numPartitions=3).select(  # into DAY2's first windows
-        F.timestamp_micros(ws).alias("window_start"),
-        F.timestamp_micros(ws + 10_000_000).alias("window_end"),
-        F.lit("m1").alias("key"), F.lit("EUR").alias("currency"),
-        F.col("id").cast(tb.TOTAL).alias("total_amount"),
-        F.lit(1).cast("long").alias("event_count"), F.lit(0).alias("revision"),
-        F.lit("FINAL").alias("status"), F.lit(0).cast("long").alias("first_batch_id"),
-        F.lit(0).cast("long").alias("last_batch_id"),
-        *[F.lit(None).cast(t).alias(c) for c, t in (
-            ("closed_at", "timestamp"), ("closed_batch_id", "long"),
-            ("watermark_at_close", "timestamp"), ("finalized_at", "timestamp"),
-            ("finalized_batch_id", "long"))],
-        F.to_date(F.timestamp_micros(ws)).alias("window_date"))
-    tb.conform(rows, tb.PROVISIONAL_TOTALS).write.format("delta").mode("append").save(path)
-    table = DeltaTable.forPath(spark, path)
-    before = sorted(table.toDF().collect())
-    cutoff = d0 + 6_000 * 10_000_000 + 1  # windows 0..6000 settled, 6001.. open
-
-    def files_of(day):
-        df = table.toDF().filter(F.col("window_date") == F.lit(day))
-        return (df.groupBy(F.input_file_name().alias("f"))
-                .agg(F.min(F.unix_micros("window_start")).alias("lo"),
-                     F.max(F.unix_micros("window_start")).alias("hi"),
-                     F.count(F.lit(1)).alias("n")).collect())
-
-    other_day = sorted(f.f for f in files_of(DAY2))
-    assert any(f.lo < cutoff <= f.hi for f in files_of(DAY1))  # a straddling file
-    assert settle_open_provisional(spark, settings, DAY1, cutoff)
-    settled = [f for f in files_of(DAY1) if f.hi < cutoff]
-    assert [f.n for f in settled] == [6_001]
-    assert all(f.lo >= cutoff for f in files_of(DAY1) if f not in settled)
-    assert sorted(f.f for f in files_of(DAY2)) == other_day
-    assert sorted(table.toDF().collect()) == before
-    last = table.history(1).first()
-    assert last.userMetadata is None
-    changes = (spark.read.format("delta").option("readChangeFeed", "true")
-               .option("startingVersion", last.version).load(path))
-    assert changes.count() == 0
-    head = last.version
-    assert not settle_open_provisional(spark, settings, DAY1, cutoff)
-    assert table.history(1).first().version == head
-    # the open side larger than the settled one: still two files, split at the cutoff
-    earlier = d0 + 2_000 * 10_000_000 + 1
-    assert settle_open_provisional(spark, settings, DAY1, earlier)
-    sides = sorted((f.hi < earlier, f.lo >= earlier, f.n) for f in files_of(DAY1))
-    assert sides == [(False, True, 8_640 - 2_001), (True, False, 2_001)]
-    assert sorted(table.toDF().collect()) == before

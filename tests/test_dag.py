@@ -223,7 +223,7 @@ def _table_state(spark, settings) -> dict[str, object]:
 
     wh = settings.warehouse_path
     state: dict[str, object] = {name: tb.read_table(spark, wh, name).count()
-                                for name in (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_TOTALS,
+                                for name in (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS,
                                              tb.LATE_EVENTS, tb.WATERMARK_PROGRESS,
                                              tb.CANONICAL_TOTALS, tb.RECONCILIATION)}
     state["canonical_rows"] = sorted(tuple(r) for r in tb.read_table(

@@ -18,7 +18,7 @@ from reckon.eventtime import (
     WindowStatus,
     advance_watermark,
     classify,
-    lowest_revisable_start,
+    ends_passed,
     window_status,
 )
 
@@ -181,11 +181,16 @@ def test_zero_idle_timeout_is_rejected_because_it_can_lose_data():
         WatermarkPolicy(lateness=0, idle_timeout=0)
 
 
-@given(times, st.integers(0, 10**10), st.integers(1, 10**10), st.integers(-10**11, 10**11))
-def test_the_lowest_revisable_start_is_where_windows_stop_being_beyond_grace(
-        watermark, grace, size, offset):
-    """A window starting at or after it is counted or moved (not late); one starting before
-    it is beyond grace: the bound the stream's MERGE and its settle of provisional_totals
-    use."""
-    start = lowest_revisable_start(watermark, grace, size) + offset
-    assert (classify(start + size, watermark, grace) is not Disposition.LATE) == (offset >= 0)
+@given(st.integers(-10**16, 10**16), st.integers(0, 10**10),
+       st.sampled_from([1, 7, 10 * S, 60 * S, 86_400 * S]))
+def test_a_watermark_advance_passes_exactly_the_ends_it_closes(before, advance, step):
+    """The ends ends_passed names are exactly the window ends (multiples of the step) whose
+    status the advance moves off OPEN: the rule the derived provisional_totals closes windows
+    by."""
+    after = before + advance
+    first, last = ends_passed(before, after, step)
+    assert first % step == 0 and last % step == 0
+    for end in (first - step, first, last, last + step):
+        moved = (window_status(end, before, 0) is WindowStatus.OPEN
+                 and window_status(end, after, 0) is not WindowStatus.OPEN)
+        assert moved == (first <= end <= last)

@@ -48,7 +48,7 @@ def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed)
             ch.provisional["status"], ch.provisional["revision"],
             ch.provisional["closed_batch_id"], ch.provisional["finalized_batch_id"]) == \
         (Decimal("4.00"), 4, "FINAL", 1, 4, 6)
-    # the provisional row over time, from the change data feed
+    # the provisional row over time, from its deltas and the batches that closed it
     assert [(h.last_batch_id, str(h.total_amount), h.event_count, h.status, h.revision)
             for h in ch.history] == [
         (0, "1.00", 1, "OPEN", 0), (1, "2.00", 2, "OPEN", 0), (2, "3.00", 3, "OPEN", 0),

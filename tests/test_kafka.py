@@ -230,7 +230,7 @@ def test_broker_restart_between_runs_loses_nothing_and_counts_nothing_twice(spar
 
 
 def _provisional_counts(spark, warehouse: Path) -> list:
-    return (spark.read.format("delta").load(str(warehouse / "provisional_totals"))
+    return (spark.read.format("delta").load(str(warehouse / "provisional_deltas"))
             .select("event_count").collect())
 
 

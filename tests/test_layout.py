@@ -55,6 +55,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
             run()
         message = str(caught.value)
         assert "earlier reckon layout" in message, step
+        assert "provisional_totals is a table" in message, step
         assert "no column currency" in message or "decimal(18,2), not decimal(18,3)" in message
         assert "into a new, empty --warehouse" in message, step
         assert "\n" not in message  # one line
@@ -65,7 +66,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
 def test_the_current_layout_passes_and_a_missing_table_is_no_problem(spark, tmp_path):
     warehouse = tmp_path / "wh"
     tb.require_layout(spark, warehouse)  # nothing exists yet
-    tb.ensure_table(spark, warehouse, tb.PROVISIONAL_TOTALS)
+    tb.ensure_table(spark, warehouse, tb.PROVISIONAL_DELTAS)
     tb.require_layout(spark, warehouse)
     assert tb.layout_problem(tb.SCHEMAS[tb.RECONCILIATION], tb.RECONCILIATION) is None
     assert tb.layout_problem(_OLD_TOTALS, tb.CANONICAL_TOTALS) == (

@@ -47,9 +47,9 @@ def _canonical(key: str, count: int, amount: str, currency: str = "USD",
 
 
 def _provisional(key: str, count: int, amount: str, currency: str = "USD") -> dict[str, Any]:
-    return _total(key, count, amount, currency, status="FINAL", revision=0, first_batch_id=1,
-                  last_batch_id=2, closed_at=_t(14), closed_batch_id=2,
-                  watermark_at_close=_t(12), finalized_at=_t(14), finalized_batch_id=2)
+    """A provisional_deltas row: what batch 1 added (provisional_totals folds them)."""
+    return _total(key, count, amount, currency, revised=0, batch_id=1, query_id="q1",
+                  processed_at=_t(12))
 
 
 def _late(event_id: str, watermark: float, lateness: str) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def _clean_rows() -> dict[str, list[dict[str, Any]]]:
             {**_event("e3", "k2", "7.50", 3, 3.5, "EUR"), "event_date": DAY},
             {**_event("e5", "k2", "7", 5, 5.5, "JPY"), "event_date": DAY},
         ],
-        "provisional_totals": [_provisional("k1", 1, "10.00"),
+        "provisional_deltas": [_provisional("k1", 1, "10.00"),
                                _provisional("k2", 1, "7.50", "EUR"),
                                _provisional("k2", 1, "7", "JPY")],
         # what the replay sums from the event log: one row per currency of (window, key)
@@ -120,7 +120,7 @@ def _faulty_rows() -> dict[str, list[dict[str, Any]]]:
     rows["event_log"] += [{**_event("e9", "k1", "1.00", 900, 1), "event_date": DAY},
                           {**_event("e10", "k4", "5.5", 6, 7, "JPY"),  # JPY has no cents
                            "event_date": DAY}]
-    rows["provisional_totals"] += [_provisional("k1", 1, "10.00"),         # duplicate grain
+    rows["provisional_deltas"] += [_provisional("k1", 1, "10.00"),         # batch 1 again
                                    _provisional("k5", 1, "5.5", "JPY")]     # half a yen
     rows["canonical_totals"].append(_canonical("k3", -1, "1.00"))          # not in the log
     rows["late_events"].append(_late("e5", 8, "-2.000000"))                 # window still open
@@ -133,7 +133,7 @@ def _faulty_rows() -> dict[str, list[dict[str, Any]]]:
 
 
 _PARTITION = {"event_log": "event_date", "quarantine": "arrival_date",
-              "provisional_totals": "window_date", "late_events": "window_date",
+              "provisional_deltas": "window_date", "late_events": "window_date",
               "canonical_totals": "window_date", "uncaught_duplicates": "window_date",
               "reconciliation": "window_date"}
 
@@ -256,8 +256,7 @@ def test_data_docs_index_lists_every_suite(clean_result: Any, clean_wh: Path) ->
 EXPECTED_FAILURES = {
     ("event_log", "expect_column_values_to_be_null", "skew_beyond_bound_seconds", "blocking"),
     ("event_log", "expect_column_values_to_be_null", "minor_unit_break", "blocking"),
-    ("provisional_totals", "expect_compound_columns_to_be_unique", "window_start,key,currency",
-     "blocking"),
+    ("provisional_totals", "expect_column_values_to_be_null", "batch_added_twice", "blocking"),
     ("provisional_totals", "expect_column_values_to_be_null", "minor_unit_break", "blocking"),
     ("canonical_totals", "expect_column_values_to_be_between", "event_count", "blocking"),
     ("canonical_totals", "expect_column_values_to_be_null", "event_log_mismatch", "blocking"),
@@ -286,8 +285,8 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     message = str(info.value)
     assert "13 blocking expectation(s)" in message
     # each failure names the table, the expectation, the column and offending rows
-    assert ("provisional_totals: expect_compound_columns_to_be_unique on column "
-            "window_start,key,currency: 2 unexpected") in message
+    assert ("provisional_totals: expect_column_values_to_be_null on column "
+            "batch_added_twice: 1 unexpected") in message and "batch 1 x2" in message
     # a JPY total of 5.5 is not a whole number of yen; nor is a JPY event of 5.5
     assert ("provisional_totals: expect_column_values_to_be_null on column minor_unit_break: "
             "1 unexpected") in message and '"minor_unit_break": "total_amount 5.500 JPY"' \
@@ -348,7 +347,9 @@ def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
     # not "pass"), as blocking expectations of their own, not crashes; with them, the
     # lenient run's only blocking failures
     missing = {r.table for r in lenient.results if r.expectation == "expect_table_to_exist"}
-    assert missing == set(_PARTITION) - {"reconciliation"}
+    # (suites name provisional_totals, which is derived from the provisional_deltas table)
+    assert missing == {*_PARTITION, "provisional_totals"} - {"reconciliation",
+                                                             "provisional_deltas"}
     assert {r.table for r in lenient.blocking_failures} == missing and not lenient.success
     assert not any(s.table_exists for s in lenient.suites if s.table != "reconciliation")
 

@@ -233,10 +233,11 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate
         assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
     # the provisional side of each row is the stream's row as it stands (status included)
+    from spark.provisional import read_provisional, warehouse_rules
+
     prov = {(to_micros(r.window_start), r.key, r.currency): (r.status, r.revision,
                                                              r.total_amount)
-            for r in spark.read.format("delta").load(
-                str(warehouse / tb.PROVISIONAL_TOTALS)).collect()}
+            for r in read_provisional(spark, warehouse, warehouse_rules(warehouse)).collect()}
     assert {k: (r.provisional_status, r.provisional_revision, r.provisional_amount)
             for k, r in got.items()} == {k: prov.get(k, (None, None, None)) for k in got}
     assert {r.provisional_status for r in got.values()} >= {"FINAL"}
@@ -482,12 +483,13 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
     settings = stream_settings(warehouse, **RULES)
     replay_day(spark, settings, DAY1)
     replay_day(spark, settings, DAY2)
-    table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_TOTALS))
+    table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_DELTAS))
     victim = (table.toDF().filter("window_date = '2026-01-02'")
-              .orderBy("window_start", "key", "currency").first())
+              .orderBy("window_start", "key", "currency", "batch_id").first())
     table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
                  & (F.col("key") == F.lit(victim.key))
-                 & (F.col("currency") == F.lit(victim.currency)),
+                 & (F.col("currency") == F.lit(victim.currency))
+                 & (F.col("batch_id") == F.lit(victim.batch_id)),
                  set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
     audit_day(spark, settings, DAY1, record=False)
     result = audit_day(spark, settings, DAY2, record=False)
@@ -495,11 +497,12 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
     assert list(bad) == [(to_micros(victim.window_start), victim.key, victim.currency)]
     # The result names the version of each input it read: the update is the newest one.
-    inputs = (tb.PROVISIONAL_TOTALS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)
+    inputs = (tb.PROVISIONAL_DELTAS, tb.WATERMARK_PROGRESS, tb.CANONICAL_TOTALS,
+              tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)
     assert result.table_versions == {
         name: DeltaTable.forPath(spark, str(warehouse / name)).history(1).first().version
         for name in inputs}
-    assert result.table_versions[tb.PROVISIONAL_TOTALS] == (
+    assert result.table_versions[tb.PROVISIONAL_DELTAS] == (
         table.history().filter("operation = 'UPDATE'").first().version)
     row = next(iter(bad.values()))
     assert (row.status, row.residual_amount, row.residual_count) == (
@@ -565,7 +568,7 @@ def test_a_re_run_batch_changes_nothing(spark, tmp_path):
 def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_path,
                                                                      monkeypatch, old_marks):
     """A crash after a batch's event_log commit (and late_events', if it has late events),
-    before its MERGE and its progress row: the re-run (a fresh processor, as after a restart)
+    before its deltas and its progress row: the re-run (a fresh processor, as after a restart)
     writes only what is missing, and every table equals the pure reference's -- nothing lost,
     nothing twice. Also when the crashed run's marks predate the record of what a batch read
     (an upgrade between the crash and the restart): event_log as of just before its own
@@ -580,18 +583,18 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
                             mark(app_id, name, batch_id))
 
     def crash(*args, **kwargs):
-        raise RuntimeError("killed before the MERGE")
+        raise RuntimeError("killed before the deltas")
 
     for batch_id, batch in enumerate(batches):
         if batch_id == 1:
-            monkeypatch.setattr(crashing, "_merge_provisional", crash)
-            with pytest.raises(RuntimeError, match="killed before the MERGE"):
+            monkeypatch.setattr(crashing, "_write_deltas", crash)
+            with pytest.raises(RuntimeError, match="killed before the deltas"):
                 crashing(_raw(spark, batch), batch_id)
             break
         crashing(_raw(spark, batch), batch_id)
     marks = {name: tb.last_marked_batch(warehouse, name, crashing.app_id)
-             for name in (tb.EVENT_LOG, tb.PROVISIONAL_TOTALS, tb.WATERMARK_PROGRESS)}
-    assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_TOTALS: 0, tb.WATERMARK_PROGRESS: 0}
+             for name in (tb.EVENT_LOG, tb.PROVISIONAL_DELTAS, tb.WATERMARK_PROGRESS)}
+    assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_DELTAS: 0, tb.WATERMARK_PROGRESS: 0}
     commit = tb.marked_commit(warehouse, tb.EVENT_LOG, crashing.app_id, 1)
     assert commit is not None
     assert set(commit[1]) == (set() if old_marks else {tb.EVENT_LOG, tb.WATERMARK_PROGRESS})
@@ -631,7 +634,7 @@ def test_a_re_run_batch_whose_commits_are_gone_stops_with_what_to_do(spark, tmp_
         if found is not None:  # expired
             (warehouse / name / "_delta_log" / f"{found[0]:020d}.json").unlink()
             gone.append(name)
-    assert tb.EVENT_LOG in gone and tb.PROVISIONAL_TOTALS in gone
+    assert tb.EVENT_LOG in gone and tb.PROVISIONAL_DELTAS in gone
     log = spark.read.format("delta").load(tb.table_path(warehouse, tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
 
@@ -644,7 +647,7 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
         spark, tmp_path, monkeypatch):
     """Query A's first batch resumes from the watermark query B left and judges duplicates
     against event_log as it is; B then commits another batch (copies of A's events, and a
-    watermark far ahead) before A's batch writes, and A is killed before its MERGE. The re-run
+    watermark far ahead) before A's batch writes, and A is killed before its deltas. The re-run
     reads the event_log and watermark_progress versions its first run recorded in its batch
     marks, so every table equals that of the same interleaving without the crash. The control
     re-run reads event_log as of just before its own commit and watermark_progress as it is
@@ -670,10 +673,10 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
             return
 
         def killed(*args, **kwargs):
-            raise RuntimeError("killed before the MERGE")
+            raise RuntimeError("killed before the deltas")
 
-        query_a._merge_provisional = killed
-        with pytest.raises(RuntimeError, match="killed before the MERGE"):
+        query_a._write_deltas = killed
+        with pytest.raises(RuntimeError, match="killed before the deltas"):
             query_a(_raw(spark, a_batch), 0)
         assert tb.last_marked_batch(warehouse, tb.EVENT_LOG, query_a.app_id) == 0
         BatchProcessor(spark, settings_, query_id="query-a")(_raw(spark, a_batch), 0)
@@ -707,7 +710,7 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
                                                                           monkeypatch):
     """A Delta write re-caches every cached plan that reads the table it writes, so once a
     batch's event_log append commits, the next use of its persisted de-duplication re-computes
-    it; the MERGE and the late_events write here start only after that commit (the race the
+    it; the deltas and the late_events write here start only after that commit (the race the
     concurrent writes can lose). The de-duplication reads event_log at a version pinned when the
     batch started, so its own rows are never their own earlier copies: the tables equal the
     pure reference's. The control run reads event_log unpinned, as before the fix, and loses
@@ -722,8 +725,8 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
         processor = BatchProcessor(spark, stream_settings(warehouse, **RULES),
                                    query_id="test-query")
         started, committed = threading.Event(), threading.Event()
-        write_log, merge, write_late = (processor._write_event_log,
-                                        processor._merge_provisional, processor._write_late)
+        write_log, deltas, write_late = (processor._write_event_log,
+                                         processor._write_deltas, processor._write_late)
 
         def log_first(*args, **kwargs):
             started.set()
@@ -740,7 +743,7 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
             return wait_then_write
 
         processor._write_event_log = log_first
-        processor._merge_provisional = after_the_log(merge)
+        processor._write_deltas = after_the_log(deltas)
         processor._write_late = after_the_log(write_late)
         for batch_id, batch in enumerate(batches):
             started.clear()
