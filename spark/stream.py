@@ -64,7 +64,7 @@ from reckon.eventtime import (
 )
 from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
 from reckon.schema import TOTAL_IDENTITY
-from reckon.timeutil import from_micros, parse_duration
+from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.parse import parse_events
@@ -199,6 +199,18 @@ class BatchProcessor:
                                "commit: the stream creates its tables before the first batch")
         return {name: int(version) for name, version in reads.items() if version is not None}
 
+    def _processing_time(self) -> datetime:
+        """The batch's processing time: now, recorded with the versions it reads (its batch
+        marks carry both), or, for a re-run batch, the time its first run recorded. Every
+        row the batch writes carries it (its deltas, its progress row), and provisional_totals
+        orders a window's deltas by it, so a re-run writes what its first run would have."""
+        recorded = self._reads.get(tb.CLOCK_READ)
+        if recorded is not None:
+            return from_micros(recorded)
+        now = datetime.now(UTC)
+        self._reads[tb.CLOCK_READ] = to_micros(now)
+        return now
+
     def already_written(self, batch_id: int) -> frozenset[str]:
         """The stream tables that already hold batch ``batch_id`` of this query.
 
@@ -231,13 +243,13 @@ class BatchProcessor:
     def __call__(self, raw: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         self._steps: dict[str, float] = {}
-        processed_at = datetime.now(UTC)
         if self._writer_lock is not None:
             self._writer_lock.check()  # still the warehouse's one writer
         with self._step("restore"):
             self._written = self.already_written(batch_id)
             self._reads = self.batch_reads(batch_id)
             before = self.restore_state(batch_id)
+        processed_at = self._processing_time()
         wm_before = before.watermark
 
         parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)

@@ -30,6 +30,7 @@ from spark.session import built_once_per_jvm
 
 __all__ = [
     "CANONICAL_TOTALS",
+    "CLOCK_READ",
     "EVENT_LOG",
     "EVENT_TIME_SPEC",
     "LATE_EVENTS",
@@ -443,6 +444,12 @@ def conform(df: DataFrame, name: str) -> DataFrame:
 
 
 _MARK_KEY = "reckon_batch"
+
+
+#: The key under which a batch mark's ``reads`` records the batch's processing time
+#: (microseconds): the clock is read once per batch, like the table versions, so that a
+#: re-run of the batch writes the same rows its first run would have.
+CLOCK_READ = "@processed_at_us"
 
 
 def batch_mark(app_id: str, name: str, batch_id: int,

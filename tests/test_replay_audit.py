@@ -597,7 +597,8 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_DELTAS: 0, tb.WATERMARK_PROGRESS: 0}
     commit = tb.marked_commit(warehouse, tb.EVENT_LOG, crashing.app_id, 1)
     assert commit is not None
-    assert set(commit[1]) == (set() if old_marks else {tb.EVENT_LOG, tb.WATERMARK_PROGRESS})
+    assert set(commit[1]) == (set() if old_marks else {tb.EVENT_LOG, tb.WATERMARK_PROGRESS,
+                                                       tb.CLOCK_READ})
     monkeypatch.undo()  # the restart runs this code
 
     restarted = BatchProcessor(spark, settings_, query_id="test-query")
