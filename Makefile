@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: setup setup-test demo test test-fast test-soak lint bench bench-quick clean
+.PHONY: setup setup-test demo test test-fast test-soak lint bench bench-quick bench-report clean
 
 setup:                ## venv + package + JVM jars (idempotent)
 	bash scripts/setup.sh
@@ -34,6 +34,9 @@ bench-quick: setup
 
 bench: setup
 	$(PY) -m bench
+
+bench-report:         ## BENCHMARKS.md from bench/results and bench/notes, running nothing
+	$(PY) -m bench --report-only
 
 clean:
 	rm -rf warehouse .pytest_cache .hypothesis

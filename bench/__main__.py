@@ -15,9 +15,9 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.harness import environment, load_average, log, write_result
+from bench.harness import base_settings, environment, load_average, log, write_result
 from bench.report import write_markdown
-from bench.workloads import WORKLOADS, Scale, base_settings
+from bench.workloads import WORKLOADS, Scale
 from reckon.config import PROJECT_ROOT
 from reckon.errors import UsageError
 
@@ -38,11 +38,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", type=Path, default=PROJECT_ROOT / "bench" / "data")
     p.add_argument("--markdown", type=Path, default=PROJECT_ROOT / "BENCHMARKS.md",
                    help="the file whose tables are regenerated from --results-dir")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: regenerate --markdown from --results-dir and bench/notes")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.report_only:
+        write_markdown(args.results_dir, args.markdown)
+        log(f"regenerated {args.markdown} from {args.results_dir}")
+        return 0
     factor = args.scale if args.scale is not None else (QUICK_FACTOR if args.quick else 1.0)
     if not 0 < factor <= 10:
         raise UsageError(f"--scale {factor} is not valid: give a factor in (0, 10]")

@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="day warehouses built by the scale curve (day-<events>)")
     args = parser.parse_args(argv)
 
-    from bench.harness import log
-    from bench.workloads import _audit, _measure, _replay, base_settings
+    from audits.audit import audit_day
+    from bench.datasets import BENCH_DAY
+    from bench.harness import base_settings, log, measure
+    from spark.replay import replay_day
     from spark.session import few_cores_conf, get_spark
 
     def settings_for(warehouse: Path) -> Any:
@@ -54,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_for(warehouse)
         events = int(warehouse.name.removeprefix("day-"))
         log(f"driver memory on {args.master}: replay_day at {events:,} events")
-        _, replay = _measure(spark, partial(_replay, spark, settings))
+        _, replay = measure(spark, partial(replay_day, spark, settings, BENCH_DAY))
         log(f"driver memory on {args.master}: audit_day(record=False) at {events:,} events")
-        _, audit = _measure(spark, partial(_audit, spark, settings, False))
+        _, audit = measure(spark, partial(audit_day, spark, settings, BENCH_DAY,
+                                          kind="bench", record=False))
         points[str(events)] = {"replay": replay, "audit": audit}
     print(json.dumps({"driver_heap": DRIVER_HEAP, "executor_memory": EXECUTOR_MEMORY,
                       "spark_master": args.master, "results": points}))

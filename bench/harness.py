@@ -16,20 +16,26 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from reckon.config import PROJECT_ROOT
+from reckon.config import PROJECT_ROOT, Settings, load_settings
 
-__all__ = ["MemorySampler", "Timer", "cpu_seconds", "environment", "load_average", "log",
-           "write_result"]
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["MAX_FILES_PER_TRIGGER", "MemorySampler", "Timer", "base_settings", "cpu_seconds",
+           "environment", "load_average", "log", "measure", "write_result"]
+
+#: Landing files per micro-batch in every benchmark warehouse (see base_settings).
+MAX_FILES_PER_TRIGGER = 10
 
 _MB = 1024 * 1024
 
@@ -213,3 +219,34 @@ def write_result(results_dir: Path, workload: str, payload: dict[str, Any]) -> P
     tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
     tmp.replace(path)
     return path
+
+
+def base_settings(warehouse: Path, **overrides: Any) -> Settings:
+    """Embedded defaults (no reckon.toml, no RECKON_* variables), local[2], own warehouse: a
+    benchmark measures the code, not whatever the machine's reckon.toml says. Shared by the
+    workloads, the driver-memory process and the spike, so all three run the same settings.
+
+    >>> base_settings(Path("/tmp/wh"), spark_master="local[1]").max_files_per_trigger
+    10
+    """
+    return load_settings(env={}, warehouse=str(warehouse),
+                         **{"spark_master": "local[2]",
+                            "max_files_per_trigger": MAX_FILES_PER_TRIGGER, **overrides})
+
+
+def measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """Run ``fn`` once: its value, wall seconds, CPU seconds and peak memory. Every workload
+    and the driver-memory process report the same fields, so their tables line up.
+
+    Example: ``rows, m = measure(spark, lambda: replay_day(spark, settings, day))``, then
+    ``m["wall_seconds"]``, ``m["peak_jvm_heap_used_mb"]``.
+    """
+    with MemorySampler(spark) as mem:
+        c0 = cpu_seconds()
+        t0 = time.perf_counter()
+        value = fn()
+        wall = time.perf_counter() - t0
+        c1 = cpu_seconds()
+    return value, {"wall_seconds": round(wall, 3),
+                   "cpu_seconds_python": round(c1["python"] - c0["python"], 2),
+                   "cpu_seconds_jvm": round(c1["jvm"] - c0["jvm"], 2), **mem.result()}

@@ -34,8 +34,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from bench import datasets as ds
-from bench.harness import log
-from bench.workloads import _native_stream, _native_with_archive, base_settings
+from bench.harness import base_settings, log
+from bench.workloads import _native_stream, _native_with_archive
 from reckon.config import Settings
 from reckon.eventtime import (
     Disposition,

@@ -25,16 +25,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench import datasets as ds
-from bench.harness import MemorySampler, cpu_seconds, log
-from reckon.config import Settings, load_settings
+from bench.harness import MAX_FILES_PER_TRIGGER, base_settings, log, measure
+from reckon.config import Settings
 from reckon.generate import GeneratorConfig
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration, parse_timestamp
 from spark import tables as tb
 
-__all__ = ["WORKLOADS", "Scale", "base_settings"]
+__all__ = ["WORKLOADS", "Scale"]
 
-MAX_FILES_PER_TRIGGER = 10
 FRESHNESS_MAX_FILES = 1_000  # every landed file: see _freshness_at
 
 
@@ -89,26 +88,6 @@ class Scale:
         horizon (1 h) of a stream that has run at ``rate`` for an hour, so every batch re-reads
         what it would at steady state, not an event_log that starts empty."""
         return max(100, int(rate * 3_600 * min(1.0, self.factor * 4)))
-
-
-def base_settings(warehouse: Path, **overrides: Any) -> Settings:
-    """Embedded defaults (no reckon.toml, no RECKON_* variables), local[2], own warehouse."""
-    return load_settings(env={}, warehouse=str(warehouse),
-                         **{"spark_master": "local[2]",
-                            "max_files_per_trigger": MAX_FILES_PER_TRIGGER, **overrides})
-
-
-def _measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """Run ``fn`` once: its value, wall seconds and peak memory."""
-    with MemorySampler(spark) as mem:
-        c0 = cpu_seconds()
-        t0 = time.perf_counter()
-        value = fn()
-        wall = time.perf_counter() - t0
-        c1 = cpu_seconds()
-    return value, {"wall_seconds": round(wall, 3),
-                   "cpu_seconds_python": round(c1["python"] - c0["python"], 2),
-                   "cpu_seconds_jvm": round(c1["jvm"] - c0["jvm"], 2), **mem.result()}
 
 
 def _target(name: str, measured: float | None, goal: str, holds: bool | None) -> dict[str, Any]:
@@ -210,9 +189,9 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
             return reckon_stream(spark, s, source, available_now=True,
                                  on_batch=lambda m: kept.append(m.late))
         log(f"stream: trigger sweep, {files} files (~{per:,} lines) a trigger: reckon")
-        _, ours = _measure(spark, ours_run)
+        _, ours = measure(spark, ours_run)
         log(f"stream: trigger sweep, {files} files a trigger: Spark native")
-        _, theirs = _measure(spark, partial(
+        _, theirs = measure(spark, partial(
             _native_stream, spark, source, settings, str(where / "native_totals"),
             str(where / "_checkpoints" / "native")))
         points.append({
@@ -261,7 +240,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         log(f"stream:   batch {m.batch_id}: {m.rows_in:,} rows, {m.late:,} late, "
             f"{m.duration_seconds:.1f}s")
 
-    _, ours = _measure(spark, lambda: reckon_stream(
+    _, ours = measure(spark, lambda: reckon_stream(
         spark, settings, source, available_now=True, on_batch=on_batch))
     late_kept = sum(b.late for b in batches)
     steps: dict[str, float] = {}
@@ -278,9 +257,9 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 
     log("stream: Spark native withWatermark + groupBy(window, key, currency) -> Delta "
         "(append)")
-    native_info, theirs = _measure(spark, native)
+    native_info, theirs = measure(spark, native)
     log("stream: Spark native + an append of every raw line to Delta (two queries)")
-    _, archived = _measure(spark, lambda: _native_with_archive(
+    _, archived = measure(spark, lambda: _native_with_archive(
         spark, source, settings, work / "native_archive"))
 
     # What Spark's query dropped: valid deliveries in windows it has emitted, minus what its
@@ -463,7 +442,7 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     feeder = threading.Thread(target=feed, name="bench-feeder", daemon=True)
     feeder.start()
     drain = 6 * trigger_s + 300  # safety net only: the query stops once drained
-    _, mem = _measure(spark, lambda: reckon_stream(
+    _, mem = measure(spark, lambda: reckon_stream(
         spark, settings, StreamSource(landing=str(landing)), available_now=False,
         trigger=trigger, on_batch=on_batch, timeout_seconds=seconds + 2 + drain + 600))
     stop.set()
@@ -655,7 +634,7 @@ def _timeline(spark: SparkSession, settings: Settings, started: float, ended: fl
 def _timed_with_timeline(spark: SparkSession, settings: Settings, fn: Callable[[], Any],
                          names: tuple[str, ...]) -> tuple[Any, dict[str, Any], dict[str, float]]:
     started = time.time()
-    value, m = _measure(spark, fn)
+    value, m = measure(spark, fn)
     return value, m, _timeline(spark, settings, started, time.time(), names)
 
 
@@ -675,7 +654,7 @@ def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         return value, m
 
     def timed(fn: Callable[[], Any]) -> Callable[[], tuple[Any, dict[str, Any]]]:
-        return lambda: _measure(spark, fn)
+        return lambda: measure(spark, fn)
 
     runs = _alternate(spark, {
         "reckon_replay_day": ours_timed,
@@ -761,15 +740,15 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 
     runs = _alternate(spark, {
         "audit_day(record=False)": ours_timed,
-        "DataComPy SparkSQLCompare": lambda: _measure(
+        "DataComPy SparkSQLCompare": lambda: measure(
             spark, lambda: _datacompy(spark, settings, report=False)),
     }, ROUNDS, "audit")
     (res, ours, ours_walls), (dc, theirs, theirs_walls) = runs.values()
     timeline = timelines[1:][ours_walls.index(ours["wall_seconds"])]  # [0]: untimed run
     log("audit: audit_day(record=True) (report DB + attribution)")
-    res_rec, ours_rec = _measure(spark, lambda: _audit(spark, settings, True))
+    res_rec, ours_rec = measure(spark, lambda: _audit(spark, settings, True))
     log("audit: DataComPy SparkSQLCompare + report()")
-    _, theirs_rep = _measure(spark, lambda: _datacompy(spark, settings, report=True))
+    _, theirs_rep = measure(spark, lambda: _datacompy(spark, settings, report=True))
     spark.catalog.clearCache()
     speedup = theirs["wall_seconds"] / ours["wall_seconds"]
     breaks = res.rows - res.status_counts.get("MATCHED", 0)
@@ -817,12 +796,12 @@ def run_lateness(spark: SparkSession | None, scale: Scale) -> dict[str, Any]:
     log(f"lateness: building {n:,} events")
     t, a, p = ds.lateness_arrays(n)
     log(f"lateness: vectorised curve, {len(bounds)} bounds")
-    points, ours = _measure(None, lambda: lateness_curve(t, a, p, windows, bounds,
+    points, ours = measure(None, lambda: lateness_curve(t, a, p, windows, bounds,
                                                          expected_partitions=range(4)))
     m = scale.reference_events
     events = list(zip(t[:m].tolist(), a[:m].tolist(), p[:m].tolist(), strict=True))
     log(f"lateness: pure-Python reference on {m:,} events")
-    ref, theirs = _measure(None, lambda: lateness_curve_reference(
+    ref, theirs = measure(None, lambda: lateness_curve_reference(
         events, windows, bounds, expected_partitions=range(4)))
     small = lateness_curve(t[:m], a[:m], p[:m], windows, bounds, expected_partitions=range(4))
     # profile: the share of one bound's time spent in watermark_series (bound-independent
@@ -889,10 +868,10 @@ def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     for n in scale.curve_scales:
         settings = _day_warehouse(spark, scale, n)
         log(f"scale: replay_day at {n:,} events")
-        rr, rep = _measure(spark, partial(_replay, spark, settings))
+        rr, rep = measure(spark, partial(_replay, spark, settings))
         ds.build_audit_inputs(spark, settings)
         log(f"scale: audit_day(record=False) at {n:,} events")
-        ar, aud = _measure(spark, partial(_audit, spark, settings, False))
+        ar, aud = measure(spark, partial(_audit, spark, settings, False))
         points.append({"events": n, "canonical_rows": rr.windows, "audit_rows": ar.rows,
                        "replay": rep, "audit": aud,
                        "replay_us_per_event": round(rep["wall_seconds"] / n * 1e6, 3),
@@ -998,7 +977,7 @@ def run_compaction(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         the process's cached Delta logs are dropped (untimed), or whoever runs after the
         writes of another would find the tables' state in memory."""
         spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()  # type: ignore[union-attr]
-        return _measure(spark, fn)
+        return measure(spark, fn)
 
     def replay_small_files() -> tuple[Any, dict[str, Any]]:
         shutil.rmtree(work, ignore_errors=True)
@@ -1073,7 +1052,7 @@ def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[
         for i, batch in enumerate(files[1:], start=1):
             processor(raw(batch), i)
 
-    _, measured = _measure(spark, batches)
+    _, measured = measure(spark, batches)
     watermark = metrics[-1].watermark
     t0 = time.perf_counter()
     since = None if watermark is None else watermark - 3_600 * MICROS_PER_SECOND

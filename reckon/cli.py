@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from reckon.config import Settings, load_settings
+from reckon.config import Settings, load_settings, warn_renamed
 from reckon.errors import NotBuiltYetError, ReckonError, UsageError
 from reckon.money import format_money
 
@@ -25,7 +25,36 @@ __all__ = ["main", "require_existing"]
 Handler = Callable[[argparse.Namespace, Settings], int]
 
 
+#: (clear flag, deprecated flag, the Settings field both set); see reckon.config.RENAMED.
+_RENAMED_FLAGS = (("--watermark-bound", "--lateness", "lateness"),
+                  ("--allowed-lateness", "--grace", "grace"))
+
+
+def _deprecated_flags(args: argparse.Namespace) -> dict[str, str]:
+    """Move each deprecated flag's value onto its clear flag, warning once; return the
+    deprecated flags used (field -> flag), so that a refusal names the flag the user typed.
+    Both names at once is a UsageError, even with one value: which one counts is not a guess
+    the user should have to make.
+
+    Example: ``reckon stream --lateness 5s`` runs as ``--watermark-bound 5s`` and prints
+    ``reckon: warning: --lateness is deprecated, use --watermark-bound``.
+    """
+    used: dict[str, str] = {}
+    for new, old, name in _RENAMED_FLAGS:
+        value = getattr(args, "deprecated_" + name, None)
+        if value is None:
+            continue
+        if getattr(args, name, None) is not None:
+            raise UsageError(f"{new} and {old} set the same setting ({old} is its deprecated "
+                             f"name): give only {new}")
+        warn_renamed(old, new)
+        setattr(args, name, value)
+        used[name] = old
+    return used
+
+
 def _settings(args: argparse.Namespace) -> Settings:
+    deprecated = _deprecated_flags(args)
     overrides: dict[str, Any] = {}
     for name in ("warehouse", "window", "slide", "lateness", "grace", "idle_timeout",
                  "max_files_per_trigger", "kafka_bootstrap", "kafka_topic", "spark_master",
@@ -33,7 +62,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
-    return load_settings(getattr(args, "config", None), **overrides)
+    settings = load_settings(getattr(args, "config", None), **overrides)
+    return settings.with_values(deprecated) if deprecated else settings
 
 
 def _version() -> str:
@@ -115,8 +145,15 @@ def _warehouse(p: argparse.ArgumentParser, required: bool = False) -> None:
 def _event_time_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", help="window width, e.g. 10s (default from config: 10s)")
     p.add_argument("--slide", help="hopping windows: slide, e.g. 5s (must divide the window)")
-    p.add_argument("--lateness", help="watermark lateness bound L, e.g. 3s")
-    p.add_argument("--grace", help="allowed lateness G after a window closes, e.g. 0s")
+    p.add_argument("--watermark-bound", dest="lateness",
+                   help="watermark bound L: an input's watermark is its maximum event time "
+                   "minus L, e.g. 3s")
+    p.add_argument("--allowed-lateness", dest="grace",
+                   help="allowed lateness G: a closed window still takes events until the "
+                   "watermark passes its end + G, e.g. 0s")
+    p.add_argument("--lateness", dest="deprecated_lateness",
+                   help="deprecated name of --watermark-bound")
+    p.add_argument("--grace", dest="deprecated_grace", help="deprecated name of --allowed-lateness")
     p.add_argument("--idle-timeout", dest="idle_timeout",
                    help="a partition silent this long (arrival time) stops holding the watermark")
 
@@ -174,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="process everything there now, then stop")
     trig.add_argument("--trigger", help="processing-time trigger interval, e.g. 5s")
     p.add_argument("--change-spec", action="store_true",
-                   help="record the given --lateness/--grace/--idle-timeout/--partitions as the "
+                   help="record the given --watermark-bound/--allowed-lateness/--idle-timeout/"
+                   "--partitions as the "
                    "warehouse's new event-time spec, applying from the next batch (without it, "
                    "a value that disagrees with the warehouse's spec is refused)")
 

@@ -3,9 +3,15 @@
 The defaults run on one laptop: local Spark, a ``./warehouse`` directory, a SQLite report
 database inside it. The file is ``$RECKON_CONFIG`` or ``./reckon.toml`` when present (see
 ``reckon.example.toml``). Every key can be overridden by an environment variable named
-``RECKON_`` + the key in upper case, e.g. ``RECKON_LATENESS=5s``,
+``RECKON_`` + the key in upper case, e.g. ``RECKON_WATERMARK_BOUND=5s``,
 ``RECKON_REPORT_DB_URL=postgresql+psycopg://...``. Secrets (database passwords) belong in the
 environment, never in the file.
+
+Two settings have clearer names than their fields (RENAMED): ``watermark_bound`` (flag
+``--watermark-bound``) sets the field ``lateness``, the bound L behind each input's maximum
+event time; ``allowed_lateness`` (``--allowed-lateness``) sets ``grace``, what Flink and Beam
+call allowed lateness. The first names still work and warn once; the warehouse's recorded spec
+keeps them, so existing warehouses open unchanged.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -26,7 +33,7 @@ from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
-__all__ = ["PROJECT_ROOT", "Settings", "load_settings"]
+__all__ = ["PROJECT_ROOT", "RENAMED", "Settings", "load_settings", "warn_renamed"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,8 +52,8 @@ class Settings:
     # event time (see reckon.eventtime)
     window: str = "10s"
     slide: str = ""
-    lateness: str = "3s"
-    grace: str = "0s"
+    lateness: str = "3s"  # set as watermark_bound (RENAMED)
+    grace: str = "0s"  # set as allowed_lateness (RENAMED)
     idle_timeout: str = "60s"
     max_clock_skew: str = "5m"
     dedup_horizon: str = "1h"
@@ -205,7 +212,7 @@ def _redact_url(url: str) -> str:
 def _coerce(name: str, value: Any) -> Any:
     kinds = {f.name: f.type for f in fields(Settings) if f.name != "origins"}
     if name not in kinds:
-        allowed = ", ".join(sorted(kinds))
+        allowed = ", ".join(sorted({*RENAMED, *kinds} - set(RENAMED.values())))
         raise ConfigError(f"unknown setting {name!r}; known settings: {allowed}")
     kind = kinds[name]
     try:
@@ -257,6 +264,47 @@ def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _coerce(k, v) for k, v in values.items()}
 
 
+#: Clear name (TOML key; RECKON_ + it upper-cased; --flag with dashes) -> the Settings field it
+#: sets. The field names stay: they are the keys of the warehouse's recorded spec.
+RENAMED: Mapping[str, str] = {"watermark_bound": "lateness", "allowed_lateness": "grace"}
+_WARNED: set[str] = set()
+
+
+def warn_renamed(old: str, new: str) -> None:
+    """One line on stderr, once per process, that ``old`` still works but ``new`` is its name:
+    a config is read several times in one run, the warning should not be.
+
+    >>> warn_renamed("--grace", "--allowed-lateness")  # doctest: +SKIP
+    reckon: warning: --grace is deprecated, use --allowed-lateness
+    """
+    if old not in _WARNED:
+        _WARNED.add(old)
+        print(f"reckon: warning: {old} is deprecated, use {new}", file=sys.stderr)
+
+
+def _fold_renamed(given: Mapping[str, Any], spell: Callable[[str], str], where: str = "",
+                  warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """``given`` keyed by Settings field, and the name each field was given by. A setting
+    given by both its names is a ConfigError, even with one value; a deprecated name alone
+    warns (unless ``warn`` is off: Python callers use field names). ``spell`` shows a name as
+    the user wrote it (``RECKON_LATENESS``), ``where`` says where (`` in 'reckon.toml'``).
+
+    >>> _fold_renamed({"watermark_bound": "5s", "window": "1m"}, str)[0]
+    {'lateness': '5s', 'window': '1m'}
+    """
+    for new, old in RENAMED.items():
+        if new in given and old in given:
+            raise ConfigError(f"{spell(new)} and {spell(old)}{where} set the same setting "
+                              f"({spell(old)} is its deprecated name): give only {spell(new)}")
+    deprecated = {old: new for new, old in RENAMED.items() if old in given}
+    for old, new in deprecated.items():
+        if warn:
+            warn_renamed(spell(old) + where, spell(new))
+    values = {RENAMED.get(name, name): value for name, value in given.items()}
+    names = {RENAMED.get(name, name): name for name in given}
+    return values, names
+
+
 def load_settings(path: str | os.PathLike[str] | None = None,
                   env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Defaults, then the TOML file, then RECKON_* variables, then keyword overrides."""
@@ -274,24 +322,26 @@ def load_settings(path: str | os.PathLike[str] | None = None,
                 raw = tomllib.load(fh)
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
-        from_file = raw.get("reckon", raw)
+        section = "" if "reckon" not in raw else "[reckon] "
+        from_file, keys = _fold_renamed(raw.get("reckon", raw), lambda k: section + k,
+                                        f" in {str(p)!r}")
         values.update(from_file)
-        origins.update({k: f"{name} in {str(p)!r}" for k in from_file
-                        for name in [k if "reckon" not in raw else f"[reckon] {k}"]})
-    names = {f.name for f in fields(Settings)} - {"origins"}
-    for name in names:
-        key = "RECKON_" + name.upper()
-        if key in env:
-            values[name] = env[key]
-            origins[name] = key
-    given = {k: v for k, v in overrides.items() if v is not None}
+        origins.update({k: f"{section}{keys[k]} in {str(p)!r}" for k in from_file})
+    names = ({f.name for f in fields(Settings)} - {"origins"}) | set(RENAMED)
+    from_env, env_names = _fold_renamed(
+        {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
+        lambda n: "RECKON_" + n.upper())
+    values.update(from_env)
+    origins.update({k: "RECKON_" + env_names[k].upper() for k in from_env})
+    given, _ = _fold_renamed({k: v for k, v in overrides.items() if v is not None}, _flag,
+                             warn=False)
     values.update(given)
     origins.update({k: _flag(k) for k in given})
     return Settings(**_coerce_all(values), origins=origins)
 
 
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",
-          "kafka_topic": "--topic"}
+          "kafka_topic": "--topic", "lateness": "--watermark-bound", "grace": "--allowed-lateness"}
 
 
 def _flag(name: str) -> str:

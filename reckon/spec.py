@@ -1,8 +1,9 @@
 """The warehouse's event-time spec: the rules its stream windows events by, recorded once.
 
 A warehouse is only as consistent as the rules every step applies to it. The stream records
-its spec (window, slide, lateness bound, grace, idle timeout, clock skew, dedup horizon,
-expected partitions) in the warehouse's ``event_time_spec`` table when it first starts; every
+its spec (window, slide, watermark bound ``lateness``, allowed lateness ``grace``, idle
+timeout, clock skew, dedup horizon, expected partitions; the recorded keys keep the settings'
+first names) in the warehouse's ``event_time_spec`` table when it first starts; every
 later step (stream restart, replay, audit, check, report, lateness, explain) takes those values
 instead of its defaults. A value that was *given* (a flag, ``RECKON_*``, the config file) and
 disagrees is refused, naming both; silently replaying 60 s windows as 10 s ones would flood the
@@ -10,8 +11,8 @@ audit with breaks that are not there.
 
 A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
 version with the batch and watermark from which it applies. Only the rules that decide *when*
-a window is final may change (lateness bound, grace, idle timeout, expected partitions): they
-change which events are late, never which window an event belongs to nor which events count,
+a window is final may change (watermark bound, allowed lateness, idle timeout, expected
+partitions): they change which events are late, never which window an event belongs to nor which events count,
 so every day's canonical totals stay comparable. The window, the slide, the clock skew and the
 dedup horizon decide totals: changing one is a new warehouse.
 
@@ -147,13 +148,13 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
     diffs = differences(recorded, settings)
     if not diffs:
         raise UsageError("--change-spec: nothing to change: every given value equals the "
-                         "warehouse's spec (give the new --lateness, --grace, "
+                         "warehouse's spec (give the new --watermark-bound, --allowed-lateness, "
                          "--idle-timeout or --partitions)")
     fixed = [d for d in diffs if d.field not in CHANGEABLE_FIELDS]
     if fixed:
         raise UsageError("--change-spec: " + "; ".join(d.describe() for d in fixed)
-                         + ": only the lateness bound, grace, idle timeout and expected "
-                         "partitions may change in a warehouse (they decide when a window is "
+                         + ": only the watermark bound, allowed lateness, idle timeout and "
+                         "expected partitions may change in a warehouse (they decide when a window is "
                          f"final, not what it holds); stream into a new warehouse to "
                          f"{_verb([d.field for d in fixed])} differently")
     return {**recorded, **{d.field: d.given for d in diffs}}

@@ -32,7 +32,7 @@ from dataclasses import fields
 from datetime import UTC, date, datetime
 from decimal import Context, Decimal, InvalidOperation
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -53,9 +53,6 @@ from reports.records import (
     ExpectationResult,
     ReportRecord,
 )
-
-if TYPE_CHECKING:
-    from reports.review import LogVerification, SignoffEntry
 
 __all__ = [
     "AUDIT_RUNS",
@@ -84,6 +81,7 @@ __all__ = [
     "SignoffModel",
     "UTCDateTime",
     "insert_breaks",
+    "write_tx",
 ]
 
 BREAK_CHUNK_ROWS = 5000
@@ -503,11 +501,19 @@ _PG_LOCK_IDS = {"audit_runs": 0x7265636B6F6E0001, "check_runs": 0x7265636B6F6E00
 
 
 @contextlib.contextmanager
-def _write_tx(engine: Engine, *lock_tables: str) -> Iterator[Connection]:
+def write_tx(engine: Engine, *lock_tables: str) -> Iterator[Connection]:
     """A write transaction, serialised against other writers of ``lock_tables``: SQLite takes
     the database write lock up front (BEGIN IMMEDIATE); PostgreSQL takes each table's advisory
     lock, in the order given (readers go on, other writers of those tables wait for the
-    commit)."""
+    commit). Public because every module that writes the report database must take the same
+    locks in the same order, or two writers interleave (reports.review appends the sign-off
+    log with it). Lock tables are keys of ``_PG_LOCK_IDS``; a rollback on any exception.
+
+    Example::
+
+        with write_tx(db.ready(), "signoff_log", "audit_runs") as conn:
+            conn.execute(SIGNOFF_LOG.insert().values(...))
+    """
     try:
         with engine.connect() as conn:
             conn = conn.execution_options(reckon_write=True)
@@ -673,11 +679,11 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
     for row in rows:
         chunk.append(_break_values(run_id, row))
         if len(chunk) >= BREAK_CHUNK_ROWS:
-            with _write_tx(engine) as conn:
+            with write_tx(engine) as conn:
                 total += _write_break_chunk(conn, run_id, chunk, moment)
             chunk = []
     if chunk:
-        with _write_tx(engine) as conn:
+        with write_tx(engine) as conn:
             total += _write_break_chunk(conn, run_id, chunk, moment)
     return total
 
@@ -781,7 +787,7 @@ class ReportDB:
         run_id again changes nothing."""
         engine = self.ready()
         runs = AUDIT_RUNS
-        with _write_tx(engine, runs.name) as conn:
+        with write_tx(engine, runs.name) as conn:
             if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
                 return
             newer = conn.execute(sa.select(runs.c.run_id).where(
@@ -922,7 +928,7 @@ class ReportDB:
         current for its day; the same run_id again changes nothing."""
         engine = self.ready()
         runs = CHECK_RUNS
-        with _write_tx(engine, runs.name) as conn:
+        with write_tx(engine, runs.name) as conn:
             if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
                 return
             newer = conn.execute(sa.select(runs.c.run_id).where(
@@ -964,7 +970,7 @@ class ReportDB:
         insert = _insert_for(engine.dialect.name)
         values = _record_values(rec)
         values["csv_paths"] = list(rec.csv_paths)
-        with _write_tx(engine) as conn:
+        with write_tx(engine) as conn:
             conn.execute(insert(t).values(**values).on_conflict_do_nothing(
                 index_elements=["audit_run_id", "html_path", "sha256"]))
 
@@ -991,23 +997,3 @@ class ReportDB:
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""
         return self._newest_report(REPORTS.c.day == day)
-
-    # ------------------------------------------------------------------ sign-off log
-    def append_signoff(self, run_id: str, by: str, decision: str, note: str) -> SignoffEntry:
-        """Append a decision to the hash-chained sign-off log; see
-        :func:`reports.review.append_signoff` (returns a ``SignoffEntry``)."""
-        from reports.review import append_signoff
-
-        return append_signoff(self, run_id, by, decision, note)
-
-    def verify_log(self, expected_head: str | None = None) -> LogVerification:
-        """Check the sign-off log's chain; see :func:`reports.review.verify_log`."""
-        from reports.review import verify_log
-
-        return verify_log(self, expected_head)
-
-    def signoff_entries(self) -> list[SignoffEntry]:
-        """Every sign-off entry in seq order."""
-        from reports.review import read_log
-
-        return read_log(self)

@@ -49,7 +49,7 @@ from reports.db import (
     REVIEW_STATUSES,
     SIGNOFF_LOG,
     ReportDB,
-    _write_tx,
+    write_tx,
 )
 
 __all__ = [
@@ -249,7 +249,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
         try:
             # audit_runs too: an audit recording a new run of the day waits, so a decision is
             # never appended to a run that stopped being current before the commit
-            with _write_tx(engine, "signoff_log", "audit_runs") as conn:
+            with write_tx(engine, "signoff_log", "audit_runs") as conn:
                 run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
                                              runs.c.kind, runs.c.table_versions)
                                    .where(runs.c.run_id == run_id)).first()

@@ -113,15 +113,62 @@ def test_absolute_targets_are_read_from_the_results_and_prorated_to_the_goals_si
     assert _absolute_rows({"lateness": {"results": {}}}) == []
 
 
-def test_the_trigger_sweep_is_told_from_the_profile_and_absent_when_it_did_not_run() -> None:
-    from bench.report import _sweep_text
+def test_the_trigger_sweep_is_a_table_from_the_profile_and_absent_when_it_did_not_run() -> None:
+    from bench.report import _sweep_rows
 
     point = {"lines_per_trigger": 500_000, "batches": 5, "reckon_events_per_second": 13_106,
              "native_events_per_second": 44_469, "ratio": 0.332, "reckon_late_events_kept": 99}
-    text = _sweep_text({"trigger_sweep": [point]})
-    assert ("500,000 lines a trigger (5 batches): reckon 13,106 events/s, native 44,469 "
-            "(0.33x), 99 late events kept") in text
-    assert _sweep_text({}) == "" and _sweep_text({"trigger_sweep": []}) == ""
+    rows = _sweep_rows({"trigger_sweep": [point]})
+    assert "| 500,000 | 5 | 13,106 | 44,469 | 0.33x | 99 |" in rows
+    assert _sweep_rows({}) == [] and _sweep_rows({"trigger_sweep": []}) == []
+
+
+def test_benchmarks_md_is_the_results_tables_and_the_short_notes(tmp_path) -> None:
+    """Each workload's section is its contenders' table, generated from the result file, and
+    its note from bench/notes/<workload>.md; prose is wrapped, so no line outside a table is
+    long, and a figure comes from the results only."""
+    import json
+
+    from bench.report import write_markdown
+
+    results, notes = tmp_path / "results", tmp_path / "notes"
+    results.mkdir()
+    notes.mkdir()
+    lateness = {"workload": "lateness", "scale_factor": 1.0, "total_seconds": 12.5,
+                "started_at": "2026-11-26T12:00:00+00:00", "load_average_before": [1.0, 1, 1],
+                "load_average_after": [2.0, 2, 2], "git_commit": "abc", "git_dirty": False,
+                "machine": {"cpu_count": 2, "memory_gb": 8, "platform": "linux"},
+                "versions": dict.fromkeys(("python", "pyspark", "delta-spark", "duckdb",
+                                           "datacompy", "numpy"), "1"),
+                "scale": {"events": 10_000_000, "reference_events": 20_000},
+                "results": {"reckon_lateness_curve": {"wall_seconds": 2.5,
+                                                      "events_per_second_per_bound": 24_000_000},
+                            "pure_python_reference": {"wall_seconds": 1.0,
+                                                      "events_per_second_per_bound": 80_000}},
+                "ratios": {"per_event_speedup": 300.0}, "targets": []}
+    (results / "lateness.json").write_text(json.dumps(lateness))
+    (notes / "lateness.md").write_text("The curve walks the log once,\nwith bound 0. " * 8)
+    md = tmp_path / "BENCHMARKS.md"
+    write_markdown(results, md, notes)
+    text = md.read_text()
+    section = text[text.index("### 5. Lateness curve"):]
+    assert "| reckon_lateness_curve | 10,000,000 events | 2.500 | 24,000,000 /bound |" in section
+    assert "| per_event_speedup | 300.0 |" in section
+    assert "The curve walks the log once, with bound 0." in " ".join(section.split())
+    assert all(len(line) <= 100 for line in text.splitlines() if not line.startswith("|"))
+    (notes / "lateness.md").unlink()  # a workload without a note: just its tables
+    write_markdown(results, md, notes)
+    assert "walks the log" not in md.read_text()
+
+
+def test_every_workload_has_a_short_note() -> None:
+    """The notes BENCHMARKS.md prints stay short: history goes to bench/CHANGELOG.md."""
+    from bench.report import ORDER, read_note
+
+    for name in ORDER:
+        note = read_note(name)
+        assert note, f"bench/notes/{name}.md is missing"
+        assert len(note) <= 700 and note.count(". ") <= 4, f"bench/notes/{name}.md is long"
 
 
 def test_the_sweep_sizes_collapse_to_the_whole_dir_when_it_has_fewer_files() -> None:

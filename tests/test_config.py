@@ -62,11 +62,12 @@ def test_the_example_file_lists_every_setting_with_its_default(tmp_path, monkeyp
     import dataclasses
     import tomllib
 
-    from reckon.config import PROJECT_ROOT, Settings
+    from reckon.config import PROJECT_ROOT, RENAMED, Settings
 
     example = PROJECT_ROOT / "reckon.example.toml"
     keys = set(tomllib.loads(example.read_text())["reckon"])
-    assert keys == {f.name for f in dataclasses.fields(Settings)} - {"origins"}
+    assert not keys & set(RENAMED.values())  # the clear names, never the deprecated ones
+    assert {RENAMED.get(k, k) for k in keys} == {f.name for f in dataclasses.fields(Settings)} - {"origins"}
     monkeypatch.chdir(tmp_path)
     # the example's relative jars_dir means <project>/.cache/jars, the absolute default
     loaded = load_settings(example, env={}, jars_dir=Settings().jars_dir)
@@ -104,3 +105,91 @@ def test_a_min_event_time_before_the_epoch_is_refused():
     with pytest.raises(ConfigError, match="before 1970-01-01"):
         load_settings(env={}, min_event_time="1960-01-01T00:00:00Z")
     assert load_settings(env={}, min_event_time="1970-01-01T00:00:00Z").min_event_time
+
+
+# ------------------------------------------------- clear names for the bound and allowed lateness
+
+
+@pytest.fixture()
+def fresh_warnings(monkeypatch):
+    """Each deprecated name warns once per process; every test here starts with none given."""
+    import reckon.config
+
+    monkeypatch.setattr(reckon.config, "_WARNED", set())
+
+
+def _toml(tmp_path, body: str):
+    path = tmp_path / "reckon.toml"
+    path.write_text("[reckon]\n" + body)
+    return path
+
+
+def test_the_clear_names_set_the_bound_and_the_allowed_lateness(tmp_path, capsys, fresh_warnings):
+    from reckon.cli import _settings, build_parser
+
+    by_file = load_settings(_toml(tmp_path, 'watermark_bound = "4s"\nallowed_lateness = "2s"\n'),
+                            env={})
+    by_env = load_settings(env={"RECKON_WATERMARK_BOUND": "4s", "RECKON_ALLOWED_LATENESS": "2s"})
+    args = build_parser().parse_args(["--config", str(tmp_path / "none.toml"), "stream",
+                                      "--landing", "l", "--watermark-bound", "4s",
+                                      "--allowed-lateness", "2s"])
+    args.config = None
+    by_flag = _settings(args)
+    for s in (by_file, by_env, by_flag):
+        rules = s.event_time_rules()
+        assert (rules.watermark.lateness, rules.grace) == (4_000_000, 2_000_000)
+    assert by_env.origin("lateness") == "RECKON_WATERMARK_BOUND"
+    assert by_file.origin("grace") == f"[reckon] allowed_lateness in {str(tmp_path / 'reckon.toml')!r}"
+    assert by_flag.origin("lateness") == "--watermark-bound"
+    assert capsys.readouterr().err == ""  # the clear names never warn
+
+
+def test_the_old_names_still_work_and_warn_once(tmp_path, capsys, fresh_warnings):
+    from reckon.cli import _settings, build_parser
+
+    by_env = load_settings(env={"RECKON_LATENESS": "4s", "RECKON_GRACE": "2s"})
+    load_settings(env={"RECKON_LATENESS": "4s"})  # read again in the same run: no second line
+    assert (by_env.lateness, by_env.grace) == ("4s", "2s")
+    assert by_env.origin("lateness") == "RECKON_LATENESS"
+    assert capsys.readouterr().err.splitlines() == [
+        "reckon: warning: RECKON_LATENESS is deprecated, use RECKON_WATERMARK_BOUND",
+        "reckon: warning: RECKON_GRACE is deprecated, use RECKON_ALLOWED_LATENESS"]
+
+    by_file = load_settings(_toml(tmp_path, 'lateness = "5s"\n'), env={})
+    assert by_file.lateness == "5s"
+    assert capsys.readouterr().err == (
+        f"reckon: warning: [reckon] lateness in {str(tmp_path / 'reckon.toml')!r} is deprecated, "
+        "use [reckon] watermark_bound\n")
+
+    args = build_parser().parse_args(["stream", "--landing", "l", "--lateness", "6s",
+                                      "--grace", "1s"])
+    by_flag = _settings(args)
+    assert (by_flag.lateness, by_flag.grace) == ("6s", "1s")
+    assert by_flag.origin("lateness") == "--lateness"  # a refusal names the flag typed
+    assert capsys.readouterr().err.splitlines() == [
+        "reckon: warning: --lateness is deprecated, use --watermark-bound",
+        "reckon: warning: --grace is deprecated, use --allowed-lateness"]
+
+
+def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkeypatch,
+                                                        fresh_warnings):
+    from reckon.cli import main
+
+    with pytest.raises(ConfigError, match="^RECKON_WATERMARK_BOUND and RECKON_LATENESS set the "
+                       r"same setting \(RECKON_LATENESS is its deprecated name\): give only "
+                       "RECKON_WATERMARK_BOUND$"):
+        load_settings(env={"RECKON_LATENESS": "3s", "RECKON_WATERMARK_BOUND": "3s"})
+    with pytest.raises(ConfigError, match=r"^\[reckon\] allowed_lateness and \[reckon\] grace in "
+                       r"'.*reckon\.toml' set the same setting"):
+        load_settings(_toml(tmp_path, 'grace = "1s"\nallowed_lateness = "1s"\n'), env={})
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_LATENESS", "RECKON_WATERMARK_BOUND"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "reckon.toml").unlink()
+    assert capsys.readouterr().err == ""  # refused before any warning
+    code = main(["stream", "--landing", "l", "--grace", "1s", "--allowed-lateness", "1s"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "reckon stream: error: --allowed-lateness and --grace set the same setting (--grace is "
+        "its deprecated name): give only --allowed-lateness\n")

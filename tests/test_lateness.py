@@ -240,7 +240,8 @@ def example_frame() -> pd.DataFrame:
 @pytest.fixture()
 def cwd(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)  # no stray ./reckon.toml
-    for name in ("RECKON_CONFIG", "RECKON_GRACE", "RECKON_SLIDE", "RECKON_IDLE_TIMEOUT",
+    for name in ("RECKON_CONFIG", "RECKON_GRACE", "RECKON_ALLOWED_LATENESS", "RECKON_SLIDE",
+                 "RECKON_IDLE_TIMEOUT",
                  "RECKON_EXPECTED_PARTITIONS", "RECKON_TARGET_COMPLETENESS"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path

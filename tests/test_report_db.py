@@ -28,6 +28,7 @@ from reports.records import (
     ExpectationResult,
     ReportRecord,
 )
+from reports.review import append_signoff
 
 DAY = date(2026, 1, 1)
 T0 = datetime(2026, 1, 2, 3, 0, tzinfo=UTC)
@@ -192,7 +193,7 @@ def test_one_window_and_key_breaks_separately_in_each_currency(db: ReportDB) -> 
     assert [(b["key"], b["currency"], b["review_status"], b["gap_amount"]) for b in listed] == [
         ("k1", "EUR", "open", Decimal("-1.25")), ("k1", "JPY", "open", Decimal("1200")),
         ("k1", "KWD", "explained", Decimal("-1.25"))]
-    db.append_signoff("run-1", "bob", "accepted", "k1 accepted in every currency")
+    append_signoff(db, "run-1", "bob", "accepted", "k1 accepted in every currency")
     assert {b["currency"]: b["review_status"] for b in db.list_breaks(DAY)} == {
         "EUR": "accepted", "JPY": "accepted", "KWD": "explained"}
     # the next audit: JPY's residual moved, so its decision no longer covers it; EUR's holds
@@ -266,12 +267,12 @@ def test_reaudit_makes_the_second_run_current_and_keeps_history(db: ReportDB) ->
 
 def test_signoffs_of_day_give_each_runs_gap_per_currency(db: ReportDB) -> None:
     db.record_audit_run(make_run("run-1", reconciler="alice"), [])
-    db.append_signoff("run-1", "bob", "approved", "ties out")
+    append_signoff(db, "run-1", "bob", "approved", "ties out")
     later = make_run("run-2", started_at=T0 + timedelta(hours=1),
                      currencies=(make_currency("EUR", gap_total=Decimal("-0.03")),
                                  make_currency("JPY")))
     db.record_audit_run(later, [])
-    db.append_signoff("run-2", "carol", "rejected", "EUR moved")
+    append_signoff(db, "run-2", "carol", "rejected", "EUR moved")
     entries = db.signoffs_of_day(DAY)
     assert [(e["run_id"], e["is_current"], e["gap_totals"]) for e in entries] == [
         ("run-1", False, {"EUR": Decimal("-0.01"), "JPY": Decimal("1200"),

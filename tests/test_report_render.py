@@ -689,6 +689,7 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
     from reports.db import ReportDB
     from reports.records import ReportRecord
     from reports.render import keep_signed_report
+    from reports.review import append_signoff
     from tests.test_report_db import make_run
 
     folder = tmp_path / "reports" / "2026-01-01"
@@ -703,7 +704,7 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
         db.record_audit_run(make_run(signed_ctx.audit_run_id, reconciler="ops-bot"), [])
         db.record_report(record)
         assert keep_signed_report(db, folder, "audit-new") is None  # not signed off: replaced
-        db.append_signoff(signed_ctx.audit_run_id, "bob", "approved", "ties out")
+        append_signoff(db, signed_ctx.audit_run_id, "bob", "approved", "ties out")
         kept = keep_signed_report(db, folder, signed_ctx.audit_run_id)  # its own re-render
         assert kept == folder / "signed" / signed_ctx.audit_run_id
         assert (kept / "report.html").read_bytes() == signed_bytes

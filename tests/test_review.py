@@ -26,6 +26,7 @@ from reports.review import (
     SignoffRefused,
     append_signoff,
     compute_entry_hash,
+    read_log,
     verify_log,
 )
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
@@ -42,15 +43,15 @@ def db(db_url: str) -> Iterator[ReportDB]:
 
 def _signed(db: ReportDB, count: int) -> None:
     for i in range(count):
-        db.append_signoff("run-1", ["bob", "carol", "dave"][i % 3], "approved", f"note {i + 1}")
+        append_signoff(db, "run-1", ["bob", "carol", "dave"][i % 3], "approved", f"note {i + 1}")
 
 
 # ----------------------------------------------------------------------------- the chain
 
 
 def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
-    first = db.append_signoff("run-1", "  Bob ", "approved", "totals tie out")
-    second = db.append_signoff("run-1", "carol", "rejected", "k2 residual not explained ✓")
+    first = append_signoff(db, "run-1", "  Bob ", "approved", "totals tie out")
+    second = append_signoff(db, "run-1", "carol", "rejected", "k2 residual not explained ✓")
     assert (first.seq, second.seq) == (1, 2)
     assert first.prev_hash == GENESIS_HASH == "0" * 64
     assert second.prev_hash == first.entry_hash
@@ -64,22 +65,22 @@ def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
     assert (signed["run_id"], signed["day"], sorted(signed["currencies"])) == (
         "run-1", DAY.isoformat(), ["EUR", "JPY", "KWD"])
     assert Decimal(signed["currencies"]["JPY"]["gap_total"]) == make_currency("JPY").gap_total
-    assert db.signoff_entries() == [first, second]  # stored exactly, `at` to the microsecond
-    result = db.verify_log()
+    assert read_log(db) == [first, second]  # stored exactly, `at` to the microsecond
+    result = verify_log(db)
     assert result.ok and result.problems == []
     assert (result.entries, result.head_hash) == (2, second.entry_hash)
 
 
 def test_empty_log_verifies(db: ReportDB) -> None:
-    result = db.verify_log()
+    result = verify_log(db)
     assert (result.ok, result.entries, result.head_hash) == (True, 0, GENESIS_HASH)
 
 
 def test_reconciler_cannot_sign_off_their_own_run(db: ReportDB) -> None:
     with pytest.raises(SignoffRefused, match=r"by='alice' may not sign off run 'run-1'.*"
                                              r"'Alice' reconciled it.*four-eyes"):
-        db.append_signoff("run-1", " alice ", "approved", "looks fine to me")
-    assert db.signoff_entries() == []
+        append_signoff(db, "run-1", " alice ", "approved", "looks fine to me")
+    assert read_log(db) == []
 
 
 @pytest.mark.parametrize("disguise", ["\u0410lice", "\uff41\uff4c\uff49\uff43\uff45",
@@ -89,24 +90,24 @@ def test_the_reconciler_in_disguise_is_still_the_reconciler(db: ReportDB, disgui
     """A Cyrillic capital A, fullwidth letters, a zero-width space, a soft hyphen, a Ukrainian
     i, spaces: each looks like (or is) 'Alice', the run's reconciler."""
     with pytest.raises(SignoffRefused, match="four-eyes"):
-        db.append_signoff("run-1", disguise, "approved", "looks fine to me")
-    assert db.signoff_entries() == []
+        append_signoff(db, "run-1", disguise, "approved", "looks fine to me")
+    assert read_log(db) == []
 
 
 def test_a_different_person_may_sign(db: ReportDB) -> None:
-    assert db.append_signoff("run-1", "Alicia", "approved", "checked the EUR breaks").seq == 1
+    assert append_signoff(db, "run-1", "Alicia", "approved", "checked the EUR breaks").seq == 1
 
 
 def test_unknown_run_and_bad_arguments_are_refused(db: ReportDB) -> None:
     with pytest.raises(SignoffRefused, match=r"run='run-404' is not valid: no audit run"):
-        db.append_signoff("run-404", "bob", "approved", "x")
+        append_signoff(db, "run-404", "bob", "approved", "x")
     with pytest.raises(UsageError, match=r"decision='ok' is not valid: one of approved, rejected"):
-        db.append_signoff("run-1", "bob", "ok", "x")
+        append_signoff(db, "run-1", "bob", "ok", "x")
     with pytest.raises(UsageError, match=r"note='  ' is not valid"):
-        db.append_signoff("run-1", "bob", "approved", "  ")
+        append_signoff(db, "run-1", "bob", "approved", "  ")
     with pytest.raises(UsageError, match=r"by='' is not valid"):
-        db.append_signoff("run-1", "", "approved", "x")
-    assert db.signoff_entries() == []
+        append_signoff(db, "run-1", "", "approved", "x")
+    assert read_log(db) == []
 
 
 # ----------------------------------------------------------------------------- tampering
@@ -127,7 +128,7 @@ def test_an_edited_note_is_detected_and_named(db: ReportDB) -> None:
     _signed(db, 3)
     with _by_hand(db) as conn:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(note="nothing to see"))
-    result = db.verify_log()
+    result = verify_log(db)
     assert not result.ok
     assert result.problems == [
         "seq 2: entry_hash does not match the entry's contents (the entry was edited after "
@@ -136,12 +137,12 @@ def test_an_edited_note_is_detected_and_named(db: ReportDB) -> None:
 
 def test_an_edit_with_a_recomputed_hash_breaks_the_next_link(db: ReportDB) -> None:
     _signed(db, 3)
-    entry = db.signoff_entries()[1]
+    entry = read_log(db)[1]
     forged = entry.__class__(**{**entry.__dict__, "note": "forged", "entry_hash": ""})
     with _by_hand(db) as conn:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(
             note="forged", entry_hash=forged.recomputed_hash()))
-    problems = db.verify_log().problems
+    problems = verify_log(db).problems
     assert len(problems) == 1 and problems[0].startswith("seq 3: prev_hash")
 
 
@@ -149,7 +150,7 @@ def test_a_deleted_middle_entry_is_detected(db: ReportDB) -> None:
     _signed(db, 3)
     with _by_hand(db) as conn:
         conn.execute(sa.delete(LOG).where(LOG.c.seq == 2))
-    result = db.verify_log()
+    result = verify_log(db)
     assert not result.ok and result.entries == 2
     assert result.problems[0] == "seq 2 missing: seq 3 follows seq 1 (entry deleted?)"
     assert result.problems[1].startswith("seq 3: prev_hash")
@@ -161,7 +162,7 @@ def test_reordered_entries_are_detected(db: ReportDB) -> None:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(seq=99))
         conn.execute(sa.update(LOG).where(LOG.c.seq == 3).values(seq=2))
         conn.execute(sa.update(LOG).where(LOG.c.seq == 99).values(seq=3))
-    problems = db.verify_log().problems
+    problems = verify_log(db).problems
     named = {p.split(":")[0] for p in problems}
     assert named == {"seq 2", "seq 3", "seq 4"}
     assert any("edited" in p for p in problems)
@@ -169,11 +170,11 @@ def test_reordered_entries_are_detected(db: ReportDB) -> None:
 
 def test_truncation_is_detected_against_a_kept_head_hash(db: ReportDB) -> None:
     _signed(db, 3)
-    head = db.verify_log().head_hash
+    head = verify_log(db).head_hash
     with _by_hand(db) as conn:
         conn.execute(sa.delete(LOG).where(LOG.c.seq == 3))
-    assert db.verify_log().ok  # a chain alone cannot see a cut end...
-    result = db.verify_log(expected_head=head)  # ...a head hash kept elsewhere can
+    assert verify_log(db).ok  # a chain alone cannot see a cut end...
+    result = verify_log(db, expected_head=head)  # ...a head hash kept elsewhere can
     assert not result.ok and "no longer in the log" in result.problems[0]
 
 
@@ -189,16 +190,16 @@ def test_accepted_and_resolved_close_the_runs_open_breaks(db: ReportDB, db_url: 
     def review() -> dict[str, str]:
         return {b["key"]: b["review_status"] for b in db.list_breaks(DAY)}
 
-    db.append_signoff("run-1", "bob", "approved", "approved totals")
+    append_signoff(db, "run-1", "bob", "approved", "approved totals")
     assert review() == {"k1": "explained", "k2": "open", "k3": "open"}
-    db.append_signoff("run-1", "bob", "accepted", "k2 and k3 accepted as known issues")
+    append_signoff(db, "run-1", "bob", "accepted", "k2 and k3 accepted as known issues")
     assert review() == {"k1": "explained", "k2": "accepted", "k3": "accepted"}
 
     # re-audit: accepted breaks stay accepted, a new one is open, and 'resolved' closes it
     db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
     db.write_breaks("run-2", [make_break("run-2", "k2"), make_break("run-2", "k4", minute=3)])
     assert review() == {"k2": "accepted", "k4": "open"}
-    db.append_signoff("run-2", "carol", "resolved", "k4 fixed upstream")
+    append_signoff(db, "run-2", "carol", "resolved", "k4 fixed upstream")
     assert review() == {"k2": "accepted", "k4": "resolved"}
     assert [b["key"] for b in db.list_breaks(review_status="resolved")] == ["k4"]
 
@@ -208,7 +209,7 @@ def test_a_decision_covers_the_figures_it_was_made_on(db: ReportDB) -> None:
     longer covers it and it is open again; k3, unchanged, stays accepted; k4 changed status."""
     db.write_breaks("run-1", [make_break("run-1", "k2"), make_break("run-1", "k3", minute=1),
                               make_break("run-1", "k4", minute=2)], now=T0)
-    db.append_signoff("run-1", "bob", "accepted", "k2, k3, k4 accepted as known issues")
+    append_signoff(db, "run-1", "bob", "accepted", "k2, k3, k4 accepted as known issues")
     db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
     db.write_breaks("run-2", [make_break("run-2", "k2", residual="5000.00"),
                               make_break("run-2", "k3", minute=1),
@@ -225,9 +226,9 @@ def test_a_replaced_run_cannot_be_signed_off(db: ReportDB) -> None:
     db.write_breaks("run-2", [make_break("run-2", "k2")])
     with pytest.raises(SignoffRefused, match="replaced it; review and sign off the current "
                                              "run 'run-2'"):
-        db.append_signoff("run-1", "bob", "accepted", "accepting the old run")
+        append_signoff(db, "run-1", "bob", "accepted", "accepting the old run")
     assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
-    assert db.signoff_entries() == []
+    assert read_log(db) == []
 
 
 def test_reviews_from_before_the_figures_were_kept_are_not_reopened(db_url: str) -> None:
@@ -287,7 +288,7 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
     with ReportDB(db_url) as database:
         result = verify_log(database)
         assert (result.ok, result.entries) == (True, 18)
-        assert [e.seq for e in database.signoff_entries()] == list(range(1, 19))
+        assert [e.seq for e in read_log(database)] == list(range(1, 19))
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -410,7 +411,7 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     from audits.audit import _replaced_signed_off_run
     from reports.context import _signoffs
 
-    db.append_signoff("run-1", "bob", "approved", "ties out")
+    append_signoff(db, "run-1", "bob", "approved", "ties out")
     first = db.get_audit_run("run-1")
     assert first is not None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-1") is None
@@ -430,9 +431,9 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
         {"EUR": Decimal("-0.01"), "JPY": Decimal("1200"), "KWD": Decimal("0.125")}, 1)
     assert [e["run_id"] for e in db.signoffs_of_day(DAY)] == ["run-1"]
 
-    db.append_signoff("run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing
+    append_signoff(db, "run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing
     assert _signoffs(db, second)[1] is not None
-    db.append_signoff("run-2", "carol", "approved", "re-checked")
+    append_signoff(db, "run-2", "carol", "approved", "re-checked")
     own, prior = _signoffs(db, second)
     assert [e.decision for e in own] == ["rejected", "approved"] and prior is None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") is None
@@ -443,19 +444,19 @@ def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
     """An audit is recording a new run of the day (it holds audit_runs) while a reviewer signs
     the old run off: the sign-off must wait for the audit's commit, then see the run replaced,
     not append a decision to a run that stopped being current under it."""
-    from reports.db import AUDIT_RUNS, _write_tx
+    from reports.db import AUDIT_RUNS, write_tx
 
     started, outcome = threading.Event(), {}
 
     def sign() -> None:
         started.set()
         try:
-            db.append_signoff("run-1", "bob", "approved", "ties out")
+            append_signoff(db, "run-1", "bob", "approved", "ties out")
             outcome["result"] = "appended"
         except SignoffRefused as exc:
             outcome["result"] = str(exc)
 
-    with _write_tx(db.ready(), "audit_runs") as conn:  # what record_audit_run holds
+    with write_tx(db.ready(), "audit_runs") as conn:  # what record_audit_run holds
         conn.execute(sa.update(AUDIT_RUNS).where(AUDIT_RUNS.c.run_id == "run-1")
                      .values(is_current=False))
         signer = threading.Thread(target=sign)
@@ -465,7 +466,7 @@ def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
         assert signer.is_alive(), "the sign-off did not wait for the audit's transaction"
     signer.join(30)
     assert "a later audit of 2026-01-01 (nightly) replaced it" in outcome["result"]
-    assert db.signoff_entries() == []
+    assert read_log(db) == []
 
 
 def _tamper(wh: Path, *statements: str) -> None:

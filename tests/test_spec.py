@@ -70,7 +70,7 @@ def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None
     assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
     assert describe_change(RECORDED, new) == "lateness 5s -> 2s, grace 0s -> 5s"
     with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
-                                         r"lateness bound.*new warehouse to window events"):
+                                         r"watermark bound.*new warehouse to window events"):
         changed_spec(RECORDED, load_settings(env={}, window="30s", lateness="2s"))
     with pytest.raises(UsageError, match="nothing to change"):
         changed_spec(RECORDED, load_settings(env={}, lateness="5s"))
@@ -92,7 +92,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 @pytest.fixture()
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.chdir(tmp_path)
-    for name in ("RECKON_CONFIG", "RECKON_WINDOW", "RECKON_LATENESS", "RECKON_WAREHOUSE",
+    for name in ("RECKON_CONFIG", "RECKON_WINDOW", "RECKON_LATENESS", "RECKON_WATERMARK_BOUND",
+                 "RECKON_WAREHOUSE",
                  "RECKON_REPORT_DB_URL"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
