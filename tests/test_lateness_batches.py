@@ -95,7 +95,7 @@ def batched_logs(draw, max_events: int = 24):
         duplicate = draw(st.integers(0, 9)) == 0
         t = arrival - delay
         out.append(BatchedEvent(t, arrival, draw(st.sampled_from(labels)), batch,
-                                judged=not duplicate and D0 - S <= t))
+                                judged=not duplicate and t >= D0 - S))
         left -= 1
         if left == 0:
             batch, left = batch + 1, draw(st.integers(1, 5))
