@@ -218,3 +218,57 @@ def test_a_day_without_archived_events_is_refused_in_one_line(spark, warehouse):
     _write(spark, settings_, [BatchedEvent(D0 + 86_400 * S * 3, D0, 0, 0)], None, 0)
     with pytest.raises(UsageError, match="date='2026-01-01' is not valid"):
         analyze_day_batches(spark, settings_, DAY)
+
+
+def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_path):
+    """The real batch processor runs a day in batches of several events (after a batch of the
+    previous day, so the day starts from a carried-over watermark); replay, audit, report.
+    At the configured bound the per-batch what-if drops exactly the day's late_events and
+    gives the headline's completeness; the per-event what-if drops more."""
+    from audits.audit import audit_day
+    from audits.lateness import analyze_day
+    from reports.render import render_day
+    from spark import tables as tb
+    from spark.replay import replay_day
+    from spark.stream import BatchProcessor
+    from tests.scenarios import ev
+    from tests.streamkit import event_line, stream_settings
+    from tests.test_report_render import _assert_per_batch_row_is_the_headline
+
+    batches = [[ev(-10, 95), ev(-5, 96)],
+               [ev(1, 100), ev(3, 100), ev(7, 100)], [ev(12, 101), ev(15, 101), ev(8, 101)],
+               [ev(22, 102), ev(26, 102), ev(4, 102), ev(9, 102)],
+               [ev(31, 103), ev(18, 103), ev(24, 103), ev(35, 103), ev(29, 103)],
+               [ev(41, 104), ev(33, 104), ev(38, 104), ev(27, 104)]]
+    settings_ = stream_settings(tmp_path / "wh", window="10s", lateness="3s", grace="0s")
+    processor = BatchProcessor(spark, settings_, query_id="q-39")
+    for batch_id, batch in enumerate(batches):
+        processor(spark.createDataFrame(
+            [(event_line(e), None, e.offset, None, "p0") for e in batch],
+            "payload string, transport_partition int, offset long, transport_time timestamp, "
+            "input_file string"), batch_id)
+    late = (tb.read_table(spark, settings_.warehouse_path, tb.LATE_EVENTS)
+            .filter(f"window_date = '{DAY}'").count())
+    assert late == 4  # 4 and 9 (WM 12), 18 (WM 23), 27 (WM 32)
+
+    per_batch = analyze_day_batches_configured(spark, settings_)
+    per_event = analyze_day(spark, settings_, DAY).configured
+    assert per_batch.dropped == late and per_batch.admitted == 15  # of 19
+    assert per_event is not None and per_event.dropped > per_batch.dropped
+
+    replay_day(spark, settings_, DAY)
+    audit = audit_day(spark, settings_, DAY, kind="nightly")
+    assert audit.completeness is not None
+    ratio = Decimal(per_batch.admitted) / Decimal(per_batch.admitted + per_batch.dropped)
+    assert ratio.quantize(Decimal("0.000001")) == Decimal(audit.completeness) \
+        == Decimal("0.789474")
+    result = render_day(spark, settings_, DAY)
+    _assert_per_batch_row_is_the_headline(result, Decimal(audit.completeness), late)
+
+
+def analyze_day_batches_configured(spark, settings_):
+    from audits.lateness_batches import analyze_day_batches
+
+    point = analyze_day_batches(spark, settings_, DAY).configured
+    assert point is not None
+    return point

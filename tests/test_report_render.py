@@ -534,6 +534,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     hist = (Path(result.out_dir) / "lateness_histogram.csv").read_text().splitlines()
     late_total = sum(int(line.split(",")[3]) for line in hist[1:])
     assert late_total == 2
+    _assert_per_batch_row_is_the_headline(result, D(audit.completeness), late_total)
     before = {p: Path(p).read_bytes() for p in result.csv_paths}
     again = render_day(spark, settings, DAY)
     assert again.sha256 == result.sha256
