@@ -1,7 +1,8 @@
 """What-if analysis for the lateness bound L: completeness, drops and emit latency per bound.
 
 For each candidate bound L the event log is replayed in arrival order at per-event granularity
-(one event per batch, see docs/semantics.md "Granularity"): every event is judged against the
+(one event per batch; the stream's own batches: reckon.lateness_batches, docs/semantics.md
+"Lateness analysis"): every event is judged against the
 watermark left by the events before it, with the rules of ``reckon.eventtime`` (imported, never
 restated). The answer to "how large must L be" is the smallest bound whose completeness
 reaches a target (``recommend``).

@@ -119,13 +119,20 @@ def _histogram(ctx: ReportContext, fig: Figure) -> bool:
 
 
 def _curve(ctx: ReportContext, fig: Figure) -> bool:
-    pts = ctx.lateness_curve
+    pts = ctx.lateness_curve or ctx.lateness_curve_batches
     if not pts:
         return False
     ax = fig.add_subplot()
     xs = [float(p.bound_seconds) for p in pts]
-    ax.plot(xs, [p.completeness for p in pts], color=_BLUE, marker="o", markersize=4,
-            label="completeness")
+    batches = ctx.lateness_curve_batches
+    if batches:
+        ax.plot([float(p.bound_seconds) for p in batches], [p.completeness for p in batches],
+                color=_GREEN, marker="s", markersize=4,
+                label="completeness per micro-batch, as the stream ran")
+    if ctx.lateness_curve:
+        ax.plot([float(p.bound_seconds) for p in ctx.lateness_curve],
+                [p.completeness for p in ctx.lateness_curve], color=_BLUE, marker="o",
+                markersize=4, label="completeness per event, as if every event moved the WM")
     if ctx.target_completeness is not None:
         ax.axhline(float(ctx.target_completeness), color=_GREY, linestyle=":",
                    label=f"target {ctx.target_completeness}")

@@ -187,7 +187,11 @@ class ReportContext:
     gap_series: tuple[GapPoint, ...] = ()
     gap_bucket_seconds: int = 0
     lateness_histogram: tuple[HistogramBucket, ...] = ()
-    lateness_curve: tuple[CurveLine, ...] = ()
+    lateness_curve: tuple[CurveLine, ...] = ()     # per event, as if every event moved the WM
+    # per micro-batch, as the stream ran (audits.lateness_batches): at the configured bound,
+    # what the stream did; empty with ``batch_curve_note`` saying why when it cannot be had
+    lateness_curve_batches: tuple[CurveLine, ...] = ()
+    batch_curve_note: str | None = None
     configured_bound_seconds: Decimal | None = None
     recommended_bound_seconds: Decimal | None = None
     target_completeness: Decimal | None = None
@@ -335,13 +339,29 @@ def _curve(spark: Any, settings: Settings, day: date
     except UsageError:  # no events that day
         return (), None, None, None
 
-    def secs(us: int) -> Decimal:
-        return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
-
-    points = tuple(CurveLine(secs(p.bound), p.completeness, p.admitted, p.dropped,
+    points = tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
                              p.avg_emit_latency) for p in analysis.points)
-    rec = None if analysis.recommended is None else secs(analysis.recommended.bound)
-    return points, secs(analysis.configured_bound), rec, analysis.target
+    rec = None if analysis.recommended is None else _seconds(analysis.recommended.bound)
+    return points, _seconds(analysis.configured_bound), rec, analysis.target
+
+
+def _batch_curve(spark: Any, settings: Settings, day: date
+                 ) -> tuple[tuple[CurveLine, ...], str | None]:
+    """The per-batch what-if (audits.lateness_batches), or no points and the one line that
+    says why (no archived events that day, batches of several stream queries)."""
+    from audits.lateness_batches import analyze_day_batches
+
+    try:
+        curve = analyze_day_batches(spark, settings, day)
+    except UsageError as exc:
+        return (), str(exc)
+    return tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                           p.avg_emit_latency) for p in curve.points), None
+
+
+def _seconds(us: int) -> Decimal:
+    """Microseconds as exact seconds without trailing zeros: 3000000 -> Decimal('3')."""
+    return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
 
 
 def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
@@ -453,6 +473,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, settings, day)
+    batch_curve, batch_note = _batch_curve(spark, settings, day)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -474,7 +495,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
-        lateness_curve=curve, configured_bound_seconds=configured,
+        lateness_curve=curve, lateness_curve_batches=batch_curve,
+        batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,

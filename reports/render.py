@@ -47,14 +47,30 @@ from reckon.errors import LayoutError
 from reckon.money import format_amount, format_money, quantize_to_currency
 from reckon.timeutil import format_micros, parse_date, to_micros
 from reports.charts import CHART_NAMES, Chart, render_charts
-from reports.context import ReportContext, Signoff, build_context, unexplained_amount
+from reports.context import (
+    CurveLine,
+    ReportContext,
+    Signoff,
+    build_context,
+    unexplained_amount,
+)
 from reports.records import AttributionRow, CurrencySummary
 from reports.summary import BreakSummary, summarise_breaks
 
-__all__ = ["ReportResult", "cmd_report", "keep_signed_report", "render_context", "render_day",
+__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "ReportResult", "cmd_report", "keep_signed_report", "render_context", "render_day",
            "signoff_text", "write_csvs"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: The two lateness what-if curves, labelled as every format shows them (issue 39).
+PER_BATCH = "per micro-batch, as the stream ran"
+PER_EVENT = "per event, as if every event moved the watermark"
+CURVES_NOTE = ("The two curves differ because the stream moves its watermark once per "
+               "micro-batch, judging every event of a batch against the watermark the previous "
+               "batch left, while the per-event replay moves it after every event, closing "
+               "windows sooner and so dropping more at the same bound; the per-batch row at "
+               "the configured bound is what the stream did, and matches the headline.")
+_CSV_GRANULARITY = {PER_BATCH: "per_batch", PER_EVENT: "per_event"}  # lateness_curve.csv
 
 
 @dataclass(frozen=True)
@@ -278,6 +294,9 @@ def _summary_rows(ctx: ReportContext) -> list[tuple[str, str, Any]]:
         ("", "rows", h.rows), ("", "unexplained_count", h.unexplained_count),
         ("", "completeness", h.completeness), ("", "breaks_total", ctx.breaks_total),
         ("", "currencies", " ".join(c.currency for c in h.currencies))]
+    rows += [("", f"lateness_curve_{_CSV_GRANULARITY[label]}", label)
+             for label, _ in curves(ctx)]
+    rows += [("", "lateness_curves_note", note) for note in curve_notes(ctx)]
     for c in h.currencies:
         code = c.currency
         rows += [(code, name, value) for name, value in (
@@ -352,16 +371,33 @@ def _tables(ctx: ReportContext) -> list[tuple[str, Sequence[str], Iterable[Seque
         ("lateness_histogram.csv", ("from_seconds", "to_seconds", "events", "late_events"),
          [(b.lo_seconds, b.hi_seconds, b.events, b.late_events)
           for b in ctx.lateness_histogram]),
-        ("lateness_curve.csv", ("bound_seconds", "completeness", "admitted", "dropped",
-                                "avg_emit_latency_seconds", "configured", "recommended"),
-         [(p.bound_seconds, p.completeness, p.admitted, p.dropped, p.avg_emit_latency,
-           p.bound_seconds == ctx.configured_bound_seconds,
-           p.bound_seconds == ctx.recommended_bound_seconds) for p in ctx.lateness_curve]),
+        ("lateness_curve.csv", ("granularity", "bound_seconds", "completeness", "admitted",
+                                "dropped", "avg_emit_latency_seconds", "configured",
+                                "recommended"),
+         [(_CSV_GRANULARITY[label], p.bound_seconds, p.completeness, p.admitted, p.dropped,
+           p.avg_emit_latency, p.bound_seconds == ctx.configured_bound_seconds,
+           label == PER_EVENT and p.bound_seconds == ctx.recommended_bound_seconds)
+          for label, points in curves(ctx) for p in points]),
         ("watermark_progress.csv", ("batch_id", "processed_at", "partition", "watermark",
                                     "idle"),
          [(w.batch_id, w.processed_at, "global" if w.partition is None else w.partition,
            w.watermark, w.idle) for w in ctx.watermark_series]),
     ]
+
+
+def curves(ctx: ReportContext) -> list[tuple[str, tuple[CurveLine, ...]]]:
+    """The lateness what-if curves, labelled, per batch first (what the stream did): every
+    format lists them in this order. ``curves(ctx)[0][0] == PER_BATCH``."""
+    return [(PER_BATCH, ctx.lateness_curve_batches), (PER_EVENT, ctx.lateness_curve)]
+
+
+def curve_notes(ctx: ReportContext) -> list[str]:
+    """What the report says under the curves: why they differ, and why the per-batch one is
+    missing when it is (HTML, PDF and summary.csv alike)."""
+    notes = [CURVES_NOTE] if ctx.lateness_curve or ctx.lateness_curve_batches else []
+    if ctx.batch_curve_note:
+        notes.append(f"No per-batch curve: {ctx.batch_curve_note}")
+    return notes
 
 
 def _status_table(ctx: ReportContext) -> tuple[list[str], list[list[Any]]]:
@@ -425,7 +461,7 @@ def render_html(ctx: ReportContext, charts: Sequence[Chart], csv_names: Sequence
         status_header=header, status_rows=rows, summary=break_summary(ctx),
         approval=approval_rows(ctx), data_docs=_relative_link(ctx.data_docs, out_dir),
         charts={**dict.fromkeys(CHART_NAMES), **{c.name: c for c in charts}},
-        csv_names=list(csv_names))
+        csv_names=list(csv_names), curves=curves(ctx), curve_notes=curve_notes(ctx))
 
 
 # ----------------------------------------------------------------------------- PDF
@@ -537,16 +573,24 @@ def render_pdf(ctx: ReportContext, charts: Sequence[Chart], path: Path) -> None:
                 "-" if a.lift is None else a.lift)
                for a in ctx.attribution], (24, 22, 16, 50, 18, 20, 20, 20), 7,
               numeric=(2, 3, 4, 5, 6, 7))
-    if ctx.lateness_curve:
+    if ctx.lateness_curve or ctx.lateness_curve_batches:
         heading("Lateness what-if")
         pdf.multi_cell(0, 4, f"Configured bound L = {ctx.configured_bound_seconds} s; recommended "
                              f"{ctx.recommended_bound_seconds if ctx.recommended_bound_seconds is not None else 'none'}"
                              f" s for target completeness {_percent(ctx.target_completeness, 2)}.",
                        new_x="LMARGIN", new_y="NEXT")
-        table(("bound L (s)", "completeness", "counted", "dropped", "avg emit latency (s)"),
-              [(p.bound_seconds, _percent(p.completeness), p.admitted, p.dropped,
-                "-" if p.avg_emit_latency is None else f"{p.avg_emit_latency:.3f}")
-               for p in ctx.lateness_curve], numeric=(0, 1, 2, 3, 4))
+        for note in curve_notes(ctx):
+            pdf.multi_cell(0, 4, note, new_x="LMARGIN", new_y="NEXT")
+        for label, points in curves(ctx):
+            pdf.set_font("DejaVu", "B", 9)
+            pdf.cell(0, 6, f"Completeness {label}" + ("" if points else ": not available"),
+                     new_x="LMARGIN", new_y="NEXT")
+            if not points:
+                continue
+            table(("bound L (s)", "completeness", "counted", "dropped", "avg emit latency (s)"),
+                  [(p.bound_seconds, _percent(p.completeness), p.admitted, p.dropped,
+                    "-" if p.avg_emit_latency is None else f"{p.avg_emit_latency:.3f}")
+                   for p in points], numeric=(0, 1, 2, 3, 4))
     for chart in charts:
         if pdf.get_y() + 85 > pdf.h - pdf.b_margin:  # keep a chart with its heading
             pdf.add_page()

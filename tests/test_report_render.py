@@ -122,9 +122,15 @@ def _ctx(breaks: int = 3, cap: int = 200) -> ReportContext:
         lateness_histogram=tuple(HistogramBucket(lo, hi, n, late) for lo, hi, n, late in (
             (0, 1, 1100, 0), (1, 2, 90, 0), (2, 5, 30, 1), (5, 10, 10, 1), (10, 30, 4, 0),
             (30, 60, 0, 0), (60, 300, 0, 0), (300, None, 0, 0))),
-        lateness_curve=tuple(CurveLine(D(b), c, a, d, lat) for b, c, a, d, lat in (
-            ("0", 0.91, 1120, 114, 0.1), ("1", 0.985, 1215, 19, 1.1), ("3", 0.998765, 1232, 2, 3.1),
-            ("5", 0.9992, 1233, 1, 5.1), ("10", 1.0, 1234, 0, 10.1))),
+        # 81,000 pairs; per batch at the configured 3 s: 100 late, the headline's 0.998765
+        lateness_curve_batches=tuple(CurveLine(D(b), a / 81_000, a, 81_000 - a, lat)
+                                     for b, a, lat in (("0", 73_710, 0.1), ("1", 79_785, 1.1),
+                                                       ("3", 80_900, 3.1), ("5", 80_935, 5.1),
+                                                       ("10", 81_000, 10.1))),
+        lateness_curve=tuple(CurveLine(D(b), a / 81_000, a, 81_000 - a, lat)
+                             for b, a, lat in (("0", 64_800, 0.1), ("1", 76_950, 1.1),
+                                               ("3", 80_604, 3.1), ("5", 80_919, 5.1),
+                                               ("10", 81_000, 10.1))),
         configured_bound_seconds=D("3"), recommended_bound_seconds=D("5"),
         target_completeness=D("0.999"),
         watermark_series=tuple(
@@ -315,9 +321,11 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     assert summary.startswith("currency,figure,value\n,day,2026-01-01\n")
     assert "EUR,provisional_total,1234567.89\n" in summary and ",completeness,0.998765\n" in summary
     curve = (Path(first.out_dir) / "lateness_curve.csv").read_text().splitlines()
-    assert curve[0] == ("bound_seconds,completeness,admitted,dropped,avg_emit_latency_seconds,"
-                        "configured,recommended")
-    assert curve[3] == "3,0.998765,1232,2,3.1,true,false"
+    assert curve[0] == ("granularity,bound_seconds,completeness,admitted,dropped,"
+                        "avg_emit_latency_seconds,configured,recommended")
+    assert curve[3] == "per_batch,3,0.9987654320987654,80900,100,3.1,true,false"
+    assert curve[8] == "per_event,3,0.9951111111111111,80604,396,3.1,true,false"
+    assert curve[9] == "per_event,5,0.999,80919,81,5.1,false,true"  # recommended
     rolled = (Path(first.out_dir) / "break_summary.csv").read_text().splitlines()
     assert rolled[0] == "dimension,group,currency,breaks,gap_amount,residual_amount"
     assert "cause,UNEXPLAINED,JPY,1,1200,1200" in rolled  # JPY's own digits, JPY only
@@ -526,6 +534,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     hist = (Path(result.out_dir) / "lateness_histogram.csv").read_text().splitlines()
     late_total = sum(int(line.split(",")[3]) for line in hist[1:])
     assert late_total == 2
+    _assert_per_batch_row_is_the_headline(result, D(audit.completeness), late_total)
     before = {p: Path(p).read_bytes() for p in result.csv_paths}
     again = render_day(spark, settings, DAY)
     assert again.sha256 == result.sha256
@@ -760,3 +769,68 @@ def test_percentages_never_round_up_to_complete():
     assert _percent(D("0.99995"), 2) == "99.99%"
     assert _percent(D("1")) == "100.0000%" and _percent(None) == "-"
     assert _percent(D("0.998765")) == "99.8765%"
+
+
+# ----------------------------------------------------------------------------- two curves
+
+
+def _curve_csv(out_dir: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO((Path(out_dir) / "lateness_curve.csv").read_text())))
+
+
+def _html_curve(html: str, granularity: str) -> list[list[str]]:
+    table = re.search(rf'<table class="curve" data-granularity="{granularity}">(.*?)</table>',
+                      html, re.S)
+    assert table, granularity
+    return [re.findall(r'<td class="num">(.*?)</td>', row)
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(1))[1:]]
+
+
+def _assert_per_batch_row_is_the_headline(result, completeness: Decimal, late: int) -> None:
+    """The configured bound's per-batch row, in the CSV and the HTML, is the headline."""
+    [row] = [r for r in _curve_csv(result.out_dir)
+             if r["granularity"] == "per_batch" and r["configured"] == "true"]
+    counted, dropped = int(row["admitted"]), int(row["dropped"])
+    assert dropped == late
+    assert (Decimal(counted) / Decimal(counted + dropped)).quantize(Decimal("0.000001")) \
+        == completeness
+    html = unescape(Path(result.html_path).read_text())
+    from reports.render import _percent
+
+    [shown] = [r for r in _html_curve(html, "per_batch") if r[0] == row["bound_seconds"]]
+    assert shown[1:4] == [_percent(Decimal(counted) / Decimal(counted + dropped)),
+                          str(counted), str(dropped)]
+
+
+def test_both_curves_are_labelled_with_why_they_differ_in_html_pdf_and_csv(tmp_path):
+    from reports.render import CURVES_NOTE, PER_BATCH, PER_EVENT
+
+    result = render_context(_ctx(), tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    for text in (f"Completeness {PER_BATCH}", f"Completeness {PER_EVENT}", CURVES_NOTE):
+        assert text in html, text
+    assert html.index(PER_BATCH) < html.index(PER_EVENT)
+    assert _html_curve(html, "per_batch")[2][:4] == ["3", "99.8765%", "80900", "100"]
+    assert _html_curve(html, "per_event")[2][:4] == ["3", "99.5111%", "80604", "396"]
+    summary = list(csv.reader(io.StringIO((Path(result.out_dir) / "summary.csv").read_text())))
+    assert ["", "lateness_curve_per_batch", PER_BATCH] in summary
+    assert ["", "lateness_curve_per_event", PER_EVENT] in summary
+    assert ["", "lateness_curves_note", CURVES_NOTE] in summary
+    _assert_per_batch_row_is_the_headline(result, D("0.998765"), 100)
+    pdftotext = _need("pdftotext")
+    text = " ".join(subprocess.run([pdftotext, result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    for words in (f"Completeness {PER_BATCH}", f"Completeness {PER_EVENT}", CURVES_NOTE):
+        assert " ".join(words.split()) in text, words
+
+
+def test_a_missing_per_batch_curve_says_why_in_every_format(tmp_path):
+    ctx = dataclasses.replace(_ctx(), lateness_curve_batches=(),
+                              batch_curve_note="batches 0..9 were written by more than one "
+                                               "stream query")
+    result = render_context(ctx, tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    assert "No per-batch curve: batches 0..9 were written by more than one stream query" in html
+    assert not re.search(r'data-granularity="per_batch"', html)
+    assert {r["granularity"] for r in _curve_csv(result.out_dir)} == {"per_event"}
+    assert "No per-batch curve: batches 0..9" in (Path(result.out_dir) / "summary.csv").read_text()

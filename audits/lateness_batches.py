@@ -1,0 +1,200 @@
+"""The lateness what-if of a warehouse day at the stream's granularity: per micro-batch.
+
+``audits.lateness`` replays the day one event at a time; this module replays the batches the
+stream actually ran (``reckon.lateness_batches``), so its row at the configured bound is what
+the stream did: its dropped pairs are the day's ``late_events`` and its completeness the
+audit's headline (on a day without uncaught duplicates and without a spec change).
+
+Steps, none of which brings a whole table to the driver:
+1. the day's judged events (event times its windows cover, not flagged as duplicates, with a
+   batch id) give the range of batches to replay (one aggregate row);
+2. every valid row of those batches (every day, duplicates too: all moved the watermark) is
+   summarised per (batch, partition) in Spark; that small table comes to the driver;
+3. the state the stream started the range from is the ``watermark_progress`` row before it;
+4. the driver walks the batches once (``batch_steps``, pure ``advance_watermark``);
+5. the judged pairs are classified in Spark against the watermark before their batch
+   (a broadcast of one row per batch), one aggregate row of counts per bound comes back,
+   and the distinct ends of the day's windows (one per window, for the emit latency).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from reckon.config import Settings
+from reckon.errors import UsageError, invalid
+from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
+from reckon.lateness import CurvePoint, normalize_bounds
+from reckon.lateness_batches import BatchStep, batch_steps, curve_points, shift_state
+from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["BatchCurve", "analyze_day_batches"]
+
+
+@dataclass(frozen=True)
+class BatchCurve:
+    """The per-batch what-if of one day: ``batches`` replayed (first..last holding a judged
+    event), ``events`` judged, one point per bound."""
+
+    day: date
+    configured_bound: int
+    batches: int
+    events: int
+    points: tuple[CurvePoint, ...]
+
+    @property
+    def configured(self) -> CurvePoint | None:
+        """The point of the bound the stream ran with."""
+        return next((pt for pt in self.points if pt.bound == self.configured_bound), None)
+
+
+def _judged_events(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
+    """The day's events whose pairs are counted: event times the day's windows cover, not
+    flagged as duplicates, archived by a stream batch."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    lo, hi = settings.event_time_rules().windows.day_event_times(day)
+    t = F.unix_micros("event_time")
+    return (tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+            .filter(F.col("event_date").between(F.lit(from_micros(lo).date()),
+                                                F.lit(from_micros(hi - 1).date())))
+            .filter((t >= F.lit(lo)) & (t < F.lit(hi))
+                    & ~F.coalesce(F.col("is_duplicate"), F.lit(False))
+                    & F.col("batch_id").isNotNull())
+            .select(t.alias("event_us"), F.col("batch_id")))
+
+
+def _summaries(spark: SparkSession, settings: Settings, lo: int, hi: int
+               ) -> list[tuple[int, list[PartitionObservation]]]:
+    """Per batch in ``[lo, hi]`` (in order): its per-partition observations over every valid
+    row it archived. One row per (batch, partition) reaches the driver."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    rows = (tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+            .filter(F.col("batch_id").between(lo, hi))
+            .groupBy("batch_id", "partition")
+            .agg(F.max(F.unix_micros("event_time")).alias("t"),
+                 F.max(F.unix_micros("arrival_time")).alias("a"),
+                 F.min(F.unix_micros("arrival_time")).alias("a0"))
+            .orderBy("batch_id", "partition").collect())
+    batches: dict[int, list[PartitionObservation]] = {}
+    for r in rows:
+        batches.setdefault(int(r.batch_id), []).append(
+            PartitionObservation(int(r.partition), int(r.t), int(r.a), int(r.a0)))
+    return sorted(batches.items())
+
+
+def _start_state(spark: SparkSession, settings: Settings, lo: int, hi: int
+                 ) -> tuple[WatermarkState, int]:
+    """The state the stream judged batch ``lo`` with, and the bound it was recorded at: the
+    progress row before ``lo`` (that query's, else the newest other query's, as the stream
+    restores it). Refused when the range's batch ids belong to several queries."""
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    configured = settings.event_time_rules().watermark.lateness
+    wh = settings.warehouse_path
+    if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+        return WatermarkState(), configured
+    progress = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+    queries = [r.query_id for r in progress.filter(F.col("batch_id").between(lo, hi))
+               .select("query_id").distinct().limit(2).collect()]
+    if len(queries) > 1:
+        raise UsageError(f"batches {lo}..{hi} were written by more than one stream query "
+                         "(a restart on a new checkpoint): their events cannot be told apart "
+                         "by batch id, so the per-batch what-if is not computed")
+    row = [] if not queries else (
+        progress.filter((F.col("query_id") == F.lit(queries[0])) & (F.col("batch_id") < lo))
+        .orderBy(F.col("batch_id").desc()).select("state_json", "rules_json").limit(1)
+        .collect())
+    if not row and queries:
+        row = (progress.filter(F.col("query_id") != F.lit(queries[0]))
+               .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+               .select("state_json", "rules_json").limit(1).collect())
+    if not row:
+        return WatermarkState(), configured
+    bound = json.loads(row[0].rules_json).get("lateness", configured)
+    return (WatermarkState.from_json(row[0].state_json),
+            parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
+
+
+def _dropped(judged: DataFrame, steps: list[BatchStep], settings: Settings, day: date,
+             bounds: list[int], spark: SparkSession) -> tuple[int, dict[int, int], list[int]]:
+    """(judged pairs in the day's windows, late pairs per bound, distinct window ends): a pair
+    is late under L when ``end + G <= before0 - L``, i.e. ``before0 - end - G >= L``."""
+    from pyspark.sql import functions as F
+
+    from spark.rules import window_starts_col
+
+    rules = settings.event_time_rules()
+    d0, d1 = day_bounds(day)
+    marks = spark.createDataFrame([(s.batch, s.before) for s in steps],
+                                  "batch_id long, before0 long")
+    pairs = (judged.join(F.broadcast(marks), "batch_id")
+             .withColumn("ws", F.explode(window_starts_col(F.col("event_us"), rules.windows)))
+             .filter((F.col("ws") >= F.lit(d0)) & (F.col("ws") < F.lit(d1)))
+             .withColumn("we", F.col("ws") + F.lit(rules.windows.size)))
+    slack = F.col("before0") - F.col("we") - F.lit(rules.grace)  # null: no watermark yet
+    counts = pairs.agg(F.count(F.lit(1)).alias("n"), *[
+        F.sum(F.when(slack >= F.lit(b), 1).otherwise(0)).alias(f"d{i}")
+        for i, b in enumerate(bounds)]).first()
+    ends = [int(r.we) for r in pairs.select("we").distinct().collect()]  # one per window
+    n = 0 if counts is None else int(counts["n"])
+    return n, {b: int(counts[f"d{i}"] or 0) if counts else 0
+               for i, b in enumerate(bounds)}, ends
+
+
+def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
+                        bounds: Iterable[int | str] | None = None) -> BatchCurve:
+    """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
+    configured bound). A day without stream-archived events, or whose batches several stream
+    queries wrote, is refused with one line (``UsageError``).
+
+    Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
+    number of the day's late_events rows.
+    """
+    from pyspark.sql import functions as F
+
+    from audits.lateness import default_bounds
+    from spark import tables as tb
+
+    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    rules = settings.event_time_rules()
+    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
+    if not tb.table_exists(settings.warehouse_path, tb.EVENT_LOG):
+        raise invalid("warehouse", str(settings.warehouse_path),
+                      "a warehouse with an event_log table (run `reckon stream` first)")
+    judged = _judged_events(spark, settings, the_day)
+    span = judged.agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi"),
+                      F.count(F.lit(1)).alias("n")).first()
+    if span is None or not span.n:
+        raise invalid("date", the_day.isoformat(),
+                      "a day with events the stream archived (that day has none)")
+    lo, hi = int(span.lo), int(span.hi)
+    start, start_bound = _start_state(spark, settings, lo, hi)
+    policy = WatermarkPolicy(0, rules.watermark.idle_timeout,
+                             rules.watermark.expected_partitions)
+    steps = batch_steps(_summaries(spark, settings, lo, hi), policy,
+                        shift_state(start, start_bound))
+    pairs, dropped, ends = _dropped(judged, steps, settings, the_day, candidates, spark)
+    return BatchCurve(day=the_day, configured_bound=rules.watermark.lateness,
+                      batches=len(steps), events=int(span.n),
+                      points=tuple(curve_points(steps, candidates, pairs, dropped, ends)))
+
+
+def batch_curve_json(curve: BatchCurve) -> dict[str, Any]:
+    """The per-batch curve as JSON (``reckon lateness --json`` carries it)."""
+    return {"granularity": "per_batch", "batches": curve.batches, "events": curve.events,
+            "points": [pt.to_json_dict() for pt in curve.points]}
