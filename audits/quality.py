@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
 import uuid
@@ -475,6 +476,8 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     index, docs_warning = _build_docs(
         ctx, settings, run_id,
         {s.name: _asset_name(s, the_day, versions[s.table]) for s in suites})
+    if docs_warning:  # the nightly task's log says it too, not only `reckon check`
+        logging.getLogger(__name__).warning(docs_warning)
     result = CheckResult(run_id=run_id, day=the_day, started_at=started_at,
                          duration_seconds=time.perf_counter() - t0, data_docs_index=index,
                          suites=outcomes, data_docs_warning=docs_warning)
