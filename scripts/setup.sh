@@ -36,7 +36,8 @@ else
   say "python environment is current"
 fi
 
-# 2. JVM jars: Spark's extras (Delta, Kafka connector) and a Kafka broker for tests.
+# 2. JVM jars: Spark's extras (Delta, Kafka connector), a Kafka broker for tests, and the
+#    Data Docs pages' browser assets (WebJars).
 command -v mvn >/dev/null || { say "mvn not found: install Maven (apt-get install maven) and re-run"; exit 1; }
 fetch_jars() {  # name, pom, includeArtifactIds ('' = all runtime deps)
   local name=$1 pom=$2 include=$3 dest="$CACHE/jars/$1"
@@ -56,6 +57,9 @@ fetch_jars() {  # name, pom, includeArtifactIds ('' = all runtime deps)
 fetch_jars spark jvm/spark/pom.xml \
   "delta-spark_4.1_2.13,delta-storage,delta-kernel-api,delta-kernel-defaults,delta-kernel-unitycatalog,unitycatalog-client,unitycatalog-hadoop,spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2"
 fetch_jars kafka-broker jvm/kafka-broker/pom.xml ""
+# The GX Data Docs pages' browser assets (jQuery, Bootstrap, bootstrap-table, ...) as WebJars,
+# so the pages open without internet (audits/datadocs.py copies them into the site).
+fetch_jars datadocs jvm/datadocs/pom.xml ""
 
 # 3. Services the tests start on loopback (Debian packages), only when asked.
 if [ "$TEST_SERVICES" = 1 ]; then

@@ -9,6 +9,7 @@ has a key with EUR and JPY in one window, each its own row in every per-grain ta
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -248,6 +249,57 @@ def test_data_docs_index_lists_every_suite(clean_result: Any, clean_wh: Path) ->
         assert (index.parent / "expectations" / f"{suite}.html").is_file()
     assert clean_result.run_id in html  # this run's validation results are linked
     assert (clean_wh / "reports" / "gx" / "great_expectations.yml").is_file()
+
+
+def _section(dom: str, start: str, end: str) -> str:
+    """The text of the DOM between two markers (tags stripped, whitespace collapsed)."""
+    part = dom[dom.index(start):]
+    part = part[:part.index(end)] if end in part else part
+    return " ".join(re.sub(r"<[^>]+>", " ", part).split())
+
+
+def test_data_docs_open_offline_and_show_what_was_checked(clean_result: Any, clean_wh: Path,
+                                                          tmp_path: Path) -> None:
+    """What a finance reviewer sees with the network off: the index lists this run's
+    validations of every suite (drawn by bootstrap-table, which a blank page lacked), and a
+    validation page names the data asset (table, day, Delta version) and shows observed values
+    (a row count, "0% unexpected"), not "Data asset: None" and "--"."""
+    from tests.browser import chromium, need, png_stats
+    from tests.test_datadocs import missing_files
+
+    browser = need("chromium")
+    assert clean_result.data_docs_warning is None  # the site needs no internet
+    index = Path(clean_result.data_docs_index)
+    assert missing_files(index.parent) == []  # every file a page loads is on disk
+
+    shot = tmp_path / "index.png"
+    proc = chromium(browser, f"--screenshot={shot}", "--window-size=1280,1000", index.as_uri())
+    assert shot.is_file(), proc.stderr[-2000:]
+    width, height, colours = png_stats(shot)
+    assert (width, height) == (1280, 1000) and colours > 10  # not a blank page
+
+    dom = chromium(browser, "--dump-dom", index.as_uri()).stdout
+    table = re.search(r'<table[^>]*ge-index-page-validation-results-table[^>]*>(.*?)</table>',
+                      dom, re.S)
+    assert table, dom[:3000]
+    # rows exist only once bootstrap-table has drawn them from the page's JSON
+    rows = [" ".join(re.sub(r"<[^>]+>", " ", row).split())
+            for row in re.findall(r"<tr[^>]*data-index[^>]*>(.*?)</tr>", table.group(1), re.S)]
+    this_run = [row for row in rows if clean_result.run_id in row]
+    assert len(this_run) == len(SUITES), rows
+    for suite in SUITES:  # one row per suite
+        assert sum(suite in row for row in this_run) == 1, (suite, this_run)
+
+    page = next(index.parent.glob(
+        f"validations/reckon_canonical_totals/{clean_result.run_id}/*/*.html"))
+    dom = chromium(browser, "--dump-dom", page.as_uri()).stdout
+    overview = _section(dom, "Overview", "Statistics")
+    assert "Data asset: canonical_totals (window_date 2026-01-01, Delta version 0)" in overview
+    assert "None" not in overview and "Succeeded" in overview
+    text = " ".join(re.sub(r"<[^>]+>", " ", dom).split())
+    # the clean day has 3 canonical_totals rows: the row-count check shows what it counted
+    assert re.search(r"Must have greater than or equal to 1 rows\. 3 ", text), text[:3000]
+    assert "0% unexpected" in text and "unknown % not null" not in text
 
 
 # ----------------------------------------------------------------------------- faults

@@ -10,7 +10,6 @@ import csv
 import dataclasses
 import io
 import itertools
-import os
 import re
 import shutil
 import subprocess
@@ -37,6 +36,9 @@ from reports.context import (
 )
 from reports.records import AttributionRow, CurrencySummary
 from reports.render import render_context
+from tests.browser import chromium as _chromium
+from tests.browser import need as _need
+from tests.browser import png_stats as _png_stats
 
 DAY = date(2026, 1, 1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -380,37 +382,6 @@ def test_a_run_without_per_currency_figures_is_refused_not_made_up(tmp_path):
     assert "No events</strong> on this day" in html
     assert list(_groups(html)) == [""]
     assert headline_from_run(make_run("audit-empty", rows=0, currencies=())).currencies == ()
-
-
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.skip(f"{tool} is not installed (scripts/setup.sh --test-services installs it)")
-    return path
-
-
-def _png_stats(path: Path) -> tuple[int, int, int]:
-    """(width, height, distinct colours in a coarse sample) of a PNG."""
-    from matplotlib import image
-
-    img = image.imread(str(path))
-    h, w = img.shape[:2]
-    sample = img[:: max(1, h // 200), :: max(1, w // 200), :3].reshape(-1, 3)
-    return w, h, len({tuple((px * 15).round().astype(int)) for px in sample})
-
-
-def _offline(argv: list[str]) -> list[str]:
-    """``argv`` with no network at all: in a new network namespace (only a down loopback)
-    when we may make one, else through a proxy that does not exist."""
-    if os.geteuid() == 0 and shutil.which("unshare"):
-        return ["unshare", "--net", *argv]
-    return [*argv, "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>"]
-
-
-def _chromium(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_offline([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                                    "--hide-scrollbars", *args]),
-                          capture_output=True, text=True, timeout=180)
 
 
 def test_html_opens_in_headless_chromium_offline(tmp_path):
