@@ -31,7 +31,8 @@ PACKAGES = ("reckon", "spark", "audits", "reports", "dags", "bench")
 #: engines values instead.
 CORE = frozenset(f"reckon.{m}" for m in (
     "__init__", "admission", "config", "errors", "eventtime", "generate", "identity", "landing",
-    "lateness", "money", "reconcile", "reference", "schema", "spec", "timeutil", "writer_lock"))
+    "lateness", "lateness_batches", "money", "reconcile", "reference", "schema", "spec",
+    "timeutil", "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in ("airflow_env", "airflow_local", "cli", "demo", "pipeline"))
 RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "app": 4}
