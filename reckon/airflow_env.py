@@ -26,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from reckon.config import PROJECT_ROOT, Settings, load_settings
+from reckon.config import PROJECT_ROOT, RENAMED, Settings, load_settings
 from reckon.errors import ReckonError, invalid
 
 __all__ = ["DAG_ID", "DagRunOutcome", "logical_date_for_day", "prepare_airflow_home",
@@ -111,8 +111,12 @@ def settings_env(settings: Settings) -> dict[str, str]:
             text = str(value)
         else:  # pragma: no cover - every Settings field is one of the kinds above
             raise TypeError(f"setting {f.name} has an unexpected type {type(value).__name__}")
-        env["RECKON_" + f.name.upper()] = text
+        env["RECKON_" + _NAME_OF_FIELD.get(f.name, f.name).upper()] = text
     return env
+
+
+# a field set under a clearer name (reckon.config.RENAMED): a worker reading the old one warns
+_NAME_OF_FIELD = {field: name for name, field in RENAMED.items()}
 
 
 @dataclass(frozen=True)

@@ -115,12 +115,17 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
     newest = progress.agg(F.max("wm").alias("wm")).first()
     watermark = None if newest is None or newest.wm is None else int(newest.wm)
     size, step, grace = rules.windows.size, rules.windows.step, rules.grace
-    if since_start is not None:
-        lowest = since_start + size
-    else:  # a whole-table read: its lowest window end bounds the ends a first batch passed
-        found = folded.agg(F.min("end_us").alias("lo")).first()
-        lowest = int(found.lo) if found is not None and found.lo is not None else 0
+    lowest = None if since_start is None else since_start + size
     highest = None if until_start is None else until_start - 1 + size
+    if lowest is None or highest is None:
+        # an open bound: the read's own window ends bound the ends a batch can have passed
+        # (a query's first batch, with no watermark before it, would pass every end since
+        # the epoch)
+        found = folded.agg(F.min("end_us").alias("lo"), F.max("end_us").alias("hi")).first()
+        if found is None or found.lo is None:  # no deltas: no row to derive
+            return spark.createDataFrame([], tb.SCHEMAS[tb.PROVISIONAL_TOTALS])
+        lowest = int(found.lo) if lowest is None else lowest
+        highest = int(found.hi) if highest is None else highest
     closes = _passing(progress, step, lowest, highest, shift=0).alias("c")
     finals = _passing(progress, step, lowest, highest, shift=grace).alias("f")
     at_first = progress.select("query_id", "batch_id", F.struct(
@@ -185,7 +190,7 @@ def _folded(deltas: DataFrame) -> DataFrame:
             .drop("first"))
 
 
-def _passing(progress: DataFrame, step: int, lowest_end: int, highest_end: int | None, *,
+def _passing(progress: DataFrame, step: int, lowest_end: int, highest_end: int, *,
              shift: int) -> DataFrame:
     """For each window end E in ``[lowest_end, highest_end]``: the first recorded batch whose
     watermark reached ``E + shift`` (``passed``: processing time, batch, watermark). A batch
@@ -193,8 +198,7 @@ def _passing(progress: DataFrame, step: int, lowest_end: int, highest_end: int |
     ``(watermark_before - shift, watermark - shift]``; a query's first batch (no watermark
     before) every end up to its watermark."""
     first, top = ends_passed(F.col("wmb") - F.lit(shift), F.col("wm") - F.lit(shift), step)
-    if highest_end is not None:
-        top = F.least(top, F.lit(highest_end))
+    top = F.least(top, F.lit(highest_end))
     # a query's first batch has no watermark before it: null, and greatest() skips nulls
     bottom = F.greatest(first, F.lit(-(-lowest_end // step) * step))
     ends = F.when(bottom <= top, F.sequence(bottom.cast("long"), top.cast("long"),
