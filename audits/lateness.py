@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -29,12 +30,20 @@ import pandas as pd
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
 from reckon.eventtime import EventTimeRules, WindowSpec
-from reckon.lateness import CurvePoint, lateness_curve, normalize_bounds, recommend
+from reckon.lateness import (
+    DEFAULT_BOUNDS,
+    CurvePoint,
+    default_bounds,
+    lateness_curve,
+    normalize_bounds,
+    recommend,
+)
 from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date, parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from audits.lateness_batches import BatchCurve
     from reports.records import AttributionRow
 
 __all__ = [
@@ -44,13 +53,11 @@ __all__ = [
     "analyze_day",
     "cmd_lateness_curve",
     "cmd_lateness_warehouse",
+    "curves_json",
     "default_bounds",
     "read_events_file",
     "render_analysis",
 ]
-
-#: The standard ladder of candidate bounds; the configured lateness is always added to it.
-DEFAULT_BOUNDS = ("0s", "1s", "2s", "3s", "5s", "10s", "30s", "1m", "5m")
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # a time of day followed by a zone: 'Z' or +hh[:mm]; a bare date's '-01' is not a zone
@@ -247,11 +254,6 @@ def _seconds(point: CurvePoint | None) -> float | None:
     return None if point is None else point.bound / MICROS_PER_SECOND
 
 
-def default_bounds(settings: Settings) -> list[int]:
-    """The standard ladder plus the configured lateness, sorted."""
-    return normalize_bounds([*DEFAULT_BOUNDS, settings.lateness])
-
-
 def _as_target(value: Decimal | float | str | None, settings: Settings) -> Decimal:
     if value is None:
         return settings.target_completeness
@@ -359,7 +361,9 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
 
 
 def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``."""
+    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
+    both what-if curves of the day, per micro-batch (what the stream did) and per event,
+    labelled as the report labels them, then the recommendation and who is late."""
     from audits.attribution import late_attribution
     from spark import tables
     from spark.session import get_spark
@@ -369,40 +373,94 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     target = _as_target(args.target, settings)
     spark = get_spark(settings, app_name="reckon-lateness")
     analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+    batches, why_not = _batch_curve(spark, settings, day, bounds)
     attribution = (late_attribution(spark, settings, day)
                    if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
     if args.json:
         payload = analysis.to_json_dict()
+        payload.update(curves_json(analysis, batches, why_not))
         payload["attribution"] = [_attribution_json(row) for row in attribution]
         print(json.dumps(payload, indent=2, sort_keys=True))
         return 0
-    print(render_analysis(analysis, attribution))
+    print(render_analysis(analysis, attribution, batches, why_not))
     return 0
 
 
+def _batch_curve(spark: SparkSession, settings: Settings, day: date,
+                 bounds: Iterable[int] | None) -> tuple[BatchCurve | None, str | None]:
+    """The per-batch curve over the same bounds, or None and the one line that says why it
+    cannot be had (no archived events, batches of several stream queries)."""
+    from audits.lateness_batches import analyze_day_batches
+
+    try:
+        return analyze_day_batches(spark, settings, day, bounds=bounds), None
+    except UsageError as exc:
+        return None, str(exc)
+
+
+def curves_json(analysis: LatenessAnalysis, batches: BatchCurve | None,
+                why_not: str | None) -> dict[str, Any]:
+    """Both curves for ``--json``, per batch first as in the report, with why they differ.
+    ``points`` (the per-event curve) stays at the top level for existing readers.
+
+    Example: ``[c["granularity"] for c in curves_json(a, b, None)["curves"]]`` is
+    ``["per_batch", "per_event"]``; a missing per-batch curve has no points and a ``note``."""
+    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, batch_curve_json
+
+    per_batch = ({**batch_curve_json(batches), "note": None} if batches is not None else
+                 {"granularity": "per_batch", "label": PER_BATCH, "points": [],
+                  "note": f"No per-batch curve: {why_not}"})
+    per_event = {"granularity": "per_event", "label": PER_EVENT, "events": analysis.events,
+                 "points": [pt.to_json_dict() for pt in analysis.points], "note": None}
+    return {"curves": [per_batch, per_event], "curves_note": CURVES_NOTE}
+
+
+def _curve_lines(analysis: LatenessAnalysis, batches: BatchCurve | None,
+                 why_not: str | None) -> list[str]:
+    """Both curves as text, each under its label; why they differ, or why one is missing."""
+    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+
+    lines = ["", f"Completeness {PER_BATCH}:"]
+    if batches is None:
+        lines.append(f"No per-batch curve: {why_not}")
+    else:
+        lines += [f"({batches.batches} batches, {batches.events} events judged)",
+                  _table(batches.points)]
+    lines += ["", f"Completeness {PER_EVENT}:", f"({analysis.events} events)",
+              _table(analysis.points),
+              _recommendation_line(analysis.recommended, analysis.target)]
+    return [*lines, "", *textwrap.wrap(CURVES_NOTE, width=100)]
+
+
 def render_analysis(analysis: LatenessAnalysis,
-                    attribution: Sequence[AttributionRow] = ()) -> str:
-    """The human-readable form of ``reckon lateness``: curve, recommendations, who is late."""
+                    attribution: Sequence[AttributionRow] = (),
+                    batches: BatchCurve | None = None, why_not: str | None = None) -> str:
+    """The human-readable form of ``reckon lateness``: both curves (per batch, per event) with
+    why they differ, the recommendation, per partition, who is late."""
     lines = [f"lateness analysis of {analysis.day.isoformat()}: {analysis.events} events, "
              f"configured bound {format_duration(analysis.configured_bound)}, "
              f"target completeness {analysis.target}",
-             _table(analysis.points),
-             _recommendation_line(analysis.recommended, analysis.target),
-             "", "per partition (each on its own watermark):"]
+             *_curve_lines(analysis, batches, why_not),
+             "", "per partition (each on its own watermark, per event):"]
     for pc in analysis.partitions:
         best = ("none reaches the target" if pc.recommended is None
                 else format_duration(pc.recommended.bound))
         lines.append(f"  partition {pc.partition}: {pc.events} events, recommended bound {best}")
-    if attribution:
-        lines += ["", "who is late (lift = late share / event share):",
-                  f"  {'dimension':<16} {'value':<12} {'late':>8} {'events':>10} "
-                  f"{'late share':>10} {'event share':>11} {'lift':>8}"]
-        for row in attribution:
-            lift = "-" if row.lift is None else str(row.lift)
-            lines.append(f"  {row.dimension:<16} {row.value:<12} {row.late_events:>8} "
-                         f"{row.all_events:>10} {row.late_share!s:>10} "
-                         f"{row.event_share!s:>11} {lift:>8}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *_attribution_lines(attribution)])
+
+
+def _attribution_lines(attribution: Sequence[AttributionRow]) -> list[str]:
+    if not attribution:
+        return []
+    lines = ["", "who is late (lift = late share / event share):",
+             f"  {'dimension':<16} {'value':<12} {'late':>8} {'events':>10} "
+             f"{'late share':>10} {'event share':>11} {'lift':>8}"]
+    for row in attribution:
+        lift = "-" if row.lift is None else str(row.lift)
+        lines.append(f"  {row.dimension:<16} {row.value:<12} {row.late_events:>8} "
+                     f"{row.all_events:>10} {row.late_share!s:>10} "
+                     f"{row.event_share!s:>11} {lift:>8}")
+    return lines
 
 
 def _attribution_json(row: AttributionRow) -> dict[str, Any]:

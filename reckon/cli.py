@@ -322,8 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = _add(sub, "lateness", _lazy("audits.lateness:cmd_lateness_warehouse"),
-             "lateness analysis of the warehouse's event log for a day: curve, recommended "
-             "bound overall and per partition, who is late")
+             "lateness analysis of the warehouse's event log for a day: completeness per "
+             "micro-batch (as the stream ran) and per event, recommended bound overall and per "
+             "partition, who is late")
     _warehouse(p)
     p.add_argument("--date", required=True)
     p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")

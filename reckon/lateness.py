@@ -53,8 +53,10 @@ from reckon.eventtime import (
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration
 
 __all__ = [
+    "DEFAULT_BOUNDS",
     "DEFAULT_IDLE_TIMEOUT",
     "CurvePoint",
+    "default_bounds",
     "lateness_curve",
     "lateness_curve_reference",
     "normalize_bounds",
@@ -117,6 +119,20 @@ def normalize_bounds(bounds: Iterable[int | str]) -> list[int]:
     if not out:
         raise invalid("bounds", given, "give at least one lateness bound, e.g. 0s,2s,5s")
     return out
+
+
+#: The standard ladder of candidate bounds; the configured lateness is always added to it.
+DEFAULT_BOUNDS = ("0s", "1s", "2s", "3s", "5s", "10s", "30s", "1m", "5m")
+
+
+def default_bounds(settings: Settings) -> list[int]:
+    """The standard ladder plus the configured lateness, sorted: both what-if curves (per event
+    and per micro-batch) are drawn over the same bounds, so their rows line up.
+
+    >>> default_bounds(Settings(lateness="4s"))[:5]
+    [0, 1000000, 2000000, 3000000, 4000000]
+    """
+    return normalize_bounds([*DEFAULT_BOUNDS, settings.lateness])
 
 
 def _non_negative(b: object) -> int:

@@ -170,3 +170,48 @@ def test_attribution_json_keeps_late_amounts_per_currency():
                        "lift": "4.0000"}
     assert list(payload["late_amounts"]) == ["EUR", "JPY", "USD"]
     assert "late_amount" not in payload
+
+
+def _curve_rows(out: str, label: str) -> dict[str, list[str]]:
+    """The rows of the table printed under ``Completeness <label>:``, by bound ('3s')."""
+    part = out[out.index(f"Completeness {label}:"):].split("\n\n")[0]
+    rows = [line.split() for line in part.splitlines()[2:]]  # after the label and the counts
+    return {row[0]: row[1:] for row in rows if len(row) == 5 and row[0] != "bound"}
+
+
+def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario, capsys,
+                                                               monkeypatch, tmp_path):
+    """`reckon lateness` on a day the real stream ran (partition 1 idles, then rejoins late):
+    the per-batch curve, labelled as in the report, drops at the configured bound exactly the
+    events the stream put in late_events; the per-event curve follows under its own label,
+    with the one sentence on why they differ; `--json` carries both, per batch first."""
+    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+    from tests.scenarios import SCENARIOS
+
+    case = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
+    wh = str(streamed_scenario(case.name).warehouse_path)
+    monkeypatch.chdir(tmp_path)  # no stray ./reckon.toml; the rules come from the environment
+    monkeypatch.delenv("RECKON_CONFIG", raising=False)
+    for name, value in {"WINDOW": "10s", "LATENESS": "3s", "GRACE": "0s", "IDLE_TIMEOUT": "5s",
+                        "EXPECTED_PARTITIONS": "0,1", "SLIDE": ""}.items():
+        monkeypatch.setenv(f"RECKON_{name}", value)
+
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 0
+    out = capsys.readouterr().out
+    assert out.index(f"Completeness {PER_BATCH}:") < out.index(f"Completeness {PER_EVENT}:")
+    assert " ".join(CURVES_NOTE.split()) in " ".join(out.split())
+    per_batch, per_event = _curve_rows(out, PER_BATCH), _curve_rows(out, PER_EVENT)
+    assert per_batch["3s"][2] == str(len(case.late)) == "1"  # dropped: p1-t3-a107, as streamed
+    assert per_batch.keys() == per_event.keys() and "5m" in per_batch
+
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    batch, event = payload["curves"]
+    assert (batch["granularity"], batch["label"]) == ("per_batch", PER_BATCH)
+    assert (event["granularity"], event["label"]) == ("per_event", PER_EVENT)
+    assert payload["curves_note"] == CURVES_NOTE and batch["note"] is None
+    assert event["points"] == payload["points"]
+    [configured] = [p for p in batch["points"] if p["bound_seconds"] == 3.0]
+    assert configured["dropped"] == 1 and batch["events"] == sum(map(len, case.batches)) == 8
+    assert [str(p["dropped"]) for p in batch["points"]] == [r[2] for r in per_batch.values()]
+    assert [str(p["dropped"]) for p in event["points"]] == [r[2] for r in per_event.values()]

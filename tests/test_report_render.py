@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 import io
 import itertools
 import re
@@ -309,10 +310,10 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     first = render_context(_ctx(), tmp_path / "a")
     second = render_context(_ctx(), tmp_path / "b")
     names = sorted(Path(p).name for p in first.csv_paths)
-    assert names == ["attribution.csv", "break_summary.csv", "breaks.csv", "configuration.csv",
-                     "gap_by_window.csv",
-                     "lateness_curve.csv", "lateness_histogram.csv", "status_counts.csv",
-                     "summary.csv", "watermark_progress.csv"]
+    assert names == ["approval.csv", "attribution.csv", "break_summary.csv", "breaks.csv",
+                     "configuration.csv", "gap_by_window.csv",
+                     "lateness_curve.csv", "lateness_histogram.csv", "quality.csv",
+                     "status_counts.csv", "summary.csv", "watermark_progress.csv"]
     for a, b in zip(first.csv_paths, second.csv_paths, strict=True):
         assert Path(a).read_bytes() == Path(b).read_bytes(), a
     assert Path(first.html_path).read_bytes() == Path(second.html_path).read_bytes()
@@ -805,3 +806,106 @@ def test_a_missing_per_batch_curve_says_why_in_every_format(tmp_path):
     assert not re.search(r'data-granularity="per_batch"', html)
     assert {r["granularity"] for r in _curve_csv(result.out_dir)} == {"per_event"}
     assert "No per-batch curve: batches 0..9" in (Path(result.out_dir) / "summary.csv").read_text()
+
+
+# ----------------------------------------------------------------------------- one list of sections
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_every_section_is_in_the_html_the_pdf_and_its_csv(tmp_path, monkeypatch):
+    """One list (reports.sections.SECTIONS) drives every format: each section's title is in
+    the page Chromium shows offline (inside its own <section>) and in the PDF's text, and its
+    CSV is written with its header. Rendering needs no Spark: it only draws the context."""
+    import sys
+
+    from reports.sections import SECTIONS
+
+    chromium, pdftotext = _need("chromium"), _need("pdftotext")
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # any Spark import fails from here on
+    result = render_context(_ctx(), tmp_path / "r")
+    monkeypatch.undo()
+    dom = unescape(_chromium(chromium, "--dump-dom", Path(result.html_path).as_uri()).stdout)
+    pdf = _words(subprocess.run([pdftotext, result.pdf_path, "-"], check=True,
+                                capture_output=True, text=True, timeout=120).stdout)
+    assert len(SECTIONS) >= 12 and len({s.id for s in SECTIONS}) == len(SECTIONS)
+    assert [Path(p).name for p in result.csv_paths] == [s.csv for s in SECTIONS]
+    for s in SECTIONS:
+        found = re.search(rf'<section id="{s.id}">\s*<h2>([^<]*)</h2>', dom)
+        assert found and found.group(1).startswith(s.title), (s.id, s.title)
+        assert _words(s.title) in pdf, s.title
+        lines = (Path(result.out_dir) / s.csv).read_text().splitlines()
+        assert lines[0] == ",".join(s.csv_header), s.csv
+    # in report order in both: the PDF's headings come in the list's order
+    assert [pdf.index(s.heading(_ctx())) for s in SECTIONS] == sorted(
+        pdf.index(s.heading(_ctx())) for s in SECTIONS)
+    # each chart sits in its own section, in the page and in the PDF's order
+    for s in SECTIONS:
+        body = re.search(rf'<section id="{s.id}">(.*?)</section>', dom, re.S).group(1)
+        assert [n for n in re.findall(r'data-chart="([a-z_]+)"', body)] == list(s.charts)
+
+
+def _data_docs_site(warehouse: Path) -> Path:
+    """A real GX Data Docs site, its browser assets served from the site (as `reckon check`
+    leaves it), at <warehouse>/reports/data_docs/index.html."""
+    from audits.datadocs import localise_site
+    from tests.test_datadocs import _gx_site, _jars
+
+    site = _gx_site(warehouse)
+    assert localise_site(site, _jars()).offline
+    return site / "index.html"
+
+
+def _data_docs_target(chromium: str, html: Path) -> Path:
+    """The file the report's Data Docs link opens, as Chromium resolves it from ``html``."""
+    from urllib.parse import unquote, urljoin, urlsplit
+
+    dom = _chromium(chromium, "--dump-dom", html.as_uri()).stdout
+    link = re.search(r'<p id="data-docs">[^<]*<a href="([^"]+)">', dom)
+    assert link, dom[-3000:]
+    assert not link.group(1).startswith(("/", "file:"))  # relative: the folder travels
+    return Path(unquote(urlsplit(urljoin(html.as_uri(), unescape(link.group(1)))).path))
+
+
+def test_a_signed_copy_opens_its_data_docs_from_where_it_lives(tmp_path):
+    """After a sign-off the report is kept in signed/<run>/, byte for byte (its SHA-256 is
+    what was signed). Opened there in offline Chromium, its Data Docs link leads to an index
+    that exists and draws the checked suites; so it does from a mailed copy of the day's
+    folder."""
+    from reports.db import ReportDB
+    from reports.records import ReportRecord
+    from reports.render import keep_signed_report
+    from reports.review import append_signoff
+    from tests.test_report_db import make_run
+
+    chromium = _need("chromium")
+    index = _data_docs_site(tmp_path / "wh")
+    folder = tmp_path / "wh" / "reports" / "2026-01-01"
+    ctx = dataclasses.replace(_ctx(), data_docs=str(index))
+    first = render_context(ctx, folder)
+    assert _data_docs_target(chromium, Path(first.html_path)) == index.resolve()
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        db.record_audit_run(make_run(ctx.audit_run_id, reconciler="ops-bot"), [])
+        db.record_report(ReportRecord(
+            day=DAY, audit_run_id=ctx.audit_run_id, created_at=datetime(2026, 1, 2, 4, tzinfo=UTC),
+            html_path=first.html_path, pdf_path=first.pdf_path, csv_paths=list(first.csv_paths),
+            sha256=first.sha256))
+        append_signoff(db, ctx.audit_run_id, "bob", "approved", "ties out")
+        kept = keep_signed_report(db, folder, "audit-new")
+    assert kept is not None
+    render_context(dataclasses.replace(ctx, audit_run_id="audit-new"), folder)
+    signed = kept / "report.html"
+    assert hashlib.sha256(signed.read_bytes()).hexdigest() == first.sha256  # the signed bytes
+    mailed = tmp_path / "mail" / "2026-01-01"
+    shutil.copytree(folder, mailed)  # the day's folder alone, as a zip would carry it
+    for copy in (signed, mailed / "signed" / ctx.audit_run_id / "report.html"):
+        target = _data_docs_target(chromium, copy)
+        assert target.is_file() and target.is_relative_to(copy.parent.parent.parent), target
+        dom = _chromium(chromium, "--dump-dom", target.as_uri()).stdout
+        rows = re.findall(r"<tr[^>]*data-index[^>]*>(.*?)</tr>", dom, re.S)
+        assert any("reckon_demo" in row for row in rows), dom[:2000]  # drawn, not blank
+        shot = tmp_path / "docs.png"
+        _chromium(chromium, f"--screenshot={shot}", "--window-size=1024,768", target.as_uri())
+        assert _png_stats(shot)[2] > 10  # not a blank page
