@@ -226,3 +226,14 @@ def test_a_malformed_request_is_one_clear_line(app) -> None:
     assert response.status_code == 400 and "day" in response.text
     response = bob.get(f"/day/{DAY}/breaks?after=garbage")
     assert response.status_code == 400 and "not a page cursor" in response.text
+
+
+def test_what_the_data_says_is_escaped_not_run(app, db: ReportDB) -> None:
+    from workbench.sample import _break
+
+    hostile = replace(_break(RUN, DAY, 0), key="<script>alert(1)</script>",
+                      window_start=datetime(2026, 1, 1, 23, tzinfo=UTC))
+    db.write_breaks(RUN, [hostile])
+    bob = _client(app, "bob")
+    page = bob.get(f"/day/{DAY}/breaks?merchant=<script>alert(1)</script>").text
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
