@@ -237,3 +237,15 @@ def test_what_the_data_says_is_escaped_not_run(app, db: ReportDB) -> None:
     bob = _client(app, "bob")
     page = bob.get(f"/day/{DAY}/breaks?merchant=<script>alert(1)</script>").text
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_report_lists_decisions_on_the_run_not_break_actions(db: ReportDB) -> None:
+    from reports.context import _signoffs
+
+    target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-00", "EUR")
+    append_signoff(db, RUN, "bob", "break-comment", "looked", target=target)
+    append_signoff(db, RUN, "bob", "approved", "ties out")
+    run = db.get_audit_run(RUN)
+    assert run is not None
+    own, prior = _signoffs(db, run)
+    assert [(e.decision, e.by) for e in own] == [("approved", "bob")] and prior is None
