@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import http.cookiejar
 import re
+import secrets
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from workbench.sample import sample_day
 from workbench.server import serve_in_thread
 
 DAY = date(2026, 1, 1)
-PASSWORD = "paging measurement password"
+PASSWORD = secrets.token_urlsafe(16)  # throwaway: the database is too
 
 
 def _login(url: str) -> urllib.request.OpenerDirector:
@@ -73,7 +74,7 @@ def main() -> int:
                  "merchant": "merchant=merchant-03",
                  "review status + age": "status=open&age=0"}
         worst = 0.0
-        with serve_in_thread(create_app(db, secret=b"m" * 32)) as url:
+        with serve_in_thread(create_app(db, secret=secrets.token_bytes(32))) as url:
             opener = _login(url)
             for name, query in cases.items():
                 seconds, body = _time(opener, f"{url}/day/{DAY}/breaks?{query}")

@@ -97,7 +97,7 @@ def _decisions(condition: str) -> None:
     """Replace the log's decision CHECK (SQLite copies the table; rows are kept as they are)."""
     with op.batch_alter_table("signoff_log", recreate="auto") as batch:
         batch.drop_constraint("ck_signoff_log_decision", type_="check")
-        batch.create_check_constraint("ck_signoff_log_decision", sa.text(condition))
+        batch.create_check_constraint("ck_signoff_log_decision", condition)
 
 
 def upgrade() -> None:

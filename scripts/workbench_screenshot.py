@@ -5,11 +5,12 @@ a fresh report database (workbench.sample, no Spark), the workbench served on lo
 log in, the days, the filtered breaks, one break's evidence, the sign-off log, and the log
 again after a row was edited by hand in the database.
 
-Usage: .venv/bin/python scripts/workbench-screenshot [out-dir]   (default docs/images)
+Usage: .venv/bin/python scripts/workbench_screenshot.py [out-dir]   (default docs/images)
 """
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from workbench.sample import sample_day  # noqa: E402
 from workbench.server import serve_in_thread  # noqa: E402
 
 DAY = date(2026, 1, 1)
-PASSWORD = "screenshot password"
+PASSWORD = secrets.token_urlsafe(16)  # throwaway: the database is too
 
 
 def main() -> int:
@@ -46,7 +47,7 @@ def main() -> int:
         add_user(db, "bob", "reviewer", PASSWORD)
         append_signoff(db, run_id, "bob", "approved", "gaps explained by late events; "
                        "UNEXPLAINED rows checked with the merchants")
-        with serve_in_thread(create_app(db, secret=b"p" * 32)) as url, \
+        with serve_in_thread(create_app(db, secret=secrets.token_bytes(32))) as url, \
                 Browser(chromium, width=1280, height=800) as page:
             page.goto(f"{url}/login")
             page.fill("input[name=name]", "bob")
