@@ -78,7 +78,7 @@ def main() -> int:
             opener = _login(url)
             for name, query in cases.items():
                 seconds, body = _time(opener, f"{url}/day/{DAY}/breaks?{query}")
-                count = re.search(r'id="count"><b>(\d+)', body)
+                count = re.search(r'id="count"><b>([^<]+)</b>', body)
                 rows = body.count('class="break"')
                 print(f"{name:22s} {seconds * 1000:7.1f} ms  ({rows} rows shown of "
                       f"{count.group(1) if count else '?'} matching)")

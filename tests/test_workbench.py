@@ -249,3 +249,12 @@ def test_the_report_lists_decisions_on_the_run_not_break_actions(db: ReportDB) -
     assert run is not None
     own, prior = _signoffs(db, run)
     assert [(e.decision, e.by) for e in own] == [("approved", "bob")] and prior is None
+
+
+def test_the_count_stops_at_the_cap(db: ReportDB, monkeypatch) -> None:
+    monkeypatch.setattr(queries, "COUNT_CAP", 20)
+    page = queries.break_page(db, RUN, DAY, queries.BreakFilter())
+    assert page.total == 21 and page.total_text == "more than 20" and len(page.rows) == 50
+    page = queries.break_page(db, RUN, DAY, queries.BreakFilter(currency="JPY",
+                                                                merchant="merchant-03"))
+    assert page.total_text == str(page.total) and page.total <= 20

@@ -40,6 +40,9 @@ __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "
            "facets", "log_entries", "run_of_day"]
 
 PAGE_SIZE = 50
+#: A page counts the matches up to here and says "more than" beyond: the count then costs at
+#: most this many index steps, however large the day.
+COUNT_CAP = 10_000
 
 
 @dataclass(frozen=True)
@@ -94,10 +97,15 @@ class BreakFilter:
 @dataclass
 class BreakPage:
     rows: list[dict[str, Any]]
-    total: int
+    total: int                         # matches, counted up to COUNT_CAP + 1
     next_cursor: str | None
     seconds: float = 0.0
     facets: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total_text(self) -> str:
+        """``1,234`` or ``more than 10,000``."""
+        return f"more than {COUNT_CAP:,}" if self.total > COUNT_CAP else f"{self.total:,}"
 
 
 def run_of_day(db: ReportDB, day: date, kind: str = "nightly") -> dict[str, Any] | None:
@@ -155,7 +163,8 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     # the review's columns need the join; else the count reads the breaks' index alone
     counted = _break_select() if filters.review_status or filters.min_age_days > 0 \
         else sa.select(b.c.id)
-    count = sa.select(sa.func.count()).select_from(counted.where(*where).subquery())
+    count = sa.select(sa.func.count()).select_from(
+        counted.where(*where).limit(COUNT_CAP + 1).subquery())
     with db.ready().connect() as conn:
         rows = [dict(r) for r in conn.execute(stmt).mappings()]
         total = int(conn.execute(count).scalar_one())
