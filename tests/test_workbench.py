@@ -258,3 +258,33 @@ def test_the_count_stops_at_the_cap(db: ReportDB, monkeypatch) -> None:
     page = queries.break_page(db, RUN, DAY, queries.BreakFilter(currency="JPY",
                                                                 merchant="merchant-03"))
     assert page.total_text == str(page.total) and page.total <= 20
+
+
+def test_the_days_report_and_its_files_are_served_and_nothing_else(app, db: ReportDB,
+                                                                    tmp_path: Path) -> None:
+    from reports.records import ReportRecord
+
+    folder = tmp_path / "reports" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text('<p>the report</p><a href="breaks.csv">csv</a>')
+    (folder / "breaks.csv").write_text("day,key\n")
+    (tmp_path / "reports" / "secret.txt").write_text("not the report's")
+    db.record_report(ReportRecord(day=DAY, audit_run_id=RUN, created_at=datetime.now(UTC),
+                                  html_path=str(folder / "report.html"),
+                                  pdf_path=str(folder / "report.pdf"), sha256="0" * 64))
+    bob = _client(app, "bob")
+    link = re.search(r'id="report-link" href="([^"]+)"', bob.get(f"/day/{DAY}").text)
+    assert link and link.group(1) == f"/report/{DAY}/nightly/report.html"
+    response = bob.get(link.group(1))
+    assert "the report" in response.text and response.headers["content-security-policy"] == "sandbox"
+    assert bob.get(f"/report/{DAY}/nightly/breaks.csv").text == "day,key\n"
+    for name in ("..%2Fsecret.txt", ".hidden", "nope.csv"):
+        assert bob.get(f"/report/{DAY}/nightly/{name}").status_code in (400, 404), name
+
+
+def test_logging_out_needs_the_token_too(app) -> None:
+    bob = _client(app, "bob")
+    assert bob.post("/logout").status_code == 403
+    token = _csrf(bob.get("/").text)
+    assert bob.post("/logout", data={"csrf": token}, follow_redirects=False).status_code == 303
+    assert bob.get("/", follow_redirects=False).headers["location"] == "/login"

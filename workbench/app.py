@@ -162,7 +162,10 @@ def _login_routes(app: FastAPI, db: ReportDB, keys: SessionKeys, page: Any,
         return response
 
     @app.post("/logout")
-    def logout() -> Response:
+    def logout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
+        session = keys.read(request.cookies.get(SESSION_COOKIE))
+        if session is not None and not keys.csrf_ok(session.nonce, csrf):
+            raise Forbidden("the form's CSRF token is missing or wrong: reload the page")
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE)
         return response
@@ -193,14 +196,20 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
         return page(request, "day.html", who, run=run,
                     entries=queries.log_entries(db, run["run_id"]))
 
-    @app.get("/day/{day}/report")
-    def report(who: Who, day: str, kind: str = "nightly") -> Response:
+    @app.get("/report/{day}/{kind}/{name}")
+    def report(who: Who, day: str, kind: str, name: str) -> Response:
+        """The day's rendered report and the files beside it (its CSVs, PDF): the report's
+        relative links resolve here. Only plain names in the report's own folder."""
         run = queries.run_of_day(db, _day(day), kind)
-        path = Path(run["report_path"]) if run and run["report_path"] else None
-        if path is None or not path.is_file():
+        html = Path(run["report_path"]) if run and run["report_path"] else None
+        if html is None or not html.is_file():
             raise UsageError(f"no rendered report of {day} on this server "
                              "(`reckon report --date D` renders it)")
-        return FileResponse(path, media_type="text/html",
+        wanted = html.parent / name
+        if name != Path(name).name or name.startswith(".") or not wanted.is_file():
+            raise UsageError(f"{name!r} is not a file of the report of {day}")
+        kind_of = "text/html" if name.endswith(".html") else None
+        return FileResponse(wanted, media_type=kind_of,
                             headers={"Content-Security-Policy": "sandbox"})
 
     @app.get("/day/{day}/breaks")
