@@ -74,6 +74,7 @@ def test_reviewer_filters_opens_a_late_break_and_signs_the_run(served, browser) 
     browser.click("#breaks a.break")  # the first: merchant-00's window, one late event
     late = browser.text("#late-events")
     assert "Late events" in late and late.split()[-1] == "1" and "1.25" in late, late
+    assert "key = 'merchant-00'" in browser.text("#late-rows-sql")
     browser.fill("input[name=note]", "late event from partition 3, in the next window")
     browser.click("#action button[value=accept]")
     assert browser.text("#review-status") == "accepted", browser.text("main")

@@ -88,6 +88,11 @@ def _money(value: Decimal | None, code: str) -> str:
     return "-" if value is None else format_amount(value, code)
 
 
+def _sql_text(value: object) -> str:
+    """A value inside a single-quoted SQL literal (the page's `reckon sql` hint)."""
+    return str(value).replace("'", "''")
+
+
 def _when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -100,7 +105,7 @@ def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
     app.state.db, app.state.keys = db, keys
     app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
     pages = Jinja2Templates(directory=_HERE / "templates")
-    pages.env.filters.update(money=_money, when=_when)
+    pages.env.filters.update(money=_money, when=_when, sqlquote=_sql_text)
     pages.env.globals["REVIEW_STATUSES"] = REVIEW_STATUSES
 
     @app.middleware("http")
