@@ -15,6 +15,8 @@ Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
+The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve) are entries of
+the same log, under the same rules, with the break named in the note; they sign nothing.
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
 and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
