@@ -26,8 +26,8 @@ test-soak: setup-test ## the long reliability runs (random kills, standalone clu
 	$(PY) -m pytest -q -m soak $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check reckon spark audits reports dags bench tests
-	$(VENV)/bin/mypy reckon spark audits reports dags bench
+	$(VENV)/bin/ruff check reckon spark audits reports workbench dags bench tests
+	$(VENV)/bin/mypy reckon spark audits reports workbench dags bench
 
 bench-quick: setup
 	$(PY) -m bench --quick

@@ -158,6 +158,27 @@ def _event_time_flags(p: argparse.ArgumentParser) -> None:
                    help="a partition silent this long (arrival time) stops holding the watermark")
 
 
+def _workbench_commands(sub: Any) -> None:
+    """``reckon workbench`` (the reviewer's web app) and ``reckon users`` (who may log in)."""
+    p = _add(sub, "workbench", _lazy("workbench.cli:cmd_workbench"),
+             "serve the reviewer's workbench: breaks, evidence and sign-off in the browser")
+    _warehouse(p)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8088, help="TCP port (default 8088)")
+    p.add_argument("--secure-cookies", dest="secure_cookies", action="store_true",
+                   help="mark cookies Secure (when served behind HTTPS)")
+    p = _add(sub, "users", _lazy("workbench.cli:cmd_users"),
+             "the workbench's users: add NAME --role R, list, disable NAME")
+    _warehouse(p)
+    p.add_argument("action", choices=("add", "list", "disable"))
+    p.add_argument("name", nargs="?", help="the user's name: the same name as their OS account "
+                   "or database role, so the four-eyes rule sees one person")
+    p.add_argument("--role", choices=("reconciler", "reviewer", "auditor"), default="reviewer")
+    p.add_argument("--password-env", dest="password_env",
+                   help="read the password from this environment variable (else asked twice)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reckon",
@@ -288,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
              "check the sign-off log's hash chain: detects edited or deleted entries")
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable result")
+    _workbench_commands(sub)
 
     p = _add(sub, "report", _lazy("reports.render:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")

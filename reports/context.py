@@ -415,7 +415,8 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     raw = db.signoffs_of_day(run.day, run.kind)
     entries = [Signoff(e["run_id"], e["decision"], e["by"], _utc(e["at"]),
                        {code: Decimal(gap) for code, gap in sorted(e["gap_totals"].items())},
-                       int(e["unexplained"])) for e in raw]
+                       int(e["unexplained"])) for e in raw
+               if not e["decision"].startswith("break-")]  # the workbench's break actions
     own = tuple(e for e in entries if e.run_id == run.run_id)
     from reports.db import SIGNING_DECISIONS
 

@@ -66,6 +66,7 @@ __all__ = [
     "REPORTS",
     "REVIEW_STATUSES",
     "SIGNOFF_LOG",
+    "WORKBENCH_USERS",
     "AttributionRowModel",
     "AuditRunCurrencyModel",
     "AuditRunModel",
@@ -80,6 +81,7 @@ __all__ = [
     "ReportModel",
     "SignoffModel",
     "UTCDateTime",
+    "WorkbenchUserModel",
     "insert_breaks",
     "write_tx",
 ]
@@ -387,7 +389,8 @@ class SignoffModel(Base):
     __tablename__ = "signoff_log"
     __table_args__ = (
         sa.UniqueConstraint("entry_hash", name="uq_signoff_log_entry_hash"),
-        sa.CheckConstraint("decision IN ('approved', 'rejected', 'accepted', 'resolved')",
+        sa.CheckConstraint("decision IN ('approved', 'rejected', 'accepted', 'resolved', "
+                           "'break-comment', 'break-accepted', 'break-resolved')",
                            name="ck_signoff_log_decision"),
     )
 
@@ -405,6 +408,23 @@ class SignoffModel(Base):
     signed: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
 
 
+class WorkbenchUserModel(Base):
+    """A person who may log in to the workbench (workbench/auth.py): a scrypt password hash,
+    never the password, and one role (reconciler, reviewer or auditor)."""
+
+    __tablename__ = "workbench_users"
+    __table_args__ = (
+        sa.CheckConstraint("role IN ('reconciler', 'reviewer', 'auditor')",
+                           name="ck_workbench_users_role"),
+    )
+
+    name: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    password_hash: Mapped[str] = mapped_column(sa.String(300))
+    role: Mapped[str] = mapped_column(sa.String(20))
+    enabled: Mapped[bool] = mapped_column(sa.Boolean())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 # Decisions of the sign-off log that sign a run off ("rejected" does not).
 SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 
@@ -418,6 +438,7 @@ CHECK_RUNS: sa.Table = Base.metadata.tables["check_runs"]
 EXPECTATION_RESULTS: sa.Table = Base.metadata.tables["expectation_results"]
 REPORTS: sa.Table = Base.metadata.tables["reports"]
 SIGNOFF_LOG: sa.Table = Base.metadata.tables["signoff_log"]
+WORKBENCH_USERS: sa.Table = Base.metadata.tables["workbench_users"]
 
 
 # ----------------------------------------------------------------------------- engines

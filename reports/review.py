@@ -15,6 +15,8 @@ Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
+The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve) are entries of
+the same log, under the same rules, with the break named in the note; they sign nothing.
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
 and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
@@ -53,8 +55,10 @@ from reports.db import (
 )
 
 __all__ = [
+    "BREAK_ACTIONS",
     "DECISIONS",
     "GENESIS_HASH",
+    "BreakTarget",
     "LogVerification",
     "SignoffEntry",
     "SignoffRefused",
@@ -70,6 +74,9 @@ __all__ = [
 
 GENESIS_HASH = "0" * 64
 DECISIONS = ("approved", "rejected", "accepted", "resolved")
+#: Actions on one break of a run (the workbench's): the break is named in the entry's note, so
+#: the hash binds it. They do not sign the run off.
+BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved")
 _BREAK_DECISIONS = ("accepted", "resolved")  # decisions that close the run's open breaks
 _APPEND_ATTEMPTS = 3
 
@@ -109,6 +116,22 @@ class LogVerification:
     entries: int
     head_hash: str
     problems: list[str]
+
+
+@dataclass(frozen=True)
+class BreakTarget:
+    """One break of a run, as a break action names it: its window start, key and currency.
+
+    Example: ``BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "m1", "EUR").label()`` is
+    ``'break 2026-01-01T00:00:00.000000Z m1 EUR'``, the prefix of the action's note.
+    """
+
+    window_start: datetime
+    key: str
+    currency: str
+
+    def label(self) -> str:
+        return f"break {_format_at(self.window_start)} {self.key} {self.currency}"
 
 
 def _format_at(at: datetime) -> str:
@@ -222,8 +245,8 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 
 
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
-                   now: datetime | None = None,
-                   warehouse: Path | None = None) -> SignoffEntry:
+                   now: datetime | None = None, warehouse: Path | None = None,
+                   target: BreakTarget | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -234,15 +257,22 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     run a later audit of its day replaced (decisions are made on the current figures), or a
     sign-off by the run's reconciler (names compared as reckon.identity does: NFKC, case,
     invisible characters and Unicode confusables folded).
+
+    A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
+    the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
     """
-    if decision not in DECISIONS:
-        raise invalid("decision", decision, "one of " + ", ".join(DECISIONS))
+    if decision not in DECISIONS + BREAK_ACTIONS:
+        raise invalid("decision", decision, "one of " + ", ".join(DECISIONS + BREAK_ACTIONS))
+    if (target is None) != (decision in DECISIONS):
+        raise invalid("target", target, "a break exactly when the decision is a break action")
     who = (by or "").strip()
     if not who:
         raise invalid("by", by, "the reviewer's name (not empty)")
     text = (note or "").strip()
     if not text:
         raise invalid("note", note, "a note saying what was reviewed and decided (not empty)")
+    if target is not None:
+        text = f"{target.label()}: {text}"
     engine = db.ready()
     runs, log = AUDIT_RUNS, SIGNOFF_LOG
     for attempt in range(1, _APPEND_ATTEMPTS + 1):
@@ -271,6 +301,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                         f"run={run_id!r} is not valid: its inputs changed since it was "
                         f"audited ({changed}); audit {run.day} again (`reckon audit --date "
                         f"{run.day}`) and sign off the new run")
+                if target is not None and not _break_in_run(conn, run_id, target):
+                    raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
                 reconciler = str(run.reconciler)
                 if same_person(who, reconciler):
                     raise SignoffRefused(
@@ -294,6 +326,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                     entry_hash=entry.entry_hash, signed=entry.signed))
                 if decision in _BREAK_DECISIONS:
                     _close_open_breaks(conn, run_id, decision, at)
+                elif target is not None and decision != "break-comment":
+                    _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
             _anchor(warehouse, entry)
             return entry
         except IntegrityError:
@@ -324,6 +358,23 @@ def _close_open_breaks(conn: sa.Connection, run_id: str, status: str, at: dateti
                                  reviews.c.last_seen_run_id == run_id, in_run)
                           .values(review_status=status, updated_at=at))
     return int(result.rowcount or 0)
+
+
+def _break_in_run(conn: sa.Connection, run_id: str, target: BreakTarget) -> bool:
+    b = BREAKS
+    return conn.execute(sa.select(b.c.id).where(
+        b.c.run_id == run_id, b.c.window_start == target.window_start, b.c.key == target.key,
+        b.c.currency == target.currency).limit(1)).first() is not None
+
+
+def _set_break_status(conn: sa.Connection, run_id: str, target: BreakTarget, status: str,
+                      at: datetime) -> None:
+    """Move one break's review status (its identity's, as last seen in ``run_id``)."""
+    r = BREAK_REVIEWS
+    conn.execute(sa.update(r).where(
+        r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
+        r.c.key == target.key, r.c.currency == target.currency)
+        .values(review_status=status, updated_at=at))
 
 
 def read_log(db: ReportDB) -> list[SignoffEntry]:

@@ -1,12 +1,12 @@
-"""Fast tier: the import graph of reckon, spark, audits, reports, dags and bench holds the layering
-the code map describes (docs/code-map.md), and has no cycle between modules.
+"""Fast tier: the import graph of reckon, spark, audits, reports, workbench, dags and bench holds
+the layering the code map describes (docs/code-map.md), and has no cycle between modules.
 
 The graph is read with ``ast`` from the source, so it takes a second and imports nothing. Every
 import counts, also one inside a function or under ``if TYPE_CHECKING``: a lazy import is how
 a cycle hides, and a reader still has to open both files. Layers, lowest first:
 
-    core (reckon's pure rules) < spark < audits < reports < app (reckon's CLI and pipeline,
-    dags, bench)
+    core (reckon's pure rules) < spark < audits < reports < workbench < app (reckon's CLI and
+    pipeline, dags, bench)
 
 A module may import its own layer or a lower one. An edge the other way is a failure unless it
 is in KNOWN_WRONG_WAY, which names each one that exists today and why; an entry that no longer
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("reckon", "spark", "audits", "reports", "dags", "bench")
+PACKAGES = ("reckon", "spark", "audits", "reports", "workbench", "dags", "bench")
 
 #: reckon's pure core: the rules on plain values (code map, "reckon/ (core)"). config.py is
 #: here because it is pure and every layer reads Settings today; issue 40 plans to hand the
@@ -35,7 +35,9 @@ CORE = frozenset(f"reckon.{m}" for m in (
     "timeutil", "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in ("airflow_env", "airflow_local", "cli", "demo", "pipeline"))
-RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "app": 4}
+#: workbench (the reviewer's web app) reads the report database and sits below the CLI that
+#: starts it.
+RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}
 #: Third-party packages the core must never import: it runs where no JVM is.
 SPARK_PACKAGES = ("pyspark", "delta", "py4j")
 

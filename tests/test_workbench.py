@@ -1,0 +1,290 @@
+"""The reviewer's workbench without a browser (fast tier): passwords and sessions, login,
+CSRF, roles, the four-eyes rule on the server, keyset paging, break actions in the sign-off
+log, and the ``reckon users`` / ``reckon workbench`` commands. The browser tests are in
+tests/test_workbench_browser.py."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from reckon.cli import main
+from reckon.errors import UsageError
+from reports.db import ReportDB
+from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
+from workbench import queries
+from workbench.app import create_app
+from workbench.auth import SessionKeys, add_user, check_password, find_user, hash_password
+from workbench.sample import sample_day
+
+DAY = date(2026, 1, 1)
+RUN = "nightly-2026-01-01"
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Iterator[ReportDB]:
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as database:
+        sample_day(database, DAY, breaks=130, reconciler="alice")
+        for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor"),
+                           ("rita", "reconciler")):
+            add_user(database, name, role, PASSWORD)
+        yield database
+
+
+@pytest.fixture()
+def app(db: ReportDB, tmp_path: Path):
+    return create_app(db, secret=b"s" * 32, warehouse=tmp_path)
+
+
+def _csrf(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, html
+    return found.group(1)
+
+
+def _client(app, name: str | None = None) -> TestClient:
+    client = TestClient(app)
+    if name is not None:
+        token = _csrf(client.get("/login").text)
+        response = client.post("/login", data={"name": name, "password": PASSWORD,
+                                               "csrf": token}, follow_redirects=False)
+        assert response.status_code == 303, response.text
+    return client
+
+
+# ----------------------------------------------------------------------------- identity
+
+
+def test_passwords_are_scrypt_hashes_checked_in_constant_time() -> None:
+    stored = hash_password("s3cret passphrase")
+    assert stored.startswith("scrypt$16384$8$1$") and "s3cret" not in stored
+    assert check_password("s3cret passphrase", stored)
+    assert not check_password("s3cret passphrasE", stored)
+    assert not check_password("x", "md5$abc")
+    assert hash_password("a") != hash_password("a")  # salted
+
+
+def test_a_session_cookie_cannot_be_forged_or_kept_forever() -> None:
+    keys = SessionKeys(b"k" * 32)
+    cookie = keys.issue("bob", now=1000.0)
+    assert keys.read(cookie, now=1001.0).name == "bob"
+    mac = cookie.rsplit(".", 1)[1]
+    forged = keys.issue("alice", now=1000.0).rsplit(".", 1)[0] + "." + mac
+    assert keys.read(forged, now=1001.0) is None
+    assert SessionKeys(b"x" * 32).read(cookie, now=1001.0) is None
+    assert keys.read(cookie, now=1000.0 + 9 * 3600) is None
+
+
+def test_users_are_stored_with_a_role_and_can_be_disabled(db: ReportDB) -> None:
+    assert find_user(db, "bob", PASSWORD).role == "reviewer"
+    assert find_user(db, "bob", "wrong password") is None
+    assert find_user(db, "nobody", PASSWORD) is None
+    with pytest.raises(UsageError, match="too short"):
+        add_user(db, "eve", "reviewer", "short")
+    with pytest.raises(UsageError, match="role"):
+        add_user(db, "eve", "admin", PASSWORD)
+
+
+def test_pages_need_a_login_and_a_wrong_password_is_refused(app) -> None:
+    client = _client(app)
+    response = client.get("/", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, "/login")
+    token = _csrf(client.get("/login").text)
+    response = client.post("/login", data={"name": "bob", "password": "nope", "csrf": token})
+    assert response.status_code == 401 and "unknown user or wrong password" in response.text
+    response = client.post("/login", data={"name": "bob", "password": PASSWORD, "csrf": "x"})
+    assert response.status_code == 403 and "CSRF" in response.text
+
+
+def test_pages_load_nothing_from_elsewhere(app) -> None:
+    client = _client(app, "bob")
+    for path in ("/", f"/day/{DAY}", f"/day/{DAY}/breaks", "/log"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert not re.search(r'(src|href)="(https?:)?//', response.text), path
+        assert "default-src 'self'" in response.headers["content-security-policy"]
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+def test_the_four_eyes_rule_holds_on_the_server(app, db: ReportDB) -> None:
+    alice = _client(app, "alice")
+    token = _csrf(alice.get(f"/day/{DAY}").text)
+    response = alice.post("/signoff", data={"csrf": token, "run": RUN, "decision": "approved",
+                                            "note": "mine"})
+    assert response.status_code == 403 and "four-eyes" in response.text
+    assert read_log(db) == []
+
+
+def test_roles_decide_who_acts(app, db: ReportDB) -> None:
+    target = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-00",
+              "cur": "EUR", "action": "comment", "note": "checked"}
+    carl = _client(app, "carl")
+    response = carl.post("/break/action", data={**target, "csrf": _csrf(carl.get("/").text)})
+    assert response.status_code == 403 and "read-only" in response.text
+    rita = _client(app, "rita")  # a reconciler (not this run's) comments, but signs nothing
+    token = _csrf(rita.get("/").text)
+    assert rita.post("/break/action", data={**target, "csrf": token},
+                     follow_redirects=False).status_code == 303
+    response = rita.post("/signoff", data={"csrf": token, "run": RUN, "decision": "approved",
+                                           "note": "x"})
+    assert response.status_code == 403 and "only a reviewer" in response.text
+    assert [(e.by, e.decision) for e in read_log(db)] == [("rita", "break-comment")]
+
+
+def test_a_post_without_a_csrf_token_changes_nothing(app, db: ReportDB) -> None:
+    bob = _client(app, "bob")
+    response = bob.post("/signoff", data={"run": RUN, "decision": "approved", "note": "x"})
+    assert response.status_code == 403 and "CSRF" in response.text
+    assert read_log(db) == []
+
+
+def test_break_actions_land_in_the_chained_log(db: ReportDB, tmp_path: Path) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    target = BreakTarget(start, "merchant-00", "EUR")
+    comment = append_signoff(db, RUN, "bob", "break-comment", "looked", target=target)
+    assert comment.note == "break 2026-01-01T00:00:00.000000Z merchant-00 EUR: looked"
+    append_signoff(db, RUN, "bob", "break-resolved", "fixed upstream", target=target)
+    item = queries.break_detail(db, RUN, target)
+    assert item is not None and item["review_status"] == "resolved"
+    assert [e["decision"] for e in item["entries"]] == ["break-comment", "break-resolved"]
+    assert not db.is_signed_off(RUN)  # a break action signs nothing
+    assert verify_log(db).ok
+    with pytest.raises(SignoffRefused, match="not a break of run"):
+        append_signoff(db, RUN, "bob", "break-comment", "x",
+                       target=replace(target, key="merchant-99"))
+    with pytest.raises(UsageError, match="target"):
+        append_signoff(db, RUN, "bob", "break-comment", "x")
+    with pytest.raises(SignoffRefused, match="four-eyes"):
+        append_signoff(db, RUN, "alice", "break-accepted", "x", target=target)
+
+
+# ----------------------------------------------------------------------------- paging
+
+
+def test_keyset_pages_cover_every_match_once_in_order(db: ReportDB) -> None:
+    for filters in (queries.BreakFilter(), queries.BreakFilter(cause="EXPLAINED"),
+                    queries.BreakFilter(currency="JPY", merchant="merchant-03")):
+        seen, after = [], None
+        while True:
+            page = queries.break_page(db, RUN, DAY, filters, after, limit=7)
+            seen += [(r["window_start"], r["key"], r["currency"]) for r in page.rows]
+            if page.next_cursor is None:
+                break
+            after = queries.Cursor.decode(page.next_cursor)
+        assert seen == sorted(seen) and len(set(seen)) == len(seen) == page.total > 0
+
+
+def test_the_age_filter_counts_days_since_first_seen(db: ReportDB) -> None:
+    now = datetime.now(UTC)
+    assert queries.break_page(db, RUN, DAY, queries.BreakFilter(min_age_days=1), now=now).total == 0
+    later = now + timedelta(days=3)
+    page = queries.break_page(db, RUN, DAY, queries.BreakFilter(min_age_days=2), now=later)
+    assert page.total == 130 and page.rows[0]["age_days"] == 3
+
+
+def test_a_bad_cursor_is_one_clear_line() -> None:
+    with pytest.raises(UsageError, match="not a page cursor"):
+        queries.Cursor.decode("garbage")
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def test_reckon_users_add_list_disable(tmp_path: Path, monkeypatch, capsys) -> None:
+    wh = str(tmp_path / "wh")
+    monkeypatch.setenv("WB_PASSWORD", PASSWORD)
+    assert main(["users", "add", "dora", "--role", "auditor", "--password-env", "WB_PASSWORD",
+                 "--warehouse", wh]) == 0
+    assert main(["users", "list", "--warehouse", wh]) == 0
+    assert "dora\tauditor" in capsys.readouterr().out
+    assert main(["users", "disable", "dora", "--warehouse", wh]) == 0
+    assert main(["users", "disable", "nobody", "--warehouse", wh]) == 2
+    assert main(["users", "add", "eve", "--password-env", "UNSET_VAR", "--warehouse", wh]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "UNSET_VAR" in err
+
+
+def test_reckon_workbench_refuses_a_bad_port(tmp_path: Path, capsys) -> None:
+    assert main(["workbench", "--warehouse", str(tmp_path), "--port", "70000"]) == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_a_malformed_request_is_one_clear_line(app) -> None:
+    bob = _client(app, "bob")
+    response = bob.get(f"/day/{DAY}/breaks?age=old")
+    assert response.status_code == 400 and "age is not valid" in response.text
+    response = bob.get("/day/yesterday-ish")
+    assert response.status_code == 400 and "day" in response.text
+    response = bob.get(f"/day/{DAY}/breaks?after=garbage")
+    assert response.status_code == 400 and "not a page cursor" in response.text
+
+
+def test_what_the_data_says_is_escaped_not_run(app, db: ReportDB) -> None:
+    from workbench.sample import _break
+
+    hostile = replace(_break(RUN, DAY, 0), key="<script>alert(1)</script>",
+                      window_start=datetime(2026, 1, 1, 23, tzinfo=UTC))
+    db.write_breaks(RUN, [hostile])
+    bob = _client(app, "bob")
+    page = bob.get(f"/day/{DAY}/breaks?merchant=<script>alert(1)</script>").text
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_report_lists_decisions_on_the_run_not_break_actions(db: ReportDB) -> None:
+    from reports.context import _signoffs
+
+    target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-00", "EUR")
+    append_signoff(db, RUN, "bob", "break-comment", "looked", target=target)
+    append_signoff(db, RUN, "bob", "approved", "ties out")
+    run = db.get_audit_run(RUN)
+    assert run is not None
+    own, prior = _signoffs(db, run)
+    assert [(e.decision, e.by) for e in own] == [("approved", "bob")] and prior is None
+
+
+def test_the_count_stops_at_the_cap(db: ReportDB, monkeypatch) -> None:
+    monkeypatch.setattr(queries, "COUNT_CAP", 20)
+    page = queries.break_page(db, RUN, DAY, queries.BreakFilter())
+    assert page.total == 21 and page.total_text == "more than 20" and len(page.rows) == 50
+    page = queries.break_page(db, RUN, DAY, queries.BreakFilter(currency="JPY",
+                                                                merchant="merchant-03"))
+    assert page.total_text == str(page.total) and page.total <= 20
+
+
+def test_the_days_report_and_its_files_are_served_and_nothing_else(app, db: ReportDB,
+                                                                    tmp_path: Path) -> None:
+    from reports.records import ReportRecord
+
+    folder = tmp_path / "reports" / DAY.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text('<p>the report</p><a href="breaks.csv">csv</a>')
+    (folder / "breaks.csv").write_text("day,key\n")
+    (tmp_path / "reports" / "secret.txt").write_text("not the report's")
+    db.record_report(ReportRecord(day=DAY, audit_run_id=RUN, created_at=datetime.now(UTC),
+                                  html_path=str(folder / "report.html"),
+                                  pdf_path=str(folder / "report.pdf"), sha256="0" * 64))
+    bob = _client(app, "bob")
+    link = re.search(r'id="report-link" href="([^"]+)"', bob.get(f"/day/{DAY}").text)
+    assert link and link.group(1) == f"/report/{DAY}/nightly/report.html"
+    response = bob.get(link.group(1))
+    assert "the report" in response.text and response.headers["content-security-policy"] == "sandbox"
+    assert bob.get(f"/report/{DAY}/nightly/breaks.csv").text == "day,key\n"
+    for name in ("..%2Fsecret.txt", ".hidden", "nope.csv"):
+        assert bob.get(f"/report/{DAY}/nightly/{name}").status_code in (400, 404), name
+
+
+def test_logging_out_needs_the_token_too(app) -> None:
+    bob = _client(app, "bob")
+    assert bob.post("/logout").status_code == 403
+    token = _csrf(bob.get("/").text)
+    assert bob.post("/logout", data={"csrf": token}, follow_redirects=False).status_code == 303
+    assert bob.get("/", follow_redirects=False).headers["location"] == "/login"

@@ -1,0 +1,146 @@
+"""The reviewer's workbench in real headless Chromium (issue 42's "must show"), against the app
+served by uvicorn on loopback by the project's own code (workbench.server), over a report
+database filled by the project's own writers (workbench.sample: no Spark).
+
+A reviewer logs in, filters the day's breaks, opens one and sees its late events, accepts it
+and signs the run off; the reconciler who produced the run is refused (four-eyes, on the
+server); an auditor reads but cannot act; a POST without the CSRF token is refused; a log row
+edited by hand in the database shows as broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from reports.db import ReportDB
+from tests.browser import need
+from tests.cdp import Browser
+from workbench.app import create_app
+from workbench.auth import add_user
+from workbench.sample import sample_day
+from workbench.server import serve_in_thread
+
+pytestmark = pytest.mark.browser
+
+DAY = date(2026, 1, 1)
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture()
+def served(tmp_path: Path) -> Iterator[tuple[str, ReportDB]]:
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=300, reconciler="alice")
+        for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor")):
+            add_user(db, name, role, PASSWORD)
+        app = create_app(db, secret=b"s" * 32, warehouse=warehouse)
+        with serve_in_thread(app) as url:
+            yield url, db
+
+
+@pytest.fixture()
+def browser() -> Iterator[Browser]:
+    with Browser(need("chromium")) as page:
+        yield page
+
+
+def _login(page: Browser, url: str, name: str) -> None:
+    page.goto(f"{url}/login")
+    page.fill("input[name=name]", name)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("#login button[type=submit]")
+    assert page.text("#whoami").startswith(name), page.text()
+
+
+def test_reviewer_filters_opens_a_late_break_and_signs_the_run(served, browser) -> None:
+    url, db = served
+    _login(browser, url, "bob")
+    assert "nightly-2026-01-01" in browser.text("main")
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    assert "300 breaks match" in browser.text("#count")
+    browser.fill("select[name=cause]", "EXPLAINED")
+    browser.fill("select[name=currency]", "EUR")
+    browser.click("#filters button[type=submit]")
+    assert "40 breaks match" in browser.text("#count")
+    rows = browser.eval("[...document.querySelectorAll('#breaks tbody tr')]"
+                        ".map(r => [r.cells[2].innerText, r.cells[3].innerText])")
+    assert rows and all(r == ["EUR", "EXPLAINED"] for r in rows)
+    browser.click("#breaks a.break")  # the first: merchant-00's window, one late event
+    late = browser.text("#late-events")
+    assert "Late events" in late and late.split()[-1] == "1" and "1.25" in late, late
+    assert "key = 'merchant-00'" in browser.text("#late-rows-sql")
+    browser.fill("input[name=note]", "late event from partition 3, in the next window")
+    browser.click("#action button[value=accept]")
+    assert browser.text("#review-status") == "accepted", browser.text("main")
+    assert "break-accepted" in browser.text("#entries")
+    browser.goto(f"{url}/day/{DAY}")
+    browser.fill("#signoff input[name=note]", "totals tie out; breaks reviewed")
+    browser.click("#signoff button[type=submit]")
+    assert "Signed off by bob" in browser.text("#signed")
+    browser.goto(f"{url}/log")
+    assert browser.text("#verify").startswith("Verified: 2 entries")
+    assert db.is_signed_off("nightly-2026-01-01")
+
+
+def test_the_reconciler_who_produced_the_run_is_refused(served, browser) -> None:
+    url, db = served
+    _login(browser, url, "alice")  # a reviewer too, but she reconciled this run
+    browser.goto(f"{url}/day/{DAY}")
+    browser.fill("#signoff input[name=note]", "my own run looks fine")
+    browser.click("#signoff button[type=submit]")
+    assert "four-eyes rule" in browser.text("#error")
+    assert not db.is_signed_off("nightly-2026-01-01")
+
+
+def test_an_auditor_reads_but_cannot_act(served, browser) -> None:
+    url, db = served
+    _login(browser, url, "carl")
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    browser.click("#breaks a.break")
+    assert "Late events" in browser.text("#evidence")
+    assert browser.eval("document.querySelector('#action') === null")
+    assert "Read-only" in browser.text("main")
+    # a hand-made form with the session's own CSRF token is still refused by the server
+    browser.goto(f"{url}/day/{DAY}")
+    assert browser.eval("document.querySelector('#signoff') === null")
+    browser.eval("""(() => { const f = document.createElement('form');
+      f.method = 'post'; f.action = '/signoff'; f.id = 'forged';
+      for (const [k, v] of [['csrf', document.querySelector('input[name=csrf]').value],
+          ['run', 'nightly-2026-01-01'], ['decision', 'approved'], ['note', 'x']]) {
+        const i = document.createElement('input'); i.name = k; i.value = v; f.append(i); }
+      const b = document.createElement('button'); f.append(b); document.body.append(f); })()""")
+    browser.click("#forged button")
+    assert "read-only for this role" in browser.text("#error")
+    assert not db.is_signed_off("nightly-2026-01-01")
+
+
+def test_a_post_without_the_csrf_token_is_refused(served, browser) -> None:
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}")
+    browser.eval("document.querySelector('#signoff input[name=csrf]').remove()")
+    browser.fill("#signoff input[name=note]", "looks fine")
+    browser.click("#signoff button[type=submit]")
+    assert "CSRF token is missing or wrong" in browser.text("#error")
+    assert not db.is_signed_off("nightly-2026-01-01")
+
+
+def test_a_log_row_edited_by_hand_shows_as_broken(served, browser) -> None:
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}")
+    browser.fill("#signoff input[name=note]", "totals tie out")
+    browser.click("#signoff button[type=submit]")
+    browser.goto(f"{url}/log")
+    assert browser.text("#verify").startswith("Verified")
+    with db.engine.begin() as conn:  # someone edits the note in the database
+        conn.execute(sa.text("UPDATE signoff_log SET note = 'nothing to see' WHERE seq = 1"))
+    browser.goto(f"{url}/log")
+    verdict = browser.text("#verify")
+    assert "BROKEN" in verdict and "seq 1: entry_hash does not match" in verdict, verdict

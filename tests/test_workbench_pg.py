@@ -1,0 +1,57 @@
+"""On a real PostgreSQL (``postgres`` tier): the workbench logs in as its own role, a member of
+reckon_workbench (migration 0007), and signs for the person it authenticated. The database
+still holds the line: the signer must be an enabled workbench user who may act, never the
+run's reconciler, and the workbench role cannot add users or edit the log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from reports.db import ReportDB
+from reports.review import SignoffRefused, append_signoff, read_log
+from tests.test_pg_roles import _as, _refused
+from tests.test_report_db import make_run
+from workbench.auth import add_user
+
+pytestmark = pytest.mark.postgres
+
+WORKBENCH = "wendy_workbench"  # the workbench service's login role
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture()
+def owner_url(postgres_url: str) -> Iterator[str]:
+    from tests.pg_server import fresh_database
+
+    with fresh_database(postgres_url) as url:
+        with ReportDB(url) as owner:
+            owner.migrate()
+            with owner.engine.begin() as conn:
+                if not conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"),
+                                    {"r": WORKBENCH}).first():
+                    conn.exec_driver_sql(f"CREATE ROLE {WORKBENCH} LOGIN IN ROLE "
+                                         "reckon_workbench")
+            owner.record_audit_run(make_run("run-1", reconciler="alice"), [])
+            for name, role in (("bob", "reviewer"), ("alice", "reviewer"),
+                               ("carl", "auditor")):
+                add_user(owner, name, role, PASSWORD)
+        yield url
+
+
+def test_the_workbench_signs_for_its_users_within_the_rules(owner_url: str) -> None:
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        assert append_signoff(workbench, "run-1", "bob", "approved", "ties out").by == "bob"
+        for who in ("mallory", "carl"):  # not a user; a user who may not act
+            with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+                append_signoff(workbench, "run-1", who, "approved", "x")
+    raw = ("INSERT INTO signoff_log (seq, at, run_id, \"by\", decision, note, prev_hash, "
+           "entry_hash) VALUES (9, now(), 'run-1', 'alice', 'approved', 'raw', 'x', 'y')")
+    assert "four-eyes" in _refused(owner_url, WORKBENCH, raw)
+    assert "permission denied" in _refused(
+        owner_url, WORKBENCH, "UPDATE workbench_users SET role = 'reviewer'")
+    assert "permission denied" in _refused(owner_url, WORKBENCH, "DELETE FROM signoff_log")
+    with ReportDB(owner_url) as owner:
+        assert [e.by for e in read_log(owner)] == ["bob"]

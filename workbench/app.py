@@ -1,0 +1,291 @@
+"""The workbench's web app (FastAPI, server-rendered Jinja2 pages, no CDN: works offline).
+
+Every page needs a logged-in user (workbench.auth); every POST needs the session's CSRF token.
+Actions go through reports.review.append_signoff with the authenticated user's name, so the
+four-eyes rule, the hash chain and the warehouse anchor are the CLI's own; auditors get no
+action at all (checked on the server, not only hidden in the page).
+
+Example:
+    >>> from reports.db import ReportDB
+    >>> app = create_app(ReportDB("sqlite://"), secret=b"k" * 32)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import Depends, FastAPI, Form, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from reckon.errors import ReckonError, UsageError
+from reckon.money import format_amount
+from reckon.timeutil import parse_date
+from reports.db import REVIEW_STATUSES, ReportDB
+from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
+from workbench import queries
+from workbench.auth import SessionKeys, User, find_user
+
+__all__ = ["create_app"]
+
+_HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "reckon_session"
+LOGIN_COOKIE = "reckon_login"
+_PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; "
+                 "form-action 'self'", "X-Content-Type-Options": "nosniff",
+                 "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
+_ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved"}
+
+
+class Forbidden(Exception):
+    """A request the user's role or the rules refuse: one clear line, HTTP 403."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    user: User
+    csrf: str
+
+
+def principal(request: Request) -> Principal:
+    """The logged-in user (role read from the database now), else a redirect to the login."""
+    keys: SessionKeys = request.app.state.keys
+    session = keys.read(request.cookies.get(SESSION_COOKIE))
+    user = None if session is None else find_user(request.app.state.db, session.name)
+    if session is None or user is None:
+        raise HTTPException(303, headers={"Location": "/login"})
+    return Principal(user, keys.csrf(session.nonce))
+
+
+def acting(p: Annotated[Principal, Depends(principal)],
+           csrf: Annotated[str, Form()] = "") -> Principal:
+    """A user who may act, on a POST that carries the session's CSRF token."""
+    if not secrets.compare_digest(csrf, p.csrf):
+        raise Forbidden("the form's CSRF token is missing or wrong: reload the page and try "
+                        "again")
+    if not p.user.may_act:
+        raise Forbidden(f"{p.user.name} is an {p.user.role}: the workbench is read-only for "
+                        "this role")
+    return p
+
+
+Who = Annotated[Principal, Depends(principal)]
+Actor = Annotated[Principal, Depends(acting)]
+
+
+def _money(value: Decimal | None, code: str) -> str:
+    return "-" if value is None else format_amount(value, code)
+
+
+def _sql_text(value: object) -> str:
+    """A value inside a single-quoted SQL literal (the page's `reckon sql` hint)."""
+    return str(value).replace("'", "''")
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
+               secure_cookies: bool = False) -> FastAPI:
+    """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append)."""
+    keys = SessionKeys(secret)
+    app = FastAPI(title="reckon workbench", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.db, app.state.keys = db, keys
+    app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
+    pages = Jinja2Templates(directory=_HERE / "templates")
+    pages.env.filters.update(money=_money, when=_when, sqlquote=_sql_text)
+    pages.env.globals["REVIEW_STATUSES"] = REVIEW_STATUSES
+
+    @app.middleware("http")
+    async def headers(request: Request,
+                      call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        for name, value in _PAGE_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    def page(request: Request, name: str, who: Principal | None, status: int = 200,
+             **context: Any) -> HTMLResponse:
+        context.update(request=request, who=who, msg=request.query_params.get("msg", ""))
+        return pages.TemplateResponse(request, name, context, status_code=status)
+
+    @app.exception_handler(Forbidden)
+    @app.exception_handler(ReckonError)
+    async def refused(request: Request, exc: Exception) -> HTMLResponse:
+        status = 403 if isinstance(exc, Forbidden | SignoffRefused) else 400
+        return page(request, "error.html", None, status=status, error=str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> HTMLResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "the request"
+        return page(request, "error.html", None, status=400,
+                    error=f"{where} is not valid: {first.get('msg', 'malformed')}")
+
+    _login_routes(app, db, keys, page, secure_cookies)
+    _read_routes(app, db, page, warehouse)
+    _action_routes(app, db, warehouse)
+    return app
+
+
+def _login_routes(app: FastAPI, db: ReportDB, keys: SessionKeys, page: Any,
+                  secure: bool) -> None:
+    @app.get("/login")
+    def login_form(request: Request) -> Response:
+        nonce = secrets.token_hex(16)
+        response: Response = page(request, "login.html", None, csrf=keys.csrf(nonce))
+        response.set_cookie(LOGIN_COOKIE, nonce, httponly=True, samesite="strict",
+                            secure=secure, max_age=3600)
+        return response
+
+    @app.post("/login")
+    def login(request: Request, name: Annotated[str, Form()] = "",
+              password: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = "") -> Response:
+        if not keys.csrf_ok(request.cookies.get(LOGIN_COOKIE, ""), csrf):
+            raise Forbidden("the login form's CSRF token is missing or wrong: reload the page")
+        user = find_user(db, name.strip(), password)
+        if user is None:
+            time.sleep(0.2)  # a little friction for guessing
+            return page(request, "login.html", None, status=401, csrf=csrf,
+                        error="unknown user or wrong password")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(SESSION_COOKIE, keys.issue(user.name), httponly=True,
+                            samesite="strict", secure=secure)
+        response.delete_cookie(LOGIN_COOKIE)
+        return response
+
+    @app.post("/logout")
+    def logout(request: Request, csrf: Annotated[str, Form()] = "") -> Response:
+        session = keys.read(request.cookies.get(SESSION_COOKIE))
+        if session is not None and not keys.csrf_ok(session.nonce, csrf):
+            raise Forbidden("the form's CSRF token is missing or wrong: reload the page")
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE)
+        return response
+
+
+def _day(text: str) -> date:
+    return parse_date(text, "day")
+
+
+def _target(ws: str, key: str, cur: str) -> BreakTarget:
+    try:
+        moment = datetime.fromisoformat(ws).astimezone(UTC)
+    except ValueError:
+        raise UsageError(f"ws={ws!r} is not a window start (ISO 8601)") from None
+    return BreakTarget(moment, key, cur)
+
+
+def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) -> None:
+    @app.get("/")
+    def home(request: Request, who: Who) -> Response:
+        return page(request, "days.html", who, runs=queries.days(db))
+
+    @app.get("/day/{day}")
+    def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
+        run = queries.run_of_day(db, _day(day), kind)
+        if run is None:
+            raise UsageError(f"no current {kind} audit run of {day}")
+        return page(request, "day.html", who, run=run,
+                    entries=queries.log_entries(db, run["run_id"]))
+
+    @app.get("/report/{day}/{kind}/{name}")
+    def report(who: Who, day: str, kind: str, name: str) -> Response:
+        """The day's rendered report and the files beside it (its CSVs, PDF): the report's
+        relative links resolve here. Only plain names in the report's own folder."""
+        run = queries.run_of_day(db, _day(day), kind)
+        html = Path(run["report_path"]) if run and run["report_path"] else None
+        if html is None or not html.is_file():
+            raise UsageError(f"no rendered report of {day} on this server "
+                             "(`reckon report --date D` renders it)")
+        wanted = html.parent / name
+        if name != Path(name).name or name.startswith(".") or not wanted.is_file():
+            raise UsageError(f"{name!r} is not a file of the report of {day}")
+        kind_of = "text/html" if name.endswith(".html") else None
+        return FileResponse(wanted, media_type=kind_of,
+                            headers={"Content-Security-Policy": "sandbox"})
+
+    @app.get("/day/{day}/breaks")
+    def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
+               cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
+               after: str = "") -> Response:
+        run = queries.run_of_day(db, _day(day), kind)
+        if run is None:
+            raise UsageError(f"no current {kind} audit run of {day}")
+        if status and status not in REVIEW_STATUSES:
+            raise UsageError(f"status={status!r} is not valid: one of "
+                             + ", ".join(REVIEW_STATUSES))
+        filters = queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age)
+        started = time.perf_counter()
+        result = queries.break_page(db, run["run_id"], run["day"], filters,
+                                    queries.Cursor.decode(after) if after else None)
+        result.seconds = time.perf_counter() - started
+        return page(request, "breaks.html", who, run=run, page=result, filters=filters,
+                    facets=queries.facets(run))
+
+    @app.get("/break")
+    def break_view(request: Request, who: Who, run: str, ws: str, key: str,
+                   cur: str) -> Response:
+        item = queries.break_detail(db, run, _target(ws, key, cur))
+        if item is None:
+            raise UsageError(f"no break {key} {cur} at {ws} in run {run}")
+        return page(request, "break.html", who, item=item)
+
+    @app.get("/log")
+    def log(request: Request, who: Who) -> Response:
+        return page(request, "log.html", who, entries=read_log(db),
+                    check=verify_log(db, warehouse=warehouse))
+
+    @app.get("/log/export.json")
+    def export(who: Who) -> Response:
+        check = verify_log(db, warehouse=warehouse)
+        signed = [{"seq": e.seq, "at": e.at.isoformat(), "run_id": e.run_id, "by": e.by,
+                   "decision": e.decision, "note": e.note, "entry_hash": e.entry_hash,
+                   "prev_hash": e.prev_hash,
+                   "signed": None if e.signed is None else json.loads(e.signed)}
+                  for e in read_log(db)]
+        body = {"verified": check.ok, "problems": check.problems, "head_hash": check.head_hash,
+                "exported_by": who.user.name, "entries": signed}
+        return JSONResponse(body, headers={
+            "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
+
+
+def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None) -> None:
+    @app.post("/break/action")
+    def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
+                     key: Annotated[str, Form()], cur: Annotated[str, Form()],
+                     action: Annotated[str, Form()], note: Annotated[str, Form()] = "") -> Response:
+        if action not in _ACTIONS:
+            raise UsageError(f"action={action!r} is not valid: one of " + ", ".join(_ACTIONS))
+        target = _target(ws, key, cur)
+        append_signoff(db, run, who.user.name, _ACTIONS[action], note, warehouse=warehouse,
+                       target=target)
+        query = urlencode({"run": run, "ws": ws, "key": key, "cur": cur, "msg": f"{action} recorded"})
+        return RedirectResponse(f"/break?{query}", status_code=303)
+
+    @app.post("/signoff")
+    def signoff(who: Actor, run: Annotated[str, Form()], decision: Annotated[str, Form()],
+                note: Annotated[str, Form()] = "") -> Response:
+        if not who.user.may_sign:
+            raise Forbidden(f"{who.user.name} is a {who.user.role}: only a reviewer signs a "
+                            "run off")
+        if decision not in ("approved", "rejected"):
+            raise UsageError(f"decision={decision!r} is not valid: approved or rejected")
+        found = db.get_audit_run(run)
+        if found is None:
+            raise UsageError(f"no audit run {run!r}")
+        append_signoff(db, run, who.user.name, decision, note, warehouse=warehouse)
+        return RedirectResponse(f"/day/{found.day.isoformat()}?kind={found.kind}&msg=run+"
+                                f"{decision}", status_code=303)

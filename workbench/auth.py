@@ -1,0 +1,176 @@
+"""Who is logged in to the workbench: users, password hashes, session cookies, CSRF tokens.
+
+Passwords are kept as scrypt hashes (stdlib ``hashlib.scrypt``, a memory-hard function) in
+the report database's ``workbench_users`` table; ``reckon users add`` writes them. A session
+is a cookie holding the user's name, when it was issued and a random nonce, signed with
+HMAC-SHA256 under the workbench's secret; the user's role is read from the database on every
+request, so disabling a user takes effect at once. The CSRF token of a session is an HMAC of
+its nonce (no server-side state): every form carries it and every POST must send it back.
+
+Example:
+    >>> keys = SessionKeys(b"k" * 32)
+    >>> cookie = keys.issue("bob", now=1000.0)
+    >>> keys.read(cookie, now=1001.0).name
+    'bob'
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from reckon.errors import UsageError, invalid
+from reports.db import WORKBENCH_USERS, ReportDB, write_tx
+
+__all__ = ["ROLES", "Session", "SessionKeys", "User", "add_user", "check_password",
+           "find_user", "hash_password", "load_secret"]
+
+ROLES = ("reconciler", "reviewer", "auditor")
+SESSION_SECONDS = 8 * 3600  # a working day; then log in again
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+@dataclass(frozen=True)
+class User:
+    """A workbench user as stored (without the hash)."""
+
+    name: str
+    role: str
+    enabled: bool
+
+    @property
+    def may_act(self) -> bool:
+        """Reviewers and reconcilers act on breaks; auditors only read."""
+        return self.enabled and self.role in ("reviewer", "reconciler")
+
+    @property
+    def may_sign(self) -> bool:
+        """Only reviewers sign runs off (and never their own: the four-eyes rule)."""
+        return self.enabled and self.role == "reviewer"
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    issued: float
+    nonce: str
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """``scrypt$n$r$p$salt$hash`` (hex) of ``password``."""
+    salt = salt or os.urandom(16)
+    digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
+    return "scrypt${n}${r}${p}$".format(**_SCRYPT) + f"{salt.hex()}${digest.hex()}"
+
+
+def check_password(password: str, stored: str) -> bool:
+    """Whether ``password`` matches ``stored`` (constant-time comparison)."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        got = hashlib.scrypt(password.encode("utf-8"), salt=bytes.fromhex(salt), dklen=32,
+                             n=int(n), r=int(r), p=int(p))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got.hex(), digest)
+
+
+def add_user(db: ReportDB, name: str, role: str, password: str) -> User:
+    """Create a user, or replace an existing one's password and role (re-enabling it)."""
+    who = (name or "").strip()
+    if not who or len(who) > 200:
+        raise invalid("name", name, "a user name of 1 to 200 characters")
+    if role not in ROLES:
+        raise invalid("role", role, "one of " + ", ".join(ROLES))
+    if len(password) < 12:
+        raise UsageError("the password is too short: give at least 12 characters")
+    t = WORKBENCH_USERS
+    values = {"password_hash": hash_password(password), "role": role, "enabled": True}
+    with write_tx(db.ready()) as conn:  # the name is the key: a racing twin fails
+        if conn.execute(sa.select(t.c.name).where(t.c.name == who)).first():
+            conn.execute(sa.update(t).where(t.c.name == who).values(**values))
+        else:
+            conn.execute(sa.insert(t).values(name=who, created_at=datetime.now(UTC), **values))
+    return User(who, role, True)
+
+
+def find_user(db: ReportDB, name: str, password: str | None = None) -> User | None:
+    """The enabled user ``name`` (checking ``password`` when given), else None."""
+    t = WORKBENCH_USERS
+    with db.ready().connect() as conn:
+        row = conn.execute(sa.select(t).where(t.c.name == name)).first()
+    if row is None or not row.enabled:
+        if password is not None:
+            hash_password(password)  # the same time whether or not the name exists
+        return None
+    if password is not None and not check_password(password, row.password_hash):
+        return None
+    return User(row.name, row.role, bool(row.enabled))
+
+
+def load_secret(path: Path | None) -> bytes:
+    """The signing key: ``WORKBENCH_SECRET_KEY`` when set (production: one key for every
+    replica), else a random key kept in ``path`` (created 0600 on first use)."""
+    env = os.environ.get("WORKBENCH_SECRET_KEY")
+    if env:
+        if len(env) < 32:
+            raise UsageError("WORKBENCH_SECRET_KEY is too short: give 32 characters or more")
+        return env.encode("utf-8")
+    if path is None:
+        return secrets.token_bytes(32)
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+    return path.read_text().strip().encode("utf-8")
+
+
+class SessionKeys:
+    """Signs and reads session cookies and derives their CSRF tokens."""
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+
+    def _mac(self, purpose: str, data: str) -> str:
+        return hmac.new(self._secret, f"{purpose}|{data}".encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, name: str, *, now: float | None = None) -> str:
+        payload = json.dumps({"u": name, "t": now or time.time(), "n": secrets.token_hex(16)},
+                             separators=(",", ":"))
+        body = base64.urlsafe_b64encode(payload.encode()).decode()
+        return f"{body}.{self._mac('session', body)}"
+
+    def read(self, cookie: str | None, *, now: float | None = None) -> Session | None:
+        """The session the cookie holds, or None (absent, forged or expired)."""
+        if not cookie or "." not in cookie:
+            return None
+        body, mac = cookie.rsplit(".", 1)
+        if not hmac.compare_digest(mac, self._mac("session", body)):
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(body.encode()))
+            session = Session(str(data["u"]), float(data["t"]), str(data["n"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+        if (now or time.time()) - session.issued > SESSION_SECONDS:
+            return None
+        return session
+
+    def csrf(self, nonce: str) -> str:
+        """The CSRF token of a session (or of a login form's nonce)."""
+        return self._mac("csrf", nonce)
+
+    def csrf_ok(self, nonce: str, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(self.csrf(nonce), str(token))

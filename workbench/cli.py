@@ -1,0 +1,80 @@
+"""``reckon workbench`` (serve the web app) and ``reckon users add|list|disable`` (its users).
+
+Example:
+    $ reckon users add bob --role reviewer        # asks for the password twice
+    $ reckon workbench --port 8088                # http://127.0.0.1:8088
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+
+import sqlalchemy as sa
+
+from reckon.config import Settings
+from reckon.errors import UsageError, invalid
+from reports.db import WORKBENCH_USERS, ReportDB, write_tx
+from workbench.auth import add_user, load_secret
+
+__all__ = ["cmd_users", "cmd_workbench"]
+
+
+def _password(args: argparse.Namespace) -> str:
+    """From ``--password-env VAR`` (scripts, compose) or asked twice on the terminal."""
+    if args.password_env:
+        value = os.environ.get(args.password_env)
+        if not value:
+            raise UsageError(f"--password-env {args.password_env}: that variable is not set")
+        return value
+    if not sys.stdin.isatty():
+        raise UsageError("no terminal to ask the password on: give --password-env VAR")
+    first = getpass.getpass(f"password for {args.name}: ")
+    if first != getpass.getpass("again: "):
+        raise UsageError("the two passwords differ: nothing was changed")
+    return first
+
+
+def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon users add NAME --role R`` / ``list`` / ``disable NAME``."""
+    with ReportDB.from_settings(settings) as db:
+        t = WORKBENCH_USERS
+        if args.action == "add":
+            if not args.name:
+                raise UsageError("users add needs the user's NAME")
+            user = add_user(db, args.name, args.role, _password(args))
+            print(f"user {user.name} ({user.role}) may log in to the workbench")
+        elif args.action == "disable":
+            with write_tx(db.ready()) as conn:
+                done = conn.execute(sa.update(t).where(t.c.name == args.name)
+                                    .values(enabled=False)).rowcount
+            if not done:
+                raise invalid("NAME", args.name, "an existing workbench user")
+            print(f"user {args.name} is disabled (their sessions end at the next request)")
+        else:
+            with db.ready().connect() as conn:
+                for row in conn.execute(sa.select(t).order_by(t.c.name)):
+                    state = "" if row.enabled else " (disabled)"
+                    print(f"{row.name}\t{row.role}{state}")
+    return 0
+
+
+def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve the workbench on ``--host``:``--port`` until interrupted."""
+    from workbench.app import create_app
+    from workbench.server import serve
+
+    if not 0 < args.port < 65536:
+        raise invalid("--port", args.port, "a TCP port (1 to 65535)")
+    db = ReportDB.from_settings(settings)
+    db.migrate()
+    warehouse = settings.warehouse_path
+    secret = load_secret(warehouse / "reports" / "_workbench_secret")
+    app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
+                     secure_cookies=args.secure_cookies)
+    print(f"reckon workbench on http://{args.host}:{args.port} (report database "
+          f"{db!r}); Ctrl-C stops it", flush=True)
+    serve(app, args.host, args.port)
+    return 0

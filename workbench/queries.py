@@ -1,0 +1,214 @@
+"""The workbench's reads of the report database: days, runs, a page of breaks, a break's
+evidence, the log's entries on a run or a break. Plain SQLAlchemy Core, no Spark.
+
+Breaks page by keyset: a page is the next ``limit`` breaks of one run after a cursor
+(window_start, key, currency), in the order of the unique index
+``uq_breaks_run_identity (run_id, day, window_start, key, currency)``, so page 500 costs what
+page 1 costs. Filters narrow the scan; the cursor is opaque text for the URL.
+
+Example:
+    >>> Cursor.decode(Cursor(datetime(2026, 1, 1, tzinfo=UTC), "m1", "EUR").encode()).key
+    'm1'
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from reckon.errors import UsageError
+from reports.db import (
+    AUDIT_RUN_CURRENCIES,
+    AUDIT_RUNS,
+    BREAK_REVIEWS,
+    BREAKS,
+    LATE_ATTRIBUTION,
+    REPORTS,
+    SIGNING_DECISIONS,
+    SIGNOFF_LOG,
+    ReportDB,
+    UTCDateTime,
+)
+from reports.review import BreakTarget
+
+__all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
+           "facets", "log_entries", "run_of_day"]
+
+PAGE_SIZE = 50
+#: A page counts the matches up to here and says "more than" beyond: the count then costs at
+#: most this many index steps, however large the day.
+COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page of breaks ends: the last break's (window_start, key, currency)."""
+
+    window_start: datetime
+    key: str
+    currency: str
+
+    def encode(self) -> str:
+        raw = json.dumps([self.window_start.astimezone(UTC).isoformat(), self.key,
+                          self.currency], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            ws, key, currency = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            return cls(datetime.fromisoformat(ws).astimezone(UTC), str(key), str(currency))
+        except (ValueError, TypeError):
+            raise UsageError("after= is not a page cursor: follow the 'next page' link") from None
+
+
+@dataclass(frozen=True)
+class BreakFilter:
+    """What the break list shows: review status, cause (the audit's status), currency,
+    merchant (key, exact), minimal age in days. Empty = no filter."""
+
+    review_status: str = ""
+    cause: str = ""
+    currency: str = ""
+    merchant: str = ""
+    min_age_days: int = 0
+
+    def where(self, now: datetime) -> list[sa.ColumnElement[bool]]:
+        b, r = BREAKS, BREAK_REVIEWS
+        out = []
+        if self.review_status:
+            out.append(r.c.review_status == self.review_status)
+        if self.cause:
+            out.append(b.c.status == self.cause)
+        if self.currency:
+            out.append(b.c.currency == self.currency)
+        if self.merchant:
+            out.append(b.c.key == self.merchant)
+        if self.min_age_days > 0:
+            out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
+        return out
+
+
+@dataclass
+class BreakPage:
+    rows: list[dict[str, Any]]
+    total: int                         # matches, counted up to COUNT_CAP + 1
+    next_cursor: str | None
+    seconds: float = 0.0
+    facets: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total_text(self) -> str:
+        """``1,234`` or ``more than 10,000``."""
+        return f"more than {COUNT_CAP:,}" if self.total > COUNT_CAP else f"{self.total:,}"
+
+
+def run_of_day(db: ReportDB, day: date, kind: str = "nightly") -> dict[str, Any] | None:
+    """The current run of ``day`` (``kind``) with its currencies and whether it is signed."""
+    a = AUDIT_RUNS
+    with db.ready().connect() as conn:
+        row = conn.execute(sa.select(a).where(a.c.day == day, a.c.kind == kind,
+                                              a.c.is_current.is_(True))).mappings().first()
+        return None if row is None else _with_figures(conn, dict(row))
+
+
+def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
+    c, log = AUDIT_RUN_CURRENCIES, SIGNOFF_LOG
+    run["currencies"] = [dict(r) for r in conn.execute(
+        sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
+    run["signed_by"] = [r.by for r in conn.execute(
+        sa.select(log.c.by).where(log.c.run_id == run["run_id"],
+                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))]
+    report = conn.execute(sa.select(REPORTS.c.html_path).where(
+        REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
+        .limit(1)).scalar_one_or_none()
+    run["report_path"] = report
+    return run
+
+
+def days(db: ReportDB, limit: int = 120) -> list[dict[str, Any]]:
+    """The current runs, newest day first, each with its per-currency figures."""
+    a = AUDIT_RUNS
+    with db.ready().connect() as conn:
+        rows = conn.execute(sa.select(a).where(a.c.is_current.is_(True))
+                            .order_by(a.c.day.desc(), a.c.kind).limit(limit)).mappings().all()
+        return [_with_figures(conn, dict(r)) for r in rows]
+
+
+def _break_select() -> sa.Select[Any]:
+    b, r = BREAKS, BREAK_REVIEWS
+    return sa.select(b, r.c.review_status, r.c.first_seen_at).join(r, sa.and_(
+        r.c.day == b.c.day, r.c.window_start == b.c.window_start, r.c.key == b.c.key,
+        r.c.currency == b.c.currency))
+
+
+def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
+               after: Cursor | None = None, limit: int = PAGE_SIZE,
+               now: datetime | None = None) -> BreakPage:
+    """One page of the run's breaks after ``after``, and how many match in all."""
+    b = BREAKS
+    moment = now or datetime.now(UTC)
+    where = [b.c.run_id == run_id, b.c.day == day, *filters.where(moment)]
+    stmt = _break_select().where(*where)
+    if after is not None:
+        stmt = stmt.where(sa.tuple_(b.c.window_start, b.c.key, b.c.currency) > sa.tuple_(
+            sa.literal(after.window_start, UTCDateTime()), sa.literal(after.key),
+            sa.literal(after.currency)))
+    stmt = stmt.order_by(b.c.window_start, b.c.key, b.c.currency).limit(limit + 1)
+    # the review's columns need the join; else the count reads the breaks' index alone
+    counted = _break_select() if filters.review_status or filters.min_age_days > 0 \
+        else sa.select(b.c.id)
+    count = sa.select(sa.func.count()).select_from(
+        counted.where(*where).limit(COUNT_CAP + 1).subquery())
+    with db.ready().connect() as conn:
+        rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        total = int(conn.execute(count).scalar_one())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    for row in rows:
+        row["age_days"] = max(0, (moment - row["first_seen_at"]).days)
+    last = rows[-1] if rows and more else None
+    cursor = None if last is None else Cursor(last["window_start"], last["key"],
+                                              last["currency"]).encode()
+    return BreakPage(rows=rows, total=total, next_cursor=cursor)
+
+
+def facets(run: dict[str, Any]) -> dict[str, list[str]]:
+    """The filter's choices, from the run's own figures (no scan of its breaks): the causes
+    its rows have but MATCHED (a match is no break), and its currencies."""
+    return {"cause": sorted(k for k, n in (run.get("status_counts") or {}).items()
+                            if n and k != "MATCHED"),
+            "currency": [str(c["currency"]) for c in run.get("currencies", ())]}
+
+
+def break_detail(db: ReportDB, run_id: str, target: BreakTarget) -> dict[str, Any] | None:
+    """A break with its review, the run's late-event attribution and the log's entries on it."""
+    b, a = BREAKS, LATE_ATTRIBUTION
+    with db.ready().connect() as conn:
+        row = conn.execute(_break_select().where(
+            b.c.run_id == run_id, b.c.window_start == target.window_start,
+            b.c.key == target.key, b.c.currency == target.currency)).mappings().first()
+        if row is None:
+            return None
+        item = dict(row)
+        item["attribution"] = [dict(r) for r in conn.execute(
+            sa.select(a).where(a.c.run_id == run_id).order_by(a.c.dimension, a.c.id))
+            .mappings()]
+    item["entries"] = log_entries(db, run_id, target)
+    return item
+
+
+def log_entries(db: ReportDB, run_id: str,
+                target: BreakTarget | None = None) -> list[dict[str, Any]]:
+    """The log's entries on a run (or on one of its breaks), oldest first."""
+    log = SIGNOFF_LOG
+    stmt = sa.select(log).where(log.c.run_id == run_id).order_by(log.c.seq)
+    if target is not None:
+        stmt = stmt.where(log.c.note.startswith(target.label() + ":", autoescape=True))
+    with db.ready().connect() as conn:
+        return [dict(r) for r in conn.execute(stmt).mappings()]
