@@ -24,9 +24,6 @@ between the replay and the audit.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -39,11 +36,10 @@ from pyspark.sql import functions as F
 
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
-from reckon.money import format_money
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
-from reckon.timeutil import day_bounds, format_micros, parse_date
+from reckon.timeutil import day_bounds
 from reckon.writer_lock import WriterLock, writer_scope
 from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
@@ -52,7 +48,7 @@ from spark.observe import observed
 from spark.provisional import provisional_versions, read_provisional
 from spark.rules import recon_status_col
 
-__all__ = ["AuditResult", "audit_day", "cmd_audit", "currency_summary_dict"]
+__all__ = ["AuditResult", "audit_day", "currency_summary_dict"]
 
 _ZERO = Decimal("0.000")
 _STORED = Decimal("0.001")
@@ -532,46 +528,3 @@ def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
         yield n
 
     return int(sum(breaks.rdd.mapPartitions(write_partition).collect()))
-
-
-def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
-    from spark.progress import latest_watermark, required_watermark
-    from spark.session import get_spark
-
-    day = parse_date(args.date, "--date")
-    print(f"[audit] {day}: reconciling provisional against canonical totals", file=sys.stderr,
-          flush=True)
-    spark = get_spark(settings, app_name="reckon-audit")
-    seen, required = latest_watermark(spark, settings), required_watermark(settings, day)
-    if seen is not None and seen < required:  # the nightly DAG waits for this; a person may not
-        print(f"[audit] {day}: the stream's watermark {format_micros(seen)} has not passed the "
-              f"end of the day's last window + grace ({format_micros(required)}): its "
-              "provisional totals can still change, so some breaks may be transient; audit "
-              "again once it has (`reckon`'s nightly DAG waits for it)", file=sys.stderr,
-              flush=True)
-    result = audit_day(spark, settings, day, kind=args.kind)
-    if result.replaced_signed_off_run:
-        print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run}, which "
-              "was signed off: the day needs a new sign-off (`reckon report` shows what "
-              "changed)", file=sys.stderr, flush=True)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
-        return 0
-    print(f"audit {result.run_id} for {result.day}: {result.rows} (window, key, currency) rows")
-    for status, n in result.status_counts.items():
-        print(f"  {status:<22} {n:>10}")
-    if not result.currencies:
-        print("  no events: neither the stream nor the replay has a total for the day")
-    for c in result.currencies:  # one line per currency: amounts are never added across them
-        code = c["currency"]
-
-        def money(name: str, code: str = code, c: dict[str, Any] = c) -> str:
-            return format_money(Decimal(c[name]), code)
-
-        print(f"  {code}: provisional {money('provisional_total')}, canonical "
-              f"{money('canonical_total')}, gap {money('gap_total')} = late "
-              f"{money('late_total')} - duplicates {money('duplicate_total')} + residual "
-              f"{money('residual_total')}; {c['unexplained']} unexplained of {c['rows']} rows")
-    print(f"  completeness {result.completeness}; unexplained breaks: {result.unexplained}; "
-          f"breaks recorded: {result.breaks_recorded}")
-    return 0

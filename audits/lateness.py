@@ -13,8 +13,6 @@ stream flagged (``is_duplicate``) are left out of the warehouse analysis altoget
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -38,7 +36,7 @@ from reckon.lateness import (
     normalize_bounds,
     recommend,
 )
-from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date, parse_duration
+from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,13 +48,16 @@ __all__ = [
     "DEFAULT_BOUNDS",
     "LatenessAnalysis",
     "PartitionCurve",
+    "analysis_json",
     "analyze_day",
-    "cmd_lateness_curve",
-    "cmd_lateness_warehouse",
+    "batch_curve_of_day",
+    "completeness_target",
+    "curve_of_events",
     "curves_json",
     "default_bounds",
     "read_events_file",
     "render_analysis",
+    "render_curve",
 ]
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -151,32 +152,25 @@ def _partitions(column: pd.Series, file: Path) -> np.ndarray:
 # --------------------------------------------------------------------------- lateness-curve
 
 
-def _bounds_arg(text: str | None, name: str = "--bounds") -> list[int]:
-    items = [b.strip() for b in (text or "").split(",") if b.strip()]
-    if not items:
-        raise invalid(name, text, "comma-separated durations, e.g. 0s,2s,5s")
-    return normalize_bounds(parse_duration(b, name) for b in items)
+def curve_of_events(rules: EventTimeRules, event_us: np.ndarray, arrival_us: np.ndarray,
+                    partition: np.ndarray | None, bounds: Sequence[int]) -> list[CurvePoint]:
+    """``reckon lateness-curve``'s what-if per bound over events read from a file, with the
+    rules' windows, grace, idle timeout and expected partitions.
+
+    Example: ``curve_of_events(rules, *read_events_file("events.csv"), [0, 2_000_000])``.
+    """
+    return _curve(rules, event_us, arrival_us, partition, bounds)
 
 
-def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness-curve --events FILE --window W --bounds B1,B2 [--json]``.
-
-    The window width comes from --window; slide, grace, idle timeout and expected partitions
-    from the configuration (file / RECKON_* environment), like every other command."""
-    rules = settings.event_time_rules()  # --window arrives through settings
-    bounds = _bounds_arg(args.bounds)
-    event_us, arrival_us, partition = read_events_file(args.events)
-    points = _curve(rules, event_us, arrival_us, partition, bounds)
-    if args.json:
-        print(json.dumps([pt.to_json_dict() for pt in points], indent=2))
-        return 0
-    best = recommend(points, settings.target_completeness)
-    print(f"{args.events}: {len(event_us)} events, {rules.windows.describe()} windows, "
-          f"grace {format_duration(rules.grace)}, "
-          f"idle timeout {format_duration(rules.watermark.idle_timeout)}")
-    print(_table(points))
-    print(_recommendation_line(best, settings.target_completeness))
-    return 0
+def render_curve(source: str, events: int, rules: EventTimeRules,
+                 points: Sequence[CurvePoint], target: Decimal) -> str:
+    """The human-readable form of ``reckon lateness-curve``: what was read, the curve, and the
+    recommended bound for ``target``."""
+    return "\n".join([f"{source}: {events} events, {rules.windows.describe()} windows, "
+                      f"grace {format_duration(rules.grace)}, "
+                      f"idle timeout {format_duration(rules.watermark.idle_timeout)}",
+                      _table(points),
+                      _recommendation_line(recommend(points, target), target)])
 
 
 def _curve(rules: EventTimeRules, event_us: np.ndarray, arrival_us: np.ndarray,
@@ -360,36 +354,30 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
         partitions=partitions)
 
 
-def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
-    both what-if curves of the day, per micro-batch (what the stream did) and per event,
-    labelled as the report labels them, then the recommendation and who is late."""
-    from audits.attribution import late_attribution
-    from spark import tables
-    from spark.session import get_spark
+def completeness_target(value: Decimal | float | str | None, settings: Settings) -> Decimal:
+    """``--target`` as a completeness in (0, 1] (``target_completeness`` when None), refused
+    in one line otherwise, so that ``reckon lateness`` refuses it before Spark starts.
 
-    day = parse_date(args.date, "--date")
-    bounds = None if args.bounds is None else _bounds_arg(args.bounds)
-    target = _as_target(args.target, settings)
-    spark = get_spark(settings, app_name="reckon-lateness")
-    analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
-    batches, why_not = _batch_curve(spark, settings, day, bounds)
-    attribution = (late_attribution(spark, settings, day)
-                   if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
-    if args.json:
-        payload = analysis.to_json_dict()
-        payload.update(curves_json(analysis, batches, why_not))
-        payload["attribution"] = [_attribution_json(row) for row in attribution]
-        print(json.dumps(payload, indent=2, sort_keys=True))
-        return 0
-    print(render_analysis(analysis, attribution, batches, why_not))
-    return 0
+    Example: ``completeness_target("0.999", settings)`` is ``Decimal("0.999")``.
+    """
+    return _as_target(value, settings)
 
 
-def _batch_curve(spark: SparkSession, settings: Settings, day: date,
-                 bounds: Iterable[int] | None) -> tuple[BatchCurve | None, str | None]:
-    """The per-batch curve over the same bounds, or None and the one line that says why it
-    cannot be had (no archived events, batches of several stream queries)."""
+def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionRow] = (),
+                  batches: BatchCurve | None = None, why_not: str | None = None
+                  ) -> dict[str, Any]:
+    """The JSON form of ``reckon lateness``: the per-event analysis, both curves (per batch
+    first, as in the report) and who is late."""
+    payload = analysis.to_json_dict()
+    payload.update(curves_json(analysis, batches, why_not))
+    payload["attribution"] = [_attribution_json(row) for row in attribution]
+    return payload
+
+
+def batch_curve_of_day(spark: SparkSession, settings: Settings, day: date,
+                       bounds: Iterable[int] | None) -> tuple[BatchCurve | None, str | None]:
+    """``reckon lateness``'s per-batch curve over the same bounds, or None and the one line
+    that says why it cannot be had (no archived events, batches of several stream queries)."""
     from audits.lateness_batches import analyze_day_batches
 
     try:

@@ -25,7 +25,6 @@ currencies fails the day.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -47,7 +46,6 @@ __all__ = [
     "CheckResult",
     "SuiteOutcome",
     "check_day",
-    "cmd_check",
     "data_docs_dir",
     "gx_context_dir",
     "parse_day",
@@ -501,18 +499,3 @@ def check_day(spark: Any, settings: Settings, day: date | str) -> CheckResult:
     result = run_checks(spark, settings, day)
     result.raise_for_failures()
     return result
-
-
-def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon check --warehouse WH --date D [--json]``: exit 0, or 1 on a blocking failure."""
-    from spark.session import get_spark
-
-    day = parse_day(args.date)
-    spark = get_spark(settings, app_name="reckon-check")
-    result = run_checks(spark, settings, day)
-    if getattr(args, "json", False):
-        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
-    else:
-        print(result.summary())
-    result.raise_for_failures()
-    return 0

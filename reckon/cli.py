@@ -109,8 +109,8 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _lazy(target: str) -> Handler:
-    """A handler living in another module (``module:function``), imported only when run, so
-    `reckon --help` stays fast and each command's code stays with the module that owns it."""
+    """A handler of reckon.commands (``module:function``), imported only when run, so
+    `reckon --help` stays fast and imports no Spark."""
 
     def handler(args: argparse.Namespace, settings: Settings) -> int:
         import importlib
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-slow-partition", action="store_true")
     p.add_argument("--json", action="store_true", help="the manifest, machine-readable")
 
-    p = _add(sub, "stream", _lazy("spark.stream:cmd_stream"),
+    p = _add(sub, "stream", _lazy("reckon.commands.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--landing", help="landing directory of event files (*.ndjson, *.jsonl, "
@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "warehouse's new event-time spec, applying from the next batch (without it, "
                    "a value that disagrees with the warehouse's spec is refused)")
 
-    p = _add(sub, "replay", _lazy("spark.replay:cmd_replay"),
+    p = _add(sub, "replay", _lazy("reckon.commands.nightly:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
     _warehouse(p)
     p.add_argument("--kafka", dest="kafka_bootstrap",
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
-    p = _add(sub, "compact", _lazy("spark.compaction:cmd_compact"),
+    p = _add(sub, "compact", _lazy("reckon.commands.nightly:cmd_compact"),
              "rewrite a closed day's small files of the stream tables into a few large ones "
              "(Delta OPTIMIZE of that day's partitions; the nightly DAG runs it before the "
              "replay)")
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
-    p = _add(sub, "vacuum", _lazy("spark.retention:cmd_vacuum"),
+    p = _add(sub, "vacuum", _lazy("reckon.commands.nightly:cmd_vacuum"),
              "delete the data files no table version within the retention uses (Delta "
              "VACUUM of every reckon table; older versions stop being readable)")
     _warehouse(p)
@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count the files it would delete, delete none")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
-    p = _add(sub, "audit", _lazy("audits.audit:cmd_audit"),
+    p = _add(sub, "audit", _lazy("reckon.commands.nightly:cmd_audit"),
              "reconcile provisional against canonical totals for a day")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
@@ -279,13 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="nightly", help="run kind recorded with the result")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
-    p = _add(sub, "check", _lazy("audits.quality:cmd_check"),
+    p = _add(sub, "check", _lazy("reckon.commands.nightly:cmd_check"),
              "run the data-quality suites (Great Expectations) for a day")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
-    p = _add(sub, "breaks", _lazy("reports.review:cmd_breaks"),
+    p = _add(sub, "breaks", _lazy("reckon.commands.review:cmd_breaks"),
              "list reconciliation breaks with their review status and age")
     p.add_argument("action", choices=["list"], help="what to do (list)")
     _warehouse(p)
@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "accepted, resolved)")
     p.add_argument("--json", action="store_true")
 
-    p = _add(sub, "signoff", _lazy("reports.review:cmd_signoff"),
+    p = _add(sub, "signoff", _lazy("reckon.commands.review:cmd_signoff"),
              "record a review decision on an audit run in the hash-chained sign-off log")
     _warehouse(p)
     p.add_argument("--run", required=True, help="audit run id")
@@ -305,27 +305,27 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=["approved", "rejected", "accepted", "resolved"])
     p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
 
-    p = _add(sub, "verify-log", _lazy("reports.review:cmd_verify_log"),
+    p = _add(sub, "verify-log", _lazy("reckon.commands.review:cmd_verify_log"),
              "check the sign-off log's hash chain: detects edited or deleted entries")
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable result")
     _workbench_commands(sub)
 
-    p = _add(sub, "report", _lazy("reports.render:cmd_report"),
+    p = _add(sub, "report", _lazy("reckon.commands.nightly:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
     p.add_argument("--date", required=True)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="the files written, machine-readable")
 
-    p = _add(sub, "sql", _lazy("reports.query:cmd_sql"),
+    p = _add(sub, "sql", _lazy("reckon.commands.investigate:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")
     p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')
 
-    p = _add(sub, "explain", _lazy("reports.explain:cmd_explain"),
+    p = _add(sub, "explain", _lazy("reckon.commands.investigate:cmd_explain"),
              "tell the story of one window and key, per currency: every event and what "
              "became of it")
     _warehouse(p)
@@ -336,14 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: every currency of the key's window, each told separately")
     p.add_argument("--json", action="store_true")
 
-    p = _add(sub, "lateness-curve", _lazy("audits.lateness:cmd_lateness_curve"),
+    p = _add(sub, "lateness-curve", _lazy("reckon.commands.investigate:cmd_lateness_curve"),
              "what-if analysis: completeness and emit latency for candidate lateness bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True)
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
     p.add_argument("--json", action="store_true")
 
-    p = _add(sub, "lateness", _lazy("audits.lateness:cmd_lateness_warehouse"),
+    p = _add(sub, "lateness", _lazy("reckon.commands.investigate:cmd_lateness_warehouse"),
              "lateness analysis of the warehouse's event log for a day: completeness per "
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
              "partition, who is late")

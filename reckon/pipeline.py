@@ -9,14 +9,25 @@ dates, ids and table versions, never data). Every step is idempotent per day.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reckon.config import Settings
 from reckon.errors import ConfigError
 from reckon.timeutil import parse_date
+
+if TYPE_CHECKING:  # the engines' result types; the steps import the engines when they run
+    from audits.audit import AuditResult
+    from audits.quality import CheckResult
+    from reports.render import ReportResult
+    from spark.compaction import CompactionResult
+    from spark.replay import ReplayResult
+    from spark.retention import VacuumResult
+    from spark.stream import BatchMetrics, StreamSource
+
+    BatchCallback = Callable[[BatchMetrics], None]
 
 __all__ = [
     "StepResult",
@@ -30,22 +41,34 @@ __all__ = [
     "run_replay",
     "run_report",
     "run_vacuum",
+    "stream",
     "task_retries",
     "wait_for_watermark",
     "watermark_not_ready",
 ]
 
 
+#: The engine's own result a step carries (ReplayResult, AuditResult ...), or None.
+Detail = TypeVar("Detail")
+
+
 @dataclass(frozen=True)
-class StepResult:
-    """What a step reports upward: its name, the day, and a JSON-safe summary."""
+class StepResult(Generic[Detail]):
+    """What a step reports upward: its name, the day, and a JSON-safe summary; ``detail`` is
+    the engine's typed result, which the CLI prints from and which never goes to XCom.
+
+    >>> StepResult(step="replay", day="2026-01-01", summary={"windows": 3},
+    ...            detail=None).to_dict()
+    {'step': 'replay', 'day': '2026-01-01', 'summary': {'windows': 3}}
+    """
 
     step: str
     day: str
     summary: dict[str, Any]
+    detail: Detail = field(repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"step": self.step, "day": self.day, "summary": self.summary}
 
 
 # Libraries that log every step at INFO: a task log a person reads keeps their warnings only
@@ -116,7 +139,9 @@ def check_watermark(settings: Settings, day: date) -> StepResult | None:
     known, _ = logged_watermark(settings.warehouse_path)
     spark = None if known else _spark(settings, "reckon-wait")
     closed = day_closed(spark, settings, day)
-    return None if closed is None else StepResult("wait_for_watermark", day.isoformat(), closed)
+    return None if closed is None else StepResult(step="wait_for_watermark",
+                                                  day=day.isoformat(), summary=closed,
+                                                  detail=None)
 
 
 def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) -> str:
@@ -133,7 +158,7 @@ def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) ->
 
 
 def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = None,
-                       poll: str = "30s") -> StepResult:
+                       poll: str = "30s") -> StepResult[None]:
     """Block until the stream's global watermark passed the end of ``day`` plus grace.
     Raises WatermarkNotReadyError (with the watermark it saw) when the timeout runs out."""
     from spark.progress import wait_for_day_closed
@@ -141,38 +166,64 @@ def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = N
     settings = _with_spec(settings, "wait_for_watermark")
     result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings, day,
                                  timeout=timeout or settings.watermark_wait_timeout, poll=poll)
-    return StepResult("wait_for_watermark", day.isoformat(), result)
+    return StepResult(step="wait_for_watermark", day=day.isoformat(), summary=result,
+                      detail=None)
 
 
-def run_compact(settings: Settings, day: date) -> StepResult:
+def run_compact(settings: Settings, day: date) -> StepResult[CompactionResult]:
     """The day's small files of the stream tables rewritten into a few large ones (OPTIMIZE of
     that day's partitions only), so the replay and every later reader open few files."""
     from spark.compaction import compact_day
 
     settings = _with_spec(settings, "compact")
     result = compact_day(_spark(settings, "reckon-compact"), settings, day)
-    return StepResult("compact", day.isoformat(), result.to_dict())
+    return StepResult(step="compact", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
 
 
-def run_replay(settings: Settings, day: date) -> StepResult:
-    """Canonical totals for ``day`` from the full event log (replaceWhere of that day only)."""
+def run_replay(settings: Settings, day: date, *,
+               from_kafka: bool = False) -> StepResult[ReplayResult]:
+    """Canonical totals for ``day`` from the full event log (replaceWhere of that day only);
+    ``from_kafka``: from the Kafka topic, earliest to latest, instead (``reckon replay
+    --kafka``)."""
     from spark.replay import replay_day
 
     settings = _with_spec(settings, "replay")
-    result = replay_day(_spark(settings, "reckon-replay"), settings, day)
-    return StepResult("replay", day.isoformat(), result.to_dict())
+    result = replay_day(_spark(settings, "reckon-replay"), settings, day, from_kafka=from_kafka)
+    return StepResult(step="replay", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
 
 
-def run_audit(settings: Settings, day: date, *, kind: str = "nightly") -> StepResult:
-    """Reconcile provisional against canonical totals for ``day``; record it in the report DB."""
+#: Told (seen, required) when the stream's watermark has not yet passed the day's end + grace.
+OpenDayNote = Callable[[int, int], None]
+
+
+def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
+              on_open_day: OpenDayNote | None = None) -> StepResult[AuditResult]:
+    """Reconcile provisional against canonical totals for ``day``; record it in the report DB.
+
+    The nightly DAG waits for the watermark first; a person may not, so with ``on_open_day``
+    the step first looks at the watermark and calls it (seen, required, in microseconds) when
+    the day's provisional totals can still change. Example: ``run_audit(settings, day,
+    on_open_day=lambda seen, required: print("not final yet"))``.
+    """
     from audits.audit import audit_day
 
     settings = _with_spec(settings, "audit")
-    result = audit_day(_spark(settings, "reckon-audit"), settings, day, kind=kind)
-    return StepResult("audit", day.isoformat(), result.to_dict())
+    spark = _spark(settings, "reckon-audit")
+    if on_open_day is not None:
+        from spark.progress import latest_watermark, required_watermark
+
+        seen, required = latest_watermark(spark, settings), required_watermark(settings, day)
+        if seen is not None and seen < required:
+            on_open_day(seen, required)
+    result = audit_day(spark, settings, day, kind=kind)
+    return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
 
 
-def run_check(settings: Settings, day: date, *, fail_on_blocking: bool = True) -> StepResult:
+def run_check(settings: Settings, day: date, *,
+              fail_on_blocking: bool = True) -> StepResult[CheckResult]:
     """The Great Expectations suites for ``day``, recorded in the report DB; raises
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
@@ -182,10 +233,11 @@ def run_check(settings: Settings, day: date, *, fail_on_blocking: bool = True) -
     result = run_checks(_spark(settings, "reckon-check"), settings, day)
     if fail_on_blocking:
         result.raise_for_failures()
-    return StepResult("check", day.isoformat(), result.to_dict())
+    return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
 
 
-def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult:
+def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult[None]:
     """Raise one DataQualityError naming every day of ``days`` whose current check run (the
     report database's, as its report shows it) has a blocking failure, or that has none."""
     from reckon.errors import DataQualityError
@@ -208,16 +260,21 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult:
     if failed:
         raise DataQualityError("data-quality gate: " + "; ".join(failed))
     newest = max(days).isoformat() if days else ""
-    return StepResult("quality_gate", newest, {"check_runs": checked})
+    return StepResult(step="quality_gate", day=newest, summary={"check_runs": checked},
+                      detail=None)
 
 
-def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False) -> StepResult:
-    """Delete the files no table version within ``vacuum_retain`` uses (spark.retention);
-    ``day`` only labels the run. Idempotent: a second run finds nothing left to delete."""
+def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False,
+               retain: str | None = None, progress: bool = False) -> StepResult[VacuumResult]:
+    """Delete the files no table version within ``retain`` (default ``vacuum_retain``) uses
+    (spark.retention); ``day`` only labels the run; ``progress`` prints each table as it is
+    done. Idempotent: a second run finds nothing left to delete."""
     from spark.retention import vacuum_warehouse
 
-    result = vacuum_warehouse(_spark(settings, "reckon-vacuum"), settings, dry_run=dry_run)
-    return StepResult("vacuum", day.isoformat(), result.to_dict())
+    result = vacuum_warehouse(_spark(settings, "reckon-vacuum"), settings, retain=retain,
+                              dry_run=dry_run, progress=progress)
+    return StepResult(step="vacuum", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
 
 
 def task_retries(env: Mapping[str, str]) -> int:
@@ -233,10 +290,43 @@ def task_retries(env: Mapping[str, str]) -> int:
     return retries
 
 
-def run_report(settings: Settings, day: date, out: str | None = None) -> StepResult:
+def run_report(settings: Settings, day: date,
+               out: str | None = None) -> StepResult[ReportResult]:
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
     from reports.render import render_day
 
     settings = _with_spec(settings, "report")
     result = render_day(_spark(settings, "reckon-report"), settings, day, out=out)
-    return StepResult("report", day.isoformat(), result.to_dict())
+    return StepResult(step="report", day=day.isoformat(), summary=result.to_dict(),
+                      detail=result)
+
+
+def stream(settings: Settings, source: StreamSource, *, trigger: str | None = None,
+           change_spec: bool = False, note: Callable[[str], None],
+           on_start: Callable[[Settings], BatchCallback]) -> str:
+    """Run the streaming aggregator on ``source`` (``reckon stream``): the warehouse's spec
+    (refused before Spark starts when a given value disagrees, unless ``change_spec``), its
+    one-writer lock, then the stream until drained (no ``trigger``) or stopped. A Kafka
+    topic's partitions are the expected ones when none are configured. ``on_start(settings)``
+    sees the settings the stream runs with and returns the per-batch callback; ``note`` gets
+    each line worth telling. Returns the checkpoint location.
+
+    Example: ``stream(settings, StreamSource(landing="landing"), note=print,
+    on_start=lambda s: print_progress)``.
+    """
+    from spark.spec import resolved_settings
+    from spark.stream import kafka_partitions, run_stream, stream_lock
+
+    if not change_spec:
+        settings = resolved_settings(settings, "stream")
+    with stream_lock(settings, source) as lock:  # a second stream is refused before Spark
+        spark = _spark(settings, "reckon-stream")
+        if source.kafka_bootstrap and not settings.expected_partitions:
+            expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))
+            settings = settings.with_values({"expected_partitions": f"topic {source.topic}"},
+                                            expected_partitions=expected)
+            note(f"expected partitions of topic {source.topic}: {expected}")
+        on_batch = on_start(settings)
+        return run_stream(spark, settings, source, available_now=not trigger,
+                          trigger=trigger, change_spec=change_spec, on_batch=on_batch,
+                          writer_lock=lock)

@@ -30,7 +30,6 @@ Nothing adds two currencies. ``--currency`` narrows the story to one currency.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
@@ -38,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
-from reckon.errors import UsageError, invalid
+from reckon.errors import UsageError
 from reckon.eventtime import Disposition, EventTimeRules, classify
 from reckon.money import currency_problem, format_money, quantize_to_currency
-from reckon.timeutil import format_micros, from_micros, parse_timestamp
+from reckon.timeutil import format_micros, from_micros
 
 __all__ = [
     "EventFate",
@@ -49,7 +48,6 @@ __all__ = [
     "QuarantinedRow",
     "WindowChapter",
     "WindowStory",
-    "cmd_explain",
     "explain_window",
 ]
 
@@ -681,31 +679,3 @@ def _refuse_unknown_key(spark: Any, wh: Path, key: str, instant: int,
                          "(keys are case-sensitive), the currency and the day, e.g. with "
                          "`reckon sql \"SELECT DISTINCT key FROM event_log WHERE event_date = "
                          f"'{day}'\"`")
-
-
-def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon explain --warehouse WH --key K --window T [--currency C] [--json]`."""
-    from reports.terminal import print_json
-    from spark.session import get_spark
-
-    instant = parse_timestamp(args.window_at, "--window")
-    if not args.key:
-        raise UsageError("--key='' is not valid: give the account or merchant key")
-    currency = getattr(args, "currency", None)
-    if currency is not None:
-        currency = currency.strip().upper()
-        problem = currency_problem(currency)
-        if problem is not None:
-            raise invalid("--currency", args.currency, f"a currency reckon books ({problem})")
-    wh = settings.warehouse_path
-    if not (wh / "event_log").is_dir():
-        raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
-                         "(run `reckon stream` first)")
-    spark = get_spark(settings, app_name="reckon-explain")
-    story = explain_window(spark, settings, args.key, instant, currency)
-    if args.json:
-        print_json(story.to_dict())
-    else:
-        print("\n".join(story.lines))
-    return 0
-

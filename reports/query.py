@@ -22,14 +22,12 @@ way (``check_plan_read_only``), so a keyword the scanner missed is still refused
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reckon.config import Settings
 from reckon.errors import UsageError
 
 __all__ = [
@@ -37,7 +35,6 @@ __all__ = [
     "Token",
     "check_plan_read_only",
     "check_read_only",
-    "cmd_sql",
     "rewrite_time_travel",
     "run_query",
     "tokenize",
@@ -465,24 +462,3 @@ def run_query(spark: Any, warehouse: str | Path, sql: str, limit: int = 1000) ->
             from None
     return QueryResult(tuple(df.columns), tuple(tuple(r) for r in got[:limit]),
                        len(got) > limit, limit, tuple(paths))
-
-
-def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon sql --warehouse WH [--json] [--limit N] "SELECT ..."`."""
-    from reports.terminal import print_json, print_table
-    from spark.session import get_spark
-
-    check_read_only(args.query)  # refuse before starting a JVM
-    if not settings.warehouse_path.is_dir():
-        raise UsageError(f"--warehouse={str(settings.warehouse_path)!r} is not valid: no such "
-                         "directory")
-    spark = get_spark(settings, app_name="reckon-sql")
-    result = run_query(spark, settings.warehouse_path, args.query, args.limit)
-    if args.json:
-        print_json(result.to_dicts())
-    else:
-        print_table(result.rows, result.columns)
-        more = f" (more rows exist: raise --limit above {result.limit})" if result.truncated \
-            else ""
-        print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more})")
-    return 0

@@ -35,11 +35,9 @@ Files are written to a temporary name and renamed, so a re-run replaces them ato
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import io
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -69,7 +67,7 @@ from reports.sections import (
     signoff_text,
 )
 
-__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "SECTIONS", "ReportResult", "cmd_report",
+__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "SECTIONS", "ReportResult",
            "keep_data_docs", "keep_signed_report", "render_context", "render_day",
            "signoff_text", "write_csvs"]
 
@@ -390,18 +388,3 @@ def render_day(spark: Any, settings: Settings, day: date | str,
         html_path=result.html_path, pdf_path=result.pdf_path,
         csv_paths=list(result.csv_paths), sha256=result.sha256))
     return result
-
-
-def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon report --warehouse WH --date D --out DIR`."""
-    from spark.session import get_spark
-
-    day = parse_date(args.date, "--date")
-    spark = get_spark(settings, app_name="reckon-report")
-    result = render_day(spark, settings, day, args.out)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
-        return 0
-    print(f"report for {day}: {result.html_path} (sha256 {result.sha256}), {result.pdf_path}, "
-          f"{len(result.csv_paths)} CSV files in {result.out_dir}")
-    return 0

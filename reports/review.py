@@ -1,4 +1,4 @@
-"""Break review and the hash-chained sign-off log, plus their CLI commands.
+"""Break review and the hash-chained sign-off log (their commands: reckon.commands.review).
 
 The sign-off log is append-only and tamper-evident. Entry ``n`` stores
 ``entry_hash = sha256(canonical JSON of {seq, at, run_id, by, decision, note, prev_hash,
@@ -24,31 +24,25 @@ and its amounts in that currency's own digits (``--json``: exact decimal text, s
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from reckon.config import Settings
 from reckon.errors import UsageError, invalid
 from reckon.identity import same_person
-from reckon.money import format_amount, quantize_to_currency
-from reckon.timeutil import parse_date
 from reports.db import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
     BREAK_REVIEWS,
     BREAKS,
     REPORTS,
-    REVIEW_STATUSES,
     SIGNOFF_LOG,
     ReportDB,
     write_tx,
@@ -64,11 +58,9 @@ __all__ = [
     "SignoffRefused",
     "append_signoff",
     "changed_inputs",
-    "cmd_breaks",
-    "cmd_signoff",
-    "cmd_verify_log",
     "compute_entry_hash",
     "read_log",
+    "sign_off",
     "verify_log",
 ]
 
@@ -98,6 +90,12 @@ class SignoffEntry:
     prev_hash: str
     entry_hash: str
     signed: str | None = None  # the figures signed (signed_figures), canonical JSON
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The entry as ``reckon signoff --json`` prints it (``at`` as the hash reads it)."""
+        return {"seq": self.seq, "at": _format_at(self.at), "run_id": self.run_id,
+                "by": self.by, "decision": self.decision, "note": self.note,
+                "prev_hash": self.prev_hash, "entry_hash": self.entry_hash}
 
     def recomputed_hash(self) -> str:
         """The hash the entry's current contents should carry."""
@@ -440,117 +438,20 @@ def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
     return problems
 
 
-# ----------------------------------------------------------------------------- CLI
+def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | None = None,
+             warehouse: Path | None = None) -> SignoffEntry:
+    """``reckon signoff``: append a decision signed by whoever runs it (``db.principal()``:
+    the OS account, or the login role on PostgreSQL). ``by``, when given, may only name that
+    identity: a sign-off is never made in another name.
 
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return str(value)
-    return value
-
-
-def _break_json(item: dict[str, Any]) -> dict[str, Any]:
-    """A listed break as JSON: its amounts as exact text in its currency's own digits."""
-    code = str(item.get("currency") or "")
-    return {k: _jsonable(quantize_to_currency(v, code) if k.endswith("_amount")
-                         and isinstance(v, Decimal) else v) for k, v in item.items()}
-
-
-def _cell_amount(value: Decimal | None, code: str) -> str:
-    return "-" if value is None else format_amount(value, code)
-
-
-def _short_time(moment: datetime) -> str:
-    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}".rstrip("0")
-    return text + "Z"
-
-
-def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon breaks list [--date D] [--status S] [--json]``: breaks of the current runs."""
-    if args.action != "list":
-        raise invalid("action", args.action, "list")
-    day = parse_date(args.date, "--date") if args.date else None
-    status = args.status.strip().lower() if args.status else None
-    if status is not None and status not in REVIEW_STATUSES:
-        raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
-    with ReportDB.from_settings(settings) as db:
-        items = db.list_breaks(day=day, review_status=status)
-    if args.json:
-        print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
-        return 0
-    if not items:
-        where = f" for {day.isoformat()}" if day else ""
-        which = f" with review status {status!r}" if status else ""
-        print(f"no breaks{where}{which} in the current audit runs")
-        return 0
-    headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
-               "AGE (d)", "RUN"]
-    rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
-             item["currency"] or "-", item["status"],
-             _cell_amount(item["gap_amount"], item["currency"]),
-             _cell_amount(item["residual_amount"], item["currency"]),
-             item["review_status"], str(item["age_days"]), item["run_id"]] for item in items]
-    print(_table(headers, rows, right={5, 6, 8}))
-    counts: dict[str, int] = {}
-    for item in items:
-        counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
-    print(f"{len(items)} breaks: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return 0
-
-
-def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by who runs it
-    (ReportDB.principal: the OS account, or the login role on PostgreSQL); ``--by`` may only
-    name that identity."""
-    with ReportDB.from_settings(settings) as db:
-        signer = db.principal()
-        if args.by is not None and not same_person(args.by, signer):
-            who = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
-                   else "the OS account that runs it")
-            raise SignoffRefused(
-                f"--by={args.by!r} is not valid: this command signs as {signer!r} ({who}), "
-                "and a sign-off is made by that identity; log in as the reviewer (or drop --by)")
-        entry = append_signoff(db, args.run, signer, args.decision, args.note,
-                               warehouse=settings.warehouse_path)
-    if args.json:
-        print(json.dumps({"seq": entry.seq, "at": _format_at(entry.at), "run_id": entry.run_id,
-                          "by": entry.by, "decision": entry.decision, "note": entry.note,
-                          "prev_hash": entry.prev_hash, "entry_hash": entry.entry_hash},
-                         indent=2, sort_keys=True))
-        return 0
-    print(f"signed: run {entry.run_id} {entry.decision} by {entry.by} "
-          f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
-    return 0
-
-
-def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
-    with ReportDB.from_settings(settings) as db:
-        result = verify_log(db, warehouse=settings.warehouse_path)
-    if args.json:
-        print(json.dumps(asdict(result), indent=2, sort_keys=True))
-        return 0 if result.ok else 1
-    if result.ok:
-        print(f"sign-off log OK: {result.entries} entries, head hash {result.head_hash}")
-        return 0
-    print(f"sign-off log FAILED verification ({result.entries} entries, "
-          f"{len(result.problems)} problems):")
-    for problem in result.problems:
-        print(f"  - {problem}")
-    return 1
+    Example: ``sign_off(db, "run-1", "approved", "figures match the bank", by="bob")``
+    refuses unless the session runs as bob (spelled any way reckon.identity folds).
+    """
+    signer = db.principal()
+    if by is not None and not same_person(by, signer):
+        who = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
+               else "the OS account that runs it")
+        raise SignoffRefused(
+            f"--by={by!r} is not valid: this command signs as {signer!r} ({who}), "
+            "and a sign-off is made by that identity; log in as the reviewer (or drop --by)")
+    return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse)

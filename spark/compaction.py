@@ -31,9 +31,6 @@ and how long those must stay answerable is the operator's decision.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -44,12 +41,12 @@ from pyspark.sql import SparkSession
 
 from reckon.config import Settings
 from reckon.errors import UsageError
-from reckon.timeutil import days_from_flags, format_micros, from_micros
+from reckon.timeutil import format_micros, from_micros
 from spark import tables as tb
 from spark.session import session_conf
 
 __all__ = ["COMPACTED", "RECENT_MIN_FILE_BYTES", "TARGET_FILE_BYTES", "CompactionResult",
-           "PartitionCompaction", "cmd_compact", "compact_day", "compact_recent_stream_days"]
+           "PartitionCompaction", "compact_day", "compact_recent_stream_days"]
 
 #: (table, the date column it is partitioned by)
 COMPACTED: tuple[tuple[str, str], ...] = (
@@ -198,21 +195,3 @@ def _target_file_size(spark: SparkSession, min_bytes: int = TARGET_FILE_BYTES
                       ) -> AbstractContextManager[None]:
     max_conf, min_conf = _SIZE_CONFS
     return session_conf(spark, {max_conf: str(TARGET_FILE_BYTES), min_conf: str(min_bytes)})
-
-
-def cmd_compact(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon compact`: compact a day's (or a range's) partitions of the stream tables."""
-    from spark.session import get_spark
-
-    days = days_from_flags(args.date, args.date_from, args.date_to)
-    spark = get_spark(settings, app_name="reckon-compact")
-    results = []
-    for day in days:
-        r = compact_day(spark, settings, day)
-        results.append(r)
-        if not args.json:
-            print(r.describe())
-    if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
-    print(f"[compact] {len(results)} day(s) done", file=sys.stderr)
-    return 0

@@ -33,14 +33,11 @@ in the day. Reads pin the event log's Delta version, which ``replay_runs`` recor
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
@@ -49,16 +46,16 @@ from pyspark.sql import functions as F
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import WindowSpec
-from reckon.money import CurrencyTotals, format_money
+from reckon.money import CurrencyTotals
 from reckon.schema import TOTAL_IDENTITY
-from reckon.timeutil import day_bounds, days_between, days_from_flags
+from reckon.timeutil import day_bounds, days_between
 from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.observe import observed
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import arrival_order, window_starts_col
 
-__all__ = ["ReplayResult", "cmd_replay", "day_log_rows", "day_totals_from_log", "replay_day",
+__all__ = ["ReplayResult", "day_log_rows", "day_totals_from_log", "replay_day",
            "replay_range", "uncaught_copies"]
 
 
@@ -486,30 +483,3 @@ def replay_range(spark: SparkSession, settings: Settings, first: date, last: dat
     """Replay every day in ``[first, last]`` (a backfill without Airflow), oldest first."""
     return [replay_day(spark, settings, day, from_kafka=from_kafka)
             for day in days_between(first, last)]
-
-
-def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from spark.session import get_spark
-
-    days = days_from_flags(args.date, args.date_from, args.date_to)
-    from_kafka = bool(getattr(args, "kafka_bootstrap", None))
-    spark = get_spark(settings, app_name="reckon-replay")
-    results = []
-    for day in days:
-        print(f"[replay] {day}: reading {'kafka' if from_kafka else 'event_log'}",
-              file=sys.stderr, flush=True)
-        r = replay_day(spark, settings, day, from_kafka=from_kafka)
-        results.append(r)
-        if not args.json and r.rows_read == 0:
-            print(f"{r.day}: no events; the day's canonical totals are written empty "
-                  f"| event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
-        elif not args.json:
-            totals = ", ".join(format_money(Decimal(amount), code)
-                               for code, amount in r.total_amounts.items())
-            print(f"{r.day}: {r.windows} windows, {r.valid_events} events, totals {totals}"
-                  f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
-                  f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day"
-                  f" | event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
-    if args.json:
-        print(json.dumps([r.to_dict() for r in results], indent=2))
-    return 0

@@ -22,8 +22,6 @@ that are older than the retention.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -38,7 +36,7 @@ from reckon.timeutil import MICROS_PER_DAY, format_duration, parse_duration
 from spark import tables as tb
 from spark.session import session_conf
 
-__all__ = ["MIN_RETAIN_MICROS", "VacuumResult", "VacuumedTable", "cmd_vacuum",
+__all__ = ["MIN_RETAIN_MICROS", "VacuumResult", "VacuumedTable",
            "vacuum_warehouse"]
 
 MIN_RETAIN_MICROS = 7 * MICROS_PER_DAY
@@ -130,14 +128,3 @@ def _deleted_files(settings: Settings, name: str, before: int | None) -> int | N
             value = (info.get("operationMetrics") or {}).get("numDeletedFiles")
             return None if value is None else int(value)
     return None
-
-
-def cmd_vacuum(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon vacuum`: delete the files no version within the retention uses."""
-    from spark.session import get_spark
-
-    spark = get_spark(settings, app_name="reckon-vacuum")
-    result = vacuum_warehouse(spark, settings, retain=args.retain, dry_run=args.dry_run,
-                              progress=not args.json)
-    print(json.dumps(result.to_dict(), indent=2) if args.json else result.describe())
-    return 0

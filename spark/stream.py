@@ -33,7 +33,6 @@ a restart -- skips the tables whose commit files already carry its mark.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -62,7 +61,7 @@ from reckon.eventtime import (
     advance_watermark,
     is_duplicate_of_recent,
 )
-from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
+from reckon.landing import EVENT_FILE_GLOB
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, writer_scope
@@ -70,7 +69,7 @@ from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "cmd_stream", "kafka_offsets",
+__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "kafka_offsets",
            "kafka_partitions", "landing_lines", "processing_time", "run_stream"]
 
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
@@ -798,65 +797,3 @@ class _Admitting:
         if self.failed:
             raise UsageError(f"the stream stopped: admitting landing files failed: "
                              f"{self.failed[0]}")
-
-
-def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon stream`: run the aggregator on the landing directory or a Kafka topic."""
-    from spark.spec import resolved_settings
-
-    source = StreamSource(landing=args.landing,
-                          kafka_bootstrap=settings.kafka_bootstrap if args.kafka_bootstrap
-                          else None, topic=settings.kafka_topic)
-    if args.landing and not settings.expected_partitions:
-        manifest = Path(args.landing) / MANIFEST_NAME
-        if manifest.is_file():  # a generated landing dir says which partitions to wait for
-            expected = json.loads(manifest.read_text()).get("expected_partitions") or []
-            settings = settings.with_values({"expected_partitions": str(manifest)},
-                                            expected_partitions=expected)
-            print(f"[stream] expected partitions from {manifest}: {expected}", file=sys.stderr)
-    if not args.change_spec:  # refused before Spark starts when a given value disagrees
-        settings = resolved_settings(settings, "stream")
-    with stream_lock(settings, source) as lock:  # a second stream is refused before Spark
-        return _stream_holding(args, settings, source, lock)
-
-
-def _stream_holding(args: argparse.Namespace, settings: Settings, source: StreamSource,
-                    lock: WriterLock) -> int:
-    from spark.session import get_spark
-
-    spark = get_spark(settings, app_name="reckon-stream")
-    if source.kafka_bootstrap and not settings.expected_partitions:
-        expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))
-        settings = settings.with_values({"expected_partitions": f"topic {source.topic}"},
-                                        expected_partitions=expected)
-        print(f"[stream] expected partitions of topic {source.topic}: {expected}",
-              file=sys.stderr)
-    rules = settings.event_time_rules()
-    print(f"[stream] {source.name} -> {settings.warehouse_path}: {rules.windows.describe()} "
-          f"windows, lateness {settings.lateness}, grace {settings.grace}, idle timeout "
-          f"{settings.idle_timeout}", file=sys.stderr, flush=True)
-    on_batch: Callable[[BatchMetrics], None] = print_progress
-    if source.landing:
-        at_start = survey(source.landing)
-        print(f"[stream] {at_start.describe()}", file=sys.stderr, flush=True)
-        on_batch = _reporting_unread_files(source.landing, at_start)
-    checkpoint = run_stream(spark, settings, source, available_now=not args.trigger,
-                            trigger=args.trigger, change_spec=args.change_spec,
-                            on_batch=on_batch, writer_lock=lock)
-    print(f"[stream] done; checkpoint {checkpoint}", file=sys.stderr)
-    return 0
-
-
-def _reporting_unread_files(folder: str, seen: LandingSurvey) -> Callable[[BatchMetrics], None]:
-    """print_progress, then any file that appeared in the landing dir since the last look and
-    will not be read (reckon.landing): a long-running stream names each one once."""
-    reported = {name for name, _ in seen.unread}
-
-    def on_batch(m: BatchMetrics) -> None:
-        print_progress(m)
-        new = tuple((name, why) for name, why in survey(folder).unread if name not in reported)
-        if new:
-            reported.update(name for name, _ in new)
-            print(f"[stream] landing {folder}: {describe_unread(new)}; {len(reported)} not "
-                  "read in all", file=sys.stderr, flush=True)
-    return on_batch

@@ -144,8 +144,8 @@ def test_explain_rejects_a_time_without_zone(tmp_path):
     with pytest.raises(UsageError, match="--window"):
         import argparse
 
+        from reckon.commands.investigate import cmd_explain
         from reckon.config import load_settings
-        from reports.explain import cmd_explain
 
         cmd_explain(argparse.Namespace(key="k", window_at="2026-01-01T00:00:00", json=False),
                     load_settings(env={}, warehouse=str(tmp_path)))

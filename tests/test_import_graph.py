@@ -34,7 +34,9 @@ CORE = frozenset(f"reckon.{m}" for m in (
     "lateness", "lateness_batches", "money", "reconcile", "reference", "schema", "spec",
     "timeutil", "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
-APP = frozenset(f"reckon.{m}" for m in ("airflow_env", "airflow_local", "cli", "demo", "pipeline"))
+APP = frozenset(f"reckon.{m}" for m in (
+    "airflow_env", "airflow_local", "cli", "commands", "commands.investigate", "commands.nightly",
+    "commands.review", "commands.stream", "demo", "pipeline"))
 #: workbench (the reviewer's web app) reads the report database and sits below the CLI that
 #: starts it.
 RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}
@@ -72,15 +74,15 @@ def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Pa
     return found
 
 
-#: A handler named as a string and imported when run (reckon.cli's ``_lazy("spark.stream:cmd_stream")``).
+#: A handler named as a string and imported when run (reckon.cli's ``_lazy("reckon.commands.stream:cmd_stream")``).
 _TARGET = re.compile(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*")
 
 
 def imported_names(module: str, path: Path) -> set[str]:
     """Every dotted name an import statement in the file names, relative ones resolved, and
     the module of each ``"module:function"`` string: ``from reports import db`` gives
-    ``reports`` and ``reports.db``; ``_lazy("reports.review:cmd_breaks")`` gives
-    ``reports.review``."""
+    ``reports`` and ``reports.db``; ``_lazy("reckon.commands.review:cmd_breaks")`` gives
+    ``reckon.commands.review``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -179,7 +181,7 @@ def test_the_graph_sees_the_imports_it_must(graph):
     a string are all found."""
     assert "reckon.errors" in graph["reckon.eventtime"]
     assert "audits.lateness" in graph["reports.context"]  # imported inside a function
-    assert "reports.review" in graph["reckon.cli"]  # _lazy("reports.review:cmd_breaks")
+    assert "reckon.commands.review" in graph["reckon.cli"]  # _lazy("reckon.commands.review:...")
     assert len(graph) > 60
 
 

@@ -1,0 +1,148 @@
+"""``reckon sql | explain | lateness-curve | lateness``: look into a warehouse, change nothing.
+
+Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
+Spark when it needs it and calls one engine: ``reports.query.run_query``,
+``reports.explain.explain_window``, ``audits.lateness`` (the curve and its analysis). What it
+prints is made here or by the engine's ``render_*``. Example::
+
+    reckon explain --warehouse wh --key merchant-7 --window 2026-01-01T10:00:00Z
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from reckon.config import Settings
+from reckon.errors import UsageError, invalid
+from reckon.lateness import normalize_bounds
+from reckon.money import currency_problem
+from reckon.timeutil import parse_date, parse_duration, parse_timestamp
+
+__all__ = ["cmd_explain", "cmd_lateness_curve", "cmd_lateness_warehouse", "cmd_sql"]
+
+
+def _require_warehouse_dir(settings: Settings) -> None:
+    if not settings.warehouse_path.is_dir():
+        raise UsageError(f"--warehouse={str(settings.warehouse_path)!r} is not valid: no such "
+                         "directory")
+
+
+def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon sql --warehouse WH [--json] [--limit N] "SELECT ..."`."""
+    from reports.query import check_read_only, run_query
+    from reports.terminal import print_json, print_table
+    from spark.session import get_spark
+
+    check_read_only(args.query)  # refuse before starting a JVM
+    _require_warehouse_dir(settings)
+    spark = get_spark(settings, app_name="reckon-sql")
+    result = run_query(spark, settings.warehouse_path, args.query, args.limit)
+    if args.json:
+        print_json(result.to_dicts())
+    else:
+        print_table(result.rows, result.columns)
+        more = f" (more rows exist: raise --limit above {result.limit})" if result.truncated \
+            else ""
+        print(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''}{more})")
+    return 0
+
+
+def _currency_arg(text: str | None) -> str | None:
+    """``--currency`` as an ISO 4217 code reckon books, upper-cased; None when not given.
+
+    >>> _currency_arg(" eur ")
+    'EUR'
+    """
+    if text is None:
+        return None
+    currency = text.strip().upper()
+    problem = currency_problem(currency)
+    if problem is not None:
+        raise invalid("--currency", text, f"a currency reckon books ({problem})")
+    return currency
+
+
+def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
+    """`reckon explain --warehouse WH --key K --window T [--currency C] [--json]`."""
+    from reports.explain import explain_window
+    from reports.terminal import print_json
+    from spark.session import get_spark
+
+    instant = parse_timestamp(args.window_at, "--window")
+    if not args.key:
+        raise UsageError("--key='' is not valid: give the account or merchant key")
+    currency = _currency_arg(getattr(args, "currency", None))
+    wh = settings.warehouse_path
+    if not (wh / "event_log").is_dir():
+        raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
+                         "(run `reckon stream` first)")
+    spark = get_spark(settings, app_name="reckon-explain")
+    story = explain_window(spark, settings, args.key, instant, currency)
+    if args.json:
+        print_json(story.to_dict())
+    else:
+        print("\n".join(story.lines))
+    return 0
+
+
+def _bounds_arg(text: str | None, name: str = "--bounds") -> list[int]:
+    """``--bounds`` as candidate bounds in microseconds, sorted, each once.
+
+    >>> _bounds_arg("2s, 0s,2s")
+    [0, 2000000]
+    """
+    items = [b.strip() for b in (text or "").split(",") if b.strip()]
+    if not items:
+        raise invalid(name, text, "comma-separated durations, e.g. 0s,2s,5s")
+    return normalize_bounds(parse_duration(b, name) for b in items)
+
+
+def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon lateness-curve --events FILE --window W --bounds B1,B2 [--json]``.
+
+    The window width comes from --window; slide, grace, idle timeout and expected partitions
+    from the configuration (file / RECKON_* environment), like every other command."""
+    from audits.lateness import curve_of_events, read_events_file, render_curve
+
+    rules = settings.event_time_rules()  # --window arrives through settings
+    bounds = _bounds_arg(args.bounds)
+    event_us, arrival_us, partition = read_events_file(args.events)
+    points = curve_of_events(rules, event_us, arrival_us, partition, bounds)
+    if args.json:
+        print(json.dumps([pt.to_json_dict() for pt in points], indent=2))
+        return 0
+    print(render_curve(args.events, len(event_us), rules, points,
+                       settings.target_completeness))
+    return 0
+
+
+def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
+    both what-if curves of the day, per micro-batch (what the stream did) and per event,
+    labelled as the report labels them, then the recommendation and who is late."""
+    from audits.attribution import late_attribution
+    from audits.lateness import (
+        analysis_json,
+        analyze_day,
+        batch_curve_of_day,
+        completeness_target,
+        render_analysis,
+    )
+    from spark import tables
+    from spark.session import get_spark
+
+    day = parse_date(args.date, "--date")
+    bounds = None if args.bounds is None else _bounds_arg(args.bounds)
+    target = completeness_target(args.target, settings)
+    spark = get_spark(settings, app_name="reckon-lateness")
+    analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+    batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
+    attribution = (late_attribution(spark, settings, day)
+                   if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
+    if args.json:
+        print(json.dumps(analysis_json(analysis, attribution, batches, why_not), indent=2,
+                         sort_keys=True))
+        return 0
+    print(render_analysis(analysis, attribution, batches, why_not))
+    return 0

@@ -1,0 +1,137 @@
+"""``reckon breaks list | signoff | verify-log``: review the breaks and sign a run off.
+
+Each handler opens the report database and calls one function of ``reports.review`` (or the
+database's own ``list_breaks``); the tables and lines a person reads are made here. Money is
+shown in each currency's own digits, ``--json`` gives it as exact decimal text. Example::
+
+    reckon breaks list --date 2026-01-01 --status open
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+from reckon.config import Settings
+from reckon.errors import invalid
+from reckon.money import format_amount, quantize_to_currency
+from reckon.timeutil import parse_date
+from reports.db import REVIEW_STATUSES, ReportDB
+from reports.review import sign_off, verify_log
+
+__all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def _break_json(item: dict[str, Any]) -> dict[str, Any]:
+    """A listed break as JSON: its amounts as exact text in its currency's own digits.
+
+    >>> _break_json({"currency": "JPY", "gap_amount": Decimal("12.000"), "day": date(2026, 1, 1)})
+    {'currency': 'JPY', 'gap_amount': '12', 'day': '2026-01-01'}
+    """
+    code = str(item.get("currency") or "")
+    return {k: _jsonable(quantize_to_currency(v, code) if k.endswith("_amount")
+                         and isinstance(v, Decimal) else v) for k, v in item.items()}
+
+
+def _cell_amount(value: Decimal | None, code: str) -> str:
+    return "-" if value is None else format_amount(value, code)
+
+
+def _short_time(moment: datetime) -> str:
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon breaks list [--date D] [--status S] [--json]``: breaks of the current runs."""
+    if args.action != "list":
+        raise invalid("action", args.action, "list")
+    day = parse_date(args.date, "--date") if args.date else None
+    status = args.status.strip().lower() if args.status else None
+    if status is not None and status not in REVIEW_STATUSES:
+        raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
+    with ReportDB.from_settings(settings) as db:
+        items = db.list_breaks(day=day, review_status=status)
+    if args.json:
+        print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
+        return 0
+    if not items:
+        where = f" for {day.isoformat()}" if day else ""
+        which = f" with review status {status!r}" if status else ""
+        print(f"no breaks{where}{which} in the current audit runs")
+        return 0
+    print(_breaks_table(items))
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
+    print(f"{len(items)} breaks: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0
+
+
+def _breaks_table(items: list[dict[str, Any]]) -> str:
+    """The breaks as a terminal table, amounts right-aligned in their currency's digits."""
+    headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
+               "AGE (d)", "RUN"]
+    rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
+             item["currency"] or "-", item["status"],
+             _cell_amount(item["gap_amount"], item["currency"]),
+             _cell_amount(item["residual_amount"], item["currency"]),
+             item["review_status"], str(item["age_days"]), item["run_id"]] for item in items]
+    return _table(headers, rows, right={5, 6, 8})
+
+
+def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by who runs
+    it (reports.review.sign_off)."""
+    with ReportDB.from_settings(settings) as db:
+        entry = sign_off(db, args.run, args.decision, args.note, by=args.by,
+                         warehouse=settings.warehouse_path)
+    if args.json:
+        print(json.dumps(entry.to_json_dict(), indent=2, sort_keys=True))
+        return 0
+    print(f"signed: run {entry.run_id} {entry.decision} by {entry.by} "
+          f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
+    return 0
+
+
+def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
+    with ReportDB.from_settings(settings) as db:
+        result = verify_log(db, warehouse=settings.warehouse_path)
+    if args.json:
+        print(json.dumps(asdict(result), indent=2, sort_keys=True))
+        return 0 if result.ok else 1
+    if result.ok:
+        print(f"sign-off log OK: {result.entries} entries, head hash {result.head_hash}")
+        return 0
+    print(f"sign-off log FAILED verification ({result.entries} entries, "
+          f"{len(result.problems)} problems):")
+    for problem in result.problems:
+        print(f"  - {problem}")
+    return 1
