@@ -103,7 +103,7 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
     from spark import tables
     from spark.rules import arrival_order
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    the_day = parse_date(day, "date")
     wh = settings.warehouse_path
     # The events the day's windows hold, the population its late events come from: with
     # hopping windows (or a step that does not divide 24 hours) the last windows reach past

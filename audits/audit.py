@@ -489,15 +489,26 @@ def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> No
 
 def _replaced_signed_off_run(db: Any, day: date, kind: str, run_id: str) -> str | None:
     """The newest other run of the day that was signed off, when ``run_id`` is now current
-    and has no sign-off of its own (it replaced a signed-off run); else None."""
-    from reports.db import SIGNING_DECISIONS
+    and has no sign-off of its own (it replaced a signed-off run); else None. The rule is
+    reckon.signoff.replaced_signoff, the one the report's sign-off sentence uses."""
+    from reckon.signoff import replaced_signoff
 
     current = db.current_audit_run(day, kind)
     if current is None or current.run_id != run_id:
         return None
-    signed = [e["run_id"] for e in db.signoffs_of_day(day, kind)
-              if e["decision"] in SIGNING_DECISIONS]
-    return signed[-1] if signed and run_id not in signed else None
+    raw = db.signoffs_of_day(day, kind)
+    started = {e["run_id"]: e["started_at"] for e in raw} | {run_id: current.started_at}
+    entries = [_Decision(run_id=e["run_id"], decision=e["decision"]) for e in raw]
+    replaced = replaced_signoff(entries, run_id, started)
+    return None if replaced is None else replaced.run_id
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A sign-off log entry as reckon.signoff reads it."""
+
+    run_id: str
+    decision: str
 
 
 def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:

@@ -180,7 +180,7 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
 
     from spark import tables as tb
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    the_day = parse_date(day, "date")
     rules = settings.event_time_rules()
     candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
     if not tb.table_exists(settings.warehouse_path, tb.EVENT_LOG):

@@ -37,7 +37,8 @@ from typing import Any
 
 from audits.suites import DayScope, TableSuite, build_suites
 from reckon.config import Settings
-from reckon.errors import DataQualityError, invalid
+from reckon.errors import DataQualityError
+from reckon.timeutil import parse_date
 from reports.records import CheckRun, ExpectationResult
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
@@ -48,7 +49,6 @@ __all__ = [
     "check_day",
     "data_docs_dir",
     "gx_context_dir",
-    "parse_day",
     "run_checks",
 ]
 
@@ -72,18 +72,6 @@ def gx_context_dir(warehouse: str | Path) -> Path:
 def data_docs_dir(warehouse: str | Path) -> Path:
     """The GX Data Docs site; ``index.html`` lists every suite and validation."""
     return Path(warehouse) / "reports" / "data_docs"
-
-
-def parse_day(value: date | str) -> date:
-    """A UTC day from a ``date`` or ``YYYY-MM-DD`` text."""
-    if isinstance(value, datetime):
-        raise invalid("date", value, "a day (YYYY-MM-DD), not a timestamp")
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value).strip())
-    except ValueError:
-        raise invalid("date", value, "a day written YYYY-MM-DD (UTC)") from None
 
 
 # ----------------------------------------------------------------------------- results
@@ -458,7 +446,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     failed expectations; see ``check_day``."""
     from spark.provisional import table_version
 
-    the_day = parse_day(day)
+    the_day = parse_date(day)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"

@@ -35,6 +35,8 @@ from pyspark.sql import functions as F
 
 from bench.harness import log
 from reckon.config import Settings
+from reckon.errors import ConfigError
+from reckon.eventtime import WindowSpec
 from reckon.generate import (
     DEFAULT_CURRENCIES,
     MANIFEST_NAME,
@@ -47,6 +49,7 @@ from reckon.generate import (
 from reckon.money import minor_unit, minor_unit_step
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb
+from spark.rules import window_starts_col
 
 __all__ = ["BENCH_DAY", "DAY_CELLS", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
            "build_evening", "build_event_log", "clone_warehouse", "ensure_landing",
@@ -247,10 +250,10 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
     merchant's currencies: DAY_CELLS rows, one batch each), in one file, as the nightly
     compaction of a day leaves them. Without the day: the same hour, as a morning's stream
     (nothing counted yet today) would read. Reused when built for these inputs."""
-    rules = settings.event_time_rules()
-    size = rules.windows.size
+    windows_spec = _tumbling(settings)
+    size = windows_spec.size
     day_start, _ = day_bounds(from_micros(end_us - 1).date())
-    last_start = end_us // size * size - size
+    last_start = windows_spec.window_starts(end_us)[0] - size  # the last window ended by end_us
     windows = min(-(-provisional_rows // DAY_CELLS), (last_start - day_start) // size + 1)
     spec = {"v": _DATA_VERSION, "builder": "evening-3", "archived_hour_rows": archived_rows,
             "end_us": end_us, "provisional_windows": windows if with_day else 0,
@@ -266,6 +269,19 @@ def build_evening(spark: SparkSession, folder: Path, settings: Settings, archive
         _write_day_of_deltas(spark, folder, windows, last_start, size, day_start)
     _mark(folder, spec)
     return spec
+
+
+def _tumbling(settings: Settings) -> WindowSpec:
+    """The configured windows, which must be tumbling: the evening warehouse lays its windows
+    out one width apart (a hopping spec is refused in one line, not built wrong).
+
+    Example: ``_tumbling(load_settings(window="10s")).size`` is 10_000_000.
+    """
+    windows = settings.event_time_rules().windows
+    if windows.slide is not None:
+        raise ConfigError(f"the bench's evening warehouse needs tumbling windows, not "
+                          f"{windows.describe()}: unset slide")
+    return windows
 
 
 def _write_day_of_deltas(spark: SparkSession, folder: Path, windows: int, last_start: int,
@@ -370,7 +386,7 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
     """``provisional_deltas`` and ``late_events`` for ``day`` from its ``canonical_totals``
     (run the replay first), with known breaks. Idempotent per day (replaceWhere)."""
     wh = settings.warehouse_path
-    size = settings.event_time_rules().windows.size
+    windows_spec = settings.event_time_rules().windows
     canon = tb.read_table(spark, wh, tb.CANONICAL_TOTALS).filter(
         F.col("window_date") == F.lit(day))
     h = _cell_hash()
@@ -383,9 +399,10 @@ def build_audit_inputs(spark: SparkSession, settings: Settings,
                                        F.first("currency").alias("currency"),
                                        F.first("amount").alias("amount"))
               .filter(F.col("n") > 1))
-    us = F.unix_micros("event_time")
-    dup = (copies.groupBy(F.timestamp_micros(us - us % F.lit(size)).alias("window_start"),
-                          "key", "currency")
+    # every window the copy counts in (reckon.eventtime's WindowSpec: one when tumbling)
+    starts = window_starts_col(F.unix_micros("event_time"), windows_spec)
+    dup = (copies.select("*", F.explode(starts).alias("ws_us"))
+           .groupBy(F.timestamp_micros("ws_us").alias("window_start"), "key", "currency")
            .agg(F.sum(F.col("amount") * (F.col("n") - 1)).alias("dup_amount"),
                 F.sum(F.col("n") - 1).alias("dup_count")))
     late_amt = F.lit(_LATE_AMOUNT).cast("decimal(38,2)")

@@ -19,6 +19,7 @@ from typing import Any
 from reckon.config import Settings, load_settings, warn_renamed
 from reckon.errors import NotBuiltYetError, ReckonError, UsageError
 from reckon.money import format_money
+from reckon.signoff import DECISIONS
 
 __all__ = ["main", "require_existing"]
 
@@ -302,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "that runs the command (the signer is that account, never another name)")
     p.add_argument("--note", required=True, help="what was reviewed and decided")
     p.add_argument("--decision", default="approved",
-                   choices=["approved", "rejected", "accepted", "resolved"])
+                   choices=list(DECISIONS))
     p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
 
     p = _add(sub, "verify-log", _lazy("reckon.commands.review:cmd_verify_log"),

@@ -492,6 +492,29 @@ class EventTimeRules:
             dedup_horizon=parse_duration(dedup_horizon, "dedup_horizon"),
         )
 
+    def day_final_at(self, day: date) -> int:
+        """The watermark at which UTC day ``day`` is final: every window of the day (every
+        window starting in it) is FINAL, so no event of the day can change a provisional
+        total. That is the end of its last window plus grace: ``end of the day + grace`` for
+        tumbling windows; hopping windows (and a step that does not divide 24 hours) reach
+        into the next day. The nightly run waits for it; an audit before it may see
+        transient breaks.
+
+        >>> rules = EventTimeRules.parse(window="10s", grace="2s")
+        >>> format_micros(rules.day_final_at(date(2026, 1, 1)))
+        '2026-01-02T00:00:02Z'
+        """
+        _, last_window_end = self.windows.day_event_times(day)
+        return last_window_end + self.grace
+
+    def is_day_final(self, day: date, watermark: int | None) -> bool:
+        """Whether ``watermark`` (None: none yet) has made day ``day`` final
+        (``day_final_at(day) <= watermark``, the FINAL rule of ``is_beyond_grace``)."""
+        if watermark is None:
+            return False
+        _, last_window_end = self.windows.day_event_times(day)
+        return bool(is_beyond_grace(last_window_end, watermark, self.grace))
+
     def to_config(self) -> dict[str, Any]:
         return {**self.windows.to_config(),
                 "lateness": format_duration(self.watermark.lateness),

@@ -120,7 +120,7 @@ def nightly_days(*, day: str | None, logical_date: datetime | None, run_after: d
     if lookback_days < 0:
         raise ConfigError(f"lookback_days={lookback_days} is not valid: a number of days >= 0")
     if day and day.strip():
-        newest = parse_date(day.strip(), "day")
+        newest = parse_date(day, "day")
     elif logical_date is not None:
         newest = logical_date.astimezone(UTC).date()
     else:
@@ -212,11 +212,11 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     settings = _with_spec(settings, "audit")
     spark = _spark(settings, "reckon-audit")
     if on_open_day is not None:
-        from spark.progress import latest_watermark, required_watermark
+        from spark.progress import latest_watermark
 
-        seen, required = latest_watermark(spark, settings), required_watermark(settings, day)
-        if seen is not None and seen < required:
-            on_open_day(seen, required)
+        rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
+        if seen is not None and not rules.is_day_final(day, seen):
+            on_open_day(seen, rules.day_final_at(day))
     result = audit_day(spark, settings, day, kind=kind)
     return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)

@@ -110,12 +110,25 @@ def parse_timestamp(text: str, name: str = "timestamp") -> int:
     return to_micros(moment)
 
 
-def parse_date(text: str, name: str = "date") -> date:
-    """'YYYY-MM-DD' -> date."""
+def parse_date(value: date | str, name: str = "date") -> date:
+    """A UTC day from 'YYYY-MM-DD' text (white space around it ignored) or a ``date``, for
+    every flag, parameter and argument that names a day. A ``datetime`` is refused: a moment
+    is not a day, and which day it falls on depends on its zone.
+
+    >>> parse_date(" 2026-01-01 "), parse_date(date(2026, 1, 1))
+    (datetime.date(2026, 1, 1), datetime.date(2026, 1, 1))
+    >>> parse_date("2026-02-30", "--date")
+    Traceback (most recent call last):
+    reckon.errors.UsageError: --date='2026-02-30' is not valid: a date written YYYY-MM-DD
+    """
+    if isinstance(value, datetime):
+        raise invalid(name, value, "a day (YYYY-MM-DD), not a timestamp")
+    if isinstance(value, date):
+        return value
     try:
-        return date.fromisoformat(str(text))
+        return date.fromisoformat(str(value).strip())
     except ValueError:
-        raise invalid(name, text, "a date written YYYY-MM-DD") from None
+        raise invalid(name, value, "a date written YYYY-MM-DD") from None
 
 
 def day_bounds(day: date) -> tuple[int, int]:

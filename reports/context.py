@@ -24,6 +24,7 @@ from typing import Any
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
+from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reports.records import AttributionRow, AuditRun, CurrencySummary
 
@@ -416,16 +417,11 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     entries = [Signoff(e["run_id"], e["decision"], e["by"], _utc(e["at"]),
                        {code: Decimal(gap) for code, gap in sorted(e["gap_totals"].items())},
                        int(e["unexplained"])) for e in raw
-               if not e["decision"].startswith("break-")]  # the workbench's break actions
+               if not is_break_action(e["decision"])]  # the workbench's: not on the run
     own = tuple(e for e in entries if e.run_id == run.run_id)
-    from reports.db import SIGNING_DECISIONS
-
-    if any(e.decision in SIGNING_DECISIONS for e in own):
-        return own, None
     started = {e["run_id"]: _utc(e["started_at"]) for e in raw}
-    earlier = [e for e in entries if e.run_id != run.run_id
-               and e.decision in SIGNING_DECISIONS and started[e.run_id] < _utc(run.started_at)]
-    return own, (earlier[-1] if earlier else None)
+    started[run.run_id] = _utc(run.started_at)
+    return own, replaced_signoff(entries, run.run_id, started)
 
 
 def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:

@@ -44,6 +44,7 @@ from sqlalchemy.pool import NullPool, StaticPool
 
 from reckon.errors import ReckonError, UsageError, invalid
 from reckon.identity import os_principal
+from reckon.signoff import SIGNING_DECISIONS, decision_constraint
 from reports.records import (
     AttributionRow,
     AuditRun,
@@ -389,9 +390,7 @@ class SignoffModel(Base):
     __tablename__ = "signoff_log"
     __table_args__ = (
         sa.UniqueConstraint("entry_hash", name="uq_signoff_log_entry_hash"),
-        sa.CheckConstraint("decision IN ('approved', 'rejected', 'accepted', 'resolved', "
-                           "'break-comment', 'break-accepted', 'break-resolved')",
-                           name="ck_signoff_log_decision"),
+        sa.CheckConstraint(decision_constraint(), name="ck_signoff_log_decision"),
     )
 
     seq: Mapped[int] = mapped_column(sa.BigInteger(), primary_key=True, autoincrement=False)
@@ -424,9 +423,6 @@ class WorkbenchUserModel(Base):
     enabled: Mapped[bool] = mapped_column(sa.Boolean())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
-
-# Decisions of the sign-off log that sign a run off ("rejected" does not).
-SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 
 # Typed handles on the tables, for SQLAlchemy Core statements.
 AUDIT_RUNS: sa.Table = Base.metadata.tables["audit_runs"]
@@ -1008,7 +1004,7 @@ class ReportDB:
         return self._newest_report(REPORTS.c.html_path == html_path)
 
     def is_signed_off(self, run_id: str) -> bool:
-        """Whether the sign-off log holds a signing decision on ``run_id``."""
+        """Whether the sign-off log holds a signing decision (reckon.signoff) on ``run_id``."""
         t = SIGNOFF_LOG
         with self.ready().connect() as conn:
             return conn.execute(sa.select(t.c.seq).where(

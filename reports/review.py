@@ -13,7 +13,7 @@ inputs a new replay rewrote after its audit cannot be signed (``changed_inputs``
 
 Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not sign it off;
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
-spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space). Decisions
+spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space); the rules live in reckon.signoff. Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
 The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve) are entries of
 the same log, under the same rules, with the break named in the note; they sign nothing.
@@ -36,7 +36,13 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
-from reckon.identity import same_person
+from reckon.signoff import (
+    BREAK_ACTIONS,
+    DECISIONS,
+    closes_breaks,
+    four_eyes_refusal,
+    impersonation_refusal,
+)
 from reports.db import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
@@ -65,11 +71,6 @@ __all__ = [
 ]
 
 GENESIS_HASH = "0" * 64
-DECISIONS = ("approved", "rejected", "accepted", "resolved")
-#: Actions on one break of a run (the workbench's): the break is named in the entry's note, so
-#: the hash binds it. They do not sign the run off.
-BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved")
-_BREAK_DECISIONS = ("accepted", "resolved")  # decisions that close the run's open breaks
 _APPEND_ATTEMPTS = 3
 
 
@@ -301,11 +302,9 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                         f"{run.day}`) and sign off the new run")
                 if target is not None and not _break_in_run(conn, run_id, target):
                     raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
-                reconciler = str(run.reconciler)
-                if same_person(who, reconciler):
-                    raise SignoffRefused(
-                        f"by={who!r} may not sign off run {run_id!r}: {reconciler!r} reconciled "
-                        "it, and a run needs a second person's sign-off (four-eyes rule)")
+                refusal = four_eyes_refusal(who, str(run.reconciler), run_id)
+                if refusal is not None:
+                    raise SignoffRefused(refusal)
                 last = conn.execute(sa.select(log.c.seq, log.c.entry_hash)
                                     .order_by(log.c.seq.desc()).limit(1)).first()
                 seq = 1 if last is None else int(last.seq) + 1
@@ -322,7 +321,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                     seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
                     decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
                     entry_hash=entry.entry_hash, signed=entry.signed))
-                if decision in _BREAK_DECISIONS:
+                if closes_breaks(decision):
                     _close_open_breaks(conn, run_id, decision, at)
                 elif target is not None and decision != "break-comment":
                     _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
@@ -448,10 +447,9 @@ def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | N
     refuses unless the session runs as bob (spelled any way reckon.identity folds).
     """
     signer = db.principal()
-    if by is not None and not same_person(by, signer):
-        who = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
-               else "the OS account that runs it")
-        raise SignoffRefused(
-            f"--by={by!r} is not valid: this command signs as {signer!r} ({who}), "
-            "and a sign-off is made by that identity; log in as the reviewer (or drop --by)")
+    identity = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
+                else "the OS account that runs it")
+    refusal = impersonation_refusal(by, signer, identity)
+    if refusal is not None:
+        raise SignoffRefused(refusal)
     return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse)

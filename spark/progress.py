@@ -91,14 +91,10 @@ def latest_watermark(spark: SparkSession | None, settings: Settings) -> int | No
 
 
 def required_watermark(settings: Settings, day: date) -> int:
-    """The watermark at which every window of ``day`` (every window starting in it) is FINAL:
-    the end of its last window plus grace, in microseconds. With tumbling windows that is
-    ``end of the UTC day + grace``; hopping windows reach ``size - slide`` into the next day,
-    and a replay started before they are final would be audited against totals the stream
-    can still revise."""
-    rules = settings.event_time_rules()
-    _, last_window_end = rules.windows.day_event_times(day)
-    return last_window_end + rules.grace
+    """The watermark at which every window of ``day`` is FINAL, in microseconds
+    (reckon.eventtime ``EventTimeRules.day_final_at``, which owns the rule): a replay started
+    before it would be audited against totals the stream can still revise."""
+    return settings.event_time_rules().day_final_at(day)
 
 
 def day_closed(spark: SparkSession | None, settings: Settings,
@@ -108,7 +104,7 @@ def day_closed(spark: SparkSession | None, settings: Settings,
     None. ``spark`` None: the Delta log's statistics alone (``latest_watermark``)."""
     required = required_watermark(settings, day)
     seen = latest_watermark(spark, settings)
-    if seen is None or seen < required:
+    if seen is None or not settings.event_time_rules().is_day_final(day, seen):
         return None
     return {"day": day.isoformat(), "required_watermark": required,
             "required_watermark_iso": format_micros(required), "watermark": seen,
