@@ -277,11 +277,63 @@ def replay_day(spark: SparkSession, settings: Settings, day: date, *,
         return _replay_day(spark, settings, day, from_kafka=from_kafka)
 
 
+@dataclass(frozen=True)
+class _DayRead:
+    """What every step of one replay of a day shares: the day's bounds, its source and the
+    rows read (the event log at a pinned version, or the topic), and the run's id."""
+
+    spark: SparkSession
+    settings: Settings
+    day: date
+    from_kafka: bool
+    spec: WindowSpec
+    source: str                 # "event_log" or "kafka:<topic>"
+    version: int | None         # the event log's pinned version (None from Kafka)
+    rows: DataFrame             # the day's candidate rows, each with the replay's ``reason``
+    replay_id: str
+    started_at: datetime
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """[start, end) of the calendar day, in microseconds."""
+        return day_bounds(self.day)
+
+
 def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
                 from_kafka: bool) -> ReplayResult:
-    started_at, t0 = datetime.now(UTC), time.monotonic()
-    wh, rules = settings.warehouse_path, settings.event_time_rules()
-    spec = rules.windows
+    """The replay's steps, in order. Each table write of the day starts as soon as its rows
+    are known and runs beside the others (each replaces only this day's or this origin's
+    rows: most of a small commit is Delta's driver-side bookkeeping); all have ended, failed
+    or not, before the run record is written."""
+    t0 = time.monotonic()
+    read = _read_day(spark, settings, day, from_kafka=from_kafka)
+    writes = tb.ConcurrentWrites()
+    cached: list[DataFrame] = []  # persisted by a step; unpersisted whatever happens
+    try:
+        repeated, bad_seen = _quarantine_rejected(read, writes, cached)
+        events = _one_row_per_valid_event(read, repeated)
+        totals, summary, day_totals = _write_canonical_totals(read, events, cached)
+        conflicting = _write_uncaught_duplicates(read, writes, events, totals,
+                                                 bool(summary["has_conflict"]), cached)
+        conflicts_seen = _write_conflicts(read, writes, conflicting,
+                                          bool(summary["has_conflict"]))
+        previous = _previous_valid_events(read)
+    finally:
+        writes.wait()
+        for frame in cached:
+            frame.unpersist()
+    writes.raise_first_error()
+    return _record_run(read, summary=summary, day_totals=day_totals, previous=previous,
+                       quarantined=int(observed(bad_seen, {"rows": 0})["rows"]),
+                       conflicts=int(observed(conflicts_seen, {"rows": 0})["rows"]),
+                       duration_seconds=round(time.monotonic() - t0, 3))
+
+
+def _read_day(spark: SparkSession, settings: Settings, day: date, *,
+              from_kafka: bool) -> _DayRead:
+    """Step 0: the tables the replay writes exist (in the current layout), and the day's rows
+    are read from the event log at its current version, or from the topic."""
+    started_at, wh = datetime.now(UTC), settings.warehouse_path
     written = (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_RUNS,
                tb.REPLAY_CONFLICTS, tb.QUARANTINE)
     tb.require_layout(spark, wh, (tb.EVENT_LOG, *written))
@@ -295,178 +347,210 @@ def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
     else:
         source = "event_log"
         rows, version = _from_event_log(spark, settings, day)
-    replay_id = _replay_id(day, source, version, settings)
-    d0, d1 = day_bounds(day)
-    origin = f"replay:{day.isoformat()}"
-    day_only = tb.window_day(day)
+    return _DayRead(spark=spark, settings=settings, day=day, from_kafka=from_kafka,
+                    spec=settings.event_time_rules().windows, source=source, version=version, rows=rows,
+                    replay_id=_replay_id(day, source, version, settings),
+                    started_at=started_at)
 
-    # 1. Rows the typed rules reject now: quarantined with the replay as origin (day-scoped).
-    #    The event log's ids are counted first (see step 2); that narrow pass also tells whether
-    #    any row is rejected. Usually none is (the stream quarantined them on arrival), and then
-    #    no payload is read. A retried task can only over-count, never hide a rejected row.
+
+def _quarantine_rejected(read: _DayRead, writes: tb.ConcurrentWrites,
+                         cached: list[DataFrame]) -> tuple[DataFrame | None, Observation]:
+    """Step 1: rows the typed rules reject now are quarantined with the replay as origin
+    (day-scoped). The event log's ids are counted first (see step 2); that narrow pass also
+    tells whether any row is rejected. Usually none is (the stream quarantined them on
+    arrival), and then no payload is read. A retried task can only over-count, never hide a
+    rejected row. Returns the ids that repeat (None: group every row) and the observation
+    counting the rows quarantined."""
+    d0, d1 = read.bounds
+    origin = f"replay:{read.day.isoformat()}"
     in_day = (F.col("event_time") >= _ts(d0)) & (F.col("event_time") < _ts(d1))
     rejected = F.col("reason").isNotNull() & in_day
     repeated: DataFrame | None = None
     any_rejected = True
-    if not from_kafka:  # a replay from Kafka groups every row by event_id (the exact path)
+    if not read.from_kafka:  # a replay from Kafka groups every row by event_id (the exact path)
         screened = Observation("replay_screen")
-        repeated = _repeated_ids(rows.observe(screened, F.count_if(rejected).alias("rejected")),
-                                 settings.replay_broadcast_ids)
+        repeated = _repeated_ids(read.rows.observe(screened,
+                                                   F.count_if(rejected).alias("rejected")),
+                                 read.settings.replay_broadcast_ids)
+        cached += [repeated] if repeated is not None else []
         any_rejected = bool(observed(screened, {"rejected": 0})["rejected"])
-    bad = rows.filter(rejected).select(
+    bad = read.rows.filter(rejected).select(
         "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
-        F.lit(started_at).alias("quarantined_at"), "event_id", "event_time",
+        F.lit(read.started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))
     bad_seen = Observation("replay_quarantine")
+    writes.start("quarantine", tb.replace_rows,
+                 tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
+                 .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
+                 read.settings.warehouse_path, tb.QUARANTINE, f"origin = '{origin}'")
+    return repeated, bad_seen
+
+
+def _one_row_per_valid_event(read: _DayRead, repeated: DataFrame | None) -> DataFrame:
+    """Step 2: one row per event_id, the first copy in arrival order, with its copies and
+    whether they disagree."""
+    valid = read.rows.filter(F.col("reason").isNull()).select(
+        "event_id", "key", "amount", "currency", "source", "partition", "offset",
+        "input_file", F.unix_micros("event_time").alias("event_us"),
+        F.unix_micros("arrival_time").alias("arrival_us"),
+        (F.lit(False) if read.from_kafka else _admitted()).alias("admitted"))
+    return _one_row_per_event(valid, repeated)
+
+
+def _window_totals(read: _DayRead, events: DataFrame) -> DataFrame:
+    """Step 3's rows: window assignment (the one rule), the day's windows only, exact sums per
+    (window, key, currency), at the total's precision (no day overflows it). Per-event counts
+    ride along on the event's own slide-aligned window (pos 0) so one pass gives both the
+    totals and the run's counts."""
+    d0, d1 = read.bounds
+    exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), read.spec))
+                              .alias("pos", "ws_us"))
+                .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
+    own = F.col("pos") == 0
+    return (exploded.groupBy("ws_us", *TOTAL_IDENTITY)
+            .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
+                 F.count(F.lit(1)).alias("event_count"),
+                 F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
+                 F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
+                 # any window of the day holding a conflicting event: whether the day has
+                 # conflicts to list (which ones is step 5's rule)
+                 F.max("conflict").alias("_has_conflict"),
+                 F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
+                 .alias("_after"),
+                 F.sum("uncaught").alias("duplicate_count"),
+                 # null (skipped) on the many rows without: no decimal product per event
+                 F.sum(F.when(F.col("uncaught") > 0,
+                              F.col("amount").cast(tb.TOTAL) * F.col("uncaught")))
+                 .cast(tb.TOTAL).alias("duplicate_amount"))
+            .withColumns(_window_columns(read.spec.size, read.replay_id)))
+
+
+def _write_canonical_totals(read: _DayRead, events: DataFrame, cached: list[DataFrame]
+                            ) -> tuple[DataFrame, dict[str, Any], CurrencyTotals]:
+    """Step 3: the day's canonical totals written (replaceWhere of the day). The run's counts
+    are observed while the rows are written (one pass, no second job over the events). The
+    observed node sits after the final aggregation, in the write's result stage, whose
+    accumulator updates Spark applies once per partition even when a task is retried.
+    Returns the persisted totals (step 4 reads them back), the counts, and the day's total
+    per currency."""
+    totals = _window_totals(read, events).persist()
+    cached.append(totals)
+    summary = Observation("replay_summary")
+    tb.replace_rows(tb.conform(totals.observe(
+        summary, F.count(F.lit(1)).alias("windows"), F.sum("_events").alias("events"),
+        F.sum("_dups").alias("dups"), F.sum("_after").alias("after"),
+        F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
+        read.settings.warehouse_path, tb.CANONICAL_TOTALS, tb.window_day(read.day))
+    counts = observed(summary, {"windows": 0, "events": 0, "dups": 0, "after": 0,
+                                "has_conflict": None})
+    # the day's total per currency, from the persisted rows (one row per currency back)
+    day_totals = CurrencyTotals()
+    if int(counts["windows"]):
+        for r in totals.groupBy("currency").agg(F.sum("total_amount").alias("amount")).collect():
+            day_totals.add(r.currency, r.amount)
+    return totals, counts, day_totals
+
+
+def _write_uncaught_duplicates(read: _DayRead, writes: tb.ConcurrentWrites, events: DataFrame,
+                               totals: DataFrame, has_conflict: bool,
+                               cached: list[DataFrame]) -> DataFrame:
+    """Step 4: what the stream counted more than once. Identical copies came with the totals;
+    the copies of conflicting events (their own key, amount and windows) and, for a replay
+    from Kafka, every copy the stream admitted come from the event log copy by copy. Started
+    only after the canonical_totals commit: the audit trusts a day's duplicates once the
+    replay that wrote its totals finished (audits.audit._finished_replay). Returns the
+    conflicting events (step 5 lists them)."""
+    (d0, d1), spec, wh = read.bounds, read.spec, read.settings.warehouse_path
+    conflicting = events.filter("conflict").select("event_id", "event_us")
+    if has_conflict:  # a few ids, used twice below: group the day by event_id again
+        conflicting = conflicting.persist()
+        cached.append(conflicting)
+    per_copy: DataFrame | None = None
+    if read.from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
+        per_copy = uncaught_copies(_from_event_log(read.spark, read.settings, read.day)[0],
+                                   spec, d0, d1)
+    elif not read.from_kafka and has_conflict:
+        per_copy = uncaught_copies(read.rows.join(conflicting.select("event_id"), "event_id"),
+                                   spec, d0, d1)
+    uncaught = totals.filter(F.col("duplicate_count") > 0).select(
+        "ws_us", *TOTAL_IDENTITY, "duplicate_amount", "duplicate_count")
+    if per_copy is not None:
+        uncaught = (uncaught.unionByName(per_copy.select(
+            "ws_us", *TOTAL_IDENTITY, F.col("amount").cast(tb.TOTAL).alias("duplicate_amount"),
+            F.lit(1).cast("long").alias("duplicate_count")))
+            .groupBy("ws_us", *TOTAL_IDENTITY)
+            .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
+                 F.sum("duplicate_count").alias("duplicate_count")))
+    writes.start("uncaught_duplicates", tb.replace_rows,
+                 tb.conform(uncaught.withColumns(_window_columns(spec.size, read.replay_id)),
+                            tb.UNCAUGHT_DUPLICATES),
+                 wh, tb.UNCAUGHT_DUPLICATES, tb.window_day(read.day))
+    return conflicting
+
+
+def _write_conflicts(read: _DayRead, writes: tb.ConcurrentWrites, conflicting: DataFrame,
+                     has_conflict: bool) -> Observation:
+    """Step 5: conflicts, which ids and every payload seen (small: only disagreeing ids). A
+    conflict is listed by the day of its earliest copy's event time, and the run's count is
+    the rows written. (Both once followed the kept copy: with hopping windows, copies on both
+    sides of midnight made the earlier day see the conflict, which the later day, reading
+    from midnight, cannot, and it was listed nowhere.) Returns the observation counting the
+    rows written."""
+    d0, d1 = read.bounds
+    conflict_rows = (read.rows.filter(F.col("reason").isNull())
+                     .join(conflicting.select("event_id"), "event_id")
+                     .groupBy("event_id")
+                     .agg(F.count(F.lit(1)).alias("copies"),
+                          F.sort_array(F.collect_set("payload")).alias("payloads"),
+                          F.min_by("payload", F.struct(*arrival_order())).alias("kept_payload"),
+                          F.min(F.unix_micros("event_time")).alias("event_us"))
+                     .filter((F.col("event_us") >= F.lit(d0)) & (F.col("event_us") < F.lit(d1)))
+                     .withColumns({"replay_id": F.lit(read.replay_id),
+                                   "window_date": F.lit(read.day)}))
+    if not has_conflict:
+        conflict_rows = conflict_rows.limit(0)
     conflicts_seen = Observation("replay_conflicts")
-    # The day's table writes are independent of one another (each replaces only this day's
-    # or this origin's rows), so they run side by side: most of a small commit is Delta's
-    # driver-side bookkeeping. All have ended, failed or not, before the run record.
-    writes = tb.ConcurrentWrites()
-    conflicting: DataFrame | None = None
-    totals: DataFrame | None = None
-    try:
-        writes.start("quarantine", tb.replace_rows,
-                     tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
-                     .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
-                     wh, tb.QUARANTINE, f"origin = '{origin}'")
+    writes.start("replay_conflicts", tb.replace_rows,
+                 tb.conform(conflict_rows, tb.REPLAY_CONFLICTS)
+                 .observe(conflicts_seen, F.count(F.lit(1)).alias("rows")),
+                 read.settings.warehouse_path, tb.REPLAY_CONFLICTS, tb.window_day(read.day))
+    return conflicts_seen
 
-        # 2. One row per event_id: the first copy in arrival order; copies and disagreement.
-        valid = rows.filter(F.col("reason").isNull()).select(
-            "event_id", "key", "amount", "currency", "source", "partition", "offset",
-            "input_file", F.unix_micros("event_time").alias("event_us"),
-            F.unix_micros("arrival_time").alias("arrival_us"),
-            (F.lit(False) if from_kafka else _admitted()).alias("admitted"))
-        events = _one_row_per_event(valid, repeated)
 
-        # 3. Window assignment (the one rule), the day's windows only, exact sums per
-        #    (window, key, currency), at the total's precision (no day overflows it). Per-event
-        #    counts ride along on the event's own slide-aligned window (pos 0) so one pass
-        #    gives both the totals and the run's counts.
-        exploded = (events.select("*", F.posexplode(window_starts_col(F.col("event_us"), spec))
-                                  .alias("pos", "ws_us"))
-                    .filter((F.col("ws_us") >= F.lit(d0)) & (F.col("ws_us") < F.lit(d1))))
-        own = F.col("pos") == 0
-        totals = (exploded.groupBy("ws_us", *TOTAL_IDENTITY)
-                  .agg(F.sum(F.col("amount").cast(tb.TOTAL)).alias("total_amount"),
-                       F.count(F.lit(1)).alias("event_count"),
-                       F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
-                       F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
-                       # any window of the day holding a conflicting event: whether the day
-                       # has conflicts to list (which ones is step 5's rule)
-                       F.max("conflict").alias("_has_conflict"),
-                       F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
-                       .alias("_after"),
-                       F.sum("uncaught").alias("duplicate_count"),
-                       # null (skipped) on the many rows without: no decimal product per event
-                       F.sum(F.when(F.col("uncaught") > 0,
-                                    F.col("amount").cast(tb.TOTAL) * F.col("uncaught")))
-                       .cast(tb.TOTAL).alias("duplicate_amount"))
-                  .withColumns(_window_columns(spec.size, replay_id))
-                  .persist())  # the canonical write fills it; uncaught_duplicates reads it back
-        # The run's counts are observed while the rows are written (one pass, no second job
-        # over the events). The observed node sits after the final aggregation, in the write's
-        # result stage, whose accumulator updates Spark applies once per partition even when a
-        # task is retried.
-        summary = Observation("replay_summary")
-        tb.replace_rows(tb.conform(totals.observe(
-            summary, F.count(F.lit(1)).alias("windows"), F.sum("_events").alias("events"), F.sum("_dups").alias("dups"),
-            F.sum("_after").alias("after"),
-            F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
-            wh, tb.CANONICAL_TOTALS, day_only)
-        s = observed(summary, {"windows": 0, "events": 0, "dups": 0, "after": 0,
-                               "has_conflict": None})
-        windows, events_n = int(s["windows"]), int(s["events"] or 0)
-        dups = int(s["dups"] or 0)
-        # the day's total per currency, from the persisted rows (one row per currency back)
-        day_totals = CurrencyTotals()
-        if windows:
-            for r in (totals.groupBy("currency").agg(F.sum("total_amount").alias("amount"))
-                      .collect()):
-                day_totals.add(r.currency, r.amount)
+def _previous_valid_events(read: _DayRead) -> int | None:
+    """The valid events the newest other replay of the day counted (None: it is the first)."""
+    previous = (tb.read_table(read.spark, read.settings.warehouse_path, tb.REPLAY_RUNS)
+                .filter((F.col("window_date") == F.lit(read.day))
+                        & (F.col("replay_id") != read.replay_id))
+                .orderBy(F.col("started_at").desc()).select("valid_events").limit(1)
+                .collect())
+    return int(previous[0][0]) if previous else None
 
-        # 4. What the stream counted more than once. Identical copies came with the totals;
-        #    the copies of conflicting events (their own key, amount and windows) and, for a
-        #    replay from Kafka, every copy the stream admitted come from the event log copy by
-        #    copy.
-        conflicting = events.filter("conflict").select("event_id", "event_us")
-        if s["has_conflict"]:  # a few ids, used twice below: group the day by event_id again
-            conflicting = conflicting.persist()
-        per_copy: DataFrame | None = None
-        if from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
-            per_copy = uncaught_copies(_from_event_log(spark, settings, day)[0], spec, d0, d1)
-        elif not from_kafka and s["has_conflict"]:
-            per_copy = uncaught_copies(rows.join(conflicting.select("event_id"), "event_id"),
-                                       spec, d0, d1)
-        uncaught = totals.filter(F.col("duplicate_count") > 0).select(
-            "ws_us", *TOTAL_IDENTITY, "duplicate_amount", "duplicate_count")
-        if per_copy is not None:
-            uncaught = (uncaught.unionByName(per_copy.select(
-                "ws_us", *TOTAL_IDENTITY, F.col("amount").cast(tb.TOTAL).alias("duplicate_amount"),
-                F.lit(1).cast("long").alias("duplicate_count")))
-                .groupBy("ws_us", *TOTAL_IDENTITY)
-                .agg(F.sum("duplicate_amount").alias("duplicate_amount"),
-                     F.sum("duplicate_count").alias("duplicate_count")))
-        # only after the canonical_totals commit above: the audit trusts a day's duplicates
-        # once the replay that wrote its totals finished (audits.audit._finished_replay)
-        writes.start("uncaught_duplicates", tb.replace_rows,
-                     tb.conform(uncaught.withColumns(_window_columns(spec.size, replay_id)),
-                                tb.UNCAUGHT_DUPLICATES),
-                     wh, tb.UNCAUGHT_DUPLICATES, day_only)
 
-        # 5. Conflicts: which ids, every payload seen (small: only disagreeing ids). A conflict
-        #    is listed by the day of its earliest copy's event time, and the run's count is the
-        #    rows written. (Both once followed the kept copy: with hopping windows, copies on
-        #    both sides of midnight made the earlier day see the conflict, which the later
-        #    day, reading from midnight, cannot, and it was listed nowhere.)
-        conflict_rows = (rows.filter(F.col("reason").isNull())
-                         .join(conflicting.select("event_id"), "event_id")
-                         .groupBy("event_id")
-                         .agg(F.count(F.lit(1)).alias("copies"),
-                              F.sort_array(F.collect_set("payload")).alias("payloads"),
-                              F.min_by("payload", F.struct(*arrival_order()))
-                              .alias("kept_payload"),
-                              F.min(F.unix_micros("event_time")).alias("event_us"))
-                         .filter((F.col("event_us") >= F.lit(d0))
-                                 & (F.col("event_us") < F.lit(d1)))
-                         .withColumns({"replay_id": F.lit(replay_id),
-                                       "window_date": F.lit(day)}))
-        if not s["has_conflict"]:
-            conflict_rows = conflict_rows.limit(0)
-        writes.start("replay_conflicts", tb.replace_rows,
-                     tb.conform(conflict_rows, tb.REPLAY_CONFLICTS)
-                     .observe(conflicts_seen, F.count(F.lit(1)).alias("rows")),
-                     wh, tb.REPLAY_CONFLICTS, day_only)
-        previous = (tb.read_table(spark, wh, tb.REPLAY_RUNS)
-                    .filter((F.col("window_date") == F.lit(day))
-                            & (F.col("replay_id") != replay_id))
-                    .orderBy(F.col("started_at").desc()).select("valid_events").limit(1)
-                    .collect())
-    finally:
-        writes.wait()
-        for cached in (totals, conflicting, repeated):
-            if cached is not None:
-                cached.unpersist()
-    writes.raise_first_error()
-    quarantined = int(observed(bad_seen, {"rows": 0})["rows"])
-    conflicts = int(observed(conflicts_seen, {"rows": 0})["rows"])
-
-    # 6. The run record (replaced when the same inputs are replayed again).
-    new_since = events_n - int(previous[0][0]) if previous else None
+def _record_run(read: _DayRead, *, summary: dict[str, Any], day_totals: CurrencyTotals,
+                previous: int | None, quarantined: int, conflicts: int,
+                duration_seconds: float) -> ReplayResult:
+    """Step 6: the run record in replay_runs (replaced when the same inputs are replayed
+    again), and the result the caller prints or passes on."""
+    events_n, dups = int(summary["events"] or 0), int(summary["dups"] or 0)
     result = ReplayResult(
-        replay_id=replay_id, day=day.isoformat(), source=source, event_log_version=version,
-        rows_read=events_n + dups + quarantined, valid_events=events_n, quarantined=quarantined,
-        duplicate_copies=dups, conflicts=conflicts, arrived_after_day=int(s["after"] or 0),
-        new_since_previous=new_since, windows=windows,
+        replay_id=read.replay_id, day=read.day.isoformat(), source=read.source,
+        event_log_version=read.version, rows_read=events_n + dups + quarantined,
+        valid_events=events_n, quarantined=quarantined, duplicate_copies=dups,
+        conflicts=conflicts, arrived_after_day=int(summary["after"] or 0),
+        new_since_previous=None if previous is None else events_n - previous,
+        windows=int(summary["windows"]),
         total_amounts={code: str(amount) for code, amount in sorted(day_totals.items())},
-        duration_seconds=round(time.monotonic() - t0, 3))
-    run_row = {**asdict(result), "window_date": day, "started_at": started_at,
+        duration_seconds=duration_seconds)
+    run_row = {**asdict(result), "window_date": read.day, "started_at": read.started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amounts": _currency_map(day_totals),
-               "rules_json": json.dumps(rules.to_config(), sort_keys=True)}
-    tb.replace_rows(tb.single_row(spark, tb.REPLAY_RUNS, run_row), wh, tb.REPLAY_RUNS,
-                    f"replay_id = '{replay_id}'")
+               "rules_json": json.dumps(read.settings.event_time_rules().to_config(),
+                                        sort_keys=True)}
+    tb.replace_rows(tb.single_row(read.spark, tb.REPLAY_RUNS, run_row),
+                    read.settings.warehouse_path, tb.REPLAY_RUNS,
+                    f"replay_id = '{read.replay_id}'")
     return result
 
 
