@@ -38,7 +38,7 @@ log = logging.getLogger("reckon.airflow")
 DAG_ID = "reckon_nightly"
 STEP_TASKS = ("wait_for_watermark", "compact", "replay", "audit", "check", "report")
 REPLAY_MODES = ("python", "spark-submit")
-SUBMIT_ENTRY = PROJECT_ROOT / "spark" / "submit_replay.py"
+SUBMIT_ENTRY = PROJECT_ROOT / "reckon" / "submit_replay.py"
 
 REPLAY_MODE = os.environ.get("RECKON_REPLAY_MODE", "python").strip() or "python"
 if REPLAY_MODE not in REPLAY_MODES:
@@ -108,7 +108,7 @@ backoff from 5 minutes (`RECKON_AIRFLOW_RETRIES`).
 the Airflow task (local Spark). With `RECKON_REPLAY_MODE=spark-submit` the `replay` task is a
 `SparkSubmitOperator` (apache-airflow-providers-apache-spark 5.x; 6.x is avoided because it
 pulls `pyspark-client`, which overwrites the pinned pyspark's files) that submits
-`spark/submit_replay.py`, a small entry script calling the same `reckon.pipeline.run_replay`.
+`reckon/submit_replay.py`, a small entry script calling the same `reckon.pipeline.run_replay`.
 It uses the Airflow connection `RECKON_SPARK_CONN_ID` (default `reckon_spark`), e.g.
 `AIRFLOW_CONN_RECKON_SPARK='{{"conn_type": "spark", "host": "spark://master:7077"}}'`, with
 `spark-submit` on the worker's PATH and the Delta jars from `RECKON_JARS_DIR`. In that mode

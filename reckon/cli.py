@@ -180,16 +180,16 @@ def _workbench_commands(sub: Any) -> None:
                    help="read the password from this environment variable (else asked twice)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="reckon",
-        description="Provisional stream totals, canonical batch totals, and the audit between "
-                    "them. Every command takes --help.",
-    )
-    parser.add_argument("--config", help="TOML config file (default: $RECKON_CONFIG or ./reckon.toml)")
-    parser.add_argument("--version", action="version", version=f"reckon {_version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def _generate_parser(sub: Any) -> None:
+    """The flags of `reckon generate`:
 
+    ``reckon generate --out OUT [--events EVENTS] [--partitions PARTITIONS] [--keys
+    KEYS] [--seed SEED] [--rate RATE] [--start START] [--duplicate-rate DUPLICATE_RATE]
+    [--malformed-rate MALFORMED_RATE] [--future-rate FUTURE_RATE] [--tail-share
+    TAIL_SHARE] [--median-delay MEDIAN_DELAY] [--slow-skew SLOW_SKEW] [--lines-per-file
+    LINES_PER_FILE] [--currencies CURRENCIES] [--no-idle-partition]
+    [--no-slow-partition] [--json]``
+    """
     p = _add(sub, "generate", cmd_generate,
              "write a landing directory of NDJSON events in arrival order, with realistic faults")
     p.add_argument("--out", required=True, help="folder to write (must not hold event files)")
@@ -215,6 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-slow-partition", action="store_true")
     p.add_argument("--json", action="store_true", help="the manifest, machine-readable")
 
+
+def _stream_parser(sub: Any) -> None:
+    """The flags of `reckon stream`:
+
+    ``reckon stream (--landing LANDING | --kafka KAFKA_BOOTSTRAP) [--topic KAFKA_TOPIC]
+    [--warehouse WAREHOUSE] [--window WINDOW] [--slide SLIDE] [--watermark-bound
+    LATENESS] [--allowed-lateness GRACE] [--lateness DEPRECATED_LATENESS] [--grace
+    DEPRECATED_GRACE] [--idle-timeout IDLE_TIMEOUT] [--max-files-per-trigger
+    MAX_FILES_PER_TRIGGER] [--partitions EXPECTED_PARTITIONS] [--available-now |
+    --trigger TRIGGER] [--change-spec]``
+    """
     p = _add(sub, "stream", _lazy("reckon.commands.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
@@ -238,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "warehouse's new event-time spec, applying from the next batch (without it, "
                    "a value that disagrees with the warehouse's spec is refused)")
 
+
+def _replay_parser(sub: Any) -> None:
+    """The flags of `reckon replay`:
+
+    ``reckon replay [--warehouse WAREHOUSE] [--kafka KAFKA_BOOTSTRAP] [--topic
+    KAFKA_TOPIC] [--json] [--date DATE] [--from DATE_FROM] [--to DATE_TO]``
+    """
     p = _add(sub, "replay", _lazy("reckon.commands.nightly:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
     _warehouse(p)
@@ -249,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
+
+def _compact_parser(sub: Any) -> None:
+    """The flags of `reckon compact`:
+
+    ``reckon compact [--warehouse WAREHOUSE] [--json] [--date DATE] [--from DATE_FROM]
+    [--to DATE_TO]``
+    """
     p = _add(sub, "compact", _lazy("reckon.commands.nightly:cmd_compact"),
              "rewrite a closed day's small files of the stream tables into a few large ones "
              "(Delta OPTIMIZE of that day's partitions; the nightly DAG runs it before the "
@@ -259,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="date_from", help="first day of a range")
     p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
 
+
+def _vacuum_parser(sub: Any) -> None:
+    """The flags of `reckon vacuum`:
+
+    ``reckon vacuum [--warehouse WAREHOUSE] [--retain RETAIN] [--dry-run] [--json]``
+    """
     p = _add(sub, "vacuum", _lazy("reckon.commands.nightly:cmd_vacuum"),
              "delete the data files no table version within the retention uses (Delta "
              "VACUUM of every reckon table; older versions stop being readable)")
@@ -269,6 +300,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="count the files it would delete, delete none")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
+
+def _audit_parser(sub: Any) -> None:
+    """The flags of `reckon audit`:
+
+    ``reckon audit [--warehouse WAREHOUSE] --date DATE [--tolerance-abs TOLERANCE_ABS]
+    [--tolerance-rel TOLERANCE_REL] [--kind KIND] [--json]``
+    """
     p = _add(sub, "audit", _lazy("reckon.commands.nightly:cmd_audit"),
              "reconcile provisional against canonical totals for a day")
     _warehouse(p)
@@ -280,12 +318,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", default="nightly", help="run kind recorded with the result")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
+
+def _check_parser(sub: Any) -> None:
+    """The flags of `reckon check`:
+
+    ``reckon check [--warehouse WAREHOUSE] --date DATE [--json]``
+    """
     p = _add(sub, "check", _lazy("reckon.commands.nightly:cmd_check"),
              "run the data-quality suites (Great Expectations) for a day")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
 
+
+def _breaks_parser(sub: Any) -> None:
+    """The flags of `reckon breaks`:
+
+    ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS] [--json]
+    {list}``
+    """
     p = _add(sub, "breaks", _lazy("reckon.commands.review:cmd_breaks"),
              "list reconciliation breaks with their review status and age")
     p.add_argument("action", choices=["list"], help="what to do (list)")
@@ -295,6 +346,13 @@ def build_parser() -> argparse.ArgumentParser:
                                     "accepted, resolved)")
     p.add_argument("--json", action="store_true")
 
+
+def _signoff_parser(sub: Any) -> None:
+    """The flags of `reckon signoff`:
+
+    ``reckon signoff [--warehouse WAREHOUSE] --run RUN [--by BY] --note NOTE [--decision
+    {approved,rejected,accepted,resolved}] [--json]``
+    """
     p = _add(sub, "signoff", _lazy("reckon.commands.review:cmd_signoff"),
              "record a review decision on an audit run in the hash-chained sign-off log")
     _warehouse(p)
@@ -306,12 +364,23 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=list(DECISIONS))
     p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
 
+
+def _verify_log_parser(sub: Any) -> None:
+    """The flags of `reckon verify-log`:
+
+    ``reckon verify-log [--warehouse WAREHOUSE] [--json]``
+    """
     p = _add(sub, "verify-log", _lazy("reckon.commands.review:cmd_verify_log"),
              "check the sign-off log's hash chain: detects edited or deleted entries")
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable result")
-    _workbench_commands(sub)
 
+
+def _report_parser(sub: Any) -> None:
+    """The flags of `reckon report`:
+
+    ``reckon report [--warehouse WAREHOUSE] --date DATE --out OUT [--json]``
+    """
     p = _add(sub, "report", _lazy("reckon.commands.nightly:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
@@ -319,6 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="the files written, machine-readable")
 
+
+def _sql_parser(sub: Any) -> None:
+    """The flags of `reckon sql`:
+
+    ``reckon sql [--warehouse WAREHOUSE] [--json] [--limit LIMIT] query``
+    """
     p = _add(sub, "sql", _lazy("reckon.commands.investigate:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
@@ -326,6 +401,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")
     p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')
 
+
+def _explain_parser(sub: Any) -> None:
+    """The flags of `reckon explain`:
+
+    ``reckon explain [--warehouse WAREHOUSE] --key KEY --window WINDOW_AT [--currency
+    CURRENCY] [--json]``
+    """
     p = _add(sub, "explain", _lazy("reckon.commands.investigate:cmd_explain"),
              "tell the story of one window and key, per currency: every event and what "
              "became of it")
@@ -337,6 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: every currency of the key's window, each told separately")
     p.add_argument("--json", action="store_true")
 
+
+def _lateness_curve_parser(sub: Any) -> None:
+    """The flags of `reckon lateness-curve`:
+
+    ``reckon lateness-curve --events EVENTS --window WINDOW --bounds BOUNDS [--json]``
+    """
     p = _add(sub, "lateness-curve", _lazy("reckon.commands.investigate:cmd_lateness_curve"),
              "what-if analysis: completeness and emit latency for candidate lateness bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
@@ -344,6 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
     p.add_argument("--json", action="store_true")
 
+
+def _lateness_parser(sub: Any) -> None:
+    """The flags of `reckon lateness`:
+
+    ``reckon lateness [--warehouse WAREHOUSE] --date DATE [--bounds BOUNDS] [--target
+    TARGET] [--json]``
+    """
     p = _add(sub, "lateness", _lazy("reckon.commands.investigate:cmd_lateness_warehouse"),
              "lateness analysis of the warehouse's event log for a day: completeness per "
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
@@ -354,6 +449,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")
     p.add_argument("--json", action="store_true")
 
+
+def _demo_parser(sub: Any) -> None:
+    """The flags of `reckon demo`:
+
+    ``reckon demo [--warehouse WAREHOUSE] [--events EVENTS] [--out OUT]``
+    """
     p = _add(sub, "demo", _lazy("reckon.demo:cmd_demo"),
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
@@ -361,6 +462,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="events to generate (default 120000: about 5 minutes on 2 cores)")
     p.add_argument("--out", help="reports folder: each day's report in <out>/<day> "
                    "(default: <warehouse>/reports)")
+
+
+#: One builder per command, in the order `reckon --help` lists them.
+_PARSERS: tuple[Callable[[Any], None], ...] = (
+    _generate_parser,
+    _stream_parser,
+    _replay_parser,
+    _compact_parser,
+    _vacuum_parser,
+    _audit_parser,
+    _check_parser,
+    _breaks_parser,
+    _signoff_parser,
+    _verify_log_parser,
+    _workbench_commands,
+    _report_parser,
+    _sql_parser,
+    _explain_parser,
+    _lateness_curve_parser,
+    _lateness_parser,
+    _demo_parser,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reckon",
+        description="Provisional stream totals, canonical batch totals, and the audit between "
+                    "them. Every command takes --help.",
+    )
+    parser.add_argument("--config", help="TOML config file (default: $RECKON_CONFIG or ./reckon.toml)")
+    parser.add_argument("--version", action="version", version=f"reckon {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add_parser in _PARSERS:
+        add_parser(sub)
     return parser
 
 

@@ -3,7 +3,11 @@ nothing else, so a step behaves the same from a terminal, a backfill or the sche
 
 Each step takes the settings and a UTC day, does its Spark work inside one call, and returns
 a small frozen result whose ``to_dict()`` is JSON-safe (what an Airflow task passes on:
-dates, ids and table versions, never data). Every step is idempotent per day.
+dates, ids and table versions, never data); its ``detail`` is the engine's typed result, which
+the CLI prints from (reckon.commands). Every step is idempotent per day. ``stream`` is the one
+step no DAG runs: ``reckon stream``'s aggregator, until drained or stopped.
+
+Example: ``run_replay(settings, date(2026, 1, 1)).summary["windows"]``.
 """
 
 from __future__ import annotations

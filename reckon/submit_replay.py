@@ -1,9 +1,10 @@
 """spark-submit entry point of the nightly replay: the same ``reckon.pipeline.run_replay`` the
 CLI and the in-process DAG task call, for every day of ``[D - lookback_days, D]``.
 
-    spark-submit --jars <delta jars> spark/submit_replay.py --date D [--lookback-days N]
+    spark-submit --jars <delta jars> reckon/submit_replay.py --date D [--lookback-days N]
 
 Settings come from the environment (RECKON_*), as everywhere. Prints one JSON line per day.
+An entry point like the ``reckon`` command, so it lives in the app layer beside it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# spark-submit puts this file's folder first on sys.path; its modules (tables.py, parse.py)
+# spark-submit puts this file's folder first on sys.path; its modules (config.py, spec.py)
 # would then shadow top-level names. Import reckon/spark as packages from the repo root.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]

@@ -129,7 +129,7 @@ def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
     dag = bag.dags["reckon_nightly"]
     replay = dag.task_dict["replay"]
     assert isinstance(replay, SparkSubmitOperator)
-    assert replay.application == str(PROJECT_ROOT / "spark" / "submit_replay.py")
+    assert replay.application == str(PROJECT_ROOT / "reckon" / "submit_replay.py")
     assert Path(replay.application).is_file()
     newest = "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}"
     assert replay.application_args == ["--date", newest,
@@ -142,7 +142,7 @@ def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
 def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():
     """spark-submit runs the entry as a file (its folder first on sys.path); it must still
     import reckon and spark as packages, and reject a bad day before starting Spark."""
-    entry = PROJECT_ROOT / "spark" / "submit_replay.py"
+    entry = PROJECT_ROOT / "reckon" / "submit_replay.py"
     out = subprocess.run([sys.executable, str(entry), "--date", "2026-02-30"],
                          capture_output=True, text=True, timeout=120, cwd="/")
     assert out.returncode == 2

@@ -95,14 +95,11 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _currency_line(c: dict[str, Any]) -> str:
-    """One currency's audit figures, in that currency's own digits.
+    """One currency's audit figures, in that currency's own digits (amounts of two
+    currencies are never added, so each has its own line). Example::
 
-    >>> print(_currency_line({"currency": "JPY", "provisional_total": "100",
-    ...     "canonical_total": "120", "gap_total": "20", "late_total": "20",
-    ...     "duplicate_total": "0", "residual_total": "0", "unexplained": 0, "rows": 2}))
-    ... # doctest: +NORMALIZE_WHITESPACE
-      JPY: provisional ¥100, canonical ¥120, gap ¥20 = late ¥20 - duplicates ¥0 + residual
-      ¥0; 0 unexplained of 2 rows
+      JPY: provisional JPY 100, canonical JPY 120, gap JPY 20 = late JPY 20 - duplicates
+      JPY 0 + residual JPY 0; 0 unexplained of 2 rows
     """
     code = c["currency"]
 
