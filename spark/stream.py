@@ -60,6 +60,7 @@ from reckon.eventtime import (
     PartitionObservation,
     WatermarkState,
     advance_watermark,
+    input_partition,
     is_duplicate_of_recent,
 )
 from reckon.landing import EVENT_FILE_GLOB, MANIFEST_NAME, LandingSurvey, describe_unread, survey
@@ -444,8 +445,12 @@ class BatchProcessor:
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
         idle = list(after.idle_partitions(self.rules.watermark))
-        maxima = {p: pr.max_event_time for p, pr in after.partitions.items()}
-        arrivals = {p: pr.last_arrival for p, pr in after.partitions.items()}
+        maxima: dict[int, int] = {}
+        arrivals: dict[int, int] = {}
+        for key, pr in after.partitions.items():  # per partition, over its inputs
+            p = input_partition(key)
+            maxima[p] = max(maxima.get(p, pr.max_event_time), pr.max_event_time)
+            arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
         row = {
             "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
             "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
