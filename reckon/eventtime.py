@@ -648,14 +648,15 @@ class EventTimeRules:
               lateness: str | int = "3s", grace: str | int = "0s",
               idle_timeout: str | int = "60s", max_clock_skew: str | int = "5m",
               dedup_horizon: str | int = "1h",
-              expected_partitions: Iterable[int] = (), inputs: str = "partition",
+              expected_partitions: Iterable[int] = (), inputs: str = "",
               bound_by_partition: Mapping[Any, str | int] | None = None,
               bound_by_source: Mapping[str, str | int] | None = None) -> EventTimeRules:
         return cls(
             WindowSpec.parse(window, slide),
             WatermarkPolicy(parse_duration(lateness, "lateness"),
                             parse_duration(idle_timeout, "idle_timeout"),
-                            tuple(expected_partitions), by_source=_by_source(inputs),
+                            tuple(expected_partitions),
+                            by_source=_by_source(inputs, bool(bound_by_source)),
                             partition_bounds=_partition_bounds(bound_by_partition or {}),
                             source_bounds=tuple(
                                 (str(k), parse_duration(v, f"watermark bound of source {k}"))
@@ -695,12 +696,13 @@ class EventTimeRules:
 WATERMARK_INPUTS = ("partition", "source")
 
 
-def _by_source(inputs: str) -> bool:
-    if inputs not in WATERMARK_INPUTS:
+def _by_source(inputs: str, source_bounds: bool) -> bool:
+    """Inputs by source when asked, or (not given: ``""``) when bounds by source are."""
+    if inputs not in ("", *WATERMARK_INPUTS):
         raise ConfigError(f"watermark_inputs={inputs!r} is not valid: write \"partition\" "
                           "(one input per partition) or \"source\" (one per partition and "
                           "source)")
-    return inputs == "source"
+    return inputs == "source" or (inputs == "" and source_bounds)
 
 
 def _partition_bounds(given: Mapping[Any, str | int]) -> tuple[tuple[int, int], ...]:
