@@ -361,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--date", required=True)
     p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")
     p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")
+    p.add_argument("--per-source", dest="per_source", action="store_true",
+                   help="recommend a bound per source (inputs by partition and source) and "
+                   "compare it with the best single bound")
     p.add_argument("--json", action="store_true")
 
     p = _add(sub, "demo", _lazy("reckon.demo:cmd_demo"),

@@ -43,11 +43,12 @@ SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_ti
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
                                 "watermark_inputs", "watermark_bound_by_partition",
                                 "watermark_bound_by_source")
-# decide only when a window is final, never which window or which events: may change
-# (watermark_inputs too decides only that, but the stream's recorded state is kept per input:
-# changing what an input is starts a new warehouse)
+# decide only when a window is final, never which window or which events: may change (after
+# a change of watermark_inputs the old inputs hold the watermark where they stood until they
+# time out idle: nothing closes early)
 CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_partitions",
-                               "watermark_bound_by_partition", "watermark_bound_by_source"})
+                               "watermark_inputs", "watermark_bound_by_partition",
+                               "watermark_bound_by_source"})
 #: the bounds per input, recorded only when not the default: a spec without them (every
 #: warehouse recorded before they existed) means one bound for every partition
 _ONE_BOUND: dict[str, Any] = {"watermark_inputs": "partition",

@@ -198,8 +198,10 @@ def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> Non
         resolve(load_settings(env={}, watermark_bound_by_source="sat=30s"), recorded, "audit")
     new = changed_spec(recorded, load_settings(env={}, watermark_bound_by_source="sat=30s"))
     assert describe_change(recorded, new) == "watermark_bound_by_source sat=10s -> sat=30s"
-    with pytest.raises(UsageError, match=r"watermark_inputs=source.*new warehouse"):
-        changed_spec(recorded, load_settings(env={}, watermark_inputs="partition"))
+    back = changed_spec(recorded, load_settings(env={}, watermark_inputs="partition",
+                                                watermark_bound_by_source={}))
+    assert describe_change(recorded, back) == ("watermark_inputs source -> partition, "
+                                               "watermark_bound_by_source sat=10s -> {} (none)")
     # an old spec changed to bounds by partition
     old = changed_spec(RECORDED, load_settings(env={}, watermark_bound_by_partition="2=9s"))
     assert describe_change(RECORDED, old) == (
