@@ -16,8 +16,9 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 6. every ``event_log_compact_every`` batches, bin-pack the small files of the current days of
    event_log (its dedup read above opens them every batch) and provisional_deltas (a read of
    the open windows folds them), and after step 7 watermark_progress;
-7. advance the per-partition watermark (reckon.eventtime.advance_watermark) and record the
-   batch in ``watermark_progress``.
+7. advance the per-input watermark (reckon.eventtime.advance_watermark; inputs are partitions,
+   or (partition, source) pairs, each with its own bound) and record the batch, and the input
+   holding the watermark back, in ``watermark_progress``.
 
 The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_deltas, late_events) are
 independent of one another and run concurrently once their inputs are known; the
