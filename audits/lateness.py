@@ -382,7 +382,8 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
                    by_source: bool = True) -> PerInputRecommendation:
     """A bound per source (or partition) for the day, against the best single bound
     (``reckon.lateness_inputs.recommend_per_input``), on the day's event log in arrival
-    order. The day is one ``applyInPandas`` group, as for the overall curve; only the
+    order, as a stream already running at the day's start (every input of the day known from
+    its first arrival: a source first heard of at 00:00:05 is not late-by-start-up). The day is one ``applyInPandas`` group, as for the overall curve; only the
     recommendation (JSON, a few hundred bytes) reaches the driver."""
     from pyspark.sql import functions as F
 
@@ -400,7 +401,8 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
             group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order],
             group["source"].to_numpy(object)[order], rules.windows, candidates, goal,
             grace=rules.grace, idle_timeout=rules.watermark.idle_timeout,
-            expected_partitions=rules.watermark.expected_partitions, by_source=by_source)
+            expected_partitions=rules.watermark.expected_partitions, by_source=by_source,
+            running=True)
         return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
 
     rows = (_day_log(spark, settings, the_day).withColumn("scope", F.lit(_OVERALL))

@@ -2,8 +2,8 @@
 (issue 41). ``python -m bench.per_source_day [--out DIR] [--events N]``.
 
 Three sources share two partitions: ``radar`` arrives at once and in order; ``sat`` is a
-buffered link that delivers what it holds every 10 s (5 s into each window), in order;
-``http`` arrives at once with up to 12 s of jitter. The day is written as landing files, one
+buffered link that sends what it holds every 10 s (5 s into each window), in order, and takes
+10 s to arrive; ``http`` arrives with up to 3 s of jitter. The day is written as landing files, one
 per 30 s of arrival, and streamed with reckon's default rule (inputs by partition, one bound);
 ``reckon lateness --per-source`` then recommends a bound per source on the streamed log, with
 completeness and average emit latency per event under those bounds and under the best single
@@ -28,6 +28,9 @@ from reckon.timeutil import format_duration, format_micros
 S = 1_000_000
 DAY_START = 1_767_225_600 * S  # 2026-01-01T00:00:00Z
 SOURCES = ("radar", "sat", "http")
+#: the candidate bounds: the standard ladder with 15 s and 20 s, so that the single bound
+#: is not held back by a coarse step
+CANDIDATES = ("0s", "1s", "2s", "3s", "5s", "10s", "15s", "20s", "30s", "1m")
 
 
 def write_day(landing: Path, events: int, seed: int = 41) -> int:
@@ -36,9 +39,9 @@ def write_day(landing: Path, events: int, seed: int = 41) -> int:
     start = DAY_START + 3600 * S
     t = start + np.sort(rng.integers(0, events * S // 4, events))  # 4 events a second
     src = rng.choice(np.array(SOURCES, dtype=object), events)
-    sat_due = ((t - start - 5 * S) // (10 * S) + 1) * 10 * S + 5 * S + start
+    sat_due = ((t - start - 5 * S) // (10 * S) + 1) * 10 * S + 5 * S + start + 10 * S
     a = np.where(src == "sat", sat_due, t) + np.where(
-        src == "http", rng.integers(0, 12 * S, events), 0)
+        src == "http", rng.integers(0, 3 * S, events), 0)
     part = rng.integers(0, 2, events)
     order = np.argsort(a, kind="stable")
     landing.mkdir(parents=True, exist_ok=True)
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     batch = args.files_per_batch
     streamed = {"default_3s": stream(out / "landing", out / "wh-default", batch, lateness="3s")}
     settings = _settings(out / "wh-default", lateness="3s")
-    rec = analyze_inputs(get_spark(settings), settings, "2026-01-01", target=args.target)
+    rec = analyze_inputs(get_spark(settings), settings, "2026-01-01", bounds=CANDIDATES,
+                         target=args.target)
     print(render_per_input(rec, date(2026, 1, 1)), flush=True)
     if args.compare_streams:
         streamed["per_source"] = stream(

@@ -184,7 +184,8 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
                    windows: WindowSpec, bounds: Iterable[int], *, grace: int = 0,
                    idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                    expected_partitions: Iterable[int] = (), source: Any = None,
-                   by_source: bool = False) -> list[CurvePoint]:
+                   by_source: bool = False, state: WatermarkState | None = None
+                   ) -> list[CurvePoint]:
     """The same curve as ``lateness_curve_reference``, vectorised (int64, no loop over events).
 
     The arrays are in arrival order (microseconds; ``partition`` None means one partition 0).
@@ -193,7 +194,8 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     arrays counts the dropped pairs, and a binary search on the (monotone) watermark after
     each event finds the moment each window's end is reached. With ``by_source`` the
     watermark inputs are (partition, source) pairs (``source``: one string per event), each
-    bound applying to every input.
+    bound applying to every input. ``state`` (without a watermark) starts the walk with
+    inputs already known.
     """
     t = np.ascontiguousarray(event_us, dtype=np.int64).ravel()
     a = np.ascontiguousarray(arrival_us, dtype=np.int64).ravel()
@@ -209,7 +211,8 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     pairs = n * windows.windows_per_event
     # One walk of the log with bound 0; every other bound's watermarks are those minus L.
     at_zero, final = watermark_series(
-        t, a, p, WatermarkPolicy(0, idle_timeout, expected, by_source=by_source), source=source)
+        t, a, p, WatermarkPolicy(0, idle_timeout, expected, by_source=by_source), state,
+        source=source)
     after_zero = np.empty_like(at_zero)
     after_zero[:-1] = at_zero[1:]
     if n:

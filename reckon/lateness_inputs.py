@@ -39,7 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from reckon.eventtime import WatermarkPolicy, WindowSpec, is_beyond_grace, watermark_series
+from reckon.eventtime import (
+    InputKey,
+    PartitionProgress,
+    WatermarkPolicy,
+    WatermarkState,
+    WindowSpec,
+    is_beyond_grace,
+    watermark_series,
+)
 from reckon.lateness import (
     DEFAULT_IDLE_TIMEOUT,
     CurvePoint,
@@ -50,7 +58,8 @@ from reckon.lateness import (
 )
 from reckon.timeutil import MICROS_PER_SECOND
 
-__all__ = ["InputBound", "PerInputRecommendation", "judge_policy", "recommend_per_input"]
+__all__ = ["InputBound", "PerInputRecommendation", "judge_policy", "recommend_per_input",
+           "running_state"]
 
 _NO_WATERMARK = np.iinfo(np.int64).min
 
@@ -149,14 +158,16 @@ def _policy(by_source: bool, default: int, bounds: dict[Any, int], idle_timeout:
 
 def judge_policy(event_us: Any, arrival_us: Any, partition: Any, source: Any,
                  windows: WindowSpec, policy: WatermarkPolicy, *, grace: int = 0,
-                 unit_codes: Any = None, units: int = 0) -> tuple[CurvePoint, Any]:
+                 unit_codes: Any = None, units: int = 0, state: WatermarkState | None = None
+                 ) -> tuple[CurvePoint, Any]:
     """The log (arrival order) judged one event at a time under ``policy``, bounds per input
     and all: its point (``bound`` = the policy's default) and, given each event's unit code
     (0..units-1), the dropped pairs per unit. Emit latency as in ``reckon.lateness``.
+    ``state`` (without a watermark): inputs already known when the log starts.
     """
     t = np.asarray(event_us, dtype=np.int64)
     n = len(t)
-    before, final = watermark_series(t, arrival_us, partition, policy, source=source)
+    before, final = watermark_series(t, arrival_us, partition, policy, state, source=source)
     after = np.empty_like(before)
     after[:-1] = before[1:]
     if n:
@@ -186,11 +197,16 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
                         windows: WindowSpec, bounds: Iterable[int | str],
                         target: float | Decimal | str, *, grace: int = 0,
                         idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
-                        expected_partitions: Iterable[int] = (), by_source: bool = True
-                        ) -> PerInputRecommendation:
+                        expected_partitions: Iterable[int] = (), by_source: bool = True,
+                        running: bool = False) -> PerInputRecommendation:
     """Bounds per unit (sources with ``by_source``, else partitions) for ``target``
     completeness, from candidate ``bounds``, against the best single bound (module
-    docstring). Arrays in arrival order; ``partition`` None: one partition 0."""
+    docstring). Arrays in arrival order; ``partition`` None: one partition 0.
+
+    ``running``: judge the log as a stream that was already running when it starts would
+    (``running_state``), not one starting empty: there, an input first heard of an hour
+    into the log does not exist until then, and every event it then brings for windows the
+    others have closed counts as late, in every configuration alike."""
     goal = _target(target)
     candidates = normalize_bounds(bounds)
     t = np.asarray(event_us, dtype=np.int64)
@@ -202,9 +218,10 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
     keys = src if by_source else p
     names, codes = np.unique(keys.astype(str) if by_source else keys, return_inverse=True)
     units: list[int | str] = [str(x) if by_source else int(x) for x in names.tolist()]
+    start = running_state(t, a, p, src, by_source) if running else None
     single_curve = lateness_curve(t, a, p, windows, candidates, source=src, grace=grace,
                                   idle_timeout=idle_timeout, expected_partitions=expected,
-                                  by_source=by_source)
+                                  by_source=by_source, state=start)
     single = recommend(single_curve, target)
     chosen: dict[int | str, int] = {}
     own: dict[int | str, list[CurvePoint]] = {}
@@ -212,7 +229,9 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
         mask = codes == k
         own[unit] = lateness_curve(t[mask], a[mask], p[mask], windows, candidates,
                                    source=src[mask], grace=grace, idle_timeout=idle_timeout,
-                                   by_source=by_source)
+                                   by_source=by_source, state=None if not running else
+                                   running_state(t[mask], a[mask], p[mask], src[mask],
+                                                 by_source))
         pick = recommend(own[unit], target)
         chosen[unit] = (pick or own[unit][-1]).bound
     default = single.bound if single else candidates[-1]
@@ -220,7 +239,7 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
     def judge(bounds: dict[int | str, int]) -> tuple[CurvePoint, Any]:
         return judge_policy(t, a, p, src, windows,
                             _policy(by_source, default, bounds, idle_timeout, expected),
-                            grace=grace, unit_codes=codes, units=len(units))
+                            grace=grace, unit_codes=codes, units=len(units), state=start)
 
     found = [_descend(_raise(chosen, judge(chosen), judge, candidates, goal), judge,
                       candidates, goal)]
@@ -239,7 +258,30 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
         reached=_reaches(point, goal),
         by_partition=recommend(lateness_curve(
             t, a, p, windows, candidates, grace=grace, idle_timeout=idle_timeout,
-            expected_partitions=expected), target) if by_source else None)
+            expected_partitions=expected,
+            state=running_state(t, a, p, src, False) if running else None), target)
+        if by_source else None)
+
+
+def running_state(event_us: Any, arrival_us: Any, partition: Any, source: Any,
+                  by_source: bool) -> WatermarkState:
+    """Every input of the log known from its first arrival, at the event time of its first
+    event: what a stream that ran before the log starts knew of it (roughly). No watermark
+    yet, so the what-if's one walk at bound 0 still shifts to every bound.
+
+    >>> running_state([5, 1, 7], [10, 11, 12], [0, 1, 0], ["a", "b", "a"], False)
+    WatermarkState(partitions={0: PartitionProgress(max_event_time=5, last_arrival=10), 1: PartitionProgress(max_event_time=1, last_arrival=10)}, first_arrival=10, clock=10, watermark=None)
+    """
+    a = np.asarray(arrival_us, dtype=np.int64)
+    if not len(a):
+        return WatermarkState()
+    first = int(a.min())
+    inputs: dict[InputKey, PartitionProgress] = {}
+    for t, p, s in zip(np.asarray(event_us).tolist(), np.asarray(partition).tolist(),
+                       list(source), strict=True):
+        key: InputKey = (int(p), str(s or "")) if by_source else int(p)
+        inputs.setdefault(key, PartitionProgress(int(t), first))
+    return WatermarkState(inputs, first, first, None)
 
 
 Judged = tuple[CurvePoint, Any]

@@ -110,3 +110,16 @@ def test_a_slow_source_gets_its_bound_and_the_others_wait_less_than_under_one_bo
     text = render_per_input(rec, date(2026, 1, 1))
     assert "bounds per source for 2026-01-01, target completeness 0.999" in text
     assert "configure: watermark_bound_by_source = " in text
+
+
+def test_a_running_start_knows_every_input_from_the_first_arrival():
+    """A source first heard of 5 s into the log: from an empty start the windows the others
+    closed meanwhile drop its first events; a running start does not."""
+    t = BASE + np.array([0, 11, 12, 13, 1, 14]) * S
+    a = BASE + np.array([0, 11, 12, 13, 14, 15]) * S
+    src = np.array(["radar", "radar", "radar", "radar", "sat", "radar"], dtype=object)
+    empty = recommend_per_input(t, a, None, src, W, [0, 20 * S], "1", idle_timeout=60 * S)
+    running = recommend_per_input(t, a, None, src, W, [0, 20 * S], "1", idle_timeout=60 * S,
+                                  running=True)
+    assert [b.bound for b in empty.bounds] != [0, 0]
+    assert [b.bound for b in running.bounds] == [0, 0] and running.per_input.dropped == 0

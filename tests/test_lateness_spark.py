@@ -240,7 +240,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         np.array([micros(r["arrival_time"]) for r in kept]),
         np.array([r["partition"] for r in kept]), [r["source"] for r in kept], rules.windows,
         normalize_bounds([*DEFAULT_BOUNDS, "4s"]), "0.99", grace=rules.grace,
-        idle_timeout=rules.watermark.idle_timeout)
+        idle_timeout=rules.watermark.idle_timeout, running=True)
     assert rec.to_json_dict() == want.to_json_dict()
     assert [b.unit for b in rec.bounds] == ["http", "radar", "sat"]
 
