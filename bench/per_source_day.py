@@ -10,6 +10,13 @@ completeness and average emit latency per event under those bounds and under the
 bound. With ``--compare-streams`` the same landing is streamed again with those bounds, and
 with the best single bound, and each stream's own completeness (counted pairs over counted
 and late, from watermark_progress) is printed too (minutes a stream on a busy machine).
+
+Measured (2026-11-27, ``--files-per-batch 60``, 6,000 events over 25 minutes, target 0.999,
+candidates ``CANDIDATES``): one bound with inputs by partition, the default rule, needs 15 s:
+100.00% complete at 16.48 s average emit latency (3 s: 71.80% at 4.41 s; 10 s: 83.55% at
+11.48 s). Inputs by source with the recommended bounds (0 s each: the min rule already waits
+for the buffer) reach 100.00% at 14.87 s; one bound with inputs by source gives the same on
+this day, so the gain here is the inputs by source, not different bounds.
 """
 
 from __future__ import annotations
