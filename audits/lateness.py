@@ -449,7 +449,8 @@ def _compare_line(label: str, point: CurvePoint) -> str:
 def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
     both what-if curves of the day, per micro-batch (what the stream did) and per event,
-    labelled as the report labels them, then the recommendation and who is late."""
+    labelled as the report labels them, then the recommendation and who is late. With
+    ``--per-source``: a bound per source against the best single bound (``analyze_inputs``)."""
     from audits.attribution import late_attribution
     from spark import tables
     from spark.session import get_spark
