@@ -310,7 +310,8 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     first = render_context(_ctx(), tmp_path / "a")
     second = render_context(_ctx(), tmp_path / "b")
     names = sorted(Path(p).name for p in first.csv_paths)
-    assert names == ["approval.csv", "attribution.csv", "break_summary.csv", "breaks.csv",
+    assert names == ["approval.csv", "attribution.csv", "bounds_per_source.csv",
+                     "break_summary.csv", "breaks.csv",
                      "configuration.csv", "gap_by_window.csv",
                      "lateness_curve.csv", "lateness_histogram.csv", "quality.csv",
                      "status_counts.csv", "summary.csv", "watermark_progress.csv"]
