@@ -13,6 +13,7 @@ stream flagged (``is_duplicate``) are left out of the warehouse analysis altoget
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +37,7 @@ from reckon.lateness import (
     normalize_bounds,
     recommend,
 )
+from reckon.lateness_inputs import PerInputRecommendation, recommend_per_input
 from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ __all__ = [
     "PartitionCurve",
     "analysis_json",
     "analyze_day",
+    "analyze_inputs",
     "batch_curve_of_day",
     "completeness_target",
     "curve_of_events",
@@ -58,6 +61,7 @@ __all__ = [
     "read_events_file",
     "render_analysis",
     "render_curve",
+    "render_per_input",
 ]
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -300,7 +304,6 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
     Runs ``reckon.lateness.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
     group for the day and one per partition; only the curve rows reach the driver.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark import tables
@@ -309,24 +312,9 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
     rules = settings.event_time_rules()
     candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
     goal = _as_target(target, settings)
-    if not tables.table_exists(settings.warehouse_path, tables.EVENT_LOG):
-        raise invalid("warehouse", str(settings.warehouse_path),
-                      "a warehouse with an event_log table (run `reckon stream` first)")
-    day_log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
-               .filter((F.col("event_date") == F.lit(the_day))
-                       & ~F.coalesce(F.col("is_duplicate"), F.lit(False))))
     # Landing lines without their own arrival time share their file's: such ties are broken
-    # by file name, then line, as the stream read them. The day's file names are few (one
-    # row each), so they are ranked once and the rank, a number, rides with every event.
-    files = (day_log.select("input_file").distinct()
-             .withColumn("file_rank", F.dense_rank().over(
-                 Window.orderBy(F.col("input_file").asc_nulls_first()))))
-    log = (day_log.join(F.broadcast(files), day_log["input_file"].eqNullSafe(files["input_file"]))
-           .select(F.unix_micros("event_time").alias("event_us"),
-                   F.unix_micros("arrival_time").alias("arrival_us"),
-                   F.col("partition").cast("long").alias("partition"),
-                   F.col("file_rank").cast("long").alias("file_rank"),
-                   F.coalesce(F.col("offset"), F.lit(-1).cast("long")).alias("offset")))
+    # by file name, then line, as the stream read them (_day_log ranks the day's files).
+    log = _day_log(spark, settings, the_day).drop("source")
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
     run = _curve_group(rules.windows, candidates, rules.grace, rules.watermark.idle_timeout,
@@ -361,6 +349,105 @@ def completeness_target(value: Decimal | float | str | None, settings: Settings)
     Example: ``completeness_target("0.999", settings)`` is ``Decimal("0.999")``.
     """
     return _as_target(value, settings)
+
+
+def _day_log(spark: SparkSession, settings: Settings, the_day: date) -> Any:
+    """The day's event log without the copies the stream flagged as duplicates, with each
+    row's arrival-order keys (arrival, partition, file rank, offset) and its source. Landing
+    lines without their own arrival time share their file's: the day's file names are few
+    (one row each), so they are ranked once and the rank, a number, rides with every event."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark import tables
+
+    if not tables.table_exists(settings.warehouse_path, tables.EVENT_LOG):
+        raise invalid("warehouse", str(settings.warehouse_path),
+                      "a warehouse with an event_log table (run `reckon stream` first)")
+    day_log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
+               .filter((F.col("event_date") == F.lit(the_day))
+                       & ~F.coalesce(F.col("is_duplicate"), F.lit(False))))
+    files = (day_log.select("input_file").distinct()
+             .withColumn("file_rank", F.dense_rank().over(
+                 Window.orderBy(F.col("input_file").asc_nulls_first()))))
+    return (day_log.join(F.broadcast(files),
+                         day_log["input_file"].eqNullSafe(files["input_file"]))
+            .select(F.unix_micros("event_time").alias("event_us"),
+                    F.unix_micros("arrival_time").alias("arrival_us"),
+                    F.col("partition").cast("long").alias("partition"),
+                    F.col("file_rank").cast("long").alias("file_rank"),
+                    F.coalesce(F.col("offset"), F.lit(-1).cast("long")).alias("offset"),
+                    F.coalesce(F.col("source"), F.lit("")).alias("source")))
+
+
+def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
+                   bounds: Iterable[int | str] | None = None,
+                   target: Decimal | float | str | None = None,
+                   by_source: bool = True) -> PerInputRecommendation:
+    """A bound per source (or partition) for the day, against the best single bound
+    (``reckon.lateness_inputs.recommend_per_input``), on the day's event log in arrival
+    order, as a stream already running at the day's start (every input of the day known from
+    its first arrival: a source first heard of at 00:00:05 is not late-by-start-up). The day is one ``applyInPandas`` group, as for the overall curve; only the
+    recommendation (JSON, a few hundred bytes) reaches the driver."""
+    from pyspark.sql import functions as F
+
+    the_day = day if isinstance(day, date) else parse_date(day, "date")
+    rules = settings.event_time_rules()
+    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
+    goal = _as_target(target, settings)
+
+    def run(group: pd.DataFrame) -> pd.DataFrame:
+        arrival = group["arrival_us"].to_numpy(np.int64)
+        part = group["partition"].to_numpy(np.int64)
+        order = np.lexsort((group["offset"].to_numpy(np.int64),
+                            group["file_rank"].to_numpy(np.int64), part, arrival))
+        rec = recommend_per_input(
+            group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order],
+            group["source"].to_numpy(object)[order], rules.windows, candidates, goal,
+            grace=rules.grace, idle_timeout=rules.watermark.idle_timeout,
+            expected_partitions=rules.watermark.expected_partitions, by_source=by_source,
+            running=True)
+        return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
+
+    rows = (_day_log(spark, settings, the_day).withColumn("scope", F.lit(_OVERALL))
+            .groupBy("scope").applyInPandas(run, schema="json string").collect())
+    if not rows:
+        raise invalid("date", the_day.isoformat(), "a day with events in the event log "
+                      "(that day has none)")
+    return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
+
+
+def render_per_input(rec: PerInputRecommendation, day: date) -> str:
+    """``reckon lateness --per-source``: the bound per source, then what it buys."""
+    unit = "source" if rec.by_source else "partition"
+    lines = [f"bounds per {unit} for {day.isoformat()}, target completeness {rec.target} "
+             f"(each {unit} judged with every other's bound, min rule):",
+             f"  {unit:<12} {'events':>10} {'bound':>8} {'own completeness':>17} "
+             f"{'dropped':>8}"]
+    for b in rec.bounds:
+        lines.append(f"  {b.unit!s:<12} {b.events:>10} {format_duration(b.bound):>8} "
+                     f"{b.own.completeness:>17.4%} {b.dropped:>8}")
+    single = rec.single or rec.single_fallback
+    lines += ["", f"  {'':<34} {'completeness':>12} {'avg emit latency':>17}",
+              _compare_line(f"bounds per {unit}", rec.per_input),
+              _compare_line(f"one bound {format_duration(single.bound)}"
+                            + ("" if rec.single else " (misses target)"), single)]
+    if rec.by_partition is not None:
+        lines.append(_compare_line(f"one bound {format_duration(rec.by_partition.bound)}, "
+                                   "by partition", rec.by_partition))
+    if not rec.reached:
+        lines.append("no combination of the candidate bounds reaches the target: try larger "
+                     "bounds")
+    config = "watermark_bound_by_source" if rec.by_source else "watermark_bound_by_partition"
+    lines += ["", f"configure: {config} = " + ",".join(
+        f"{b.unit}={format_duration(b.bound)}" for b in rec.bounds)
+        + ("  (with watermark_inputs = \"source\")" if rec.by_source else "")]
+    return "\n".join(lines)
+
+
+def _compare_line(label: str, point: CurvePoint) -> str:
+    latency = "-" if point.avg_emit_latency is None else f"{point.avg_emit_latency:.3f}s"
+    return f"  {label:<34} {point.completeness:>12.4%} {latency:>17}"
 
 
 def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionRow] = (),

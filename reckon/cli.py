@@ -59,7 +59,9 @@ def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
     for name in ("warehouse", "window", "slide", "lateness", "grace", "idle_timeout",
                  "max_files_per_trigger", "kafka_bootstrap", "kafka_topic", "spark_master",
-                 "report_db_url", "expected_partitions", "tolerance_abs", "tolerance_rel"):
+                 "report_db_url", "expected_partitions", "tolerance_abs", "tolerance_rel",
+                 "watermark_inputs", "watermark_bound_by_partition",
+                 "watermark_bound_by_source"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -157,6 +159,14 @@ def _event_time_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grace", dest="deprecated_grace", help="deprecated name of --allowed-lateness")
     p.add_argument("--idle-timeout", dest="idle_timeout",
                    help="a partition silent this long (arrival time) stops holding the watermark")
+    p.add_argument("--watermark-inputs", dest="watermark_inputs", choices=("partition", "source"),
+                   help="what has its own maximum and bound: each partition (default), or "
+                   "each (partition, source) pair")
+    p.add_argument("--watermark-bound-by-partition", dest="watermark_bound_by_partition",
+                   help="bounds of some partitions instead of --watermark-bound, e.g. 0=5s,3=30s")
+    p.add_argument("--watermark-bound-by-source", dest="watermark_bound_by_source",
+                   help="bounds of some sources (with --watermark-inputs source), e.g. "
+                   "sat=10s,http=30s")
 
 
 def _workbench_commands(sub: Any) -> None:
@@ -447,6 +457,9 @@ def _lateness_parser(sub: Any) -> None:
     p.add_argument("--date", required=True)
     p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")
     p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")
+    p.add_argument("--per-source", dest="per_source", action="store_true",
+                   help="recommend a bound per source (inputs by partition and source) and "
+                   "compare it with the best single bound")
     p.add_argument("--json", action="store_true")
 
 

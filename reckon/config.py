@@ -58,6 +58,13 @@ class Settings:
     max_clock_skew: str = "5m"
     dedup_horizon: str = "1h"
     expected_partitions: tuple[int, ...] = ()
+    # bounds per watermark input (reckon.eventtime.WatermarkPolicy): inputs are partitions,
+    # or with "source" (partition, source) pairs (empty: "source" when bounds by source are
+    # given, else "partition"); overrides of watermark_bound by partition ("0=5s,3=30s") and
+    # by source ("sat=10s,http=30s", inputs by source only)
+    watermark_inputs: str = ""
+    watermark_bound_by_partition: Mapping[str, str] = field(default_factory=dict)
+    watermark_bound_by_source: Mapping[str, str] = field(default_factory=dict)
     # validation
     amount_min: Decimal = Decimal("0.00")
     amount_max: Decimal = Decimal("1000000.00")
@@ -165,7 +172,9 @@ class Settings:
             window=self.window, slide=self.slide or None, lateness=self.lateness,
             grace=self.grace, idle_timeout=self.idle_timeout,
             max_clock_skew=self.max_clock_skew, dedup_horizon=self.dedup_horizon,
-            expected_partitions=self.expected_partitions,
+            expected_partitions=self.expected_partitions, inputs=self.watermark_inputs,
+            bound_by_partition=self.watermark_bound_by_partition,
+            bound_by_source=self.watermark_bound_by_source,
         )
 
     def with_overrides(self, **overrides: Any) -> Settings:

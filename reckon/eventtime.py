@@ -28,6 +28,8 @@ from reckon.timeutil import day_bounds, format_duration, format_micros, parse_du
 __all__ = [
     "Disposition",
     "EventTimeRules",
+    "Hold",
+    "InputKey",
     "PartitionObservation",
     "PartitionProgress",
     "WatermarkPolicy",
@@ -38,11 +40,14 @@ __all__ = [
     "advance_watermark",
     "classify",
     "ends_passed",
+    "input_label",
+    "input_partition",
     "is_beyond_grace",
     "is_duplicate_of_recent",
     "is_future_dated",
     "is_open",
     "shift_watermark_series",
+    "watermark_hold",
     "watermark_series",
     "window_status",
 ]
@@ -235,20 +240,57 @@ def is_duplicate_of_recent(latest_prior_arrival: T, arrival_time: Any, horizon: 
 
 # --------------------------------------------------------------------------- watermark
 
+#: What has its own maximum event time and bound: a partition, or with
+#: ``WatermarkPolicy.by_source`` a (partition, source) pair.
+InputKey = int | tuple[int, str]
+
+
+def input_partition(key: InputKey) -> int:
+    """The partition an input reads (the input itself, or the first of its pair)."""
+    return key if isinstance(key, int) else key[0]
+
+
+def input_label(key: InputKey) -> str:
+    """How a message or ``watermark_progress.held_by`` names an input.
+
+    >>> input_label(3), input_label((3, "radar"))
+    ('partition 3', 'partition 3 source radar')
+    """
+    if isinstance(key, int):
+        return f"partition {key}"
+    return f"partition {key[0]} source {key[1]}"
+
+
+def _input_order(key: InputKey) -> tuple[int, str]:
+    return (key, "") if isinstance(key, int) else key
+
 
 @dataclass(frozen=True)
 class WatermarkPolicy:
-    """Bounded out-of-orderness per partition, combined with the min rule.
+    """Bounded out-of-orderness per watermark input, combined with the min rule.
 
-    ``WM_p = max_p - lateness``; ``WM = max(WM_prev, min(WM_p for p not idle))``. A partition is
-    idle when ``clock - last_arrival_p >= idle_timeout`` where ``clock`` is the latest arrival
-    time seen on any partition. WM stays undefined until every expected partition has
-    delivered once or timed out idle (a never-seen partition is timed from the first arrival).
+    An input is a partition, or with ``by_source`` a (partition, source) pair. ``WM_i =
+    max_i - L_i`` with ``L_i = bound(i)``; ``WM = max(WM_prev, min(WM_i for i not idle))``.
+    An input is idle when ``clock - last_arrival_i >= idle_timeout`` where ``clock`` is the
+    latest arrival time seen on any input. WM stays undefined until every expected partition
+    has delivered once or timed out idle (a never-seen partition is timed from the first
+    arrival).
+
+    ``L_i``: the source's override (``source_bounds``, by-source inputs only), else the
+    partition's (``partition_bounds``), else ``lateness``. With no override, every input has
+    the bound ``lateness``: exactly one bound for all.
+
+    >>> policy = WatermarkPolicy(3, 60, by_source=True, source_bounds=(("sat", 10),))
+    >>> policy.bound((0, "sat")), policy.bound((0, "radar"))
+    (10, 3)
     """
 
     lateness: int
     idle_timeout: int
     expected_partitions: tuple[int, ...] = ()
+    by_source: bool = False
+    partition_bounds: tuple[tuple[int, int], ...] = ()
+    source_bounds: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.lateness < 0:
@@ -258,8 +300,42 @@ class WatermarkPolicy:
                 f"idle_timeout={self.idle_timeout}us is not valid: it must be > 0 "
                 "(0 would let every partition be idle and close windows under live data)"
             )
+        for what, pairs in (("partition", self.partition_bounds),
+                            ("source", self.source_bounds)):
+            for name, bound in pairs:
+                if bound < 0:
+                    raise ConfigError(f"the watermark bound of {what} {name} is {bound}us: "
+                                      "it must be >= 0")
+        if self.source_bounds and not self.by_source:
+            raise ConfigError("watermark bounds by source need watermark_inputs = \"source\" "
+                              "(each (partition, source) pair its own input)")
         object.__setattr__(self, "expected_partitions",
                            tuple(sorted(set(self.expected_partitions))))
+        object.__setattr__(self, "partition_bounds", tuple(sorted(dict(self.partition_bounds)
+                                                                  .items())))
+        object.__setattr__(self, "source_bounds", tuple(sorted(dict(self.source_bounds)
+                                                               .items())))
+
+    @property
+    def uniform(self) -> bool:
+        """One bound for every input (no override differs from ``lateness``)."""
+        return all(b == self.lateness for _, b in (*self.partition_bounds, *self.source_bounds))
+
+    def input_of(self, partition: int, source: str | None) -> InputKey:
+        """The input an event of ``partition`` and ``source`` belongs to."""
+        return (partition, source or "") if self.by_source else partition
+
+    def bound(self, key: InputKey) -> int:
+        """``L_i``: the source's override, else the partition's, else ``lateness``."""
+        if not isinstance(key, int):
+            for source, bound in self.source_bounds:
+                if source == key[1]:
+                    return bound
+        partition = input_partition(key)
+        for p, bound in self.partition_bounds:
+            if p == partition:
+                return bound
+        return self.lateness
 
 
 @dataclass(frozen=True)
@@ -270,72 +346,109 @@ class PartitionProgress:
 
 @dataclass(frozen=True)
 class PartitionObservation:
-    """What one batch saw on one partition (valid events only, late and duplicates included).
-    ``min_arrival_time`` (None: the same as ``max_arrival_time``) is the batch's earliest
-    arrival there: the stream's first arrival, from which an expected partition that never
-    delivers is timed out, is the earliest arrival of all, not the earliest batch maximum."""
+    """What one batch saw on one partition (valid events only, late and duplicates included),
+    or on one (partition, source) pair when ``source`` is given (several observations of one
+    input are merged: max of maxima, min of first arrivals). ``min_arrival_time`` (None: the
+    same as ``max_arrival_time``) is the batch's earliest arrival there: the stream's first
+    arrival, from which an expected partition that never delivers is timed out, is the
+    earliest arrival of all, not the earliest batch maximum."""
 
     partition: int
     max_event_time: int
     max_arrival_time: int
     min_arrival_time: int | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Which input held the watermark back after a batch (``watermark_hold``): the active
+    input with the lowest watermark (``input_watermark``), and ``held_back``, how much further
+    the watermark would be without it (the next-lowest active input's watermark minus its own;
+    None when it is the only active input). While an expected partition has not delivered,
+    that partition holds it (``input_watermark`` None)."""
+
+    input: InputKey
+    input_watermark: int | None
+    held_back: int | None
 
 
 @dataclass(frozen=True)
 class WatermarkState:
-    """Per-partition progress and the global watermark after some batch. Persisted as JSON."""
+    """Per-input progress and the global watermark after some batch. Persisted as JSON.
 
-    partitions: Mapping[int, PartitionProgress] = field(default_factory=dict)
+    ``partitions`` is keyed by input: a partition number, or a (partition, source) pair when
+    the policy's inputs are by source."""
+
+    partitions: Mapping[InputKey, PartitionProgress] = field(default_factory=dict)
     first_arrival: int | None = None
     clock: int | None = None
     watermark: int | None = None
 
-    def idle_partitions(self, policy: WatermarkPolicy) -> tuple[int, ...]:
+    def idle_inputs(self, policy: WatermarkPolicy) -> tuple[InputKey, ...]:
+        """Seen inputs silent for ``idle_timeout``, and expected partitions that have never
+        delivered, timed from the first arrival."""
         if self.clock is None:
             return ()
-        known = set(self.partitions) | set(policy.expected_partitions)
+        seen = {input_partition(k) for k in self.partitions}
+        known: set[InputKey] = set(self.partitions)
+        known |= {p for p in policy.expected_partitions if p not in seen}
         idle = []
-        for p in sorted(known):
-            progress = self.partitions.get(p)
+        for key in sorted(known, key=_input_order):
+            progress = self.partitions.get(key)
             since = progress.last_arrival if progress else self.first_arrival
             if since is not None and self.clock - since >= policy.idle_timeout:
-                idle.append(p)
+                idle.append(key)
         return tuple(idle)
 
-    def partition_watermarks(self, policy: WatermarkPolicy) -> dict[int, int]:
-        return {p: pr.max_event_time - policy.lateness for p, pr in self.partitions.items()}
+    def idle_partitions(self, policy: WatermarkPolicy) -> tuple[int, ...]:
+        """Partitions every input of which is idle (with inputs by partition: the idle ones)."""
+        idle = self.idle_inputs(policy)
+        live = {input_partition(k) for k in self.partitions if k not in idle}
+        return tuple(sorted({input_partition(k) for k in idle} - live))
+
+    def partition_watermarks(self, policy: WatermarkPolicy) -> dict[InputKey, int]:
+        return {k: pr.max_event_time - policy.bound(k) for k, pr in self.partitions.items()}
 
     def to_json(self) -> str:
-        return json.dumps({
-            "partitions": {str(p): [pr.max_event_time, pr.last_arrival]
-                           for p, pr in sorted(self.partitions.items())},
-            "first_arrival": self.first_arrival, "clock": self.clock,
-            "watermark": self.watermark,
-        }, sort_keys=True)
+        plain = {str(k): [pr.max_event_time, pr.last_arrival]
+                 for k, pr in sorted(self.partitions.items(), key=lambda kv: _input_order(kv[0]))
+                 if isinstance(k, int)}
+        raw: dict[str, Any] = {"partitions": plain, "first_arrival": self.first_arrival,
+                               "clock": self.clock, "watermark": self.watermark}
+        pairs = [[k[0], k[1], pr.max_event_time, pr.last_arrival]
+                 for k, pr in sorted(self.partitions.items(), key=lambda kv: _input_order(kv[0]))
+                 if not isinstance(k, int)]
+        if pairs:  # inputs by source; a state by partition writes exactly what it always did
+            raw["sources"] = pairs
+        return json.dumps(raw, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str | None) -> WatermarkState:
         if not text:
             return cls()
         raw = json.loads(text)
-        return cls(
-            partitions={int(p): PartitionProgress(int(v[0]), int(v[1]))
-                        for p, v in raw["partitions"].items()},
-            first_arrival=raw["first_arrival"], clock=raw["clock"], watermark=raw["watermark"],
-        )
+        inputs: dict[InputKey, PartitionProgress] = {
+            int(p): PartitionProgress(int(v[0]), int(v[1])) for p, v in raw["partitions"].items()}
+        for p, source, t, a in raw.get("sources", ()):
+            inputs[(int(p), str(source))] = PartitionProgress(int(t), int(a))
+        return cls(partitions=inputs, first_arrival=raw["first_arrival"], clock=raw["clock"],
+                   watermark=raw["watermark"])
 
 
 def advance_watermark(state: WatermarkState, observations: Iterable[PartitionObservation],
                       policy: WatermarkPolicy) -> WatermarkState:
-    """Absorb one batch's per-partition maxima and recompute the global watermark (min rule).
+    """Absorb one batch's per-input maxima and recompute the global watermark (min rule).
 
-    Never moves backwards: the result is ``max(previous, min over active partitions)``.
+    Never moves backwards: the result is ``max(previous, min over active inputs of
+    max_i - L_i)``.
     """
-    partitions = dict(state.partitions)
+    inputs = dict(state.partitions)
     first_arrival, clock = state.first_arrival, state.clock
     for obs in observations:
-        old = partitions.get(obs.partition)
-        partitions[obs.partition] = PartitionProgress(
+        key = policy.input_of(obs.partition, obs.source)
+        old = inputs.get(key)
+        inputs[key] = PartitionProgress(
             obs.max_event_time if old is None else max(old.max_event_time, obs.max_event_time),
             obs.max_arrival_time if old is None else max(old.last_arrival, obs.max_arrival_time),
         )
@@ -343,36 +456,66 @@ def advance_watermark(state: WatermarkState, observations: Iterable[PartitionObs
             obs.min_arrival_time, obs.max_arrival_time)
         first_arrival = earliest if first_arrival is None else min(first_arrival, earliest)
         clock = obs.max_arrival_time if clock is None else max(clock, obs.max_arrival_time)
-    draft = WatermarkState(partitions, first_arrival, clock, state.watermark)
-    idle = set(draft.idle_partitions(policy))
-    known = set(partitions) | set(policy.expected_partitions)
-    waiting = [p for p in known if p not in partitions and p not in idle]
-    active = [p for p in partitions if p not in idle]
-    if waiting or not active:
+    draft = WatermarkState(inputs, first_arrival, clock, state.watermark)
+    if _waiting_for(draft, policy) is not None:
         return draft
-    candidate = min(partitions[p].max_event_time for p in active) - policy.lateness
+    idle = set(draft.idle_inputs(policy))
+    active = [k for k in inputs if k not in idle]
+    if not active:
+        return draft
+    candidate = min(inputs[k].max_event_time - policy.bound(k) for k in active)
     watermark = candidate if state.watermark is None else max(state.watermark, candidate)
-    return WatermarkState(partitions, first_arrival, clock, watermark)
+    return WatermarkState(inputs, first_arrival, clock, watermark)
+
+
+def _waiting_for(state: WatermarkState, policy: WatermarkPolicy) -> int | None:
+    """The first expected partition that has neither delivered nor timed out idle, or None."""
+    seen = {input_partition(k) for k in state.partitions}
+    idle = set(state.idle_inputs(policy))
+    return next((p for p in policy.expected_partitions if p not in seen and p not in idle),
+                None)
+
+
+def watermark_hold(state: WatermarkState, policy: WatermarkPolicy) -> Hold | None:
+    """Which input holds the watermark of ``state`` back, and by how much (``Hold``); None
+    before any arrival or when every input is idle.
+
+    >>> s = WatermarkState({0: PartitionProgress(100, 5), 1: PartitionProgress(90, 5)}, 5, 5)
+    >>> watermark_hold(s, WatermarkPolicy(3, 60))
+    Hold(input=1, input_watermark=87, held_back=10)
+    """
+    waiting = _waiting_for(state, policy)
+    if waiting is not None and state.clock is not None:
+        return Hold(waiting, None, None)
+    idle = set(state.idle_inputs(policy))
+    marks = sorted((pr.max_event_time - policy.bound(k), _input_order(k), k)
+                   for k, pr in state.partitions.items() if k not in idle)
+    if not marks:
+        return None
+    lowest, _, key = marks[0]
+    return Hold(key, lowest, marks[1][0] - lowest if len(marks) > 1 else None)
 
 
 def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: WatermarkPolicy,
-                     state: WatermarkState | None = None, *, max_cells: int = 1 << 20
-                     ) -> tuple[Any, WatermarkState]:
+                     state: WatermarkState | None = None, *, source: Any = None,
+                     max_cells: int = 1 << 20) -> tuple[Any, WatermarkState]:
     """The per-event form of ``advance_watermark``: the watermark each event is judged against.
 
     Exactly what calling ``advance_watermark`` once per event (one event per batch, in the
     given order) starting from ``state`` gives, computed with numpy instead of a Python loop:
-    the same per-partition maxima, idle rule (``clock - last_arrival_p >= idle_timeout``,
-    never-seen expected partitions timed from the first arrival), waiting for expected
-    partitions, min rule and monotonicity (``WM = max(WM_prev, min over active WM_p)``).
+    the same per-input maxima and bounds, idle rule (``clock - last_arrival_i >=
+    idle_timeout``, never-seen expected partitions timed from the first arrival), waiting for
+    expected partitions, min rule and monotonicity (``WM = max(WM_prev, min over active
+    WM_i)``).
 
     Arguments are 1-D int64-compatible arrays of equal length (microseconds; ``partition``
-    may be None for a single partition 0). Returns ``(before, final)``: ``before[i]`` is the
-    global watermark left by events ``0..i-1`` (``state.watermark`` for ``i = 0``), the one
-    event i is classified against; ``final`` is the state after the last event. An undefined
-    watermark is ``numpy.iinfo(int64).min``: every window end exceeds it, so ``is_open`` and
+    may be None for a single partition 0); ``source`` (strings) is read when the policy's
+    inputs are by source. Returns ``(before, final)``: ``before[i]`` is the global watermark
+    left by events ``0..i-1`` (``state.watermark`` for ``i = 0``), the one event i is
+    classified against; ``final`` is the state after the last event. An undefined watermark
+    is ``numpy.iinfo(int64).min``: every window end exceeds it, so ``is_open`` and
     ``is_beyond_grace`` treat it exactly as they treat "no watermark yet". Memory stays below
-    about ``max_cells`` partition x event cells per step (the log is walked in chunks).
+    about ``max_cells`` input x event cells per step (the log is walked in chunks).
     """
     import numpy as np
 
@@ -385,21 +528,22 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
         raise ConfigError(f"event_us, arrival_us and partition must have the same length, "
                           f"got {len(t)}, {len(a)} and {len(p)}")
     state = state or WatermarkState()
-    known = sorted(set(state.partitions) | set(policy.expected_partitions))
-    labels = np.unique(np.concatenate([p, np.asarray(known, dtype=np.int64)]))
+    labels, index = _input_index(p, source, policy, state)
     width = len(labels)
-    index = np.searchsorted(labels, p)
+    bounds = np.asarray([policy.bound(k) for k in labels], dtype=np.int64)[:, None]
     max_t = np.full(width, none, dtype=np.int64)
-    last_a = np.full(width, none, dtype=np.int64)  # none <=> partition not seen yet
-    for k, label in enumerate(labels.tolist()):
+    last_a = np.full(width, none, dtype=np.int64)  # none <=> input not seen yet
+    for k, label in enumerate(labels):
         if label in state.partitions:
             max_t[k] = state.partitions[label].max_event_time
             last_a[k] = state.partitions[label].last_arrival
-    expected = np.isin(labels, np.asarray(policy.expected_partitions, dtype=np.int64))[:, None]
+    expected = np.asarray(policy.expected_partitions, dtype=np.int64)[:, None]
+    seen_before = {input_partition(k) for k in state.partitions}
+    part_seen = np.asarray([e in seen_before for e in policy.expected_partitions], dtype=bool)
     first, clock = state.first_arrival, state.clock
     wm = none if state.watermark is None else state.watermark
     before = np.empty(len(t), dtype=np.int64)
-    chunk = max(1, max_cells // max(width, 1))
+    chunk = max(1, max_cells // max(width + len(expected), 1))
     for lo in range(0, len(t), chunk):
         tc, ac, ic = t[lo:lo + chunk], a[lo:lo + chunk], index[lo:lo + chunk]
         cols = np.arange(len(tc))
@@ -417,13 +561,16 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
         arrivals[:, 0] = np.maximum(arrivals[:, 0], last_a)
         np.maximum.accumulate(arrivals, axis=1, out=arrivals)
         seen = arrivals != none
-        since = np.where(seen, arrivals, first_c[None, :])
-        idle = (clock_c[None, :] - since) >= policy.idle_timeout
+        idle = (clock_c[None, :] - np.where(seen, arrivals, first_c[None, :])) >= policy.idle_timeout
         active = seen & ~idle
-        waiting = (expected & ~seen & ~idle).any(axis=0)
-        candidate = np.where(active, maxima, np.iinfo(np.int64).max).min(axis=0)
-        moves = ~waiting & active.any(axis=0)
-        after = np.where(moves, candidate - policy.lateness, none)  # max - L cannot overflow
+        # an expected partition waits until one of its inputs delivers or it times out idle
+        delivered = np.logical_or.accumulate(p[lo:lo + chunk][None, :] == expected, axis=1)
+        delivered |= part_seen[:, None]
+        timed_out = (clock_c - first_c) >= policy.idle_timeout
+        waiting = (~delivered & ~timed_out[None, :]).any(axis=0)
+        marks = np.where(seen, maxima, 0) - bounds  # max_i - L_i (0 where not seen: unused)
+        candidate = np.where(active, marks, np.iinfo(np.int64).max).min(axis=0)
+        after = np.where(~waiting & active.any(axis=0), candidate, none)
         np.maximum.accumulate(after, out=after)
         np.maximum(after, wm, out=after)
         before[lo] = wm
@@ -431,9 +578,29 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
         wm = int(after[-1])
         max_t, last_a = maxima[:, -1].copy(), arrivals[:, -1].copy()
         clock, first = int(clock_c[-1]), int(first_c[-1])
-    partitions = {int(label): PartitionProgress(int(max_t[k]), int(last_a[k]))
-                  for k, label in enumerate(labels.tolist()) if last_a[k] != none}
-    return before, WatermarkState(partitions, first, clock, None if wm == none else int(wm))
+        part_seen = delivered[:, -1].copy() if len(expected) else part_seen
+    inputs = {label: PartitionProgress(int(max_t[k]), int(last_a[k]))
+              for k, label in enumerate(labels) if last_a[k] != none}
+    return before, WatermarkState(inputs, first, clock, None if wm == none else int(wm))
+
+
+def _input_index(partition: Any, source: Any, policy: WatermarkPolicy, state: WatermarkState
+                 ) -> tuple[list[InputKey], Any]:
+    """The inputs (state's and events', in input order) and each event's row among them."""
+    import numpy as np
+
+    if not policy.by_source:
+        known = np.asarray([k for k in state.partitions if isinstance(k, int)], dtype=np.int64)
+        found = np.unique(np.concatenate([partition, known]))
+        return [int(x) for x in found.tolist()], np.searchsorted(found, partition)
+    sources = [""] * len(partition) if source is None else [s or "" for s in source]
+    if len(sources) != len(partition):
+        raise ConfigError(f"source must have one value per event, got {len(sources)} for "
+                          f"{len(partition)} events")
+    keys: list[InputKey] = [(int(p), s) for p, s in zip(partition.tolist(), sources, strict=True)]
+    labels = sorted({*keys, *state.partitions}, key=_input_order)
+    row = {k: i for i, k in enumerate(labels)}
+    return labels, np.asarray([row[k] for k in keys], dtype=np.int64)
 
 
 def shift_watermark_series(before: Any, lateness: int) -> Any:
@@ -481,12 +648,19 @@ class EventTimeRules:
               lateness: str | int = "3s", grace: str | int = "0s",
               idle_timeout: str | int = "60s", max_clock_skew: str | int = "5m",
               dedup_horizon: str | int = "1h",
-              expected_partitions: Iterable[int] = ()) -> EventTimeRules:
+              expected_partitions: Iterable[int] = (), inputs: str = "",
+              bound_by_partition: Mapping[Any, str | int] | None = None,
+              bound_by_source: Mapping[str, str | int] | None = None) -> EventTimeRules:
         return cls(
             WindowSpec.parse(window, slide),
             WatermarkPolicy(parse_duration(lateness, "lateness"),
                             parse_duration(idle_timeout, "idle_timeout"),
-                            tuple(expected_partitions)),
+                            tuple(expected_partitions),
+                            by_source=_by_source(inputs, bool(bound_by_source)),
+                            partition_bounds=_partition_bounds(bound_by_partition or {}),
+                            source_bounds=tuple(
+                                (str(k), parse_duration(v, f"watermark bound of source {k}"))
+                                for k, v in (bound_by_source or {}).items())),
             grace=parse_duration(grace, "grace"),
             max_clock_skew=parse_duration(max_clock_skew, "max_clock_skew"),
             dedup_horizon=parse_duration(dedup_horizon, "dedup_horizon"),
@@ -516,10 +690,51 @@ class EventTimeRules:
         return bool(is_beyond_grace(last_window_end, watermark, self.grace))
 
     def to_config(self) -> dict[str, Any]:
+        """The rules as settings; the bounds per input only when they are not the default
+        (one bound for all), so a default spec reads exactly as it did before they existed."""
+        config = self._to_config()
+        for name, default in (("watermark_inputs", "partition"),
+                              ("watermark_bound_by_partition", {}),
+                              ("watermark_bound_by_source", {})):
+            if config[name] == default:
+                del config[name]
+        return config
+
+    def _to_config(self) -> dict[str, Any]:
         return {**self.windows.to_config(),
                 "lateness": format_duration(self.watermark.lateness),
                 "grace": format_duration(self.grace),
                 "idle_timeout": format_duration(self.watermark.idle_timeout),
                 "max_clock_skew": format_duration(self.max_clock_skew),
                 "dedup_horizon": format_duration(self.dedup_horizon),
-                "expected_partitions": list(self.watermark.expected_partitions)}
+                "expected_partitions": list(self.watermark.expected_partitions),
+                "watermark_inputs": "source" if self.watermark.by_source else "partition",
+                "watermark_bound_by_partition": {
+                    str(p): format_duration(b) for p, b in self.watermark.partition_bounds},
+                "watermark_bound_by_source": {
+                    k: format_duration(b) for k, b in self.watermark.source_bounds}}
+
+
+#: ``watermark_inputs``: what has its own maximum and bound (see ``WatermarkPolicy``).
+WATERMARK_INPUTS = ("partition", "source")
+
+
+def _by_source(inputs: str, source_bounds: bool) -> bool:
+    """Inputs by source when asked, or (not given: ``""``) when bounds by source are."""
+    if inputs not in ("", *WATERMARK_INPUTS):
+        raise ConfigError(f"watermark_inputs={inputs!r} is not valid: write \"partition\" "
+                          "(one input per partition) or \"source\" (one per partition and "
+                          "source)")
+    return inputs == "source" or (inputs == "" and source_bounds)
+
+
+def _partition_bounds(given: Mapping[Any, str | int]) -> tuple[tuple[int, int], ...]:
+    out = []
+    for key, value in given.items():
+        try:
+            partition = int(key)
+        except ValueError:
+            raise ConfigError(f"watermark_bound_by_partition: {key!r} is not a partition "
+                              "number (write 0=5s,3=30s)") from None
+        out.append((partition, parse_duration(value, f"watermark bound of partition {key}")))
+    return tuple(out)

@@ -183,14 +183,19 @@ def lateness_curve_reference(events: Sequence[tuple[int, int, int]], windows: Wi
 def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.ndarray | None,
                    windows: WindowSpec, bounds: Iterable[int], *, grace: int = 0,
                    idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
-                   expected_partitions: Iterable[int] = ()) -> list[CurvePoint]:
+                   expected_partitions: Iterable[int] = (), source: Any = None,
+                   by_source: bool = False, state: WatermarkState | None = None
+                   ) -> list[CurvePoint]:
     """The same curve as ``lateness_curve_reference``, vectorised (int64, no loop over events).
 
     The arrays are in arrival order (microseconds; ``partition`` None means one partition 0).
     ``watermark_series`` gives the watermark before each event once, with bound 0, and
     ``shift_watermark_series`` the one of each bound; per bound, ``is_beyond_grace`` on whole
     arrays counts the dropped pairs, and a binary search on the (monotone) watermark after
-    each event finds the moment each window's end is reached.
+    each event finds the moment each window's end is reached. With ``by_source`` the
+    watermark inputs are (partition, source) pairs (``source``: one string per event), each
+    bound applying to every input. ``state`` (without a watermark) starts the walk with
+    inputs already known.
     """
     t = np.ascontiguousarray(event_us, dtype=np.int64).ravel()
     a = np.ascontiguousarray(arrival_us, dtype=np.int64).ravel()
@@ -205,7 +210,9 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     max_seen = np.maximum.accumulate(t) if n else t
     pairs = n * windows.windows_per_event
     # One walk of the log with bound 0; every other bound's watermarks are those minus L.
-    at_zero, final = watermark_series(t, a, p, WatermarkPolicy(0, idle_timeout, expected))
+    at_zero, final = watermark_series(
+        t, a, p, WatermarkPolicy(0, idle_timeout, expected, by_source=by_source), state,
+        source=source)
     after_zero = np.empty_like(at_zero)
     after_zero[:-1] = at_zero[1:]
     if n:

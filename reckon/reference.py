@@ -197,12 +197,16 @@ def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> Str
 
 
 def _observations(events: Iterable[Event]) -> list[PartitionObservation]:
-    seen: dict[int, tuple[int, int, int]] = {}
+    """One observation per (partition, source) of the batch; ``advance_watermark`` merges
+    those of one input when its inputs are partitions."""
+    seen: dict[tuple[int, str], tuple[int, int, int]] = {}
     for e in events:
-        t, a, first = seen.get(e.partition, (e.event_time, e.arrival_time, e.arrival_time))
-        seen[e.partition] = (max(t, e.event_time), max(a, e.arrival_time),
-                             min(first, e.arrival_time))
-    return [PartitionObservation(p, t, a, first) for p, (t, a, first) in sorted(seen.items())]
+        t, a, first = seen.get((e.partition, e.source),
+                               (e.event_time, e.arrival_time, e.arrival_time))
+        seen[(e.partition, e.source)] = (max(t, e.event_time), max(a, e.arrival_time),
+                                         min(first, e.arrival_time))
+    return [PartitionObservation(p, t, a, first, source)
+            for (p, source), (t, a, first) in sorted(seen.items())]
 
 
 @dataclass(frozen=True)

@@ -40,21 +40,34 @@ __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "di
            "resolve", "spec_of"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
-                                "max_clock_skew", "dedup_horizon", "expected_partitions")
-# decide only when a window is final, never which window or which events: may change
-CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_partitions"})
+                                "max_clock_skew", "dedup_horizon", "expected_partitions",
+                                "watermark_inputs", "watermark_bound_by_partition",
+                                "watermark_bound_by_source")
+# decide only when a window is final, never which window or which events: may change (after
+# a change of watermark_inputs the old inputs hold the watermark where they stood until they
+# time out idle: nothing closes early)
+CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_partitions",
+                               "watermark_inputs", "watermark_bound_by_partition",
+                               "watermark_bound_by_source"})
+#: the bounds per input, recorded only when not the default: a spec without them (every
+#: warehouse recorded before they existed) means one bound for every partition
+_ONE_BOUND: dict[str, Any] = {"watermark_inputs": "partition",
+                              "watermark_bound_by_partition": {},
+                              "watermark_bound_by_source": {}}
 WAREHOUSE_ORIGIN = "the warehouse"
 
 
 def spec_of(settings: Settings) -> dict[str, Any]:
     """The spec ``settings`` describe, normalised (``60s`` and ``1m`` are one value)."""
     config = settings.event_time_rules().to_config()
-    return {name: config[name] for name in SPEC_FIELDS}
+    return {name: config[name] for name in SPEC_FIELDS if name in config}
 
 
 def _show(value: Any) -> str:
     if value is None:
         return "none"
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "{} (none)"
     if isinstance(value, list | tuple):
         return "[" + ",".join(str(v) for v in value) + "]" if value else "[] (all seen)"
     return str(value)
@@ -83,15 +96,17 @@ def differences(recorded: Mapping[str, Any], settings: Settings) -> list[Differe
         origin = settings.origin(name)
         if origin is None or origin == WAREHOUSE_ORIGIN:
             continue
-        if _normal(name, given[name]) != _normal(name, recorded.get(name)):
-            out.append(Difference(field=name, recorded=recorded.get(name), given=given[name],
-                                  origin=origin))
+        mine, theirs = given.get(name, _ONE_BOUND.get(name)), recorded.get(name, _ONE_BOUND.get(name))
+        if _normal(name, mine) != _normal(name, theirs):
+            out.append(Difference(field=name, recorded=theirs, given=mine, origin=origin))
     return out
 
 
 def _normal(name: str, value: Any) -> Any:
     if name == "expected_partitions":
         return tuple(sorted(int(p) for p in value or ()))
+    if name in _ONE_BOUND:
+        return _ONE_BOUND[name] if value is None else value
     return value
 
 
@@ -105,9 +120,10 @@ def _setting_value(name: str, value: Any) -> Any:
 
 
 def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
-    """``settings`` with every spec value taken from ``recorded``."""
-    values = {name: _setting_value(name, recorded[name]) for name in SPEC_FIELDS
-              if name in recorded}
+    """``settings`` with every spec value taken from ``recorded`` (the bounds per input
+    default to one bound for all when the spec predates them)."""
+    full = {**_ONE_BOUND, **recorded}
+    values = {name: _setting_value(name, full[name]) for name in SPEC_FIELDS if name in full}
     return settings.with_values(dict.fromkeys(values, WAREHOUSE_ORIGIN), **values)
 
 
@@ -162,6 +178,7 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
 
 def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """``lateness 5s -> 2s, grace 0s -> 5s``: what a spec version changed."""
-    return ", ".join(f"{name} {_show(before.get(name))} -> {_show(after.get(name))}"
+    return ", ".join(f"{name} {_show(_normal(name, before.get(name)))} -> "
+                     f"{_show(_normal(name, after.get(name)))}"
                      for name in SPEC_FIELDS
                      if _normal(name, before.get(name)) != _normal(name, after.get(name)))

@@ -23,6 +23,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
+from reckon.lateness_inputs import PerInputRecommendation
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
@@ -197,6 +198,9 @@ class ReportContext:
     recommended_bound_seconds: Decimal | None = None
     target_completeness: Decimal | None = None
     watermark_series: tuple[WatermarkPoint, ...] = ()
+    # a bound per source against the best single bound (audits.lateness.analyze_inputs):
+    # None when the day's log has one source or no events
+    per_source: PerInputRecommendation | None = None
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -346,6 +350,17 @@ def _curve(spark: Any, settings: Settings, day: date
     return points, _seconds(analysis.configured_bound), rec, analysis.target
 
 
+def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommendation | None:
+    """Bounds per source for the day (issue 41), or None for a day of one source or none."""
+    from audits.lateness import analyze_inputs
+
+    try:
+        rec = analyze_inputs(spark, settings, day)
+    except UsageError:  # no events that day
+        return None
+    return rec if len(rec.bounds) > 1 else None
+
+
 def _batch_curve(spark: Any, settings: Settings, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch what-if (audits.lateness_batches), or no points and the one line that
@@ -471,6 +486,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, settings, day)
     batch_curve, batch_note = _batch_curve(spark, settings, day)
+    per_source = _per_source(spark, settings, day)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -492,7 +508,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
-        lateness_curve=curve, lateness_curve_batches=batch_curve,
+        lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),

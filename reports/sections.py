@@ -19,6 +19,7 @@ from typing import Any
 
 from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
 from reckon.reconcile import ReconStatus
+from reckon.timeutil import format_duration
 from reports import formatting as fmt
 from reports.context import CurveLine, ReportContext, Signoff, unexplained_amount
 from reports.records import AttributionRow, CurrencySummary
@@ -529,6 +530,43 @@ def _curve_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
             for label, points in curves(ctx) for p in points]
 
 
+# ----------------------------------------------------------------------------- per source
+
+
+def _per_source_rows(ctx: ReportContext) -> list[tuple[str, str, str, str]]:
+    """The bounds per source (issue 41): each source's bound and events, then the day judged
+    under them, under the best single bound and under one bound with inputs by partition
+    (what, bound, completeness or events, avg emit latency in seconds)."""
+    rec = ctx.per_source
+    if rec is None:
+        return []
+    rows = [(f"source {b.unit}", format_duration(b.bound), f"{b.events} events", "")
+            for b in rec.bounds]
+    single = rec.single or rec.single_fallback
+    compare = [("bounds per source", "", rec.per_input),
+               ("one bound" + ("" if rec.single else " (misses the target)"),
+                format_duration(single.bound), single)]
+    if rec.by_partition is not None:
+        compare.append(("one bound, inputs by partition",
+                        format_duration(rec.by_partition.bound), rec.by_partition))
+    return rows + [(what, bound, f"{pt.completeness:.4%}",
+                    "-" if pt.avg_emit_latency is None else f"{pt.avg_emit_latency:.3f}")
+                   for what, bound, pt in compare]
+
+
+def _per_source_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
+    rec = ctx.per_source
+    if rec is None:
+        return (Note("One source, or no events, this day: no bound per source to recommend."),)
+    note = (f"A bound per source for target completeness {rec.target}, recommended from the "
+            "day's own events (per event, inputs by partition and source, as a stream already "
+            "running), against the best single bound"
+            + ("." if rec.reached else ": no candidate combination reaches the target."))
+    return (Note(note), Table(("", "bound", "completeness / events", "avg emit latency (s)"),
+                              tuple(_per_source_rows(ctx)), numeric=frozenset({1, 2, 3}),
+                              css="per-source", row_heads=True))
+
+
 # ----------------------------------------------------------------------------- watermark
 
 
@@ -611,6 +649,9 @@ SECTIONS: tuple[Section, ...] = (
             ("granularity", "bound_seconds", "completeness", "admitted", "dropped",
              "avg_emit_latency_seconds", "configured", "recommended"),
             _curve_rows, _curve_body, charts=("lateness_curve",)),
+    Section("bounds-per-source", "Bounds per source", "bounds_per_source.csv",
+            ("what", "bound", "completeness_or_events", "avg_emit_latency_seconds"),
+            _per_source_rows, _per_source_body),
     Section("watermark", "Watermark progress", "watermark_progress.csv",
             ("batch_id", "processed_at", "partition", "watermark", "idle"), _watermark_rows,
             _watermark_body, charts=("watermark_progress",)),

@@ -16,8 +16,9 @@ line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcesso
 6. every ``event_log_compact_every`` batches, bin-pack the small files of the current days of
    event_log (its dedup read above opens them every batch) and provisional_deltas (a read of
    the open windows folds them), and after step 7 watermark_progress;
-7. advance the per-partition watermark (reckon.eventtime.advance_watermark) and record the
-   batch in ``watermark_progress``.
+7. advance the per-input watermark (reckon.eventtime.advance_watermark; inputs are partitions,
+   or (partition, source) pairs, each with its own bound) and record the batch, and the input
+   holding the watermark back, in ``watermark_progress``.
 
 The writes of steps 1, 3 and 5 (quarantine, event_log, provisional_deltas, late_events) are
 independent of one another and run concurrently once their inputs are known; the
@@ -42,6 +43,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -57,9 +59,13 @@ from reckon.eventtime import (
     Disposition,
     EventTimeRules,
     PartitionObservation,
+    WatermarkPolicy,
     WatermarkState,
     advance_watermark,
+    input_label,
+    input_partition,
     is_duplicate_of_recent,
+    watermark_hold,
 )
 from reckon.landing import EVENT_FILE_GLOB
 from reckon.schema import TOTAL_IDENTITY
@@ -263,9 +269,10 @@ class BatchProcessor:
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
         rules = self.rules
-        # One small job: per-partition maxima of valid rows, counts, earliest arrival.
+        # One small job: per-input maxima of valid rows, counts, earliest arrival.
+        inputs = ["partition", "source"] if rules.watermark.by_source else ["partition"]
         with self._step("parse+summary"):
-            summary = (parsed.groupBy("partition", F.col("reason").isNull().alias("ok"))
+            summary = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
                        .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
                             F.max("arrival_us").alias("max_arrival"),
                             F.min("arrival_us").alias("min_arrival"))
@@ -275,7 +282,8 @@ class BatchProcessor:
         valid_n = sum(r.n for r in valid_rows)
         quarantined_n = rows_in - valid_n
         observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
-                                             r.min_arrival)
+                                             r.min_arrival,
+                                             r.source if rules.watermark.by_source else None)
                         for r in valid_rows]
         after = advance_watermark(before, observations, rules.watermark)
         wm_after = after.watermark
@@ -443,8 +451,12 @@ class BatchProcessor:
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
         idle = list(after.idle_partitions(self.rules.watermark))
-        maxima = {p: pr.max_event_time for p, pr in after.partitions.items()}
-        arrivals = {p: pr.last_arrival for p, pr in after.partitions.items()}
+        maxima: dict[int, int] = {}
+        arrivals: dict[int, int] = {}
+        for key, pr in after.partitions.items():  # per partition, over its inputs
+            p = input_partition(key)
+            maxima[p] = max(maxima.get(p, pr.max_event_time), pr.max_event_time)
+            arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
         row = {
             "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
             "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
@@ -456,9 +468,19 @@ class BatchProcessor:
             "duplicates": m.duplicates, "on_time": m.on_time, "revised": m.revised,
             "late": m.late, "duration_seconds": float(m.duration_seconds),
             "rules_json": json.dumps(self.rules.to_config(), sort_keys=True),
+            **_hold_columns(after, self.rules.watermark),
         }
         df = tb.single_row(self.spark, tb.WATERMARK_PROGRESS, row)
         self._append(df, tb.WATERMARK_PROGRESS, m.batch_id)
+
+
+def _hold_columns(after: WatermarkState, policy: WatermarkPolicy) -> dict[str, object]:
+    """``held_by``, ``held_back_seconds``: which input holds the watermark back after the
+    batch and by how much (``reckon.eventtime.watermark_hold``)."""
+    hold = watermark_hold(after, policy)
+    return {"held_by": None if hold is None else input_label(hold.input),
+            "held_back_seconds": None if hold is None or hold.held_back is None
+            else Decimal(hold.held_back) / 1_000_000}
 
 
 def _micros_map(values: dict[int, int]) -> Column:

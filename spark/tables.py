@@ -185,6 +185,8 @@ SCHEMAS: dict[str, T.StructType] = {
         ("late", T.LongType(), False),
         ("duration_seconds", T.DoubleType(), False),
         ("rules_json", T.StringType(), False),
+        ("held_by", T.StringType(), True),          # the input holding the watermark back
+        ("held_back_seconds", SECONDS, True),       # how much further it would be without it
     ),
     CANONICAL_TOTALS: _fields(
         *_GRAIN,
@@ -366,12 +368,20 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
     return path
 
 
+#: Columns added to an existing layout: a table written before them lacks them and is still
+#: this layout (they are added by the first append that carries them, with mergeSchema).
+ADDED_COLUMNS: Mapping[str, frozenset[str]] = {
+    WATERMARK_PROGRESS: frozenset({"held_by", "held_back_seconds"})}
+
+
 def layout_problem(actual: T.StructType, name: str) -> str | None:
     """How table ``name``'s actual schema differs from the layout this reckon writes (a
     column missing, or of another type), or None. Nullability is not compared."""
     have = {f.name: f.dataType.simpleString() for f in actual.fields}
     for wanted in SCHEMAS[name].fields:
         found = have.get(wanted.name)
+        if found is None and wanted.name in ADDED_COLUMNS.get(name, ()):
+            continue
         if found is None:
             return f"{name} has no column {wanted.name}"
         if found != wanted.dataType.simpleString():
@@ -504,8 +514,10 @@ def marked_append(df: DataFrame, warehouse: str | Path, name: str, app_id: str,
     """Append as batch ``batch_id`` of ``app_id`` (see the module docstring and batch_mark)."""
     if name in SCHEMAS:
         df = conform(df, name)
-    (df.write.format("delta").mode("append")
-       .option("userMetadata", batch_mark(app_id, name, batch_id, reads))
+    writer = df.write.format("delta").mode("append")
+    if name in ADDED_COLUMNS:  # a table written before them gains the added columns
+        writer = writer.option("mergeSchema", "true")
+    (writer.option("userMetadata", batch_mark(app_id, name, batch_id, reads))
        .save(table_path(warehouse, name)))
 
 

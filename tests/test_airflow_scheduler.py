@@ -82,7 +82,7 @@ def _progress_row(spark, warehouse: Path, watermark) -> None:
     tb.ensure_table(spark, warehouse, tb.WATERMARK_PROGRESS)
     now = datetime.now(UTC)
     row = (0, "stopped-stream", now, None, watermark, {0: watermark}, {0: now}, [], "{}",
-           1, 1, 0, 0, 1, 0, 0, 0.1, "{}")
+           1, 1, 0, 0, 1, 0, 0, 0.1, "{}", None, None)
     spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS]).write.format("delta") \
         .mode("append").save(tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from reckon.config import load_settings
-from reckon.errors import ConfigError
+from reckon.errors import ConfigError, UsageError
 
 
 def test_defaults_run_on_a_laptop(tmp_path, monkeypatch):
@@ -193,3 +193,40 @@ def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkey
     assert capsys.readouterr().err == (
         "reckon stream: error: --allowed-lateness and --grace set the same setting (--grace is "
         "its deprecated name): give only --allowed-lateness\n")
+
+
+def test_bounds_per_input_come_from_the_file_the_environment_or_the_flags(tmp_path):
+    from reckon.cli import _settings, build_parser
+
+    by_file = load_settings(_toml(tmp_path, 'watermark_inputs = "source"\n'
+                                            'watermark_bound_by_partition = { 0 = "5s" }\n'
+                                            'watermark_bound_by_source = { sat = "10s" }\n'),
+                            env={})
+    by_env = load_settings(env={"RECKON_WATERMARK_INPUTS": "source",
+                                "RECKON_WATERMARK_BOUND_BY_PARTITION": "0=5s",
+                                "RECKON_WATERMARK_BOUND_BY_SOURCE": "sat=10s"})
+    args = build_parser().parse_args(["stream", "--landing", "l", "--watermark-inputs", "source",
+                                      "--watermark-bound-by-partition", "0=5s",
+                                      "--watermark-bound-by-source", "sat=10s"])
+    for s in (by_file, by_env, _settings(args)):
+        policy = s.event_time_rules().watermark
+        assert policy.by_source
+        assert (policy.bound((0, "radar")), policy.bound((0, "sat")), policy.bound((1, "x"))
+                ) == (5_000_000, 10_000_000, 3_000_000)
+    assert load_settings(env={}).event_time_rules().watermark.uniform
+
+
+@pytest.mark.parametrize(("env", "match"), [
+    ({"RECKON_WATERMARK_INPUTS": "topic"},
+     r"^watermark_inputs='topic' is not valid: write \"partition\""),
+    ({"RECKON_WATERMARK_BOUND_BY_SOURCE": "sat=10s", "RECKON_WATERMARK_INPUTS": "partition"},
+     r"^watermark bounds by source need watermark_inputs = \"source\""),
+    ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "p1=5s"},
+     r"^watermark_bound_by_partition: 'p1' is not a partition number"),
+    ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "1=soon"}, r"watermark bound of partition 1"),
+    ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "1"}, r"write key=value pairs"),
+])
+def test_a_wrong_bound_per_input_is_one_line_naming_it(env, match):
+    with pytest.raises((ConfigError, UsageError), match=match) as caught:
+        load_settings(env=env)
+    assert "\n" not in str(caught.value)

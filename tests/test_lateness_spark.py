@@ -9,7 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from audits.lateness import DEFAULT_BOUNDS, analyze_day
+from audits.lateness import DEFAULT_BOUNDS, analyze_day, analyze_inputs
 from reckon.cli import main
 from reckon.config import load_settings
 from reckon.errors import UsageError
@@ -215,3 +215,47 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
     assert configured["dropped"] == 1 and batch["events"] == sum(map(len, case.batches)) == 8
     assert [str(p["dropped"]) for p in batch["points"]] == [r[2] for r in per_batch.values()]
     assert [str(p["dropped"]) for p in event["points"]] == [r[2] for r in per_event.values()]
+
+
+def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark, wh_settings,
+                                                                           capsys, monkeypatch,
+                                                                           tmp_path):
+    """``reckon lateness --per-source``: the day's log, in arrival order, through
+    recommend_per_input inside Spark gives the pure recommendation; text and --json."""
+    from reckon.lateness_inputs import recommend_per_input
+
+    rows = synthetic_log()
+    for i, row in enumerate(rows):  # three sources across the partitions, one of them slow
+        row["source"] = ("radar", "http", "sat")[i % 3]
+    write_log(spark, wh_settings.warehouse_path, rows)
+    settings_ = wh_settings.with_values({}, expected_partitions=())
+    rec = analyze_inputs(spark, settings_, DAY, target="0.99")
+
+    kept = sorted((r for r in rows if r["event_date"] == DAY and not r["is_duplicate"]),
+                  key=lambda r: (micros(r["arrival_time"]), r["partition"],
+                                 -1 if r["offset"] is None else r["offset"]))
+    rules = settings_.event_time_rules()
+    want = recommend_per_input(
+        np.array([micros(r["event_time"]) for r in kept]),
+        np.array([micros(r["arrival_time"]) for r in kept]),
+        np.array([r["partition"] for r in kept]), [r["source"] for r in kept], rules.windows,
+        normalize_bounds([*DEFAULT_BOUNDS, "4s"]), "0.99", grace=rules.grace,
+        idle_timeout=rules.watermark.idle_timeout, running=True)
+    assert rec.to_json_dict() == want.to_json_dict()
+    assert [b.unit for b in rec.bounds] == ["http", "radar", "sat"]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RECKON_CONFIG", raising=False)
+    for name, value in {"LATENESS": "4s", "IDLE_TIMEOUT": "10s", "WINDOW": "10s",
+                        "SLIDE": "5s", "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
+        monkeypatch.setenv(f"RECKON_{name}", value)
+    wh = str(wh_settings.warehouse_path)
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+                 "--target", "0.99", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload == {"day": "2026-01-01", **want.to_json_dict()}
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+                 "--target", "0.99"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("bounds per source for 2026-01-01, target completeness 0.99")
+    assert "configure: watermark_bound_by_source = http=" in out

@@ -28,7 +28,7 @@ def _append_progress(spark, warehouse: Path, batch_id: int, watermark: datetime 
     tb.ensure_table(spark, warehouse, tb.WATERMARK_PROGRESS)
     now = datetime(2026, 1, 2, 1, 0, tzinfo=UTC)
     row: tuple[object, ...] = (batch_id, "query-1", now, None, watermark, {0: END}, {0: now}, [], "{}",
-           1, 1, 0, 0, 1, 0, 0, 0.1, "{}")
+           1, 1, 0, 0, 1, 0, 0, 0.1, "{}", None, None)
     df = spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS])
     df.write.format("delta").mode("append").save(tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
 

@@ -310,7 +310,8 @@ def test_csvs_and_html_are_byte_identical_on_a_rerun(tmp_path):
     first = render_context(_ctx(), tmp_path / "a")
     second = render_context(_ctx(), tmp_path / "b")
     names = sorted(Path(p).name for p in first.csv_paths)
-    assert names == ["approval.csv", "attribution.csv", "break_summary.csv", "breaks.csv",
+    assert names == ["approval.csv", "attribution.csv", "bounds_per_source.csv",
+                     "break_summary.csv", "breaks.csv",
                      "configuration.csv", "gap_by_window.csv",
                      "lateness_curve.csv", "lateness_histogram.csv", "quality.csv",
                      "status_counts.csv", "summary.csv", "watermark_progress.csv"]
@@ -909,3 +910,37 @@ def test_a_signed_copy_opens_its_data_docs_from_where_it_lives(tmp_path):
         shot = tmp_path / "docs.png"
         _chromium(chromium, f"--screenshot={shot}", "--window-size=1024,768", target.as_uri())
         assert _png_stats(shot)[2] > 10  # not a blank page
+
+
+def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_csv(tmp_path):
+    """Issue 41: the day's bound per source, and completeness and average emit latency under
+    them, under the best single bound and under one bound with inputs by partition."""
+    from reckon.lateness import CurvePoint
+    from reckon.lateness_inputs import InputBound, PerInputRecommendation
+
+    s = 1_000_000
+    rec = PerInputRecommendation(
+        by_source=True, target=D("0.999"),
+        bounds=(InputBound("http", 1000, 10 * s, CurvePoint(10 * s, 1.0, 1000, 0, 9.0), 0),
+                InputBound("sat", 900, 0, CurvePoint(0, 1.0, 900, 0, 4.0), 0)),
+        per_input=CurvePoint(5 * s, 1.0, 1900, 0, 13.5),
+        single=CurvePoint(10 * s, 1.0, 1900, 0, 17.25),
+        single_fallback=CurvePoint(10 * s, 1.0, 1900, 0, 17.25), reached=True,
+        by_partition=CurvePoint(20 * s, 0.9995, 1899, 1, 21.0))
+    result = render_context(dataclasses.replace(_ctx(), per_source=rec), tmp_path / "r")
+    want = [["source http", "10s", "1000 events", ""], ["source sat", "0s", "900 events", ""],
+            ["bounds per source", "", "100.0000%", "13.500"],
+            ["one bound", "10s", "100.0000%", "17.250"],
+            ["one bound, inputs by partition", "20s", "99.9500%", "21.000"]]
+    rows = list(csv.reader(io.StringIO(
+        (Path(result.out_dir) / "bounds_per_source.csv").read_text())))
+    assert rows[1:] == want
+    html = unescape(Path(result.html_path).read_text())
+    table = re.search(r'<table class="per-source"[^>]*>(.*?)</table>', html, re.S).group(1)
+    cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row) for row in table.split("<tr")[2:]]
+    assert cells == want
+    text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    assert "Bounds per source" in text and "one bound, inputs by partition" in text
+    plain = Path(render_context(_ctx(), tmp_path / "plain").html_path).read_text()
+    assert "no bound per source to recommend" in plain

@@ -170,3 +170,39 @@ def test_a_lateness_change_is_an_explicit_recorded_act(spark, clean_env, capsys,
     assert 'id="spec-versions"' in html
     assert "version 1 (first start)" in html
     assert "version 2 (lateness 5s -&gt; 2s) from after batch 2" in html
+
+
+def test_a_spec_recorded_before_bounds_per_input_means_one_bound() -> None:
+    """Every warehouse recorded before issue 41 has no bounds per input: it opens, and runs
+    with one bound for every partition; a default spec records exactly what it used to."""
+    assert "watermark_inputs" not in RECORDED
+    settings = resolve(load_settings(env={}), RECORDED, "stream")
+    policy = settings.event_time_rules().watermark
+    assert not policy.by_source and policy.uniform and policy.lateness == 5_000_000
+    # asking for the default explicitly is no conflict with an old spec
+    assert resolve(load_settings(env={"RECKON_WATERMARK_INPUTS": "partition"}), RECORDED,
+                   "audit").watermark_inputs == "partition"
+
+
+def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> None:
+    given = load_settings(env={}, window="60s", lateness="5s", watermark_inputs="source",
+                          watermark_bound_by_source="sat=10000ms")
+    recorded = spec_of(given)
+    assert recorded["watermark_inputs"] == "source"
+    assert recorded["watermark_bound_by_source"] == {"sat": "10s"}
+    assert resolve(load_settings(env={}), recorded, "audit").event_time_rules(
+        ).watermark.bound((0, "sat")) == 10_000_000
+    with pytest.raises(UsageError, match=r"watermark_bound_by_source=sat=10s, but "
+                                         r"--watermark-bound-by-source gives sat=30s: .*"
+                                         r"--change-spec"):
+        resolve(load_settings(env={}, watermark_bound_by_source="sat=30s"), recorded, "audit")
+    new = changed_spec(recorded, load_settings(env={}, watermark_bound_by_source="sat=30s"))
+    assert describe_change(recorded, new) == "watermark_bound_by_source sat=10s -> sat=30s"
+    back = changed_spec(recorded, load_settings(env={}, watermark_inputs="partition",
+                                                watermark_bound_by_source={}))
+    assert describe_change(recorded, back) == ("watermark_inputs source -> partition, "
+                                               "watermark_bound_by_source sat=10s -> {} (none)")
+    # an old spec changed to bounds by partition
+    old = changed_spec(RECORDED, load_settings(env={}, watermark_bound_by_partition="2=9s"))
+    assert describe_change(RECORDED, old) == (
+        "watermark_bound_by_partition {} (none) -> 2=9s")

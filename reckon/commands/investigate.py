@@ -120,14 +120,17 @@ def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
     both what-if curves of the day, per micro-batch (what the stream did) and per event,
-    labelled as the report labels them, then the recommendation and who is late."""
+    labelled as the report labels them, then the recommendation and who is late. With
+    ``--per-source``: a bound per source against the best single bound."""
     from audits.attribution import late_attribution
     from audits.lateness import (
         analysis_json,
         analyze_day,
+        analyze_inputs,
         batch_curve_of_day,
         completeness_target,
         render_analysis,
+        render_per_input,
     )
     from spark import tables
     from spark.session import get_spark
@@ -136,6 +139,11 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     bounds = None if args.bounds is None else _bounds_arg(args.bounds)
     target = completeness_target(args.target, settings)
     spark = get_spark(settings, app_name="reckon-lateness")
+    if getattr(args, "per_source", False):
+        rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
+        print(json.dumps({"day": day.isoformat(), **rec.to_json_dict()}, indent=2,
+                         sort_keys=True) if args.json else render_per_input(rec, day))
+        return 0
     analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
     batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
     attribution = (late_attribution(spark, settings, day)
