@@ -325,6 +325,22 @@ class WatermarkPolicy:
         """The input an event of ``partition`` and ``source`` belongs to."""
         return (partition, source or "") if self.by_source else partition
 
+    def describe(self) -> str:
+        """The bounds in words, for the stream's start-up line and logs: the default, then
+        each override, and what an input is.
+
+        >>> WatermarkPolicy(3_000_000, 60_000_000).describe()
+        'watermark bound 3s per partition'
+        >>> WatermarkPolicy(3_000_000, 60_000_000, by_source=True,
+        ...                 source_bounds=(("sat", 10_000_000),)).describe()
+        'watermark bound 3s per (partition, source), source sat 10s'
+        """
+        unit = "(partition, source)" if self.by_source else "partition"
+        overrides = [f"partition {p} {format_duration(b)}" for p, b in self.partition_bounds]
+        overrides += [f"source {name} {format_duration(b)}" for name, b in self.source_bounds]
+        return ", ".join([f"watermark bound {format_duration(self.lateness)} per {unit}",
+                          *overrides])
+
     def bound(self, key: InputKey) -> int:
         """``L_i``: the source's override, else the partition's, else ``lateness``."""
         if not isinstance(key, int):

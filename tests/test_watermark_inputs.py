@@ -244,3 +244,15 @@ def test_the_reference_with_overrides_equal_to_L_is_todays_stream(rows, lateness
                                 bound_by_partition={0: lateness_s * S, 2: lateness_s * S})
     a, b = run_stream(batches, plain), run_stream(batches, same)
     assert a.watermarks == b.watermarks and a.late == b.late and a.totals == b.totals
+
+
+def test_the_start_up_line_names_every_bound_and_what_an_input_is() -> None:
+    """`reckon stream` prints the policy's description when it starts: an operator must see
+    that a source's override took effect, not only the default bound."""
+    one = WatermarkPolicy(3_000_000, 60_000_000)
+    assert one.describe() == "watermark bound 3s per partition"
+    mixed = WatermarkPolicy(3_000_000, 60_000_000, by_source=True,
+                            partition_bounds=((1, 5_000_000),),
+                            source_bounds=(("sat", 10_000_000), ("http", 30_000_000)))
+    assert mixed.describe() == ("watermark bound 3s per (partition, source), partition 1 5s, "
+                                "source http 30s, source sat 10s")

@@ -38,8 +38,8 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
     def on_start(running: Settings) -> Callable[[BatchMetrics], None]:
         rules = running.event_time_rules()
         _note(f"{source.name} -> {running.warehouse_path}: {rules.windows.describe()} "
-              f"windows, lateness {running.lateness}, grace {running.grace}, idle timeout "
-              f"{running.idle_timeout}")
+              f"windows, {rules.watermark.describe()}, allowed lateness "
+              f"{running.grace}, idle timeout {running.idle_timeout}")
         if not source.landing:
             return print_progress
         at_start = survey(source.landing)
