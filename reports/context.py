@@ -23,6 +23,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
+from reckon.eventtime import WatermarkPolicy
 from reckon.lateness_inputs import PerInputRecommendation
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
@@ -147,6 +148,11 @@ class WatermarkPoint:
     partition: int | None
     watermark: datetime | None
     idle: bool = False
+    #: global points only: the input holding the watermark back after the batch, and by how
+    #: many seconds the watermark would be further without it (None on a table from before
+    #: watermark_progress recorded them)
+    held_by: str | None = None
+    held_back_seconds: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -380,11 +386,12 @@ def _seconds(us: int) -> Decimal:
     return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
 
 
-def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
+def _watermarks(spark: Any, settings: Settings, day: date, policy: WatermarkPolicy
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
     of its last window plus grace: spark.progress.required_watermark), sampled evenly to at
-    most WATERMARK_POINTS batches; per partition: max event time - L."""
+    most WATERMARK_POINTS batches; per partition: max event time - the partition's bound
+    (``policy.bound``); the global point says which input held the watermark back."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -411,17 +418,23 @@ def _watermarks(spark: Any, settings: Settings, day: date, lateness_us: int
               .select("batch_id", F.unix_micros("processed_at").alias("at"),
                       F.unix_micros("watermark").alias("wm"),
                       F.map_entries("partition_max_event_time").alias("parts"),
-                      F.col("idle_partitions").alias("idle"))
+                      F.col("idle_partitions").alias("idle"),
+                      *[(F.col(c) if c in progress.columns else F.lit(None)).alias(c)
+                        for c in ("held_by", "held_back_seconds")])
               .orderBy("at", "batch_id").limit(WATERMARK_POINTS + 1).collect())
     out: list[WatermarkPoint] = []
     for r in picked:
         at = from_micros(r.at)
-        out.append(WatermarkPoint(r.batch_id, at, None,
-                                  None if r.wm is None else from_micros(r.wm)))
+        out.append(WatermarkPoint(
+            r.batch_id, at, None, None if r.wm is None else from_micros(r.wm),
+            held_by=r.held_by,
+            held_back_seconds=None if r.held_back_seconds is None
+            else Decimal(r.held_back_seconds)))
         for entry in sorted(r.parts or [], key=lambda e: e[0]):
-            out.append(WatermarkPoint(r.batch_id, at, int(entry[0]),
-                                      from_micros(to_micros(entry[1]) - lateness_us),
-                                      idle=int(entry[0]) in set(r.idle or ())))
+            partition = int(entry[0])
+            out.append(WatermarkPoint(r.batch_id, at, partition,
+                                      from_micros(to_micros(entry[1]) - policy.bound(partition)),
+                                      idle=partition in set(r.idle or ())))
     return tuple(out)
 
 
@@ -511,7 +524,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
-        watermark_series=_watermarks(spark, settings, day, rules.watermark.lateness),
+        watermark_series=_watermarks(spark, settings, day, rules.watermark),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         signoffs=signoffs, superseded_signoff=superseded,
         all_breaks=all_breaks, breaks_cap=breaks_cap,

@@ -574,14 +574,35 @@ def _watermark_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     batches = len({w.batch_id for w in ctx.watermark_series})
     if not batches:
         return (Note("No watermark progress recorded for this day."),)
-    return (Note(f"{fmt.plural(batches, 'batch', 'batches')} of the stream, up to the one that "
-                 "closed the day: each partition's watermark against the global one (the "
-                 "lowest active partition holds it)."),)
+    notes = [Note(f"{fmt.plural(batches, 'batch', 'batches')} of the stream, up to the one "
+                  "that closed the day: each partition's watermark against the global one (the "
+                  "lowest active partition holds it).")]
+    held = _held_back_note(ctx)
+    return tuple(notes + ([Note(held)] if held else []))
+
+
+def _held_back_note(ctx: ReportContext) -> str | None:
+    """Which input held the global watermark back in most of the batches shown, and the
+    largest hold: the first question when windows closed late. None when the progress table
+    predates the record (or nothing held it)."""
+    holds = [w for w in ctx.watermark_series if w.partition is None and w.held_by]
+    if not holds:
+        return None
+    counts: dict[str, int] = {}
+    for w in holds:
+        counts[str(w.held_by)] = counts.get(str(w.held_by), 0) + 1
+    top, times = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    most = max((w.held_back_seconds for w in holds if w.held_by == top
+                and w.held_back_seconds is not None), default=None)
+    shown = len({w.batch_id for w in ctx.watermark_series if w.partition is None})
+    return (f"Held back most by {top}: in {times} of the {shown} batches shown"
+            + ("" if most is None else f", by up to {most.normalize():f} s") + ".")
 
 
 def _watermark_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
     return [(w.batch_id, w.processed_at, "global" if w.partition is None else w.partition,
-             w.watermark, w.idle) for w in ctx.watermark_series]
+             w.watermark, w.idle, w.held_by, w.held_back_seconds)
+            for w in ctx.watermark_series]
 
 
 # ----------------------------------------------------------------------------- quality, approval
@@ -653,7 +674,8 @@ SECTIONS: tuple[Section, ...] = (
             ("what", "bound", "completeness_or_events", "avg_emit_latency_seconds"),
             _per_source_rows, _per_source_body),
     Section("watermark", "Watermark progress", "watermark_progress.csv",
-            ("batch_id", "processed_at", "partition", "watermark", "idle"), _watermark_rows,
+            ("batch_id", "processed_at", "partition", "watermark", "idle", "held_by",
+             "held_back_seconds"), _watermark_rows,
             _watermark_body, charts=("watermark_progress",)),
     Section("quality", "Data quality", "quality.csv", ("figure", "value"), _quality_rows,
             _quality_body),
