@@ -61,6 +61,25 @@ fetch_jars kafka-broker jvm/kafka-broker/pom.xml ""
 # so the pages open without internet (audits/datadocs.py copies them into the site).
 fetch_jars datadocs jvm/datadocs/pom.xml ""
 
+# 2b. reckon's own JVM code (jvm/parse: the one-pass line parser, a Spark UDF), compiled with
+#     javac against the jars pyspark ships, so it always matches the Spark that runs it.
+build_reckon_jar() {
+  local jars; jars=$("$VENV/bin/python" -c 'import pyspark, os; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  local dest="$CACHE/jars/reckon" sources; sources=$(find jvm/parse/src -name '*.java' | sort)
+  local stamp; stamp=$(hash_of $sources <(ls "$jars"))
+  if [ "$(cat "$dest/.stamp" 2>/dev/null)" = "$stamp" ]; then say "reckon's JVM code is current"; return; fi
+  command -v javac >/dev/null || { say "javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and re-run"; exit 1; }
+  say "compiling reckon's JVM code (jvm/parse) into $dest"
+  local cp; cp=$(ls "$jars"/jackson-core-*.jar "$jars"/spark-sql-api_*.jar "$jars"/spark-catalyst_*.jar "$jars"/scala-library-*.jar | tr '\n' ':')
+  rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/classes"
+  # shellcheck disable=SC2086
+  javac --release 17 -Xlint:all -Werror -d "$dest.tmp/classes" -cp "$cp" $sources
+  jar cf "$dest.tmp/reckon-jvm.jar" -C "$dest.tmp/classes" . && rm -rf "$dest.tmp/classes"
+  echo "$stamp" > "$dest.tmp/.stamp"
+  rm -rf "$dest" && mv "$dest.tmp" "$dest"
+}
+build_reckon_jar
+
 # 3. Services the tests start on loopback (Debian packages), only when asked.
 if [ "$TEST_SERVICES" = 1 ]; then
   need=()

@@ -24,12 +24,15 @@ from reckon.errors import ConfigError
 __all__ = ["few_cores_conf", "get_spark", "local_jars", "stop_spark"]
 
 _REQUIRED_JARS = ("delta-spark_", "delta-storage-")
+# reckon's own JVM code (jvm/parse: the one-pass line parser), built by scripts/setup.sh
+RECKON_JAR = "reckon-jvm.jar"
 
 
 def local_jars(settings: Settings, *, kafka: bool = True) -> list[str]:
     """The jar files Spark needs, from the mvn cache. Raises with what to run if missing."""
     base = Path(settings.jars_dir).expanduser()
-    folder = (base if base.is_absolute() else PROJECT_ROOT / base) / "spark"
+    root = base if base.is_absolute() else PROJECT_ROOT / base
+    folder = root / "spark"
     jars = sorted(str(p) for p in folder.glob("*.jar"))
     missing = [prefix for prefix in _REQUIRED_JARS
                if not any(Path(j).name.startswith(prefix) for j in jars)]
@@ -39,6 +42,12 @@ def local_jars(settings: Settings, *, kafka: bool = True) -> list[str]:
             "Run `make setup` (or scripts/setup.sh) to fetch them with mvn, or set "
             "RECKON_JARS_DIR to a folder that has a spark/ subfolder of jars."
         )
+    own = root / "reckon" / RECKON_JAR
+    if not own.is_file():
+        raise ConfigError(
+            f"reckon's own JVM code is not built: {own} is missing. Run `make setup` (or "
+            "scripts/setup.sh), which compiles jvm/parse with javac.")
+    jars.append(str(own))
     if not kafka:
         jars = [j for j in jars if "kafka" not in Path(j).name and "pool2" not in Path(j).name]
     return jars

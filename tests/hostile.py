@@ -139,13 +139,24 @@ def _type_lines() -> list[HostileLine]:
         _bad("amount-object", "bad_amount", amount={"value": "1.00"}),
         _bad("amount-array", "bad_amount", amount=["1.00"]),
         _bad("amount-bool", "bad_amount", amount=True),
-        # a JSON number is read as Jackson's double text: 1.5e2 -> "150.0" -> 150.00 (valid)
+        # a JSON number is judged by its exact value: 1.5e2 is 150.000 (valid)
         line("amount-number-exponent",
              event("amount-number-exponent").replace('"12.50"', "1.5e2"), None,
              amount="150.000"),
         _ok("amount-number", "12.500", amount=12.5),
-        # a nested '"amount":"' must not switch off the exact reading of the top-level number
-        # (read through a double, 999999.9999999999999 would be booked as 1000000.000)
+        # judged by its exact value, not a double's text (which prints it as 1.23456785E7):
+        # an amount, above the configured maximum
+        _bad("amount-number-eight-digits", "amount_out_of_range", "12345678.5",
+             amount=12345678.5),
+        line("amount-number-trailing-zeros",
+             event("amount-number-trailing-zeros").replace('"12.50"', "12.5000"), None,
+             amount="12.500"),
+        line("amount-number-too-big",
+             event("amount-number-too-big").replace('"12.50"', "1e15"), "bad_amount", "1e15"),
+        line("amount-number-nan", event("amount-number-nan").replace('"12.50"', "NaN"),
+             "bad_amount", "NaN"),
+        # a nested '"amount"' does not change how the top-level number is read (through a
+        # double, 999999.9999999999999 would be booked as 1000000.000)
         line("amount-number-nested-text",
              event("amount-number-nested-text", meta={"amount": "x"})
              .replace('"12.50"', "999999.9999999999999"), "bad_amount", "999999.9999999999999"),

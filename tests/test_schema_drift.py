@@ -9,9 +9,9 @@
   may arrive as a JSON number: it is ACCEPTED when the number is a whole number of its
   currency's minor units (EUR 12.5 -> 12.500, 12 -> 12.000, 1.5e2 -> 150.000, stored at scale
   3), ``exceeds_minor_unit`` when it is finer than the currency (EUR 1.005), and
-  ``bad_amount`` beyond the stored scale (1.0005). Spark reads a JSON number into a text field through a double, whose text drops
-  digits beyond ~17 (1.000000000000000001 reads "1.0"); the number's own digits, read as a
-  decimal, make that ``bad_amount`` too, never 1.00. Producers should still send strings.
+  ``bad_amount`` beyond the stored scale (1.0005). The number is judged by its exact value,
+  never through a double (which would read 1.000000000000000001 as "1.0" and book 1.00):
+  that is ``bad_amount`` too. Producers should still send strings.
 """
 
 from __future__ import annotations
