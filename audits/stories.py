@@ -187,12 +187,12 @@ def record_break_stories(spark: SparkSession, settings: Settings, day: date,
     joined, batches = _joined(spark, settings, rules, day, cells, reads)
     try:
         before, after = _progress(spark, wh, reads.progress_version, batches)
-        if url.startswith("sqlite"):
-            joined = joined.coalesce(1)  # SQLite takes one writer at a time
+        # SQLite takes one writer at a time
+        writers = joined.coalesce(1) if url.startswith("sqlite") else joined
         tell = _Teller(run_id, day, rules, before, after, url)
-        return int(sum(joined.rdd.mapPartitions(tell).collect()))
+        return int(sum(writers.rdd.mapPartitions(tell).collect()))
     finally:
-        joined.unpersist()
+        joined.unpersist()  # the cached frame itself, not the coalesced one
 
 
 @dataclass(frozen=True)
