@@ -8,7 +8,9 @@ reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. Every fig
 currency: a window can be MATCHED in EUR and UNEXPLAINED in GBP, and the run's summary keeps
 one line per currency (event counts may be added across currencies, amounts never). The day's ``reconciliation`` partition is
 overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
-newest current), and the result names the Delta versions it read.
+newest current), each break's ``reckon explain`` story and the partitions and sources that
+contributed to it are recorded beside it for the workbench (audits/stories.py), and the result
+names the Delta versions it read.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in

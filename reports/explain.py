@@ -54,6 +54,7 @@ __all__ = [
     "exact_amounts",
     "explain_window",
     "history_of",
+    "seconds_text",
     "stream_rules",
     "watermarks_before_of",
 ]
@@ -400,7 +401,8 @@ def exact_amounts(row: dict[str, Any], code: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- the story
 
 
-def _secs(value: Decimal) -> str:
+def seconds_text(value: Decimal) -> str:
+    """Seconds as the story writes them: ``13.0``, ``0.25``."""
     text = format(value, "f")
     if "." in text:
         text = text.rstrip("0")
@@ -512,7 +514,7 @@ def _fate_text(e: EventFate, code: str) -> str:
         return head + f"revised the closed window (revision {e.revision})"
     if e.fate == LATE:
         assert e.lateness_seconds is not None
-        return head + (f"late by {_secs(e.lateness_seconds)} s (watermark "
+        return head + (f"late by {seconds_text(e.lateness_seconds)} s (watermark "
                        f"{format_micros(e.watermark)}): in late_events, not in the total")
     if e.fate == DUPLICATE:
         return head + "duplicate of an earlier copy: counted once"
@@ -528,7 +530,7 @@ def _summary(events: list[EventFate]) -> str:
         parts.append(f"1 revised the window in batch {e.batch_id} (revision {e.revision})")
     for e in (e for e in events if e.fate == LATE):
         assert e.lateness_seconds is not None
-        parts.append(f"1 late by {_secs(e.lateness_seconds)} s (watermark "
+        parts.append(f"1 late by {seconds_text(e.lateness_seconds)} s (watermark "
                      f"{format_micros(e.watermark)})")
     dups = sum(1 for e in events if e.fate == DUPLICATE)
     if dups:

@@ -35,7 +35,7 @@ from typing import Any
 from reckon.money import format_amount
 from reckon.reconcile import UNEXPLAINED_STATUSES
 from reckon.timeutil import format_micros, from_micros
-from reports.explain import LATE, EventFate, WindowChapter
+from reports.explain import LATE, EventFate, WindowChapter, seconds_text
 from reports.records import BreakInput, BreakStory
 
 __all__ = ["STORY_LINE_CAP", "explains", "inputs_of", "story_of"]
@@ -85,7 +85,8 @@ def _evidence(e: EventFate, code: str) -> dict[str, Any]:
             "batch_id": e.batch_id, "event_time": format_micros(e.event_time),
             "arrival_time": format_micros(e.arrival_time),
             "watermark": None if e.watermark is None else format_micros(e.watermark),
-            "lateness_seconds": None if e.lateness_seconds is None else str(e.lateness_seconds)}
+            "lateness_seconds": None if e.lateness_seconds is None else
+            seconds_text(e.lateness_seconds)}
 
 
 def story_of(run_id: str, day: date, ch: WindowChapter) -> BreakStory:
