@@ -8,7 +8,9 @@ reckon.reconcile's arithmetic and STATUS_RULES are applied as Columns. Every fig
 currency: a window can be MATCHED in EUR and UNEXPLAINED in GBP, and the run's summary keeps
 one line per currency (event counts may be added across currencies, amounts never). The day's ``reconciliation`` partition is
 overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
-newest current), and the result names the Delta versions it read.
+newest current), each break's ``reckon explain`` story and the partitions and sources that
+contributed to it are recorded beside it for the workbench (audits/stories.py), and the result
+names the Delta versions it read.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in
@@ -34,6 +36,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from audits.stories import StoryInputs, record_break_stories
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
@@ -464,6 +467,12 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
                 f"{breaks_recorded}: another audit of {day} replaced its reconciliation rows "
                 f"meanwhile. Audit a day one run at a time; run `reckon audit --date {day}` "
                 "again (this run was not recorded, the previous one stays current)")
+        if tb.table_exists(wh, tb.EVENT_LOG) and expected:
+            _record_stories(spark, settings, day, written, StoryInputs(
+                provisional=day_rows(tb.PROVISIONAL_TOTALS), late=day_rows(tb.LATE_EVENTS),
+                canonical=day_rows(tb.CANONICAL_TOTALS), event_log_version=pinned,
+                deltas_version=versions.get(tb.PROVISIONAL_DELTAS),
+                progress_version=versions.get(tb.WATERMARK_PROGRESS)), run_id, expected)
         db.record_audit_run(run, attribution)
         replaced_signed_off = _replaced_signed_off_run(db, day, kind, run_id)
 
@@ -475,6 +484,20 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         tolerance=tolerance.to_config(), table_versions=versions,
         breaks_recorded=breaks_recorded, duration_seconds=round(time.monotonic() - t0, 3),
         replaced_signed_off_run=replaced_signed_off)
+
+
+def _record_stories(spark: SparkSession, settings: Settings, day: date, written: DataFrame,
+                    reads: StoryInputs, run_id: str, expected: int) -> None:
+    """Each break's ``reckon explain`` story and contributing inputs, in the report database
+    before the run becomes current (audits/stories.py): the workbench reads them."""
+    told = record_break_stories(spark, settings, day, written, reads, settings.report_db,
+                                run_id)
+    if told != expected:
+        raise ConcurrentAuditError(
+            f"audit {run_id} of {day} recorded {expected} break(s) but told the story of "
+            f"{told}: another audit of {day} replaced its reconciliation rows meanwhile. Audit "
+            f"a day one run at a time; run `reckon audit --date {day}` again (this run was not "
+            "recorded, the previous one stays current)")
 
 
 def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> None:

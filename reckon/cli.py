@@ -180,9 +180,10 @@ def _workbench_commands(sub: Any) -> None:
     p.add_argument("--secure-cookies", dest="secure_cookies", action="store_true",
                    help="mark cookies Secure (when served behind HTTPS)")
     p = _add(sub, "users", _lazy("workbench.cli:cmd_users"),
-             "the workbench's users: add NAME --role R, list, disable NAME")
+             "the workbench's users: add NAME --role R, list, disable NAME (and end their "
+             "sessions), revoke NAME (end their sessions only)")
     _warehouse(p)
-    p.add_argument("action", choices=("add", "list", "disable"))
+    p.add_argument("action", choices=("add", "list", "disable", "revoke"))
     p.add_argument("name", nargs="?", help="the user's name: the same name as their OS account "
                    "or database role, so the four-eyes rule sees one person")
     p.add_argument("--role", choices=("reconciler", "reviewer", "auditor"), default="reviewer")

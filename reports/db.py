@@ -49,6 +49,7 @@ from reports.records import (
     AttributionRow,
     AuditRun,
     BreakRow,
+    BreakStory,
     CheckRun,
     CurrencySummary,
     ExpectationResult,
@@ -60,20 +61,26 @@ __all__ = [
     "AUDIT_RUN_CURRENCIES",
     "BREAKS",
     "BREAK_CHUNK_ROWS",
+    "BREAK_INPUTS",
     "BREAK_REVIEWS",
+    "BREAK_STORIES",
     "CHECK_RUNS",
     "EXPECTATION_RESULTS",
     "LATE_ATTRIBUTION",
     "REPORTS",
     "REVIEW_STATUSES",
     "SIGNOFF_LOG",
+    "WORKBENCH_LOGIN_FAILURES",
+    "WORKBENCH_SESSIONS",
     "WORKBENCH_USERS",
     "AttributionRowModel",
     "AuditRunCurrencyModel",
     "AuditRunModel",
     "Base",
+    "BreakInputModel",
     "BreakModel",
     "BreakReviewModel",
+    "BreakStoryModel",
     "CheckRunModel",
     "ExactDecimal",
     "ExpectationResultModel",
@@ -82,7 +89,10 @@ __all__ = [
     "ReportModel",
     "SignoffModel",
     "UTCDateTime",
+    "WorkbenchLoginFailureModel",
+    "WorkbenchSessionModel",
     "WorkbenchUserModel",
+    "insert_break_stories",
     "insert_breaks",
     "write_tx",
 ]
@@ -306,6 +316,45 @@ class BreakReviewModel(Base):
     last_residual_count: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
 
 
+class BreakStoryModel(Base):
+    """A break's story as ``reckon explain`` tells it (reports.stories), recorded by the audit
+    from the table versions it read: the workbench shows it without Spark."""
+
+    __tablename__ = "break_stories"
+
+    run_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(3), primary_key=True)
+    lines: Mapped[list[str]] = mapped_column(_json_type())
+    evidence: Mapped[list[dict[str, Any]]] = mapped_column(_json_type())
+    events: Mapped[int] = mapped_column(sa.BigInteger())
+
+
+class BreakInputModel(Base):
+    """An input (partition or source) that contributed to a break (reports.stories.inputs_of).
+    The key leads with (run_id, dimension, value) and then the break list's order, so a page of
+    a run's breaks filtered to one input is one range of this index."""
+
+    __tablename__ = "break_inputs"
+    __table_args__ = (
+        # a page's rows read their inputs by cell
+        sa.Index("ix_break_inputs_cell", "run_id", "day", "window_start", "key", "currency"),
+    )
+
+    run_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    dimension: Mapped[str] = mapped_column(sa.String(20), primary_key=True)
+    value: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
+    window_start: Mapped[datetime] = mapped_column(UTCDateTime(), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    currency: Mapped[str] = mapped_column(sa.String(3), primary_key=True)
+    late_count: Mapped[int] = mapped_column(sa.BigInteger())
+    duplicate_count: Mapped[int] = mapped_column(sa.BigInteger())
+    event_count: Mapped[int] = mapped_column(sa.BigInteger())
+
+
 class AttributionRowModel(Base):
     __tablename__ = "late_attribution"
 
@@ -424,17 +473,52 @@ class WorkbenchUserModel(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class WorkbenchSessionModel(Base):
+    """A workbench login, server-side (workbench/auth.py): the cookie holds a random token,
+    this row its SHA-256. Logging out revokes the row; disabling a user revokes all of theirs,
+    so a copied cookie stops working at once."""
+
+    __tablename__ = "workbench_sessions"
+    __table_args__ = (sa.Index("ix_workbench_sessions_name", "name"),)
+
+    token_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class WorkbenchLoginFailureModel(Base):
+    """A failed workbench login: who was tried, from which address, when. The login throttle
+    counts the recent ones (workbench/auth.py ``LoginThrottle``)."""
+
+    __tablename__ = "workbench_login_failures"
+    __table_args__ = (
+        sa.Index("ix_workbench_login_failures_name", "name", "address", "at"),
+        sa.Index("ix_workbench_login_failures_address", "address", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(_id_type(), primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    name: Mapped[str] = mapped_column(sa.String(200))
+    address: Mapped[str] = mapped_column(sa.String(100))
+
+
 # Typed handles on the tables, for SQLAlchemy Core statements.
 AUDIT_RUNS: sa.Table = Base.metadata.tables["audit_runs"]
 AUDIT_RUN_CURRENCIES: sa.Table = Base.metadata.tables["audit_run_currencies"]
 BREAKS: sa.Table = Base.metadata.tables["breaks"]
 BREAK_REVIEWS: sa.Table = Base.metadata.tables["break_reviews"]
+BREAK_STORIES: sa.Table = Base.metadata.tables["break_stories"]
+BREAK_INPUTS: sa.Table = Base.metadata.tables["break_inputs"]
 LATE_ATTRIBUTION: sa.Table = Base.metadata.tables["late_attribution"]
 CHECK_RUNS: sa.Table = Base.metadata.tables["check_runs"]
 EXPECTATION_RESULTS: sa.Table = Base.metadata.tables["expectation_results"]
 REPORTS: sa.Table = Base.metadata.tables["reports"]
 SIGNOFF_LOG: sa.Table = Base.metadata.tables["signoff_log"]
 WORKBENCH_USERS: sa.Table = Base.metadata.tables["workbench_users"]
+WORKBENCH_SESSIONS: sa.Table = Base.metadata.tables["workbench_sessions"]
+WORKBENCH_LOGIN_FAILURES: sa.Table = Base.metadata.tables["workbench_login_failures"]
 
 
 # ----------------------------------------------------------------------------- engines
@@ -705,6 +789,52 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
     return total
 
 
+def _story_chunk(conn: Connection, chunk: list[BreakStory]) -> None:
+    insert = _insert_for(conn.dialect.name)
+    chunk = sorted(chunk, key=lambda s: (s.day, s.window_start, s.key, s.currency))
+    stories = [{"run_id": s.run_id, "day": s.day, "window_start": s.window_start, "key": s.key,
+                "currency": s.currency, "lines": list(s.lines), "evidence": list(s.evidence),
+                "events": s.events} for s in chunk]
+    conn.execute(insert(BREAK_STORIES).on_conflict_do_nothing(
+        index_elements=["run_id", "day", "window_start", "key", "currency"]), stories)
+    inputs = [{"run_id": s.run_id, "day": s.day, "window_start": s.window_start, "key": s.key,
+               "currency": s.currency, "dimension": i.dimension, "value": i.value,
+               "late_count": i.late_count, "duplicate_count": i.duplicate_count,
+               "event_count": i.event_count} for s in chunk for i in s.inputs]
+    if inputs:
+        conn.execute(insert(BREAK_INPUTS).on_conflict_do_nothing(
+            index_elements=["run_id", "dimension", "value", "day", "window_start", "key",
+                            "currency"]), inputs)
+
+
+def insert_break_stories(url: str, run_id: str, stories: Iterable[BreakStory]) -> int:
+    """Write one audit run's break stories and their contributing inputs; return the stories
+    handed in. Like :func:`insert_breaks`: module-level (Spark's Python workers call it with
+    the URL only), idempotent (a retried task writes nothing twice), in chunks of
+    :data:`BREAK_CHUNK_ROWS` stories, one transaction each."""
+    engine = _worker_engine(url)
+    key = (os.getpid(), url)
+    if key not in _MIGRATED:
+        _migrate_engine(engine)
+        _MIGRATED.add(key)
+    total = 0
+    chunk: list[BreakStory] = []
+    for story in stories:
+        if story.run_id != run_id:
+            raise invalid("BreakStory.run_id", story.run_id,
+                          f"the run being written ({run_id!r})")
+        chunk.append(story)
+        if len(chunk) >= BREAK_CHUNK_ROWS:
+            with write_tx(engine) as conn:
+                _story_chunk(conn, chunk)
+            total, chunk = total + len(chunk), []
+    if chunk:
+        with write_tx(engine) as conn:
+            _story_chunk(conn, chunk)
+        total += len(chunk)
+    return total
+
+
 # ----------------------------------------------------------------------------- record mapping
 
 _R = TypeVar("_R")
@@ -880,6 +1010,11 @@ class ReportDB:
         """Driver-side :func:`insert_breaks` (same rules)."""
         self.ready()
         return insert_breaks(self.url, run_id, rows, now=now)
+
+    def write_break_stories(self, run_id: str, stories: Iterable[BreakStory]) -> int:
+        """Driver-side :func:`insert_break_stories`."""
+        self.ready()
+        return insert_break_stories(self.url, run_id, stories)
 
     def breaks(self, run_id: str) -> list[BreakRow]:
         t = BREAKS

@@ -31,6 +31,7 @@ Nothing adds two currencies. ``--currency`` narrows the story to one currency.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -47,8 +48,15 @@ __all__ = [
     "ProvisionalVersion",
     "QuarantinedRow",
     "WindowChapter",
+    "WindowReads",
     "WindowStory",
+    "chapter_of",
+    "exact_amounts",
     "explain_window",
+    "history_of",
+    "seconds_text",
+    "stream_rules",
+    "watermarks_before_of",
 ]
 
 ON_TIME, REVISED, LATE, DUPLICATE, UNTRACKED = ("on_time", "revised", "late", "duplicate",
@@ -175,7 +183,7 @@ _TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_
 # ----------------------------------------------------------------------------- reading
 
 
-def _rules(spark: Any, warehouse: Path, settings: Settings) -> EventTimeRules:
+def stream_rules(spark: Any, warehouse: Path, settings: Settings) -> EventTimeRules:
     """The rules the stream ran with (newest watermark_progress row), else the settings'."""
     from pyspark.sql import functions as F
 
@@ -311,8 +319,8 @@ def _provisional(spark: Any, wh: Path, key: str, start: int, rules: EventTimeRul
     after = _watermarks_after(spark, wh, {(d.query_id, d.batch_id) for d in deltas})
     history: dict[str, list[ProvisionalVersion]] = {}
     for code in sorted({d.currency for d in deltas}):
-        history[code] = _history([d for d in deltas if d.currency == code], after,
-                                 current.get(code), start + rules.windows.size, rules.grace)
+        history[code] = history_of([d for d in deltas if d.currency == code], after,
+                                   current.get(code), start + rules.windows.size, rules.grace)
     return current, history
 
 
@@ -332,9 +340,9 @@ def _watermarks_after(spark: Any, wh: Path, batches: set[tuple[str, int]]
             if (r.query_id, r.batch_id) in batches}
 
 
-def _history(deltas: list[Any], after: dict[tuple[str, int], int | None],
-             row: dict[str, Any] | None, window_end: int, grace: int
-             ) -> list[ProvisionalVersion]:
+def history_of(deltas: list[Any], after: dict[tuple[str, int], int | None],
+               row: dict[str, Any] | None, window_end: int, grace: int
+               ) -> list[ProvisionalVersion]:
     """The row after each of its deltas (cumulative, with the status the batch's watermark
     gave it), and after the batches that closed it and made it final when no delta of theirs
     already tells it."""
@@ -379,12 +387,12 @@ def _per_currency(spark: Any, wh: Path, table: str, key: str, start: int, cols: 
         df = df.orderBy(F.col(order).desc())
     out: dict[str, dict[str, Any]] = {}
     for r in df.limit(1000).collect():
-        out.setdefault(r.currency, _exact({k: v for k, v in r.asDict().items()
+        out.setdefault(r.currency, exact_amounts({k: v for k, v in r.asDict().items()
                                            if k != "currency"}, r.currency))
     return out
 
 
-def _exact(row: dict[str, Any], code: str) -> dict[str, Any]:
+def exact_amounts(row: dict[str, Any], code: str) -> dict[str, Any]:
     """``row`` with every amount (``*_amount``) in ``code``'s own decimal places."""
     return {k: (quantize_to_currency(v, code) if k.endswith("_amount")
                 and isinstance(v, Decimal) else v) for k, v in row.items()}
@@ -393,7 +401,8 @@ def _exact(row: dict[str, Any], code: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- the story
 
 
-def _secs(value: Decimal) -> str:
+def seconds_text(value: Decimal) -> str:
+    """Seconds as the story writes them: ``13.0``, ``0.25``."""
     text = format(value, "f")
     if "." in text:
         text = text.rstrip("0")
@@ -424,10 +433,22 @@ def _watermarks_before(spark: Any, wh: Path, batch_ids: set[int]) -> dict[int, i
     rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
             .filter(F.col("batch_id").isin(sorted(batch_ids)))
             .select("batch_id", _us("watermark_before")).distinct().collect())
-    seen: dict[int, list[int | None]] = {}
-    for r in rows:
-        seen.setdefault(r.batch_id, []).append(r.watermark_before)
-    return {b: marks[0] for b, marks in seen.items() if len(marks) == 1}
+    return watermarks_before_of((r.batch_id, r.watermark_before) for r in rows)
+
+
+def watermarks_before_of(rows: Iterable[tuple[int, int | None]]) -> dict[int, int | None]:
+    """``batch_id -> watermark_before`` from distinct (batch_id, watermark_before) pairs of
+    watermark_progress; a batch id recorded with two watermarks (two stream queries) is left
+    out, its events cannot be told apart.
+
+    Example:
+        >>> watermarks_before_of([(1, 10), (2, 20), (2, 30), (2, 20)])
+        {1: 10}
+    """
+    seen: dict[int, set[int | None]] = {}
+    for batch_id, mark in rows:
+        seen.setdefault(batch_id, set()).add(mark)
+    return {b: next(iter(marks)) for b, marks in seen.items() if len(marks) == 1}
 
 
 def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[str, Any] | None,
@@ -493,7 +514,7 @@ def _fate_text(e: EventFate, code: str) -> str:
         return head + f"revised the closed window (revision {e.revision})"
     if e.fate == LATE:
         assert e.lateness_seconds is not None
-        return head + (f"late by {_secs(e.lateness_seconds)} s (watermark "
+        return head + (f"late by {seconds_text(e.lateness_seconds)} s (watermark "
                        f"{format_micros(e.watermark)}): in late_events, not in the total")
     if e.fate == DUPLICATE:
         return head + "duplicate of an earlier copy: counted once"
@@ -509,7 +530,7 @@ def _summary(events: list[EventFate]) -> str:
         parts.append(f"1 revised the window in batch {e.batch_id} (revision {e.revision})")
     for e in (e for e in events if e.fate == LATE):
         assert e.lateness_seconds is not None
-        parts.append(f"1 late by {_secs(e.lateness_seconds)} s (watermark "
+        parts.append(f"1 late by {seconds_text(e.lateness_seconds)} s (watermark "
                      f"{format_micros(e.watermark)})")
     dups = sum(1 for e in events if e.fate == DUPLICATE)
     if dups:
@@ -574,8 +595,12 @@ def _chapter_lines(ch: WindowChapter, rules: EventTimeRules) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class _Reads:
-    """What the tables hold for one window of the key, every currency (or the one asked)."""
+class WindowReads:
+    """What the tables hold for one window of the key, every currency (or the one asked): the
+    whole input of the story, so that :func:`chapter_of` needs no Spark. ``reckon explain``
+    reads it with small queries per window (``_read_window``); the audit reads it for every
+    break of a run at once and records the story (audits/stories.py). Event and late rows
+    are anything with the attributes of the columns ``_events`` and ``_late`` select."""
 
     events: list[Any]
     late: dict[tuple[Any, ...], Any]
@@ -592,7 +617,7 @@ class _Reads:
 
 
 def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, rules: EventTimeRules,
-                 currency: str | None) -> _Reads:
+                 currency: str | None) -> WindowReads:
     from spark import tables as tb
 
     current, history = _provisional(spark, wh, key, start, rules, currency)
@@ -605,14 +630,15 @@ def _read_window(spark: Any, wh: Path, key: str, start: int, end: int, rules: Ev
                           ["status", "gap_amount", "gap_count", "late_amount", "late_count",
                            "duplicate_amount", "duplicate_count", "residual_amount",
                            "residual_count", "audit_run_id"], currency, order="audit_run_id")
-    return _Reads(events, _late(spark, wh, key, start), before, current, history,
-                  canonical, recon, _quarantined(spark, wh, key, start, end, currency))
+    return WindowReads(events, _late(spark, wh, key, start), before, current, history,
+                       canonical, recon, _quarantined(spark, wh, key, start, end, currency))
 
 
-def _chapter(reads: _Reads, key: str, start: int, end: int, code: str,
-             rules: EventTimeRules) -> WindowChapter:
-    """The chapter of one currency: only its events, rows and quarantined lines."""
-    prov = None if code not in reads.current else _exact(reads.current[code], code)
+def chapter_of(reads: WindowReads, key: str, start: int, end: int, code: str,
+               rules: EventTimeRules) -> WindowChapter:
+    """The chapter of one currency: only its events, rows and quarantined lines, with the
+    lines ``reckon explain`` prints for it. Pure: every input is in ``reads``."""
+    prov = None if code not in reads.current else exact_amounts(reads.current[code], code)
     fates = _fates([r for r in reads.events if r.currency == code], reads.late, prov, end,
                    rules.grace, reads.before)
     fates = [replace(e, amount=quantize_to_currency(e.amount, code)) for e in fates]
@@ -631,7 +657,7 @@ def _chapters(spark: Any, wh: Path, key: str, start: int, end: int, rules: Event
     """One chapter per currency of the key's window (only ``currency`` when given; one
     chapter without a currency when the window holds nothing of the key)."""
     reads = _read_window(spark, wh, key, start, end, rules, currency)
-    return [_chapter(reads, key, start, end, code, rules)
+    return [chapter_of(reads, key, start, end, code, rules)
             for code in sorted(reads.currencies() or {currency or ""})]
 
 
@@ -645,7 +671,7 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int,
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
-    rules = _rules(spark, wh, settings)
+    rules = stream_rules(spark, wh, settings)
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
     if all(_untold(ch) for ch in chapters):

@@ -16,7 +16,9 @@ from typing import Any
 __all__ = [
     "AttributionRow",
     "AuditRun",
+    "BreakInput",
     "BreakRow",
+    "BreakStory",
     "CheckRun",
     "CurrencySummary",
     "ExpectationResult",
@@ -91,6 +93,36 @@ class BreakRow:
     residual_amount: Decimal
     residual_count: int
     explanation: str
+
+
+@dataclass(frozen=True)
+class BreakInput:
+    """One input (a partition, or a source) that contributed to a break: see
+    reports.stories.inputs_of for when an input counts as contributing."""
+
+    dimension: str                     # 'partition' or 'source'
+    value: str                         # '3', 'pos'
+    late_count: int                    # its late events in the break's cell
+    duplicate_count: int               # its copies the stream counted twice
+    event_count: int                   # all its events in the cell (any fate)
+
+
+@dataclass(frozen=True)
+class BreakStory:
+    """What ``reckon explain`` tells of one break's (window, key, currency), recorded by the
+    audit from the table versions it read (audits/stories.py), so the workbench shows it
+    without Spark. ``evidence``: the late events and uncaught duplicates that explain the gap,
+    JSON-safe dicts (amounts as text in the currency's digits, times ISO-8601)."""
+
+    run_id: str
+    day: date
+    window_start: datetime
+    key: str
+    currency: str
+    lines: tuple[str, ...]
+    evidence: tuple[dict[str, Any], ...]
+    inputs: tuple[BreakInput, ...]
+    events: int                        # events the story tells (its lines may stop earlier)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 second"). Fills a fresh SQLite report database through the project's writers
 (workbench.sample), serves the workbench on loopback with uvicorn, logs in over HTTP and
 times whole page requests: the first page, a page deep in the day (keyset cursor), filtered
-pages. Prints one line per case (median of 5) and exits 1 if any exceeds the budget.
+pages (by cause, currency, merchant, review status and age, and by a contributing partition
+or source). Prints one line per case (median of 5) and exits 1 if any exceeds the budget.
 
 Not in bench/: that harness compares Spark engines side by side; this is one web request.
 
@@ -72,7 +73,10 @@ def main() -> int:
         cases = {"first page": "", "last page (keyset)": f"after={deep}",
                  "cause + currency": "cause=UNEXPLAINED&currency=JPY",
                  "merchant": "merchant=merchant-03",
-                 "review status + age": "status=open&age=0"}
+                 "review status + age": "status=open&age=0",
+                 "partition (rare)": "partition=4",
+                 "partition + source": "partition=2&source=partner",
+                 "source, last page": f"source=mobile&after={deep}"}
         worst = 0.0
         with serve_in_thread(create_app(db, secret=secrets.token_bytes(32))) as url:
             opener = _login(url)

@@ -2,7 +2,8 @@
 """The workbench's pictures for the README (docs/images/workbench-*.png), taken by real
 headless Chromium with the network off but loopback, driven like a reviewer: a sample day in
 a fresh report database (workbench.sample, no Spark), the workbench served on loopback,
-log in, the days, the filtered breaks, one break's evidence, the sign-off log, and the log
+log in, the days, the breaks filtered by cause, currency and a partition that contributed,
+one break's evidence with its recorded ``reckon explain`` story, the sign-off log, and the log
 again after a row was edited by hand in the database.
 
 Usage: .venv/bin/python scripts/workbench_screenshot.py [out-dir]   (default docs/images)
@@ -54,7 +55,8 @@ def main() -> int:
             page.fill("input[name=password]", PASSWORD)
             page.click("#login button[type=submit]")
             shots = {"workbench-days.png": "/",
-                     "workbench-breaks.png": f"/day/{DAY}/breaks?cause=EXPLAINED&currency=EUR",
+                     "workbench-breaks.png": f"/day/{DAY}/breaks?cause=EXPLAINED&currency=EUR"
+                                             "&partition=1",
                      "workbench-log.png": "/log"}
             for name, path in shots.items():
                 page.goto(url + path)
@@ -63,7 +65,7 @@ def main() -> int:
             page.goto(f"{url}/day/{DAY}/breaks?cause=EXPLAINED&currency=EUR")
             page.click("#breaks a.break")
             page.screenshot(out / "workbench-break.png")
-            print(f"{out / 'workbench-break.png'} <- a break's evidence")
+            print(f"{out / 'workbench-break.png'} <- a break's evidence and story")
             with db.engine.begin() as conn:  # what an edit by hand in the database looks like
                 conn.execute(sa.text("UPDATE signoff_log SET decision = 'approved', "
                                      "note = 'all fine' WHERE seq = 1"))

@@ -129,6 +129,30 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
         assert quiet_run is not None and (quiet_run.rows, quiet_run.currencies) == (0, ())
         assert db.current_check_run(quiet).success
         assert db.current_report(quiet) is not None
+        # the audit the DAG ran told every break's story for the workbench: the late events
+        # of each, by the partitions they came from, are the break's late count
+        import sqlalchemy as sa
+
+        from reports.db import BREAK_INPUTS, BREAK_STORIES
+        demo_run = db.current_audit_run(DEMO_DAY)
+        assert demo_run is not None
+        breaks = {(b.window_start, b.key, b.currency): b for b in db.breaks(demo_run.run_id)}
+        with db.engine.connect() as conn:
+            stories = conn.execute(sa.select(BREAK_STORIES).where(
+                BREAK_STORIES.c.run_id == demo_run.run_id)).mappings().all()
+            inputs = conn.execute(sa.select(BREAK_INPUTS).where(
+                BREAK_INPUTS.c.run_id == demo_run.run_id,
+                BREAK_INPUTS.c.dimension == "partition")).mappings().all()
+        assert breaks and {(s["window_start"], s["key"], s["currency"]) for s in stories} \
+            == set(breaks)
+        late_by_cell: dict = {}
+        for i in inputs:
+            cell = (i["window_start"], i["key"], i["currency"])
+            late_by_cell[cell] = late_by_cell.get(cell, 0) + i["late_count"]
+        assert {c: b.late_count for c, b in breaks.items() if b.late_count} == late_by_cell
+        for s in stories:
+            assert sum(e["fate"] == "late" for e in s["evidence"]) == \
+                breaks[s["window_start"], s["key"], s["currency"]].late_count
     # task logs a person can read: nothing filed as an error but the JVM launcher's one line,
     # and no INFO chatter from Great Expectations or font subsetting
     events = [json.loads(line) for log in (wh / "_airflow" / "logs").glob("dag_id=*/**/*.log")

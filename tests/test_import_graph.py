@@ -55,6 +55,10 @@ KNOWN_WRONG_WAY: dict[tuple[str, str], str] = {
     ("audits.quality", "reports.records"): "audits build the report database's rows",
     ("audits.audit", "reports.db"): "the audit records its run and breaks itself",
     ("audits.quality", "reports.db"): "the check records its run itself",
+    ("audits.stories", "reports.db"): "the audit records each break's story itself",
+    ("audits.stories", "reports.explain"): "a break's story is told by explain's one builder "
+                                           "(chapter_of), so the workbench's is the terminal's",
+    ("audits.stories", "reports.stories"): "the audit records each break's story itself",
 }
 
 

@@ -288,3 +288,162 @@ def test_logging_out_needs_the_token_too(app) -> None:
     token = _csrf(bob.get("/").text)
     assert bob.post("/logout", data={"csrf": token}, follow_redirects=False).status_code == 303
     assert bob.get("/", follow_redirects=False).headers["location"] == "/login"
+
+
+# ----------------------------------------------------------------------------- inputs, stories
+
+
+def _expected_inputs(breaks: int = 130) -> dict[tuple[datetime, str, str], set[str]]:
+    """What the sample's stories say contributed to each break, told by the story builder
+    (reports.explain.chapter_of, reports.stories.inputs_of) independently of the database."""
+    from workbench.sample import _break, _story
+
+    out = {}
+    for i in range(breaks):
+        row = _break(RUN, DAY, i)
+        out[row.window_start, row.key, row.currency] = {
+            f"{x.dimension} {x.value}" for x in _story(row, i).inputs}
+    return out
+
+
+def test_breaks_filter_by_a_contributing_partition_or_source(db: ReportDB) -> None:
+    """Every page of a partition (or source) filter lists exactly the breaks that input
+    contributed to, in keyset order, each once; both filters together need both."""
+    expected = _expected_inputs()
+    for filters in (queries.BreakFilter(partition="4"), queries.BreakFilter(source="mobile"),
+                    queries.BreakFilter(partition="2", source="partner", currency="EUR"),
+                    queries.BreakFilter(partition="3", cause="UNEXPLAINED")):
+        seen, after = [], None
+        while True:
+            page = queries.break_page(db, RUN, DAY, filters, after, limit=6)
+            seen += [(r["window_start"], r["key"], r["currency"]) for r in page.rows]
+            for r in page.rows:
+                assert set(r["inputs"]) == expected[r["window_start"], r["key"], r["currency"]]
+            if page.next_cursor is None:
+                break
+            after = queries.Cursor.decode(page.next_cursor)
+        wanted = {f"{d} {v}" for d, v in filters.inputs()}
+        matching = sorted(cell for cell, inputs in expected.items() if wanted <= inputs
+                          and (not filters.currency or cell[2] == filters.currency)
+                          and (not filters.cause or queries.break_detail(
+                              db, RUN, BreakTarget(*cell))["status"] == filters.cause))
+        assert seen == matching and page.total == len(matching) > 0, filters
+    assert queries.break_page(db, RUN, DAY, queries.BreakFilter(partition="77")).total == 0
+
+
+def test_the_break_list_filters_by_partition_and_source_over_http(app) -> None:
+    bob = _client(app, "bob")
+    page = bob.get(f"/day/{DAY}/breaks?partition=4&source=pos").text
+    cells = re.findall(r'<td class="inputs">([^<]*)</td>', page)
+    assert cells and all("partition 4" in c and "source pos" in c for c in cells)
+    assert 'name="partition" inputmode="numeric" value="4"' in page
+    response = bob.get(f"/day/{DAY}/breaks?partition=north")
+    assert response.status_code == 400 and "partition=&#39;north&#39; is not valid" in response.text
+
+
+def test_a_break_page_shows_the_recorded_story_and_the_explaining_events(app) -> None:
+    """Merchant-00's EUR window at midnight: one late event from partition 1 (source pos);
+    the page shows the story's lines as recorded, the event with its partition and a query
+    for its row, and the partition as a link to the breaks it contributed to."""
+    from html import unescape
+
+    from workbench.sample import _break, _story
+
+    bob = _client(app, "bob")
+    page = bob.get("/break", params={"run": RUN, "ws": "2026-01-01T00:00:00+00:00",
+                                     "key": "merchant-00", "cur": "EUR"}).text
+    story = re.search(r'<pre class="story" id="story">(.*?)</pre>', page, re.S)
+    assert story, page
+    assert unescape(story.group(1)).rstrip("\n").split("\n") == list(
+        _story(_break(RUN, DAY, 0), 0).lines)
+    assert "1 late by 4.0 s" in unescape(story.group(1))
+    table = re.search(r'<table class="grid" id="explaining">(.*?)</table>', page, re.S)
+    assert table and "<td>late</td>" in table.group(1) and "<td>1</td>" in table.group(1)
+    assert ("SELECT * FROM late_events WHERE window_date = DATE '2026-01-01' AND "
+            "event_id = 'e0-l0'") in unescape(table.group(1))
+    assert f'href="/day/{DAY}/breaks?partition=1"' in page
+
+
+def test_a_break_audited_before_stories_were_kept_says_how_to_get_it(app, db: ReportDB
+                                                                     ) -> None:
+    from workbench.sample import _break
+
+    old = replace(_break(RUN, DAY, 0), window_start=datetime(2026, 1, 1, 22, tzinfo=UTC))
+    db.write_breaks(RUN, [old])  # a break without a recorded story
+    page = _client(app, "bob").get("/break", params={
+        "run": RUN, "ws": "2026-01-01T22:00:00+00:00", "key": old.key, "cur": "EUR"}).text
+    assert 'id="no-story"' in page and "reckon explain --key merchant-00" in page
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def test_logging_out_ends_the_session_on_the_server(app) -> None:
+    bob = _client(app, "bob")
+    copied = TestClient(app, cookies=dict(bob.cookies))  # someone copied the cookie
+    assert copied.get("/", follow_redirects=False).status_code == 200
+    bob.post("/logout", data={"csrf": _csrf(bob.get("/").text)})
+    assert copied.get("/", follow_redirects=False).headers["location"] == "/login"
+
+
+def test_disabling_or_revoking_a_user_ends_their_sessions(app, db: ReportDB, tmp_path: Path,
+                                                         monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", db.url)
+    bob, bob_too, rita = _client(app, "bob"), _client(app, "bob"), _client(app, "rita")
+    assert main(["users", "revoke", "bob", "--warehouse", str(tmp_path)]) == 0
+    assert "2 open sessions of bob ended" in capsys.readouterr().out
+    for client in (bob, bob_too):
+        assert client.get("/", follow_redirects=False).status_code == 303
+    assert rita.get("/", follow_redirects=False).status_code == 200
+    bob = _client(app, "bob")  # bob may log in again after a revoke
+    assert main(["users", "disable", "rita", "--warehouse", str(tmp_path)]) == 0
+    assert "user rita is disabled; 1 open session ended" in capsys.readouterr().out
+    assert rita.get("/", follow_redirects=False).status_code == 303
+    add_user(db, "rita", "reconciler", PASSWORD)  # re-enabled: the old cookie stays dead
+    assert rita.get("/", follow_redirects=False).status_code == 303
+    add_user(db, "bob", "reviewer", PASSWORD + "!")  # a new password ends bob's sessions
+    assert bob.get("/", follow_redirects=False).status_code == 303
+    assert main(["users", "revoke", "nobody", "--warehouse", str(tmp_path)]) == 2
+
+
+def test_repeated_failed_logins_are_throttled_with_a_clear_message(db: ReportDB,
+                                                                   tmp_path: Path) -> None:
+    from workbench.auth import LoginThrottle
+
+    app = create_app(db, secret=b"s" * 32, warehouse=tmp_path,
+                     throttle=LoginThrottle(per_name=3, per_address=5))
+    def post(name: str, password: str):
+        client = TestClient(app)  # each from the same address ("testclient")
+        token = _csrf(client.get("/login").text)
+        return client.post("/login", data={"name": name, "password": password, "csrf": token},
+                           follow_redirects=False)
+
+    def attempt(name: str, password: str) -> int:
+        return post(name, password).status_code
+
+    assert [attempt("bob", "guess") for _ in range(3)] == [401, 401, 401]
+    response = post("bob", PASSWORD)
+    assert response.status_code == 429  # the right password too, while throttled
+    assert ("too many failed logins for bob from testclient: logins are refused for 15 "
+            "minutes (the right password too)") in response.text
+    assert attempt("rita", PASSWORD) == 303  # another name from the address is let through
+    assert [attempt("carl", "guess") for _ in range(2)] == [401, 401]
+    assert attempt("rita", PASSWORD) == 429  # 5 failures from the address in all
+    assert "too many failed logins from testclient" in post("dora", "x").text
+
+
+def test_the_throttle_forgets_old_failures_and_a_success_resets_it(db: ReportDB) -> None:
+    from workbench.auth import LoginThrottle
+
+    throttle = LoginThrottle(per_name=2, per_address=10, window_seconds=600)
+    now = 1_800_000_000.0
+    for at in (now, now + 60):
+        throttle.failed(db, "bob", "10.0.0.1", now=at)
+    refusal = throttle.refusal(db, "bob", "10.0.0.1", now=now + 120)
+    assert refusal is not None and "refused for 8 minutes" in refusal
+    assert throttle.refusal(db, "bob", "10.0.0.2", now=now + 120) is None  # another address
+    assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 601) is None  # the first aged out
+    throttle.failed(db, "bob", "10.0.0.1", now=now + 602)
+    assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 603) is not None
+    throttle.succeeded(db, "bob", "10.0.0.1")
+    assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 604) is None

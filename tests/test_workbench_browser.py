@@ -2,10 +2,12 @@
 served by uvicorn on loopback by the project's own code (workbench.server), over a report
 database filled by the project's own writers (workbench.sample: no Spark).
 
-A reviewer logs in, filters the day's breaks, opens one and sees its late events, accepts it
-and signs the run off; the reconciler who produced the run is refused (four-eyes, on the
-server); an auditor reads but cannot act; a POST without the CSRF token is refused; a log row
-edited by hand in the database shows as broken.
+A reviewer logs in, filters the day's breaks, opens one and sees its late events and the
+``reckon explain`` story the audit recorded, follows the partition that was late to the breaks
+it caused, accepts the break and signs the run off; the reconciler who produced the run is
+refused (four-eyes, on the server); an auditor reads but cannot act; a POST without the CSRF
+token is refused; a log row edited by hand in the database shows as broken; a session cookie
+copied before logging out no longer opens a page; repeated wrong passwords are throttled.
 """
 
 from __future__ import annotations
@@ -75,6 +77,24 @@ def test_reviewer_filters_opens_a_late_break_and_signs_the_run(served, browser) 
     late = browser.text("#late-events")
     assert "Late events" in late and late.split()[-1] == "1" and "1.25" in late, late
     assert "key = 'merchant-00'" in browser.text("#late-rows-sql")
+    story = browser.text("#story")  # the story reckon explain tells, as the audit recorded it
+    assert story.startswith("window [2026-01-01T00:00:00Z, 2026-01-01T00:00:10Z) key "
+                            "merchant-00, currency EUR: 2 events: 1 counted on time, 1 late "
+                            "by 4.0 s"), story
+    assert "e0-l0: EUR 1.25 at 2026-01-01T00:00:04Z" in story and "in late_events, not in " \
+        "the total" in story
+    explaining = browser.eval("[...document.querySelectorAll('#explaining tbody tr')]"
+                              ".map(r => [r.cells[0].innerText, r.cells[1].innerText, "
+                              "r.cells[5].innerText, r.cells[7].innerText])")
+    assert explaining == [["e0-l0", "late", "1", "pos"]]
+    break_page = browser.url
+    browser.click("#inputs a")  # partition 1: the breaks it contributed to
+    assert "partition=1" in browser.url
+    shown = browser.eval("[...document.querySelectorAll('#breaks tbody td.inputs')]"
+                         ".map(c => c.innerText)")
+    assert shown and all("partition 1" in c for c in shown), shown
+    assert browser.eval("document.querySelector('input[name=partition]').value") == "1"
+    browser.goto(break_page)
     browser.fill("input[name=note]", "late event from partition 3, in the next window")
     browser.click("#action button[value=accept]")
     assert browser.text("#review-status") == "accepted", browser.text("main")
@@ -144,3 +164,40 @@ def test_a_log_row_edited_by_hand_shows_as_broken(served, browser) -> None:
     browser.goto(f"{url}/log")
     verdict = browser.text("#verify")
     assert "BROKEN" in verdict and "seq 1: entry_hash does not match" in verdict, verdict
+
+
+def test_a_cookie_copied_before_logging_out_opens_nothing(served, browser) -> None:
+    import urllib.request
+
+    url, _db = served
+    _login(browser, url, "bob")
+    [cookie] = [c for c in browser.call("Network.getCookies")["cookies"]
+                if c["name"] == "reckon_session"]
+
+    def with_copy() -> str:  # another client replaying the copied cookie
+        request = urllib.request.Request(f"{url}/", headers={
+            "Cookie": f"reckon_session={cookie['value']}"})
+        with urllib.request.urlopen(request) as response:
+            return str(response.url)
+
+    assert with_copy() == f"{url}/"
+    browser.click("header form.who button")  # Log out
+    assert browser.url == f"{url}/login"
+    assert with_copy() == f"{url}/login"
+
+
+def test_repeated_wrong_passwords_are_throttled(served, browser) -> None:
+    url, _db = served
+    for _ in range(5):
+        browser.goto(f"{url}/login")
+        browser.fill("input[name=name]", "bob")
+        browser.fill("input[name=password]", "not the password")
+        browser.click("#login button[type=submit]")
+        assert browser.text("#error") == "unknown user or wrong password"
+    browser.goto(f"{url}/login")
+    browser.fill("input[name=name]", "bob")
+    browser.fill("input[name=password]", PASSWORD)
+    browser.click("#login button[type=submit]")
+    assert browser.text("#error").startswith(
+        "too many failed logins for bob from 127.0.0.1: logins are refused for 15 minutes"), \
+        browser.text("main")

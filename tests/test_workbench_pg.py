@@ -55,3 +55,46 @@ def test_the_workbench_signs_for_its_users_within_the_rules(owner_url: str) -> N
     assert "permission denied" in _refused(owner_url, WORKBENCH, "DELETE FROM signoff_log")
     with ReportDB(owner_url) as owner:
         assert [e.by for e in read_log(owner)] == ["bob"]
+
+
+def test_the_workbench_keeps_sessions_and_failed_logins_and_reads_stories(owner_url: str
+                                                                          ) -> None:
+    """Migrations 0008 and 0009 grant the workbench role what it needs and no more: it opens,
+    checks and ends sessions, counts failed logins, reads break stories and inputs; it may
+    not write a story (the audit does)."""
+    from datetime import date
+
+    from workbench.auth import (
+        LoginThrottle,
+        SessionKeys,
+        end_session,
+        end_sessions,
+        session_is_open,
+        start_session,
+    )
+    from workbench.sample import sample_day
+
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, date(2026, 1, 1), breaks=12, reconciler="alice", run_id="run-s")
+    keys = SessionKeys(b"k" * 32)
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        session = keys.read(start_session(workbench, keys, "bob"))
+        assert session is not None and session_is_open(workbench, session)
+        end_session(workbench, session.nonce)
+        assert not session_is_open(workbench, session)
+        throttle = LoginThrottle(per_name=2)
+        for _ in range(2):
+            throttle.failed(workbench, "bob", "10.1.1.1")
+        assert "too many failed logins for bob" in str(throttle.refusal(workbench, "bob",
+                                                                         "10.1.1.1"))
+        throttle.succeeded(workbench, "bob", "10.1.1.1")
+        assert throttle.refusal(workbench, "bob", "10.1.1.1") is None
+        with workbench.engine.connect() as conn:
+            stories = conn.execute(sa.text("SELECT count(*) FROM break_stories")).scalar_one()
+            inputs = conn.execute(sa.text("SELECT count(*) FROM break_inputs")).scalar_one()
+        assert stories == 12 and inputs > 0
+    with ReportDB(owner_url) as owner:  # an administrator revokes (reckon users revoke)
+        again = keys.read(start_session(owner, keys, "bob"))
+        assert again is not None and end_sessions(owner, "bob") == 1
+    assert "permission denied" in _refused(
+        owner_url, WORKBENCH, "DELETE FROM break_stories")

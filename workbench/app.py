@@ -35,7 +35,15 @@ from reckon.timeutil import parse_date
 from reports.db import REVIEW_STATUSES, ReportDB
 from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
 from workbench import queries
-from workbench.auth import SessionKeys, User, find_user
+from workbench.auth import (
+    LoginThrottle,
+    SessionKeys,
+    User,
+    end_session,
+    find_user,
+    session_is_open,
+    start_session,
+)
 
 __all__ = ["create_app"]
 
@@ -61,8 +69,10 @@ class Principal:
 def principal(request: Request) -> Principal:
     """The logged-in user (role read from the database now), else a redirect to the login."""
     keys: SessionKeys = request.app.state.keys
+    db = request.app.state.db
     session = keys.read(request.cookies.get(SESSION_COOKIE))
-    user = None if session is None else find_user(request.app.state.db, session.name)
+    user = None if session is None or not session_is_open(db, session) else \
+        find_user(db, session.name)
     if session is None or user is None:
         raise HTTPException(303, headers={"Location": "/login"})
     return Principal(user, keys.csrf(session.nonce))
@@ -98,8 +108,9 @@ def _when(moment: datetime | None) -> str:
 
 
 def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
-               secure_cookies: bool = False) -> FastAPI:
-    """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append)."""
+               secure_cookies: bool = False, throttle: LoginThrottle | None = None) -> FastAPI:
+    """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append);
+    ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits)."""
     keys = SessionKeys(secret)
     app = FastAPI(title="reckon workbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.db, app.state.keys = db, keys
@@ -134,14 +145,20 @@ def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
         return page(request, "error.html", None, status=400,
                     error=f"{where} is not valid: {first.get('msg', 'malformed')}")
 
-    _login_routes(app, db, keys, page, secure_cookies)
+    _login_routes(app, db, keys, page, secure_cookies, throttle or LoginThrottle())
     _read_routes(app, db, page, warehouse)
     _action_routes(app, db, warehouse)
     return app
 
 
+def _client_address(request: Request) -> str:
+    """The address a login comes from (the peer of the connection: uvicorn trusts no
+    forwarded header, so behind a proxy this is the proxy)."""
+    return request.client.host if request.client else "unknown"
+
+
 def _login_routes(app: FastAPI, db: ReportDB, keys: SessionKeys, page: Any,
-                  secure: bool) -> None:
+                  secure: bool, throttle: LoginThrottle) -> None:
     @app.get("/login")
     def login_form(request: Request) -> Response:
         nonce = secrets.token_hex(16)
@@ -155,13 +172,19 @@ def _login_routes(app: FastAPI, db: ReportDB, keys: SessionKeys, page: Any,
               password: Annotated[str, Form()] = "", csrf: Annotated[str, Form()] = "") -> Response:
         if not keys.csrf_ok(request.cookies.get(LOGIN_COOKIE, ""), csrf):
             raise Forbidden("the login form's CSRF token is missing or wrong: reload the page")
-        user = find_user(db, name.strip(), password)
+        who, address = name.strip()[:200], _client_address(request)
+        refused = throttle.refusal(db, who, address)
+        if refused is not None:
+            return page(request, "login.html", None, status=429, csrf=csrf, error=refused)
+        user = find_user(db, who, password)
         if user is None:
+            throttle.failed(db, who, address)
             time.sleep(0.2)  # a little friction for guessing
             return page(request, "login.html", None, status=401, csrf=csrf,
                         error="unknown user or wrong password")
+        throttle.succeeded(db, who, address)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(SESSION_COOKIE, keys.issue(user.name), httponly=True,
+        response.set_cookie(SESSION_COOKIE, start_session(db, keys, user.name), httponly=True,
                             samesite="strict", secure=secure)
         response.delete_cookie(LOGIN_COOKIE)
         return response
@@ -171,6 +194,8 @@ def _login_routes(app: FastAPI, db: ReportDB, keys: SessionKeys, page: Any,
         session = keys.read(request.cookies.get(SESSION_COOKIE))
         if session is not None and not keys.csrf_ok(session.nonce, csrf):
             raise Forbidden("the form's CSRF token is missing or wrong: reload the page")
+        if session is not None:
+            end_session(db, session.nonce)  # a copy of the cookie stops working too
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE)
         return response
@@ -220,14 +245,20 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
     @app.get("/day/{day}/breaks")
     def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
                cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-               after: str = "") -> Response:
+               partition: str = "", source: str = "", after: str = "") -> Response:
         run = queries.run_of_day(db, _day(day), kind)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
         if status and status not in REVIEW_STATUSES:
             raise UsageError(f"status={status!r} is not valid: one of "
                              + ", ".join(REVIEW_STATUSES))
-        filters = queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age)
+        partition = partition.strip()
+        if partition and not partition.isdigit():
+            raise UsageError(f"partition={partition!r} is not valid: a partition number "
+                             "such as 3")
+        filters = queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age,
+                                      partition=str(int(partition)) if partition else "",
+                                      source=source.strip())
         started = time.perf_counter()
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)

@@ -1,11 +1,17 @@
-"""Who is logged in to the workbench: users, password hashes, session cookies, CSRF tokens.
+"""Who is logged in to the workbench: users, password hashes, sessions, CSRF tokens, and the
+login throttle.
 
 Passwords are kept as scrypt hashes (stdlib ``hashlib.scrypt``, a memory-hard function) in
 the report database's ``workbench_users`` table; ``reckon users add`` writes them. A session
 is a cookie holding the user's name, when it was issued and a random nonce, signed with
-HMAC-SHA256 under the workbench's secret; the user's role is read from the database on every
-request, so disabling a user takes effect at once. The CSRF token of a session is an HMAC of
-its nonce (no server-side state): every form carries it and every POST must send it back.
+HMAC-SHA256 under the workbench's secret, and a row of ``workbench_sessions`` keyed by the
+nonce's SHA-256: a request is served only while that row is open, so logging out, ``reckon
+users disable`` and ``reckon users revoke`` end a session on the server (a copied cookie stops
+working at once), and the user's role is read from the database on every request. The CSRF
+token of a session is an HMAC of its nonce: every form carries it and every POST must send it
+back. Failed logins are counted per (name, client address) and per address
+(:class:`LoginThrottle`); past the limit a login is refused, even with the right password,
+until the oldest failure in the window has aged out.
 
 Example:
     >>> keys = SessionKeys(b"k" * 32)
@@ -30,10 +36,17 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from reckon.errors import UsageError, invalid
-from reports.db import WORKBENCH_USERS, ReportDB, write_tx
+from reports.db import (
+    WORKBENCH_LOGIN_FAILURES,
+    WORKBENCH_SESSIONS,
+    WORKBENCH_USERS,
+    ReportDB,
+    write_tx,
+)
 
-__all__ = ["ROLES", "Session", "SessionKeys", "User", "add_user", "check_password",
-           "find_user", "hash_password", "load_secret"]
+__all__ = ["ROLES", "LoginThrottle", "Session", "SessionKeys", "User", "add_user",
+           "check_password", "end_session", "end_sessions", "find_user", "hash_password",
+           "load_secret", "session_is_open", "start_session"]
 
 ROLES = ("reconciler", "reviewer", "auditor")
 SESSION_SECONDS = 8 * 3600  # a working day; then log in again
@@ -87,7 +100,8 @@ def check_password(password: str, stored: str) -> bool:
 
 
 def add_user(db: ReportDB, name: str, role: str, password: str) -> User:
-    """Create a user, or replace an existing one's password and role (re-enabling it)."""
+    """Create a user, or replace an existing one's password and role (re-enabling it; their
+    open sessions end: they were opened under the old password or role)."""
     who = (name or "").strip()
     if not who or len(who) > 200:
         raise invalid("name", name, "a user name of 1 to 200 characters")
@@ -102,6 +116,7 @@ def add_user(db: ReportDB, name: str, role: str, password: str) -> User:
             conn.execute(sa.update(t).where(t.c.name == who).values(**values))
         else:
             conn.execute(sa.insert(t).values(name=who, created_at=datetime.now(UTC), **values))
+    end_sessions(db, who)
     return User(who, role, True)
 
 
@@ -174,3 +189,122 @@ class SessionKeys:
 
     def csrf_ok(self, nonce: str, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self.csrf(nonce), str(token))
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def _session_key(nonce: str) -> str:
+    """The row key of a session: the SHA-256 of its nonce (the database never holds a value
+    that would let someone forge the cookie, which needs the secret anyway)."""
+    return hashlib.sha256(nonce.encode()).hexdigest()
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def start_session(db: ReportDB, keys: SessionKeys, name: str, *,
+                  now: float | None = None) -> str:
+    """A new session of ``name``: its row is written, its cookie returned."""
+    moment = now or time.time()
+    cookie = keys.issue(name, now=moment)
+    session = keys.read(cookie, now=moment)
+    assert session is not None, "a cookie just issued reads back"
+    with write_tx(db.ready()) as conn:
+        conn.execute(sa.insert(WORKBENCH_SESSIONS).values(
+            token_hash=_session_key(session.nonce), name=name, created_at=_utc(moment),
+            expires_at=_utc(moment + SESSION_SECONDS), revoked_at=None))
+    return cookie
+
+
+def session_is_open(db: ReportDB, session: Session, *, now: float | None = None) -> bool:
+    """Whether the session's row exists for its user, is not revoked and has not expired."""
+    t = WORKBENCH_SESSIONS
+    with db.ready().connect() as conn:
+        row = conn.execute(sa.select(t.c.name, t.c.expires_at, t.c.revoked_at).where(
+            t.c.token_hash == _session_key(session.nonce))).first()
+    return (row is not None and row.name == session.name and row.revoked_at is None
+            and row.expires_at > _utc(now or time.time()))
+
+
+def end_session(db: ReportDB, nonce: str) -> None:
+    """Revoke one session (logging out)."""
+    t = WORKBENCH_SESSIONS
+    with write_tx(db.ready()) as conn:
+        conn.execute(sa.update(t).where(t.c.token_hash == _session_key(nonce),
+                                        t.c.revoked_at.is_(None))
+                     .values(revoked_at=datetime.now(UTC)))
+
+
+def end_sessions(db: ReportDB, name: str) -> int:
+    """Revoke every open session of ``name``; returns how many were open."""
+    t = WORKBENCH_SESSIONS
+    now = datetime.now(UTC)
+    with write_tx(db.ready()) as conn:
+        return int(conn.execute(sa.update(t).where(
+            t.c.name == name, t.c.revoked_at.is_(None), t.c.expires_at > now)
+            .values(revoked_at=now)).rowcount or 0)
+
+
+# ----------------------------------------------------------------------------- login throttle
+
+
+@dataclass(frozen=True)
+class LoginThrottle:
+    """How many failed logins are let through: ``per_name`` for one name from one address,
+    ``per_address`` from one address whatever the names (someone trying many users), within
+    ``window_seconds``. Past either limit every login of that kind is refused, the right
+    password included, until the oldest counted failure is ``window_seconds`` old; a
+    successful login forgets the failures of its (name, address). Kept in the report
+    database, so every replica of the workbench counts the same failures.
+
+    Example:
+        >>> LoginThrottle().describe_wait(61)
+        '2 minutes'
+    """
+
+    per_name: int = 5
+    per_address: int = 20
+    window_seconds: int = 15 * 60
+
+    def refusal(self, db: ReportDB, name: str, address: str, *,
+                now: float | None = None) -> str | None:
+        """Why a login of ``name`` from ``address`` is refused now, or None."""
+        t = WORKBENCH_LOGIN_FAILURES
+        moment = now or time.time()
+        since = _utc(moment - self.window_seconds)
+        checks = ((t.c.name == name, self.per_name,
+                   f"too many failed logins for {name} from {address}"),
+                  (sa.true(), self.per_address, f"too many failed logins from {address}"))
+        with db.ready().connect() as conn:
+            for narrow, limit, what in checks:
+                recent = [r.at for r in conn.execute(
+                    sa.select(t.c.at).where(t.c.address == address, narrow, t.c.at > since)
+                    .order_by(t.c.at.desc()).limit(limit))]
+                if len(recent) >= limit:
+                    wait = recent[-1].timestamp() + self.window_seconds - moment
+                    return (f"{what}: logins are refused for {self.describe_wait(wait)} (the "
+                            "right password too); ask an administrator if you forgot it")
+        return None
+
+    @staticmethod
+    def describe_wait(seconds: float) -> str:
+        minutes = max(1, -(-int(seconds) // 60))
+        return "1 minute" if minutes == 1 else f"{minutes} minutes"
+
+    def failed(self, db: ReportDB, name: str, address: str, *,
+               now: float | None = None) -> None:
+        """Count a failed login (and forget failures older than a day)."""
+        t = WORKBENCH_LOGIN_FAILURES
+        moment = now or time.time()
+        with write_tx(db.ready()) as conn:
+            conn.execute(sa.insert(t).values(at=_utc(moment), name=name[:200],
+                                             address=address[:100]))
+            conn.execute(sa.delete(t).where(t.c.at < _utc(moment - max(
+                86_400, self.window_seconds))))
+
+    def succeeded(self, db: ReportDB, name: str, address: str) -> None:
+        t = WORKBENCH_LOGIN_FAILURES
+        with write_tx(db.ready()) as conn:
+            conn.execute(sa.delete(t).where(t.c.name == name, t.c.address == address))

@@ -1,7 +1,9 @@
-"""``reckon workbench`` (serve the web app) and ``reckon users add|list|disable`` (its users).
+"""``reckon workbench`` (serve the web app) and ``reckon users add|list|disable|revoke`` (its
+users and their sessions).
 
 Example:
     $ reckon users add bob --role reviewer        # asks for the password twice
+    $ reckon users revoke bob                     # log bob out everywhere, now
     $ reckon workbench --port 8088                # http://127.0.0.1:8088
 """
 
@@ -17,7 +19,7 @@ import sqlalchemy as sa
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
 from reports.db import WORKBENCH_USERS, ReportDB, write_tx
-from workbench.auth import add_user, load_secret
+from workbench.auth import add_user, end_sessions, load_secret
 
 __all__ = ["cmd_users", "cmd_workbench"]
 
@@ -38,7 +40,8 @@ def _password(args: argparse.Namespace) -> str:
 
 
 def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon users add NAME --role R`` / ``list`` / ``disable NAME``."""
+    """``reckon users add NAME --role R`` / ``list`` / ``disable NAME`` / ``revoke NAME``.
+    Disabling a user ends their sessions too; revoking ends them and keeps the user."""
     with ReportDB.from_settings(settings) as db:
         t = WORKBENCH_USERS
         if args.action == "add":
@@ -52,13 +55,25 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
                                     .values(enabled=False)).rowcount
             if not done:
                 raise invalid("NAME", args.name, "an existing workbench user")
-            print(f"user {args.name} is disabled (their sessions end at the next request)")
+            ended = end_sessions(db, args.name)
+            print(f"user {args.name} is disabled; {_sessions(ended)} ended")
+        elif args.action == "revoke":
+            with db.ready().connect() as conn:
+                known = conn.execute(sa.select(t.c.name).where(t.c.name == args.name)).first()
+            if known is None:
+                raise invalid("NAME", args.name, "an existing workbench user")
+            ended = end_sessions(db, args.name)
+            print(f"{_sessions(ended)} of {args.name} ended: they log in again to go on")
         else:
             with db.ready().connect() as conn:
                 for row in conn.execute(sa.select(t).order_by(t.c.name)):
                     state = "" if row.enabled else " (disabled)"
                     print(f"{row.name}\t{row.role}{state}")
     return 0
+
+
+def _sessions(n: int) -> str:
+    return f"{n} open session" + ("" if n == 1 else "s")
 
 
 def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:

@@ -25,7 +25,9 @@ from reckon.errors import UsageError
 from reports.db import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
+    BREAK_INPUTS,
     BREAK_REVIEWS,
+    BREAK_STORIES,
     BREAKS,
     LATE_ATTRIBUTION,
     REPORTS,
@@ -70,13 +72,18 @@ class Cursor:
 @dataclass(frozen=True)
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
-    merchant (key, exact), minimal age in days. Empty = no filter."""
+    merchant (key, exact), minimal age in days, and an input that contributed to the break:
+    a partition and/or a source (reports.stories.inputs_of: its late events or uncaught
+    duplicates explain the gap, or it had events in a cell nothing explains). Empty = no
+    filter."""
 
     review_status: str = ""
     cause: str = ""
     currency: str = ""
     merchant: str = ""
     min_age_days: int = 0
+    partition: str = ""
+    source: str = ""
 
     def where(self, now: datetime) -> list[sa.ColumnElement[bool]]:
         b, r = BREAKS, BREAK_REVIEWS
@@ -92,6 +99,11 @@ class BreakFilter:
         if self.min_age_days > 0:
             out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
         return out
+
+    def inputs(self) -> list[tuple[str, str]]:
+        """The (dimension, value) pairs asked for: partition first."""
+        return [(d, v) for d, v in (("partition", self.partition), ("source", self.source))
+                if v]
 
 
 @dataclass
@@ -147,27 +159,48 @@ def _break_select() -> sa.Select[Any]:
         r.c.currency == b.c.currency))
 
 
+def _narrowed(stmt: sa.Select[Any], run_id: str, day: date, filters: BreakFilter,
+              moment: datetime) -> tuple[sa.Select[Any], tuple[sa.ColumnElement[Any], ...]]:
+    """``stmt`` (over breaks) narrowed to the run's breaks that match, and the columns that
+    order them. With an input filter the first input's rows lead: its primary key (run_id,
+    dimension, value, day, window_start, key, currency) is then the page's index, so a page
+    is one range of it however rare the input."""
+    b = BREAKS
+    order: tuple[sa.ColumnElement[Any], ...] = (b.c.window_start, b.c.key, b.c.currency)
+    where = [b.c.run_id == run_id, b.c.day == day, *filters.where(moment)]
+    for n, (dimension, value) in enumerate(filters.inputs()):
+        i = BREAK_INPUTS.alias(f"input_{n}")
+        stmt = stmt.join(i, sa.and_(i.c.run_id == b.c.run_id, i.c.day == b.c.day,
+                                    i.c.window_start == b.c.window_start, i.c.key == b.c.key,
+                                    i.c.currency == b.c.currency))
+        where += [i.c.run_id == run_id, i.c.dimension == dimension, i.c.value == value,
+                  i.c.day == day]
+        if n == 0:
+            order = (i.c.window_start, i.c.key, i.c.currency)
+    return stmt.where(*where), order
+
+
 def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
                after: Cursor | None = None, limit: int = PAGE_SIZE,
                now: datetime | None = None) -> BreakPage:
     """One page of the run's breaks after ``after``, and how many match in all."""
     b = BREAKS
     moment = now or datetime.now(UTC)
-    where = [b.c.run_id == run_id, b.c.day == day, *filters.where(moment)]
-    stmt = _break_select().where(*where)
+    stmt, order = _narrowed(_break_select(), run_id, day, filters, moment)
     if after is not None:
-        stmt = stmt.where(sa.tuple_(b.c.window_start, b.c.key, b.c.currency) > sa.tuple_(
+        stmt = stmt.where(sa.tuple_(*order) > sa.tuple_(
             sa.literal(after.window_start, UTCDateTime()), sa.literal(after.key),
             sa.literal(after.currency)))
-    stmt = stmt.order_by(b.c.window_start, b.c.key, b.c.currency).limit(limit + 1)
+    stmt = stmt.order_by(*order).limit(limit + 1)
     # the review's columns need the join; else the count reads the breaks' index alone
     counted = _break_select() if filters.review_status or filters.min_age_days > 0 \
         else sa.select(b.c.id)
-    count = sa.select(sa.func.count()).select_from(
-        counted.where(*where).limit(COUNT_CAP + 1).subquery())
+    counted, _ = _narrowed(counted, run_id, day, filters, moment)
+    count = sa.select(sa.func.count()).select_from(counted.limit(COUNT_CAP + 1).subquery())
     with db.ready().connect() as conn:
         rows = [dict(r) for r in conn.execute(stmt).mappings()]
         total = int(conn.execute(count).scalar_one())
+        _with_inputs(conn, run_id, day, rows)
     more = len(rows) > limit
     rows = rows[:limit]
     for row in rows:
@@ -176,6 +209,36 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     cursor = None if last is None else Cursor(last["window_start"], last["key"],
                                               last["currency"]).encode()
     return BreakPage(rows=rows, total=total, next_cursor=cursor)
+
+
+def _with_inputs(conn: sa.Connection, run_id: str, day: date,
+                 rows: list[dict[str, Any]]) -> None:
+    """Each row's contributing inputs (``inputs``: ['partition 3', 'source pos']), read for
+    the page's rows only, by the index on their cells."""
+    i = BREAK_INPUTS
+    for row in rows:
+        row["inputs"] = []
+    if not rows:
+        return
+    by_cell = {(r["window_start"], r["key"], r["currency"]): r for r in rows}
+    # event_count is not in the primary key: without it SQLite scans the run's whole key
+    found = conn.execute(sa.select(i.c.window_start, i.c.key, i.c.currency, i.c.dimension,
+                                   i.c.value, i.c.event_count).where(
+        i.c.run_id == run_id, i.c.day == day,
+        i.c.window_start.in_(sorted({r["window_start"] for r in rows})),
+        i.c.key.in_(sorted({r["key"] for r in rows}))))
+    for f in found:
+        hit = by_cell.get((f.window_start, f.key, f.currency))
+        if hit is not None:
+            hit["inputs"].append((f.dimension, f.value))
+    for row in rows:
+        row["inputs"] = [f"{d} {v}" for d, v in sorted(row["inputs"], key=_input_order)]
+
+
+def _input_order(pair: tuple[str, str]) -> tuple[str, int, str]:
+    """Partitions numerically, then sources by name."""
+    dimension, value = pair
+    return (dimension, int(value) if value.isdigit() else -1, value)
 
 
 def facets(run: dict[str, Any]) -> dict[str, list[str]]:
@@ -199,8 +262,22 @@ def break_detail(db: ReportDB, run_id: str, target: BreakTarget) -> dict[str, An
         item["attribution"] = [dict(r) for r in conn.execute(
             sa.select(a).where(a.c.run_id == run_id).order_by(a.c.dimension, a.c.id))
             .mappings()]
+        cell = _same_cell(BREAK_STORIES, run_id, item)
+        story = conn.execute(sa.select(BREAK_STORIES).where(*cell)).mappings().first()
+        item["story"] = None if story is None else dict(story)
+        i = BREAK_INPUTS
+        item["inputs"] = sorted((dict(r) for r in conn.execute(
+            sa.select(i).where(*_same_cell(i, run_id, item))).mappings()),
+            key=lambda r: _input_order((r["dimension"], r["value"])))
     item["entries"] = log_entries(db, run_id, target)
     return item
+
+
+def _same_cell(table: sa.Table, run_id: str,
+               item: dict[str, Any]) -> list[sa.ColumnElement[bool]]:
+    return [table.c.run_id == run_id, table.c.day == item["day"],
+            table.c.window_start == item["window_start"], table.c.key == item["key"],
+            table.c.currency == item["currency"]]
 
 
 def log_entries(db: ReportDB, run_id: str,

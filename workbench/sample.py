@@ -3,7 +3,10 @@ Spark): the tests, the screenshots and the paging measurement share it.
 
 Breaks cycle through causes (late events, duplicates, unexplained, missing rows), currencies
 (EUR, JPY, KWD) and merchants; a late break carries late events, a duplicate break the copies
-the stream counted twice.
+the stream counted twice. Each break's story is told by ``reports.explain.chapter_of`` from
+events made up to match its figures (late events from partitions 1 to 4 and sources pos,
+mobile, partner; an uncaught copy from partition 2, source partner; in a cell nothing
+explains, an event from partition 3), as the audit records it.
 
 Example:
     >>> with ReportDB("sqlite://") as db:  # doctest: +SKIP
@@ -13,17 +16,48 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
+from reckon.eventtime import EventTimeRules
 from reckon.money import minor_unit
+from reckon.timeutil import to_micros
 from reports.db import ReportDB
-from reports.records import AttributionRow, AuditRun, BreakRow, CurrencySummary
+from reports.explain import WindowReads, chapter_of
+from reports.records import AttributionRow, AuditRun, BreakRow, BreakStory, CurrencySummary
+from reports.stories import story_of
 
 __all__ = ["sample_day"]
 
 CURRENCIES = ("EUR", "JPY", "KWD")
 CAUSES = ("EXPLAINED", "UNEXPLAINED", "EXPLAINED", "MISSING_IN_STREAM", "UNEXPLAINED")
+SOURCES = ("pos", "mobile", "partner")
+RULES = EventTimeRules.parse(window="10s", lateness="3s")
+_S = 1_000_000
+
+
+@dataclass(frozen=True)
+class _Event:
+    """An event_log row as reports.explain reads it."""
+
+    event_id: str
+    event_time: int
+    arrival_time: int
+    partition: int
+    offset: int
+    input_file: str | None
+    batch_id: int
+    amount: Decimal
+    currency: str
+    source: str
+    is_duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class _Late:
+    watermark: int
+    lateness_seconds: Decimal
 
 
 def _amount(units: int, code: str) -> Decimal:
@@ -50,6 +84,55 @@ def _break(run_id: str, day: date, i: int) -> BreakRow:
         late_amount=late_amount, late_count=late, duplicate_amount=-dup_amount,
         duplicate_count=dup, residual_amount=residual,
         residual_count=0 if cause == "EXPLAINED" else 1, explanation=what)
+
+
+def _events(row: BreakRow, i: int, start: int) -> tuple[list[_Event], dict[tuple, _Late]]:
+    """Events that tell the break's figures: one counted on time (the provisional total),
+    its late events, an uncaught second copy, or for a break nothing explains one more
+    event from partition 3 counted on time."""
+    code, end = row.currency, start + 10 * _S
+    unit = Decimal(1).scaleb(-minor_unit(code))
+    events, late = [], {}
+    if row.provisional_amount is not None:
+        events.append(_Event(f"e{i}-0", start + 2 * _S, start + 3 * _S, i % 3, 10 * i, None, 1,
+                             row.provisional_amount, code, SOURCES[i % 3]))
+    if row.status != "EXPLAINED":
+        events.append(_Event(f"e{i}-u", start + _S, start + 2 * _S, 3, 10 * i, None, 1,
+                             unit * (99 + i % 50), code, "partner"))
+    for n in range(row.late_count):
+        e = _Event(f"e{i}-l{n}", start + (4 + n) * _S, end + (5 + n) * _S, 1 + (i + n) % 4,
+                   10 * i + n, None, 9, unit * 125, code, SOURCES[(i + n) % 3])
+        events.append(e)
+        late[(e.event_id, e.batch_id, e.partition, e.offset, e.input_file)] = _Late(
+            end + (4 + n) * _S, Decimal(4 + n).quantize(Decimal("0.000001")))
+    if row.duplicate_count:
+        copy = _Event(f"e{i}-d", start + 6 * _S, start + 7 * _S, 0, 10 * i + 5, None, 1,
+                      unit * 250, code, "pos")
+        events += [copy, _Event(copy.event_id, copy.event_time, start + 8 * _S, 2, 7, None,
+                                2, copy.amount, code, "partner")]
+    return sorted(events, key=lambda e: e.arrival_time), late
+
+
+def _story(row: BreakRow, i: int) -> BreakStory:
+    """The break's story, told by the one story builder from the made-up events."""
+    start = to_micros(row.window_start)
+    events, late = _events(row, i, start)
+    end = start + 10 * _S
+    current = {} if row.provisional_amount is None else {row.currency: {
+        "total_amount": row.provisional_amount, "event_count": 1 + row.duplicate_count,
+        "status": "FINAL", "revision": 0, "last_batch_id": 2, "closed_batch_id": 3,
+        "finalized_batch_id": 4, "closed_at": end + 3 * _S, "watermark_at_close": end,
+        "finalized_at": end + 4 * _S}}
+    canonical = {} if row.canonical_amount is None else {row.currency: {
+        "total_amount": row.canonical_amount, "event_count": len(events) - row.duplicate_count,
+        "replay_id": "replay-sample"}}
+    recon = {row.currency: {name: getattr(row, name) for name in (
+        "status", "gap_amount", "gap_count", "late_amount", "late_count", "duplicate_amount",
+        "duplicate_count", "residual_amount", "residual_count")} | {"audit_run_id": row.run_id}}
+    reads = WindowReads(events=events, late=late, before={}, current=current, history={},
+                        canonical=canonical, recon=recon, quarantined=[])
+    return story_of(row.run_id, row.day, chapter_of(reads, row.key, start, end, row.currency,
+                                                    RULES))
 
 
 def _summary(code: str, rows: list[BreakRow]) -> CurrencySummary:
@@ -86,9 +169,31 @@ def _rows(run_id: str, day: date, breaks: int) -> Iterator[BreakRow]:
     return (_break(run_id, day, i) for i in range(breaks))
 
 
+#: A break's made-up events (cause, counts, partitions, sources) repeat every 60 breaks.
+_CYCLE = 60
+
+
+def _stories(rows: list[BreakRow], told: int) -> Iterator[BreakStory]:
+    """The first ``told`` breaks' stories; the others carry their inputs only (the same as
+    their cycle's first break's: a story costs milliseconds, mostly formatting money, and a
+    day of 100,000 breaks for the paging measurement needs the inputs, not the lines)."""
+    inputs: dict[int, BreakStory] = {}
+    for i, row in enumerate(rows):
+        if i < told:
+            yield _story(row, i)
+            continue
+        if i % _CYCLE not in inputs:
+            inputs[i % _CYCLE] = _story(rows[i % _CYCLE], i % _CYCLE)
+        yield BreakStory(run_id=row.run_id, day=row.day, window_start=row.window_start,
+                         key=row.key, currency=row.currency, lines=(), evidence=(),
+                         inputs=inputs[i % _CYCLE].inputs, events=0)
+
+
 def sample_day(db: ReportDB, day: date, *, breaks: int, reconciler: str,
-               run_id: str | None = None, now: datetime | None = None) -> str:
-    """Record one audited day with ``breaks`` breaks; returns its run id."""
+               run_id: str | None = None, now: datetime | None = None,
+               told: int = 2_000) -> str:
+    """Record one audited day with ``breaks`` breaks (the first ``told`` with their whole
+    story); returns its run id."""
     run_id = run_id or f"nightly-{day.isoformat()}"
     rows = list(_rows(run_id, day, breaks))
     summaries = tuple(_summary(code, rows) for code in CURRENCIES)
@@ -104,5 +209,6 @@ def sample_day(db: ReportDB, day: date, *, breaks: int, reconciler: str,
                    table_versions={},  # no Delta table behind a sample
                    currencies=summaries)
     db.write_breaks(run_id, rows, now=now)
+    db.write_break_stories(run_id, _stories(rows, told))
     db.record_audit_run(run, _attribution())
     return run_id

@@ -1,0 +1,91 @@
+"""The audit records each break's ``reckon explain`` story and the inputs that contributed to
+it (audits/stories.py), so the workbench shows the terminal's story without Spark. The stream
+is the real one (its foreachBatch, BatchProcessor), the replay and audit too; the recorded
+lines must be exactly what ``explain_window`` prints for the same window, key and currency."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import date
+
+import sqlalchemy as sa
+
+from reckon.reference import Event
+from reckon.timeutil import format_micros
+from reports.db import BREAK_INPUTS, BREAK_STORIES, ReportDB
+from reports.explain import explain_window
+from tests.scenarios import BASE, SCENARIOS, S, ev
+from tests.streamkit import stream_settings
+
+GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+DAY = date.fromisoformat(format_micros(BASE)[:10])
+
+
+def _stream(spark, settings, batches: list[list[Event]], query: str) -> None:
+    from spark.stream import BatchProcessor
+    from tests.test_replay_audit import _raw
+
+    processor = BatchProcessor(spark, settings, query_id=query)
+    for i, batch in enumerate(batches):
+        processor(_raw(spark, batch), i)
+
+
+def _recorded(settings, run_id: str) -> tuple[list[dict], list[dict]]:
+    with ReportDB.from_settings(settings) as db, db.ready().connect() as conn:
+        stories = [dict(r) for r in conn.execute(sa.select(BREAK_STORIES).where(
+            BREAK_STORIES.c.run_id == run_id).order_by(BREAK_STORIES.c.window_start,
+                                                      BREAK_STORIES.c.key)).mappings()]
+        inputs = [dict(r) for r in conn.execute(sa.select(BREAK_INPUTS).where(
+            BREAK_INPUTS.c.run_id == run_id)).mappings()]
+    return stories, inputs
+
+
+def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
+    """The worked example: in [0,10) one event revised the closed window and one arrived
+    13 s past its close, a late event from partition 0: the window's break is EXPLAINED,
+    and its recorded story, word for word, is explain's; partition 0 contributed."""
+    from audits.audit import audit_day
+    from spark.replay import replay_day
+
+    settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
+    _stream(spark, settings, GRACE_CASE.batches, "stories-grace")
+    replay_day(spark, settings, DAY)
+    result = audit_day(spark, settings, DAY)
+    assert result.breaks_recorded == 1
+    stories, inputs = _recorded(settings, result.run_id)
+    [story] = stories
+    assert (story["key"], story["currency"], story["events"]) == ("merchant-x", "USD", 5)
+    told = explain_window(spark, settings, "merchant-x", BASE + 1 * S, "USD")
+    assert story["lines"] == list(told.lines)
+    assert "late by 13.0 s" in story["lines"][0] and "reconciliation: EXPLAINED" in "\n".join(
+        story["lines"])
+    [late] = story["evidence"]
+    assert (late["event_id"], late["fate"], late["partition"], late["amount"]) == (
+        "e8-4", "late", 0, "1.00")
+    assert {(i["dimension"], i["value"], i["late_count"], i["duplicate_count"])
+            for i in inputs} == {("partition", "0", 1, 0), ("source", "test", 1, 0)}
+
+
+def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, tmp_path
+                                                                         ) -> None:
+    """Key A's event arrives again past a 5 s dedup horizon from partition 1 (source 'kiosk'):
+    the stream counts it twice, the break is explained by a duplicate, and partition 1 (not
+    partition 0, whose copy was the first) contributed through its duplicate."""
+    from audits.audit import audit_day
+    from spark.replay import replay_day
+
+    settings = stream_settings(tmp_path / "wh", window="10s", lateness="1h",
+                               dedup_horizon="5s")
+    first = ev(1, 2, key="A", amount="3.00")
+    again = replace(first, arrival_time=BASE + 20 * S, offset=20, partition=1, source="kiosk")
+    _stream(spark, settings, [[first, ev(3, 3, key="B")], [again]], "stories-dup")
+    replay_day(spark, settings, DAY)
+    result = audit_day(spark, settings, DAY)
+    stories, inputs = _recorded(settings, result.run_id)
+    assert [(s["key"], s["events"]) for s in stories] == [("A", 2)]
+    [story] = stories
+    assert story["lines"] == list(explain_window(spark, settings, "A", BASE + S, "USD").lines)
+    assert [(e["event_id"], e["fate"], e["partition"]) for e in story["evidence"]] == [
+        (first.event_id, "uncaught duplicate", 1)]
+    assert sorted((i["dimension"], i["value"], i["duplicate_count"], i["event_count"])
+                  for i in inputs) == [("partition", "1", 1, 1), ("source", "kiosk", 1, 1)]
