@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -168,3 +169,22 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert len(done.stdout.splitlines()) == 3
     assert done.stderr == "" and done.returncode == 141
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_flag_of_every_command_says_what_it_is(command):
+    """`reckon X --help` explains each flag, and its usage line shows no internal field name:
+    `--watermark-bound LATENESS` named the deprecated flag on the clear one."""
+    parser = _subcommands()[command]
+    silent = [a.option_strings or [a.dest] for a in parser._actions if a.help is None]
+    assert silent == []
+    usage = parser.format_help()
+    for internal in ("LATENESS", "GRACE", "DEPRECATED_", "WINDOW_AT", "DATE_FROM", "DATE_TO",
+                     "KAFKA_BOOTSTRAP", "EXPECTED_PARTITIONS", "WATERMARK_BOUND_BY"):
+        assert internal not in usage, f"reckon {command} --help shows {internal}"
