@@ -493,7 +493,8 @@ def _demo_parser(sub: Any) -> None:
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,
-                   help="events to generate (default 120000: about 5 minutes on 2 cores)")
+                   help="events to generate (default 120000: about 6 minutes on 2 quiet "
+                   "cores, longer on a busy machine)")
     p.add_argument("--out", help="reports folder: each day's report in <out>/<day> "
                    "(default: <warehouse>/reports)")
 
