@@ -395,10 +395,17 @@ def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.Mo
     assert "no report database at " in capsys.readouterr().err
     assert not (tmp_path / "wh").exists()
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(tmp_path / "wh"))) as db:
-        db.migrate()  # an audited warehouse whose day has no breaks
+        db.migrate()  # an audited warehouse, but not on this day: not "no breaks"
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
-                 "--date", "2026-01-01"]) == 0
-    assert "no breaks for 2026-01-01 in the current audit runs" in capsys.readouterr().out
+                 "--date", "2026-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert "--date='2026-01-01' is not valid: a day with an audit run" in err
+    assert "run `reckon audit --date 2026-01-01` first" in err
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(tmp_path / "wh"))) as db:
+        db.record_audit_run(replace(make_run("run-1"), table_versions={}), [])  # a clean day
+    assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
+                 "--date", DAY.isoformat()]) == 0
+    assert f"no breaks for {DAY} in the current audit runs" in capsys.readouterr().out
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"), "--date", "01/02"]) == 2
     assert "--date='01/02' is not valid" in capsys.readouterr().err
 

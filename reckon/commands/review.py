@@ -77,6 +77,9 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     if status is not None and status not in REVIEW_STATUSES:
         raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
     with ReportDB.from_settings(settings) as db:
+        if day is not None and not db.audit_runs(day):  # never audited is not "no breaks"
+            raise invalid("--date", day.isoformat(), "a day with an audit run in the report "
+                          f"database (none of {day}: run `reckon audit --date {day}` first)")
         items = db.list_breaks(day=day, review_status=status)
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
