@@ -356,6 +356,10 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", me,
                  "--note", "acct-7 is a known fee", "--decision", "accepted"]) == 0
     assert f"run run-1 accepted by {me} (log seq 1" in capsys.readouterr().out
+    assert main(["verify-log", "--warehouse", wh]) == 0
+    assert capsys.readouterr().out.startswith("sign-off log OK: 1 entry, head hash ")
+    assert main(["breaks", "list", "--warehouse", wh, "--status", "explained"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 break: 1 explained"
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
