@@ -188,3 +188,19 @@ def test_every_flag_of_every_command_says_what_it_is(command):
     for internal in ("LATENESS", "GRACE", "DEPRECATED_", "WINDOW_AT", "DATE_FROM", "DATE_TO",
                      "KAFKA_BOOTSTRAP", "EXPECTED_PARTITIONS", "WATERMARK_BOUND_BY"):
         assert internal not in usage, f"reckon {command} --help shows {internal}"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("2026-11-31", "a day of the calendar (2026-11 has 30 days)"),
+    ("2027-02-29", "a day of the calendar (2027-02 has 28 days)"),
+    ("2026-13-01", "a day of the calendar (no month 13)"),
+])
+def test_a_date_written_right_that_is_no_day_says_why(text, why):
+    """`--date 2026-11-31` is written YYYY-MM-DD: saying only "a date written YYYY-MM-DD"
+    left the user looking at the format."""
+    from reckon.errors import UsageError
+    from reckon.timeutil import parse_date
+
+    with pytest.raises(UsageError) as refused:
+        parse_date(text, "--date")
+    assert str(refused.value) == f"--date={text!r} is not valid: a date written YYYY-MM-DD, {why}"
