@@ -204,3 +204,25 @@ def test_a_date_written_right_that_is_no_day_says_why(text, why):
     with pytest.raises(UsageError) as refused:
         parse_date(text, "--date")
     assert str(refused.value) == f"--date={text!r} is not valid: a date written YYYY-MM-DD, {why}"
+
+
+def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    """`reckon report --date D` of a day without an audit run said so only after Spark had
+    started (72 s on a busy machine)."""
+    from datetime import date
+
+    from reckon import pipeline
+    from reckon.config import load_settings
+    from reckon.errors import UsageError
+    from reports.db import ReportDB
+
+    monkeypatch.setattr(pipeline, "_with_spec", lambda settings, step: settings)
+    monkeypatch.setattr(pipeline, "_spark", lambda *a: pytest.fail("started Spark"))
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    with ReportDB.from_settings(settings) as db:
+        db.migrate()
+    with pytest.raises(UsageError) as refused:
+        pipeline.run_report(settings, date(2026, 1, 5))
+    assert str(refused.value) == ("--date='2026-01-05' is not valid: no audit run of that day "
+                                  "in the report database (run `reckon audit --date "
+                                  "2026-01-05` first)")
