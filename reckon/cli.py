@@ -148,23 +148,26 @@ def _warehouse(p: argparse.ArgumentParser, required: bool = False) -> None:
 def _event_time_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", help="window width, e.g. 10s (default from config: 10s)")
     p.add_argument("--slide", help="hopping windows: slide, e.g. 5s (must divide the window)")
-    p.add_argument("--watermark-bound", dest="lateness",
+    p.add_argument("--watermark-bound", dest="lateness", metavar="DURATION",
                    help="watermark bound L: an input's watermark is its maximum event time "
                    "minus L, e.g. 3s")
-    p.add_argument("--allowed-lateness", dest="grace",
+    p.add_argument("--allowed-lateness", dest="grace", metavar="DURATION",
                    help="allowed lateness G: a closed window still takes events until the "
                    "watermark passes its end + G, e.g. 0s")
-    p.add_argument("--lateness", dest="deprecated_lateness",
+    p.add_argument("--lateness", dest="deprecated_lateness", metavar="DURATION",
                    help="deprecated name of --watermark-bound")
-    p.add_argument("--grace", dest="deprecated_grace", help="deprecated name of --allowed-lateness")
-    p.add_argument("--idle-timeout", dest="idle_timeout",
+    p.add_argument("--grace", dest="deprecated_grace", metavar="DURATION",
+                   help="deprecated name of --allowed-lateness")
+    p.add_argument("--idle-timeout", dest="idle_timeout", metavar="DURATION",
                    help="a partition silent this long (arrival time) stops holding the watermark")
     p.add_argument("--watermark-inputs", dest="watermark_inputs", choices=("partition", "source"),
                    help="what has its own maximum and bound: each partition (default), or "
                    "each (partition, source) pair")
     p.add_argument("--watermark-bound-by-partition", dest="watermark_bound_by_partition",
+                   metavar="P=DURATION,...",
                    help="bounds of some partitions instead of --watermark-bound, e.g. 0=5s,3=30s")
     p.add_argument("--watermark-bound-by-source", dest="watermark_bound_by_source",
+                   metavar="SOURCE=DURATION,...",
                    help="bounds of some sources (with --watermark-inputs source), e.g. "
                    "sat=10s,http=30s")
 
@@ -183,11 +186,15 @@ def _workbench_commands(sub: Any) -> None:
              "the workbench's users: add NAME --role R, list, disable NAME (and end their "
              "sessions), revoke NAME (end their sessions only)")
     _warehouse(p)
-    p.add_argument("action", choices=("add", "list", "disable", "revoke"))
+    p.add_argument("action", choices=("add", "list", "disable", "revoke"),
+                   help="add NAME (asks for a password), list, disable NAME, or revoke NAME "
+                   "(end their sessions)")
     p.add_argument("name", nargs="?", help="the user's name: the same name as their OS account "
                    "or database role, so the four-eyes rule sees one person")
-    p.add_argument("--role", choices=("reconciler", "reviewer", "auditor"), default="reviewer")
-    p.add_argument("--password-env", dest="password_env",
+    p.add_argument("--role", choices=("reconciler", "reviewer", "auditor"), default="reviewer",
+                   help="with add: what the user may do (default reviewer; an auditor only "
+                   "reads)")
+    p.add_argument("--password-env", dest="password_env", metavar="VAR",
                    help="read the password from this environment variable (else asked twice)")
 
 
@@ -205,37 +212,46 @@ def _generate_parser(sub: Any) -> None:
              "write a landing directory of NDJSON events in arrival order, with realistic faults")
     p.add_argument("--out", required=True, help="folder to write (must not hold event files)")
     p.add_argument("--events", type=int, default=100_000, help="unique events (default 100000)")
-    p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--keys", type=int, default=50)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--partitions", type=int, default=4, help="input partitions (default 4)")
+    p.add_argument("--keys", type=int, default=50, help="merchant keys (default 50)")
+    p.add_argument("--seed", type=int, default=7,
+                   help="random seed: the same seed writes the same files (default 7)")
     p.add_argument("--rate", type=float, default=200.0, help="events per second of event time")
     p.add_argument("--start", default="2026-01-01T00:00:00Z", help="first event time (UTC)")
-    p.add_argument("--duplicate-rate", dest="duplicate_rate", type=float, default=0.01)
-    p.add_argument("--malformed-rate", dest="malformed_rate", type=float, default=0.002)
-    p.add_argument("--future-rate", dest="future_rate", type=float, default=0.0005)
+    p.add_argument("--duplicate-rate", dest="duplicate_rate", type=float, default=0.01,
+                   help="share of events delivered twice (default 0.01)")
+    p.add_argument("--malformed-rate", dest="malformed_rate", type=float, default=0.002,
+                   help="share of malformed lines (default 0.002)")
+    p.add_argument("--future-rate", dest="future_rate", type=float, default=0.0005,
+                   help="share of events dated in the future (default 0.0005)")
     p.add_argument("--tail-share", dest="tail_share", type=float, default=0.03,
                    help="share of events in the heavy delay tail")
-    p.add_argument("--median-delay", dest="median_delay", default="300ms")
+    p.add_argument("--median-delay", dest="median_delay", default="300ms",
+                   help="median arrival delay (default 300ms)")
     p.add_argument("--slow-skew", dest="slow_skew", default="2s",
                    help="extra delay of the slow partition")
-    p.add_argument("--lines-per-file", dest="lines_per_file", type=int, default=10_000)
+    p.add_argument("--lines-per-file", dest="lines_per_file", type=int, default=10_000,
+                   help="lines per landing file (default 10000)")
     p.add_argument("--currencies", help="ISO 4217 codes to draw from, most common first "
                    "(default USD,EUR,GBP,JPY,KWD): most merchants settle in one, some in two "
                    "or three")
-    p.add_argument("--no-idle-partition", action="store_true")
-    p.add_argument("--no-slow-partition", action="store_true")
+    p.add_argument("--no-idle-partition", action="store_true",
+                   help="no partition falls silent for a stretch")
+    p.add_argument("--no-slow-partition", action="store_true",
+                   help="no partition lags behind the others")
     p.add_argument("--json", action="store_true", help="the manifest, machine-readable")
 
 
 def _stream_parser(sub: Any) -> None:
     """The flags of `reckon stream`:
 
-    ``reckon stream (--landing LANDING | --kafka KAFKA_BOOTSTRAP) [--topic KAFKA_TOPIC]
-    [--warehouse WAREHOUSE] [--window WINDOW] [--slide SLIDE] [--watermark-bound
-    LATENESS] [--allowed-lateness GRACE] [--lateness DEPRECATED_LATENESS] [--grace
-    DEPRECATED_GRACE] [--idle-timeout IDLE_TIMEOUT] [--max-files-per-trigger
-    MAX_FILES_PER_TRIGGER] [--partitions EXPECTED_PARTITIONS] [--available-now |
-    --trigger TRIGGER] [--change-spec]``
+    ``reckon stream (--landing LANDING | --kafka HOST:PORT) [--topic KAFKA_TOPIC]
+    [--warehouse WAREHOUSE] [--window WINDOW] [--slide SLIDE] [--watermark-bound DURATION]
+    [--allowed-lateness DURATION] [--lateness DURATION] [--grace DURATION] [--idle-timeout
+    DURATION] [--watermark-inputs {partition,source}] [--watermark-bound-by-partition
+    P=DURATION,...] [--watermark-bound-by-source SOURCE=DURATION,...]
+    [--max-files-per-trigger N] [--partitions P,P,...] [--available-now | --trigger TRIGGER]
+    [--change-spec]``
     """
     p = _add(sub, "stream", _lazy("reckon.commands.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
@@ -243,12 +259,14 @@ def _stream_parser(sub: Any) -> None:
     src.add_argument("--landing", help="landing directory of event files (*.ndjson, *.jsonl, "
                      "*.json: one JSON object per line); every other file is named in the log "
                      "as not read, with the reason")
-    src.add_argument("--kafka", dest="kafka_bootstrap", help="Kafka bootstrap servers")
+    src.add_argument("--kafka", dest="kafka_bootstrap", metavar="HOST:PORT",
+                     help="Kafka bootstrap servers")
     p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
     _warehouse(p)
     _event_time_flags(p)
-    p.add_argument("--max-files-per-trigger", dest="max_files_per_trigger", type=int)
-    p.add_argument("--partitions", dest="expected_partitions",
+    p.add_argument("--max-files-per-trigger", dest="max_files_per_trigger", type=int,
+                   metavar="N", help="landing files read per micro-batch at most")
+    p.add_argument("--partitions", dest="expected_partitions", metavar="P,P,...",
                    help="expected partitions, e.g. 0,1,2,3 (the watermark waits for each)")
     trig = p.add_mutually_exclusive_group()
     trig.add_argument("--available-now", action="store_true",
@@ -264,26 +282,27 @@ def _stream_parser(sub: Any) -> None:
 def _replay_parser(sub: Any) -> None:
     """The flags of `reckon replay`:
 
-    ``reckon replay [--warehouse WAREHOUSE] [--kafka KAFKA_BOOTSTRAP] [--topic
-    KAFKA_TOPIC] [--json] [--date DATE] [--from DATE_FROM] [--to DATE_TO]``
+    ``reckon replay [--warehouse WAREHOUSE] [--kafka HOST:PORT] [--topic KAFKA_TOPIC]
+    [--json] [--date DATE] [--from DATE] [--to DATE]``
     """
     p = _add(sub, "replay", _lazy("reckon.commands.nightly:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
     _warehouse(p)
-    p.add_argument("--kafka", dest="kafka_bootstrap",
+    p.add_argument("--kafka", dest="kafka_bootstrap", metavar="HOST:PORT",
                    help="replay straight from a Kafka topic (earliest to latest) instead")
     p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.add_argument("--date", help="day to replay, YYYY-MM-DD (UTC)")
-    p.add_argument("--from", dest="date_from", help="first day of a range")
-    p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
+    p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of a range")
+    p.add_argument("--to", dest="date_to", metavar="DATE",
+                   help="last day of a range (inclusive)")
 
 
 def _compact_parser(sub: Any) -> None:
     """The flags of `reckon compact`:
 
-    ``reckon compact [--warehouse WAREHOUSE] [--json] [--date DATE] [--from DATE_FROM]
-    [--to DATE_TO]``
+    ``reckon compact [--warehouse WAREHOUSE] [--json] [--date DATE] [--from DATE] [--to
+    DATE]``
     """
     p = _add(sub, "compact", _lazy("reckon.commands.nightly:cmd_compact"),
              "rewrite a closed day's small files of the stream tables into a few large ones "
@@ -292,8 +311,9 @@ def _compact_parser(sub: Any) -> None:
     _warehouse(p)
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.add_argument("--date", help="day to compact, YYYY-MM-DD (UTC)")
-    p.add_argument("--from", dest="date_from", help="first day of a range")
-    p.add_argument("--to", dest="date_to", help="last day of a range (inclusive)")
+    p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of a range")
+    p.add_argument("--to", dest="date_to", metavar="DATE",
+                   help="last day of a range (inclusive)")
 
 
 def _vacuum_parser(sub: Any) -> None:
@@ -355,7 +375,8 @@ def _breaks_parser(sub: Any) -> None:
     p.add_argument("--date", help="only this day (YYYY-MM-DD)")
     p.add_argument("--status", help="only breaks in this review status (open, explained, "
                                     "accepted, resolved)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output, amounts as "
+                   "exact decimal text")
 
 
 def _signoff_parser(sub: Any) -> None:
@@ -371,8 +392,8 @@ def _signoff_parser(sub: Any) -> None:
     p.add_argument("--by", help="optional: your account name, checked against the account "
                    "that runs the command (the signer is that account, never another name)")
     p.add_argument("--note", required=True, help="what was reviewed and decided")
-    p.add_argument("--decision", default="approved",
-                   choices=list(DECISIONS))
+    p.add_argument("--decision", default="approved", choices=list(DECISIONS),
+                   help="the decision recorded (default approved)")
     p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
 
 
@@ -395,7 +416,7 @@ def _report_parser(sub: Any) -> None:
     p = _add(sub, "report", _lazy("reckon.commands.nightly:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
-    p.add_argument("--date", required=True)
+    p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC), a day with an audit run")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--json", action="store_true", help="the files written, machine-readable")
 
@@ -416,32 +437,33 @@ def _sql_parser(sub: Any) -> None:
 def _explain_parser(sub: Any) -> None:
     """The flags of `reckon explain`:
 
-    ``reckon explain [--warehouse WAREHOUSE] --key KEY --window WINDOW_AT [--currency
-    CURRENCY] [--json]``
+    ``reckon explain [--warehouse WAREHOUSE] --key KEY --window TIME [--currency CURRENCY]
+    [--json]``
     """
     p = _add(sub, "explain", _lazy("reckon.commands.investigate:cmd_explain"),
              "tell the story of one window and key, per currency: every event and what "
              "became of it")
     _warehouse(p)
-    p.add_argument("--key", required=True)
-    p.add_argument("--window", dest="window_at", required=True,
+    p.add_argument("--key", required=True, help="the account or merchant key, e.g. "
+                   "merchant-0003")
+    p.add_argument("--window", dest="window_at", metavar="TIME", required=True,
                    help="any instant inside the window, e.g. 2026-01-01T09:42:00Z")
     p.add_argument("--currency", help="only this currency's story (ISO 4217 code, e.g. EUR); "
                    "default: every currency of the key's window, each told separately")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _lateness_curve_parser(sub: Any) -> None:
     """The flags of `reckon lateness-curve`:
 
-    ``reckon lateness-curve --events EVENTS --window WINDOW --bounds BOUNDS [--json]``
+    ``reckon lateness-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
     """
     p = _add(sub, "lateness-curve", _lazy("reckon.commands.investigate:cmd_lateness_curve"),
              "what-if analysis: completeness and emit latency for candidate lateness bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
-    p.add_argument("--window", required=True)
+    p.add_argument("--window", required=True, metavar="DURATION", help="window width, e.g. 10s")
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _lateness_parser(sub: Any) -> None:
@@ -455,13 +477,13 @@ def _lateness_parser(sub: Any) -> None:
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
              "partition, who is late")
     _warehouse(p)
-    p.add_argument("--date", required=True)
+    p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
     p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")
     p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")
     p.add_argument("--per-source", dest="per_source", action="store_true",
                    help="recommend a bound per source (inputs by partition and source) and "
                    "compare it with the best single bound")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _demo_parser(sub: Any) -> None:
@@ -473,7 +495,8 @@ def _demo_parser(sub: Any) -> None:
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,
-                   help="events to generate (default 120000: about 5 minutes on 2 cores)")
+                   help="events to generate (default 120000: about 6 minutes on 2 quiet "
+                   "cores, longer on a busy machine)")
     p.add_argument("--out", help="reports folder: each day's report in <out>/<day> "
                    "(default: <warehouse>/reports)")
 

@@ -456,17 +456,30 @@ def _scheduled_run(af: Any, dag_id: str, day: date, timeout: float = 120.0) -> s
                       f"{timeout:.0f}s of the unpause; see {af.home / 'process-logs'}")
 
 
+_HEARTBEAT_S = 60.0
+
+
 def _follow(af: Any, dag_id: str, run_id: str, clock: _Clock) -> str:
-    """Poll the run until it ends, saying when each task starts; return its state."""
+    """Poll the run until it ends, saying when each task starts, and every minute which tasks
+    are still running (a replay of minutes on a busy machine must not look like a hang);
+    return its state."""
     deadline, said = time.monotonic() + _RUN_TIMEOUT_S, set()
+    quiet_since = time.monotonic()
     while True:
         state = af.run_state(dag_id, run_id)
-        for task, task_state in af.task_states(dag_id, run_id).items():
+        states = af.task_states(dag_id, run_id)
+        for task, task_state in states.items():
             if task_state not in ("none", "scheduled", "queued") and task not in said:
                 said.add(task)
                 clock.say(f"  task {task} started")
+                quiet_since = time.monotonic()
         if state in ("success", "failed"):
             return str(state)
+        running = sorted(t for t, s in states.items() if s in ("running", "up_for_retry",
+                                                                "up_for_reschedule"))
+        if running and time.monotonic() - quiet_since >= _HEARTBEAT_S:
+            clock.say(f"  still running: {', '.join(running)}")
+            quiet_since = time.monotonic()
         af.check_alive()
         if time.monotonic() > deadline:
             raise ReckonError(f"the nightly run {run_id} is still {state} after "

@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reckon.config import Settings
-from reckon.errors import ConfigError
+from reckon.errors import ConfigError, UsageError
 from reckon.timeutil import parse_date
 
 if TYPE_CHECKING:  # the engines' result types; the steps import the engines when they run
@@ -297,9 +297,15 @@ def task_retries(env: Mapping[str, str]) -> int:
 def run_report(settings: Settings, day: date,
                out: str | None = None) -> StepResult[ReportResult]:
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
+    from reports.db import ReportDB
     from reports.render import render_day
 
     settings = _with_spec(settings, "report")
+    with ReportDB.from_settings(settings) as db:  # said at once, not after Spark starts
+        if db.current_audit_run(day) is None:
+            raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "
+                             "day in the report database (run `reckon audit --date "
+                             f"{day}` first)")
     result = render_day(_spark(settings, "reckon-report"), settings, day, out=out)
     return StepResult(step="report", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)

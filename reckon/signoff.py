@@ -70,7 +70,8 @@ def four_eyes_refusal(signer: str, reconciler: str, run_id: str) -> str | None:
     if not same_person(signer, reconciler):
         return None
     return (f"by={signer!r} may not sign off run {run_id!r}: {reconciler!r} reconciled it, "
-            "and a run needs a second person's sign-off (four-eyes rule)")
+            "and a run needs a second person's sign-off (four-eyes rule): another reviewer "
+            "signs it as themselves (their own OS account, or their workbench login)")
 
 
 def impersonation_refusal(by: str | None, signer: str, identity: str) -> str | None:

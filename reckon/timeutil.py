@@ -119,7 +119,7 @@ def parse_date(value: date | str, name: str = "date") -> date:
     (datetime.date(2026, 1, 1), datetime.date(2026, 1, 1))
     >>> parse_date("2026-02-30", "--date")
     Traceback (most recent call last):
-    reckon.errors.UsageError: --date='2026-02-30' is not valid: a date written YYYY-MM-DD
+    reckon.errors.UsageError: --date='2026-02-30' is not valid: a date written YYYY-MM-DD, a day of the calendar (2026-02 has 28 days)
     """
     if isinstance(value, datetime):
         raise invalid(name, value, "a day (YYYY-MM-DD), not a timestamp")
@@ -128,7 +128,28 @@ def parse_date(value: date | str, name: str = "date") -> date:
     try:
         return date.fromisoformat(str(value).strip())
     except ValueError:
-        raise invalid(name, value, "a date written YYYY-MM-DD") from None
+        raise invalid(name, value, "a date written YYYY-MM-DD" + _why_not_a_day(str(value))) \
+            from None
+
+
+def _why_not_a_day(text: str) -> str:
+    """What is wrong with text shaped like YYYY-MM-DD that is not a day ('' for other text):
+    '2026-11-31' is written right, and "a date written YYYY-MM-DD" alone would not say why.
+
+    >>> _why_not_a_day("2026-11-31"), _why_not_a_day("2026-13-01"), _why_not_a_day("01/02")
+    (', a day of the calendar (2026-11 has 30 days)', ', a day of the calendar (no month 13)', '')
+    """
+    import calendar
+    import re
+
+    shape = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text.strip())
+    if shape is None:
+        return ""
+    year, month = int(shape[1]), int(shape[2])
+    if not 1 <= month <= 12:
+        return f", a day of the calendar (no month {month})"
+    return (f", a day of the calendar ({year:04d}-{month:02d} has "
+            f"{calendar.monthrange(year, month)[1]} days)")
 
 
 def day_bounds(day: date) -> tuple[int, int]:

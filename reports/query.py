@@ -247,7 +247,42 @@ def check_read_only(sql: str) -> list[Token]:
                 and prev.text == "." and any(c in tok.text for c in "/\\:")):
             raise UsageError(f"query reads {tok.text} by path: `reckon sql` reads the warehouse "
                              "tables by name only (provisional_totals, late_events, ...)")
+    _check_derived_history(sig)
     return tokens
+
+
+#: Views reckon sql derives on read, and the Delta table that holds their history.
+DERIVED_FROM = {"provisional_totals": "provisional_deltas"}
+
+
+def _check_derived_history(sig: Sequence[Token]) -> None:
+    """Refuse time travel and DESCRIBE HISTORY/DETAIL of a derived view before Spark starts:
+    it has no versions of its own, and Spark would only say "not supported" after a minute.
+
+    Example: ``SELECT * FROM provisional_totals VERSION AS OF 3`` is refused, naming
+    provisional_deltas; ``SELECT * FROM provisional_totals`` passes.
+    """
+    words = [t for t in sig if t.kind != "ws"]
+
+    def upper_at(k: int) -> str:
+        return words[k].upper if 0 <= k < len(words) else ""
+
+    for k, tok in enumerate(words):
+        name = (tok.text[1:-1] if tok.kind == "string" else _unquote(tok)).lower() \
+            if tok.kind in ("word", "quoted", "string") else ""
+        source = DERIVED_FROM.get(name)
+        if source is None or upper_at(k - 1) == "." or upper_at(k + 1) == ".":
+            continue
+        travels = (upper_at(k + 1) in ("VERSION", "TIMESTAMP") and upper_at(k + 2) == "AS") or (
+            upper_at(k + 1) == "FOR" and upper_at(k + 2) in ("SYSTEM_VERSION", "SYSTEM_TIME"))
+        described = upper_at(k - 1) in ("HISTORY", "DETAIL") and tok.kind != "string"
+        changes = tok.kind == "string" and upper_at(k - 1) == "(" \
+            and upper_at(k - 2) == "TABLE_CHANGES"
+        if travels or described or changes:
+            raise UsageError(
+                f"{name} has no versions of its own: it is folded on read from {source}. "
+                f"Time-travel {source} instead (SELECT * FROM {source} VERSION AS OF 3), or "
+                "run `reckon explain` for one window's history")
 
 
 _ROOT_COMMANDS = ("Show", "Describe")  # plan roots of SHOW ... / DESCRIBE ... (read-only)

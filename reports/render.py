@@ -235,8 +235,20 @@ def _pdf_block(pdf: Any, b: Block) -> None:
             _pdf_text(pdf, f"{i}. {line}")
     else:  # the headline's figures: one row per figure, the currency beside it
         _pdf_table(pdf, Table(("currency", "figure", "value"), tuple(
-            (g.currency or "all", f.label, f"{f.value} ({f.detail})" if f.detail else f.value)
+            (g.currency or "all", f.label, _with_detail(f.value, f.detail))
             for g in b.groups for f in g.figures), widths=(22, 60, 108), size=8.5))
+
+
+def _with_detail(value: str, detail: str | None) -> str:
+    """A headline figure and its detail on one PDF line, the detail in parentheses unless it
+    opens with its own.
+
+    >>> _with_detail("3,670", "(window, key, currency) rows"), _with_detail("EUR 1.00", "2 events")
+    ('3,670 (window, key, currency) rows', 'EUR 1.00 (2 events)')
+    """
+    if not detail:
+        return value
+    return f"{value} {detail}" if detail.startswith("(") else f"{value} ({detail})"
 
 
 def render_pdf(ctx: ReportContext, laid: Sequence[Laid], charts: Sequence[Chart],

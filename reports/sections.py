@@ -331,9 +331,9 @@ def status_table(ctx: ReportContext) -> tuple[tuple[str, ...], list[tuple[str, .
     """Rows per status, over every currency and per currency (counts only)."""
     cur = ctx.headline.currencies
     header = ("status", "all currencies", *(c.currency for c in cur))
-    rows = [("(window, key, currency) rows", f"{ctx.headline.rows}",
-             *(f"{c.rows}" for c in cur))]
-    rows += [(status, f"{n}", *(f"{int(c.status_counts.get(status, 0))}" for c in cur))
+    rows = [("(window, key, currency) rows", f"{ctx.headline.rows:,}",
+             *(f"{c.rows:,}" for c in cur))]
+    rows += [(status, f"{n:,}", *(f"{int(c.status_counts.get(status, 0)):,}" for c in cur))
              for status, n in ctx.status_counts]
     return header, rows
 

@@ -47,8 +47,10 @@ fetch_jars() {  # name, pom, includeArtifactIds ('' = all runtime deps)
   rm -rf "$dest.tmp" && mkdir -p "$dest.tmp"
   local extra=()
   [ -n "$include" ] && extra=("-DincludeArtifactIds=$include")
+  # Maven 3.8 prints colour resets (ESC[0m) even with -q and style.color=never: dropped here
+  # (pipefail keeps mvn's exit status)
   mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$dest.tmp" "${extra[@]}"
+      -DoutputDirectory="$dest.tmp" "${extra[@]}" | sed -u $'s/\x1b\\[[0-9;]*m//g'
   echo "$stamp" > "$dest.tmp/.stamp"
   rm -rf "$dest" && mv "$dest.tmp" "$dest"
 }

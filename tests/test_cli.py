@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
@@ -168,3 +169,60 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert len(done.stdout.splitlines()) == 3
     assert done.stderr == "" and done.returncode == 141
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_flag_of_every_command_says_what_it_is(command):
+    """`reckon X --help` explains each flag, and its usage line shows no internal field name:
+    `--watermark-bound LATENESS` named the deprecated flag on the clear one."""
+    parser = _subcommands()[command]
+    silent = [a.option_strings or [a.dest] for a in parser._actions if a.help is None]
+    assert silent == []
+    usage = parser.format_help()
+    for internal in ("LATENESS", "GRACE", "DEPRECATED_", "WINDOW_AT", "DATE_FROM", "DATE_TO",
+                     "KAFKA_BOOTSTRAP", "EXPECTED_PARTITIONS", "WATERMARK_BOUND_BY"):
+        assert internal not in usage, f"reckon {command} --help shows {internal}"
+
+
+@pytest.mark.parametrize("text, why", [
+    ("2026-11-31", "a day of the calendar (2026-11 has 30 days)"),
+    ("2027-02-29", "a day of the calendar (2027-02 has 28 days)"),
+    ("2026-13-01", "a day of the calendar (no month 13)"),
+])
+def test_a_date_written_right_that_is_no_day_says_why(text, why):
+    """`--date 2026-11-31` is written YYYY-MM-DD: saying only "a date written YYYY-MM-DD"
+    left the user looking at the format."""
+    from reckon.errors import UsageError
+    from reckon.timeutil import parse_date
+
+    with pytest.raises(UsageError) as refused:
+        parse_date(text, "--date")
+    assert str(refused.value) == f"--date={text!r} is not valid: a date written YYYY-MM-DD, {why}"
+
+
+def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    """`reckon report --date D` of a day without an audit run said so only after Spark had
+    started (72 s on a busy machine)."""
+    from datetime import date
+
+    from reckon import pipeline
+    from reckon.config import load_settings
+    from reckon.errors import UsageError
+    from reports.db import ReportDB
+
+    monkeypatch.setattr(pipeline, "_with_spec", lambda settings, step: settings)
+    monkeypatch.setattr(pipeline, "_spark", lambda *a: pytest.fail("started Spark"))
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    with ReportDB.from_settings(settings) as db:
+        db.migrate()
+    with pytest.raises(UsageError) as refused:
+        pipeline.run_report(settings, date(2026, 1, 5))
+    assert str(refused.value) == ("--date='2026-01-05' is not valid: no audit run of that day "
+                                  "in the report database (run `reckon audit --date "
+                                  "2026-01-05` first)")

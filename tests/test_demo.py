@@ -93,6 +93,37 @@ def test_the_summary_prints_one_headline_line_per_currency_and_never_adds_them()
     assert json.loads(json.dumps(summary.to_dict()))["currencies"][1]["gap_amount"] == "1200"
 
 
+class _SlowRun:
+    """A nightly run whose replay runs three minutes of a fake clock, polled every 2 s."""
+
+    def __init__(self, clock: list[float]) -> None:
+        self.clock = clock
+
+    def run_state(self, _dag: str, _run: str) -> str:
+        return "success" if self.clock[0] >= 180 else "running"
+
+    def task_states(self, _dag: str, _run: str) -> dict[str, str]:
+        done = self.clock[0] >= 180
+        return {"compact": "success", "replay": "success" if done else "running",
+                "audit": "success" if done else "none"}
+
+    def check_alive(self) -> None:
+        pass
+
+
+def test_a_long_task_prints_a_line_every_minute_so_the_demo_never_looks_hung(monkeypatch,
+                                                                            capsys):
+    import reckon.demo as demo
+
+    now = [0.0]
+    monkeypatch.setattr(demo.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(demo.time, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+    assert demo._follow(_SlowRun(now), "reckon_nightly", "run-1", demo._Clock()) == "success"
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("still running: replay" in line for line in lines) == 2  # at 60 s and 120 s
+    assert any("task replay started" in line for line in lines)
+
+
 @pytest.mark.airflow
 @pytest.mark.slow
 def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):

@@ -459,6 +459,8 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
                    "audit-2026-01-01-abc123", "UNEXPLAINED", "EUR 12.50; JPY 1,200"):
         assert figure in text, figure
     assert "4,446,568.39" not in text and "4446568.39" not in text  # no cross-currency sum
+    # a figure whose detail has its own parentheses is not wrapped twice
+    assert "1,234 (window, key, currency) rows" in text and "((" not in text
     # a document: every page numbered, the summary before the list, the approval block
     assert text.count(" of ") >= len(pages) and f"page {len(pages)} of {len(pages)}" in text
     assert "page 1 of" in text
@@ -972,3 +974,10 @@ def test_the_report_says_which_input_held_the_watermark_back_in_html_pdf_and_csv
     plain = " ".join(re.sub(r"<[^>]+>", " ", Path(
         render_context(base, tmp_path / "plain").html_path).read_text()).split())
     assert "Held back most" not in plain
+
+
+def test_the_status_counts_are_grouped_as_the_headline_writes_them():
+    from reports.sections import status_table
+
+    _header, rows = status_table(_ctx())
+    assert rows[0][:2] == ("(window, key, currency) rows", "1,234")

@@ -356,6 +356,10 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["signoff", "--warehouse", wh, "--run", "run-1", "--by", me,
                  "--note", "acct-7 is a known fee", "--decision", "accepted"]) == 0
     assert f"run run-1 accepted by {me} (log seq 1" in capsys.readouterr().out
+    assert main(["verify-log", "--warehouse", wh]) == 0
+    assert capsys.readouterr().out.startswith("sign-off log OK: 1 entry, head hash ")
+    assert main(["breaks", "list", "--warehouse", wh, "--status", "explained"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 break: 1 explained"
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
@@ -395,10 +399,17 @@ def test_cli_breaks_on_an_empty_warehouse(tmp_path: Path, monkeypatch: pytest.Mo
     assert "no report database at " in capsys.readouterr().err
     assert not (tmp_path / "wh").exists()
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(tmp_path / "wh"))) as db:
-        db.migrate()  # an audited warehouse whose day has no breaks
+        db.migrate()  # an audited warehouse, but not on this day: not "no breaks"
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
-                 "--date", "2026-01-01"]) == 0
-    assert "no breaks for 2026-01-01 in the current audit runs" in capsys.readouterr().out
+                 "--date", "2026-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert "--date='2026-01-01' is not valid: a day with an audit run" in err
+    assert "run `reckon audit --date 2026-01-01` first" in err
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(tmp_path / "wh"))) as db:
+        db.record_audit_run(replace(make_run("run-1"), table_versions={}), [])  # a clean day
+    assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"),
+                 "--date", DAY.isoformat()]) == 0
+    assert f"no breaks for {DAY} in the current audit runs" in capsys.readouterr().out
     assert main(["breaks", "list", "--warehouse", str(tmp_path / "wh"), "--date", "01/02"]) == 2
     assert "--date='01/02' is not valid" in capsys.readouterr().err
 

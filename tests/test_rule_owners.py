@@ -84,6 +84,9 @@ def test_the_decisions_and_what_each_means():
 def test_who_may_sign():
     assert four_eyes_refusal("bob", "alice", "run-1") is None
     assert "four-eyes" in (four_eyes_refusal("ALICE", "alice", "run-1") or "")
+    # what to do, too: `make demo` then the README's signoff is refused for every new user
+    assert "another reviewer signs it as themselves" in (
+        four_eyes_refusal("alice", "alice", "run-1") or "")
     assert impersonation_refusal("Bob", "bob", "the OS account that runs it") is None
     assert "signs as 'bob'" in (impersonation_refusal("eve", "bob", "the OS account") or "")
 

@@ -77,6 +77,9 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     if status is not None and status not in REVIEW_STATUSES:
         raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
     with ReportDB.from_settings(settings) as db:
+        if day is not None and not db.audit_runs(day):  # never audited is not "no breaks"
+            raise invalid("--date", day.isoformat(), "a day with an audit run in the report "
+                          f"database (none of {day}: run `reckon audit --date {day}` first)")
         items = db.list_breaks(day=day, review_status=status)
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
@@ -90,7 +93,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
-    print(f"{len(items)} breaks: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"{_count(len(items), 'break', 'breaks')}: "
+          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 0
 
 
@@ -120,6 +124,15 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _count(n: int, one: str, many: str) -> str:
+    """``1 entry``, ``2 entries``.
+
+    >>> _count(1, "entry", "entries")
+    '1 entry'
+    """
+    return f"{n} {one if n == 1 else many}"
+
+
 def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
     with ReportDB.from_settings(settings) as db:
@@ -128,10 +141,11 @@ def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(asdict(result), indent=2, sort_keys=True))
         return 0 if result.ok else 1
     if result.ok:
-        print(f"sign-off log OK: {result.entries} entries, head hash {result.head_hash}")
+        print(f"sign-off log OK: {_count(result.entries, 'entry', 'entries')}, head hash "
+              f"{result.head_hash}")
         return 0
-    print(f"sign-off log FAILED verification ({result.entries} entries, "
-          f"{len(result.problems)} problems):")
+    print(f"sign-off log FAILED verification ({_count(result.entries, 'entry', 'entries')}, "
+          f"{_count(len(result.problems), 'problem', 'problems')}):")
     for problem in result.problems:
         print(f"  - {problem}")
     return 1
