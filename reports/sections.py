@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import format_duration
 from reports import formatting as fmt
@@ -492,7 +492,7 @@ def curve_notes(ctx: ReportContext) -> list[str]:
     missing when it is (every format alike)."""
     notes = [CURVES_NOTE] if ctx.lateness_curve or ctx.lateness_curve_batches else []
     if ctx.batch_curve_note:
-        notes.append(f"No per-batch curve: {ctx.batch_curve_note}")
+        notes.append(no_batch_curve(ctx.batch_curve_note))
     return notes
 
 

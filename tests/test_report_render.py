@@ -812,6 +812,23 @@ def test_a_missing_per_batch_curve_says_why_in_every_format(tmp_path):
     assert "No per-batch curve: batches 0..9" in (Path(result.out_dir) / "summary.csv").read_text()
 
 
+
+def test_a_quiet_day_says_the_stream_archived_no_events_not_an_error(tmp_path):
+    """The note was the --date error's text: "No per-batch curve: date='2026-11-25' is not
+    valid: a day with events the stream archived (that day has none)"."""
+    from audits.lateness_batches import no_batch_curve
+    from reckon.errors import NoEventsError
+
+    why = str(NoEventsError(date(2026, 11, 25), "the stream archived no events of 2026-11-25"))
+    ctx = dataclasses.replace(_ctx(), lateness_curve_batches=(), batch_curve_note=why)
+    result = render_context(ctx, tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    note = "No per-batch curve: the stream archived no events of 2026-11-25."
+    assert no_batch_curve(why) == note and note in html
+    assert "is not valid" not in html
+    assert note in (Path(result.out_dir) / "summary.csv").read_text()
+
+
 # ----------------------------------------------------------------------------- one list of sections
 
 
