@@ -77,6 +77,7 @@ class Table:
     row_heads: bool = False
     status_col: int | None = None            # cells holding a ReconStatus, coloured in HTML
     marked: frozenset[int] = frozenset()
+    pad: float | None = None                 # PDF cell padding left and right, mm (None: 1)
 
 
 @dataclass(frozen=True)
@@ -389,22 +390,29 @@ _BREAK_COLUMNS = ("window (UTC)", "key", "currency", "provisional", "canonical",
                   "dup.", "residual", "status", "review", "age (d)", "explanation")
 
 
+# mm of the portrait page's 190, at 6 pt with 0.5 mm padding: one line holds each of
+# "23:51:20\u201323:51:30Z", "merchant-0001", "1,234,567.89" (provisional, canonical),
+# "-12,345.67" (gap, late, residual), "1,234.56" duplicated, "MISSING_IN_CANONICAL",
+# "explained", "999" days and every header word; the explanation wraps between words
+_BREAK_WIDTHS = (22.6, 17.5, 11.6, 15.2, 15.2, 12.6, 12.6, 10.8, 12.6, 26.9, 11.6, 5.6, 15.2)
+
+
 def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     capped = ctx.breaks_total > ctx.breaks_shown
-    note = Note(f"Showing {ctx.breaks_shown} of {ctx.breaks_total} breaks (every non-MATCHED "
-                f"row){'; all of them are in ' if capped else ''}",
+    note = Note(f"Showing {ctx.breaks_shown} of {ctx.breaks_total} breaks of "
+                f"{ctx.day.isoformat()} (every non-MATCHED row; windows in UTC)"
+                f"{'; all of them are in ' if capped else ''}",
                 link=("breaks.csv", "breaks.csv") if capped else None, tail=".")
     if not ctx.breaks:
         return (note,)
-    rows = tuple((f"{fmt.ts(b.window_start)} \u2013 {fmt.hms(b.window_end)}", b.key, b.currency,
+    rows = tuple((fmt.window(b.window_start, b.window_end, ctx.day), b.key, b.currency,
                   *(fmt.amount(v, b.currency) for v in (
                       b.provisional_amount, b.canonical_amount, b.gap_amount, b.late_amount,
                       b.duplicate_amount, b.residual_amount)),
                   b.status, b.review_status, "-" if b.age_days is None else str(b.age_days),
                   b.explanation) for b in ctx.breaks)
     return (note, Table(_BREAK_COLUMNS, rows, numeric=frozenset({3, 4, 5, 6, 7, 8, 11}),
-                        widths=(24, 14, 12, 16, 15, 12, 11, 9, 13, 20, 10, 7, 17), size=6,
-                        status_col=9))
+                        widths=_BREAK_WIDTHS, size=6, pad=0.5, status_col=9))
 
 
 def _breaks_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:

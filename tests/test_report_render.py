@@ -468,6 +468,39 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
     assert "Approval" in text and "Prepared by" in text and "Not signed off yet." in text
 
 
+def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
+    """At 6 pt on a portrait page the list broke "merchant-0" / "001", "explain" / "ed" and
+    "2026-11-26T23:51:20" / "Z \u2013 23:51:30Z". The window cell is its times of day (the day
+    is in the title); breaks.csv keeps the full timestamps."""
+    from reports import formatting as fmt
+
+    wide = dataclasses.replace(
+        _break(0), window_start=T0 + timedelta(hours=23, minutes=51, seconds=20),
+        window_end=T0 + timedelta(hours=23, minutes=51, seconds=30), key="merchant-0001",
+        status=ReconStatus.MISSING_IN_CANONICAL.value, review_status="explained", age_days=123,
+        provisional_amount=D("1234567.89"), canonical_amount=D("1234567.89"),
+        gap_amount=D("-12345.67"), late_amount=D("12345.67"), duplicate_amount=D("1234.56"),
+        residual_amount=D("-12345.67"), explanation="late side output explains 1 event")
+    ctx = dataclasses.replace(_ctx(), breaks=(wide, *_ctx().breaks), all_breaks=(wide,))
+    result = render_context(ctx, tmp_path / "r")
+    text = subprocess.run([_need("pdftotext"), "-layout", result.pdf_path, "-"], check=True,
+                          capture_output=True, text=True, timeout=120).stdout
+    row = next(line for line in text.splitlines() if "23:51:20" in line)
+    for cell in ("23:51:20\u201323:51:30Z", "merchant-0001", "EUR", "1,234,567.89",
+                 "-12,345.67", "12,345.67", "1,234.56", "MISSING_IN_CANONICAL", "explained",
+                 "123"):
+        assert cell in row.split(), (cell, row)
+    header = next(line for line in text.splitlines() if line.startswith("window (UTC)"))
+    for word in ("key", "currency", "provisional", "canonical", "residual", "status",
+                 "review", "explanation"):
+        assert word in header.split(), (word, header)
+    assert "2026-01-01T23:51:20Z,2026-01-01T23:51:30Z,merchant-0001" in (
+        Path(result.out_dir) / "breaks.csv").read_text()
+    late_start = datetime(2025, 12, 31, 23, 59, 55, tzinfo=UTC)
+    assert fmt.window(late_start, T0 + timedelta(seconds=5), DAY) == \
+        "2025-12-31T23:59:55Z\u201300:00:05Z"
+
+
 # ----------------------------------------------------------------------------- Spark tier
 
 
