@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
+from reckon.config import RENAMED
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import format_duration
 from reports import formatting as fmt
@@ -304,10 +305,24 @@ def _currency_rows(c: CurrencySummary) -> list[tuple[str, str, Any]]:
 # ----------------------------------------------------------------------------- configuration
 
 
+# the page names a setting as the CLI and README do; configuration.csv and the recorded spec
+# keep the field's key (``lateness``, ``grace``), which CSV readers and old warehouses use
+_SETTING_LABELS = {key: name.replace("_", " ") for name, key in RENAMED.items()}
+
+
+def _setting_label(key: str) -> str:
+    """A configuration row's name on the page.
+
+    >>> _setting_label("lateness"), _setting_label("window")
+    ('watermark bound (recorded as lateness)', 'window')
+    """
+    return f"{_SETTING_LABELS[key]} (recorded as {key})" if key in _SETTING_LABELS else key
+
+
 def _configuration_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     tables = Columns((
-        Table(("setting", "value"), tuple(ctx.configuration), widths=(60, 120), css="kv",
-              row_heads=True),
+        Table(("setting", "value"), tuple((_setting_label(k), v) for k, v in ctx.configuration),
+              widths=(60, 120), css="kv", row_heads=True),
         Table(("Delta table", "version read"), tuple((k, str(v)) for k, v in ctx.table_versions),
               numeric=frozenset({1}), widths=(60, 120), css="kv")))
     if not ctx.spec_versions:

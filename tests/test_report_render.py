@@ -468,6 +468,23 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
     assert "Approval" in text and "Prepared by" in text and "Not signed off yet." in text
 
 
+def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp_path):
+    """The page said "lateness 3s" and "grace 0s", names the CLI and README no longer use;
+    configuration.csv keeps the recorded keys its readers look up."""
+    result = render_context(_ctx(), tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    for label in ("watermark bound (recorded as lateness)", "allowed lateness (recorded as grace)"):
+        assert label in html, label
+    assert not re.search(r">\s*(lateness|grace)\s*<", html)
+    text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    assert "watermark bound (recorded as lateness) 3s" in text
+    assert "allowed lateness (recorded as grace) 0s" in text
+    rows = list(csv.reader(io.StringIO((Path(result.out_dir) / "configuration.csv").read_text())))
+    assert rows[0] == ["setting", "value"]
+    assert ["grace", "0s"] in rows and ["lateness", "3s"] in rows and ["window", "10s"] in rows
+
+
 def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
     """At 6 pt on a portrait page the list broke "merchant-0" / "001", "explain" / "ed" and
     "2026-11-26T23:51:20" / "Z \u2013 23:51:30Z". The window cell is its times of day (the day
