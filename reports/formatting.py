@@ -21,7 +21,7 @@ from reckon.money import format_amount, format_money, quantize_to_currency
 from reckon.timeutil import format_micros, to_micros
 
 __all__ = ["amount", "amounts", "cell", "exact", "hms", "money", "percent", "plural",
-           "relative_link", "ts", "window"]
+           "relative_link", "seconds", "ts", "window"]
 
 
 def ts(value: datetime | None) -> str:
@@ -44,6 +44,17 @@ def window(start: datetime, end: datetime, day: date) -> str:
     first = ts(start)
     same_day = first[:10] == day.isoformat()
     return f"{first[11:-1] if same_day else first}\u2013{hms(end)}"
+
+
+def seconds(value: Decimal) -> str:
+    """A duration in prose, at the precision a reader uses: tenths of a second from 1 s up,
+    milliseconds below, no trailing zeros.
+
+    >>> seconds(Decimal("1.968662")), seconds(Decimal("2.5")), seconds(Decimal("0.0123"))
+    ('2', '2.5', '0.012')
+    """
+    step = Decimal("0.1") if abs(value) >= 1 else Decimal("0.001")
+    return f"{value.quantize(step).normalize():f}"
 
 
 def money(value: Decimal | None, code: str) -> str:

@@ -485,6 +485,48 @@ def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp
     assert ["grace", "0s"] in rows and ["lateness", "3s"] in rows and ["window", "10s"] in rows
 
 
+def _page_words(result) -> tuple[str, str]:
+    html = " ".join(unescape(re.sub(r"<[^>]+>", " ", Path(result.html_path).read_text())).split())
+    text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    return html, text
+
+
+def test_a_quiet_days_watermark_section_says_no_batch_of_this_day(tmp_path):
+    """2026-11-25 had no events; its section said "1 batch of the stream, up to the one that
+    closed the day ... by up to 1.968662 s" about the first batch of 2026-11-26."""
+    later = T0 + timedelta(days=1, hours=23, minutes=50)
+    series = (WatermarkPoint(7, later, None, later + timedelta(seconds=1),
+                             held_by="partition 3", held_back_seconds=D("1.968662")),
+              WatermarkPoint(7, later, 3, later + timedelta(seconds=1)))
+    quiet = dataclasses.replace(_ctx(), watermark_series=series, headline=Headline(
+        rows=0, unexplained_count=0, completeness=None, currencies=()))
+    html, text = _page_words(render_context(quiet, tmp_path / "quiet"))
+    sentence = ("The stream processed no batch of this day (it archived no events of it): "
+                "batch 7, of a later day, took the watermark past it (to 2026-01-02T23:50:01Z).")
+    for page in (html, text):
+        assert sentence in page
+        assert "up to the one that closed the day" not in page and "Held back" not in page
+    busy = dataclasses.replace(_ctx(), watermark_series=series)
+    html, _ = _page_words(render_context(busy, tmp_path / "busy"))
+    assert ("No batch of the stream left its watermark inside this day: batch 7 took it past "
+            "the day (to 2026-01-02T23:50:01Z).") in html
+
+
+def test_held_back_seconds_are_written_to_a_tenth_not_a_microsecond(tmp_path):
+    base = _ctx()
+    series = tuple(dataclasses.replace(w, held_by="partition 3",
+                                       held_back_seconds=D("1.968662") if w.batch_id == 3
+                                       else D("0.5"))
+                   if w.partition is None else w for w in base.watermark_series)
+    html, text = _page_words(render_context(dataclasses.replace(base, watermark_series=series),
+                                            tmp_path / "r"))
+    for page in (html, text):
+        assert "Held back most by partition 3: in 40 of the 40 batches shown, by up to 2 s." \
+            in page
+        assert "1.968662" not in page
+
+
 def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
     """At 6 pt on a portrait page the list broke "merchant-0" / "001", "explain" / "ed" and
     "2026-11-26T23:51:20" / "Z \u2013 23:51:30Z". The window cell is its times of day (the day
