@@ -598,7 +598,8 @@ def _watermark_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     batches = len({w.batch_id for w in ctx.watermark_series})
     if not batches:
         return (Note("No watermark progress recorded for this day."),)
-    if not _batches_in_day(ctx) and any(w.partition is None for w in ctx.watermark_series):
+    if any(w.partition is None for w in ctx.watermark_series) and (
+            not _day_events(ctx) or not _batches_in_day(ctx)):
         return (Note(_no_batch_of_the_day(ctx)),)
     notes = [Note(f"{fmt.plural(batches, 'batch', 'batches')} of the stream, up to the one "
                   "that closed the day: each partition's watermark against the global one (the "
@@ -607,30 +608,36 @@ def _watermark_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     return tuple(notes + ([Note(held)] if held else []))
 
 
+def _day_events(ctx: ReportContext) -> int:
+    """The day's events, stream's and replay's: 0 on a quiet day."""
+    return sum(c.provisional_events + c.canonical_events for c in ctx.headline.currencies)
+
+
 def _batches_in_day(ctx: ReportContext) -> int:
     """How many batches shown left the global watermark inside the day; the rest is the batch
-    that closed it. 0 on a day the stream went past (a quiet day: its first batch after the
-    day was of a later day)."""
+    that closed it. 0 on a day the watermark jumped over."""
     end = datetime.combine(ctx.day + timedelta(days=1), time(), UTC)
     return len({w.batch_id for w in ctx.watermark_series if w.partition is None
                 and w.watermark is not None and w.watermark < end})
 
 
 def _no_batch_of_the_day(ctx: ReportContext) -> str:
-    """The watermark section of a day no batch's watermark stopped in: say so, and which
-    batch went past it, rather than describe that batch as the day's.
+    """The watermark section of a day without events, or one no batch's watermark stopped
+    in: say so, and which batch took the watermark past the day, rather than describe the
+    batches of a later day as this day's.
 
     Example: "The stream processed no batch of this day (it archived no events of it): batch
     7, of a later day, took the watermark past it (to 2026-11-26T23:50:01Z)."
     """
-    first = min((w for w in ctx.watermark_series if w.partition is None),
-                key=lambda w: (w.processed_at, w.batch_id))
-    to = fmt.ts(first.watermark)
-    if sum(c.provisional_events + c.canonical_events for c in ctx.headline.currencies) == 0:
+    closing = max((w for w in ctx.watermark_series if w.partition is None),
+                  key=lambda w: (w.processed_at, w.batch_id))
+    to = fmt.ts(closing.watermark)
+    if not _day_events(ctx):
         return ("The stream processed no batch of this day (it archived no events of it): "
-                f"batch {first.batch_id}, of a later day, took the watermark past it (to {to}).")
+                f"batch {closing.batch_id}, of a later day, took the watermark past it (to "
+                f"{to}).")
     return (f"No batch of the stream left its watermark inside this day: batch "
-            f"{first.batch_id} took it past the day (to {to}).")
+            f"{closing.batch_id} took it past the day (to {to}).")
 
 
 def _held_back_note(ctx: ReportContext) -> str | None:
