@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from reckon.config import Settings
-from reckon.errors import UsageError, invalid
+from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import EventTimeRules, WindowSpec
 from reckon.lateness import (
     DEFAULT_BOUNDS,
@@ -321,9 +321,8 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
                        rules.watermark.expected_partitions)
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
     if not rows:
-        raise invalid("date", the_day.isoformat(),
-                      f"a day with events in {tables.table_path(settings.warehouse_path, 'event_log')}"
-                      " (that day has none)")
+        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in "
+                            f"{tables.table_path(settings.warehouse_path, 'event_log')}")
     curves: dict[str, list[CurvePoint]] = {}
     events: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: (r["scope"], r["bound_us"])):
@@ -412,8 +411,7 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
     rows = (_day_log(spark, settings, the_day).withColumn("scope", F.lit(_OVERALL))
             .groupBy("scope").applyInPandas(run, schema="json string").collect())
     if not rows:
-        raise invalid("date", the_day.isoformat(), "a day with events in the event log "
-                      "(that day has none)")
+        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in the event log")
     return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
 
 
@@ -480,11 +478,17 @@ def curves_json(analysis: LatenessAnalysis, batches: BatchCurve | None,
 
     Example: ``[c["granularity"] for c in curves_json(a, b, None)["curves"]]`` is
     ``["per_batch", "per_event"]``; a missing per-batch curve has no points and a ``note``."""
-    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, batch_curve_json
+    from audits.lateness_batches import (
+        CURVES_NOTE,
+        PER_BATCH,
+        PER_EVENT,
+        batch_curve_json,
+        no_batch_curve,
+    )
 
     per_batch = ({**batch_curve_json(batches), "note": None} if batches is not None else
                  {"granularity": "per_batch", "label": PER_BATCH, "points": [],
-                  "note": f"No per-batch curve: {why_not}"})
+                  "note": no_batch_curve(why_not or "")})
     per_event = {"granularity": "per_event", "label": PER_EVENT, "events": analysis.events,
                  "points": [pt.to_json_dict() for pt in analysis.points], "note": None}
     return {"curves": [per_batch, per_event], "curves_note": CURVES_NOTE}
@@ -493,11 +497,11 @@ def curves_json(analysis: LatenessAnalysis, batches: BatchCurve | None,
 def _curve_lines(analysis: LatenessAnalysis, batches: BatchCurve | None,
                  why_not: str | None) -> list[str]:
     """Both curves as text, each under its label; why they differ, or why one is missing."""
-    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
 
     lines = ["", f"Completeness {PER_BATCH}:"]
     if batches is None:
-        lines.append(f"No per-batch curve: {why_not}")
+        lines.append(no_batch_curve(why_not or ""))
     else:
         lines += [f"({batches.batches} batches, {batches.events} events judged)",
                   _table(batches.points)]

@@ -26,7 +26,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from reckon.config import Settings
-from reckon.errors import UsageError, invalid
+from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
 from reckon.lateness import CurvePoint, default_bounds, normalize_bounds
 from reckon.lateness_batches import BatchStep, batch_steps, curve_points, shift_state
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "BatchCurve", "analyze_day_batches",
-           "batch_curve_json"]
+           "batch_curve_json", "no_batch_curve"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
@@ -170,8 +170,9 @@ def _dropped(judged: DataFrame, steps: list[BatchStep], settings: Settings, day:
 def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
                         bounds: Iterable[int | str] | None = None) -> BatchCurve:
     """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
-    configured bound). A day without stream-archived events, or whose batches several stream
-    queries wrote, is refused with one line (``UsageError``).
+    configured bound). A day without stream-archived events is ``NoEventsError`` (a quiet
+    day, "the stream archived no events of D"); one whose batches several stream queries
+    wrote is refused with one line (``UsageError``).
 
     Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
     number of the day's late_events rows.
@@ -190,8 +191,8 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
     span = judged.agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi"),
                       F.count(F.lit(1)).alias("n")).first()
     if span is None or not span.n:
-        raise invalid("date", the_day.isoformat(),
-                      "a day with events the stream archived (that day has none)")
+        raise NoEventsError(the_day, "the stream archived no events of "
+                            f"{the_day.isoformat()}")
     lo, hi = int(span.lo), int(span.hi)
     start, start_bound = _start_state(spark, settings, lo, hi)
     policy = WatermarkPolicy(0, rules.watermark.idle_timeout,
@@ -202,6 +203,15 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
     return BatchCurve(day=the_day, configured_bound=rules.watermark.lateness,
                       batches=len(steps), events=int(span.n),
                       points=tuple(curve_points(steps, candidates, pairs, dropped, ends)))
+
+
+def no_batch_curve(why_not: str) -> str:
+    """The note every format shows in place of the per-batch curve, one sentence.
+
+    >>> no_batch_curve("the stream archived no events of 2026-11-25")
+    'No per-batch curve: the stream archived no events of 2026-11-25.'
+    """
+    return f"No per-batch curve: {why_not.rstrip('.')}."
 
 
 def batch_curve_json(curve: BatchCurve) -> dict[str, Any]:

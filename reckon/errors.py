@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 __all__ = [
     "ConcurrentAuditError",
     "ConcurrentWriterError",
     "ConfigError",
     "DataQualityError",
     "LayoutError",
+    "NoEventsError",
     "NotBuiltYetError",
     "ReckonError",
     "UsageError",
@@ -25,6 +28,21 @@ class UsageError(ReckonError):
     """A command-line argument or API argument is wrong."""
 
     exit_code = 2
+
+
+class NoEventsError(UsageError):
+    """A day with no events to analyse: a quiet day, not a mistake. ``reckon lateness`` says
+    "no events on D: nothing to analyse" and exits 0; the report writes the message as a note
+    ("No per-batch curve: the stream archived no events of D."). It stays a UsageError so that
+    a caller that needs the day's events (the demo's summary) still stops with exit 2.
+
+    Example: ``NoEventsError(date(2026, 11, 25), "the stream archived no events of
+    2026-11-25")``.
+    """
+
+    def __init__(self, day: date, message: str) -> None:
+        super().__init__(message)
+        self.day = day
 
 
 class LayoutError(ReckonError):

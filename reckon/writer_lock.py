@@ -26,7 +26,7 @@ import getpass
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,12 +34,47 @@ from pathlib import Path
 
 from reckon.errors import ConcurrentWriterError, UsageError
 
-__all__ = ["WriterLock", "writer_scope"]
+__all__ = ["Holder", "WriterLock", "stream_refusal", "writer_scope"]
 
 
 def writer_scope(step: str, day: object | None = None) -> str:
     """The lock's name: ``stream`` for the stream, ``replay-2026-01-01`` for a day's step."""
     return step if day is None else f"{step}-{day}"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock, as it wrote in the lock file (None: not written, or unreadable)."""
+
+    what: str | None = None
+    pid: object = None
+    host: object = None
+    user: object = None
+    since: object = None
+
+    def who(self) -> str:
+        """``pid 17799 on host vm, user root, since 2026-11-27T09:00:00Z``."""
+        since = str(self.since).replace("+00:00", "Z")
+        return f"pid {self.pid} on host {self.host}, user {self.user}, since {since}"
+
+    def describe(self) -> str:
+        """``reckon stream of ... (pid ... on host ..., ...)``; "another process" unknown."""
+        if self.what is None:
+            return "another process"
+        return f"{self.what} ({self.who()})"
+
+
+def stream_refusal(source: str, warehouse: Path, holder: Holder) -> str:
+    """The one line a second stream of a warehouse is refused with: what it would read, the
+    warehouse, who already streams into it and what to do.
+
+    Example: ``reckon stream of landing folder /in refused: the warehouse /wh is already
+    written by reckon stream of landing folder /in (pid 17799 on host vm, user root, since
+    2026-11-27T09:00:00Z). One stream per warehouse: stop that stream, or give this one
+    another warehouse (--warehouse)``."""
+    return (f"reckon stream of {source} refused: the warehouse {warehouse} is already written "
+            f"by {holder.describe()}. One stream per warehouse: stop that stream, or give this "
+            "one another warehouse (--warehouse)")
 
 
 @dataclass
@@ -52,9 +87,11 @@ class WriterLock:
 
     @classmethod
     @contextmanager
-    def take(cls, warehouse: Path, scope: str, what: str) -> Iterator[WriterLock]:
+    def take(cls, warehouse: Path, scope: str, what: str,
+             refused: Callable[[Holder], str] | None = None) -> Iterator[WriterLock]:
         """Hold the ``scope`` lock of ``warehouse`` for the ``with`` block; a held one is a
-        ConcurrentWriterError naming its holder (``what`` names the refused writer)."""
+        ConcurrentWriterError naming its holder (``what`` names the refused writer;
+        ``refused``, given the holder, words the refusal instead: ``stream_refusal``)."""
         if not warehouse.is_dir():
             raise UsageError(f"no warehouse at {warehouse}: check --warehouse (or "
                              "RECKON_WAREHOUSE); the stream creates one")
@@ -67,9 +104,10 @@ class WriterLock:
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise ConcurrentWriterError(
-                f"{what} refused: {holder} is already writing {scope} of {warehouse}. One "
-                "writer at a time: wait for it to end (or stop it), then run this again") from None
+            raise ConcurrentWriterError(refused(holder) if refused else (
+                f"{what} refused: {holder.describe()} is already writing {scope} of "
+                f"{warehouse}. One writer at a time: wait for it to end (or stop it), then run "
+                "this again")) from None
         stat = os.fstat(fd)
         lock = cls(path=path, fd=fd, inode=(stat.st_dev, stat.st_ino))
         try:
@@ -99,13 +137,13 @@ class WriterLock:
                 "writer runs, then start it again")
 
 
-def _holder(fd: int) -> str:
+def _holder(fd: int) -> Holder:
     """Who holds the lock, from what it wrote in the file."""
     try:
         info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
     except (OSError, ValueError):
         info = {}
-    if not info:
-        return "another process"
-    return (f"{info.get('what', 'another process')} (pid {info.get('pid')} on "
-            f"{info.get('host')}, user {info.get('user')}, since {info.get('since')})")
+    if not isinstance(info, dict) or not info:
+        return Holder()
+    return Holder(what=str(info.get("what", "another process")), pid=info.get("pid"),
+                  host=info.get("host"), user=info.get("user"), since=info.get("since"))

@@ -21,7 +21,7 @@ from reckon.money import format_amount, format_money, quantize_to_currency
 from reckon.timeutil import format_micros, to_micros
 
 __all__ = ["amount", "amounts", "cell", "exact", "hms", "money", "percent", "plural",
-           "relative_link", "ts"]
+           "relative_link", "seconds", "ts", "window"]
 
 
 def ts(value: datetime | None) -> str:
@@ -32,6 +32,29 @@ def ts(value: datetime | None) -> str:
 def hms(value: datetime | None) -> str:
     """The time of day of ``ts``: '00:00:10Z'."""
     return "-" if value is None else ts(value)[11:]
+
+
+def window(start: datetime, end: datetime, day: date) -> str:
+    """A window of the report's ``day`` as times of day (the day is in the report's title and
+    every page's footer), short enough for one line of the PDF's break list; a window that
+    starts on another day keeps its date.
+
+    Example: ``'23:51:20\u201323:51:30Z'``; ``'2026-11-25T23:59:55Z\u201300:00:05Z'``.
+    """
+    first = ts(start)
+    same_day = first[:10] == day.isoformat()
+    return f"{first[11:-1] if same_day else first}\u2013{hms(end)}"
+
+
+def seconds(value: Decimal) -> str:
+    """A duration in prose, at the precision a reader uses: tenths of a second from 1 s up,
+    milliseconds below, no trailing zeros.
+
+    >>> seconds(Decimal("1.968662")), seconds(Decimal("2.5")), seconds(Decimal("0.0123"))
+    ('2', '2.5', '0.012')
+    """
+    step = Decimal("0.1") if abs(value) >= 1 else Decimal("0.001")
+    return f"{value.quantize(step).normalize():f}"
 
 
 def money(value: Decimal | None, code: str) -> str:

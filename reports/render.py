@@ -212,7 +212,8 @@ def _pdf_table(pdf: Any, t: Table) -> None:
     head = FontFace(emphasis="BOLD", fill_color=(236, 240, 244))
     with pdf.table(col_widths=t.widths, headings_style=head, line_height=t.size * 0.55,
                    text_align=align, first_row_as_headings=True,  # type: ignore[arg-type]
-                   repeat_headings=1) as table:
+                   repeat_headings=1,
+                   padding=None if t.pad is None else (0, t.pad)) as table:
         table.row(list(t.header))
         for r in t.rows:
             table.row(list(r))

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
+from reckon.config import RENAMED
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import format_duration
 from reports import formatting as fmt
@@ -77,6 +79,7 @@ class Table:
     row_heads: bool = False
     status_col: int | None = None            # cells holding a ReconStatus, coloured in HTML
     marked: frozenset[int] = frozenset()
+    pad: float | None = None                 # PDF cell padding left and right, mm (None: 1)
 
 
 @dataclass(frozen=True)
@@ -303,10 +306,24 @@ def _currency_rows(c: CurrencySummary) -> list[tuple[str, str, Any]]:
 # ----------------------------------------------------------------------------- configuration
 
 
+# the page names a setting as the CLI and README do; configuration.csv and the recorded spec
+# keep the field's key (``lateness``, ``grace``), which CSV readers and old warehouses use
+_SETTING_LABELS = {key: name.replace("_", " ") for name, key in RENAMED.items()}
+
+
+def _setting_label(key: str) -> str:
+    """A configuration row's name on the page.
+
+    >>> _setting_label("lateness"), _setting_label("window")
+    ('watermark bound (recorded as lateness)', 'window')
+    """
+    return f"{_SETTING_LABELS[key]} (recorded as {key})" if key in _SETTING_LABELS else key
+
+
 def _configuration_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     tables = Columns((
-        Table(("setting", "value"), tuple(ctx.configuration), widths=(60, 120), css="kv",
-              row_heads=True),
+        Table(("setting", "value"), tuple((_setting_label(k), v) for k, v in ctx.configuration),
+              widths=(60, 120), css="kv", row_heads=True),
         Table(("Delta table", "version read"), tuple((k, str(v)) for k, v in ctx.table_versions),
               numeric=frozenset({1}), widths=(60, 120), css="kv")))
     if not ctx.spec_versions:
@@ -389,22 +406,29 @@ _BREAK_COLUMNS = ("window (UTC)", "key", "currency", "provisional", "canonical",
                   "dup.", "residual", "status", "review", "age (d)", "explanation")
 
 
+# mm of the portrait page's 190, at 6 pt with 0.5 mm padding: one line holds each of
+# "23:51:20\u201323:51:30Z", "merchant-0001", "1,234,567.89" (provisional, canonical),
+# "-12,345.67" (gap, late, residual), "1,234.56" duplicated, "MISSING_IN_CANONICAL",
+# "explained", "999" days and every header word; the explanation wraps between words
+_BREAK_WIDTHS = (22.6, 17.5, 11.6, 15.2, 15.2, 12.6, 12.6, 10.8, 12.6, 26.9, 11.6, 5.6, 15.2)
+
+
 def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     capped = ctx.breaks_total > ctx.breaks_shown
-    note = Note(f"Showing {ctx.breaks_shown} of {ctx.breaks_total} breaks (every non-MATCHED "
-                f"row){'; all of them are in ' if capped else ''}",
+    note = Note(f"Showing {ctx.breaks_shown} of {ctx.breaks_total} breaks of "
+                f"{ctx.day.isoformat()} (every non-MATCHED row; windows in UTC)"
+                f"{'; all of them are in ' if capped else ''}",
                 link=("breaks.csv", "breaks.csv") if capped else None, tail=".")
     if not ctx.breaks:
         return (note,)
-    rows = tuple((f"{fmt.ts(b.window_start)} \u2013 {fmt.hms(b.window_end)}", b.key, b.currency,
+    rows = tuple((fmt.window(b.window_start, b.window_end, ctx.day), b.key, b.currency,
                   *(fmt.amount(v, b.currency) for v in (
                       b.provisional_amount, b.canonical_amount, b.gap_amount, b.late_amount,
                       b.duplicate_amount, b.residual_amount)),
                   b.status, b.review_status, "-" if b.age_days is None else str(b.age_days),
                   b.explanation) for b in ctx.breaks)
     return (note, Table(_BREAK_COLUMNS, rows, numeric=frozenset({3, 4, 5, 6, 7, 8, 11}),
-                        widths=(24, 14, 12, 16, 15, 12, 11, 9, 13, 20, 10, 7, 17), size=6,
-                        status_col=9))
+                        widths=_BREAK_WIDTHS, size=6, pad=0.5, status_col=9))
 
 
 def _breaks_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
@@ -492,7 +516,7 @@ def curve_notes(ctx: ReportContext) -> list[str]:
     missing when it is (every format alike)."""
     notes = [CURVES_NOTE] if ctx.lateness_curve or ctx.lateness_curve_batches else []
     if ctx.batch_curve_note:
-        notes.append(f"No per-batch curve: {ctx.batch_curve_note}")
+        notes.append(no_batch_curve(ctx.batch_curve_note))
     return notes
 
 
@@ -574,11 +598,46 @@ def _watermark_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     batches = len({w.batch_id for w in ctx.watermark_series})
     if not batches:
         return (Note("No watermark progress recorded for this day."),)
+    if any(w.partition is None for w in ctx.watermark_series) and (
+            not _day_events(ctx) or not _batches_in_day(ctx)):
+        return (Note(_no_batch_of_the_day(ctx)),)
     notes = [Note(f"{fmt.plural(batches, 'batch', 'batches')} of the stream, up to the one "
                   "that closed the day: each partition's watermark against the global one (the "
                   "lowest active partition holds it).")]
     held = _held_back_note(ctx)
     return tuple(notes + ([Note(held)] if held else []))
+
+
+def _day_events(ctx: ReportContext) -> int:
+    """The day's events, stream's and replay's: 0 on a quiet day."""
+    return sum(c.provisional_events + c.canonical_events for c in ctx.headline.currencies)
+
+
+def _batches_in_day(ctx: ReportContext) -> int:
+    """How many batches shown left the global watermark inside the day; the rest is the batch
+    that closed it. 0 on a day the watermark jumped over."""
+    end = datetime.combine(ctx.day + timedelta(days=1), time(), UTC)
+    return len({w.batch_id for w in ctx.watermark_series if w.partition is None
+                and w.watermark is not None and w.watermark < end})
+
+
+def _no_batch_of_the_day(ctx: ReportContext) -> str:
+    """The watermark section of a day without events, or one no batch's watermark stopped
+    in: say so, and which batch took the watermark past the day, rather than describe the
+    batches of a later day as this day's.
+
+    Example: "The stream processed no batch of this day (it archived no events of it): batch
+    7, of a later day, took the watermark past it (to 2026-11-26T23:50:01Z)."
+    """
+    closing = max((w for w in ctx.watermark_series if w.partition is None),
+                  key=lambda w: (w.processed_at, w.batch_id))
+    to = fmt.ts(closing.watermark)
+    if not _day_events(ctx):
+        return ("The stream processed no batch of this day (it archived no events of it): "
+                f"batch {closing.batch_id}, of a later day, took the watermark past it (to "
+                f"{to}).")
+    return (f"No batch of the stream left its watermark inside this day: batch "
+            f"{closing.batch_id} took it past the day (to {to}).")
 
 
 def _held_back_note(ctx: ReportContext) -> str | None:
@@ -596,7 +655,7 @@ def _held_back_note(ctx: ReportContext) -> str | None:
                 and w.held_back_seconds is not None), default=None)
     shown = len({w.batch_id for w in ctx.watermark_series if w.partition is None})
     return (f"Held back most by {top}: in {times} of the {shown} batches shown"
-            + ("" if most is None else f", by up to {most.normalize():f} s") + ".")
+            + ("" if most is None else f", by up to {fmt.seconds(most)} s") + ".")
 
 
 def _watermark_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:

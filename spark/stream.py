@@ -70,7 +70,7 @@ from reckon.eventtime import (
 from reckon.landing import EVENT_FILE_GLOB
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
-from reckon.writer_lock import WriterLock, writer_scope
+from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
 from spark import tables as tb
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
@@ -515,6 +515,13 @@ class StreamSource:
     def name(self) -> str:
         return "landing" if self.landing else f"kafka-{self.topic}"
 
+    def describe(self) -> str:
+        """What a person calls it: ``landing folder /data/in``, ``Kafka topic events at
+        broker:9092``."""
+        if self.landing:
+            return f"landing folder {Path(self.landing).resolve()}"
+        return f"Kafka topic {self.topic} at {self.kafka_bootstrap}"
+
     def read(self, spark: SparkSession, settings: Settings,
              admitted: Path | None = None) -> DataFrame:
         """A streaming DataFrame with RAW_COLUMNS. The stream's landing source reads the
@@ -711,8 +718,9 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
 def stream_lock(settings: Settings, source: StreamSource) -> Iterator[WriterLock]:
     """The warehouse's stream lock (reckon.writer_lock), creating the warehouse if need be."""
     settings.warehouse_path.mkdir(parents=True, exist_ok=True)
-    with WriterLock.take(settings.warehouse_path, writer_scope("stream"),
-                         f"reckon stream of {source.name}") as lock:
+    wh, what = settings.warehouse_path, source.describe()
+    with WriterLock.take(wh, writer_scope("stream"), f"reckon stream of {what}",
+                         refused=lambda holder: stream_refusal(what, wh, holder)) as lock:
         yield lock
 
 

@@ -226,3 +226,46 @@ def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path
     assert str(refused.value) == ("--date='2026-01-05' is not valid: no audit run of that day "
                                   "in the report database (run `reckon audit --date "
                                   "2026-01-05` first)")
+
+
+@pytest.mark.parametrize("flags", [[], ["--per-source"]])
+def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_path,
+                                                                    monkeypatch, capsys):
+    """A day the stream archived no events of went through "date='2026-11-25' is not valid:
+    a day with events in ..." (exit 2): the flag is --date, and a quiet day is no mistake."""
+    import json
+    from datetime import date
+
+    import audits.lateness
+    import spark.session
+    from reckon.commands.investigate import cmd_lateness_warehouse
+    from reckon.config import load_settings
+    from reckon.errors import NoEventsError
+
+    def no_events(spark, settings, day, **kwargs):
+        raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
+
+    monkeypatch.setattr(spark.session, "get_spark", lambda *a, **k: object())
+    monkeypatch.setattr(audits.lateness, "analyze_day", no_events)
+    monkeypatch.setattr(audits.lateness, "analyze_inputs", no_events)
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    args = build_parser().parse_args(["lateness", "--date", "2026-11-25", *flags])
+    assert cmd_lateness_warehouse(args, settings) == 0
+    assert capsys.readouterr().out == "no events on 2026-11-25: nothing to analyse\n"
+    args = build_parser().parse_args(["lateness", "--date", "2026-11-25", "--json", *flags])
+    assert cmd_lateness_warehouse(args, settings) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "day": "2026-11-25", "events": 0, "note": "no events on 2026-11-25: nothing to analyse"}
+    assert NoEventsError(date(2026, 11, 25), "x").day == date(2026, 11, 25)
+
+
+def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
+    from reckon.commands.investigate import cmd_lateness_warehouse
+    from reckon.config import load_settings
+    from reckon.errors import UsageError
+
+    monkeypatch.setattr("spark.session.get_spark", lambda *a, **k: pytest.fail("started Spark"))
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    args = build_parser().parse_args(["lateness", "--date", "2026-11-31"])
+    with pytest.raises(UsageError, match=r"--date='2026-11-31' is not valid"):
+        cmd_lateness_warehouse(args, settings)

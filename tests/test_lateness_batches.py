@@ -210,13 +210,13 @@ def _in_day(e: BatchedEvent, windows: WindowSpec) -> bool:
 def test_a_day_without_archived_events_is_refused_in_one_line(spark, warehouse):
     from audits.lateness_batches import analyze_day_batches
     from reckon.config import load_settings
-    from reckon.errors import UsageError
+    from reckon.errors import NoEventsError, UsageError
 
     settings_ = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
     with pytest.raises(UsageError, match="event_log"):
         analyze_day_batches(spark, settings_, DAY)
     _write(spark, settings_, [BatchedEvent(D0 + 86_400 * S * 3, D0, 0, 0)], None, 0)
-    with pytest.raises(UsageError, match="date='2026-01-01' is not valid"):
+    with pytest.raises(NoEventsError, match=r"^the stream archived no events of 2026-01-01$"):
         analyze_day_batches(spark, settings_, DAY)
 
 

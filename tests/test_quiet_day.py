@@ -61,6 +61,11 @@ def test_every_nightly_step_says_no_events_and_succeeds(spark, warehouse, capsys
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="no-events"' in html and "No events</strong> on this day" in html
     assert "No unexplained breaks" in html
+    assert "No per-batch curve: the stream archived no events of 2025-12-31." in html
+    assert "is not valid" not in html and "up to the one that closed the day" not in html
+
+    code, out, err = _run(capsys, "lateness", "--warehouse", wh, "--date", QUIET.isoformat())
+    assert (code, out, err) == (0, "no events on 2025-12-31: nothing to analyse\n", "")
 
 
 def test_the_first_night_with_the_default_lookback_replays_both_days(spark, warehouse,

@@ -468,6 +468,102 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
     assert "Approval" in text and "Prepared by" in text and "Not signed off yet." in text
 
 
+def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp_path):
+    """The page said "lateness 3s" and "grace 0s", names the CLI and README no longer use;
+    configuration.csv keeps the recorded keys its readers look up."""
+    result = render_context(_ctx(), tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    for label in ("watermark bound (recorded as lateness)", "allowed lateness (recorded as grace)"):
+        assert label in html, label
+    assert not re.search(r">\s*(lateness|grace)\s*<", html)
+    text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    assert "watermark bound (recorded as lateness) 3s" in text
+    assert "allowed lateness (recorded as grace) 0s" in text
+    rows = list(csv.reader(io.StringIO((Path(result.out_dir) / "configuration.csv").read_text())))
+    assert rows[0] == ["setting", "value"]
+    assert ["grace", "0s"] in rows and ["lateness", "3s"] in rows and ["window", "10s"] in rows
+
+
+def _page_words(result) -> tuple[str, str]:
+    html = " ".join(unescape(re.sub(r"<[^>]+>", " ", Path(result.html_path).read_text())).split())
+    text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+                                   capture_output=True, text=True, timeout=120).stdout.split())
+    return html, text
+
+
+def test_a_quiet_days_watermark_section_says_no_batch_of_this_day(tmp_path):
+    """2026-11-25 had no events; its section said "1 batch of the stream, up to the one that
+    closed the day ... by up to 1.968662 s" about the first batch of 2026-11-26."""
+    later = T0 + timedelta(days=1, hours=23, minutes=50)
+    series = (WatermarkPoint(7, later, None, later + timedelta(seconds=1),
+                             held_by="partition 3", held_back_seconds=D("1.968662")),
+              WatermarkPoint(7, later, 3, later + timedelta(seconds=1)))
+    # the next day's first batch can leave the watermark (its events less the bound) in the
+    # quiet day: still no batch of this day
+    early = (WatermarkPoint(6, T0 + timedelta(days=1), None, T0 + timedelta(hours=23, minutes=59,
+                                                                           seconds=57)),)
+    quiet = dataclasses.replace(_ctx(), watermark_series=early + series, headline=Headline(
+        rows=0, unexplained_count=0, completeness=None, currencies=()))
+    html, text = _page_words(render_context(quiet, tmp_path / "quiet"))
+    sentence = ("The stream processed no batch of this day (it archived no events of it): "
+                "batch 7, of a later day, took the watermark past it (to 2026-01-02T23:50:01Z).")
+    for page in (html, text):
+        assert sentence in page
+        assert "up to the one that closed the day" not in page and "Held back" not in page
+    busy = dataclasses.replace(_ctx(), watermark_series=series)
+    html, _ = _page_words(render_context(busy, tmp_path / "busy"))
+    assert ("No batch of the stream left its watermark inside this day: batch 7 took it past "
+            "the day (to 2026-01-02T23:50:01Z).") in html
+
+
+def test_held_back_seconds_are_written_to_a_tenth_not_a_microsecond(tmp_path):
+    base = _ctx()
+    series = tuple(dataclasses.replace(w, held_by="partition 3",
+                                       held_back_seconds=D("1.968662") if w.batch_id == 3
+                                       else D("0.5"))
+                   if w.partition is None else w for w in base.watermark_series)
+    html, text = _page_words(render_context(dataclasses.replace(base, watermark_series=series),
+                                            tmp_path / "r"))
+    for page in (html, text):
+        assert "Held back most by partition 3: in 40 of the 40 batches shown, by up to 2 s." \
+            in page
+        assert "1.968662" not in page
+
+
+def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
+    """At 6 pt on a portrait page the list broke "merchant-0" / "001", "explain" / "ed" and
+    "2026-11-26T23:51:20" / "Z \u2013 23:51:30Z". The window cell is its times of day (the day
+    is in the title); breaks.csv keeps the full timestamps."""
+    from reports import formatting as fmt
+
+    wide = dataclasses.replace(
+        _break(0), window_start=T0 + timedelta(hours=23, minutes=51, seconds=20),
+        window_end=T0 + timedelta(hours=23, minutes=51, seconds=30), key="merchant-0001",
+        status=ReconStatus.MISSING_IN_CANONICAL.value, review_status="explained", age_days=123,
+        provisional_amount=D("1234567.89"), canonical_amount=D("1234567.89"),
+        gap_amount=D("-12345.67"), late_amount=D("12345.67"), duplicate_amount=D("1234.56"),
+        residual_amount=D("-12345.67"), explanation="late side output explains 1 event")
+    ctx = dataclasses.replace(_ctx(), breaks=(wide, *_ctx().breaks), all_breaks=(wide,))
+    result = render_context(ctx, tmp_path / "r")
+    text = subprocess.run([_need("pdftotext"), "-layout", result.pdf_path, "-"], check=True,
+                          capture_output=True, text=True, timeout=120).stdout
+    row = next(line for line in text.splitlines() if "23:51:20" in line)
+    for cell in ("23:51:20\u201323:51:30Z", "merchant-0001", "EUR", "1,234,567.89",
+                 "-12,345.67", "12,345.67", "1,234.56", "MISSING_IN_CANONICAL", "explained",
+                 "123"):
+        assert cell in row.split(), (cell, row)
+    header = next(line for line in text.splitlines() if line.startswith("window (UTC)"))
+    for word in ("key", "currency", "provisional", "canonical", "residual", "status",
+                 "review", "explanation"):
+        assert word in header.split(), (word, header)
+    assert "2026-01-01T23:51:20Z,2026-01-01T23:51:30Z,merchant-0001" in (
+        Path(result.out_dir) / "breaks.csv").read_text()
+    late_start = datetime(2025, 12, 31, 23, 59, 55, tzinfo=UTC)
+    assert fmt.window(late_start, T0 + timedelta(seconds=5), DAY) == \
+        "2025-12-31T23:59:55Z\u201300:00:05Z"
+
+
 # ----------------------------------------------------------------------------- Spark tier
 
 
@@ -810,6 +906,23 @@ def test_a_missing_per_batch_curve_says_why_in_every_format(tmp_path):
     assert not re.search(r'data-granularity="per_batch"', html)
     assert {r["granularity"] for r in _curve_csv(result.out_dir)} == {"per_event"}
     assert "No per-batch curve: batches 0..9" in (Path(result.out_dir) / "summary.csv").read_text()
+
+
+
+def test_a_quiet_day_says_the_stream_archived_no_events_not_an_error(tmp_path):
+    """The note was the --date error's text: "No per-batch curve: date='2026-11-25' is not
+    valid: a day with events the stream archived (that day has none)"."""
+    from audits.lateness_batches import no_batch_curve
+    from reckon.errors import NoEventsError
+
+    why = str(NoEventsError(date(2026, 11, 25), "the stream archived no events of 2026-11-25"))
+    ctx = dataclasses.replace(_ctx(), lateness_curve_batches=(), batch_curve_note=why)
+    result = render_context(ctx, tmp_path / "r")
+    html = unescape(Path(result.html_path).read_text())
+    note = "No per-batch curve: the stream archived no events of 2026-11-25."
+    assert no_batch_curve(why) == note and note in html
+    assert "is not valid" not in html
+    assert note in (Path(result.out_dir) / "summary.csv").read_text()
 
 
 # ----------------------------------------------------------------------------- one list of sections

@@ -213,6 +213,45 @@ def test_reckon_users_add_list_disable(tmp_path: Path, monkeypatch, capsys) -> N
     assert err.count("\n") == 2 and "UNSET_VAR" in err
 
 
+def test_users_add_of_an_existing_user_says_it_updated_them(tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """A second `reckon users add bob` replaced bob's password silently, with the words of a
+    new user."""
+    wh = str(tmp_path / "wh")
+    monkeypatch.setenv("WB_PASSWORD", PASSWORD)
+    add = ["--password-env", "WB_PASSWORD", "--warehouse", wh]
+    assert main(["users", "add", "bob", "--role", "auditor", *add]) == 0
+    assert capsys.readouterr().out == "user bob (auditor) may log in to the workbench\n"
+    assert main(["users", "disable", "bob", "--warehouse", wh]) == 0
+    capsys.readouterr()
+    assert main(["users", "add", "bob", "--role", "reviewer", *add]) == 0
+    assert capsys.readouterr().out == ("user bob updated: new password, role reviewer (was "
+                                       "auditor), enabled again; their open sessions ended\n")
+    assert main(["users", "add", "bob", "--role", "reviewer", *add]) == 0
+    assert capsys.readouterr().out == ("user bob updated: new password, role reviewer "
+                                       "(unchanged); their open sessions ended\n")
+
+
+def test_workbench_start_up_line_prints_the_database_url_with_its_password_masked(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """It printed `report database ReportDB('sqlite:///...')`, a Python repr."""
+    import workbench.cli
+    import workbench.server
+
+    class _DB:
+        def migrate(self) -> None:
+            pass
+
+    monkeypatch.setattr(workbench.cli.ReportDB, "from_settings", lambda settings: _DB())
+    monkeypatch.setattr("workbench.app.create_app", lambda db, **kw: None)
+    monkeypatch.setattr(workbench.server, "serve", lambda app, host, port: None)
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", "postgresql://rk:s3cret@db:5432/reckon")
+    assert main(["workbench", "--port", "8088", "--warehouse", str(tmp_path / "wh")]) == 0
+    line = capsys.readouterr().out
+    assert line == ("reckon workbench on http://127.0.0.1:8088 (report database "
+                    "postgresql://rk:***@db:5432/reckon); Ctrl-C stops it\n")
+
+
 def test_reckon_workbench_refuses_a_bad_port(tmp_path: Path, capsys) -> None:
     assert main(["workbench", "--warehouse", str(tmp_path), "--port", "70000"]) == 2
     assert "--port" in capsys.readouterr().err

@@ -48,6 +48,31 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path, holder):
     assert "wait for it to end" in message and "\n" not in message
 
 
+def test_a_second_stream_is_refused_naming_source_warehouse_holder_and_what_to_do(
+        tmp_path, holder):
+    """It read "reckon stream of landing refused: reckon stream of landing (pid ...) is
+    already writing stream of /tmp/x": "landing" was an internal name, "stream of" the scope."""
+    from reckon.config import load_settings
+    from spark.stream import StreamSource, stream_lock
+
+    landing = tmp_path / "in"
+    landing.mkdir()
+    settings = load_settings(env={}, warehouse=str(tmp_path))
+    with (pytest.raises(ConcurrentWriterError) as refused,
+          stream_lock(settings, StreamSource(landing=str(landing)))):
+        pytest.fail("took a lock another process holds")
+    message = str(refused.value)
+    assert message.startswith(f"reckon stream of landing folder {landing} refused: the "
+                              f"warehouse {tmp_path} is already written by reckon stream of "
+                              f"landing (pid {holder.pid} on host ")
+    assert ", user " in message and ", since " in message and "\n" not in message
+    assert message.endswith("One stream per warehouse: stop that stream, or give this one "
+                            "another warehouse (--warehouse)")
+    assert ConcurrentWriterError.exit_code == 4
+    kafka = StreamSource(kafka_bootstrap="broker:9092", topic="events")
+    assert kafka.describe() == "Kafka topic events at broker:9092"
+
+
 def test_a_killed_holders_successor_takes_over_at_once(tmp_path, holder):
     os.killpg(holder.pid, signal.SIGKILL)  # no clean-up runs: the kernel releases the lock
     holder.wait()
@@ -119,8 +144,9 @@ def test_two_streams_and_two_replays_started_together(spark, tmp_path):
                           "--available-now"], tmp_path)
     assert sorted(codes) == [0, 4], lines
     refused = lines[codes.index(4)]
-    assert refused.startswith("reckon stream: error: reckon stream of landing refused: "
-                              "reckon stream of landing (pid "), refused
+    assert refused.startswith(f"reckon stream: error: reckon stream of landing folder "
+                              f"{landing} refused: the warehouse {raced} is already written "
+                              f"by reckon stream of landing folder {landing} (pid "), refused
     run_stream(spark, stream_settings(single), StreamSource(landing=str(landing)), on_batch=None)
     for name in VOLATILE:
         assert table_snapshot(spark, raced, name) == table_snapshot(spark, single, name), name

@@ -46,7 +46,7 @@ from reports.db import (
 
 __all__ = ["ROLES", "LoginThrottle", "Session", "SessionKeys", "User", "add_user",
            "check_password", "end_session", "end_sessions", "find_user", "hash_password",
-           "load_secret", "session_is_open", "start_session"]
+           "load_secret", "put_user", "session_is_open", "start_session"]
 
 ROLES = ("reconciler", "reviewer", "auditor")
 SESSION_SECONDS = 8 * 3600  # a working day; then log in again
@@ -102,6 +102,15 @@ def check_password(password: str, stored: str) -> bool:
 def add_user(db: ReportDB, name: str, role: str, password: str) -> User:
     """Create a user, or replace an existing one's password and role (re-enabling it; their
     open sessions end: they were opened under the old password or role)."""
+    return put_user(db, name, role, password)[0]
+
+
+def put_user(db: ReportDB, name: str, role: str, password: str) -> tuple[User, User | None]:
+    """``add_user``, and the user as it was before (None: a new user), so that ``reckon users
+    add`` can say it updated someone rather than created them.
+
+    Example: ``put_user(db, "bob", "reviewer", pw)[1]`` is ``User("bob", "auditor", False)``
+    when bob was a disabled auditor."""
     who = (name or "").strip()
     if not who or len(who) > 200:
         raise invalid("name", name, "a user name of 1 to 200 characters")
@@ -112,12 +121,13 @@ def add_user(db: ReportDB, name: str, role: str, password: str) -> User:
     t = WORKBENCH_USERS
     values = {"password_hash": hash_password(password), "role": role, "enabled": True}
     with write_tx(db.ready()) as conn:  # the name is the key: a racing twin fails
-        if conn.execute(sa.select(t.c.name).where(t.c.name == who)).first():
+        row = conn.execute(sa.select(t.c.role, t.c.enabled).where(t.c.name == who)).first()
+        if row is not None:
             conn.execute(sa.update(t).where(t.c.name == who).values(**values))
         else:
             conn.execute(sa.insert(t).values(name=who, created_at=datetime.now(UTC), **values))
     end_sessions(db, who)
-    return User(who, role, True)
+    return User(who, role, True), None if row is None else User(who, row.role, bool(row.enabled))
 
 
 def find_user(db: ReportDB, name: str, password: str | None = None) -> User | None:

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
 from reports.db import WORKBENCH_USERS, ReportDB, write_tx
-from workbench.auth import add_user, end_sessions, load_secret
+from workbench.auth import User, end_sessions, load_secret, put_user
 
 __all__ = ["cmd_users", "cmd_workbench"]
 
@@ -47,8 +47,8 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
         if args.action == "add":
             if not args.name:
                 raise UsageError("users add needs the user's NAME")
-            user = add_user(db, args.name, args.role, _password(args))
-            print(f"user {user.name} ({user.role}) may log in to the workbench")
+            user, before = put_user(db, args.name, args.role, _password(args))
+            print(_added(user, before))
         elif args.action == "disable":
             with write_tx(db.ready()) as conn:
                 done = conn.execute(sa.update(t).where(t.c.name == args.name)
@@ -72,6 +72,20 @@ def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _added(user: User, before: User | None) -> str:
+    """What ``reckon users add`` did: created the user, or updated an existing one.
+
+    Example: ``user bob updated: new password, role reviewer (was auditor), enabled again;
+    their open sessions ended``."""
+    if before is None:
+        return f"user {user.name} ({user.role}) may log in to the workbench"
+    role = (f"role {user.role} (unchanged)" if before.role == user.role
+            else f"role {user.role} (was {before.role})")
+    again = "" if before.enabled else ", enabled again"
+    return (f"user {user.name} updated: new password, {role}{again}; their open sessions "
+            "ended")
+
+
 def _sessions(n: int) -> str:
     return f"{n} open session" + ("" if n == 1 else "s")
 
@@ -90,6 +104,6 @@ def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
     app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
                      secure_cookies=args.secure_cookies)
     print(f"reckon workbench on http://{args.host}:{args.port} (report database "
-          f"{db!r}); Ctrl-C stops it", flush=True)
+          f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True)
     serve(app, args.host, args.port)
     return 0

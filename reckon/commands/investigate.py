@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import date
 
 from reckon.config import Settings
-from reckon.errors import UsageError, invalid
+from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.lateness import normalize_bounds
 from reckon.money import currency_problem
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
@@ -117,6 +118,18 @@ def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _quiet_day(day: date, as_json: bool) -> int:
+    """A day without events is a quiet day, not a mistake: say so and exit 0 (the README's
+    quiet day goes through every step with "no events").
+
+    Example: ``no events on 2026-11-25: nothing to analyse``; with ``--json``
+    ``{"day": "2026-11-25", "events": 0, "note": "..."}``."""
+    note = f"no events on {day.isoformat()}: nothing to analyse"
+    print(json.dumps({"day": day.isoformat(), "events": 0, "note": note}, indent=2,
+                     sort_keys=True) if as_json else note)
+    return 0
+
+
 def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
     both what-if curves of the day, per micro-batch (what the stream did) and per event,
@@ -139,12 +152,15 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     bounds = None if args.bounds is None else _bounds_arg(args.bounds)
     target = completeness_target(args.target, settings)
     spark = get_spark(settings, app_name="reckon-lateness")
-    if getattr(args, "per_source", False):
-        rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
-        print(json.dumps({"day": day.isoformat(), **rec.to_json_dict()}, indent=2,
-                         sort_keys=True) if args.json else render_per_input(rec, day))
-        return 0
-    analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+    try:
+        if getattr(args, "per_source", False):
+            rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
+            print(json.dumps({"day": day.isoformat(), **rec.to_json_dict()}, indent=2,
+                             sort_keys=True) if args.json else render_per_input(rec, day))
+            return 0
+        analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+    except NoEventsError:
+        return _quiet_day(day, args.json)
     batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
     attribution = (late_attribution(spark, settings, day)
                    if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
