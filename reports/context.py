@@ -33,6 +33,7 @@ from reports.records import AttributionRow, AuditRun, CurrencySummary
 __all__ = [
     "BREAKS_CAP",
     "LATENESS_BUCKETS",
+    "PER_SOURCE_ROWS",
     "BreakLine",
     "CurveLine",
     "GapPoint",
@@ -44,6 +45,7 @@ __all__ = [
     "WatermarkPoint",
     "build_context",
     "headline_from_run",
+    "per_source_policies",
     "unexplained_amount",
 ]
 
@@ -207,6 +209,13 @@ class ReportContext:
     # a bound per source against the best single bound (audits.lateness.analyze_inputs):
     # None when the day's log has one source or no events
     per_source: PerInputRecommendation | None = None
+    # the same comparison per micro-batch: the day's batches as the stream ran them replayed
+    # under each compared policy (audits.lateness_batches.batch_points), by the row it
+    # belongs to (PER_SOURCE_ROWS), the stream's own policy last; empty with
+    # ``per_source_batches_note`` saying why when they cannot be had
+    per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
+    per_source_batches_note: str | None = None
+    configured_policy: str | None = None            # WatermarkPolicy.describe() of the stream
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -356,6 +365,13 @@ def _curve(spark: Any, settings: Settings, day: date
     return points, _seconds(analysis.configured_bound), rec, analysis.target
 
 
+#: The rows of the per-source comparison, in the report's order: the recommended bounds per
+#: source, the best single bound (inputs by source), one bound with inputs by partition (the
+#: default rule), and the stream as configured.
+PER_SOURCE_ROWS = ("bounds per source", "one bound", "one bound, inputs by partition",
+                   "the stream as configured")
+
+
 def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
     from audits.lateness import analyze_inputs
@@ -365,6 +381,39 @@ def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommenda
     except UsageError:  # no events that day
         return None
     return rec if len(rec.bounds) > 1 else None
+
+
+def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
+                        ) -> dict[str, WatermarkPolicy]:
+    """The policies the per-source comparison replays per micro-batch, by row
+    (``PER_SOURCE_ROWS``): the recommendation's, its single bounds, and ``configured``."""
+    idle, expected = configured.idle_timeout, configured.expected_partitions
+    single = rec.single or rec.single_fallback
+    policies = {PER_SOURCE_ROWS[0]: rec.policy(idle, expected),
+                PER_SOURCE_ROWS[1]: WatermarkPolicy(single.bound, idle, expected,
+                                                    by_source=rec.by_source)}
+    if rec.by_partition is not None:
+        policies[PER_SOURCE_ROWS[2]] = WatermarkPolicy(rec.by_partition.bound, idle, expected)
+    policies[PER_SOURCE_ROWS[3]] = configured
+    return policies
+
+
+def _per_source_batches(spark: Any, settings: Settings, day: date,
+                        rec: PerInputRecommendation | None
+                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
+    """The per-source comparison per micro-batch (``per_source_policies`` replayed on the
+    day's batches), or nothing and the one line that says why."""
+    from audits.lateness_batches import batch_points
+
+    if rec is None:
+        return (), None
+    policies = per_source_policies(rec, settings.event_time_rules().watermark)
+    try:
+        points = batch_points(spark, settings, day, policies)
+    except UsageError as exc:
+        return (), str(exc)
+    return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                                  p.avg_emit_latency)) for name, p in points.items()), None
 
 
 def _batch_curve(spark: Any, settings: Settings, day: date
@@ -500,6 +549,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     curve, configured, recommended, target = _curve(spark, settings, day)
     batch_curve, batch_note = _batch_curve(spark, settings, day)
     per_source = _per_source(spark, settings, day)
+    per_source_batches, per_source_note = _per_source_batches(spark, settings, day, per_source)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -522,6 +572,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
+        per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
+        configured_policy=rules.watermark.describe(),
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark),
