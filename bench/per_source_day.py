@@ -227,6 +227,18 @@ def pure_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
     return batch_point_reference(day.batched(), windows(), policy)
 
 
+def per_event_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
+    """The day judged one event at a time under ``policy``, as a running stream: the
+    per-event what-if that ``reckon lateness --per-source`` and the report show."""
+    from reckon.lateness_inputs import judge_policy, running_state
+
+    point, _ = judge_policy(day.event_us, day.arrival_us, day.partition, day.source,
+                            windows(), policy, state=running_state(
+                                day.event_us, day.arrival_us, day.partition, day.source,
+                                policy.by_source))
+    return point
+
+
 def _reaches(point: CurvePoint, target: str) -> bool:
     total = point.admitted + point.dropped
     return total == 0 or Fraction(point.admitted, total) >= Fraction(target)
@@ -270,7 +282,7 @@ def settings_for(warehouse: Path, policy: WatermarkPolicy) -> Settings:
 
 
 def label(policy: WatermarkPolicy) -> str:
-    if not policy.uniform:
+    if policy.source_bounds:
         return "bounds per source: " + ", ".join(
             f"{name} {format_duration(b)}" for name, b in policy.source_bounds)
     return (f"one bound {format_duration(policy.lateness)}, inputs by "
@@ -395,6 +407,7 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
     if by_partition is not None and by_partition != best:
         compared["best_single_by_partition"] = single(by_partition[1] * S, False)
     pure = {name: pure_point(day, pol) for name, pol in compared.items()}
+    per_event = {name: per_event_point(day, pol) for name, pol in compared.items()}
     result: dict[str, Any] = {
         "scenario": {"name": scenario.name, "about": scenario.about, "seed": scenario.seed,
                      "minutes": scenario.minutes, "rate": scenario.rate,
@@ -402,7 +415,8 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
         "scale": {"events": len(day), "files": files},
         "recommendation": rec.to_json_dict(),
         "configurations": {name: {"label": label(pol), "policy": pol.describe(),
-                                  "pure_per_batch": _point_figures(pure[name])}
+                                  "pure_per_batch": _point_figures(pure[name]),
+                                  "pure_per_event": _point_figures(per_event[name])}
                            for name, pol in compared.items()},
         "sweep_per_batch": [{"inputs": "source" if k[0] else "partition", "bound_seconds": k[1],
                              **_point_figures(pt)} for k, pt in sorted(points.items())],
