@@ -44,13 +44,15 @@ from reckon.lateness_batches import (
     shift_state,
     state_under,
 )
+from reckon.lateness_inputs import PerInputRecommendation
 from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "BatchCurve", "analyze_day_batches",
-           "batch_curve_json", "batch_points"]
+__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_SOURCE_ROWS", "BatchCurve",
+           "analyze_day_batches", "batch_curve_json", "batch_points", "per_source_batches",
+           "per_source_policies"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
@@ -295,6 +297,40 @@ def batch_points(spark: SparkSession, settings: Settings, day: date | str,
                                     [[0]] * len(walks), spark)
     return {n: policy_point(walks[k], policies[n], pairs, dropped[k][0], ends)
             for k, n in enumerate(names)}
+
+
+#: The rows of the per-source comparison (``reckon lateness --per-source``, the report), in
+#: order: the recommended bounds per source, the best single bound (same inputs), one bound
+#: with inputs by partition (the default rule), and the stream as configured.
+PER_SOURCE_ROWS = ("bounds per source", "one bound", "one bound, inputs by partition",
+                   "the stream as configured")
+
+
+def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
+                        ) -> dict[str, WatermarkPolicy]:
+    """The policies of the per-source comparison, by row (``PER_SOURCE_ROWS``): the
+    recommendation's, its single bounds, and ``configured`` (the stream's own)."""
+    idle, expected = configured.idle_timeout, configured.expected_partitions
+    single = rec.single or rec.single_fallback
+    policies = {PER_SOURCE_ROWS[0]: rec.policy(idle, expected),
+                PER_SOURCE_ROWS[1]: WatermarkPolicy(single.bound, idle, expected,
+                                                    by_source=rec.by_source)}
+    if rec.by_partition is not None:
+        policies[PER_SOURCE_ROWS[2]] = WatermarkPolicy(rec.by_partition.bound, idle, expected)
+    policies[PER_SOURCE_ROWS[3]] = configured
+    return policies
+
+
+def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,
+                       rec: PerInputRecommendation
+                       ) -> tuple[dict[str, CurvePoint], str | None]:
+    """The per-source comparison per micro-batch: ``per_source_policies`` replayed on the
+    day's batches (``batch_points``), or nothing and the one line that says why."""
+    try:
+        return batch_points(spark, settings, day, per_source_policies(
+            rec, settings.event_time_rules().watermark)), None
+    except UsageError as exc:
+        return {}, str(exc)
 
 
 def batch_curve_json(curve: BatchCurve) -> dict[str, Any]:

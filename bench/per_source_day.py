@@ -91,6 +91,11 @@ TARGET = "0.999"
 #: every second up to 20 s, then coarser, so that the best single bound is not held back
 #: by a coarse step
 SWEEP = (*range(0, 21), 25, 30, 40, 45, 50, 60)
+#: the configurations streamed for real with ``--compare-streams`` (the others, and every
+#: single bound of the sweep, are judged pure and replayed from the per-source stream's
+#: recorded batches, which the streams show to be the same: a stream takes minutes a
+#: configuration on a busy machine)
+STREAMED = ("per_source", "best_single")
 
 
 @dataclass(frozen=True)
@@ -429,26 +434,35 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
             f"{_seconds(pt.avg_emit_latency)}")
     if not compare_streams:
         return result
-    warehouses = {name: out / f"wh-{name}" for name in compared}
+    streamed_names = [n for n in STREAMED if n in compared]
+    warehouses = {name: out / f"wh-{name}" for name in streamed_names}
     streamed: dict[str, dict[str, Any]] = {}
-    for name, pol in compared.items():
-        log(f"  streaming {label(pol)} ...")
-        streamed[name] = stream(out / "landing", warehouses[name], pol)
-        log(f"  streamed {label(pol)}: {json.dumps(streamed[name])}")
+    for name in streamed_names:
+        log(f"  streaming {label(compared[name])} ...")
+        streamed[name] = stream(out / "landing", warehouses[name], compared[name])
+        log(f"  streamed {label(compared[name])}: {json.dumps(streamed[name])}")
     from audits.lateness_batches import batch_points
     from spark.session import get_spark
 
-    spark = get_spark(settings_for(warehouses["per_source"], per_source))
-    on_warehouse = recommend_on(spark, warehouses["per_source"], per_source)
-    replayed = batch_points(spark, settings_for(warehouses["per_source"], per_source), DAY,
-                            compared)
+    wh = warehouses["per_source"]
+    spark = get_spark(settings_for(wh, per_source))
+    on_warehouse = recommend_on(spark, wh, per_source)
+    # the report's per-batch replay of the per-source stream's recorded batches: under every
+    # compared configuration, and under every single bound of the sweep
+    replayed = batch_points(spark, settings_for(wh, per_source), DAY, compared)
+    swept = batch_points(spark, settings_for(wh, per_source), DAY,
+                         {f"{int(k[0])}:{k[1]}": single(k[1] * S, k[0]) for k in points})
     for name in compared:
-        result["configurations"][name]["streamed"] = streamed[name]
+        if name in streamed:
+            result["configurations"][name]["streamed"] = streamed[name]
         result["configurations"][name]["replayed_per_batch"] = _point_figures(replayed[name])
     result["checks"] = {
-        "streams_equal_pure_per_batch": all(_agrees(streamed[n], pure[n]) for n in compared),
+        "streams_equal_pure_per_batch": all(_agrees(streamed[n], pure[n]) for n in streamed),
         "report_replay_equals_streams": all(_agrees(streamed[n], replayed[n])
-                                            for n in compared),
+                                            for n in streamed),
+        "report_replay_equals_pure": all(replayed[n] == pure[n] for n in compared),
+        "sweep_replayed_from_the_warehouse_equals_pure": all(
+            swept[f"{int(k[0])}:{k[1]}"] == pt for k, pt in points.items()),
         "recommendation_on_the_warehouse_is_the_pure_one":
             on_warehouse.to_json_dict() == rec.to_json_dict(),
     }
@@ -569,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare_streams:
         payload["targets"] = [_claim(result)]
         payload["results"] = {name: c["streamed"] for name, c in
-                              result["configurations"].items()}
+                              result["configurations"].items() if "streamed" in c}
     print(json.dumps(payload, indent=2, sort_keys=True, default=str))
     if args.record:
         if not args.compare_streams:

@@ -415,9 +415,10 @@ def _sweep_rows(profile: dict[str, Any]) -> list[str]:
 _CONFIGURATION_ORDER = ("per_source", "best_single", "single_as_early",
                         "best_single_by_partition")
 
-#: The single bounds of the per-source day's sweep shown in BENCHMARKS.md (the result file
+#: The single bounds of the per-source day's sweeps shown in BENCHMARKS.md (the result file
 #: has every one).
 _SWEEP_SHOWN = (0, 5, 8, 9, 10, 11, 12, 15, 20, 30, 40, 50, 60)
+_UNIT_SHOWN = (0, 5, 10, 12, 13, 14, 15, 16, 20, 30)
 
 
 def _pct(x: dict[str, Any] | None) -> str:
@@ -436,16 +437,23 @@ def _per_source_tables(r: dict[str, Any]) -> list[str]:
                        key=lambda kv: _CONFIGURATION_ORDER.index(kv[0])
                        if kv[0] in _CONFIGURATION_ORDER else len(_CONFIGURATION_ORDER)))
     checks = r.get("checks", {})
-    agree = ("yes" if checks.get("streams_equal_pure_per_batch")
-             and checks.get("report_replay_equals_streams") else "NO")
-    lines = _table(
-        ["streamed configuration", "completeness", "late pairs", "avg emit latency s",
-         "windows emitted", "= pure and report replay"],
-        [[c["label"], _pct(c.get("streamed")), _fmt(c.get("streamed", {}).get("late_pairs")),
-          _lat(c.get("streamed")),
-          f"{c.get('streamed', {}).get('windows_emitted', '-')} of "
-          f"{c.get('streamed', {}).get('windows', '-')}", agree]
-         for c in conf.values()], 5)
+    rows = []
+    for c in conf.values():
+        x = c.get("streamed") or c.get("replayed_per_batch") or c.get("pure_per_batch") or {}
+        how = ("streamed" if c.get("streamed") else
+               "replayed from the per-source stream's batches" if c.get("replayed_per_batch")
+               else "pure, per micro-batch")
+        emitted = (f"{x['windows_emitted']} of {x['windows']}" if "windows_emitted" in x
+                   else "-")
+        rows.append([c["label"], how, _pct(x), _fmt(x.get("late_pairs")), _lat(x), emitted,
+                     _pct(c.get("pure_per_event")), _lat(c.get("pure_per_event"))])
+    lines = _table(["configuration", "measured", "completeness", "late pairs",
+                    "avg emit latency s", "windows emitted", "per event: completeness",
+                    "per event: avg emit latency s"], rows,
+                   align=["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
+    if checks:
+        lines += ["Checks: " + "; ".join(f"{k.replace('_', ' ')}: {_fmt(bool(v))}"
+                                         for k, v in checks.items()) + ".", ""]
     sweep = {(x["inputs"], x["bound_seconds"]): x for x in r.get("sweep_per_batch", [])}
     if sweep:
         lines += _table(["one bound (s), per micro-batch, pure", "inputs by source",
@@ -454,6 +462,12 @@ def _per_source_tables(r: dict[str, Any]) -> list[str]:
                           _pct(sweep.get(("partition", b))),
                           _lat(sweep.get(("partition", b)))]
                          for b in _SWEEP_SHOWN if ("source", b) in sweep], 4)
+    unit = r.get("unit_sweep_per_batch") or []
+    if unit:
+        lines += _table([f"{unit[0]['unit']}'s bound (s), the others as recommended, per "
+                         "micro-batch, pure", "completeness", "avg emit latency s"],
+                        [[str(x["bound_seconds"]), _pct(x), _lat(x)] for x in unit
+                         if x["bound_seconds"] in _UNIT_SHOWN], 2)
     seeds = r.get("other_seeds_pure_per_batch") or []
     if seeds:
         lines += _table(["seed (pure, per micro-batch)", "bounds per source", "completeness",

@@ -33,7 +33,6 @@ from reports.records import AttributionRow, AuditRun, CurrencySummary
 __all__ = [
     "BREAKS_CAP",
     "LATENESS_BUCKETS",
-    "PER_SOURCE_ROWS",
     "BreakLine",
     "CurveLine",
     "GapPoint",
@@ -45,7 +44,6 @@ __all__ = [
     "WatermarkPoint",
     "build_context",
     "headline_from_run",
-    "per_source_policies",
     "unexplained_amount",
 ]
 
@@ -210,8 +208,8 @@ class ReportContext:
     # None when the day's log has one source or no events
     per_source: PerInputRecommendation | None = None
     # the same comparison per micro-batch: the day's batches as the stream ran them replayed
-    # under each compared policy (audits.lateness_batches.batch_points), by the row it
-    # belongs to (PER_SOURCE_ROWS), the stream's own policy last; empty with
+    # under each compared policy (audits.lateness_batches.per_source_batches), by the row it
+    # belongs to (audits.lateness_batches.PER_SOURCE_ROWS), the stream's own last; empty with
     # ``per_source_batches_note`` saying why when they cannot be had
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
@@ -365,13 +363,6 @@ def _curve(spark: Any, settings: Settings, day: date
     return points, _seconds(analysis.configured_bound), rec, analysis.target
 
 
-#: The rows of the per-source comparison, in the report's order: the recommended bounds per
-#: source, the best single bound (inputs by source), one bound with inputs by partition (the
-#: default rule), and the stream as configured.
-PER_SOURCE_ROWS = ("bounds per source", "one bound", "one bound, inputs by partition",
-                   "the stream as configured")
-
-
 def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
     from audits.lateness import analyze_inputs
@@ -383,37 +374,18 @@ def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommenda
     return rec if len(rec.bounds) > 1 else None
 
 
-def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
-                        ) -> dict[str, WatermarkPolicy]:
-    """The policies the per-source comparison replays per micro-batch, by row
-    (``PER_SOURCE_ROWS``): the recommendation's, its single bounds, and ``configured``."""
-    idle, expected = configured.idle_timeout, configured.expected_partitions
-    single = rec.single or rec.single_fallback
-    policies = {PER_SOURCE_ROWS[0]: rec.policy(idle, expected),
-                PER_SOURCE_ROWS[1]: WatermarkPolicy(single.bound, idle, expected,
-                                                    by_source=rec.by_source)}
-    if rec.by_partition is not None:
-        policies[PER_SOURCE_ROWS[2]] = WatermarkPolicy(rec.by_partition.bound, idle, expected)
-    policies[PER_SOURCE_ROWS[3]] = configured
-    return policies
-
-
 def _per_source_batches(spark: Any, settings: Settings, day: date,
                         rec: PerInputRecommendation | None
                         ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
-    """The per-source comparison per micro-batch (``per_source_policies`` replayed on the
-    day's batches), or nothing and the one line that says why."""
-    from audits.lateness_batches import batch_points
+    """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
+    the one line that says why."""
+    from audits.lateness_batches import per_source_batches
 
     if rec is None:
         return (), None
-    policies = per_source_policies(rec, settings.event_time_rules().watermark)
-    try:
-        points = batch_points(spark, settings, day, policies)
-    except UsageError as exc:
-        return (), str(exc)
+    points, why_not = per_source_batches(spark, settings, day, rec)
     return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                                  p.avg_emit_latency)) for name, p in points.items()), None
+                                  p.avg_emit_latency)) for name, p in points.items()), why_not
 
 
 def _batch_curve(spark: Any, settings: Settings, day: date

@@ -17,17 +17,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, PER_SOURCE_ROWS
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import format_duration
 from reports import formatting as fmt
-from reports.context import (
-    PER_SOURCE_ROWS,
-    CurveLine,
-    ReportContext,
-    Signoff,
-    unexplained_amount,
-)
+from reports.context import CurveLine, ReportContext, Signoff, unexplained_amount
 from reports.records import AttributionRow, CurrencySummary
 from reports.summary import BreakSummary, summarise_breaks
 

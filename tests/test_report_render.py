@@ -930,7 +930,8 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
         single=CurvePoint(10 * s, 1.0, 1900, 0, 17.25),
         single_fallback=CurvePoint(10 * s, 1.0, 1900, 0, 17.25), reached=True,
         by_partition=CurvePoint(20 * s, 0.9995, 1899, 1, 21.0))
-    from reports.context import PER_SOURCE_ROWS, CurveLine
+    from audits.lateness_batches import PER_SOURCE_ROWS
+    from reports.context import CurveLine
 
     batches = tuple(zip(PER_SOURCE_ROWS, (
         CurveLine(D("5"), 1.0, 1900, 0, 11.0), CurveLine(D("10"), 0.9995, 1899, 1, 15.5),
