@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -415,8 +415,14 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
     return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
 
 
-def render_per_input(rec: PerInputRecommendation, day: date) -> str:
-    """``reckon lateness --per-source``: the bound per source, then what it buys."""
+def render_per_input(rec: PerInputRecommendation, day: date,
+                     batches: Mapping[str, CurvePoint] | None = None,
+                     batches_why_not: str | None = None, configured: str | None = None) -> str:
+    """``reckon lateness --per-source``: the bound per source, then what it buys, per event
+    and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
+    day's batches replayed under each, with the stream as ``configured`` last."""
+    from audits.lateness_batches import PER_SOURCE_ROWS
+
     unit = "source" if rec.by_source else "partition"
     lines = [f"bounds per {unit} for {day.isoformat()}, target completeness {rec.target} "
              f"(each {unit} judged with every other's bound, min rule):",
@@ -426,13 +432,30 @@ def render_per_input(rec: PerInputRecommendation, day: date) -> str:
         lines.append(f"  {b.unit!s:<12} {b.events:>10} {format_duration(b.bound):>8} "
                      f"{b.own.completeness:>17.4%} {b.dropped:>8}")
     single = rec.single or rec.single_fallback
-    lines += ["", f"  {'':<34} {'completeness':>12} {'avg emit latency':>17}",
-              _compare_line(f"bounds per {unit}", rec.per_input),
+    per_batch = batches or {}
+    lines += ["", f"  {'':<34} {'per event':>30}" + (f" {'per micro-batch':>30}"
+                                                    if per_batch else ""),
+              f"  {'':<34} {'completeness':>12} {'avg emit latency':>17}"
+              + (f" {'completeness':>12} {'avg emit latency':>17}" if per_batch else ""),
+              _compare_line(f"bounds per {unit}", rec.per_input,
+                            per_batch.get(PER_SOURCE_ROWS[0])),
               _compare_line(f"one bound {format_duration(single.bound)}"
-                            + ("" if rec.single else " (misses target)"), single)]
+                            + ("" if rec.single else " (misses target)"), single,
+                            per_batch.get(PER_SOURCE_ROWS[1]))]
     if rec.by_partition is not None:
         lines.append(_compare_line(f"one bound {format_duration(rec.by_partition.bound)}, "
-                                   "by partition", rec.by_partition))
+                                   "by partition", rec.by_partition,
+                                   per_batch.get(PER_SOURCE_ROWS[2])))
+    if PER_SOURCE_ROWS[3] in per_batch:
+        lines.append(_compare_line("the stream as configured", None,
+                                   per_batch[PER_SOURCE_ROWS[3]]))
+        if configured:
+            lines.append(f"  ({configured})")
+    if per_batch:
+        lines.append("per micro-batch: the day's batches as the stream ran them, replayed "
+                     "under each row's bounds")
+    elif batches_why_not:
+        lines.append(f"per micro-batch: not available ({batches_why_not})")
     if not rec.reached:
         lines.append("no combination of the candidate bounds reaches the target: try larger "
                      "bounds")
@@ -443,9 +466,16 @@ def render_per_input(rec: PerInputRecommendation, day: date) -> str:
     return "\n".join(lines)
 
 
-def _compare_line(label: str, point: CurvePoint) -> str:
-    latency = "-" if point.avg_emit_latency is None else f"{point.avg_emit_latency:.3f}s"
-    return f"  {label:<34} {point.completeness:>12.4%} {latency:>17}"
+def _compare_line(label: str, point: CurvePoint | None,
+                  per_batch: CurvePoint | None = None) -> str:
+    def cells(pt: CurvePoint | None) -> str:
+        if pt is None:
+            return f"{'':>12} {'':>17}"
+        latency = "-" if pt.avg_emit_latency is None else f"{pt.avg_emit_latency:.3f}s"
+        return f"{pt.completeness:>12.4%} {latency:>17}"
+
+    line = f"  {label:<34} {cells(point)}" + ("" if per_batch is None else f" {cells(per_batch)}")
+    return line.rstrip()
 
 
 def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionRow] = (),

@@ -15,12 +15,19 @@ Steps, none of which brings a whole table to the driver:
 5. the judged pairs are classified in Spark against the watermark before their batch
    (a broadcast of one row per batch), one aggregate row of counts per bound comes back,
    and the distinct ends of the day's windows (one per window, for the emit latency).
+
+Bounds per input (issue 41): the summaries are per (batch, partition, source), so a walk
+takes the configured inputs (partitions, or (partition, source) pairs), and each row of the
+curve is one bound for every one of those inputs. When the configured bounds differ by input,
+one more walk under the configured policy itself gives ``BatchCurve.configured``, what the
+stream did. ``batch_points`` replays the same batches under any policies (the report's bounds
+per source, as the stream ran).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -29,14 +36,23 @@ from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
 from reckon.lateness import CurvePoint, default_bounds, normalize_bounds
-from reckon.lateness_batches import BatchStep, batch_steps, curve_points, shift_state
+from reckon.lateness_batches import (
+    BatchStep,
+    batch_steps,
+    curve_points,
+    policy_point,
+    shift_state,
+    state_under,
+)
+from reckon.lateness_inputs import PerInputRecommendation
 from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "BatchCurve", "analyze_day_batches",
-           "batch_curve_json", "no_batch_curve"]
+__all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_SOURCE_ROWS", "BatchCurve",
+           "analyze_day_batches", "batch_curve_json", "batch_points", "no_batch_curve",
+           "per_source_batches", "per_source_policies"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
@@ -52,17 +68,22 @@ CURVES_NOTE = ("The two curves differ because the stream moves its watermark onc
 @dataclass(frozen=True)
 class BatchCurve:
     """The per-batch what-if of one day: ``batches`` replayed (first..last holding a judged
-    event), ``events`` judged, one point per bound."""
+    event), ``events`` judged, one point per bound (one bound for every input);
+    ``configured_point``: under the configured policy, when its bounds differ by input."""
 
     day: date
     configured_bound: int
     batches: int
     events: int
     points: tuple[CurvePoint, ...]
+    configured_point: CurvePoint | None = None
 
     @property
     def configured(self) -> CurvePoint | None:
-        """The point of the bound the stream ran with."""
+        """What the stream did: the point of the policy it ran with (bounds per input and
+        all), or with one bound for all the point of that bound."""
+        if self.configured_point is not None:
+            return self.configured_point
         return next((pt for pt in self.points if pt.bound == self.configured_bound), None)
 
 
@@ -86,23 +107,25 @@ def _judged_events(spark: SparkSession, settings: Settings, day: date) -> DataFr
 
 def _summaries(spark: SparkSession, settings: Settings, lo: int, hi: int
                ) -> list[tuple[int, list[PartitionObservation]]]:
-    """Per batch in ``[lo, hi]`` (in order): its per-partition observations over every valid
-    row it archived. One row per (batch, partition) reaches the driver."""
+    """Per batch in ``[lo, hi]`` (in order): its per-(partition, source) observations over
+    every valid row it archived (a policy with inputs by partition merges a partition's).
+    One row per (batch, partition, source) reaches the driver."""
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
     rows = (tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
             .filter(F.col("batch_id").between(lo, hi))
-            .groupBy("batch_id", "partition")
+            .groupBy("batch_id", "partition", F.coalesce(F.col("source"), F.lit(""))
+                     .alias("src"))
             .agg(F.max(F.unix_micros("event_time")).alias("t"),
                  F.max(F.unix_micros("arrival_time")).alias("a"),
                  F.min(F.unix_micros("arrival_time")).alias("a0"))
-            .orderBy("batch_id", "partition").collect())
+            .orderBy("batch_id", "partition", "src").collect())
     batches: dict[int, list[PartitionObservation]] = {}
     for r in rows:
         batches.setdefault(int(r.batch_id), []).append(
-            PartitionObservation(int(r.partition), int(r.t), int(r.a), int(r.a0)))
+            PartitionObservation(int(r.partition), int(r.t), int(r.a), int(r.a0), r.src))
     return sorted(batches.items())
 
 
@@ -141,49 +164,57 @@ def _start_state(spark: SparkSession, settings: Settings, lo: int, hi: int
             parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
 
 
-def _dropped(judged: DataFrame, steps: list[BatchStep], settings: Settings, day: date,
-             bounds: list[int], spark: SparkSession) -> tuple[int, dict[int, int], list[int]]:
-    """(judged pairs in the day's windows, late pairs per bound, distinct window ends): a pair
-    is late under L when ``end + G <= before0 - L``, i.e. ``before0 - end - G >= L``."""
+def _dropped(judged: DataFrame, walks: list[list[BatchStep]], settings: Settings, day: date,
+             bounds: list[list[int]], spark: SparkSession
+             ) -> tuple[int, list[dict[int, int]], list[int]]:
+    """(judged pairs in the day's windows, late pairs per bound of each walk, distinct window
+    ends): under walk k a pair is late at bound L when ``end + G <= before_k - L``, i.e.
+    ``before_k - end - G >= L`` (a walk under a policy of its own takes ``[0]``)."""
     from pyspark.sql import functions as F
 
     from spark.rules import window_starts_col
 
     rules = settings.event_time_rules()
     d0, d1 = day_bounds(day)
-    marks = spark.createDataFrame([(s.batch, s.before) for s in steps],
-                                  "batch_id long, before0 long")
+    marks = spark.createDataFrame(
+        [(steps[0].batch, *(step.before for step in steps))
+         for steps in zip(*walks, strict=True)],
+        "batch_id long, " + ", ".join(f"before{k} long" for k in range(len(walks))))
     pairs = (judged.join(F.broadcast(marks), "batch_id")
              .withColumn("ws", F.explode(window_starts_col(F.col("event_us"), rules.windows)))
              .filter((F.col("ws") >= F.lit(d0)) & (F.col("ws") < F.lit(d1)))
              .withColumn("we", F.col("ws") + F.lit(rules.windows.size)))
-    slack = F.col("before0") - F.col("we") - F.lit(rules.grace)  # null: no watermark yet
+
+    def slack(k: int) -> Any:  # null: no watermark yet
+        return F.col(f"before{k}") - F.col("we") - F.lit(rules.grace)
+
     counts = pairs.agg(F.count(F.lit(1)).alias("n"), *[
-        F.sum(F.when(slack >= F.lit(b), 1).otherwise(0)).alias(f"d{i}")
-        for i, b in enumerate(bounds)]).first()
+        F.sum(F.when(slack(k) >= F.lit(b), 1).otherwise(0)).alias(f"d{k}_{i}")
+        for k, walk_bounds in enumerate(bounds) for i, b in enumerate(walk_bounds)]).first()
     ends = [int(r.we) for r in pairs.select("we").distinct().collect()]  # one per window
     n = 0 if counts is None else int(counts["n"])
-    return n, {b: int(counts[f"d{i}"] or 0) if counts else 0
-               for i, b in enumerate(bounds)}, ends
+    return n, [{b: int(counts[f"d{k}_{i}"] or 0) if counts else 0
+                for i, b in enumerate(walk_bounds)} for k, walk_bounds in enumerate(bounds)], ends
 
 
-def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
-                        bounds: Iterable[int | str] | None = None) -> BatchCurve:
-    """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
-    configured bound). A day without stream-archived events is ``NoEventsError`` (a quiet
-    day, "the stream archived no events of D"); one whose batches several stream queries
-    wrote is refused with one line (``UsageError``).
+@dataclass(frozen=True)
+class _DayBatches:
+    """What every per-batch walk of a day starts from: the judged events, the batches'
+    summaries, the state the stream judged the first of them with and the default bound it
+    recorded that state at."""
 
-    Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
-    number of the day's late_events rows.
-    """
+    judged: DataFrame
+    events: int
+    summaries: list[tuple[int, list[PartitionObservation]]]
+    start: WatermarkState
+    start_bound: int
+
+
+def _day_batches(spark: SparkSession, settings: Settings, the_day: date) -> _DayBatches:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
-    the_day = parse_date(day, "date")
-    rules = settings.event_time_rules()
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
     if not tb.table_exists(settings.warehouse_path, tb.EVENT_LOG):
         raise invalid("warehouse", str(settings.warehouse_path),
                       "a warehouse with an event_log table (run `reckon stream` first)")
@@ -195,14 +226,112 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
                             f"{the_day.isoformat()}")
     lo, hi = int(span.lo), int(span.hi)
     start, start_bound = _start_state(spark, settings, lo, hi)
-    policy = WatermarkPolicy(0, rules.watermark.idle_timeout,
-                             rules.watermark.expected_partitions)
-    steps = batch_steps(_summaries(spark, settings, lo, hi), policy,
-                        shift_state(start, start_bound))
-    pairs, dropped, ends = _dropped(judged, steps, settings, the_day, candidates, spark)
-    return BatchCurve(day=the_day, configured_bound=rules.watermark.lateness,
-                      batches=len(steps), events=int(span.n),
-                      points=tuple(curve_points(steps, candidates, pairs, dropped, ends)))
+    return _DayBatches(judged, int(span.n), _summaries(spark, settings, lo, hi), start,
+                       start_bound)
+
+
+def _fits(state: WatermarkState, policy: WatermarkPolicy) -> bool:
+    """The state's inputs are of the policy's kind (partitions, or (partition, source))."""
+    return all(isinstance(k, int) != policy.by_source for k in state.partitions)
+
+
+def _start_under(db: _DayBatches, policy: WatermarkPolicy, configured: WatermarkPolicy
+                 ) -> WatermarkState:
+    """The start of a walk under ``policy``: the recorded state as it is under the configured
+    policy; shifted by the difference of one bound for all from the recorded one (exact: the
+    rules commute with subtracting a constant); else re-keyed (``state_under``)."""
+    if policy == configured:
+        return db.start
+    if policy.uniform and configured.uniform and _fits(db.start, policy):
+        return shift_state(db.start, db.start_bound - policy.lateness)
+    return state_under(db.start, policy)
+
+
+def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
+                        bounds: Iterable[int | str] | None = None) -> BatchCurve:
+    """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
+    configured bound), each one bound for every configured input. A day without
+    stream-archived events is ``NoEventsError`` (a quiet day, "the stream archived no events
+    of D"); one whose batches several stream queries wrote is refused with one line
+    (``UsageError``).
+
+    Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
+    number of the day's late_events rows.
+    """
+    the_day = parse_date(day, "date")
+    rules = settings.event_time_rules()
+    configured = rules.watermark
+    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
+    db = _day_batches(spark, settings, the_day)
+    zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
+                           by_source=configured.by_source)
+    walks = [batch_steps(db.summaries, zero, _start_under(db, zero, configured))]
+    if not configured.uniform:  # what the stream did is none of the rows: walk it too
+        walks.append(batch_steps(db.summaries, configured, db.start))
+    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+                                    [candidates, [0]][:len(walks)], spark)
+    return BatchCurve(day=the_day, configured_bound=configured.lateness,
+                      batches=len(walks[0]), events=db.events,
+                      points=tuple(curve_points(walks[0], candidates, pairs, dropped[0], ends)),
+                      configured_point=None if configured.uniform else policy_point(
+                          walks[1], configured, pairs, dropped[1][0], ends))
+
+
+def batch_points(spark: SparkSession, settings: Settings, day: date | str,
+                 policies: Mapping[str, WatermarkPolicy]) -> dict[str, CurvePoint]:
+    """The day's batches, as the stream ran them, replayed under each of ``policies`` (bounds
+    per input and all; by name): completeness and average emit latency per micro-batch, what
+    a stream with that policy reading the same batches would have counted and when it would
+    have emitted (exactly, when the day's first batch started the stream; else from the
+    recorded state, see ``_start_under``). Refused as ``analyze_day_batches`` refuses.
+
+    Example: ``batch_points(spark, settings, day, {"now": rules.watermark})["now"]`` is
+    ``analyze_day_batches(...).configured``.
+    """
+    the_day = parse_date(day, "date")
+    configured = settings.event_time_rules().watermark
+    db = _day_batches(spark, settings, the_day)
+    names = list(policies)
+    walks = [batch_steps(db.summaries, policies[n], _start_under(db, policies[n], configured))
+             for n in names]
+    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+                                    [[0]] * len(walks), spark)
+    return {n: policy_point(walks[k], policies[n], pairs, dropped[k][0], ends)
+            for k, n in enumerate(names)}
+
+
+#: The rows of the per-source comparison (``reckon lateness --per-source``, the report), in
+#: order: the recommended bounds per source, the best single bound (same inputs), one bound
+#: with inputs by partition (the default rule), and the stream as configured.
+PER_SOURCE_ROWS = ("bounds per source", "one bound", "one bound, inputs by partition",
+                   "the stream as configured")
+
+
+def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
+                        ) -> dict[str, WatermarkPolicy]:
+    """The policies of the per-source comparison, by row (``PER_SOURCE_ROWS``): the
+    recommendation's, its single bounds, and ``configured`` (the stream's own)."""
+    idle, expected = configured.idle_timeout, configured.expected_partitions
+    single = rec.single or rec.single_fallback
+    policies = {PER_SOURCE_ROWS[0]: rec.policy(idle, expected),
+                PER_SOURCE_ROWS[1]: WatermarkPolicy(single.bound, idle, expected,
+                                                    by_source=rec.by_source)}
+    if rec.by_partition is not None:
+        policies[PER_SOURCE_ROWS[2]] = WatermarkPolicy(rec.by_partition.bound, idle, expected)
+    policies[PER_SOURCE_ROWS[3]] = configured
+    return policies
+
+
+def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,
+                       rec: PerInputRecommendation
+                       ) -> tuple[dict[str, CurvePoint], str | None]:
+    """The per-source comparison per micro-batch: ``per_source_policies`` replayed on the
+    day's batches (``batch_points``), or nothing and the one line that says why."""
+    try:
+        return batch_points(spark, settings, day, per_source_policies(
+            rec, settings.event_time_rules().watermark)), None
+    except UsageError as exc:
+        return {}, str(exc)
 
 
 def no_batch_curve(why_not: str) -> str:

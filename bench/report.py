@@ -12,7 +12,7 @@ from typing import Any
 __all__ = ["NOTES_DIR", "read_note", "write_markdown"]
 
 ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction",
-         "long_day")
+         "long_day", "per_source_day")
 
 TITLES = {
     "stream": "1. Stream throughput: reckon aggregator vs Spark withWatermark + groupBy(window, key, currency)",
@@ -24,6 +24,8 @@ TITLES = {
     "compaction": "7. Nightly compaction: the replay of a day in the stream's small files, "
                   "compacted",
     "long_day": "8. Long day: stream batches late in a day against the same in the morning",
+    "per_source_day": "9. Bounds per source: a streamed day with a slow source, against the "
+                      "best single bound",
 }
 
 #: One short note per workload, what dominates it: ``<name>.md`` here. The dated history of
@@ -112,6 +114,16 @@ def _rows(name: str, r: dict[str, Any]) -> list[list[str]]:
                         f"{_fmt(x.get('median_batch_seconds'))} s"
                         + (f", cold start {_fmt(x['cold_start_seconds'])} s"
                            if x.get("cold_start_seconds") is not None else ""), _cpu(x)])
+        return out
+    if name == "per_source_day":
+        events = r.get("scale", {}).get("events", 0)
+        for key, x in sorted(r["results"].items(), key=lambda kv: _CONFIGURATION_ORDER.index(
+                kv[0]) if kv[0] in _CONFIGURATION_ORDER else len(_CONFIGURATION_ORDER)):
+            conf = r.get("configurations", {}).get(key, {})
+            out.append([conf.get("label", key), f"{events:,} events, {x['batches']} batches",
+                        _fmt(x.get("wall_seconds")),
+                        f"{events / x['wall_seconds']:,.0f} events/s" if x.get("wall_seconds")
+                        else "-", _fmt(x.get("peak_driver_rss_mb")), "-", _cpu(x)])
         return out
     if name == "scale":
         for n, x in sorted(r["results"].items(), key=lambda kv: int(kv[0])):
@@ -350,6 +362,8 @@ def _section(name: str, r: dict[str, Any], note: str) -> list[str]:
         lines += _table(["ratio", "value"], [[k, _fmt(v)] for k, v in ratios.items()], 1)
     if name == "stream":
         lines += _stream_profile(r)
+    if name == "per_source_day":
+        lines += _per_source_tables(r)
     for key, value in (r.get("profile") or {}).items():
         if key.endswith("_timeline_seconds"):
             what = key.removesuffix("_timeline_seconds")
@@ -395,3 +409,78 @@ def _sweep_rows(profile: dict[str, Any]) -> list[str]:
                     f"{pt['reckon_events_per_second']:,}", f"{pt['native_events_per_second']:,}",
                     f"{pt['ratio']:.2f}x", f"{pt['reckon_late_events_kept']:,}"]
                    for pt in sweep], 6)
+
+
+#: The per-source day's streamed configurations, in the order its tables list them.
+_CONFIGURATION_ORDER = ("per_source", "best_single", "single_as_early",
+                        "best_single_by_partition")
+
+#: The single bounds of the per-source day's sweeps shown in BENCHMARKS.md (the result file
+#: has every one).
+_SWEEP_SHOWN = (0, 5, 8, 9, 10, 11, 12, 15, 20, 30, 40, 50, 60)
+_UNIT_SHOWN = (0, 5, 10, 12, 13, 14, 15, 16, 20, 30)
+
+
+def _pct(x: dict[str, Any] | None) -> str:
+    return "-" if not x else f"{x['completeness']:.4%}"
+
+
+def _lat(x: dict[str, Any] | None) -> str:
+    return "-" if not x or x.get("avg_emit_latency_seconds") is None \
+        else f"{x['avg_emit_latency_seconds']:.2f}"
+
+
+def _per_source_tables(r: dict[str, Any]) -> list[str]:
+    """The per-source day: what each stream counted and when it emitted, the single-bound
+    sweep per micro-batch, the same claim on other seeds, and the other scenario."""
+    conf = dict(sorted((r.get("configurations") or {}).items(),
+                       key=lambda kv: _CONFIGURATION_ORDER.index(kv[0])
+                       if kv[0] in _CONFIGURATION_ORDER else len(_CONFIGURATION_ORDER)))
+    checks = r.get("checks", {})
+    rows = []
+    for c in conf.values():
+        x = c.get("streamed") or c.get("replayed_per_batch") or c.get("pure_per_batch") or {}
+        how = ("streamed" if c.get("streamed") else
+               "replayed from the per-source stream's batches" if c.get("replayed_per_batch")
+               else "pure, per micro-batch")
+        emitted = (f"{x['windows_emitted']} of {x['windows']}" if "windows_emitted" in x
+                   else "-")
+        rows.append([c["label"], how, _pct(x), _fmt(x.get("late_pairs")), _lat(x), emitted,
+                     _pct(c.get("pure_per_event")), _lat(c.get("pure_per_event"))])
+    lines = _table(["configuration", "measured", "completeness", "late pairs",
+                    "avg emit latency s", "windows emitted", "per event: completeness",
+                    "per event: avg emit latency s"], rows,
+                   align=["---", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
+    if checks:
+        lines += ["Checks: " + "; ".join(f"{k.replace('_', ' ')}: {_fmt(bool(v))}"
+                                         for k, v in checks.items()) + ".", ""]
+    sweep = {(x["inputs"], x["bound_seconds"]): x for x in r.get("sweep_per_batch", [])}
+    if sweep:
+        lines += _table(["one bound (s), per micro-batch, pure", "inputs by source",
+                         "avg emit latency s", "inputs by partition", "avg emit latency s"],
+                        [[str(b), _pct(sweep.get(("source", b))), _lat(sweep.get(("source", b))),
+                          _pct(sweep.get(("partition", b))),
+                          _lat(sweep.get(("partition", b)))]
+                         for b in _SWEEP_SHOWN if ("source", b) in sweep], 4)
+    unit = r.get("unit_sweep_per_batch") or []
+    if unit:
+        lines += _table([f"{unit[0]['unit']}'s bound (s), the others as recommended, per "
+                         "micro-batch, pure", "completeness", "avg emit latency s"],
+                        [[str(x["bound_seconds"]), _pct(x), _lat(x)] for x in unit
+                         if x["bound_seconds"] in _UNIT_SHOWN], 2)
+    seeds = r.get("other_seeds_pure_per_batch") or []
+    if seeds:
+        lines += _table(["seed (pure, per micro-batch)", "bounds per source", "completeness",
+                         "avg emit latency s", "best single bound", "completeness",
+                         "avg emit latency s"],
+                        [[str(x["seed"]), x["per_source"]["label"], _pct(x["per_source"]),
+                          _lat(x["per_source"]),
+                          (x["best_single"] or {}).get("label", "none reaches the target"),
+                          _pct(x["best_single"]), _lat(x["best_single"])] for x in seeds],
+                        align=["---:", "---", "---:", "---:", "---", "---:", "---:"])
+    for name, other in (r.get("other_scenarios_pure") or {}).items():
+        lines += _table([f"{name} (pure, per micro-batch)", "completeness",
+                         "avg emit latency s"],
+                        [[c["label"], _pct(c["pure_per_batch"]), _lat(c["pure_per_batch"])]
+                         for c in other["configurations"].values()], 2)
+    return lines

@@ -35,12 +35,15 @@ import numpy as np
 
 from reckon.eventtime import (
     Disposition,
+    InputKey,
     PartitionObservation,
+    PartitionProgress,
     WatermarkPolicy,
     WatermarkState,
     WindowSpec,
     advance_watermark,
     classify,
+    input_partition,
 )
 from reckon.lateness import DEFAULT_IDLE_TIMEOUT, CurvePoint, normalize_bounds
 
@@ -48,9 +51,12 @@ __all__ = [
     "BatchStep",
     "BatchedEvent",
     "batch_curve_reference",
+    "batch_point_reference",
     "batch_steps",
     "curve_points",
+    "policy_point",
     "shift_state",
+    "state_under",
 ]
 
 _NONE = np.iinfo(np.int64).min
@@ -71,6 +77,7 @@ class BatchedEvent:
     partition: int
     batch: int
     judged: bool = True
+    source: str | None = None  # read when the policy's inputs are (partition, source) pairs
 
 
 @dataclass(frozen=True)
@@ -97,14 +104,41 @@ def shift_state(state: WatermarkState, by: int) -> WatermarkState:
 
 
 def observations(events: Iterable[BatchedEvent]) -> list[PartitionObservation]:
-    """Per partition of one batch: max event time, max and min arrival (what the stream
-    absorbs). ``observations([BatchedEvent(5, 7, 0, 0)])[0].max_event_time == 5``."""
-    by_part: dict[int, list[BatchedEvent]] = {}
+    """Per (partition, source) of one batch: max event time, max and min arrival (what the
+    stream absorbs); a policy with inputs by partition merges a partition's sources
+    (``advance_watermark``). ``observations([BatchedEvent(5, 7, 0, 0)])[0].max_event_time == 5``."""
+    by_input: dict[tuple[int, str], list[BatchedEvent]] = {}
     for e in events:
-        by_part.setdefault(e.partition, []).append(e)
+        by_input.setdefault((e.partition, e.source or ""), []).append(e)
     return [PartitionObservation(p, max(e.event_us for e in es), max(e.arrival_us for e in es),
-                                 min(e.arrival_us for e in es))
-            for p, es in sorted(by_part.items())]
+                                 min(e.arrival_us for e in es), source)
+            for (p, source), es in sorted(by_input.items())]
+
+
+def state_under(state: WatermarkState, policy: WatermarkPolicy) -> WatermarkState:
+    """A state the stream recorded under its own policy, as the start of a walk under another
+    ``policy`` (the per-batch what-if of bounds per input): its inputs re-keyed to
+    ``policy``'s (a partition's (partition, source) pairs merged into the partition; a
+    partition cannot be split into its sources, so for inputs by source it starts unknown),
+    and the watermark those inputs give under ``policy`` (the history that raised the
+    recorded one is not known). Under the recorded policy itself, use the state as it is.
+
+    >>> s = WatermarkState({(0, "a"): PartitionProgress(50, 9), (0, "b"): PartitionProgress(40, 9)},
+    ...                    9, 9, 38)
+    >>> state_under(s, WatermarkPolicy(5, 60)).watermark, state_under(s, WatermarkPolicy(
+    ...     0, 60, by_source=True, source_bounds=(("b", 3),))).watermark
+    (45, 37)
+    """
+    inputs: dict[InputKey, PartitionProgress] = {}
+    for key, pr in state.partitions.items():
+        if policy.by_source and isinstance(key, int):
+            continue
+        mine: InputKey = key if policy.by_source else input_partition(key)
+        old = inputs.get(mine)
+        inputs[mine] = pr if old is None else PartitionProgress(
+            max(old.max_event_time, pr.max_event_time), max(old.last_arrival, pr.last_arrival))
+    bare = WatermarkState(inputs, state.first_arrival, state.clock, None)
+    return advance_watermark(bare, (), policy) if inputs else bare
 
 
 def batch_steps(batches: Sequence[tuple[int, Sequence[PartitionObservation]]],
@@ -156,48 +190,80 @@ def curve_points(steps: Sequence[BatchStep], bounds: Iterable[int], pairs: int,
     return points
 
 
+def policy_point(steps: Sequence[BatchStep], policy: WatermarkPolicy, pairs: int,
+                 dropped: int, window_ends: Sequence[int]) -> CurvePoint:
+    """``curve_points`` of steps walked under ``policy`` itself (bounds per input: nothing to
+    shift), ``dropped`` of the ``pairs`` late against their ``before``; the point's ``bound``
+    is the policy's default.
+
+    >>> step = BatchStep(batch=0, before=None, after=20, max_seen=20)
+    >>> policy_point([step], WatermarkPolicy(7, 60), 1, 0, [10]).bound
+    7
+    """
+    (point,) = curve_points(steps, [0], pairs, {0: dropped}, window_ends)
+    return replace(point, bound=policy.lateness)
+
+
 def batch_curve_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
                           bounds: Iterable[int], *, grace: int = 0,
                           idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                           expected_partitions: Iterable[int] = (),
                           start: WatermarkState | None = None, start_bound: int = 0,
-                          starts: tuple[int, int] | None = None) -> list[CurvePoint]:
+                          starts: tuple[int, int] | None = None,
+                          by_source: bool = False) -> list[CurvePoint]:
     """The per-batch curve by the book, per bound: for each batch (in ``batch`` order), every
     judged pair whose window start lies in ``starts`` (all, if None) is classified against the
     watermark left by the previous batch, then ``advance_watermark`` takes the batch's
-    per-partition summary. ``start`` (recorded at ``start_bound``) is shifted to each bound.
+    per-input summary. ``start`` (recorded at ``start_bound``) is shifted to each bound. Each
+    bound applies to every input: partitions, or (partition, source) pairs with ``by_source``.
 
     >>> evs = [BatchedEvent(1, 1, 0, 0), BatchedEvent(15, 2, 0, 0), BatchedEvent(2, 3, 0, 1)]
     >>> [p.dropped for p in batch_curve_reference(evs, WindowSpec(10), [0, 10])]
     [1, 0]
     """
     expected = tuple(expected_partitions)
+    return [batch_point_reference(
+        events, windows, WatermarkPolicy(bound, idle_timeout, expected, by_source=by_source),
+        grace=grace, start=shift_state(start or WatermarkState(), start_bound - bound),
+        starts=starts) for bound in normalize_bounds(bounds)]
+
+
+def batch_point_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
+                          policy: WatermarkPolicy, *, grace: int = 0,
+                          start: WatermarkState | None = None,
+                          starts: tuple[int, int] | None = None) -> CurvePoint:
+    """The batches judged by the book under one ``policy``, a bound per input and all (the
+    point's ``bound`` is the policy's default): what a stream with that policy, reading the
+    same batches, counts and drops, and when it emits each window. ``start`` is the state the
+    walk starts from, as it is (``state_under`` re-keys a recorded one).
+
+    >>> evs = [BatchedEvent(1, 1, 0, 0, source="a"), BatchedEvent(15, 2, 0, 0, source="b"),
+    ...        BatchedEvent(2, 3, 0, 1, source="a")]
+    >>> policy = WatermarkPolicy(0, 60, by_source=True, source_bounds=(("b", 10),))
+    >>> batch_point_reference(evs, WindowSpec(10), policy).dropped
+    0
+    """
     ordered = sorted(events, key=lambda e: e.batch)
     batches = [list(es) for _, es in groupby(ordered, key=lambda e: e.batch)]
     lo, hi = starts if starts is not None else (-(2 ** 62), 2 ** 62)
     judged = [(e, w) for e in ordered if e.judged for w in windows.assign(e.event_us)
               if lo <= w.start < hi]
-    all_ends = sorted({w.end for _, w in judged})
-    points = []
-    for bound in normalize_bounds(bounds):
-        policy = WatermarkPolicy(bound, idle_timeout, expected)
-        state = shift_state(start or WatermarkState(), start_bound - bound)
-        seen = max((p.max_event_time for p in state.partitions.values()), default=None)
-        dropped = latency = passed = 0
-        pending = list(all_ends)
-        for batch in batches:
-            for e in batch:
-                if not e.judged:
-                    continue
-                for w in windows.assign(e.event_us):
-                    if lo <= w.start < hi and classify(w.end, state.watermark,
-                                                       grace) is Disposition.LATE:
-                        dropped += 1
-            state = advance_watermark(state, observations(batch), policy)
-            seen = max([*([] if seen is None else [seen]), *(e.event_us for e in batch)])
-            while pending and state.watermark is not None and pending[0] <= state.watermark:
-                latency += seen - pending.pop(0)
-                passed += 1
-        points.append(CurvePoint.from_counts(bound, len(judged) - dropped, dropped, latency,
-                                             passed))
-    return points
+    state = start or WatermarkState()
+    seen = max((p.max_event_time for p in state.partitions.values()), default=None)
+    dropped = latency = passed = 0
+    pending = sorted({w.end for _, w in judged})
+    for batch in batches:
+        for e in batch:
+            if not e.judged:
+                continue
+            for w in windows.assign(e.event_us):
+                if lo <= w.start < hi and classify(w.end, state.watermark,
+                                                   grace) is Disposition.LATE:
+                    dropped += 1
+        state = advance_watermark(state, observations(batch), policy)
+        seen = max([*([] if seen is None else [seen]), *(e.event_us for e in batch)])
+        while pending and state.watermark is not None and pending[0] <= state.watermark:
+            latency += seen - pending.pop(0)
+            passed += 1
+    return CurvePoint.from_counts(policy.lateness, len(judged) - dropped, dropped, latency,
+                                  passed)

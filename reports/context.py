@@ -207,6 +207,13 @@ class ReportContext:
     # a bound per source against the best single bound (audits.lateness.analyze_inputs):
     # None when the day's log has one source or no events
     per_source: PerInputRecommendation | None = None
+    # the same comparison per micro-batch: the day's batches as the stream ran them replayed
+    # under each compared policy (audits.lateness_batches.per_source_batches), by the row it
+    # belongs to (audits.lateness_batches.PER_SOURCE_ROWS), the stream's own last; empty with
+    # ``per_source_batches_note`` saying why when they cannot be had
+    per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
+    per_source_batches_note: str | None = None
+    configured_policy: str | None = None            # WatermarkPolicy.describe() of the stream
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -367,6 +374,20 @@ def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommenda
     return rec if len(rec.bounds) > 1 else None
 
 
+def _per_source_batches(spark: Any, settings: Settings, day: date,
+                        rec: PerInputRecommendation | None
+                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
+    """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
+    the one line that says why."""
+    from audits.lateness_batches import per_source_batches
+
+    if rec is None:
+        return (), None
+    points, why_not = per_source_batches(spark, settings, day, rec)
+    return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                                  p.avg_emit_latency)) for name, p in points.items()), why_not
+
+
 def _batch_curve(spark: Any, settings: Settings, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch what-if (audits.lateness_batches), or no points and the one line that
@@ -500,6 +521,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     curve, configured, recommended, target = _curve(spark, settings, day)
     batch_curve, batch_note = _batch_curve(spark, settings, day)
     per_source = _per_source(spark, settings, day)
+    per_source_batches, per_source_note = _per_source_batches(spark, settings, day, per_source)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -522,6 +544,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
+        per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
+        configured_policy=rules.watermark.describe(),
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark),

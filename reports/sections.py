@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
+from audits.lateness_batches import (
+    CURVES_NOTE,
+    PER_BATCH,
+    PER_EVENT,
+    PER_SOURCE_ROWS,
+    no_batch_curve,
+)
 from reckon.config import RENAMED
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import format_duration
@@ -557,25 +563,39 @@ def _curve_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
 # ----------------------------------------------------------------------------- per source
 
 
-def _per_source_rows(ctx: ReportContext) -> list[tuple[str, str, str, str]]:
+def _per_source_rows(ctx: ReportContext) -> list[tuple[str, str, str, str, str, str]]:
     """The bounds per source (issue 41): each source's bound and events, then the day judged
-    under them, under the best single bound and under one bound with inputs by partition
-    (what, bound, completeness or events, avg emit latency in seconds)."""
+    under them, under the best single bound, under one bound with inputs by partition and (per
+    micro-batch only) as the stream was configured (what, bound, completeness or events and
+    avg emit latency in seconds per event, then the same per micro-batch)."""
     rec = ctx.per_source
     if rec is None:
         return []
-    rows = [(f"source {b.unit}", format_duration(b.bound), f"{b.events} events", "")
+    rows = [(f"source {b.unit}", format_duration(b.bound), f"{b.events} events", "", "", "")
             for b in rec.bounds]
     single = rec.single or rec.single_fallback
-    compare = [("bounds per source", "", rec.per_input),
-               ("one bound" + ("" if rec.single else " (misses the target)"),
-                format_duration(single.bound), single)]
+    compare: list[tuple[str, str, str, Any]] = [
+        (PER_SOURCE_ROWS[0], "bounds per source", "", rec.per_input),
+        (PER_SOURCE_ROWS[1], "one bound" + ("" if rec.single else " (misses the target)"),
+         format_duration(single.bound), single)]
     if rec.by_partition is not None:
-        compare.append(("one bound, inputs by partition",
+        compare.append((PER_SOURCE_ROWS[2], "one bound, inputs by partition",
                         format_duration(rec.by_partition.bound), rec.by_partition))
-    return rows + [(what, bound, f"{pt.completeness:.4%}",
-                    "-" if pt.avg_emit_latency is None else f"{pt.avg_emit_latency:.3f}")
-                   for what, bound, pt in compare]
+    batches = dict(ctx.per_source_batches)
+    if PER_SOURCE_ROWS[3] in batches:
+        compare.append((PER_SOURCE_ROWS[3], "the stream as configured",
+                        ctx.configured_policy or "", None))
+    return rows + [(what, bound, *_ratio_latency(pt), *_ratio_latency(batches.get(key)))
+                   for key, what, bound, pt in compare]
+
+
+def _ratio_latency(point: Any) -> tuple[str, str]:
+    """A point's completeness and average emit latency as the table shows them ("" without a
+    point, "-" without a window emitted)."""
+    if point is None:
+        return "", ""
+    return (f"{point.completeness:.4%}",
+            "-" if point.avg_emit_latency is None else f"{point.avg_emit_latency:.3f}")
 
 
 def _per_source_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
@@ -586,9 +606,19 @@ def _per_source_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]
             "day's own events (per event, inputs by partition and source, as a stream already "
             "running), against the best single bound"
             + ("." if rec.reached else ": no candidate combination reaches the target."))
-    return (Note(note), Table(("", "bound", "completeness / events", "avg emit latency (s)"),
-                              tuple(_per_source_rows(ctx)), numeric=frozenset({1, 2, 3}),
-                              css="per-source", row_heads=True))
+    batches = ("Per micro-batch: the day's batches as the stream ran them, replayed under "
+               "each row's bounds (what a stream with those bounds, reading the same batches, "
+               "would have counted and when it would have emitted each window; the last row "
+               "is what this stream did). The stream judges each batch against the watermark "
+               "the previous one left, so it drops fewer events than the per-event what-if "
+               "at the same bounds."
+               if ctx.per_source_batches else
+               f"Per micro-batch: not available ({ctx.per_source_batches_note or 'no batches'}).")
+    return (Note(note), Note(batches),
+            Table(("", "bound", "completeness / events", "avg emit latency (s)",
+                   "per micro-batch: completeness", "per micro-batch: avg emit latency (s)"),
+                  tuple(_per_source_rows(ctx)), numeric=frozenset({1, 2, 3, 4, 5}),
+                  css="per-source", row_heads=True))
 
 
 # ----------------------------------------------------------------------------- watermark
@@ -730,7 +760,8 @@ SECTIONS: tuple[Section, ...] = (
              "avg_emit_latency_seconds", "configured", "recommended"),
             _curve_rows, _curve_body, charts=("lateness_curve",)),
     Section("bounds-per-source", "Bounds per source", "bounds_per_source.csv",
-            ("what", "bound", "completeness_or_events", "avg_emit_latency_seconds"),
+            ("what", "bound", "completeness_or_events", "avg_emit_latency_seconds",
+             "per_batch_completeness", "per_batch_avg_emit_latency_seconds"),
             _per_source_rows, _per_source_body),
     Section("watermark", "Watermark progress", "watermark_progress.csv",
             ("batch_id", "processed_at", "partition", "watermark", "idle", "held_by",

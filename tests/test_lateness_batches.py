@@ -22,10 +22,13 @@ from reckon.lateness import lateness_curve_reference
 from reckon.lateness_batches import (
     BatchedEvent,
     batch_curve_reference,
+    batch_point_reference,
     batch_steps,
     curve_points,
     observations,
+    policy_point,
     shift_state,
+    state_under,
 )
 from reckon.timeutil import day_bounds, from_micros
 
@@ -128,6 +131,60 @@ def test_the_fast_path_equals_the_reference(events, windows, grace, idle, seed_w
     assert fast_path(events, windows, bounds, grace, idle, start, seed_bound, (D0, D1)) == \
         batch_curve_reference(events, windows, bounds, grace=grace, idle_timeout=idle,
                               start=start, start_bound=seed_bound, starts=(D0, D1))
+
+
+@settings(max_examples=150, deadline=None)
+@given(batched_logs(), st.sampled_from([WindowSpec(10 * S), WindowSpec(10 * S, 5 * S)]),
+       st.sampled_from([0, 2 * S]), st.sampled_from([4 * S, 60 * S]),
+       st.lists(st.sampled_from([0, S, 3 * S, 7 * S]), min_size=3, max_size=3),
+       st.booleans(), st.integers(0, 2**32))
+def test_bounds_per_input_per_batch_the_fast_path_equals_the_reference(
+        events, windows, grace, idle, bounds, by_source, seed):
+    """Issue 41: the per-batch what-if under a policy with a bound per input (what
+    ``audits.lateness_batches.batch_points`` does: ``batch_steps`` under the policy, pairs
+    late against their batch's ``before``, ``policy_point``) equals the reference walk; with
+    every bound equal it is the curve's row of that bound."""
+    import random
+
+    rng = random.Random(seed)
+    events = [BatchedEvent(e.event_us, e.arrival_us, e.partition, e.batch, e.judged,
+                           source=rng.choice(["sat", "web", "radar"])) for e in events]
+    source_bounds = tuple(zip(("sat", "web", "radar"), bounds, strict=True)) if by_source \
+        else ()
+    policy = WatermarkPolicy(bounds[0], idle, by_source=by_source, source_bounds=source_bounds,
+                             partition_bounds=() if by_source else ((1, bounds[1]),))
+    batches: dict[int, list[BatchedEvent]] = {}
+    for e in events:
+        batches.setdefault(e.batch, []).append(e)
+    steps = batch_steps([(b, observations(es)) for b, es in sorted(batches.items())], policy)
+    before = {step.batch: step.before for step in steps}
+    ends = [(e.batch, w.end) for e in events if e.judged for w in windows.assign(e.event_us)
+            if D0 <= w.start < D1]
+    dropped = sum(1 for batch, end in ends if before[batch] is not None
+                  and end + grace <= before[batch])
+    fast = policy_point(steps, policy, len(ends), dropped, sorted({end for _, end in ends}))
+    reference = batch_point_reference(events, windows, policy, grace=grace, starts=(D0, D1))
+    assert fast == reference
+    uniform = WatermarkPolicy(bounds[0], idle, by_source=by_source)
+    assert batch_point_reference(events, windows, uniform, grace=grace, starts=(D0, D1)) == \
+        batch_curve_reference(events, windows, [bounds[0]], grace=grace, idle_timeout=idle,
+                              starts=(D0, D1), by_source=by_source)[0]
+
+
+def test_a_recorded_state_starts_a_walk_under_another_policy_re_keyed():
+    """A state recorded with inputs by source merges into partitions for a policy by
+    partition; a state by partition cannot be split into sources (they start unknown)."""
+    from reckon.eventtime import PartitionProgress
+
+    by_source = WatermarkState({(0, "a"): PartitionProgress(50, 9),
+                                (0, "b"): PartitionProgress(40, 8),
+                                (1, "a"): PartitionProgress(30, 7)}, 7, 9, 28)
+    merged = state_under(by_source, WatermarkPolicy(2, 60))
+    assert merged.partitions == {0: PartitionProgress(50, 9), 1: PartitionProgress(30, 7)}
+    assert merged.watermark == 28  # min(50, 30) - 2
+    by_partition = WatermarkState({0: PartitionProgress(50, 9)}, 9, 9, 47)
+    assert state_under(by_partition, WatermarkPolicy(0, 60, by_source=True)) == \
+        WatermarkState({}, 9, 9, None)
 
 
 # --------------------------------------------------------------------------- Spark tier

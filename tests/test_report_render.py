@@ -1030,7 +1030,9 @@ def test_a_signed_copy_opens_its_data_docs_from_where_it_lives(tmp_path):
 
 def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_csv(tmp_path):
     """Issue 41: the day's bound per source, and completeness and average emit latency under
-    them, under the best single bound and under one bound with inputs by partition."""
+    them, under the best single bound and under one bound with inputs by partition, per event
+    and per micro-batch (the stream's batches replayed under each), and per micro-batch what
+    the stream as configured did."""
     from reckon.lateness import CurvePoint
     from reckon.lateness_inputs import InputBound, PerInputRecommendation
 
@@ -1043,11 +1045,24 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
         single=CurvePoint(10 * s, 1.0, 1900, 0, 17.25),
         single_fallback=CurvePoint(10 * s, 1.0, 1900, 0, 17.25), reached=True,
         by_partition=CurvePoint(20 * s, 0.9995, 1899, 1, 21.0))
-    result = render_context(dataclasses.replace(_ctx(), per_source=rec), tmp_path / "r")
-    want = [["source http", "10s", "1000 events", ""], ["source sat", "0s", "900 events", ""],
-            ["bounds per source", "", "100.0000%", "13.500"],
-            ["one bound", "10s", "100.0000%", "17.250"],
-            ["one bound, inputs by partition", "20s", "99.9500%", "21.000"]]
+    from audits.lateness_batches import PER_SOURCE_ROWS
+    from reports.context import CurveLine
+
+    batches = tuple(zip(PER_SOURCE_ROWS, (
+        CurveLine(D("5"), 1.0, 1900, 0, 11.0), CurveLine(D("10"), 0.9995, 1899, 1, 15.5),
+        CurveLine(D("20"), 1.0, 1900, 0, 20.0), CurveLine(D("3"), 0.95, 1805, 95, 4.25)),
+        strict=True))
+    result = render_context(dataclasses.replace(
+        _ctx(), per_source=rec, per_source_batches=batches,
+        configured_policy="watermark bound 3s per partition"), tmp_path / "r")
+    want = [["source http", "10s", "1000 events", "", "", ""],
+            ["source sat", "0s", "900 events", "", "", ""],
+            ["bounds per source", "", "100.0000%", "13.500", "100.0000%", "11.000"],
+            ["one bound", "10s", "100.0000%", "17.250", "99.9500%", "15.500"],
+            ["one bound, inputs by partition", "20s", "99.9500%", "21.000", "100.0000%",
+             "20.000"],
+            ["the stream as configured", "watermark bound 3s per partition", "", "",
+             "95.0000%", "4.250"]]
     rows = list(csv.reader(io.StringIO(
         (Path(result.out_dir) / "bounds_per_source.csv").read_text())))
     assert rows[1:] == want
@@ -1058,8 +1073,13 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
     text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
                                    capture_output=True, text=True, timeout=120).stdout.split())
     assert "Bounds per source" in text and "one bound, inputs by partition" in text
+    assert "Per micro-batch: the day's batches as the stream ran them" in text
     plain = Path(render_context(_ctx(), tmp_path / "plain").html_path).read_text()
     assert "no bound per source to recommend" in plain
+    unbatched = render_context(dataclasses.replace(
+        _ctx(), per_source=rec, per_source_batches_note="batches of two stream queries"),
+        tmp_path / "u")
+    assert "not available (batches of two stream queries)" in Path(unbatched.html_path).read_text()
 
 
 def test_the_report_says_which_input_held_the_watermark_back_in_html_pdf_and_csv(tmp_path):

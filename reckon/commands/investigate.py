@@ -154,9 +154,17 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     spark = get_spark(settings, app_name="reckon-lateness")
     try:
         if getattr(args, "per_source", False):
+            from audits.lateness_batches import per_source_batches
+
             rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
-            print(json.dumps({"day": day.isoformat(), **rec.to_json_dict()}, indent=2,
-                             sort_keys=True) if args.json else render_per_input(rec, day))
+            replayed, unavailable = per_source_batches(spark, settings, day, rec)
+            configured = settings.event_time_rules().watermark.describe()
+            print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
+                              "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
+                              "per_batch_unavailable": unavailable,
+                              "configured": configured},
+                             indent=2, sort_keys=True) if args.json
+                  else render_per_input(rec, day, replayed, unavailable, configured))
             return 0
         analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
     except NoEventsError:
