@@ -52,9 +52,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["BEST_PER_BATCH_ROWS", "CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_SOURCE_ROWS",
-           "BatchCurve",
-           "analyze_day_batches", "batch_curve_json", "batch_points", "per_source_batches",
-           "per_source_policies"]
+           "BatchCurve", "analyze_day_batches", "batch_curve_json", "batch_points",
+           "per_source_batches", "per_source_policies"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
