@@ -421,7 +421,7 @@ def render_per_input(rec: PerInputRecommendation, day: date,
     """``reckon lateness --per-source``: the bound per source, then what it buys, per event
     and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
     day's batches replayed under each, with the stream as ``configured`` last."""
-    from audits.lateness_batches import PER_SOURCE_ROWS
+    from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
 
     unit = "source" if rec.by_source else "partition"
     lines = [f"bounds per {unit} for {day.isoformat()}, target completeness {rec.target} "
@@ -446,6 +446,12 @@ def render_per_input(rec: PerInputRecommendation, day: date,
         lines.append(_compare_line(f"one bound {format_duration(rec.by_partition.bound)}, "
                                    "by partition", rec.by_partition,
                                    per_batch.get(PER_SOURCE_ROWS[2])))
+    for row in BEST_PER_BATCH_ROWS.values():
+        if row in per_batch:
+            lines.append(_compare_line(f"one bound {format_duration(per_batch[row].bound)}, "
+                                       "best per batch" + ("" if row == BEST_PER_BATCH_ROWS[True]
+                                                           else ", by partition"),
+                                       None, per_batch[row]))
     if PER_SOURCE_ROWS[3] in per_batch:
         lines.append(_compare_line("the stream as configured", None,
                                    per_batch[PER_SOURCE_ROWS[3]]))

@@ -38,14 +38,15 @@ batch. What is measured:
 2. the bounds per source recommended by ``reckon lateness --per-source`` (per event, on the
    streamed day, the standard candidate ladder);
 3. with ``--compare-streams``: the real stream (landing dir, ``reckon stream``'s code) run
-   once per compared configuration, each into its own warehouse, and each one's completeness
-   (counted pairs over counted and late, from ``watermark_progress``) and average emit latency
-   (for each window of the day's events, the largest event time the stream had seen at the
-   batch whose watermark first reached the window's end, minus the end; from
-   ``watermark_progress`` and ``event_log``) computed from the tables that stream wrote; then
-   the per-batch what-if of the report (``audits.lateness_batches.batch_points``) replays the
-   per-source warehouse's batches under every compared configuration, and both must equal the
-   pure figures of step 1 exactly.
+   twice, with the bounds per source and with the best single bound (``STREAMED``), each
+   into its own warehouse, and each one's completeness (counted pairs over counted and late,
+   from ``watermark_progress``) and average emit latency (for each window of the day's
+   events, the largest event time the stream had seen at the batch whose watermark first
+   reached the window's end, minus the end; from ``watermark_progress`` and ``event_log``)
+   computed from the tables that stream wrote; then the per-batch what-if of the report
+   (``audits.lateness_batches.batch_points``) replays the per-source stream's recorded batches
+   under every compared configuration and every single bound of the sweep. Streams and
+   replays must equal the pure figures of step 1 exactly (``checks`` in the result).
 
 Completeness and emit latency are event-time measures: they do not depend on the machine's
 load. Wall and CPU seconds do, and the machine is shared. ``--record`` writes

@@ -124,7 +124,7 @@ def normalize_bounds(bounds: Iterable[int | str]) -> list[int]:
 #: The standard ladder of candidate bounds; the configured lateness is always added to it.
 #: 15 s and 20 s: from 10 s straight to 30 s, a source that needs 12 s was given 30 s, and a
 #: recommendation per source settled for the global cap that a 30 s bound on the fastest
-#: source gives (bench/per_source_day.py, 2026-11-28).
+#: source gives (bench/per_source_day.py, 2026-11-27).
 DEFAULT_BOUNDS = ("0s", "1s", "2s", "3s", "5s", "10s", "15s", "20s", "30s", "1m", "5m")
 
 

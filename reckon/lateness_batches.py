@@ -6,18 +6,22 @@ batch n is judged against the watermark left by batch n-1 (docs/semantics.md "Wa
 so at the same bound it drops fewer events. This module replays the stream's recorded batches
 instead, so that the row at the configured bound is what the stream actually did.
 
-Inputs are the batches in the order the stream ran them, each as its per-partition summary
-(``PartitionObservation``: max event time, max and min arrival over the batch's valid rows,
-duplicates and other days' events included: all of them moved the stream's watermark), and
-the state the stream started from (``start``, recorded at bound ``start_bound``). Each bound's
-watermarks are the bound-0 ones minus the bound (``eventtime.shift_watermark_series``'s
-argument: the min rule, idle rule and running maximum commute with subtracting a constant),
-so the batches are walked once (``batch_steps``).
+Inputs are the batches in the order the stream ran them, each as its per-(partition, source)
+summary (``PartitionObservation``: max event time, max and min arrival over the batch's valid
+rows, duplicates and other days' events included: all of them moved the stream's watermark;
+a policy with inputs by partition merges a partition's sources), and the state the stream
+started from (``start``, recorded at bound ``start_bound``). Each bound's watermarks are the
+bound-0 ones minus the bound (``eventtime.shift_watermark_series``'s argument: the min rule,
+idle rule and running maximum commute with subtracting a constant), so the batches are walked
+once (``batch_steps``). A policy with a bound per input (issue 41) is walked on its own
+(``batch_point_reference``; ``policy_point`` finishes a walk of ``batch_steps`` under it).
 
 Two implementations that must agree exactly (property-tested):
-- ``batch_curve_reference``: plain lists, ``advance_watermark`` and ``classify`` per bound;
+- ``batch_curve_reference`` and ``batch_point_reference``: plain lists, ``advance_watermark``
+  and ``classify`` per bound or per policy;
 - the warehouse one (``audits.lateness_batches``): ``batch_steps`` on the driver from the
-  per-(batch, partition) summaries, the pairs judged in Spark, ``curve_points`` to finish.
+  per-(batch, partition, source) summaries, the pairs judged in Spark, ``curve_points`` or
+  ``policy_point`` to finish.
 
 Counting unit: (event, window) pairs of the *judged* events whose window starts in
 ``[starts[0], starts[1])`` (the day's windows, the grain of ``late_events`` and of the audit).

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from audits.lateness_batches import (
+    BEST_PER_BATCH_ROWS,
     CURVES_NOTE,
     PER_BATCH,
     PER_EVENT,
@@ -27,7 +28,7 @@ from audits.lateness_batches import (
 )
 from reckon.config import RENAMED
 from reckon.reconcile import ReconStatus
-from reckon.timeutil import format_duration
+from reckon.timeutil import MICROS_PER_SECOND, format_duration
 from reports import formatting as fmt
 from reports.context import CurveLine, ReportContext, Signoff, unexplained_amount
 from reports.records import AttributionRow, CurrencySummary
@@ -582,6 +583,10 @@ def _per_source_rows(ctx: ReportContext) -> list[tuple[str, str, str, str, str, 
         compare.append((PER_SOURCE_ROWS[2], "one bound, inputs by partition",
                         format_duration(rec.by_partition.bound), rec.by_partition))
     batches = dict(ctx.per_source_batches)
+    for row in BEST_PER_BATCH_ROWS.values():
+        if row in batches:
+            compare.append((row, row, format_duration(int(batches[row].bound_seconds
+                                                          * MICROS_PER_SECOND)), None))
     if PER_SOURCE_ROWS[3] in batches:
         compare.append((PER_SOURCE_ROWS[3], "the stream as configured",
                         ctx.configured_policy or "", None))
@@ -611,7 +616,9 @@ def _per_source_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]
                "would have counted and when it would have emitted each window; the last row "
                "is what this stream did). The stream judges each batch against the watermark "
                "the previous one left, so it drops fewer events than the per-event what-if "
-               "at the same bounds."
+               "at the same bounds, and a smaller single bound may reach the target: the "
+               "best per micro-batch is the single bound to compare a stream's bounds per "
+               "source with."
                if ctx.per_source_batches else
                f"Per micro-batch: not available ({ctx.per_source_batches_note or 'no batches'}).")
     return (Note(note), Note(batches),

@@ -34,7 +34,7 @@ from bench.per_source_day import (
     windows,
 )
 from reckon.eventtime import WatermarkPolicy
-from reckon.lateness import DEFAULT_BOUNDS, CurvePoint, normalize_bounds
+from reckon.lateness import DEFAULT_BOUNDS, CurvePoint, default_bounds, normalize_bounds
 from reckon.lateness_inputs import recommend_per_input
 
 TARGET = "0.999"
@@ -120,7 +120,12 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     batches, does exactly that: the Spark stream equals the reference under every policy,
     tests/test_watermark_inputs_stream.py), later than the stream's; the per-batch
     what-if's configured row (``analyze_day_batches``) is what the stream did."""
-    from audits.lateness_batches import analyze_day_batches, batch_points
+    from audits.lateness_batches import (
+        BEST_PER_BATCH_ROWS,
+        analyze_day_batches,
+        batch_points,
+        per_source_batches,
+    )
     from bench.per_source_day import DAY
     from reckon.reference import Event
     from tests.streamkit import stream_settings
@@ -150,3 +155,19 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert got["completeness"] >= replayed["one_bound"].completeness
     assert got["avg_emit_latency_seconds"] < replayed["one_bound"].avg_emit_latency  # type: ignore[operator]
     assert analyze_day_batches(spark, settings_, DAY).configured == replayed["per_source"]
+
+    # the report's and `reckon lateness --per-source`'s comparison per micro-batch: the
+    # recommendation's rows, the single bound best per micro-batch, the stream's own
+    rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
+                              windows(), default_bounds(settings_), TARGET,
+                              idle_timeout=IDLE, running=True)
+    rows, why_not = per_source_batches(spark, settings_, DAY, rec)
+    ladder = {(by, b // S): pure_point(day, single(b, by))
+              for by in (False, True) for b in default_bounds(settings_)}
+    best = best_single(ladder, TARGET)
+    assert why_not is None and best is not None
+    assert list(rows) == ["bounds per source", "one bound", "one bound, inputs by partition",
+                          BEST_PER_BATCH_ROWS[best[0]], "the stream as configured"]
+    assert rows[BEST_PER_BATCH_ROWS[best[0]]] == ladder[best]
+    assert rows["bounds per source"] == pure_point(day, rec.policy(IDLE))
+    assert rows["the stream as configured"] == mine

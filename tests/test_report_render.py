@@ -1045,13 +1045,14 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
         single=CurvePoint(10 * s, 1.0, 1900, 0, 17.25),
         single_fallback=CurvePoint(10 * s, 1.0, 1900, 0, 17.25), reached=True,
         by_partition=CurvePoint(20 * s, 0.9995, 1899, 1, 21.0))
-    from audits.lateness_batches import PER_SOURCE_ROWS
+    from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
     from reports.context import CurveLine
 
-    batches = tuple(zip(PER_SOURCE_ROWS, (
+    batches = (*zip(PER_SOURCE_ROWS[:3], (
         CurveLine(D("5"), 1.0, 1900, 0, 11.0), CurveLine(D("10"), 0.9995, 1899, 1, 15.5),
-        CurveLine(D("20"), 1.0, 1900, 0, 20.0), CurveLine(D("3"), 0.95, 1805, 95, 4.25)),
-        strict=True))
+        CurveLine(D("20"), 1.0, 1900, 0, 20.0)), strict=True),
+        (BEST_PER_BATCH_ROWS[True], CurveLine(D("8"), 0.999, 1898, 2, 14.0)),
+        (PER_SOURCE_ROWS[3], CurveLine(D("3"), 0.95, 1805, 95, 4.25)))
     result = render_context(dataclasses.replace(
         _ctx(), per_source=rec, per_source_batches=batches,
         configured_policy="watermark bound 3s per partition"), tmp_path / "r")
@@ -1061,6 +1062,7 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
             ["one bound", "10s", "100.0000%", "17.250", "99.9500%", "15.500"],
             ["one bound, inputs by partition", "20s", "99.9500%", "21.000", "100.0000%",
              "20.000"],
+            ["one bound, best per micro-batch", "8s", "", "", "99.9000%", "14.000"],
             ["the stream as configured", "watermark bound 3s per partition", "", "",
              "95.0000%", "4.250"]]
     rows = list(csv.reader(io.StringIO(
