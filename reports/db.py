@@ -770,11 +770,7 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
     was made on those figures).
     """
     moment = now or _now()
-    engine = _worker_engine(url)
-    key = (os.getpid(), url)
-    if key not in _MIGRATED:
-        _migrate_engine(engine)
-        _MIGRATED.add(key)
+    engine = _migrated_worker_engine(url)
     total = 0
     chunk: list[dict[str, Any]] = []
     for row in rows:
@@ -787,6 +783,17 @@ def insert_breaks(url: str, run_id: str, rows: Iterable[BreakRow], *,
         with write_tx(engine) as conn:
             total += _write_break_chunk(conn, run_id, chunk, moment)
     return total
+
+
+def _migrated_worker_engine(url: str) -> Engine:
+    """The worker's engine for ``url``, its schema migrated once per process (a Spark Python
+    worker writes many chunks; checking the schema for each would cost a query each)."""
+    engine = _worker_engine(url)
+    key = (os.getpid(), url)
+    if key not in _MIGRATED:
+        _migrate_engine(engine)
+        _MIGRATED.add(key)
+    return engine
 
 
 def _story_chunk(conn: Connection, chunk: list[BreakStory]) -> None:
@@ -812,11 +819,7 @@ def insert_break_stories(url: str, run_id: str, stories: Iterable[BreakStory]) -
     handed in. Like :func:`insert_breaks`: module-level (Spark's Python workers call it with
     the URL only), idempotent (a retried task writes nothing twice), in chunks of
     :data:`BREAK_CHUNK_ROWS` stories, one transaction each."""
-    engine = _worker_engine(url)
-    key = (os.getpid(), url)
-    if key not in _MIGRATED:
-        _migrate_engine(engine)
-        _MIGRATED.add(key)
+    engine = _migrated_worker_engine(url)
     total = 0
     chunk: list[BreakStory] = []
     for story in stories:
