@@ -72,10 +72,11 @@ build_reckon_jar() {
   if [ "$(cat "$dest/.stamp" 2>/dev/null)" = "$stamp" ]; then say "reckon's JVM code is current"; return; fi
   command -v javac >/dev/null || { say "javac not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless) and re-run"; exit 1; }
   say "compiling reckon's JVM code (jvm/parse) into $dest"
-  local cp; cp=$(ls "$jars"/jackson-core-*.jar "$jars"/spark-sql-api_*.jar "$jars"/spark-catalyst_*.jar "$jars"/scala-library-*.jar | tr '\n' ':')
+  local cp="$jars/*"   # every jar pyspark ships (javac expands the wildcard)
   rm -rf "$dest.tmp" && mkdir -p "$dest.tmp/classes"
   # shellcheck disable=SC2086
-  javac --release 17 -Xlint:all -Werror -d "$dest.tmp/classes" -cp "$cp" $sources
+  # -path: the Class-Path entries in some jars name files pyspark does not ship
+  javac --release 17 -Xlint:all,-path -Werror -d "$dest.tmp/classes" -cp "$cp" $sources
   jar cf "$dest.tmp/reckon-jvm.jar" -C "$dest.tmp/classes" . && rm -rf "$dest.tmp/classes"
   echo "$stamp" > "$dest.tmp/.stamp"
   rm -rf "$dest" && mv "$dest.tmp" "$dest"

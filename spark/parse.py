@@ -149,11 +149,11 @@ def _register_line_parser(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     session = spark._jsparkSession
-    parser = jvm.reckon.jvm.ParseLine(MAX_FIELD_LENGTH, AMOUNT_PRECISION - AMOUNT_SCALE,
-                                      AMOUNT_SCALE)
-    function = jvm.org.apache.spark.sql.functions.udf(
-        parser, session.parseDataType(_LINE_SCHEMA.json())).asNondeterministic()
-    session.udf().register(_LINE_FUNCTION, function)
+    # Registered by Java code, not through py4j's choice among functions.udf's overloads
+    # (that choice can differ between JVMs; see ParseLine.register).
+    jvm.reckon.jvm.ParseLine.register(
+        session, _LINE_FUNCTION, session.parseDataType(_LINE_SCHEMA.json()),
+        MAX_FIELD_LENGTH, AMOUNT_PRECISION - AMOUNT_SCALE, AMOUNT_SCALE)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
 
 /**
  * The shape rules of reckon's event parse in one pass over a line (spark/parse.py owns the
@@ -86,6 +90,26 @@ public final class ParseLine implements UDF1<String, Row> {
     this.scale = scale;
     this.amountPattern = Pattern.compile(
         "^-?\\d{1," + integerDigits + "}(\\.\\d{1," + scale + "})?$");
+  }
+
+  /**
+   * Register a parser as the session's temporary function {@code name}.
+   *
+   * <p>Why here and not through py4j: {@code functions.udf} is overloaded (a Java UDF1 and an
+   * untyped Scala closure both match this object), and py4j's choice between them can differ
+   * from one JVM to the next; the untyped one is refused. Called from Java, the UDF1 overload
+   * is the one the compiler binds.
+   *
+   * <p>Registered as non-deterministic, though it is not: that keeps the optimizer from
+   * copying the call into a filter above it (the line would be parsed twice).
+   *
+   * @param schema the output struct (spark/parse.py's _LINE_SCHEMA)
+   */
+  public static void register(SparkSession spark, String name, DataType schema,
+                              int maxFieldLength, int integerDigits, int scale) {
+    UserDefinedFunction function = functions.udf(
+        new ParseLine(maxFieldLength, integerDigits, scale), schema).asNondeterministic();
+    spark.udf().register(name, function);
   }
 
   /** The values of one line's fields, read once. */
