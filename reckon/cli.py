@@ -459,7 +459,7 @@ def _lateness_curve_parser(sub: Any) -> None:
     ``reckon lateness-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
     """
     p = _add(sub, "lateness-curve", _lazy("reckon.commands.investigate:cmd_lateness_curve"),
-             "what-if analysis: completeness and emit latency for candidate lateness bounds")
+             "what-if analysis: completeness and emit latency for candidate watermark bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True, metavar="DURATION", help="window width, e.g. 10s")
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")

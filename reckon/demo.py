@@ -180,7 +180,7 @@ class DemoSummary:
             f"{self.duplicate_count:,} + residual {self.residual_count:,}",
             *(c.line() for c in self.currencies),
             f"  unexplained breaks    {self.unexplained:>10,}   ({statuses})",
-            f"  lateness bound        configured {self.configured_lateness}, recommended "
+            f"  watermark bound       configured {self.configured_lateness}, recommended "
             f"{self.recommended_lateness or 'none reaches the target'} for "
             f"{Decimal(self.target_completeness) * 100:g}% completeness",
             f"  quarantined lines     {self.quarantined:>10,}   (injected by the generator: "

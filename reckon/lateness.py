@@ -117,7 +117,7 @@ def normalize_bounds(bounds: Iterable[int | str]) -> list[int]:
     out = sorted({parse_duration(b, "bounds") if isinstance(b, str) else _non_negative(b)
                   for b in given})
     if not out:
-        raise invalid("bounds", given, "give at least one lateness bound, e.g. 0s,2s,5s")
+        raise invalid("bounds", given, "give at least one watermark bound, e.g. 0s,2s,5s")
     return out
 
 

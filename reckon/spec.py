@@ -3,7 +3,8 @@
 A warehouse is only as consistent as the rules every step applies to it. The stream records
 its spec (window, slide, watermark bound ``lateness``, allowed lateness ``grace``, idle
 timeout, clock skew, dedup horizon, expected partitions; the recorded keys keep the settings'
-first names) in the warehouse's ``event_time_spec`` table when it first starts; every
+first names, every line a person reads names them as the CLI does: ``watermark_bound``,
+``allowed_lateness``) in the warehouse's ``event_time_spec`` table when it first starts; every
 later step (stream restart, replay, audit, check, report, lateness, explain) takes those values
 instead of its defaults. A value that was *given* (a flag, ``RECKON_*``, the config file) and
 disagrees is refused, naming both; silently replaying 60 s windows as 10 s ones would flood the
@@ -33,11 +34,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reckon.config import Settings
+from reckon.config import RENAMED, Settings
 from reckon.errors import UsageError
 
-__all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "differences",
-           "resolve", "spec_of"]
+__all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
+           "differences", "resolve", "shown_name", "spec_of"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
@@ -55,6 +56,18 @@ _ONE_BOUND: dict[str, Any] = {"watermark_inputs": "partition",
                               "watermark_bound_by_partition": {},
                               "watermark_bound_by_source": {}}
 WAREHOUSE_ORIGIN = "the warehouse"
+#: recorded key -> the name a person sets it by (the spec keeps the first names)
+_SHOWN: Mapping[str, str] = {field: name for name, field in RENAMED.items()}
+
+
+def shown_name(field: str) -> str:
+    """The name a person knows spec key ``field`` by: the recorded spec keeps ``lateness`` and
+    ``grace`` (old warehouses open unchanged), the CLI, config and README say otherwise.
+
+    >>> shown_name("lateness"), shown_name("grace"), shown_name("window")
+    ('watermark_bound', 'allowed_lateness', 'window')
+    """
+    return _SHOWN.get(field, field)
 
 
 def spec_of(settings: Settings) -> dict[str, Any]:
@@ -83,7 +96,7 @@ class Difference:
     origin: str
 
     def describe(self) -> str:
-        return (f"{self.field}={_show(self.recorded)}, but {self.origin} gives "
+        return (f"{shown_name(self.field)}={_show(self.recorded)}, but {self.origin} gives "
                 f"{_show(self.given)}")
 
 
@@ -177,8 +190,9 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
 
 
 def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    """``lateness 5s -> 2s, grace 0s -> 5s``: what a spec version changed."""
-    return ", ".join(f"{name} {_show(_normal(name, before.get(name)))} -> "
+    """``watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s``: what a spec version changed,
+    in the names a person sets (recorded specs of either age read the same)."""
+    return ", ".join(f"{shown_name(name)} {_show(_normal(name, before.get(name)))} -> "
                      f"{_show(_normal(name, after.get(name)))}"
                      for name in SPEC_FIELDS
                      if _normal(name, before.get(name)) != _normal(name, after.get(name)))

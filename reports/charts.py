@@ -149,7 +149,7 @@ def _curve(ctx: ReportContext, fig: Figure) -> bool:
         ax.set_xlim(left=-0.2, right=max(xs) * 1.15)
         ax.set_xticks(xs, [f"{p.bound_seconds}" for p in pts])
         ax.minorticks_off()
-    ax.set_xlabel("lateness bound L (seconds)")
+    ax.set_xlabel("watermark bound L (seconds)")
     ax.set_ylabel("share of events counted")
     ax.legend(loc="lower right", fontsize=8)
     return True

@@ -149,7 +149,7 @@ def not_ready_message(settings: Settings, day: date, seen: int | None, timeout: 
     grace = format_duration(settings.event_time_rules().grace)
     head = (f"day {day.isoformat()} is not closed yet: the nightly run needs the stream's "
             f"watermark at or past {format_micros(required)} (end of the day's last "
-            f"window + grace {grace})")
+            f"window + allowed lateness {grace})")
     table = f"{settings.warehouse_path / tb.WATERMARK_PROGRESS}"
     if seen is None:
         if tb.table_exists(settings.warehouse_path, tb.WATERMARK_PROGRESS):

@@ -16,8 +16,9 @@ from __future__ import annotations
 import getpass
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ class SpecVersion:
     recorded_by: str
 
     def describe(self) -> str:
-        """``version 2 (lateness 5s -> 2s) from after batch 41 at watermark ...``."""
+        """``version 2 (watermark_bound 5s -> 2s) from after batch 41 at watermark ...``."""
         if self.after_batch_id is None:
             return f"version {self.version} ({self.change}), recorded {self.recorded_at}"
         wm = "none" if self.after_watermark is None else format_micros(self.after_watermark)
@@ -72,7 +73,16 @@ def recorded_versions(warehouse: str | Path) -> list[SpecVersion]:
             version=int(row["spec_version"]), spec=dict(row["spec"]), change=row["change"],
             after_batch_id=row.get("after_batch_id"), after_watermark=row.get("after_watermark"),
             recorded_at=row["recorded_at"], recorded_by=row["recorded_by"]))
-    return sorted(versions, key=lambda v: v.version)
+    return _in_shown_names(sorted(versions, key=lambda v: v.version))
+
+
+def _in_shown_names(versions: list[SpecVersion]) -> list[SpecVersion]:
+    """``versions`` with each change told again from the specs either side of it, so one
+    recorded before the settings' renaming (``lateness 5s -> 2s``) reads as a new one
+    (``watermark_bound 5s -> 2s``); the first start keeps its recorded words."""
+    retold = [replace(v, change=describe_change(before.spec, v.spec) or v.change)
+              for before, v in pairwise(versions)]
+    return versions[:1] + retold
 
 
 def current_spec(warehouse: str | Path) -> dict[str, Any] | None:

@@ -978,6 +978,7 @@ def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, streamed,
     for key, value in RULES.items():
         monkeypatch.setenv(f"RECKON_{key.upper()}", value)
     assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-02"]) == 0
-    assert "has not passed the end of the day's last window + grace" in capsys.readouterr().err
+    assert ("has not passed the end of the day's last window + allowed lateness"
+            in capsys.readouterr().err)
     assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-01"]) == 0
     assert "has not passed" not in capsys.readouterr().err

@@ -10,6 +10,7 @@ and its report shows both versions."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from reckon.config import load_settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of
 from reckon.timeutil import from_micros
+from spark.spec import recorded_versions
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 
@@ -56,7 +58,7 @@ def test_a_given_value_that_disagrees_is_refused_naming_both(env, overrides, ori
 def test_a_config_file_is_named_as_the_origin(tmp_path: Path) -> None:
     config = tmp_path / "reckon.toml"
     config.write_text('[reckon]\nlateness = "2s"\n')
-    with pytest.raises(UsageError, match=r"lateness=5s, but \[reckon\] lateness in .*reckon"
+    with pytest.raises(UsageError, match=r"watermark_bound=5s, but \[reckon\] lateness in .*reckon"
                                          r"\.toml' gives 2s: .* --change-spec"):
         resolve(load_settings(config, env={}), RECORDED, "stream")
 
@@ -68,12 +70,47 @@ def test_no_recorded_spec_leaves_the_settings_as_given() -> None:
 def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None:
     new = changed_spec(RECORDED, load_settings(env={}, lateness="2s", grace="5s"))
     assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
-    assert describe_change(RECORDED, new) == "lateness 5s -> 2s, grace 0s -> 5s"
+    assert describe_change(RECORDED, new) == ("watermark_bound 5s -> 2s, "
+                                              "allowed_lateness 0s -> 5s")
     with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
                                          r"watermark bound.*new warehouse to window events"):
         changed_spec(RECORDED, load_settings(env={}, window="30s", lateness="2s"))
     with pytest.raises(UsageError, match="nothing to change"):
         changed_spec(RECORDED, load_settings(env={}, lateness="5s"))
+
+
+def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
+    """The spec records ``lateness`` and ``grace``; the flags, config and README say
+    watermark_bound and allowed_lateness, so every line a person reads does too."""
+    new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s",
+                                               allowed_lateness="5s"))
+    assert (new["lateness"], new["grace"]) == ("2s", "5s")  # the recorded keys stay
+    line = describe_change(RECORDED, new)
+    assert line == "watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s"
+    assert not re.search(r"\b(lateness|grace)\b", line.replace("allowed_lateness", ""))
+    with pytest.raises(UsageError, match=r"^stream: the warehouse's event-time spec has "
+                                         r"watermark_bound=5s, but --watermark-bound gives 2s"):
+        resolve(load_settings(env={}, watermark_bound="2s"), RECORDED, "stream")
+
+
+def test_a_change_recorded_in_the_first_names_reads_in_the_new_ones(tmp_path: Path) -> None:
+    """A warehouse whose version 2 was recorded as ``lateness 5s -> 2s`` (before the
+    renaming) still opens, and its report line names watermark_bound."""
+    log = tmp_path / "event_time_spec" / "_delta_log"
+    log.mkdir(parents=True)
+    new = {**RECORDED, "lateness": "2s"}
+    for version, (spec, change) in enumerate([(RECORDED, "first start"),
+                                              (new, "lateness 5s -> 2s")]):
+        meta = {"reckon_spec": {"spec_version": version + 1, "spec": spec, "change": change,
+                                "after_batch_id": None if version == 0 else 2,
+                                "after_watermark": None, "recorded_at": "2026-01-01T00:00:00Z",
+                                "recorded_by": "ops"}}
+        (log / f"{version:020d}.json").write_text(
+            json.dumps({"commitInfo": {"userMetadata": json.dumps(meta)}}) + "\n")
+    first, second = recorded_versions(tmp_path)
+    assert (first.change, second.change) == ("first start", "watermark_bound 5s -> 2s")
+    assert second.spec["lateness"] == "2s"
+    assert second.describe().startswith("version 2 (watermark_bound 5s -> 2s) from after batch 2")
 
 
 # ----------------------------------------------------------------------------- Spark tier
@@ -135,18 +172,18 @@ def test_a_lateness_change_is_an_explicit_recorded_act(spark, clean_env, capsys,
     write_landing(landing, AFTER, start=len(BEFORE))
 
     code, _, err = _stream(capsys, landing, wh, "--lateness", "2s")
-    assert code == 2 and "lateness=5s, but --lateness gives 2s" in err
+    assert code == 2 and "watermark_bound=5s, but --lateness gives 2s" in err
     assert "restart the stream with --change-spec" in err
     code, _, err = _stream(capsys, landing, wh, "--change-spec", "--window", "30s")
     assert code == 2 and "stream into a new warehouse to window events differently" in err
 
     code, _, err = _stream(capsys, landing, wh, "--change-spec", "--lateness", "2s")
     assert code == 0, err
-    assert "event-time spec version 2: lateness 5s -> 2s, from the batch after 2" in err
+    assert "event-time spec version 2: watermark_bound 5s -> 2s, from the batch after 2" in err
     versions = (spark.read.format("delta").load(str(wh / "event_time_spec"))
                 .orderBy("spec_version").collect())
     assert [(v.spec_version, v.change, v.after_batch_id) for v in versions] == [
-        (1, "first start", None), (2, "lateness 5s -> 2s", 2)]
+        (1, "first start", None), (2, "watermark_bound 5s -> 2s", 2)]
     assert json.loads(versions[1].origins_json) == {"lateness": "--lateness"}
     progress = spark.read.format("delta").load(str(wh / "watermark_progress"))
     lateness = {r.batch_id: json.loads(r.rules_json)["lateness"] for r in progress.collect()}
@@ -169,7 +206,7 @@ def test_a_lateness_change_is_an_explicit_recorded_act(spark, clean_env, capsys,
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="spec-versions"' in html
     assert "version 1 (first start)" in html
-    assert "version 2 (lateness 5s -&gt; 2s) from after batch 2" in html
+    assert "version 2 (watermark_bound 5s -&gt; 2s) from after batch 2" in html
 
 
 def test_a_spec_recorded_before_bounds_per_input_means_one_bound() -> None:

@@ -69,7 +69,7 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
     def open_day(seen: int, required: int) -> None:
         print(f"[audit] {day}: the stream's watermark {format_micros(seen)} has not passed the "
-              f"end of the day's last window + grace ({format_micros(required)}): its "
+              f"end of the day's last window + allowed lateness ({format_micros(required)}): its "
               "provisional totals can still change, so some breaks may be transient; audit "
               "again once it has (`reckon`'s nightly DAG waits for it)", file=sys.stderr,
               flush=True)
