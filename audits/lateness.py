@@ -1,7 +1,7 @@
 """Lateness analysis on real data: a file of events (``reckon lateness-curve``) or a day of the
 warehouse's event log (``reckon lateness``).
 
-The arithmetic is ``reckon.lateness`` (numpy, per-event granularity, the rules of
+The arithmetic is ``reckon.whatif`` (numpy, per-event granularity, the rules of
 ``reckon.eventtime``). For the warehouse it runs inside Spark with ``applyInPandas``: one group
 holds the whole day for the overall curve, one group per partition for per-partition curves,
 and only the small curve rows come back to the driver; the log itself is never collected.
@@ -29,7 +29,8 @@ import pandas as pd
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import EventTimeRules, WindowSpec
-from reckon.lateness import (
+from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
+from reckon.whatif import (
     DEFAULT_BOUNDS,
     CurvePoint,
     default_bounds,
@@ -37,8 +38,7 @@ from reckon.lateness import (
     normalize_bounds,
     recommend,
 )
-from reckon.lateness_inputs import PerInputRecommendation, recommend_per_input
-from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
+from reckon.whatif_inputs import PerInputRecommendation, recommend_per_input
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -301,7 +301,7 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
     """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
     the stream left out), in arrival order ``(arrival_time, partition, input_file, offset)``.
 
-    Runs ``reckon.lateness.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
+    Runs ``reckon.whatif.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
     group for the day and one per partition; only the curve rows reach the driver.
     """
     from pyspark.sql import functions as F
@@ -384,7 +384,7 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
                    target: Decimal | float | str | None = None,
                    by_source: bool = True) -> PerInputRecommendation:
     """A bound per source (or partition) for the day, against the best single bound
-    (``reckon.lateness_inputs.recommend_per_input``), on the day's event log in arrival
+    (``reckon.whatif_inputs.recommend_per_input``), on the day's event log in arrival
     order, as a stream already running at the day's start (every input of the day known from
     its first arrival: a source first heard of at 00:00:05 is not late-by-start-up). The day is one ``applyInPandas`` group, as for the overall curve; only the
     recommendation (JSON, a few hundred bytes) reaches the driver."""

@@ -1,7 +1,7 @@
 """The lateness what-if of a warehouse day at the stream's granularity: per micro-batch.
 
 ``audits.lateness`` replays the day one event at a time; this module replays the batches the
-stream actually ran (``reckon.lateness_batches``), so its row at the configured bound is what
+stream actually ran (``reckon.whatif_batches``), so its row at the configured bound is what
 the stream did: its dropped pairs are the day's ``late_events`` and its completeness the
 audit's headline (on a day without uncaught duplicates and without a spec change).
 
@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
-from reckon.lateness import CurvePoint, default_bounds, normalize_bounds
-from reckon.lateness_batches import (
+from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
+from reckon.whatif import CurvePoint, default_bounds, normalize_bounds
+from reckon.whatif_batches import (
     BatchStep,
     batch_steps,
     curve_points,
@@ -45,8 +46,7 @@ from reckon.lateness_batches import (
     shift_state,
     state_under,
 )
-from reckon.lateness_inputs import PerInputRecommendation
-from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
+from reckon.whatif_inputs import PerInputRecommendation
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -31,7 +31,7 @@ The day is landing files of ``file_seconds`` of arrival each, streamed one file 
 Every input delivers at the day's first instant, so the stream knows all six from its first
 batch. What is measured:
 
-1. pure, per micro-batch (``reckon.lateness_batches.batch_point_reference`` on the files as
+1. pure, per micro-batch (``reckon.whatif_batches.batch_point_reference`` on the files as
    batches): every single bound of ``SWEEP``, by partition and by source, to find the best
    single bound (the earliest average emit that reaches the target) and the single bound that
    emits about as early as the bounds per source;
@@ -72,10 +72,10 @@ import numpy as np
 
 from reckon.config import PROJECT_ROOT, Settings
 from reckon.eventtime import WatermarkPolicy, WindowSpec
-from reckon.lateness import CurvePoint
-from reckon.lateness_batches import BatchedEvent, batch_point_reference
-from reckon.lateness_inputs import PerInputRecommendation
 from reckon.timeutil import format_duration, format_micros, parse_duration
+from reckon.whatif import CurvePoint
+from reckon.whatif_batches import BatchedEvent, batch_point_reference
+from reckon.whatif_inputs import PerInputRecommendation
 
 __all__ = ["SCENARIOS", "SWEEP", "Day", "Scenario", "best_single", "make_day", "pure_point",
            "streamed_figures", "write_day"]
@@ -236,7 +236,7 @@ def pure_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
 def per_event_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
     """The day judged one event at a time under ``policy``, as a running stream: the
     per-event what-if that ``reckon lateness --per-source`` and the report show."""
-    from reckon.lateness_inputs import judge_policy, running_state
+    from reckon.whatif_inputs import judge_policy, running_state
 
     point, _ = judge_policy(day.event_us, day.arrival_us, day.partition, day.source,
                             windows(), policy, state=running_state(
@@ -387,7 +387,7 @@ def recommend_on(spark: Any, warehouse: Path, policy: WatermarkPolicy
 
 def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
     from bench.harness import log
-    from reckon.lateness_inputs import recommend_per_input
+    from reckon.whatif_inputs import recommend_per_input
 
     day = make_day(scenario)
     files = write_day(out / "landing", day)
@@ -397,7 +397,7 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
     by_partition = best_single({k: v for k, v in points.items() if not k[0]}, TARGET)
     # the recommendation, pure (per event, as a running stream): what `reckon lateness
     # --per-source` says on the streamed day; checked against it below when streaming
-    from reckon.lateness import DEFAULT_BOUNDS, normalize_bounds
+    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
     rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
                               windows(), normalize_bounds(DEFAULT_BOUNDS), TARGET,
                               idle_timeout=parse_duration(IDLE_TIMEOUT, "idle_timeout"),
@@ -499,8 +499,8 @@ def seed_sweep(scenario: Scenario, seeds: range) -> list[dict[str, Any]]:
     """The claim on other seeds of the same scenario, pure per micro-batch (what the streams
     would give: they equal it exactly): the recommended bounds per source against the best
     single bound of the sweep."""
-    from reckon.lateness import DEFAULT_BOUNDS, normalize_bounds
-    from reckon.lateness_inputs import recommend_per_input
+    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
+    from reckon.whatif_inputs import recommend_per_input
 
     idle = parse_duration(IDLE_TIMEOUT, "idle_timeout")
     out = []

@@ -788,7 +788,7 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 
 def run_lateness(spark: SparkSession | None, scale: Scale) -> dict[str, Any]:
     from reckon.eventtime import WatermarkPolicy, WindowSpec, watermark_series
-    from reckon.lateness import DEFAULT_IDLE_TIMEOUT, lateness_curve, lateness_curve_reference
+    from reckon.whatif import DEFAULT_IDLE_TIMEOUT, lateness_curve, lateness_curve_reference
 
     bounds = [parse_duration(b) for b in ("0s", "1s", "2s", "5s", "10s", "30s")]
     windows = WindowSpec.parse("10s")

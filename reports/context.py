@@ -24,10 +24,10 @@ from typing import Any
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import WatermarkPolicy
-from reckon.lateness_inputs import PerInputRecommendation
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
+from reckon.whatif_inputs import PerInputRecommendation
 from reports.records import AttributionRow, AuditRun, CurrencySummary
 
 __all__ = [

@@ -18,8 +18,9 @@ from reckon.eventtime import (
     WindowSpec,
     advance_watermark,
 )
-from reckon.lateness import lateness_curve_reference
-from reckon.lateness_batches import (
+from reckon.timeutil import day_bounds, from_micros
+from reckon.whatif import lateness_curve_reference
+from reckon.whatif_batches import (
     BatchedEvent,
     batch_curve_reference,
     batch_point_reference,
@@ -30,7 +31,6 @@ from reckon.lateness_batches import (
     shift_state,
     state_under,
 )
-from reckon.timeutil import day_bounds, from_micros
 
 S = 1_000_000
 DAY = date(2026, 1, 1)

@@ -13,8 +13,8 @@ from audits.lateness import DEFAULT_BOUNDS, analyze_day, analyze_inputs
 from reckon.cli import main
 from reckon.config import load_settings
 from reckon.errors import UsageError
-from reckon.lateness import lateness_curve, normalize_bounds, recommend
 from reckon.timeutil import from_micros
+from reckon.whatif import lateness_curve, normalize_bounds, recommend
 from spark import tables
 
 S = 1_000_000
@@ -222,7 +222,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
                                                                            tmp_path):
     """``reckon lateness --per-source``: the day's log, in arrival order, through
     recommend_per_input inside Spark gives the pure recommendation; text and --json."""
-    from reckon.lateness_inputs import recommend_per_input
+    from reckon.whatif_inputs import recommend_per_input
 
     rows = synthetic_log()
     for i, row in enumerate(rows):  # three sources across the partitions, one of them slow

@@ -34,8 +34,8 @@ from bench.per_source_day import (
     windows,
 )
 from reckon.eventtime import WatermarkPolicy
-from reckon.lateness import DEFAULT_BOUNDS, CurvePoint, default_bounds, normalize_bounds
-from reckon.lateness_inputs import recommend_per_input
+from reckon.whatif import DEFAULT_BOUNDS, CurvePoint, default_bounds, normalize_bounds
+from reckon.whatif_inputs import recommend_per_input
 
 TARGET = "0.999"
 IDLE = 60 * S

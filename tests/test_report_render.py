@@ -1033,8 +1033,8 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
     them, under the best single bound and under one bound with inputs by partition, per event
     and per micro-batch (the stream's batches replayed under each), and per micro-batch what
     the stream as configured did."""
-    from reckon.lateness import CurvePoint
-    from reckon.lateness_inputs import InputBound, PerInputRecommendation
+    from reckon.whatif import CurvePoint
+    from reckon.whatif_inputs import InputBound, PerInputRecommendation
 
     s = 1_000_000
     rec = PerInputRecommendation(

@@ -16,9 +16,9 @@ from datetime import date
 
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
-from reckon.lateness import normalize_bounds
 from reckon.money import currency_problem
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
+from reckon.whatif import normalize_bounds
 
 __all__ = ["cmd_explain", "cmd_lateness_curve", "cmd_lateness_warehouse", "cmd_sql"]
 

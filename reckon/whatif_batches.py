@@ -1,6 +1,6 @@
 """The lateness what-if at the stream's own granularity: one watermark step per micro-batch.
 
-``reckon.lateness`` replays a day one event at a time: every event moves the watermark before
+``reckon.whatif`` replays a day one event at a time: every event moves the watermark before
 the next one is judged. The stream moves its watermark once per micro-batch: every event of
 batch n is judged against the watermark left by batch n-1 (docs/semantics.md "Watermark"),
 so at the same bound it drops fewer events. This module replays the stream's recorded batches
@@ -25,7 +25,7 @@ Two implementations that must agree exactly (property-tested):
 
 Counting unit: (event, window) pairs of the *judged* events whose window starts in
 ``[starts[0], starts[1])`` (the day's windows, the grain of ``late_events`` and of the audit).
-Emit latency as in ``reckon.lateness``, at the batch that first brings the watermark to a
+Emit latency as in ``reckon.whatif``, at the batch that first brings the watermark to a
 window's end, with "the largest event time seen" including the start state's maxima.
 """
 
@@ -49,7 +49,7 @@ from reckon.eventtime import (
     classify,
     input_partition,
 )
-from reckon.lateness import DEFAULT_IDLE_TIMEOUT, CurvePoint, normalize_bounds
+from reckon.whatif import DEFAULT_IDLE_TIMEOUT, CurvePoint, normalize_bounds
 
 __all__ = [
     "BatchStep",

@@ -1,7 +1,8 @@
-"""What-if analysis for the lateness bound L: completeness, drops and emit latency per bound.
+"""The lateness what-if, pure: completeness, drops and emit latency per watermark bound L, on
+an event log held in plain arrays (``audits.lateness`` runs it on real data, in Spark).
 
 For each candidate bound L the event log is replayed in arrival order at per-event granularity
-(one event per batch; the stream's own batches: reckon.lateness_batches, docs/semantics.md
+(one event per batch; the stream's own batches: reckon.whatif_batches, docs/semantics.md
 "Lateness analysis"): every event is judged against the
 watermark left by the events before it, with the rules of ``reckon.eventtime`` (imported, never
 restated). The answer to "how large must L be" is the smallest bound whose completeness

@@ -1,4 +1,4 @@
-"""Fast tier: bounds per input recommended from the data (reckon.lateness_inputs), and the
+"""Fast tier: bounds per input recommended from the data (reckon.whatif_inputs), and the
 ``reckon lateness --per-source`` rendering."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from reckon.eventtime import (
     advance_watermark,
     classify,
 )
-from reckon.lateness import lateness_curve
-from reckon.lateness_inputs import PerInputRecommendation, judge_policy, recommend_per_input
+from reckon.whatif import lateness_curve
+from reckon.whatif_inputs import PerInputRecommendation, judge_policy, recommend_per_input
 
 S = 1_000_000
 BASE = 1_767_225_600 * S

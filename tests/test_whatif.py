@@ -27,14 +27,14 @@ from reckon.eventtime import (
     shift_watermark_series,
     watermark_series,
 )
-from reckon.lateness import (
+from reckon.timeutil import format_micros
+from reckon.whatif import (
     DEFAULT_IDLE_TIMEOUT,
     CurvePoint,
     lateness_curve,
     lateness_curve_reference,
     recommend,
 )
-from reckon.timeutil import format_micros
 from reports.records import AttributionRow
 
 S = 1_000_000

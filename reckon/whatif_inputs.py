@@ -12,7 +12,7 @@ while the target still holds and windows are emitted no later (another input's l
 a unit's own need), and keeps that or the same descent from the best single bound, whichever
 emits earlier. What it buys is measured on the same log:
 completeness and average emit latency under the bounds per input, and under the smallest
-single bound that reaches the target (``reckon.lateness.recommend``).
+single bound that reaches the target (``reckon.whatif.recommend``).
 
 Example (a 10 s satellite buffer delivering in bursts, in order, next to a real-time feed: each
 needs no bound of its own, since the watermark already waits for the satellite by the min rule):
@@ -48,7 +48,8 @@ from reckon.eventtime import (
     is_beyond_grace,
     watermark_series,
 )
-from reckon.lateness import (
+from reckon.timeutil import MICROS_PER_SECOND
+from reckon.whatif import (
     DEFAULT_IDLE_TIMEOUT,
     CurvePoint,
     _target,
@@ -56,7 +57,6 @@ from reckon.lateness import (
     normalize_bounds,
     recommend,
 )
-from reckon.timeutil import MICROS_PER_SECOND
 
 __all__ = ["InputBound", "PerInputRecommendation", "judge_policy", "recommend_per_input",
            "running_state"]
@@ -162,7 +162,7 @@ def judge_policy(event_us: Any, arrival_us: Any, partition: Any, source: Any,
                  ) -> tuple[CurvePoint, Any]:
     """The log (arrival order) judged one event at a time under ``policy``, bounds per input
     and all: its point (``bound`` = the policy's default) and, given each event's unit code
-    (0..units-1), the dropped pairs per unit. Emit latency as in ``reckon.lateness``.
+    (0..units-1), the dropped pairs per unit. Emit latency as in ``reckon.whatif``.
     ``state`` (without a watermark): inputs already known when the log starts.
     """
     t = np.asarray(event_us, dtype=np.int64)
