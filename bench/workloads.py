@@ -1,7 +1,7 @@
 """The workloads, each against the engine a user would otherwise pick, on the same data in
 the same process (one local[2] SparkSession for everything Spark).
 
-Each ``run_*`` returns a JSON-ready dict: ``scale`` (what was processed), ``results`` (one
+Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed), ``results`` (one
 entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets`` (each stated
 target, the measured value and whether it holds) and ``profile`` (what dominates).
 """
@@ -206,7 +206,7 @@ def _trigger_sweep(spark: SparkSession, source: Any, manifest: dict[str, Any],
     return points
 
 
-def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     """Our aggregator vs Spark's withWatermark + groupBy(window, key, currency) append to
     Delta, same landing dir and reader, same maxFilesPerTrigger, available-now."""
     from spark.parse import parse_events
@@ -335,7 +335,7 @@ def run_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 # =========================================================================== 2. freshness
 
 
-def run_freshness(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_freshness(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     """Files land at a steady rate while the stream runs with a processing-time trigger; per
     file, landing -> its batch committed to provisional_totals (the on_batch callback fires
     after its deltas and the progress row are committed)."""
@@ -638,7 +638,7 @@ def _timed_with_timeline(spark: SparkSession, settings: Settings, fn: Callable[[
     return value, m, _timeline(spark, settings, started, time.time(), names)
 
 
-def run_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_replay(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     n = scale.day_events
     _warm_up(spark, scale, "replay")
     settings = _day_warehouse(spark, scale, n)
@@ -724,7 +724,7 @@ def _prepare_audit(spark: SparkSession, settings: Settings) -> None:
         shutil.rmtree(settings.warehouse_path / "reports", ignore_errors=True)
 
 
-def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     n = scale.day_events
     _warm_up(spark, scale, "audit")
     settings = _day_warehouse(spark, scale, n)
@@ -786,7 +786,7 @@ def run_audit(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 # =========================================================================== 5. lateness
 
 
-def run_lateness(spark: SparkSession | None, scale: Scale) -> dict[str, Any]:
+def bench_lateness(spark: SparkSession | None, scale: Scale) -> dict[str, Any]:
     from reckon.eventtime import WatermarkPolicy, WindowSpec, watermark_series
     from reckon.whatif import DEFAULT_IDLE_TIMEOUT, lateness_curve, lateness_curve_reference
 
@@ -862,7 +862,7 @@ def _driver_memory_on_cluster(warehouses: list[Path]) -> dict[str, Any]:
     return merged
 
 
-def run_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_scale_curve(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     _warm_up(spark, scale, "audit")
     points = []
     for n in scale.curve_scales:
@@ -960,7 +960,7 @@ def _stream_layout(spark: SparkSession, scale: Scale, events: int) -> Path:
     return target
 
 
-def run_compaction(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_compaction(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     """The replay of a day as the stream lays it out, the nightly compaction of that day, and
     the replay once compacted, in turns (each round starts from a fresh copy of the layout)."""
     from spark.compaction import compact_day
@@ -1068,7 +1068,7 @@ def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[
     return figures, measured
 
 
-def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
+def bench_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
     """Stream batches late in a long day and in the morning, side by side: the same feed on a
     warehouse holding an hour of event_log behind the de-duplication and, in the evening, a
     day of provisional_deltas up to 20:00 (none in the morning). The stream only appends, so a
@@ -1136,12 +1136,12 @@ def run_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
 
 
 WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
-    "stream": run_stream,
-    "freshness": run_freshness,
-    "replay": run_replay,
-    "audit": run_audit,
-    "lateness": run_lateness,
-    "scale": run_scale_curve,
-    "compaction": run_compaction,
-    "long_day": run_long_day,
+    "stream": bench_stream,
+    "freshness": bench_freshness,
+    "replay": bench_replay,
+    "audit": bench_audit,
+    "lateness": bench_lateness,
+    "scale": bench_scale_curve,
+    "compaction": bench_compaction,
+    "long_day": bench_long_day,
 }

@@ -46,7 +46,7 @@ __all__ = [
     "canonical_totals",
     "duplicate_overcount",
     "reconcile_outcome",
-    "run_stream",
+    "stream_outcome",
     "typed_problem",
 ]
 
@@ -135,8 +135,9 @@ class StreamOutcome:
     valid: int = 0       # events that passed validation (duplicates included)
 
 
-def run_stream(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> StreamOutcome:
-    """Process micro-batches exactly as the streaming aggregator does.
+def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) -> StreamOutcome:
+    """What the stream does with ``batches``: the micro-batches processed exactly as the
+    streaming aggregator (spark.stream.run_stream) does, on Python lists.
 
     Batch n is judged against the watermark after batch n-1; then the per-partition maxima
     absorb batch n (every valid event, late and duplicates included) and the window states

@@ -16,7 +16,7 @@ append-only tables, computed on read and bounded to the windows asked for:
   progress row names the window ends its advance passed (the step's multiples in
   ``(watermark_before, watermark]``).
 
-These are the rules the pure reference applies batch by batch (reckon.reference.run_stream);
+These are the rules the pure reference applies batch by batch (reckon.reference.stream_outcome);
 the Spark tier compares the two on every streamed scenario.
 
     >>> totals = read_provisional(spark, "warehouse", since_start=day_start)  # doctest: +SKIP

@@ -12,7 +12,7 @@ import pytest
 from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
-from reckon.reference import run_stream
+from reckon.reference import stream_outcome
 from spark import tables as tb
 from spark.compaction import COMPACTED, compact_day
 from spark.progress import latest_watermark, required_watermark
@@ -112,7 +112,7 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     restarted(_raw(spark, batches[2]), 2)
     assert _commits(warehouse) == commits
     restarted(_raw(spark, batches[3]), 3)
-    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
@@ -158,7 +158,7 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     assert sorted(r.batch_id for r in progress.toDF().collect()) == list(range(len(batches)))
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
-    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     commits = _commits(warehouse)

@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from reckon.config import Settings, load_settings
-from reckon.reference import Event
-from reckon.reference import run_stream as reference_stream
+from reckon.reference import Event, stream_outcome
 from reckon.timeutil import to_micros
 from spark.stream import StreamSource, run_stream
 from tests.kafka_broker import KafkaBroker, Placement, produce_events
@@ -86,7 +85,7 @@ def _assert_transport_from_kafka(log: list, stored: dict, topic: str) -> None:
 
 def _assert_matches_reference(spark, warehouse: Path, batches: list[list[Event]],
                               settings: Settings):
-    expected = reference_stream(batches, settings.event_time_rules())
+    expected = stream_outcome(batches, settings.event_time_rules())
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     assert watermarks(spark, warehouse) == expected.watermarks
@@ -285,8 +284,7 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
 
     from audits.audit import audit_day
     from reckon.eventtime import EventTimeRules
-    from reckon.reference import canonical_totals, reconcile_outcome
-    from reckon.reference import run_stream as stream_reference
+    from reckon.reference import canonical_totals, reconcile_outcome, stream_outcome
     from spark.replay import replay_day
     from tests.test_replay_audit import DAY2, RULES, random_batches, run_batches
 
@@ -321,7 +319,7 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     replay_day(spark, settings, DAY2, from_kafka=True)
     audit = audit_day(spark, settings, DAY2, record=False)
     ref = {(w.start, k, cur): r for (w, k, cur), r in
-           reconcile_outcome(stream_reference(batches, rules), events, rules).items()
+           reconcile_outcome(stream_outcome(batches, rules), events, rules).items()
            if _day_of(w.start) == day2}
     rows = {(to_micros(r.window_start), r.key, r.currency): r for r in spark.read.format("delta").load(
         str(tmp_path / "wh" / "reconciliation")).collect()}

@@ -15,7 +15,7 @@ import pytest
 from reckon.cli import main
 from reckon.config import load_settings
 from reckon.landing import survey, unread_reason
-from reckon.reference import run_stream
+from reckon.reference import stream_outcome
 from tests.scenarios import ev
 from tests.streamkit import event_line
 
@@ -108,7 +108,7 @@ def test_files_with_one_mtime_are_streamed_in_name_order(spark, tmp_path, capsys
     log = spark.read.format("delta").load(str(wh / "event_log"))
     batch_of = {r.input_file: r.batch_id for r in log.select("input_file", "batch_id").collect()}
     assert batch_of == {f"file:{landing / name}": i for i, name in enumerate(names)}
-    expected = run_stream([[e] for e in events],
+    expected = stream_outcome([[e] for e in events],
                           load_settings(env={}, warehouse=str(wh)).event_time_rules())
     late = spark.read.format("delta").load(str(wh / "late_events")).select("event_id").collect()
     assert sorted(r.event_id for r in late) == sorted(r.event.event_id for r in expected.late)

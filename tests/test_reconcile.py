@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus, Tolerance, reconcile, reconcile_row
-from reckon.reference import Event, duplicate_overcount, reconcile_outcome, run_stream
+from reckon.reference import Event, duplicate_overcount, reconcile_outcome, stream_outcome
 from tests.scenarios import BASE, CURRENCIES, S, minor_units
 
 D = Decimal
@@ -84,7 +84,7 @@ def test_clean_streams_are_fully_explained(raw, cut, grace, horizon):
     log = _log(raw)
     rules = EventTimeRules.parse(window="10s", lateness="3s", grace=grace,
                                  dedup_horizon=horizon, idle_timeout="1h")
-    out = run_stream([log[i:i + cut] for i in range(0, len(log), cut)], rules)
+    out = stream_outcome([log[i:i + cut] for i in range(0, len(log), cut)], rules)
     rows = reconcile_outcome(out, log, rules)
     assert all(r.status in (ReconStatus.MATCHED, ReconStatus.EXPLAINED) for r in rows.values())
     for r in rows.values():
@@ -108,7 +108,7 @@ def test_clean_streams_are_fully_explained(raw, cut, grace, horizon):
 def test_a_changed_provisional_amount_is_exactly_that_row_unexplained(raw, cents):
     log = _log(raw)
     rules = EventTimeRules.parse(window="10s", lateness="3s", idle_timeout="1h")
-    out = run_stream([log], rules)
+    out = stream_outcome([log], rules)
     if not out.totals:
         return
     target = sorted(out.totals)[0]

@@ -10,13 +10,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reckon.eventtime import EventTimeRules
-from reckon.reference import Event, canonical_totals, duplicate_overcount, run_stream
+from reckon.reference import Event, canonical_totals, duplicate_overcount, stream_outcome
 from tests.scenarios import BASE, CURRENCIES, SCENARIOS, S, minor_units, scenario_totals
 
 
 @pytest.mark.parametrize("case", SCENARIOS, ids=lambda c: c.name)
 def test_scenarios_through_the_reference(case):
-    out = run_stream(case.batches, EventTimeRules.parse(**case.rules))
+    out = stream_outcome(case.batches, EventTimeRules.parse(**case.rules))
     got = {((w.start - BASE) // S, k, cur): (r.total, r.count, r.status.value, r.revision)
            for (w, k, cur), r in out.totals.items()}
     assert got == scenario_totals(case)
@@ -31,7 +31,7 @@ def test_scenarios_through_the_reference(case):
 
 
 def test_worked_example_watermark_trace():
-    out = run_stream(SCENARIOS[0].batches, EventTimeRules.parse(window="10s", lateness="3s"))
+    out = stream_outcome(SCENARIOS[0].batches, EventTimeRules.parse(window="10s", lateness="3s"))
     assert [None if w is None else (w - BASE) // S for w in out.watermarks] == \
         [-2, 0, 4, 9, 12, 12, 19, 23, 23]
 
@@ -79,7 +79,7 @@ def test_nothing_vanishes_and_canonical_equals_provisional_plus_late_minus_dupli
     batches = [stream[i:i + cut] for i in range(0, len(stream), cut)]
     rules = EventTimeRules.parse(window="10s", lateness="3s", grace=grace, dedup_horizon="5s",
                                  idle_timeout="1h")
-    out = run_stream(batches, rules)
+    out = stream_outcome(batches, rules)
     assert out.valid == len(stream) == out.counted + len(out.late) + len(out.duplicates)
     canon, conflicts = canonical_totals(stream, rules)
     assert conflicts == []  # every copy carries its event's payload

@@ -27,7 +27,7 @@ from reckon.reference import (
     canonical_totals,
     duplicate_overcount,
     reconcile_outcome,
-    run_stream,
+    stream_outcome,
 )
 from reckon.timeutil import day_bounds, to_micros
 from spark import tables as tb
@@ -167,7 +167,7 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
     rules = EventTimeRules.parse(**config)
     if windows:
         assert rules.windows.step < rules.windows.size  # really hopping
-    expected = run_stream(batches, rules)
+    expected = stream_outcome(batches, rules)
     assert len(expected.late) >= 3  # the late path is exercised, not just zero against zero
     log = [e for b in batches for e in b]
 
@@ -262,7 +262,7 @@ def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_th
                [Event("a", "m1", Decimal("12.00"), t, t + 10 * S, 0, 2, "pos")]]
     run_batches(spark, settings, batches)
     rules = EventTimeRules.parse(**config)
-    expected = run_stream(batches, rules)
+    expected = stream_outcome(batches, rules)
     assert [e.amount for e, _ in expected.admitted if e.event_id == "a"] == [10, 12]
     replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
     assert [r.conflicts for r in replays] == [0, 1]
@@ -523,7 +523,7 @@ def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, 
     stream = random_batches(seed, n=24, partitions=partitions, batches=batches,
                             stragglers=stragglers)
     run_batches(spark, settings_, stream)
-    expected = run_stream(stream, EventTimeRules.parse(**rules))
+    expected = stream_outcome(stream, EventTimeRules.parse(**rules))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
@@ -604,7 +604,7 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     restarted = BatchProcessor(spark, settings_, query_id="test-query")
     for batch_id in range(1, len(batches)):
         restarted(_raw(spark, batches[batch_id]), batch_id)
-    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     log = spark.read.format("delta").load(str(warehouse / tb.EVENT_LOG))
@@ -719,7 +719,7 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
     import threading
 
     batches = random_batches(6, n=30, batches=3, stragglers=2)
-    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
     assert expected.late and expected.counted
 
     def stream_with_the_log_first(warehouse: Path) -> None:

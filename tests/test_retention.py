@@ -16,7 +16,7 @@ from reckon.airflow_env import run_dag_for_day, settings_env
 from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
-from reckon.reference import run_stream
+from reckon.reference import stream_outcome
 from reports.explain import explain_window
 from spark import tables as tb
 from spark.compaction import compact_day
@@ -88,7 +88,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     # the stream goes on; explain still tells the whole history: the provisional row's
     # history is its deltas, rows the vacuum never removes (it removes replaced files only)
     processor(_raw(spark, batches[3]), 3)
-    expected = run_stream(batches, EventTimeRules.parse(**RULES))
+    expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     (start, key, currency), row = next(
         (k, v) for k, v in sorted(provisional_rows(spark, warehouse).items())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reckon.eventtime import EventTimeRules
-from reckon.reference import run_stream as reference_stream
+from reckon.reference import stream_outcome
 from tests.scenarios import BASE, SCENARIOS, S, scenario_totals
 from tests.streamkit import (
     late_rows,
@@ -21,7 +21,7 @@ from tests.streamkit import (
 def test_scenario_through_the_streaming_job(spark, streamed_scenario, case):
     warehouse = streamed_scenario(case.name).warehouse_path
 
-    expected = reference_stream(case.batches, EventTimeRules.parse(**case.rules))
+    expected = stream_outcome(case.batches, EventTimeRules.parse(**case.rules))
     got = provisional_rows(spark, warehouse)
     assert got == reference_rows(expected)
     # and the transcript's own expectations, in its units

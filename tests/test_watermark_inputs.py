@@ -22,7 +22,7 @@ from reckon.eventtime import (
     watermark_hold,
     watermark_series,
 )
-from reckon.reference import Event, run_stream
+from reckon.reference import Event, stream_outcome
 
 S = 1_000_000
 BASE = 1_767_225_600 * S
@@ -235,14 +235,14 @@ def test_bad_bounds_are_one_clear_error():
 @given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2), st.sampled_from(SOURCES)),
                 max_size=25), st.integers(0, 5))
 def test_the_reference_with_overrides_equal_to_L_is_todays_stream(rows, lateness_s):
-    """run_stream under a policy whose every override equals L gives what one bound gives."""
+    """stream_outcome under a policy whose every override equals L gives what one bound gives."""
     events = [Event(f"e{i}", "k", __import__("decimal").Decimal("1.00"), BASE + t * S,
                     BASE + i * S, partition=p, source=s) for i, (t, p, s) in enumerate(rows)]
     batches = [events[i:i + 3] for i in range(0, len(events), 3)]
     plain = EventTimeRules.parse(lateness=lateness_s * S, idle_timeout="5s")
     same = EventTimeRules.parse(lateness=lateness_s * S, idle_timeout="5s",
                                 bound_by_partition={0: lateness_s * S, 2: lateness_s * S})
-    a, b = run_stream(batches, plain), run_stream(batches, same)
+    a, b = stream_outcome(batches, plain), stream_outcome(batches, same)
     assert a.watermarks == b.watermarks and a.late == b.late and a.totals == b.totals
 
 

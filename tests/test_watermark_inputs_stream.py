@@ -18,7 +18,7 @@ from reckon.eventtime import (
     input_label,
     watermark_hold,
 )
-from reckon.reference import _observations, run_stream
+from reckon.reference import _observations, stream_outcome
 from reckon.timeutil import to_micros
 from spark import tables as tb
 from tests.streamkit import (
@@ -65,7 +65,7 @@ def test_the_stream_equals_the_reference_with_a_bound_per_input(spark, tmp_path_
     stream = _multi_source(seed, batches)
     run_batches(spark, settings_, stream)
     event_rules = settings_.event_time_rules()
-    expected = run_stream(stream, event_rules)
+    expected = stream_outcome(stream, event_rules)
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     assert watermarks(spark, warehouse) == expected.watermarks
@@ -102,4 +102,4 @@ def test_a_progress_table_from_before_the_hold_columns_gains_them(spark, tmp_pat
     rows = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS)).collect()
     assert len(rows) == 2 and all(r.held_by and r.held_by.startswith("partition ") for r in rows)
     assert [to_micros(r.watermark) for r in sorted(rows, key=lambda r: r.batch_id)] == \
-        run_stream(stream, settings_.event_time_rules()).watermarks
+        stream_outcome(stream, settings_.event_time_rules()).watermarks
