@@ -11,14 +11,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings, load_settings, warn_renamed
 from reckon.errors import NotBuiltYetError, ReckonError, UsageError
-from reckon.money import format_money
 from reckon.signoff import DECISIONS
 
 __all__ = ["main", "require_existing"]
@@ -80,35 +78,7 @@ def _print_json(payload: object) -> None:
     print(json.dumps(payload, indent=2, sort_keys=True, default=str))
 
 
-# ----------------------------------------------------------------------------- commands
-
-
-def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from reckon.generate import DEFAULT_CURRENCIES, GeneratorConfig, generate_landing
-
-    cfg = GeneratorConfig(
-        events=args.events, partitions=args.partitions, keys=args.keys, seed=args.seed,
-        rate=args.rate, start=args.start, duplicate_rate=args.duplicate_rate,
-        malformed_rate=args.malformed_rate, future_rate=args.future_rate,
-        lines_per_file=args.lines_per_file, slow_skew=args.slow_skew,
-        tail_share=args.tail_share, median_delay=args.median_delay,
-        idle_partition=None if args.no_idle_partition else 0,
-        slow_partition=None if args.no_slow_partition else -1,
-        currencies=(tuple(c.strip() for c in args.currencies.split(",") if c.strip())
-                    if args.currencies else DEFAULT_CURRENCIES),
-    )
-    manifest = generate_landing(args.out, cfg)
-    if args.json:  # the manifest: what was written and every injected fault, counted
-        print(manifest.to_json())
-        return 0
-    print(f"wrote {manifest.lines} lines in {len(manifest.files)} files to {args.out}: "
-          f"{manifest.valid_events} events, {manifest.duplicates} duplicates, "
-          f"{manifest.future_dated} future-dated, {sum(manifest.malformed.values())} malformed "
-          f"(_manifest.json has the details)")
-    for code, amount in manifest.total_amounts.items():  # one line per currency, never a sum
-        print(f"  {format_money(Decimal(amount), code)} over "
-              f"{manifest.valid_events_by_currency.get(code, 0)} events")
-    return 0
+# ----------------------------------------------------------------------------- handlers
 
 
 def _lazy(target: str) -> Handler:
@@ -208,7 +178,7 @@ def _generate_parser(sub: Any) -> None:
     LINES_PER_FILE] [--currencies CURRENCIES] [--no-idle-partition]
     [--no-slow-partition] [--json]``
     """
-    p = _add(sub, "generate", cmd_generate,
+    p = _add(sub, "generate", _lazy("reckon.commands.sample:cmd_generate"),
              "write a landing directory of NDJSON events in arrival order, with realistic faults")
     p.add_argument("--out", required=True, help="folder to write (must not hold event files)")
     p.add_argument("--events", type=int, default=100_000, help="unique events (default 100000)")
@@ -491,7 +461,7 @@ def _demo_parser(sub: Any) -> None:
 
     ``reckon demo [--warehouse WAREHOUSE] [--events EVENTS] [--out OUT]``
     """
-    p = _add(sub, "demo", _lazy("reckon.demo:cmd_demo"),
+    p = _add(sub, "demo", _lazy("reckon.commands.sample:cmd_demo"),
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,

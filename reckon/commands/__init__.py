@@ -9,7 +9,8 @@ The modules are imported only when their command runs (reckon.cli's ``_lazy``), 
 - ``nightly``: compact, replay, audit, check, report, vacuum (the steps the DAGs run too);
 - ``stream``: the streaming aggregator;
 - ``review``: breaks, signoff, verify-log;
-- ``investigate``: sql, explain, lateness-curve, lateness.
+- ``investigate``: sql, explain, lateness-curve, lateness;
+- ``sample``: generate (sample landing data), demo (the whole flow on it).
 
 Example: ``reckon replay --date 2026-01-01`` runs ``reckon.commands.nightly.cmd_replay``,
 which calls ``reckon.pipeline.run_replay`` for that day, as the nightly DAG does.
