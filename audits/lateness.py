@@ -295,7 +295,7 @@ def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeou
     return run
 
 
-def analyze_day(spark: SparkSession, settings: Settings, day: date | str,
+def analyze_day(spark: SparkSession, settings: Settings, day: date,
                 bounds: Iterable[int | str] | None = None,
                 target: Decimal | float | str | None = None) -> LatenessAnalysis:
     """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by

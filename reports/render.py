@@ -49,7 +49,6 @@ from typing import Any
 from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
 from reckon.config import Settings
 from reckon.errors import LayoutError
-from reckon.timeutil import parse_date
 from reports import formatting as fmt
 from reports.charts import CHART_NAMES, Chart, render_charts
 from reports.context import ReportContext, build_context
@@ -379,25 +378,27 @@ def keep_data_docs(copy: Path, folder: Path) -> Path | None:
     return target
 
 
-def render_day(spark: Any, settings: Settings, day: date | str,
+def render_day(spark: Any, settings: Settings, day: date,
                out: str | Path | None = None) -> ReportResult:
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
     record the report, with the SHA-256 of its HTML, in the report database. A signed-off
-    report of another run in that folder is kept aside first (``keep_signed_report``)."""
+    report of another run in that folder is kept aside first (``keep_signed_report``).
+
+    ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
+    e.g. ``render_day(spark, settings, date(2026, 1, 1))``."""
     from reports.db import ReportDB
     from reports.records import ReportRecord
     from spark import tables as tb
 
-    the_day = day if isinstance(day, date) else parse_date(day, "--date")
     # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
     tb.require_layout(spark, settings.warehouse_path, tb.TABLES)
-    ctx = build_context(spark, settings, the_day)
-    folder = Path(out) if out else settings.warehouse_path / "reports" / the_day.isoformat()
+    ctx = build_context(spark, settings, day)
+    folder = Path(out) if out else settings.warehouse_path / "reports" / day.isoformat()
     db = ReportDB.from_settings(settings)
     keep_signed_report(db, folder, ctx.audit_run_id)
     result = render_context(ctx, folder)
     db.record_report(ReportRecord(
-        day=the_day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
+        day=day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
         html_path=result.html_path, pdf_path=result.pdf_path,
         csv_paths=list(result.csv_paths), sha256=result.sha256))
     return result
