@@ -1,5 +1,6 @@
-"""``reckon demo``: the timeline it generates, and the whole flow at a small scale with every
-figure of its summary checked against the tables. It is also the default tier's real run of
+"""``reckon demo``: the timeline it generates, its headline figures at the default scale pinned
+through the pure reference (fast tier: the README's table), and the whole flow at a small
+scale with every figure of its summary checked against the tables. It is also the default tier's real run of
 the nightly DAG: its canonical totals are checked against the pure reference."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 from reckon.demo import DEMO_DAY, CurrencyFigures, DemoSummary, demo_generator_config
 from reckon.errors import UsageError
 from reckon.generate import generate_landing
-from reckon.money import minor_unit
+from reckon.money import minor_unit, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, parse_duration, parse_timestamp
 
 
@@ -91,6 +92,90 @@ def test_the_summary_prints_one_headline_line_per_currency_and_never_adds_them()
     for total in ("322,244.5", "322244.5", "1,212.625", "1212.625", "332,245"):
         assert total not in text  # no sum of two currencies
     assert json.loads(json.dumps(summary.to_dict()))["currencies"][1]["gap_amount"] == "1200"
+
+
+#: The demo's headline figures at its default 120,000 events, as the README prints them:
+#: currency -> (provisional, canonical, gap = late events); 121 late events, 108 EXPLAINED
+#: and 3,562 MATCHED rows, 8 micro-batches, 289 quarantined lines.
+README_FIGURES = {
+    "EUR": ("1831754.33", "1833957.56", "2203.23"),
+    "GBP": ("383228.94", "383632.77", "403.83"),
+    "JPY": ("77863835", "77967051", "103216"),
+    "KWD": ("52815.265", "52869.189", "53.924"),
+    "USD": ("1299572.70", "1301200.21", "1627.51"),
+}
+
+
+def _landing_batches(folder: Path, files: list[str]) -> tuple[list[list[Any]], int]:
+    """The demo's micro-batches (one landing file each, as ``max_files_per_trigger=1`` reads
+    them) as reference events, and how many lines no event could be read from (broken JSON,
+    a missing field, an amount or a time that does not parse or is out of range)."""
+    from reckon.config import load_settings
+    from reckon.reference import Event
+
+    settings, unreadable, batches = load_settings(env={}), 0, []
+    for name in files:
+        batch = []
+        for offset, line in enumerate((folder / name).read_text().splitlines()):
+            try:
+                d = json.loads(line)
+                amount = Decimal(d["amount"])
+                if not (amount.is_finite()
+                        and settings.amount_min <= amount <= settings.amount_max):
+                    raise ValueError(amount)
+                batch.append(Event(d["event_id"], d["key"], amount,
+                                   parse_timestamp(d["event_time"]),
+                                   parse_timestamp(d["arrival_time"]), int(d["partition"]),
+                                   offset, d["source"], d["currency"], name))
+            except (ValueError, KeyError, TypeError, ArithmeticError, UsageError):
+                unreadable += 1
+        batches.append(batch)
+    return batches, unreadable
+
+
+def test_the_demos_figures_are_the_ones_the_readme_prints(tmp_path):
+    """The demo's data comes from a fixed seed, so its figures are known: the README prints
+    them. This runs the demo's landing through the pure reference (the stream's and the
+    nightly audit's rules on Python lists, which the Spark tier holds the engines to), one
+    file per micro-batch as the demo streams it, and pins every headline figure: a change to
+    the generator or to a rule that moves one fails here, in the fast tier, not after a
+    six-minute `make demo`."""
+    from collections import Counter
+
+    from reckon.config import load_settings
+    from reckon.reconcile import ReconStatus
+    from reckon.reference import reconcile_outcome, stream_outcome
+
+    manifest = generate_landing(tmp_path / "landing", demo_generator_config(120_000))
+    batches, unreadable = _landing_batches(tmp_path / "landing", manifest.files)
+    rules = load_settings(env={}, expected_partitions=tuple(manifest.expected_partitions)
+                          ).event_time_rules()
+    out = stream_outcome(batches, rules)
+    # every injected fault is quarantined, and nothing else
+    assert unreadable + len(out.quarantined) == manifest.quarantined == 289
+    assert len(batches) == len(out.watermarks) == 8
+    d0, d1 = day_bounds(DEMO_DAY)
+    rows = {k: r for k, r in reconcile_outcome(out, [e for b in batches for e in b],
+                                               rules).items() if d0 <= k[0].start < d1}
+    sums: dict[str, dict[str, Decimal]] = {}
+    for (_window, _key, code), r in rows.items():
+        cell = sums.setdefault(code, dict.fromkeys(("provisional", "canonical", "gap", "late",
+                                                    "duplicate", "residual"), Decimal(0)))
+        for name in cell:
+            side = getattr(r, name)
+            cell[name] += side[0] if side else 0
+    assert {code: tuple(str(quantize_to_currency(c[n], code))
+                        for n in ("provisional", "canonical", "gap"))
+            for code, c in sums.items()} == README_FIGURES
+    assert all(c["gap"] == c["late"] and c["duplicate"] == c["residual"] == 0
+               for c in sums.values())
+    assert sum(1 for r in out.late if d0 <= r.window.start < d1) == 121
+    assert Counter(r.status for r in rows.values()) == {ReconStatus.EXPLAINED: 108,
+                                                        ReconStatus.MATCHED: 3562}
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for code, figures in README_FIGURES.items():
+        cells = " | ".join(f"{Decimal(f):,}" for f in figures)
+        assert f"| {code} | {cells} |" in readme, code
 
 
 class _SlowRun:
