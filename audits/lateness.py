@@ -171,7 +171,7 @@ def render_curve(source: str, events: int, rules: EventTimeRules,
     """The human-readable form of ``reckon lateness-curve``: what was read, the curve, and the
     recommended bound for ``target``."""
     return "\n".join([f"{source}: {events} events, {rules.windows.describe()} windows, "
-                      f"grace {format_duration(rules.grace)}, "
+                      f"allowed lateness {format_duration(rules.grace)}, "
                       f"idle timeout {format_duration(rules.watermark.idle_timeout)}",
                       _table(points),
                       _recommendation_line(recommend(points, target), target)])

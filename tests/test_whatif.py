@@ -369,3 +369,13 @@ def test_cli_errors_name_the_file_column_and_what_is_allowed(cwd, capsys, setup,
     assert message in err
     if setup is not None and "bounds" not in message:
         assert setup in err
+
+
+def test_the_text_curve_names_the_settings_as_the_cli_does(cwd, capsys):
+    """``reckon lateness-curve`` said "grace 0s", a name the flags no longer use."""
+    path = cwd / "events.csv"
+    example_frame().to_csv(path, index=False)
+    assert main(["lateness-curve", "--events", str(path), "--window", "10s",
+                 "--bounds", "0s,3s"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "allowed lateness 0s" in head and "grace" not in head, head
