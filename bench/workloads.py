@@ -1,9 +1,10 @@
 """The workloads, each against the engine a user would otherwise pick, on the same data in
 the same process (one local[2] SparkSession for everything Spark).
 
-Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed), ``results`` (one
-entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets`` (each stated
-target, the measured value and whether it holds) and ``profile`` (what dominates).
+Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed),
+``results`` (one entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets``
+(each stated target, the measured value and whether it holds) and ``profile`` (what
+dominates).
 """
 
 from __future__ import annotations

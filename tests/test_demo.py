@@ -1,7 +1,8 @@
 """``reckon demo``: the timeline it generates, its headline figures at the default scale pinned
 through the pure reference (fast tier: the README's table), and the whole flow at a small
-scale with every figure of its summary checked against the tables. It is also the default tier's real run of
-the nightly DAG: its canonical totals are checked against the pure reference."""
+scale with every figure of its summary checked against the tables. It is also the default
+tier's real run of the nightly DAG: its canonical totals are checked against the pure
+reference."""
 
 from __future__ import annotations
 

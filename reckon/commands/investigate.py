@@ -102,8 +102,9 @@ def _bounds_arg(text: str | None, name: str = "--bounds") -> list[int]:
 def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon lateness-curve --events FILE --window W --bounds B1,B2 [--json]``.
 
-    The window width comes from --window; slide, allowed lateness, idle timeout and expected partitions
-    from the configuration (file / RECKON_* environment), like every other command."""
+    The window width comes from --window; slide, allowed lateness, idle timeout and expected
+    partitions from the configuration (file / RECKON_* environment), like every other
+    command."""
     from audits.lateness import curve_of_events, read_events_file, render_curve
 
     rules = settings.event_time_rules()  # --window arrives through settings
