@@ -31,8 +31,8 @@ PACKAGES = ("reckon", "spark", "audits", "reports", "workbench", "dags", "bench"
 #: engines values instead.
 CORE = frozenset(f"reckon.{m}" for m in (
     "__init__", "admission", "config", "errors", "eventtime", "generate", "identity", "landing",
-    "money", "reconcile", "reference", "schema", "signoff", "spec", "timeutil", "whatif",
-    "whatif_batches", "whatif_inputs", "writer_lock"))
+    "money", "reconcile", "reference", "schema", "signoff", "spec", "timeutil", "watermark",
+    "whatif", "whatif_batches", "whatif_inputs", "windows", "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in (
     "airflow_env", "airflow_local", "cli", "commands", "commands.investigate", "commands.nightly",
