@@ -260,6 +260,41 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
     the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
     """
+    who, text = _checked_request(decision, by, note, target)
+    engine = db.ready()
+    for attempt in range(1, _APPEND_ATTEMPTS + 1):
+        try:
+            # audit_runs too: an audit recording a new run of the day waits, so a decision is
+            # never appended to a run that stopped being current before the commit
+            with write_tx(engine, "signoff_log", "audit_runs") as conn:
+                _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target)
+                at = (now or datetime.now(UTC)).astimezone(UTC)
+                entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
+                                       note=text, at=at)
+                _insert_entry(conn, entry)
+                _apply_to_breaks(conn, run_id, decision, target, at)
+            _anchor(warehouse, entry)
+            return entry
+        except IntegrityError:
+            if attempt == _APPEND_ATTEMPTS:
+                raise
+        except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
+            if _sqlstate(exc.orig) != "42501":
+                raise
+            cause = str(exc.orig).strip().splitlines()[0]
+            raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
+                     ) -> tuple[str, str]:
+    """``(who, note)`` of a well-formed request, before the database is touched: a known
+    decision, a target exactly for a break action, a reviewer and a note (prefixed with the
+    break's label for a break action); one line for the first mistake otherwise.
+
+    >>> _checked_request("approved", " ana ", " figures checked ", None)
+    ('ana', 'figures checked')
+    """
     if decision not in DECISIONS + BREAK_ACTIONS:
         raise invalid("decision", decision, "one of " + ", ".join(DECISIONS + BREAK_ACTIONS))
     if (target is None) != (decision in DECISIONS):
@@ -272,70 +307,78 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
         raise invalid("note", note, "a note saying what was reviewed and decided (not empty)")
     if target is not None:
         text = f"{target.label()}: {text}"
-    engine = db.ready()
-    runs, log = AUDIT_RUNS, SIGNOFF_LOG
-    for attempt in range(1, _APPEND_ATTEMPTS + 1):
-        try:
-            # audit_runs too: an audit recording a new run of the day waits, so a decision is
-            # never appended to a run that stopped being current before the commit
-            with write_tx(engine, "signoff_log", "audit_runs") as conn:
-                run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
-                                             runs.c.kind, runs.c.table_versions)
-                                   .where(runs.c.run_id == run_id)).first()
-                if run is None:
-                    raise SignoffRefused(
-                        f"run={run_id!r} is not valid: no audit run has this id "
-                        "(`reckon breaks list` shows the run ids of current breaks)")
-                if not run.is_current:
-                    current = conn.execute(sa.select(runs.c.run_id).where(
-                        runs.c.day == run.day, runs.c.kind == run.kind,
-                        runs.c.is_current.is_(True))).scalar_one_or_none()
-                    raise SignoffRefused(
-                        f"run={run_id!r} is not valid: a later audit of {run.day} ({run.kind}) "
-                        f"replaced it; review and sign off the current run {current!r}")
-                changed = None if warehouse is None else changed_inputs(
-                    warehouse, run.day, dict(run.table_versions or {}))
-                if changed is not None:
-                    raise SignoffRefused(
-                        f"run={run_id!r} is not valid: its inputs changed since it was "
-                        f"audited ({changed}); audit {run.day} again (`reckon audit --date "
-                        f"{run.day}`) and sign off the new run")
-                if target is not None and not _break_in_run(conn, run_id, target):
-                    raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
-                refusal = four_eyes_refusal(who, str(run.reconciler), run_id)
-                if refusal is not None:
-                    raise SignoffRefused(refusal)
-                last = conn.execute(sa.select(log.c.seq, log.c.entry_hash)
-                                    .order_by(log.c.seq.desc()).limit(1)).first()
-                seq = 1 if last is None else int(last.seq) + 1
-                prev = GENESIS_HASH if last is None else str(last.entry_hash)
-                at = (now or datetime.now(UTC)).astimezone(UTC)
-                signed = signed_figures(conn, run_id)
-                entry = SignoffEntry(
-                    seq=seq, at=at, run_id=run_id, by=who, decision=decision, note=text,
-                    prev_hash=prev, signed=signed,
-                    entry_hash=compute_entry_hash(seq=seq, at=at, run_id=run_id, by=who,
-                                                  decision=decision, note=text,
-                                                  prev_hash=prev, signed=signed))
-                conn.execute(sa.insert(log).values(
-                    seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
-                    decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
-                    entry_hash=entry.entry_hash, signed=entry.signed))
-                if closes_breaks(decision):
-                    _close_open_breaks(conn, run_id, decision, at)
-                elif target is not None and decision != "break-comment":
-                    _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
-            _anchor(warehouse, entry)
-            return entry
-        except IntegrityError:
-            if attempt == _APPEND_ATTEMPTS:
-                raise
-        except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
-            if _sqlstate(exc.orig) != "42501":
-                raise
-            cause = str(exc.orig).strip().splitlines()[0]
-            raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+    return who, text
+
+
+def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
+                            warehouse: Path | None, target: BreakTarget | None) -> None:
+    """Raise :class:`SignoffRefused` unless ``who`` may decide on ``run_id`` now: the run
+    exists and is its day's current one, its inputs have not changed since it was audited
+    (when ``warehouse`` is given), ``target`` is one of its breaks, and ``who`` is not its
+    reconciler (four eyes)."""
+    runs = AUDIT_RUNS
+    run = conn.execute(sa.select(runs.c.reconciler, runs.c.is_current, runs.c.day,
+                                 runs.c.kind, runs.c.table_versions)
+                       .where(runs.c.run_id == run_id)).first()
+    if run is None:
+        raise SignoffRefused(
+            f"run={run_id!r} is not valid: no audit run has this id "
+            "(`reckon breaks list` shows the run ids of current breaks)")
+    if not run.is_current:
+        current = conn.execute(sa.select(runs.c.run_id).where(
+            runs.c.day == run.day, runs.c.kind == run.kind,
+            runs.c.is_current.is_(True))).scalar_one_or_none()
+        raise SignoffRefused(
+            f"run={run_id!r} is not valid: a later audit of {run.day} ({run.kind}) "
+            f"replaced it; review and sign off the current run {current!r}")
+    changed = None if warehouse is None else changed_inputs(
+        warehouse, run.day, dict(run.table_versions or {}))
+    if changed is not None:
+        raise SignoffRefused(
+            f"run={run_id!r} is not valid: its inputs changed since it was "
+            f"audited ({changed}); audit {run.day} again (`reckon audit --date "
+            f"{run.day}`) and sign off the new run")
+    if target is not None and not _break_in_run(conn, run_id, target):
+        raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
+    refusal = four_eyes_refusal(who, str(run.reconciler), run_id)
+    if refusal is not None:
+        raise SignoffRefused(refusal)
+
+
+def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, note: str,
+                   at: datetime) -> SignoffEntry:
+    """The next entry of the chain: the last entry's ``seq + 1`` and hash (the genesis hash
+    for the first), the run's signed figures, and its own hash over all of it."""
+    log = SIGNOFF_LOG
+    last = conn.execute(sa.select(log.c.seq, log.c.entry_hash)
+                        .order_by(log.c.seq.desc()).limit(1)).first()
+    seq = 1 if last is None else int(last.seq) + 1
+    prev = GENESIS_HASH if last is None else str(last.entry_hash)
+    signed = signed_figures(conn, run_id)
+    return SignoffEntry(
+        seq=seq, at=at, run_id=run_id, by=by, decision=decision, note=note,
+        prev_hash=prev, signed=signed,
+        entry_hash=compute_entry_hash(seq=seq, at=at, run_id=run_id, by=by,
+                                      decision=decision, note=note,
+                                      prev_hash=prev, signed=signed))
+
+
+def _insert_entry(conn: sa.Connection, entry: SignoffEntry) -> None:
+    conn.execute(sa.insert(SIGNOFF_LOG).values(
+        seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
+        decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
+        entry_hash=entry.entry_hash, signed=entry.signed))
+
+
+def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
+                     target: BreakTarget | None, at: datetime) -> None:
+    """What the decision does to the breaks' review status: 'accepted' / 'resolved' move every
+    open break of the run to that status, 'break-accepted' / 'break-resolved' the target; the
+    other decisions and a comment leave them as they are."""
+    if closes_breaks(decision):
+        _close_open_breaks(conn, run_id, decision, at)
+    elif target is not None and decision != "break-comment":
+        _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
 
 
 def _sqlstate(error: object) -> str | None:
