@@ -2,7 +2,7 @@
 
 Money is written in its currency's own ISO 4217 digits (``reckon.money``): ``EUR 1,234.50``,
 ``JPY 1,235``, ``KWD 0.125`` on the page; ``1234.50``, ``1235``, ``0.125`` in a CSV. Amounts
-of two currencies are put side by side, never added. Shared by reports/sections.py (what each
+of two currencies are put side by side, never added. Shared by reports/sections/ (what each
 section shows) and reports/render.py (the three formats).
 
 Example: ``money(Decimal("1234.5"), "EUR") == "EUR 1,234.50"``.

@@ -4,7 +4,7 @@
 the report database), then ``render_context`` writes, into ``<warehouse>/reports/<day>/`` by
 default:
 
-The sections are declared once, in reports/sections.py ``SECTIONS`` (id, title, blocks built
+The sections are declared once, in ``reports.sections.SECTIONS`` (id, title, blocks built
 from the context, the CSV it writes, the charts beside it), and every format iterates that list:
 
 - ``report.html``: self-contained (CSS inline, charts as inline SVG), the Jinja2 template
@@ -52,19 +52,9 @@ from reckon.errors import LayoutError
 from reports import formatting as fmt
 from reports.charts import CHART_NAMES, Chart, render_charts
 from reports.context import ReportContext, build_context
-from reports.sections import (
-    SECTIONS,
-    STATUSES,
-    Block,
-    Columns,
-    Heading,
-    Items,
-    Laid,
-    Note,
-    Table,
-    lay_out,
-    signoff_text,
-)
+from reports.sections import SECTIONS, Laid, lay_out
+from reports.sections.approval import signoff_text
+from reports.sections.blocks import STATUSES, Block, Columns, Heading, Items, Note, Table
 
 __all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "SECTIONS", "ReportResult",
            "keep_data_docs", "keep_signed_report", "render_context", "render_day",

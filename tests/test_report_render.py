@@ -1112,7 +1112,7 @@ def test_the_report_says_which_input_held_the_watermark_back_in_html_pdf_and_csv
 
 
 def test_the_status_counts_are_grouped_as_the_headline_writes_them():
-    from reports.sections import status_table
+    from reports.sections.headline import status_table
 
     _header, rows = status_table(_ctx())
     assert rows[0][:2] == ("(window, key, currency) rows", "1,234")
