@@ -280,7 +280,7 @@ def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():
     import importlib
     from pathlib import Path
 
-    from reckon.cli import COMMANDS
+    from reckon.cli_parser import COMMANDS
 
     root = Path(__file__).resolve().parent.parent
     defined = {str(path.relative_to(root)): node.name

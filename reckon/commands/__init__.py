@@ -3,8 +3,8 @@ values, call one ``reckon.pipeline`` step (or one engine, for a command the nigh
 not have), print the result. The engines below (``spark/``, ``audits/``, ``reports/``) return
 values and never read an ``argparse.Namespace``.
 
-The modules are imported only when their command runs (reckon.cli's ``_lazy``), so ``reckon
---help`` starts no JVM and imports no Spark:
+The modules are imported only when their command runs (reckon.cli_parser's ``_lazy``), so
+``reckon --help`` starts no JVM and imports no Spark:
 
 - ``nightly``: compact, replay, audit, check, report, vacuum (the steps the DAGs run too);
 - ``stream``: the streaming aggregator;
