@@ -318,6 +318,11 @@ def watermark_hold(state: WatermarkState, policy: WatermarkPolicy) -> Hold | Non
     return Hold(key, lowest, marks[1][0] - lowest if len(marks) > 1 else None)
 
 
+#: An undefined watermark, maximum or arrival in ``watermark_series``'s arrays
+#: (``numpy.iinfo(int64).min``): every window end exceeds it.
+_UNDEFINED = -(1 << 63)
+
+
 def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: WatermarkPolicy,
                      state: WatermarkState | None = None, *, source: Any = None,
                      max_cells: int = 1 << 20) -> tuple[Any, WatermarkState]:
@@ -357,11 +362,6 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
         before[lo + 1:lo + len(after)] = after[:-1]
         carry.watermark = int(after[-1])
     return before, carry.state(labels)
-
-
-#: An undefined watermark, maximum or arrival in ``watermark_series``'s arrays
-#: (``numpy.iinfo(int64).min``): every window end exceeds it.
-_UNDEFINED = -(1 << 63)
 
 
 def _event_columns(event_us: Any, arrival_us: Any, partition: Any) -> tuple[Any, Any, Any]:
@@ -407,16 +407,19 @@ class _SeriesCarry:
         seen_before = {input_partition(k) for k in state.partitions}
         delivered = np.asarray([e in seen_before for e in policy.expected_partitions],
                                dtype=bool)
-        return cls(max_t, last_a, delivered, state.first_arrival, state.clock,
-                   _UNDEFINED if state.watermark is None else state.watermark)
+        return cls(max_event_time=max_t, last_arrival=last_a, delivered=delivered,
+                   first_arrival=state.first_arrival, clock=state.clock,
+                   watermark=_UNDEFINED if state.watermark is None else state.watermark)
 
     def state(self, labels: list[InputKey]) -> WatermarkState:
         """The carry as the ``WatermarkState`` after the last event."""
         inputs = {label: PartitionProgress(int(self.max_event_time[k]),
                                            int(self.last_arrival[k]))
                   for k, label in enumerate(labels) if self.last_arrival[k] != _UNDEFINED}
-        return WatermarkState(inputs, self.first_arrival, self.clock,
-                              None if self.watermark == _UNDEFINED else int(self.watermark))
+        return WatermarkState(partitions=inputs, first_arrival=self.first_arrival,
+                              clock=self.clock,
+                              watermark=None if self.watermark == _UNDEFINED
+                              else int(self.watermark))
 
 
 def _chunk_series(t: Any, a: Any, p: Any, rows: Any, bounds: Any, expected: Any,
@@ -512,6 +515,5 @@ def shift_watermark_series(before: Any, lateness: int) -> Any:
     What-if analyses over many bounds walk the log once instead of once per bound."""
     import numpy as np
 
-    none = np.iinfo(np.int64).min
     series = np.asarray(before, dtype=np.int64)
-    return np.where(series == none, none, series - np.int64(lateness))
+    return np.where(series == _UNDEFINED, _UNDEFINED, series - np.int64(lateness))
