@@ -32,18 +32,20 @@ def window_starts_col(event_us: Column, spec: WindowSpec) -> Column:
     return F.array(*spec.window_starts(event_us))
 
 
-def _by_watermark(window_end_us: Column, watermark: int | None, grace: int, *, open_: str,
-                  beyond_grace: str, within_grace: str) -> Column:
-    """The three-way split every verdict makes: end > WM, end + G <= WM, or in between."""
+def _by_watermark(window_end_us: Column, watermark: int | Column | None, grace: int, *,
+                  open_: str, beyond_grace: str, within_grace: str) -> Column:
+    """The three-way split every verdict makes: end > WM, end + G <= WM, or in between.
+    The watermark in microseconds, as a number or a column (spark.constants)."""
     if watermark is None:
         return F.lit(open_)
-    wm = F.lit(watermark)
+    wm = watermark if isinstance(watermark, Column) else F.lit(watermark)
     return (F.when(is_open(window_end_us, wm), F.lit(open_))
             .when(is_beyond_grace(window_end_us, wm, grace), F.lit(beyond_grace))
             .otherwise(F.lit(within_grace)))
 
 
-def disposition_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
+def disposition_col(window_end_us: Column, watermark: int | Column | None,
+                    grace: int) -> Column:
     """on_time / revision / late against the watermark left by the previous batch."""
     return _by_watermark(window_end_us, watermark, grace, open_=Disposition.ON_TIME.value,
                          beyond_grace=Disposition.LATE.value,

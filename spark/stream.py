@@ -72,6 +72,7 @@ from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
 from spark import tables as tb
+from spark.constants import batch_constant, batch_timestamp
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
 
@@ -87,6 +88,23 @@ _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source
 
 def _ts(micros: int | None) -> Column:
     return F.lit(None).cast("timestamp") if micros is None else F.timestamp_micros(F.lit(micros))
+
+
+def archive_scan_start(first_arrival: int, horizon: int) -> int:
+    """Where a batch's de-duplication starts reading the archive: the horizon before its
+    first arrival, rounded down to an eighth of the horizon.
+
+    Rounded so that the read's filter, a literal in the code Spark generates, stays the same
+    for many batches and its compiled code is reused (spark.constants); reading a little more
+    changes no verdict: only the latest earlier copy of an event counts, and a copy from
+    before the horizon never makes a duplicate.
+
+    >>> archive_scan_start(first_arrival=10_000, horizon=3_600)
+    6300
+    """
+    step = max(1, horizon // 8)
+    start = first_arrival - horizon
+    return start - start % step
 
 
 @dataclass(frozen=True)
@@ -256,6 +274,11 @@ class BatchProcessor:
             before = self.restore_state(batch_id)
         processed_at = self._processing_time()
         wm_before = before.watermark
+        # the batch's own values as columns whose generated code is the same in every batch
+        self._batch_id = batch_constant(self.spark, batch_id)
+        self._processed_at = batch_timestamp(self.spark, processed_at)
+        self._watermark_before = (None if wm_before is None
+                                  else batch_constant(self.spark, wm_before))
 
         parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
                   .withColumn("event_us", F.unix_micros("event_time"))
@@ -298,10 +321,10 @@ class BatchProcessor:
             if quarantined_n:
                 bad = parsed.filter(F.col("reason").isNotNull()).select(
                     "reason", "detail", "payload", "partition", "offset", "arrival_time",
-                    "input_file", F.lit(batch_id).alias("batch_id"),
-                    F.lit("stream").alias("origin"), F.lit(processed_at).alias("quarantined_at"),
+                    "input_file", self._batch_id.alias("batch_id"),
+                    F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
                     "event_id", "event_time",
-                    F.to_date(F.coalesce("arrival_time", F.lit(processed_at)))
+                    F.to_date(F.coalesce("arrival_time", self._processed_at))
                     .alias("arrival_date"))
                 writes.start("quarantine", self._append, bad, tb.QUARANTINE, batch_id)
             if valid_n:
@@ -368,7 +391,8 @@ class BatchProcessor:
         # scans the horizon's event_id and arrival_time columns and shuffles only the matches,
         # where grouping the whole horizon by event_id shuffled every id in it, in every batch.
         prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
-                 .filter(F.col("arrival_time") >= _ts(min_arrival - rules.dedup_horizon))
+                 .filter(F.col("arrival_time")
+                         >= _ts(archive_scan_start(min_arrival, rules.dedup_horizon)))
                  .join(valid.select("event_id"), "event_id", "left_semi")
                  .groupBy("event_id")
                  .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
@@ -391,25 +415,26 @@ class BatchProcessor:
         exploded = deduped.withColumn("ws_us", F.explode(starts)).withColumn(
             "we_us", F.col("ws_us") + F.lit(rules.windows.size))
         disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)).otherwise(
-            disposition_col(F.col("we_us"), wm_before, rules.grace))
+            disposition_col(F.col("we_us"), self._watermark_before, rules.grace))
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
     def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
-        log = deduped.select(*_EVENT_COLUMNS, "payload", F.lit(batch_id).alias("batch_id"),
+        log = deduped.select(*_EVENT_COLUMNS, "payload", self._batch_id.alias("batch_id"),
                              "is_duplicate", F.to_date("event_time").alias("event_date"))
         self._append(log, tb.EVENT_LOG, batch_id)
 
     def _write_late(self, classified: DataFrame, batch_id: int, wm_before: int | None) -> None:
-        assert wm_before is not None  # late needs a watermark
+        assert wm_before is not None and self._watermark_before is not None  # late needs one
+        wm = self._watermark_before
         late = classified.filter(F.col("disposition") == Disposition.LATE.value).select(
             *_EVENT_COLUMNS,
             F.timestamp_micros("ws_us").alias("window_start"),
             F.timestamp_micros("we_us").alias("window_end"),
-            _ts(wm_before).alias("watermark"),
-            ((F.lit(wm_before) - F.col("we_us")).cast("decimal(20,0)") / F.lit(1_000_000))
+            F.timestamp_micros(wm).alias("watermark"),
+            ((wm - F.col("we_us")).cast("decimal(20,0)") / F.lit(1_000_000))
             .cast(tb.SECONDS).alias("lateness_seconds"),
-            F.lit(batch_id).alias("batch_id"),
+            self._batch_id.alias("batch_id"),
             F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
         self._append(late, tb.LATE_EVENTS, batch_id)
 
@@ -431,9 +456,9 @@ class BatchProcessor:
                   .select(F.timestamp_micros("ws_us").alias("window_start"),
                           F.timestamp_micros(F.col("ws_us") + F.lit(size)).alias("window_end"),
                           *TOTAL_IDENTITY, "total_amount", "event_count", "revised",
-                          F.lit(batch_id).alias("batch_id"),
+                          self._batch_id.alias("batch_id"),
                           F.lit(self.query_id).alias("query_id"),
-                          F.lit(processed_at).alias("processed_at"),
+                          self._processed_at.alias("processed_at"),
                           F.to_date(F.timestamp_micros("ws_us")).alias("window_date")))
         self._append(deltas, tb.PROVISIONAL_DELTAS, batch_id)
 
@@ -459,9 +484,9 @@ class BatchProcessor:
             arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
         row = {
             "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
-            "watermark_before": _ts(wm_before), "watermark": _ts(after.watermark),
-            "partition_max_event_time": _micros_map(maxima),
-            "partition_last_arrival": _micros_map(arrivals),
+            "watermark_before": _moment(wm_before), "watermark": _moment(after.watermark),
+            "partition_max_event_time": _micros_map(self.spark, maxima),
+            "partition_last_arrival": _micros_map(self.spark, arrivals),
             "idle_partitions": F.array(*[F.lit(p) for p in idle]),
             "state_json": after.to_json(),
             "rows_in": m.rows_in, "valid": m.valid, "quarantined": m.quarantined,
@@ -483,12 +508,18 @@ def _hold_columns(after: WatermarkState, policy: WatermarkPolicy) -> dict[str, o
             else Decimal(hold.held_back) / 1_000_000}
 
 
-def _micros_map(values: dict[int, int]) -> Column:
+def _moment(micros: int | None) -> datetime | None:
+    return None if micros is None else from_micros(micros)
+
+
+def _micros_map(spark: SparkSession, values: dict[int, int]) -> Column:
+    """{partition: epoch microseconds} as a map<int, timestamp> column; the times stay out of
+    the generated code (spark.constants), the partitions, which rarely change, do not."""
     if not values:
         return F.create_map().cast("map<int,timestamp>")
     items: list[Column] = []
     for p, us in sorted(values.items()):
-        items += [F.lit(p).cast("int"), F.timestamp_micros(F.lit(us))]
+        items += [F.lit(p).cast("int"), batch_timestamp(spark, us)]
     return F.create_map(*items)
 
 

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from reckon.errors import LayoutError
@@ -424,16 +424,14 @@ def read_table(spark: SparkSession, warehouse: str | Path, name: str, *,
 
 
 def single_row(spark: SparkSession, name: str, values: dict[str, object]) -> DataFrame:
-    """One row of table ``name`` built from literals (a value may also be a Column). Unlike
+    """One row of table ``name`` built from values (a value may also be a Column). Unlike
     ``createDataFrame`` on Python data it needs no Python worker process: a per-batch record
-    costs one small JVM job."""
-    from pyspark.sql import functions as F
+    costs one small JVM job, and its numbers and times stay out of the code Spark generates
+    (spark.constants), so the next batch's record reuses it."""
+    from spark.constants import batch_value
 
-    cols = []
-    for f in SCHEMAS[name].fields:
-        value = values[f.name]
-        col = value if isinstance(value, Column) else F.lit(value)
-        cols.append(col.cast(f.dataType).alias(f.name))
+    cols = [batch_value(spark, values[f.name]).cast(f.dataType).alias(f.name)
+            for f in SCHEMAS[name].fields]
     return spark.range(1).select(*cols)
 
 
