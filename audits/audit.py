@@ -10,7 +10,9 @@ one line per currency (event counts may be added across currencies, amounts neve
 overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
 newest current), each break's ``reckon explain`` story and the partitions and sources that
 contributed to it are recorded beside it for the workbench (audits/stories.py), and the result
-names the Delta versions it read.
+names the Delta versions it read. The database is the caller's ``recorder``
+(audits/ledger.py): the audit never opens it itself, e.g.
+``audit_day(spark, settings, day, recorder=reports.db.audit_recorder(settings))``.
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in
@@ -36,6 +38,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from audits.ledger import AuditLedger, AuditRecorder
+from audits.records import AuditRun, BreakRow, CurrencySummary
 from audits.stories import StoryInputs, record_break_stories
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
@@ -44,7 +48,6 @@ from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds
 from reckon.writer_lock import WriterLock, writer_scope
-from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
 from spark.money import amount_text_col
 from spark.observe import observed
@@ -351,14 +354,18 @@ def _explanation() -> Column:
 
 
 def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str = "nightly",
-              record: bool = True) -> AuditResult:
-    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks.
-    One audit of a day at a time (reckon.writer_lock): a second one is refused before it
-    writes."""
+              recorder: AuditRecorder | None) -> AuditResult:
+    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks
+    with ``recorder`` (None: record nothing, e.g. a benchmark). One audit of a day at a time
+    (reckon.writer_lock): a second one is refused before it writes.
+
+    Example:
+        >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+    """
     try:
         with WriterLock.take(settings.warehouse_path, writer_scope("audit", day),
                              f"audit of {day}"):
-            return _audit_day(spark, settings, day, kind=kind, record=record)
+            return _audit_day(spark, settings, day, kind=kind, recorder=recorder)
     except Exception as exc:
         if not tb.is_missing_file_error(exc):
             raise
@@ -371,9 +378,8 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
 
 
 def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
-               record: bool) -> AuditResult:
+               recorder: AuditRecorder | None) -> AuditResult:
     from audits.attribution import late_attribution
-    from reports.db import ReportDB
 
     started_at, t0 = datetime.now(UTC), time.monotonic()
     wh = settings.warehouse_path
@@ -438,8 +444,8 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
 
     breaks_recorded = 0
     replaced_signed_off: str | None = None
-    if record:
-        db = ReportDB.from_settings(settings)
+    if recorder is not None:
+        db = recorder.ledger
         # the attribution reads what the reconciliation read: the event log the replay
         # pinned, late_events as of the same cut
         seen = {tb.LATE_EVENTS: versions.get(tb.LATE_EVENTS), tb.EVENT_LOG: pinned}
@@ -456,7 +462,7 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         # stored, so a failed insert leaves the previous run current (with its own breaks)
         # rather than a current run that lists no breaks next to its unexplained count.
         db.ready()  # the schema, migrated once here, before the executors write
-        breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
+        breaks_recorded = _record_breaks(written, recorder, run_id, day)
         expected = sum(counts.values()) - counts[ReconStatus.MATCHED.value]
         # a day without breaks is overtaken too when none of the run's rows is left (a
         # limit(1) probe, only then: the break count above settles every other day)
@@ -472,7 +478,8 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
                 provisional=day_rows(tb.PROVISIONAL_TOTALS), late=day_rows(tb.LATE_EVENTS),
                 canonical=day_rows(tb.CANONICAL_TOTALS), event_log_version=pinned,
                 deltas_version=versions.get(tb.PROVISIONAL_DELTAS),
-                progress_version=versions.get(tb.WATERMARK_PROGRESS)), run_id, expected)
+                progress_version=versions.get(tb.WATERMARK_PROGRESS)), recorder, run_id,
+                expected)
         db.record_audit_run(run, attribution)
         replaced_signed_off = _replaced_signed_off_run(db, day, kind, run_id)
 
@@ -487,11 +494,11 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
 
 
 def _record_stories(spark: SparkSession, settings: Settings, day: date, written: DataFrame,
-                    reads: StoryInputs, run_id: str, expected: int) -> None:
+                    reads: StoryInputs, recorder: AuditRecorder, run_id: str,
+                    expected: int) -> None:
     """Each break's ``reckon explain`` story and contributing inputs, in the report database
     before the run becomes current (audits/stories.py): the workbench reads them."""
-    told = record_break_stories(spark, settings, day, written, reads, settings.report_db,
-                                run_id)
+    told = record_break_stories(spark, settings, day, written, reads, recorder, run_id)
     if told != expected:
         raise ConcurrentAuditError(
             f"audit {run_id} of {day} recorded {expected} break(s) but told the story of "
@@ -510,7 +517,7 @@ def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> No
             "one stays current)")
 
 
-def _replaced_signed_off_run(db: Any, day: date, kind: str, run_id: str) -> str | None:
+def _replaced_signed_off_run(db: AuditLedger, day: date, kind: str, run_id: str) -> str | None:
     """The newest other run of the day that was signed off, when ``run_id`` is now current
     and has no sign-off of its own (it replaced a signed-off run); else None. The rule is
     reckon.signoff.replaced_signoff, the one the report's sign-off sentence uses."""
@@ -534,10 +541,11 @@ class _Decision:
     decision: str
 
 
-def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
-    """Insert every non-MATCHED row into the report DB from the executors (never the driver).
+def _record_breaks(written: DataFrame, recorder: AuditRecorder, run_id: str, day: date) -> int:
+    """Insert every non-MATCHED row into the report DB from the executors (never the driver),
+    with the recorder's module-level writer (a DB object cannot travel to an executor).
     SQLite takes one writer at a time, so its inserts run in one partition."""
-    from reports.db import insert_breaks
+    url, insert_breaks = recorder.ledger.url, recorder.write_breaks
 
     breaks = written.filter(F.col("status") != F.lit(ReconStatus.MATCHED.value)).select(
         "window_start", "window_end", "key", "currency", "status", "provisional_amount",

@@ -212,6 +212,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     on_open_day=lambda seen, required: print("not final yet"))``.
     """
     from audits.audit import audit_day
+    from reports.db import audit_recorder
 
     settings = _with_spec(settings, "audit")
     spark = _spark(settings, "reckon-audit")
@@ -221,7 +222,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
         rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
         if seen is not None and not rules.is_day_final(day, seen):
             on_open_day(seen, rules.day_final_at(day))
-    result = audit_day(spark, settings, day, kind=kind)
+    result = audit_day(spark, settings, day, kind=kind, recorder=audit_recorder(settings))
     return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -232,9 +233,11 @@ def run_check(settings: Settings, day: date, *,
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
     from audits.quality import run_checks
+    from reports.db import ReportDB
 
     settings = _with_spec(settings, "check")
-    result = run_checks(_spark(settings, "reckon-check"), settings, day)
+    with ReportDB.from_settings(settings) as db:
+        result = run_checks(_spark(settings, "reckon-check"), settings, day, ledger=db)
     if fail_on_blocking:
         result.raise_for_failures()
     return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),

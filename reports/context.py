@@ -21,6 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from audits.records import AttributionRow, AuditRun, CurrencySummary
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import WatermarkPolicy
@@ -28,7 +29,6 @@ from reckon.lateness_inputs import PerInputRecommendation
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
-from reports.records import AttributionRow, AuditRun, CurrencySummary
 
 __all__ = [
     "BREAKS_CAP",

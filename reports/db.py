@@ -42,10 +42,8 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import NullPool, StaticPool
 
-from reckon.errors import ReckonError, UsageError, invalid
-from reckon.identity import os_principal
-from reckon.signoff import SIGNING_DECISIONS, decision_constraint
-from reports.records import (
+from audits.ledger import AuditRecorder
+from audits.records import (
     AttributionRow,
     AuditRun,
     BreakRow,
@@ -53,8 +51,11 @@ from reports.records import (
     CheckRun,
     CurrencySummary,
     ExpectationResult,
-    ReportRecord,
 )
+from reckon.errors import ReckonError, UsageError, invalid
+from reckon.identity import os_principal
+from reckon.signoff import SIGNING_DECISIONS, decision_constraint
+from reports.records import ReportRecord
 
 __all__ = [
     "AUDIT_RUNS",
@@ -92,6 +93,7 @@ __all__ = [
     "WorkbenchLoginFailureModel",
     "WorkbenchSessionModel",
     "WorkbenchUserModel",
+    "audit_recorder",
     "insert_break_stories",
     "insert_breaks",
     "write_tx",
@@ -235,7 +237,7 @@ class AuditRunModel(Base):
 
 
 class AuditRunCurrencyModel(Base):
-    """One currency's figures in one audit run (reports.records.CurrencySummary): the only
+    """One currency's figures in one audit run (audits.records.CurrencySummary): the only
     place a run's money is kept, so no figure ever adds two currencies."""
 
     __tablename__ = "audit_run_currencies"
@@ -317,7 +319,7 @@ class BreakReviewModel(Base):
 
 
 class BreakStoryModel(Base):
-    """A break's story as ``reckon explain`` tells it (reports.stories), recorded by the audit
+    """A break's story as ``reckon explain`` tells it (audits/break_story.py), recorded by the audit
     from the table versions it read: the workbench shows it without Spark."""
 
     __tablename__ = "break_stories"
@@ -333,7 +335,7 @@ class BreakStoryModel(Base):
 
 
 class BreakInputModel(Base):
-    """An input (partition or source) that contributed to a break (reports.stories.inputs_of).
+    """An input (partition or source) that contributed to a break (audits.break_story.inputs_of).
     The key leads with (run_id, dimension, value) and then the break list's order, so a page of
     a run's breaks filtered to one input is one range of this index."""
 
@@ -1152,3 +1154,15 @@ class ReportDB:
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""
         return self._newest_report(REPORTS.c.day == day)
+
+
+def audit_recorder(settings: Any) -> AuditRecorder:
+    """How an audit records into ``settings.report_db``: this database on the driver, and
+    the module-level writers its executors call with the URL (audits/ledger.py says why the
+    audit is handed them instead of opening the database itself).
+
+    Example:
+        >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+    """
+    return AuditRecorder(ledger=ReportDB.from_settings(settings), write_breaks=insert_breaks,
+                         write_stories=insert_break_stories)

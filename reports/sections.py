@@ -26,12 +26,12 @@ from audits.lateness_batches import (
     PER_SOURCE_ROWS,
     no_batch_curve,
 )
+from audits.records import AttributionRow, CurrencySummary
 from reckon.config import RENAMED
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import MICROS_PER_SECOND, format_duration
 from reports import formatting as fmt
 from reports.context import CurveLine, ReportContext, Signoff, unexplained_amount
-from reports.records import AttributionRow, CurrencySummary
 from reports.summary import BreakSummary, summarise_breaks
 
 __all__ = ["SECTIONS", "Columns", "Figure", "Figures", "Group", "Heading", "Items", "Laid",

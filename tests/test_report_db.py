@@ -16,18 +16,18 @@ import pytest
 import sqlalchemy as sa
 
 import reports.db
-from reckon.config import load_settings
-from reckon.errors import UsageError
-from reports.db import BREAKS, Base, ReportDB, insert_breaks
-from reports.records import (
+from audits.records import (
     AttributionRow,
     AuditRun,
     BreakRow,
     CheckRun,
     CurrencySummary,
     ExpectationResult,
-    ReportRecord,
 )
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reports.db import BREAKS, Base, ReportDB, insert_breaks
+from reports.records import ReportRecord
 from reports.review import append_signoff
 
 DAY = date(2026, 1, 1)

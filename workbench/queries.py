@@ -73,7 +73,7 @@ class Cursor:
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
     merchant (key, exact), minimal age in days, and an input that contributed to the break:
-    a partition and/or a source (reports.stories.inputs_of: its late events or uncaught
+    a partition and/or a source (audits.break_story.inputs_of: its late events or uncaught
     duplicates explain the gap, or it had events in a cell nothing explains). Empty = no
     filter."""
 
