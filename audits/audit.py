@@ -12,7 +12,7 @@ newest current), each break's ``reckon explain`` story and the partitions and so
 contributed to it are recorded beside it for the workbench (audits/stories.py), and the result
 names the Delta versions it read. The database is the caller's ``recorder``
 (audits/ledger.py): the audit never opens it itself, e.g.
-``audit_day(spark, settings, day, recorder=reports.db.audit_recorder(settings))``.
+``audit_day(spark, settings, day, recorder=audit_recorder(settings))`` (reports.db.repository).
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in

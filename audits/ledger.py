@@ -1,19 +1,19 @@
 """What the audits need of the report database, named here so that they never import it.
 
-Why: the report database (reports/db.py) stores what the audits produce, and reports/ sits
+Why: the report database (reports/db/) stores what the audits produce, and reports/ sits
 above audits/ (docs/code-map.md). An audit that opened the database itself would import
 upwards and tie the two packages in a cycle. So the audits say here what they write and read,
 and the caller (the app layer: reckon/pipeline.py, a test) hands them the database's
-implementation: ``reports.db.audit_recorder(settings)`` for an audit, a
-``reports.db.ReportDB`` for a data-quality check.
+implementation: ``reports.db.repository.audit_recorder(settings)`` for an audit, a
+``reports.db.repository.ReportDB`` for a data-quality check.
 
 Breaks and their stories are written by Spark's executors, which cannot take a database
 object along (it holds an engine and its connections). They get a *writer*: a module-level
 function (picklable by reference) that opens the database from its URL in the worker, e.g.
-``reports.db.insert_breaks``.
+``reports.db.executor_writes.insert_breaks``.
 
 Example:
-    >>> from reports.db import audit_recorder  # doctest: +SKIP
+    >>> from reports.db.repository import audit_recorder  # doctest: +SKIP
     >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
     >>> audit_day(spark, settings, day, recorder=None)  # not recorded  # doctest: +SKIP
 """
@@ -51,7 +51,7 @@ class StoriesWriter(Protocol):
 
 
 class AuditLedger(Protocol):
-    """The report database as the driver of an audit uses it (``reports.db.ReportDB`` is one)."""
+    """The report database as the driver of an audit uses it (``ReportDB`` is one)."""
 
     @property
     def url(self) -> str:

@@ -7,9 +7,9 @@ results and rebuilds the GX Data Docs, and records a ``CheckRun`` with one
 ``ExpectationResult`` per expectation in the report database. ``check_day`` does the same and
 raises ``DataQualityError`` when a blocking expectation failed; warnings never fail a run.
 The report database is the caller's ``ledger`` (audits/ledger.py), e.g.
-``run_checks(spark, settings, day, ledger=reports.db.ReportDB.from_settings(settings))``: the
-check reads the day's current audit from it and records its run there, never opening it
-itself.
+``run_checks(spark, settings, day, ledger=ReportDB.from_settings(settings))`` (ReportDB of
+reports.db.repository): the check reads the day's current audit from it and records its run
+there, never opening it itself.
 
 Layout under the warehouse: the file-backed GX context is ``<warehouse>/reports/gx/`` (suites,
 validation definitions, validation results); the Data Docs site is

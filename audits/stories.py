@@ -15,7 +15,8 @@ the day before the window's day on (the quarantine is partitioned by arrival day
 arrived earlier than that, with an event time days ahead, is only in ``reckon explain``).
 
 Example:
-    >>> record_break_stories(spark, settings, day, written, reads, recorder, run_id)  # doctest: +SKIP
+    >>> record_break_stories(spark, settings, day, written, reads, recorder,
+    ...                      run_id)  # doctest: +SKIP
     108
 """
 

@@ -710,7 +710,7 @@ def _datacompy(spark: SparkSession, settings: Settings, *, report: bool) -> dict
 def _audit(spark: SparkSession, settings: Settings, record: bool) -> Any:
     """The audit of the bench day; ``record``: into the report database, as the nightly does."""
     from audits.audit import audit_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
 
     return audit_day(spark, settings, ds.BENCH_DAY, kind="bench",
                      recorder=audit_recorder(settings) if record else None)

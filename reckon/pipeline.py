@@ -212,7 +212,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     on_open_day=lambda seen, required: print("not final yet"))``.
     """
     from audits.audit import audit_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
 
     settings = _with_spec(settings, "audit")
     spark = _spark(settings, "reckon-audit")
@@ -233,7 +233,7 @@ def run_check(settings: Settings, day: date, *,
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
     from audits.quality import run_checks
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     settings = _with_spec(settings, "check")
     with ReportDB.from_settings(settings) as db:
@@ -248,7 +248,7 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult[None]:
     """Raise one DataQualityError naming every day of ``days`` whose current check run (the
     report database's, as its report shows it) has a blocking failure, or that has none."""
     from reckon.errors import DataQualityError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     failed: list[str] = []
     checked: dict[str, str] = {}
@@ -300,7 +300,7 @@ def task_retries(env: Mapping[str, str]) -> int:
 def run_report(settings: Settings, day: date,
                out: str | None = None) -> StepResult[ReportResult]:
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.render import render_day
 
     settings = _with_spec(settings, "report")

@@ -501,7 +501,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
                   breaks_cap: int = BREAKS_CAP) -> ReportContext:
     """Everything the report of ``day`` shows, from the current audit run of the day in the
     report database and small aggregates of the warehouse's Delta tables."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from spark.spec import recorded_versions
 
     db = ReportDB.from_settings(settings)

@@ -384,7 +384,7 @@ def render_day(spark: Any, settings: Settings, day: date | str,
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
     record the report, with the SHA-256 of its HTML, in the report database. A signed-off
     report of another run in that folder is kept aside first (``keep_signed_report``)."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from spark import tables as tb
 

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from reckon.reference import Event
 from reckon.timeutil import format_micros
-from reports.db import BREAK_INPUTS, BREAK_STORIES, ReportDB
+from reports.db.models import BREAK_INPUTS, BREAK_STORIES
+from reports.db.repository import ReportDB
 from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
 from tests.streamkit import stream_settings
@@ -45,7 +46,7 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
     13 s past its close, a late event from partition 0: the window's break is EXPLAINED,
     and its recorded story, word for word, is explain's; partition 0 contributed."""
     from audits.audit import audit_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
 
     settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
@@ -73,7 +74,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     the stream counts it twice, the break is explained by a duplicate, and partition 1 (not
     partition 0, whose copy was the first) contributed through its duplicate."""
     from audits.audit import audit_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
 
     settings = stream_settings(tmp_path / "wh", window="10s", lateness="1h",

@@ -54,8 +54,8 @@ KNOWN_WRONG_WAY: dict[tuple[str, str], str] = {}
 def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
     """Dotted module name -> source file, for every ``.py`` under the packages.
 
-    >>> module_files(ROOT)["reports.db"].name
-    'db.py'
+    >>> module_files(ROOT)["reports.db.repository"].name
+    'repository.py'
     """
     found: dict[str, Path] = {}
     for package in packages:

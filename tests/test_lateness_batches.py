@@ -284,7 +284,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     gives the headline's completeness; the per-event what-if drops more."""
     from audits.audit import audit_day
     from audits.lateness import analyze_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark import tables as tb
     from spark.replay import replay_day

@@ -182,7 +182,7 @@ def _run_checks(spark: Any, settings: Any, day: date, **kwargs: Any) -> Any:
     """``audits.quality.run_checks`` with the settings' report database as its ledger, as
     ``reckon check`` runs it."""
     from audits.quality import run_checks
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
         return run_checks(spark, settings, day, ledger=db, **kwargs)
@@ -191,7 +191,7 @@ def _run_checks(spark: Any, settings: Any, day: date, **kwargs: Any) -> Any:
 def _check_day(spark: Any, settings: Any, day: date) -> Any:
     """``audits.quality.check_day`` with the settings' report database as its ledger."""
     from audits.quality import check_day
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
         return check_day(spark, settings, day, ledger=db)
@@ -241,7 +241,7 @@ def test_every_suite_passes_on_clean_rows(clean_result: Any) -> None:
 
 
 def test_clean_run_is_recorded_in_the_report_db(clean_result: Any, clean_wh: Path) -> None:
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(_settings(clean_wh)) as db:
         run = db.current_check_run(DAY)
@@ -346,7 +346,7 @@ EXPECTED_FAILURES = {
 
 def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
     from reckon.errors import DataQualityError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     settings = _settings(faulty_wh)
     with pytest.raises(DataQualityError) as info:
@@ -427,7 +427,7 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
     """A row committed after the run took a table's version (the stream keeps writing) is not
     checked, and the run records the version it did check, next to its results."""
     import spark.tables as tb
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     rows = _clean_rows()["event_log"]
     _write(spark, warehouse, {"event_log": rows})
@@ -459,7 +459,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
     """`reckon audit --tolerance-abs 0.05` explained a 0.03 residual; `reckon check`, run with
     the configuration's tolerance (0), must judge that row by the audit's rule, read from the
     day's current run in the report database, not report the invariant broken."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from tests.test_report_db import make_run
 
     row = _recon("k1", "EXPLAINED", ("10.00", 1), ("15.03", 2), ("5.00", 1))
@@ -485,7 +485,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
 def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, faulty_wh: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     from reckon.cli import main
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     assert main(["check", "--warehouse", str(faulty_wh), "--date", "2026-01-01"]) == 1
     out, err = capsys.readouterr()

@@ -30,7 +30,7 @@ from reckon.reference import (
     run_stream,
 )
 from reckon.timeutil import day_bounds, to_micros
-from reports.db import audit_recorder
+from reports.db.repository import audit_recorder
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
@@ -324,7 +324,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
         0, {"USD": ("0.000", "1.000")})
     from delta.tables import DeltaTable
 
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     db = ReportDB.from_settings(settings)
 
@@ -939,7 +939,7 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
     nor become current; it says to run again."""
     import audits.audit as audit_module
     from reckon.errors import ConcurrentAuditError, ConcurrentWriterError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)

@@ -573,7 +573,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     import hashlib
 
     from audits.audit import audit_day
-    from reports.db import ReportDB, audit_recorder
+    from reports.db.repository import ReportDB, audit_recorder
     from reports.render import render_day
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
@@ -617,7 +617,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     """Key m0's window holds EUR, JPY and KWD events (streamed, replayed, audited): the report
     has three headline groups in their own digits, the CSVs a currency column, no sum."""
     from audits.audit import audit_day
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
@@ -675,7 +675,7 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     import sqlite3
 
     from audits.audit import audit_day
-    from reports.db import ReportDB, audit_recorder
+    from reports.db.repository import ReportDB, audit_recorder
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
     from tests.streamkit import copy_warehouse, stream_settings
@@ -705,7 +705,7 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     from audits.audit import audit_day
     from reckon.errors import UsageError
     from reports.context import build_context
-    from reports.db import audit_recorder
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
     from tests.streamkit import copy_warehouse, stream_settings
@@ -769,7 +769,7 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
     signed/<run>/, recorded there with their hash, once."""
     from dataclasses import replace
 
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from reports.render import keep_signed_report
     from reports.review import append_signoff
@@ -993,7 +993,7 @@ def test_a_signed_copy_opens_its_data_docs_from_where_it_lives(tmp_path):
     what was signed). Opened there in offline Chromium, its Data Docs link leads to an index
     that exists and draws the checked suites; so it does from a mailed copy of the day's
     folder."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from reports.render import keep_signed_report
     from reports.review import append_signoff

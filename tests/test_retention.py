@@ -17,7 +17,7 @@ from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reference import run_stream
-from reports.db import audit_recorder
+from reports.db.repository import audit_recorder
 from reports.explain import explain_window
 from spark import tables as tb
 from spark.compaction import compact_day

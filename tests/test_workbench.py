@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from reckon.cli import main
 from reckon.errors import UsageError
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
 from workbench import queries
 from workbench.app import create_app

@@ -22,7 +22,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from reckon.errors import UsageError
-from reports.db import (
+from reckon.signoff import SIGNING_DECISIONS
+from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
     BREAK_INPUTS,
@@ -31,11 +32,10 @@ from reports.db import (
     BREAKS,
     LATE_ATTRIBUTION,
     REPORTS,
-    SIGNING_DECISIONS,
     SIGNOFF_LOG,
-    ReportDB,
-    UTCDateTime,
 )
+from reports.db.repository import ReportDB
+from reports.db.types import UTCDateTime
 from reports.review import BreakTarget
 
 __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",

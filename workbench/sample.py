@@ -26,7 +26,7 @@ from audits.records import AttributionRow, AuditRun, BreakRow, BreakStory, Curre
 from reckon.eventtime import EventTimeRules
 from reckon.money import minor_unit
 from reckon.timeutil import to_micros
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 
 __all__ = ["sample_day"]
 
