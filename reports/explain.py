@@ -52,7 +52,6 @@ from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import format_micros, from_micros
-from spark.progress import stream_rules
 
 __all__ = ["WindowStory", "explain_window"]
 
@@ -310,6 +309,7 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int,
     """The story of every window containing ``instant`` (microseconds) for ``key``: one
     chapter per (window, currency), or only ``currency``'s when given."""
     from spark import tables as tb
+    from spark.progress import stream_rules
 
     wh = settings.warehouse_path
     if not tb.table_exists(wh, tb.EVENT_LOG):
