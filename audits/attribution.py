@@ -32,9 +32,9 @@ from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from typing import TYPE_CHECKING
 
+from audits.records import AttributionRow
 from reckon.config import Settings
 from reckon.timeutil import MICROS_PER_DAY, from_micros, parse_date
-from reports.records import AttributionRow
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -10,7 +10,9 @@ one line per currency (event counts may be added across currencies, amounts neve
 overwritten (replaceWhere), the run and its breaks go to the report database (history kept,
 newest current), each break's ``reckon explain`` story and the partitions and sources that
 contributed to it are recorded beside it for the workbench (audits/stories.py), and the result
-names the Delta versions it read.
+names the Delta versions it read. The database is the caller's ``recorder``
+(audits/ledger.py): the audit never opens it itself, e.g.
+``audit_day(spark, settings, day, recorder=audit_recorder(settings))`` (reports.db.repository).
 
 Duplicate over-count: copies of one event_id that the stream processed without flagging them
 as duplicates (``event_log.is_duplicate = false``, ``batch_id`` not null) beyond the first in
@@ -36,6 +38,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from audits.ledger import AuditLedger, AuditRecorder
+from audits.records import AttributionRow, AuditRun, BreakRow, CurrencySummary
 from audits.stories import StoryInputs, record_break_stories
 from reckon.config import Settings
 from reckon.errors import ConcurrentAuditError, UsageError
@@ -44,7 +48,6 @@ from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds
 from reckon.writer_lock import WriterLock, writer_scope
-from reports.records import AuditRun, BreakRow, CurrencySummary
 from spark import tables as tb
 from spark.money import amount_text_col
 from spark.observe import observed
@@ -351,14 +354,18 @@ def _explanation() -> Column:
 
 
 def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str = "nightly",
-              record: bool = True) -> AuditResult:
-    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks.
-    One audit of a day at a time (reckon.writer_lock): a second one is refused before it
-    writes."""
+              recorder: AuditRecorder | None) -> AuditResult:
+    """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks
+    with ``recorder`` (None: record nothing, e.g. a benchmark). One audit of a day at a time
+    (reckon.writer_lock): a second one is refused before it writes.
+
+    Example:
+        >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+    """
     try:
         with WriterLock.take(settings.warehouse_path, writer_scope("audit", day),
                              f"audit of {day}"):
-            return _audit_day(spark, settings, day, kind=kind, record=record)
+            return _audit_day(spark, settings, day, kind=kind, recorder=recorder)
     except Exception as exc:
         if not tb.is_missing_file_error(exc):
             raise
@@ -371,9 +378,8 @@ def audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str =
 
 
 def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
-               record: bool) -> AuditResult:
+               recorder: AuditRecorder | None) -> AuditResult:
     from audits.attribution import late_attribution
-    from reports.db import ReportDB
 
     started_at, t0 = datetime.now(UTC), time.monotonic()
     wh = settings.warehouse_path
@@ -381,31 +387,7 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
     tolerance = Tolerance(settings.tolerance_abs, settings.tolerance_rel)
     run_id = f"audit-{day.isoformat()}-{uuid.uuid4().hex[:12]}"
     in_day = F.col("window_date") == F.lit(day)
-
-    versions: dict[str, int] = {}
-    frames: dict[str, DataFrame | None] = {}
-    for name in (tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES):
-        df, version = _versioned(spark, settings, name)
-        frames[name] = df
-        if version is not None:
-            versions[name] = version
-    tb.require_layout(spark, wh, (tb.PROVISIONAL_DELTAS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
-                                  tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION))
-    frames[tb.PROVISIONAL_TOTALS], read = _provisional_of_day(spark, settings, day)
-    versions.update(read)
-    for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
-        if frames[name] is None:
-            raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
-                             "before auditing the day")
-    canonical = frames[tb.CANONICAL_TOTALS]
-    assert canonical is not None, "checked just above"  # narrows for mypy
-    pinned = _finished_replay(spark, settings, day, canonical)
-    if frames[tb.LATE_EVENTS] is not None:
-        cut = _late_events_in_replay_view(settings, pinned)
-        if cut is not None and cut != versions[tb.LATE_EVENTS]:
-            frames[tb.LATE_EVENTS] = (
-                None if cut < 0 else tb.read_table(spark, wh, tb.LATE_EVENTS, version=cut))
-            versions[tb.LATE_EVENTS] = cut
+    frames, versions, pinned = _read_inputs(spark, settings, day)
 
     def day_rows(name: str) -> DataFrame | None:
         df = frames[name]
@@ -438,8 +420,7 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
 
     breaks_recorded = 0
     replaced_signed_off: str | None = None
-    if record:
-        db = ReportDB.from_settings(settings)
+    if recorder is not None:
         # the attribution reads what the reconciliation read: the event log the replay
         # pinned, late_events as of the same cut
         seen = {tb.LATE_EVENTS: versions.get(tb.LATE_EVENTS), tb.EVENT_LOG: pinned}
@@ -448,33 +429,18 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         run = AuditRun(
             run_id=run_id, day=day, kind=kind, started_at=started_at,
             duration_seconds=round(time.monotonic() - t0, 3),
-            reconciler=db.principal(),  # the OS account or DB login role, never a free name
+            # the OS account or DB login role, never a free name
+            reconciler=recorder.ledger.principal(),
             params={**tolerance.to_config(), **rules.to_config()},
             status_counts=counts, rows=sum(counts.values()), unexplained=unexplained,
             table_versions=versions, currencies=currencies, completeness=completeness)
-        # Breaks first, then the run: the run becomes current only once its breaks are all
-        # stored, so a failed insert leaves the previous run current (with its own breaks)
-        # rather than a current run that lists no breaks next to its unexplained count.
-        db.ready()  # the schema, migrated once here, before the executors write
-        breaks_recorded = _record_breaks(written, settings.report_db, run_id, day)
-        expected = sum(counts.values()) - counts[ReconStatus.MATCHED.value]
-        # a day without breaks is overtaken too when none of the run's rows is left (a
-        # limit(1) probe, only then: the break count above settles every other day)
-        gone = expected == 0 and sum(counts.values()) > 0 and not written.limit(1).count()
-        if breaks_recorded != expected or gone:
-            raise ConcurrentAuditError(
-                f"audit {run_id} of {day} found {expected} break(s) but could record only "
-                f"{breaks_recorded}: another audit of {day} replaced its reconciliation rows "
-                f"meanwhile. Audit a day one run at a time; run `reckon audit --date {day}` "
-                "again (this run was not recorded, the previous one stays current)")
-        if tb.table_exists(wh, tb.EVENT_LOG) and expected:
-            _record_stories(spark, settings, day, written, StoryInputs(
-                provisional=day_rows(tb.PROVISIONAL_TOTALS), late=day_rows(tb.LATE_EVENTS),
-                canonical=day_rows(tb.CANONICAL_TOTALS), event_log_version=pinned,
-                deltas_version=versions.get(tb.PROVISIONAL_DELTAS),
-                progress_version=versions.get(tb.WATERMARK_PROGRESS)), run_id, expected)
-        db.record_audit_run(run, attribution)
-        replaced_signed_off = _replaced_signed_off_run(db, day, kind, run_id)
+        reads = StoryInputs(
+            provisional=day_rows(tb.PROVISIONAL_TOTALS), late=day_rows(tb.LATE_EVENTS),
+            canonical=day_rows(tb.CANONICAL_TOTALS), event_log_version=pinned,
+            deltas_version=versions.get(tb.PROVISIONAL_DELTAS),
+            progress_version=versions.get(tb.WATERMARK_PROGRESS))
+        breaks_recorded, replaced_signed_off = _record(spark, settings, recorder, run,
+                                                       attribution, written, reads)
 
     return AuditResult(
         run_id=run_id, day=day.isoformat(), kind=kind, rows=sum(counts.values()),
@@ -486,12 +452,83 @@ def _audit_day(spark: SparkSession, settings: Settings, day: date, *, kind: str,
         replaced_signed_off_run=replaced_signed_off)
 
 
+def _read_inputs(spark: SparkSession, settings: Settings, day: date
+                 ) -> tuple[dict[str, DataFrame | None], dict[str, int], int | None]:
+    """The audit's inputs (table -> frame, None when absent), the Delta versions read, and
+    the event log version the day's replay pinned. late_events is read as of the cut that
+    replay saw (``_late_events_in_replay_view``), so both sides come from one moment.
+
+    Example:
+        >>> frames, versions, pinned = _read_inputs(spark, settings, day)  # doctest: +SKIP
+    """
+    wh = settings.warehouse_path
+    versions: dict[str, int] = {}
+    frames: dict[str, DataFrame | None] = {}
+    for name in (tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES):
+        df, version = _versioned(spark, settings, name)
+        frames[name] = df
+        if version is not None:
+            versions[name] = version
+    tb.require_layout(spark, wh, (tb.PROVISIONAL_DELTAS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+                                  tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION))
+    frames[tb.PROVISIONAL_TOTALS], read = _provisional_of_day(spark, settings, day)
+    versions.update(read)
+    for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
+        if frames[name] is None:
+            raise UsageError(f"no {name} in {str(wh)!r}: run `reckon replay --date {day}` "
+                             "before auditing the day")
+    canonical = frames[tb.CANONICAL_TOTALS]
+    assert canonical is not None, "checked just above"  # narrows for mypy
+    pinned = _finished_replay(spark, settings, day, canonical)
+    if frames[tb.LATE_EVENTS] is not None:
+        cut = _late_events_in_replay_view(settings, pinned)
+        if cut is not None and cut != versions[tb.LATE_EVENTS]:
+            frames[tb.LATE_EVENTS] = (
+                None if cut < 0 else tb.read_table(spark, wh, tb.LATE_EVENTS, version=cut))
+            versions[tb.LATE_EVENTS] = cut
+    return frames, versions, pinned
+
+
+def _record(spark: SparkSession, settings: Settings, recorder: AuditRecorder, run: AuditRun,
+            attribution: list[AttributionRow], written: DataFrame,
+            reads: StoryInputs) -> tuple[int, str | None]:
+    """Record ``run``: its breaks, their stories, then the run itself; returns the breaks
+    recorded and the signed-off run it replaced (``_replaced_signed_off_run``).
+
+    Breaks first, then the run: the run becomes current only once its breaks are all stored,
+    so a failed insert leaves the previous run current (with its own breaks) rather than a
+    current run that lists no breaks next to its unexplained count.
+
+    Example:
+        >>> recorder = audit_recorder(settings)  # doctest: +SKIP
+        >>> _record(spark, settings, recorder, run, [], written, reads)  # doctest: +SKIP
+        (12, None)
+    """
+    db, run_id, day = recorder.ledger, run.run_id, run.day
+    db.ready()  # the schema, migrated once here, before the executors write
+    breaks_recorded = _record_breaks(written, recorder, run_id, day)
+    expected = run.rows - run.status_counts[ReconStatus.MATCHED.value]
+    # a day without breaks is overtaken too when none of the run's rows is left (a
+    # limit(1) probe, only then: the break count above settles every other day)
+    gone = expected == 0 and run.rows > 0 and not written.limit(1).count()
+    if breaks_recorded != expected or gone:
+        raise ConcurrentAuditError(
+            f"audit {run_id} of {day} found {expected} break(s) but could record only "
+            f"{breaks_recorded}: another audit of {day} replaced its reconciliation rows "
+            f"meanwhile. Audit a day one run at a time; run `reckon audit --date {day}` "
+            "again (this run was not recorded, the previous one stays current)")
+    if tb.table_exists(settings.warehouse_path, tb.EVENT_LOG) and expected:
+        _record_stories(spark, settings, day, written, reads, recorder, run_id, expected)
+    db.record_audit_run(run, attribution)
+    return breaks_recorded, _replaced_signed_off_run(db, day, run.kind, run_id)
+
+
 def _record_stories(spark: SparkSession, settings: Settings, day: date, written: DataFrame,
-                    reads: StoryInputs, run_id: str, expected: int) -> None:
+                    reads: StoryInputs, recorder: AuditRecorder, run_id: str,
+                    expected: int) -> None:
     """Each break's ``reckon explain`` story and contributing inputs, in the report database
     before the run becomes current (audits/stories.py): the workbench reads them."""
-    told = record_break_stories(spark, settings, day, written, reads, settings.report_db,
-                                run_id)
+    told = record_break_stories(spark, settings, day, written, reads, recorder, run_id)
     if told != expected:
         raise ConcurrentAuditError(
             f"audit {run_id} of {day} recorded {expected} break(s) but told the story of "
@@ -510,7 +547,7 @@ def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> No
             "one stays current)")
 
 
-def _replaced_signed_off_run(db: Any, day: date, kind: str, run_id: str) -> str | None:
+def _replaced_signed_off_run(db: AuditLedger, day: date, kind: str, run_id: str) -> str | None:
     """The newest other run of the day that was signed off, when ``run_id`` is now current
     and has no sign-off of its own (it replaced a signed-off run); else None. The rule is
     reckon.signoff.replaced_signoff, the one the report's sign-off sentence uses."""
@@ -534,10 +571,11 @@ class _Decision:
     decision: str
 
 
-def _record_breaks(written: DataFrame, url: str, run_id: str, day: date) -> int:
-    """Insert every non-MATCHED row into the report DB from the executors (never the driver).
+def _record_breaks(written: DataFrame, recorder: AuditRecorder, run_id: str, day: date) -> int:
+    """Insert every non-MATCHED row into the report DB from the executors (never the driver),
+    with the recorder's module-level writer (a DB object cannot travel to an executor).
     SQLite takes one writer at a time, so its inserts run in one partition."""
-    from reports.db import insert_breaks
+    url, insert_breaks = recorder.ledger.url, recorder.write_breaks
 
     breaks = written.filter(F.col("status") != F.lit(ReconStatus.MATCHED.value)).select(
         "window_start", "window_end", "key", "currency", "status", "provisional_amount",

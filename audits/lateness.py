@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from audits.lateness_batches import BatchCurve
-    from reports.records import AttributionRow
+    from audits.records import AttributionRow
 
 __all__ = [
     "DEFAULT_BOUNDS",

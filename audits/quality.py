@@ -6,6 +6,10 @@ table; nothing is collected to the driver but GX's capped samples), stores the G
 results and rebuilds the GX Data Docs, and records a ``CheckRun`` with one
 ``ExpectationResult`` per expectation in the report database. ``check_day`` does the same and
 raises ``DataQualityError`` when a blocking expectation failed; warnings never fail a run.
+The report database is the caller's ``ledger`` (audits/ledger.py), e.g.
+``run_checks(spark, settings, day, ledger=ReportDB.from_settings(settings))`` (ReportDB of
+reports.db.repository): the check reads the day's current audit from it and records its run
+there, never opening it itself.
 
 Layout under the warehouse: the file-backed GX context is ``<warehouse>/reports/gx/`` (suites,
 validation definitions, validation results); the Data Docs site is
@@ -35,11 +39,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from audits.ledger import CheckLedger
+from audits.records import CheckRun, ExpectationResult
 from audits.suites import DayScope, TableSuite, build_suites
 from reckon.config import Settings
 from reckon.errors import DataQualityError
 from reckon.timeutil import parse_date
-from reports.records import CheckRun, ExpectationResult
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
 
@@ -426,24 +431,29 @@ def _build_docs(ctx: Any, settings: Settings, run_id: str,
 # ----------------------------------------------------------------------------- entry points
 
 
-def _with_audit_tolerance(settings: Settings, day: date) -> Settings:
+def _with_audit_tolerance(settings: Settings, ledger: CheckLedger, day: date) -> Settings:
     """The settings with the tolerance the day's current audit applied: `reckon audit
     --tolerance-abs` may differ from the configuration, and the reconciliation suite must judge
     its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken)."""
-    from reports.db import ReportDB
-
-    run = ReportDB.from_settings(settings).current_audit_run(day)
+    run = ledger.current_audit_run(day)
     if run is None:
         return settings
     return settings.with_overrides(**{k: run.params[k] for k in ("tolerance_abs", "tolerance_rel")
                                       if k in run.params})
 
 
-def run_checks(spark: Any, settings: Settings, day: date | str, *,
+def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: CheckLedger,
                record: bool = True) -> CheckResult:
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
-    report database (unless ``record`` is False) and return the result. Never raises for
-    failed expectations; see ``check_day``."""
+    report database ``ledger`` (unless ``record`` is False; the day's audit tolerance is read
+    from it either way) and return the result. Never raises for failed expectations; see
+    ``check_day``.
+
+    Example:
+        >>> with ReportDB.from_settings(settings) as db:  # doctest: +SKIP
+        ...     run_checks(spark, settings, "2026-01-01", ledger=db).success
+        True
+    """
     from spark.provisional import table_version
 
     the_day = parse_date(day)
@@ -451,7 +461,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
     t0 = time.perf_counter()
     run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = settings.warehouse_path
-    settings = _with_audit_tolerance(settings, the_day)
+    settings = _with_audit_tolerance(settings, ledger, the_day)
     ctx = _gx_context(warehouse)
     suites = build_suites(settings)
     # every table is checked at the version it had when the run started (the stream keeps
@@ -470,20 +480,15 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *,
                          duration_seconds=time.perf_counter() - t0, data_docs_index=index,
                          suites=outcomes, data_docs_warning=docs_warning)
     if record:
-        _record(settings, result)
+        ledger.record_check_run(result.to_check_run(), result.results)
     return result
 
 
-def _record(settings: Settings, result: CheckResult) -> None:
-    from reports.db import ReportDB
-
-    with ReportDB.from_settings(settings) as db:
-        db.record_check_run(result.to_check_run(), result.results)
-
-
-def check_day(spark: Any, settings: Settings, day: date | str) -> CheckResult:
+def check_day(spark: Any, settings: Settings, day: date | str, *,
+              ledger: CheckLedger) -> CheckResult:
     """``run_checks``, then raise ``DataQualityError`` if a blocking expectation failed (the
-    run, its GX results and Data Docs are stored first, so the failure can be inspected)."""
-    result = run_checks(spark, settings, day)
+    run, its GX results and Data Docs are stored first in ``ledger``, so the failure can be
+    inspected)."""
+    result = run_checks(spark, settings, day, ledger=ledger)
     result.raise_for_failures()
     return result

@@ -1,19 +1,22 @@
 """The story of every break of an audit run, recorded in the report database so that the
-workbench shows what ``reckon explain`` prints without Spark (reports.stories).
+workbench shows what ``reckon explain`` prints without Spark (audits/break_story.py).
 
 ``reckon explain`` reads one window with small queries; here the same inputs are read for
 every break of the run at once, as of the table versions the audit read (the event log its
 replay pinned, late_events at the same cut, the provisional deltas and watermark progress it
 folded), each table joined once to the run's broken cells on (window_start, key, currency).
-Each cell's inputs then become a ``reports.explain.WindowReads`` on the executors, and the
-one story builder, ``reports.explain.chapter_of``, tells it: the lines are the terminal's.
+Each cell's inputs then become an ``audits.chapters.WindowReads`` on the executors, and the
+one story builder, ``audits.chapters.chapter_of``, tells it: the lines are the terminal's.
+The stories are written by the recorder's module-level writer (audits/ledger.py), which opens
+the database from its URL on each executor.
 ``reckon explain`` run later reads the tables as they are then, so a straggler that arrived
 after the audit is in its story and not in the recorded one. Quarantined lines are read from
 the day before the window's day on (the quarantine is partitioned by arrival day; a line that
 arrived earlier than that, with an event time days ahead, is only in ``reckon explain``).
 
 Example:
-    >>> record_break_stories(spark, settings, day, written, reads, url, run_id)  # doctest: +SKIP
+    >>> record_break_stories(spark, settings, day, written, reads, recorder,
+    ...                      run_id)  # doctest: +SKIP
     108
 """
 
@@ -27,11 +30,23 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from audits.break_story import story_of
+from audits.chapters import (
+    QuarantinedRow,
+    WindowReads,
+    chapter_of,
+    exact_amounts,
+    history_of,
+    watermarks_before_of,
+)
+from audits.ledger import AuditRecorder, StoriesWriter
+from audits.records import BreakStory
 from reckon.config import Settings
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import from_micros
 from spark import tables as tb
+from spark.progress import stream_rules
 from spark.rules import window_starts_col
 
 __all__ = ["StoryInputs", "record_break_stories"]
@@ -118,8 +133,6 @@ def _progress(spark: SparkSession, wh: Path, version: int | None,
               batches: DataFrame) -> tuple[dict[int, int | None], dict[tuple[str, int], Any]]:
     """The watermark each batch of the cells judged its events against (before) and left
     (after), from the watermark_progress rows of those batches only."""
-    from reports.explain import watermarks_before_of
-
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return {}, {}
     rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS, version=version)
@@ -176,11 +189,11 @@ def _joined(spark: SparkSession, settings: Settings, rules: EventTimeRules, day:
 
 
 def record_break_stories(spark: SparkSession, settings: Settings, day: date,
-                         written: DataFrame, reads: StoryInputs, url: str, run_id: str) -> int:
+                         written: DataFrame, reads: StoryInputs, recorder: AuditRecorder,
+                         run_id: str) -> int:
     """Tell every break of ``written`` (this run's reconciliation rows of ``day``) and write
     the stories to the report database from the executors; returns how many were written."""
-    from reports.explain import stream_rules
-
+    url = recorder.ledger.url
     wh = settings.warehouse_path
     rules = stream_rules(spark, wh, settings)
     cells = _cells(written)
@@ -189,7 +202,8 @@ def record_break_stories(spark: SparkSession, settings: Settings, day: date,
         before, after = _progress(spark, wh, reads.progress_version, batches)
         # SQLite takes one writer at a time
         writers = joined.coalesce(1) if url.startswith("sqlite") else joined
-        tell = _Teller(run_id, day, rules, before, after, url)
+        tell = _Teller(run_id=run_id, day=day, rules=rules, before=before, after=after,
+                       url=url, write=recorder.write_stories)
         return int(sum(writers.rdd.mapPartitions(tell).collect()))
     finally:
         joined.unpersist()  # the cached frame itself, not the coalesced one
@@ -197,7 +211,8 @@ def record_break_stories(spark: SparkSession, settings: Settings, day: date,
 
 @dataclass(frozen=True)
 class _Teller:
-    """Runs on the executors: each cell's rows -> WindowReads -> chapter_of -> story_of."""
+    """Runs on the executors: each cell's rows -> WindowReads -> chapter_of -> story_of,
+    written by ``write`` (module-level: pickled by reference, it opens ``url`` there)."""
 
     run_id: str
     day: date
@@ -205,22 +220,12 @@ class _Teller:
     before: dict[int, int | None]
     after: dict[tuple[str, int], Any]
     url: str
+    write: StoriesWriter
 
     def __call__(self, rows: Any) -> Any:
-        from reports.db import insert_break_stories
+        yield self.write(self.url, self.run_id, (self.story(r) for r in rows))
 
-        yield insert_break_stories(self.url, self.run_id, (self.story(r) for r in rows))
-
-    def story(self, row: Any) -> Any:
-        from reports.explain import (
-            QuarantinedRow,
-            WindowReads,
-            chapter_of,
-            exact_amounts,
-            history_of,
-        )
-        from reports.stories import story_of
-
+    def story(self, row: Any) -> BreakStory:
         code, key = row["currency"], row["key"]
         start, end = int(row["start_us"]), int(row["window_end"])
         fields = row.asDict()

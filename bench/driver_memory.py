@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         _, replay = measure(spark, partial(replay_day, spark, settings, BENCH_DAY))
         log(f"driver memory on {args.master}: audit_day(record=False) at {events:,} events")
         _, audit = measure(spark, partial(audit_day, spark, settings, BENCH_DAY,
-                                          kind="bench", record=False))
+                                          kind="bench", recorder=None))
         points[str(events)] = {"replay": replay, "audit": audit}
     print(json.dumps({"driver_heap": DRIVER_HEAP, "executor_memory": EXECUTOR_MEMORY,
                       "spark_master": args.master, "results": points}))

@@ -709,9 +709,12 @@ def _datacompy(spark: SparkSession, settings: Settings, *, report: bool) -> dict
 
 
 def _audit(spark: SparkSession, settings: Settings, record: bool) -> Any:
+    """The audit of the bench day; ``record``: into the report database, as the nightly does."""
     from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
 
-    return audit_day(spark, settings, ds.BENCH_DAY, kind="bench", record=record)
+    return audit_day(spark, settings, ds.BENCH_DAY, kind="bench",
+                     recorder=audit_recorder(settings) if record else None)
 
 
 def _prepare_audit(spark: SparkSession, settings: Settings) -> None:

@@ -271,7 +271,7 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
     from pyspark.sql import functions as F
 
     from reckon.reconcile import UNEXPLAINED_STATUSES
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from spark import tables as tb
     from spark.progress import latest_watermark
     from spark.provisional import read_day, table_version
@@ -341,7 +341,7 @@ def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | No
     DAG's report recorded (its lateness_curve.csv), or, without a report, the analysis run
     here on the day's event log (the same function the report uses)."""
     from audits.lateness import analyze_day
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
         report = db.current_report(day)

@@ -212,6 +212,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     on_open_day=lambda seen, required: print("not final yet"))``.
     """
     from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
 
     settings = _with_spec(settings, "audit")
     spark = _spark(settings, "reckon-audit")
@@ -221,7 +222,7 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
         rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
         if seen is not None and not rules.is_day_final(day, seen):
             on_open_day(seen, rules.day_final_at(day))
-    result = audit_day(spark, settings, day, kind=kind)
+    result = audit_day(spark, settings, day, kind=kind, recorder=audit_recorder(settings))
     return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -232,9 +233,11 @@ def run_check(settings: Settings, day: date, *,
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
     from audits.quality import run_checks
+    from reports.db.repository import ReportDB
 
     settings = _with_spec(settings, "check")
-    result = run_checks(_spark(settings, "reckon-check"), settings, day)
+    with ReportDB.from_settings(settings) as db:
+        result = run_checks(_spark(settings, "reckon-check"), settings, day, ledger=db)
     if fail_on_blocking:
         result.raise_for_failures()
     return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),
@@ -245,7 +248,7 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult[None]:
     """Raise one DataQualityError naming every day of ``days`` whose current check run (the
     report database's, as its report shows it) has a blocking failure, or that has none."""
     from reckon.errors import DataQualityError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     failed: list[str] = []
     checked: dict[str, str] = {}
@@ -297,7 +300,7 @@ def task_retries(env: Mapping[str, str]) -> int:
 def run_report(settings: Settings, day: date,
                out: str | None = None) -> StepResult[ReportResult]:
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.render import render_day
 
     settings = _with_spec(settings, "report")

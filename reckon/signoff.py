@@ -2,7 +2,7 @@
 off, which close its open breaks, who may sign, and which signed-off run a re-audit replaced.
 
 Everything that decides what a sign-off means asks this module: the report database's
-constraint and queries (reports.db), the log (reports.review), the CLI's ``--decision``
+constraint and queries (reports/db/), the log (reports.review), the CLI's ``--decision``
 choices, the audit's "this run replaced a signed-off run" and the report's sign-off sentence.
 The database's own PostgreSQL triggers (migration 0006) enforce the signer and four-eyes
 rules a second time, on exact names; this module compares names as reckon.identity does.

@@ -21,6 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from audits.records import AttributionRow, AuditRun, CurrencySummary
 from reckon.config import Settings
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import WatermarkPolicy
@@ -28,7 +29,6 @@ from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
-from reports.records import AttributionRow, AuditRun, CurrencySummary
 
 __all__ = [
     "BREAKS_CAP",
@@ -501,7 +501,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
                   breaks_cap: int = BREAKS_CAP) -> ReportContext:
     """Everything the report of ``day`` shows, from the current audit run of the day in the
     report database and small aggregates of the warehouse's Delta tables."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from spark.spec import recorded_versions
 
     db = ReportDB.from_settings(settings)

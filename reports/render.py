@@ -376,7 +376,7 @@ def render_day(spark: Any, settings: Settings, day: date,
 
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
     e.g. ``render_day(spark, settings, date(2026, 1, 1))``."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from spark import tables as tb
 

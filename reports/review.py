@@ -43,16 +43,16 @@ from reckon.signoff import (
     four_eyes_refusal,
     impersonation_refusal,
 )
-from reports.db import (
+from reports.db.engine import write_tx
+from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
     BREAK_REVIEWS,
     BREAKS,
     REPORTS,
     SIGNOFF_LOG,
-    ReportDB,
-    write_tx,
 )
+from reports.db.repository import ReportDB
 
 __all__ = [
     "BREAK_ACTIONS",

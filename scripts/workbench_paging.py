@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import add_user

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 import sqlalchemy as sa  # noqa: E402
 
-from reports.db import ReportDB  # noqa: E402
+from reports.db.repository import ReportDB  # noqa: E402
 from reports.review import append_signoff  # noqa: E402
 from tests.cdp import Browser  # noqa: E402  (the browser tests' own driver)
 from workbench.app import create_app  # noqa: E402

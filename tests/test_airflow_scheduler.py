@@ -160,7 +160,7 @@ def test_a_backfill_of_two_days_one_without_events_under_a_real_scheduler(spark,
     `stop` leaves no process behind."""
     from reckon.airflow_env import DAG_ID, settings_env
     from reckon.airflow_local import COMPONENTS, start_local_airflow
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from spark import tables as tb
 
     settings = _streamed_warehouse(spark, tmp_path)

@@ -7,9 +7,9 @@ from datetime import date
 from decimal import Decimal
 
 from audits.attribution import late_attribution
+from audits.records import AttributionRow
 from reckon.config import load_settings
 from reckon.timeutil import from_micros
-from reports.records import AttributionRow
 from spark import tables
 
 S = 1_000_000

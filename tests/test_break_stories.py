@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from reckon.reference import Event
 from reckon.timeutil import format_micros
-from reports.db import BREAK_INPUTS, BREAK_STORIES, ReportDB
+from reports.db.models import BREAK_INPUTS, BREAK_STORIES
+from reports.db.repository import ReportDB
 from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
 from tests.streamkit import stream_settings
@@ -45,12 +46,13 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
     13 s past its close, a late event from partition 0: the window's break is EXPLAINED,
     and its recorded story, word for word, is explain's; partition 0 contributed."""
     from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
 
     settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
     _stream(spark, settings, GRACE_CASE.batches, "stories-grace")
     replay_day(spark, settings, DAY)
-    result = audit_day(spark, settings, DAY)
+    result = audit_day(spark, settings, DAY, recorder=audit_recorder(settings))
     assert result.breaks_recorded == 1
     stories, inputs = _recorded(settings, result.run_id)
     [story] = stories
@@ -72,6 +74,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     the stream counts it twice, the break is explained by a duplicate, and partition 1 (not
     partition 0, whose copy was the first) contributed through its duplicate."""
     from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
 
     settings = stream_settings(tmp_path / "wh", window="10s", lateness="1h",
@@ -80,7 +83,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     again = replace(first, arrival_time=BASE + 20 * S, offset=20, partition=1, source="kiosk")
     _stream(spark, settings, [[first, ev(3, 3, key="B")], [again]], "stories-dup")
     replay_day(spark, settings, DAY)
-    result = audit_day(spark, settings, DAY)
+    result = audit_day(spark, settings, DAY, recorder=audit_recorder(settings))
     stories, inputs = _recorded(settings, result.run_id)
     assert [(s["key"], s["events"]) for s in stories] == [("A", 2)]
     [story] = stories

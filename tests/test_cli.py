@@ -155,7 +155,7 @@ def test_a_directory_without_tables_is_no_warehouse(tmp_path, capsys):
 def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path):
     """`reckon breaks list --json | head -n 3`: head exits after three lines; reckon stops
     without a BrokenPipeError traceback (exit 141, as `yes | head` does)."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from tests.test_report_db import make_break, make_run
 
     wh = tmp_path / "wh"
@@ -214,7 +214,7 @@ def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path
     from reckon import pipeline
     from reckon.config import load_settings
     from reckon.errors import UsageError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     monkeypatch.setattr(pipeline, "_with_spec", lambda settings, step: settings)
     monkeypatch.setattr(pipeline, "_spark", lambda *a: pytest.fail("started Spark"))

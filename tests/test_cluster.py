@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from reckon.generate import GeneratorConfig, generate_landing
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from spark import tables as tb
 from tests.spark_cluster import spark_cluster
 from tests.stream_chaos import VOLATILE

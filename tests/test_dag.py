@@ -243,7 +243,7 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     from reckon.airflow_env import run_dag_for_day, settings_env
     from reckon.demo import demo_generator_config
     from reckon.generate import MANIFEST_NAME, generate_landing
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from spark.stream import StreamSource, run_stream
     from tests.streamkit import canonical_rows, landing_reference_canonical
 

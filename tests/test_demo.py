@@ -240,7 +240,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     [replay] = tb.read_table(spark, wh, tb.REPLAY_RUNS).filter(
         F.col("window_date") == quiet).collect()
     assert (replay.rows_read, replay.windows, replay.total_amounts) == (0, 0, {})
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     with ReportDB(f"sqlite:///{wh / 'reports' / 'reckon.db'}") as db:
         quiet_run = db.current_audit_run(quiet)
         assert quiet_run is not None and (quiet_run.rows, quiet_run.currencies) == (0, ())
@@ -250,7 +250,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
         # of each, by the partitions they came from, are the break's late count
         import sqlalchemy as sa
 
-        from reports.db import BREAK_INPUTS, BREAK_STORIES
+        from reports.db.models import BREAK_INPUTS, BREAK_STORIES
         demo_run = db.current_audit_run(DEMO_DAY)
         assert demo_run is not None
         breaks = {(b.window_start, b.key, b.currency): b for b in db.breaks(demo_run.run_id)}

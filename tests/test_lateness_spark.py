@@ -159,7 +159,7 @@ def test_attribution_json_keeps_late_amounts_per_currency():
     """`reckon lateness --json`: a value's late amounts per currency, exact decimal text; the
     amounts of two currencies are never added (counts are)."""
     from audits.lateness import _attribution_json
-    from reports.records import AttributionRow
+    from audits.records import AttributionRow
 
     row = AttributionRow("partition", "1", 3, {"USD": Decimal("10.100"), "EUR": Decimal("20.25"),
                                                 "JPY": Decimal("7")},

@@ -20,7 +20,7 @@ import pytest
 
 from reckon import pipeline
 from reckon.errors import DataQualityError
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from spark import tables as tb
 from spark.replay import replay_day
 from tests.streamkit import copy_warehouse, stream_settings

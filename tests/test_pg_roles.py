@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from reports.review import SignoffRefused, append_signoff, read_log, verify_log
 from tests.test_report_db import make_run
 

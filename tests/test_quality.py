@@ -178,6 +178,25 @@ def _settings(warehouse: Path, **overrides: Any) -> Any:
     return load_settings(env={}, warehouse=str(warehouse), **overrides)
 
 
+def _run_checks(spark: Any, settings: Any, day: date, **kwargs: Any) -> Any:
+    """``audits.quality.run_checks`` with the settings' report database as its ledger, as
+    ``reckon check`` runs it."""
+    from audits.quality import run_checks
+    from reports.db.repository import ReportDB
+
+    with ReportDB.from_settings(settings) as db:
+        return run_checks(spark, settings, day, ledger=db, **kwargs)
+
+
+def _check_day(spark: Any, settings: Any, day: date) -> Any:
+    """``audits.quality.check_day`` with the settings' report database as its ledger."""
+    from audits.quality import check_day
+    from reports.db.repository import ReportDB
+
+    with ReportDB.from_settings(settings) as db:
+        return check_day(spark, settings, day, ledger=db)
+
+
 @pytest.fixture(scope="module")
 def clean_wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     wh = tmp_path_factory.mktemp("quality-clean") / "wh"
@@ -196,10 +215,9 @@ def faulty_wh(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def clean_result(spark: Any, clean_wh: Path) -> Any:
-    from audits.quality import check_day
 
     t0 = time.perf_counter()
-    result = check_day(spark, _settings(clean_wh), DAY)
+    result = _check_day(spark, _settings(clean_wh), DAY)
     print(f"\ncheck_day on the clean tiny warehouse: {time.perf_counter() - t0:.1f} s")
     return result
 
@@ -223,7 +241,7 @@ def test_every_suite_passes_on_clean_rows(clean_result: Any) -> None:
 
 
 def test_clean_run_is_recorded_in_the_report_db(clean_result: Any, clean_wh: Path) -> None:
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(_settings(clean_wh)) as db:
         run = db.current_check_run(DAY)
@@ -327,13 +345,12 @@ EXPECTED_FAILURES = {
 
 
 def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
-    from audits.quality import check_day
     from reckon.errors import DataQualityError
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     settings = _settings(faulty_wh)
     with pytest.raises(DataQualityError) as info:
-        check_day(spark, settings, DAY)
+        _check_day(spark, settings, DAY)
     message = str(info.value)
     assert "13 blocking expectation(s)" in message
     # each failure names the table, the expectation, the column and offending rows
@@ -380,14 +397,13 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
 
 def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
                                                                   warehouse: Path) -> None:
-    from audits.quality import run_checks
 
     rows = _clean_rows()
     rows["reconciliation"].append(_recon("k4", "MISSING_IN_STREAM", None, ("3.00", 1),
                                          ("0.00", 0)))
     _write(spark, warehouse, {"reconciliation": rows["reconciliation"]})
-    strict = run_checks(spark, _settings(warehouse), DAY, record=False)
-    lenient = run_checks(spark, _settings(warehouse, allow_unexplained=True), DAY,
+    strict = _run_checks(spark, _settings(warehouse), DAY, record=False)
+    lenient = _run_checks(spark, _settings(warehouse, allow_unexplained=True), DAY,
                          record=False)
     key = ("reconciliation", "expect_column_values_to_not_be_in_set", "status")
     (s,) = [r for r in strict.results if (r.table, r.expectation, r.column) == key]
@@ -411,8 +427,7 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
     """A row committed after the run took a table's version (the stream keeps writing) is not
     checked, and the run records the version it did check, next to its results."""
     import spark.tables as tb
-    from audits.quality import run_checks
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     rows = _clean_rows()["event_log"]
     _write(spark, warehouse, {"event_log": rows})
@@ -424,12 +439,12 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
         (suite,) = [s for s in result.suites if s.table == "event_log"]
         return suite.rows, suite.table_version
 
-    assert event_log_rows(run_checks(spark, _settings(warehouse), DAY, record=False)) == (5, 1)
+    assert event_log_rows(_run_checks(spark, _settings(warehouse), DAY, record=False)) == (5, 1)
     current_version = tb.current_version
     with monkeypatch.context() as before_the_append:
         before_the_append.setattr(tb, "current_version", lambda wh, name: (
             0 if name == "event_log" else current_version(wh, name)))
-        result = run_checks(spark, _settings(warehouse), DAY)
+        result = _run_checks(spark, _settings(warehouse), DAY)
     assert event_log_rows(result) == (4, 0)
     assert json.loads(json.dumps(result.to_dict()))["suites"][0]["table_version"] == 0
     assert "event_log" in result.summary() and "4 rows, version 0" in result.summary()
@@ -444,8 +459,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
     """`reckon audit --tolerance-abs 0.05` explained a 0.03 residual; `reckon check`, run with
     the configuration's tolerance (0), must judge that row by the audit's rule, read from the
     day's current run in the report database, not report the invariant broken."""
-    from audits.quality import run_checks
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from tests.test_report_db import make_run
 
     row = _recon("k1", "EXPLAINED", ("10.00", 1), ("15.03", 2), ("5.00", 1))
@@ -454,7 +468,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
     key = ("reconciliation", "expect_column_values_to_be_in_set", "invariant_holds")
 
     def invariant() -> bool:
-        result = run_checks(spark, _settings(warehouse), DAY, record=False)
+        result = _run_checks(spark, _settings(warehouse), DAY, record=False)
         (r,) = [r for r in result.results if (r.table, r.expectation, r.column) == key]
         return r.success
 
@@ -471,7 +485,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
 def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, faulty_wh: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
     from reckon.cli import main
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
 
     assert main(["check", "--warehouse", str(faulty_wh), "--date", "2026-01-01"]) == 1
     out, err = capsys.readouterr()
@@ -501,9 +515,8 @@ def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, fau
 def test_amount_bounds_are_compared_exactly_not_as_floats(spark: Any, clean_wh: Path,
                                                           amount_max: str,
                                                           flagged: list[str]) -> None:
-    from audits.quality import run_checks
 
-    result = run_checks(spark, _settings(clean_wh, amount_max=Decimal(amount_max)), DAY,
+    result = _run_checks(spark, _settings(clean_wh, amount_max=Decimal(amount_max)), DAY,
                         record=False)
     key = ("event_log", "expect_column_values_to_be_null", "amount_out_of_range")
     (check,) = [r for r in result.results if (r.table, r.expectation, r.column) == key]
@@ -550,14 +563,13 @@ def test_a_total_that_mixes_currencies_fails(spark: Any, warehouse: Path) -> Non
     (and has no JPY row): the row differs from the event log's EUR sum for its grain, and the
     expectation names it. A row whose replay read Kafka (no event_log version) cannot be
     compared: a warning, not a pass and not a failure."""
-    from audits.quality import run_checks
 
     clean = _clean_rows()
     mixed = [_canonical("k2", 2, "14.50", "EUR"),                # EUR 7.50 + JPY 7
              _canonical("k1", 2, "15.00", replay_id="r-kafka")]  # fine, but not comparable
     _write(spark, warehouse, {"event_log": clean["event_log"], "canonical_totals": mixed})
     _replay_run(spark, warehouse, {"r1": 0, "r-kafka": None})
-    result = run_checks(spark, _settings(warehouse), DAY, record=False)
+    result = _run_checks(spark, _settings(warehouse), DAY, record=False)
 
     mismatch = _result(result, *_MISMATCH)
     assert (mismatch.success, mismatch.severity, mismatch.unexpected_count) == (
@@ -576,9 +588,8 @@ def test_a_total_that_mixes_currencies_fails(spark: Any, warehouse: Path) -> Non
 def test_a_narrowed_currency_list_refuses_the_others(spark: Any, clean_wh: Path) -> None:
     """currencies = EUR, USD: the clean day's JPY rows are outside the booked set in every
     table that holds them."""
-    from audits.quality import run_checks
 
-    result = run_checks(spark, _settings(clean_wh, currencies=("EUR", "USD")), DAY,
+    result = _run_checks(spark, _settings(clean_wh, currencies=("EUR", "USD")), DAY,
                         record=False)
     failed = {(r.table, r.unexpected_count) for r in result.results
               if r.column == "currency" and r.expectation == "expect_column_values_to_be_in_set"

@@ -16,18 +16,20 @@ import pytest
 import sqlalchemy as sa
 
 import reports.db
-from reckon.config import load_settings
-from reckon.errors import UsageError
-from reports.db import BREAKS, Base, ReportDB, insert_breaks
-from reports.records import (
+from audits.records import (
     AttributionRow,
     AuditRun,
     BreakRow,
     CheckRun,
     CurrencySummary,
     ExpectationResult,
-    ReportRecord,
 )
+from reckon.config import load_settings
+from reckon.errors import UsageError
+from reports.db.executor_writes import insert_breaks
+from reports.db.models import BREAKS, Base
+from reports.db.repository import ReportDB
+from reports.records import ReportRecord
 from reports.review import append_signoff
 
 DAY = date(2026, 1, 1)
@@ -409,7 +411,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
         assert tables == set(Base.metadata.tables)
         for name, table in Base.metadata.tables.items():
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
-        cfg = Config(str(Path(reports.db.__file__).parent / "alembic.ini"))
+        cfg = Config(str(Path(reports.db.__file__).parent.parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
         assert context.get_current_revision() == head == "0009_workbench_sessions"
 
@@ -423,7 +425,7 @@ def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
 
     from reckon.errors import LayoutError
     from reports.context import headline_from_run
-    from reports.db import _alembic_config
+    from reports.db.engine import alembic_config
 
     engine = sa.create_engine(db_url)
     pg = engine.dialect.name == "postgresql"
@@ -434,7 +436,7 @@ def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
     at = T0 if pg else T0.replace(tzinfo=None)
     start = at.replace(day=1, hour=0)
     with engine.begin() as conn:
-        command.upgrade(_alembic_config(conn), "0003_check_run_table_versions")
+        command.upgrade(alembic_config(conn), "0003_check_run_table_versions")
         old = sa.MetaData()
         runs, breaks, reviews = (sa.Table(n, old, autoload_with=conn)
                                  for n in ("audit_runs", "breaks", "break_reviews"))
@@ -512,7 +514,7 @@ def test_the_switch_to_wal_is_retried_while_another_connection_holds_the_file(
     import sqlite3
     import time
 
-    from reports.db import _enable_wal
+    from reports.db.engine import enable_wal
 
     path = tmp_path / "reckon.db"
     holder = sqlite3.connect(path, isolation_level=None)
@@ -523,7 +525,7 @@ def test_the_switch_to_wal_is_retried_while_another_connection_holds_the_file(
 
     def switch() -> None:
         try:
-            _enable_wal(switcher.cursor(), timeout=30)
+            enable_wal(switcher.cursor(), timeout=30)
         except BaseException as exc:  # reported below
             errors.append(exc)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from audits.records import AttributionRow, CurrencySummary
 from reckon.errors import LayoutError
 from reckon.money import format_money
 from reckon.reconcile import ReconStatus
@@ -35,7 +36,6 @@ from reports.context import (
     Signoff,
     WatermarkPoint,
 )
-from reports.records import AttributionRow, CurrencySummary
 from reports.render import render_context
 from tests.browser import chromium as _chromium
 from tests.browser import need as _need
@@ -573,7 +573,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     import hashlib
 
     from audits.audit import audit_day
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB, audit_recorder
     from reports.render import render_day
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
@@ -584,7 +584,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     warehouse = copy_warehouse(streamed, tmp_path)  # replay, audit and render write to it
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    audit = audit_day(spark, settings, DAY, kind="nightly")
+    audit = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
 
     result = render_day(spark, settings, DAY)
     assert Path(result.out_dir) == warehouse.resolve() / "reports" / "2026-01-01"
@@ -617,6 +617,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     """Key m0's window holds EUR, JPY and KWD events (streamed, replayed, audited): the report
     has three headline groups in their own digits, the CSVs a currency column, no sum."""
     from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
@@ -626,7 +627,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    audit = audit_day(spark, settings, DAY, kind="nightly")
+    audit = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
     assert [c["currency"] for c in audit.currencies] == ["EUR", "JPY", "KWD"]
     result = render_day(spark, settings, DAY)
     html = Path(result.html_path).read_text()
@@ -674,7 +675,7 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     import sqlite3
 
     from audits.audit import audit_day
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB, audit_recorder
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
     from tests.streamkit import copy_warehouse, stream_settings
@@ -683,14 +684,14 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    first = audit_day(spark, settings, DAY, kind="nightly")
+    first = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
     assert first.breaks_recorded > 0  # the two late events' windows
     db = ReportDB.from_settings(settings)
     with sqlite3.connect(settings.report_db.removeprefix("sqlite:///")) as conn:
         conn.execute("CREATE TRIGGER refuse_breaks BEFORE INSERT ON breaks "
                      "BEGIN SELECT RAISE(ABORT, 'no space left for breaks'); END")
     with pytest.raises(Exception, match="no space left for breaks"):
-        audit_day(spark, settings, DAY, kind="nightly")
+        audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
     current = db.current_audit_run(DAY)
     assert current is not None and current.run_id == first.run_id
     assert len(db.audit_runs(DAY)) == 1
@@ -704,6 +705,7 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     from audits.audit import audit_day
     from reckon.errors import UsageError
     from reports.context import build_context
+    from reports.db.repository import audit_recorder
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
     from tests.streamkit import copy_warehouse, stream_settings
@@ -712,15 +714,15 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    nightly = audit_day(spark, settings, DAY, kind="nightly")
+    nightly = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
     assert build_context(spark, settings, DAY).audit_run_id == nightly.run_id
-    adhoc = audit_day(spark, settings, DAY, kind="adhoc")
+    adhoc = audit_day(spark, settings, DAY, kind="adhoc", recorder=audit_recorder(settings))
     with pytest.raises(UsageError) as err:
         build_context(spark, settings, DAY)
     message = str(err.value)
     assert adhoc.run_id in message and nightly.run_id in message
     assert "reckon audit --date 2026-01-01 --kind nightly" in message
-    again = audit_day(spark, settings, DAY, kind="nightly")
+    again = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
     assert build_context(spark, settings, DAY).audit_run_id == again.run_id
 
 
@@ -767,7 +769,7 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
     signed/<run>/, recorded there with their hash, once."""
     from dataclasses import replace
 
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from reports.render import keep_signed_report
     from reports.review import append_signoff
@@ -991,7 +993,7 @@ def test_a_signed_copy_opens_its_data_docs_from_where_it_lives(tmp_path):
     what was signed). Opened there in offline Chromium, its Data Docs link leads to an index
     that exists and draws the checked suites; so it does from a mailed copy of the day's
     folder."""
-    from reports.db import ReportDB
+    from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from reports.render import keep_signed_report
     from reports.review import append_signoff

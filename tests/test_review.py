@@ -20,7 +20,8 @@ from reckon.cli import main
 from reckon.config import load_settings
 from reckon.errors import UsageError
 from reckon.identity import os_principal
-from reports.db import SIGNOFF_LOG, ReportDB
+from reports.db.models import SIGNOFF_LOG
+from reports.db.repository import ReportDB
 from reports.review import (
     GENESIS_HASH,
     SignoffRefused,
@@ -236,11 +237,12 @@ def test_reviews_from_before_the_figures_were_kept_are_not_reopened(db_url: str)
     the next audit records its figures and keeps the decision (nothing to compare it with)."""
     from alembic import command
 
-    from reports.db import BREAK_REVIEWS, _alembic_config
+    from reports.db.engine import alembic_config
+    from reports.db.models import BREAK_REVIEWS
 
     engine = sa.create_engine(db_url)
     with engine.begin() as conn:
-        command.upgrade(_alembic_config(conn), "0001_initial")
+        command.upgrade(alembic_config(conn), "0001_initial")
         # the columns 0001 has (no figures, no currency), typed as the models store them
         reviews_0001 = sa.Table("break_reviews", sa.MetaData(),
                                 *(c.copy() for c in BREAK_REVIEWS.c
@@ -455,7 +457,8 @@ def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
     """An audit is recording a new run of the day (it holds audit_runs) while a reviewer signs
     the old run off: the sign-off must wait for the audit's commit, then see the run replaced,
     not append a decision to a run that stopped being current under it."""
-    from reports.db import AUDIT_RUNS, write_tx
+    from reports.db.engine import write_tx
+    from reports.db.models import AUDIT_RUNS
 
     started, outcome = threading.Event(), {}
 

@@ -4,7 +4,7 @@ on which the two used to disagree get the owner's one answer.
 - A day: ``reckon.timeutil.parse_date`` (audits/quality.py had ``parse_day``, which took
   " 2026-01-01 " and refused a datetime, while ``parse_date`` refused the first and its callers
   let a datetime through).
-- Sign-off: ``reckon.signoff`` (decisions in reports/review.py, reports/db.py and the CLI; the
+- Sign-off: ``reckon.signoff`` (decisions in reports/review.py, reports/db/ and the CLI; the
   audit and the report each decided which signed-off run a re-audit replaced; the audit counted
   a run that started at the same moment or later, the report did not).
 - Day D is final: ``reckon.eventtime.EventTimeRules`` (spark/progress.py summed it itself).

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audits.lateness import LatenessAnalysis, PartitionCurve, read_events_file, render_analysis
+from audits.records import AttributionRow
 from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import (
@@ -35,7 +36,6 @@ from reckon.whatif import (
     lateness_curve_reference,
     recommend,
 )
-from reports.records import AttributionRow
 
 S = 1_000_000
 BASE = 1_767_225_600 * S  # 2026-01-01T00:00:00Z, a multiple of every window used here

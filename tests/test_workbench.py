@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from reckon.cli import main
 from reckon.errors import UsageError
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
 from workbench import queries
 from workbench.app import create_app
@@ -334,7 +334,7 @@ def test_logging_out_needs_the_token_too(app) -> None:
 
 def _expected_inputs(breaks: int = 130) -> dict[tuple[datetime, str, str], set[str]]:
     """What the sample's stories say contributed to each break, told by the story builder
-    (reports.explain.chapter_of, reports.stories.inputs_of) independently of the database."""
+    (audits.chapters.chapter_of, audits.break_story.inputs_of) independently of the database."""
     from workbench.sample import _break, _story
 
     out = {}

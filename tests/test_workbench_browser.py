@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from tests.browser import need
 from tests.cdp import Browser
 from workbench.app import create_app

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from reports.db import ReportDB
+from reports.db.repository import ReportDB
 from reports.review import SignoffRefused, append_signoff, read_log
 from tests.test_pg_roles import _as, _refused
 from tests.test_report_db import make_run

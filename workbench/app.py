@@ -6,7 +6,7 @@ four-eyes rule, the hash chain and the warehouse anchor are the CLI's own; audit
 action at all (checked on the server, not only hidden in the page).
 
 Example:
-    >>> from reports.db import ReportDB
+    >>> from reports.db.repository import ReportDB
     >>> app = create_app(ReportDB("sqlite://"), secret=b"k" * 32)  # doctest: +SKIP
 """
 
@@ -32,7 +32,8 @@ from fastapi.templating import Jinja2Templates
 from reckon.errors import ReckonError, UsageError
 from reckon.money import format_amount
 from reckon.timeutil import parse_date
-from reports.db import REVIEW_STATUSES, ReportDB
+from reports.db.models import REVIEW_STATUSES
+from reports.db.repository import ReportDB
 from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
 from workbench import queries
 from workbench.auth import (

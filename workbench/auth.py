@@ -36,13 +36,9 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from reckon.errors import UsageError, invalid
-from reports.db import (
-    WORKBENCH_LOGIN_FAILURES,
-    WORKBENCH_SESSIONS,
-    WORKBENCH_USERS,
-    ReportDB,
-    write_tx,
-)
+from reports.db.engine import write_tx
+from reports.db.models import WORKBENCH_LOGIN_FAILURES, WORKBENCH_SESSIONS, WORKBENCH_USERS
+from reports.db.repository import ReportDB
 
 __all__ = ["ROLES", "LoginThrottle", "Session", "SessionKeys", "User", "add_user",
            "check_password", "end_session", "end_sessions", "find_user", "hash_password",

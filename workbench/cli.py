@@ -18,7 +18,9 @@ import sqlalchemy as sa
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
-from reports.db import WORKBENCH_USERS, ReportDB, write_tx
+from reports.db.engine import write_tx
+from reports.db.models import WORKBENCH_USERS
+from reports.db.repository import ReportDB
 from workbench.auth import User, end_sessions, load_secret, put_user
 
 __all__ = ["cmd_users", "cmd_workbench"]

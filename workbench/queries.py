@@ -22,7 +22,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from reckon.errors import UsageError
-from reports.db import (
+from reckon.signoff import SIGNING_DECISIONS
+from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
     BREAK_INPUTS,
@@ -31,11 +32,10 @@ from reports.db import (
     BREAKS,
     LATE_ATTRIBUTION,
     REPORTS,
-    SIGNING_DECISIONS,
     SIGNOFF_LOG,
-    ReportDB,
-    UTCDateTime,
 )
+from reports.db.repository import ReportDB
+from reports.db.types import UTCDateTime
 from reports.review import BreakTarget
 
 __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
@@ -73,7 +73,7 @@ class Cursor:
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
     merchant (key, exact), minimal age in days, and an input that contributed to the break:
-    a partition and/or a source (reports.stories.inputs_of: its late events or uncaught
+    a partition and/or a source (audits.break_story.inputs_of: its late events or uncaught
     duplicates explain the gap, or it had events in a cell nothing explains). Empty = no
     filter."""
 

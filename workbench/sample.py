@@ -3,7 +3,7 @@ Spark): the tests, the screenshots and the paging measurement share it.
 
 Breaks cycle through causes (late events, duplicates, unexplained, missing rows), currencies
 (EUR, JPY, KWD) and merchants; a late break carries late events, a duplicate break the copies
-the stream counted twice. Each break's story is told by ``reports.explain.chapter_of`` from
+the stream counted twice. Each break's story is told by ``audits.chapters.chapter_of`` from
 events made up to match its figures (late events from partitions 1 to 4 and sources pos,
 mobile, partner; an uncaught copy from partition 2, source partner; in a cell nothing
 explains, an event from partition 3), as the audit records it.
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
+from audits.break_story import story_of
+from audits.chapters import WindowReads, chapter_of
+from audits.records import AttributionRow, AuditRun, BreakRow, BreakStory, CurrencySummary
 from reckon.eventtime import EventTimeRules
 from reckon.money import minor_unit
 from reckon.timeutil import to_micros
-from reports.db import ReportDB
-from reports.explain import WindowReads, chapter_of
-from reports.records import AttributionRow, AuditRun, BreakRow, BreakStory, CurrencySummary
-from reports.stories import story_of
+from reports.db.repository import ReportDB
 
 __all__ = ["sample_day"]
 
@@ -39,7 +39,7 @@ _S = 1_000_000
 
 @dataclass(frozen=True)
 class _Event:
-    """An event_log row as reports.explain reads it."""
+    """An event_log row as reckon explain reads it (audits.chapters.WindowReads)."""
 
     event_id: str
     event_time: int

@@ -20,7 +20,8 @@ from reckon.config import Settings
 from reckon.errors import invalid
 from reckon.money import format_amount, quantize_to_currency
 from reckon.timeutil import parse_date
-from reports.db import REVIEW_STATUSES, ReportDB
+from reports.db.models import REVIEW_STATUSES
+from reports.db.repository import ReportDB
 from reports.review import sign_off, verify_log
 
 __all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]

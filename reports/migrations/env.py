@@ -1,7 +1,7 @@
 """Alembic environment of the report database.
 
 reckon passes an open connection (``config.attributes["connection"]``) already inside a
-serialised transaction (see reports.db._migrate_engine); run by hand, the URL comes from
+serialised transaction (see reports.db.engine.migrate_engine); run by hand, the URL comes from
 RECKON_REPORT_DB_URL or reckon's settings.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from reports.db import Base, _make_engine
+from reports.db.engine import make_engine
+from reports.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata
@@ -34,7 +35,7 @@ def run_migrations_online() -> None:
         return
     from reckon.config import load_settings
 
-    engine = _make_engine(load_settings().report_db)
+    engine = make_engine(load_settings().report_db)
     try:
         with engine.connect() as connection:
             _run(connection)

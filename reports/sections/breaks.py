@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from audits.records import AttributionRow
 from reports import formatting as fmt
 from reports.context import ReportContext
-from reports.records import AttributionRow
 from reports.sections.blocks import Block, Columns, Note, Section, Table
 from reports.summary import BreakSummary, summarise_breaks
 

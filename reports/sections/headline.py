@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from audits.records import CurrencySummary
 from reckon.config import RENAMED
 from reports import formatting as fmt
 from reports.context import ReportContext, unexplained_amount
-from reports.records import CurrencySummary
 from reports.sections.blocks import (
     Block,
     Columns,

@@ -5,7 +5,7 @@ Revision ID: 0001_initial
 Revises:
 Create Date: 2026-11-22
 
-Column types are spelled out here (not imported from reports.db) so that this revision keeps
+Column types are spelled out here (not imported from reports/db/) so that this revision keeps
 meaning what it meant when later revisions change the models. Money is NUMERIC(38,2) on
 PostgreSQL and TEXT on SQLite (exact; SQLite's NUMERIC would round through a float).
 """

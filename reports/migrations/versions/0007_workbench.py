@@ -4,7 +4,7 @@
   their role (reconciler, reviewer, auditor). ``reckon users add`` writes it.
 * The sign-off log takes three more decisions, each on one break of a run, named in the
   entry's note (so inside its hash): ``break-comment``, ``break-accepted``, ``break-resolved``.
-  They do not sign a run off (reports.db.SIGNING_DECISIONS is unchanged).
+  They do not sign a run off (reckon.signoff.SIGNING_DECISIONS is unchanged).
 * On PostgreSQL, a group role ``reckon_workbench`` for the workbench's own login role. The
   workbench acts for the person it authenticated, so the signer trigger takes ``by`` from the
   entry when the session is the workbench's, and then checks that ``by`` is an enabled

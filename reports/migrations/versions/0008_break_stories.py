@@ -5,7 +5,7 @@
   recorded by the audit from the table versions it read (audits/stories.py), so the
   workbench shows the story without Spark.
 * ``break_inputs``: the partitions and sources that contributed to a break
-  (reports.stories.inputs_of), keyed (run_id, dimension, value, day, window_start, key,
+  (audits.break_story.inputs_of; reports.stories.inputs_of when written), keyed (run_id, dimension, value, day, window_start, key,
   currency): the workbench's partition and source filters page through one range of it.
 
 Runs recorded before this revision have neither: their break pages say so.

@@ -1,8 +1,8 @@
 """A break's story, as the audit records it for the workbench: the lines ``reckon explain``
 prints for the break's (window, key, currency), the events that explain its gap, and the
 inputs (partitions and sources) that contributed to it. Pure: it takes the chapter
-``reports.explain.chapter_of`` built (the one story builder), so the workbench shows the same
-story the terminal prints, without Spark.
+``audits.chapters.chapter_of`` built (the one story builder, which ``reckon explain`` prints
+too), so the workbench shows the same story the terminal prints, without Spark.
 
 Which inputs contributed to a break (what the workbench's partition and source filters
 match): the question a break raises is "why was the 09:42 total for merchant X short (or
@@ -21,7 +21,7 @@ filtering the breaks by partition 3 lists the breaks partition 3 caused, not eve
 had traffic in (which, on a busy day, is every window). A break can have several inputs.
 
 Example:
-    >>> from reports.explain import WindowChapter
+    >>> from audits.chapters import WindowChapter
     >>> ch = WindowChapter(0, 10, "m1", "EUR", (), (), (), None, None, None)
     >>> inputs_of(ch)
     ()
@@ -32,11 +32,11 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
+from audits.chapters import LATE, EventFate, WindowChapter, seconds_text
+from audits.records import BreakInput, BreakStory
 from reckon.money import format_amount
 from reckon.reconcile import UNEXPLAINED_STATUSES
 from reckon.timeutil import format_micros, from_micros
-from reports.explain import LATE, EventFate, WindowChapter, seconds_text
-from reports.records import BreakInput, BreakStory
 
 __all__ = ["STORY_LINE_CAP", "explains", "inputs_of", "story_of"]
 

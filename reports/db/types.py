@@ -1,0 +1,131 @@
+"""The report database's column types: exact money and ratios, aware UTC times, JSON.
+
+Why its own module: these rules are what make both backends agree to the cent and the
+microsecond, and the models (reports/db/models.py) and nothing else build on them.
+
+* Money is ``Decimal`` stored as ``NUMERIC(38,3)`` on PostgreSQL and as TEXT on SQLite
+  (SQLite's NUMERIC affinity would round through a float). A value with more than 3 decimal
+  places is refused, never rounded. Ratios (shares, lift, completeness) are unconstrained
+  NUMERIC / TEXT.
+* Times are aware UTC datetimes at microsecond precision; a naive datetime is taken as local
+  time (what PySpark returns), as in :func:`reckon.timeutil.to_micros`.
+
+Example:
+    >>> from sqlalchemy.dialects import sqlite
+    >>> Money().process_bind_param(Decimal("12.5"), sqlite.dialect())
+    '12.500'
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Context, Decimal, InvalidOperation
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.engine import Dialect
+
+from reckon.errors import invalid
+
+__all__ = ["ExactDecimal", "Money", "UTCDateTime", "id_type", "json_type"]
+
+_STORED = Decimal("0.001")  # the stored scale: every accepted currency's minor unit fits
+_MONEY_LIMIT = Decimal(10) ** 35  # DECIMAL(38,3): 35 digits before the point
+_EXACT = Context(prec=80)  # the default 28 digits cannot quantize DECIMAL(38,3) values
+
+
+def _to_decimal(value: Any, what: str) -> Decimal:
+    if isinstance(value, float):
+        raise invalid(what, value, "a Decimal (or int / str); floats are not exact")
+    try:
+        return value if isinstance(value, Decimal) else Decimal(str(value))
+    except InvalidOperation:
+        raise invalid(what, value, "a decimal number") from None
+
+
+class Money(sa.types.TypeDecorator[Decimal]):
+    """Exact money: ``NUMERIC(38,3)`` on PostgreSQL, TEXT elsewhere; always returns Decimal
+    with 3 places (the stored scale; the row's currency says how many are its own: format with
+    reckon.money). More than 3 decimal places is an error (nothing is rounded silently). A
+    Money column always sits next to a currency column: amounts are never summed across
+    currencies here."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(38, 3, asdecimal=True))
+        return dialect.type_descriptor(sa.Text())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        number = _to_decimal(value, "money")
+        stored = number.quantize(_STORED, context=_EXACT)
+        if stored != number:
+            raise invalid("money", value, "an amount with at most 3 decimal places")
+        if stored.copy_abs() >= _MONEY_LIMIT:  # exact: abs() rounds to 28 digits
+            raise invalid("money", value, "an amount that fits DECIMAL(38,3)")
+        return stored if dialect.name == "postgresql" else str(stored)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        if value is None:
+            return None
+        return Decimal(str(value)).quantize(_STORED, context=_EXACT)
+
+
+class ExactDecimal(sa.types.TypeDecorator[Decimal]):
+    """An exact ratio or share: unconstrained NUMERIC on PostgreSQL, TEXT elsewhere."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(sa.Numeric(asdecimal=True))
+        return dialect.type_descriptor(sa.Text())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        number = _to_decimal(value, "decimal")
+        return number if dialect.name == "postgresql" else str(number)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
+        return None if value is None else Decimal(str(value))
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """Aware UTC datetimes in, aware UTC datetimes out (TIMESTAMPTZ on PostgreSQL, naive UTC
+    text on SQLite). A naive input is taken as local time, like PySpark's TIMESTAMP values."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise invalid("timestamp", value, "a datetime")
+        moment = value.astimezone(UTC)
+        return moment if dialect.name == "postgresql" else moment.replace(tzinfo=None)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def json_type() -> sa.types.TypeEngine[Any]:
+    """JSON; JSONB on PostgreSQL."""
+    return sa.JSON().with_variant(pg.JSONB(), "postgresql")
+
+
+def id_type() -> sa.types.TypeEngine[int]:
+    """A surrogate key that auto-increments on both backends."""
+    # SQLite only auto-increments an INTEGER PRIMARY KEY (the rowid alias), not BIGINT.
+    return sa.BigInteger().with_variant(sa.Integer(), "sqlite")
