@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from bench import datasets as ds
 from bench.harness import base_settings, log
-from bench.workloads import _native_stream, _native_with_archive
+from bench.stream_bench import native_stream, native_with_archive
 from reckon.config import Settings
 from reckon.eventtime import (
     Disposition,
@@ -341,8 +341,8 @@ def main() -> None:
             _run_append(spark, settings, StreamSource(landing=str(warm)), work / "one_commit",
                         OneCommitBatch)
             run_stream(spark, settings, StreamSource(landing=str(warm)), available_now=True)
-            _native_stream(spark, StreamSource(landing=str(warm)), settings,
-                           str(work / "native"), str(work / "_native_checkpoint"))
+            native_stream(spark, StreamSource(landing=str(warm)), settings,
+                          str(work / "native"), str(work / "_native_checkpoint"))
             continue
         work = ds.fresh_folder(data / "work-spike")
         settings = base_settings(work / "wh", max_files_per_trigger=files,
@@ -365,10 +365,10 @@ def main() -> None:
         steady["current"] = (round(statistics.median(
             m.duration_seconds for m in current[2:]), 3) if current[2:] else None)
         log(f"spike: {files} file(s) a trigger: Spark native")
-        _, walls["native"] = _timed(lambda s=settings, w=work: _native_stream(
+        _, walls["native"] = _timed(lambda s=settings, w=work: native_stream(
             spark, source, s, str(w / "native"), str(w / "_native_checkpoint")))
         log(f"spike: {files} file(s) a trigger: Spark native + raw archive")
-        _, walls["native_archive"] = _timed(lambda s=settings, w=work: _native_with_archive(
+        _, walls["native_archive"] = _timed(lambda s=settings, w=work: native_with_archive(
             spark, source, s, w / "native_archive"))
         size = settings.event_time_rules().windows.size
         results[f"{files}_files"] = {
