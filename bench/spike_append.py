@@ -46,7 +46,9 @@ from reckon.eventtime import (
 )
 from reckon.generate import GeneratorConfig
 from reckon.schema import TOTAL_IDENTITY
+from spark import commits
 from spark import tables as tb
+from spark.concurrent_writes import ConcurrentWrites
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
 from spark.stream import RAW_COLUMNS, StreamSource, run_stream
@@ -70,7 +72,7 @@ class AppendOnlyBatch:
 
     def _append(self, df: DataFrame, name: str, batch_id: int) -> None:
         (df.write.format("delta").mode("append").option("mergeSchema", "true")
-         .option("userMetadata", tb.batch_mark(self.app_id, name, batch_id, {}))
+         .option("userMetadata", commits.batch_mark(self.app_id, name, batch_id, {}))
          .save(str(self.folder / name)))
 
     def _parse_and_summarise(self, raw: DataFrame) -> tuple[DataFrame, list[Any], list[Any],
@@ -97,7 +99,7 @@ class AppendOnlyBatch:
         t = time.monotonic()
         parsed, summary, valid_rows, after = self._parse_and_summarise(raw)
         steps["parse+summary"] = time.monotonic() - t
-        writes = tb.ConcurrentWrites()
+        writes = ConcurrentWrites()
         t = time.monotonic()
         classified = None
         if len(valid_rows) < len(summary):
@@ -141,7 +143,7 @@ class AppendOnlyBatch:
             classified.unpersist()
         parsed.unpersist()
         self.state = after
-        self.events_version = tb.current_version(self.folder, "events")
+        self.events_version = commits.current_version(self.folder, "events")
         self.seconds.append((batch_id, time.monotonic() - started, steps))
 
     def _classified(self, parsed: DataFrame, valid_rows: list[Any],
@@ -221,7 +223,7 @@ class OneCommitBatch(AppendOnlyBatch):
             classified.unpersist()
         parsed.unpersist()
         self.state = after
-        self.events_version = tb.current_version(self.folder, "events")
+        self.events_version = commits.current_version(self.folder, "events")
         self.seconds.append((batch_id, time.monotonic() - started, steps))
 
 
