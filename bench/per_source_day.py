@@ -62,7 +62,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -521,17 +521,11 @@ def seed_sweep(scenario: Scenario, seeds: range) -> list[dict[str, Any]]:
     """The claim on other seeds of the same scenario, pure per micro-batch (what the streams
     would give: they equal it exactly): the recommended bounds per source against the best
     single bound of the sweep."""
-    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
-    from reckon.whatif_inputs import recommend_per_input
-
     idle = parse_duration(IDLE_TIMEOUT, "idle_timeout")
     out = []
     for seed in seeds:
-        day = make_day(Scenario(scenario.name, scenario.about, scenario.minutes, scenario.rate,
-                                scenario.file_seconds, seed, scenario.arrive))
-        rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
-                                  windows(), normalize_bounds(DEFAULT_BOUNDS), TARGET,
-                                  idle_timeout=idle, running=True)
+        day = make_day(replace(scenario, seed=seed))
+        rec = _recommend(day)
         points = sweep(day)
         best = best_single(points, TARGET)
         ps = pure_point(day, rec.policy(idle))
