@@ -15,9 +15,9 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.harness import base_settings, environment, load_average, log, write_result
+from bench.harness import Scale, base_settings, environment, load_average, log, write_result
 from bench.report import write_markdown
-from bench.workloads import WORKLOADS, Scale
+from bench.workloads import WORKLOADS
 from reckon.config import PROJECT_ROOT
 from reckon.errors import UsageError
 

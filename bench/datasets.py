@@ -33,7 +33,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.harness import log
+from bench.harness import base_settings, log
 from reckon.config import Settings
 from reckon.errors import ConfigError
 from reckon.eventtime import WindowSpec
@@ -52,8 +52,8 @@ from spark import tables as tb
 from spark.rules import window_starts_col
 
 __all__ = ["BENCH_DAY", "DAY_CELLS", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
-           "build_evening", "build_event_log", "clone_warehouse", "ensure_landing",
-           "expected_breaks", "fresh_folder", "lateness_arrays"]
+           "build_evening", "build_event_log", "clone_warehouse", "day_frame", "day_warehouse",
+           "ensure_landing", "expected_breaks", "fresh_folder", "lateness_arrays"]
 
 BENCH_DAY = date(2026, 1, 1)
 DAY_KEYS = 200           # merchants of a built day: <= 2.2M (10 s window, key, currency) rows
@@ -218,6 +218,17 @@ def build_event_log(spark: SparkSession, settings: Settings, events: int,
     spec["rows"] = rows_n
     _mark(wh, spec)
     return spec
+
+
+def day_warehouse(spark: SparkSession, data_dir: Path, events: int) -> Settings:
+    """The settings of ``data_dir/day-<events>``, a warehouse holding the bench day's event_log
+    of ``events`` events (built once, then reused): the replay, audit, scale-curve and
+    compaction workloads all start from it, and bench/driver_memory.py reads it by that name.
+
+    Example: ``settings = day_warehouse(spark, scale.data_dir, 20_000_000)``."""
+    settings = base_settings(data_dir / f"day-{events}")
+    build_event_log(spark, settings, events)
+    return settings
 
 
 def build_archived_hour(spark: SparkSession, folder: Path, rows: int,

@@ -4,7 +4,7 @@ driver in this process's JVM and the executors in another (a Spark standalone wo
 In ``local[2]`` the driver JVM is also the executor, so its heap counts the executors' working
 memory and grows with the data whatever the driver holds. Here the executors run elsewhere,
 so the driver JVM's heap is the driver's own: the Delta logs it plans from, the query plans,
-the collected summaries. The scale curve (bench/workloads.py) starts the cluster and runs
+the collected summaries. The scale curve (bench/scale_curve.py) starts the cluster and runs
 
     python -m bench.driver_memory --master spark://HOST:PORT DAY_WAREHOUSE...
 

@@ -62,7 +62,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -386,33 +386,18 @@ def recommend_on(spark: Any, warehouse: Path, policy: WatermarkPolicy
 
 
 def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
+    """One scenario's day: the pure sweep, the recommendation and the configurations it is
+    compared with; with ``compare_streams``, each streamed for real and checked against the
+    pure figures (``_streamed_checks``)."""
     from bench.harness import log
-    from reckon.whatif_inputs import recommend_per_input
 
     day = make_day(scenario)
     files = write_day(out / "landing", day)
     log(f"per_source_day {scenario.name}: {len(day):,} events in {files} files")
     points = sweep(day)
-    best = best_single(points, TARGET)
-    by_partition = best_single({k: v for k, v in points.items() if not k[0]}, TARGET)
-    # the recommendation, pure (per event, as a running stream): what `reckon lateness
-    # --per-source` says on the streamed day; checked against it below when streaming
-    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
-    rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
-                              windows(), normalize_bounds(DEFAULT_BOUNDS), TARGET,
-                              idle_timeout=parse_duration(IDLE_TIMEOUT, "idle_timeout"),
-                              running=True)
+    rec = _recommend(day)
     per_source = rec.policy(parse_duration(IDLE_TIMEOUT, "idle_timeout"))
-    ps_point = pure_point(day, per_source)
-    early = as_early(points, ps_point.avg_emit_latency or 0.0)
-    compared: dict[str, WatermarkPolicy] = {"per_source": per_source}
-    if best is not None:
-        compared["best_single"] = single(best[1] * S, best[0])
-    if early != best:
-        compared["single_as_early"] = single(early[1] * S, early[0])
-    if by_partition is not None and by_partition != best:
-        compared["best_single_by_partition"] = single(by_partition[1] * S, False)
-    unit_sweep = sweep_unit(day, rec)
+    compared = _compared(points, per_source, pure_point(day, per_source))
     pure = {name: pure_point(day, pol) for name, pol in compared.items()}
     per_event = {name: per_event_point(day, pol) for name, pol in compared.items()}
     result: dict[str, Any] = {
@@ -427,25 +412,63 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
                            for name, pol in compared.items()},
         "sweep_per_batch": [{"inputs": "source" if k[0] else "partition", "bound_seconds": k[1],
                              **_point_figures(pt)} for k, pt in sorted(points.items())],
-        "unit_sweep_per_batch": unit_sweep,
+        "unit_sweep_per_batch": sweep_unit(day, rec),
     }
     for name, pol in compared.items():
-        pt = pure[name]
-        log(f"  pure per batch, {label(pol)}: {pt.completeness:.4%}, "
-            f"{_seconds(pt.avg_emit_latency)}")
-    if not compare_streams:
-        return result
-    streamed_names = [n for n in STREAMED if n in compared]
-    warehouses = {name: out / f"wh-{name}" for name in streamed_names}
-    streamed: dict[str, dict[str, Any]] = {}
-    for name in streamed_names:
-        log(f"  streaming {label(compared[name])} ...")
-        streamed[name] = stream(out / "landing", warehouses[name], compared[name])
-        log(f"  streamed {label(compared[name])}: {json.dumps(streamed[name])}")
+        log(f"  pure per batch, {label(pol)}: {pure[name].completeness:.4%}, "
+            f"{_seconds(pure[name].avg_emit_latency)}")
+    if compare_streams:
+        result["checks"] = _streamed_checks(out, compared, points, pure, rec,
+                                            result["configurations"])
+    return result
+
+
+def _recommend(day: Day) -> PerInputRecommendation:
+    """The recommendation, pure (per event, as a running stream): what `reckon lateness
+    --per-source` says on the streamed day; checked against it when streaming."""
+    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
+    from reckon.whatif_inputs import recommend_per_input
+
+    return recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
+                               windows(), normalize_bounds(DEFAULT_BOUNDS), TARGET,
+                               idle_timeout=parse_duration(IDLE_TIMEOUT, "idle_timeout"),
+                               running=True)
+
+
+def _compared(points: dict[tuple[bool, int], CurvePoint], per_source: WatermarkPolicy,
+              ps_point: CurvePoint) -> dict[str, WatermarkPolicy]:
+    """The per-source policy and the single bounds it is compared with: the best one, the
+    one as early as per-source (if another) and the best by partition (if another)."""
+    best = best_single(points, TARGET)
+    by_partition = best_single({k: v for k, v in points.items() if not k[0]}, TARGET)
+    early = as_early(points, ps_point.avg_emit_latency or 0.0)
+    compared: dict[str, WatermarkPolicy] = {"per_source": per_source}
+    if best is not None:
+        compared["best_single"] = single(best[1] * S, best[0])
+    if early != best:
+        compared["single_as_early"] = single(early[1] * S, early[0])
+    if by_partition is not None and by_partition != best:
+        compared["best_single_by_partition"] = single(by_partition[1] * S, False)
+    return compared
+
+
+def _streamed_checks(out: Path, compared: dict[str, WatermarkPolicy],
+                     points: dict[tuple[bool, int], CurvePoint], pure: dict[str, CurvePoint],
+                     rec: PerInputRecommendation,
+                     configurations: dict[str, dict[str, Any]]) -> dict[str, bool]:
+    """Stream the STREAMED configurations for real, replay the per-source stream's recorded
+    batches as the report does, add both to ``configurations`` and check every figure
+    against the pure ones."""
     from audits.lateness_batches import batch_points
+    from bench.harness import log
     from spark.session import get_spark
 
-    wh = warehouses["per_source"]
+    streamed: dict[str, dict[str, Any]] = {}
+    for name in (n for n in STREAMED if n in compared):
+        log(f"  streaming {label(compared[name])} ...")
+        streamed[name] = stream(out / "landing", out / f"wh-{name}", compared[name])
+        log(f"  streamed {label(compared[name])}: {json.dumps(streamed[name])}")
+    wh, per_source = out / "wh-per_source", compared["per_source"]
     spark = get_spark(settings_for(wh, per_source))
     on_warehouse = recommend_on(spark, wh, per_source)
     # the report's per-batch replay of the per-source stream's recorded batches: under every
@@ -455,9 +478,9 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
                          {f"{int(k[0])}:{k[1]}": single(k[1] * S, k[0]) for k in points})
     for name in compared:
         if name in streamed:
-            result["configurations"][name]["streamed"] = streamed[name]
-        result["configurations"][name]["replayed_per_batch"] = _point_figures(replayed[name])
-    result["checks"] = {
+            configurations[name]["streamed"] = streamed[name]
+        configurations[name]["replayed_per_batch"] = _point_figures(replayed[name])
+    return {
         "streams_equal_pure_per_batch": all(_agrees(streamed[n], pure[n]) for n in streamed),
         "report_replay_equals_streams": all(_agrees(streamed[n], replayed[n])
                                             for n in streamed),
@@ -467,7 +490,6 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
         "recommendation_on_the_warehouse_is_the_pure_one":
             on_warehouse.to_json_dict() == rec.to_json_dict(),
     }
-    return result
 
 
 def sweep_unit(day: Day, rec: PerInputRecommendation) -> list[dict[str, Any]]:
@@ -499,17 +521,11 @@ def seed_sweep(scenario: Scenario, seeds: range) -> list[dict[str, Any]]:
     """The claim on other seeds of the same scenario, pure per micro-batch (what the streams
     would give: they equal it exactly): the recommended bounds per source against the best
     single bound of the sweep."""
-    from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
-    from reckon.whatif_inputs import recommend_per_input
-
     idle = parse_duration(IDLE_TIMEOUT, "idle_timeout")
     out = []
     for seed in seeds:
-        day = make_day(Scenario(scenario.name, scenario.about, scenario.minutes, scenario.rate,
-                                scenario.file_seconds, seed, scenario.arrive))
-        rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
-                                  windows(), normalize_bounds(DEFAULT_BOUNDS), TARGET,
-                                  idle_timeout=idle, running=True)
+        day = make_day(replace(scenario, seed=seed))
+        rec = _recommend(day)
         points = sweep(day)
         best = best_single(points, TARGET)
         ps = pure_point(day, rec.policy(idle))

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from bench import datasets as ds
 from bench.harness import base_settings, log
-from bench.workloads import _native_stream, _native_with_archive
+from bench.stream_bench import native_stream, native_with_archive
 from reckon.config import Settings
 from reckon.eventtime import (
     Disposition,
@@ -46,7 +46,9 @@ from reckon.eventtime import (
 )
 from reckon.generate import GeneratorConfig
 from reckon.schema import TOTAL_IDENTITY
+from spark import commits
 from spark import tables as tb
+from spark.concurrent_writes import ConcurrentWrites
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
 from spark.stream import RAW_COLUMNS, StreamSource, run_stream
@@ -70,7 +72,7 @@ class AppendOnlyBatch:
 
     def _append(self, df: DataFrame, name: str, batch_id: int) -> None:
         (df.write.format("delta").mode("append").option("mergeSchema", "true")
-         .option("userMetadata", tb.batch_mark(self.app_id, name, batch_id, {}))
+         .option("userMetadata", commits.batch_mark(self.app_id, name, batch_id, {}))
          .save(str(self.folder / name)))
 
     def _parse_and_summarise(self, raw: DataFrame) -> tuple[DataFrame, list[Any], list[Any],
@@ -97,7 +99,7 @@ class AppendOnlyBatch:
         t = time.monotonic()
         parsed, summary, valid_rows, after = self._parse_and_summarise(raw)
         steps["parse+summary"] = time.monotonic() - t
-        writes = tb.ConcurrentWrites()
+        writes = ConcurrentWrites()
         t = time.monotonic()
         classified = None
         if len(valid_rows) < len(summary):
@@ -141,7 +143,7 @@ class AppendOnlyBatch:
             classified.unpersist()
         parsed.unpersist()
         self.state = after
-        self.events_version = tb.current_version(self.folder, "events")
+        self.events_version = commits.current_version(self.folder, "events")
         self.seconds.append((batch_id, time.monotonic() - started, steps))
 
     def _classified(self, parsed: DataFrame, valid_rows: list[Any],
@@ -221,7 +223,7 @@ class OneCommitBatch(AppendOnlyBatch):
             classified.unpersist()
         parsed.unpersist()
         self.state = after
-        self.events_version = tb.current_version(self.folder, "events")
+        self.events_version = commits.current_version(self.folder, "events")
         self.seconds.append((batch_id, time.monotonic() - started, steps))
 
 
@@ -341,8 +343,8 @@ def main() -> None:
             _run_append(spark, settings, StreamSource(landing=str(warm)), work / "one_commit",
                         OneCommitBatch)
             run_stream(spark, settings, StreamSource(landing=str(warm)), available_now=True)
-            _native_stream(spark, StreamSource(landing=str(warm)), settings,
-                           str(work / "native"), str(work / "_native_checkpoint"))
+            native_stream(spark, StreamSource(landing=str(warm)), settings,
+                          str(work / "native"), str(work / "_native_checkpoint"))
             continue
         work = ds.fresh_folder(data / "work-spike")
         settings = base_settings(work / "wh", max_files_per_trigger=files,
@@ -365,10 +367,10 @@ def main() -> None:
         steady["current"] = (round(statistics.median(
             m.duration_seconds for m in current[2:]), 3) if current[2:] else None)
         log(f"spike: {files} file(s) a trigger: Spark native")
-        _, walls["native"] = _timed(lambda s=settings, w=work: _native_stream(
+        _, walls["native"] = _timed(lambda s=settings, w=work: native_stream(
             spark, source, s, str(w / "native"), str(w / "_native_checkpoint")))
         log(f"spike: {files} file(s) a trigger: Spark native + raw archive")
-        _, walls["native_archive"] = _timed(lambda s=settings, w=work: _native_with_archive(
+        _, walls["native_archive"] = _timed(lambda s=settings, w=work: native_with_archive(
             spark, source, s, w / "native_archive"))
         size = settings.event_time_rules().windows.size
         results[f"{files}_files"] = {

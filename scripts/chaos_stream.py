@@ -34,6 +34,7 @@ if str(PROJECT_ROOT) not in sys.path:  # run as a script: make `tests.stream_cha
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from reckon.generate import GeneratorConfig, generate_landing  # noqa: E402
+from spark import commits  # noqa: E402
 from spark import tables as tb  # noqa: E402
 from tests.stream_chaos import (  # noqa: E402
     VOLATILE,
@@ -105,7 +106,7 @@ def _log_actions(table_dir: Path) -> list[dict[str, Any]]:
 def committed_batch(table_dir: Path) -> int | None:
     """The newest stream batch committed to the table (the batch mark in a commit's
     userMetadata, spark/tables.py), None if none."""
-    return max((mark[2] for _version, mark in tb.marked_commits(table_dir.parent,
+    return max((mark[2] for _version, mark in commits.marked_commits(table_dir.parent,
                                                                  table_dir.name)), default=None)
 
 

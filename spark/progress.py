@@ -28,6 +28,7 @@ from reckon.timeutil import (
     parse_duration,
     to_micros,
 )
+from spark import commits
 from spark import tables as tb
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def logged_watermark(warehouse: str | Path) -> tuple[bool, int | None]:
     if not tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
         return True, None
     seen: list[int] = []
-    for _version, files in tb.added_file_stats(warehouse, tb.WATERMARK_PROGRESS):
+    for _version, files in commits.added_file_stats(warehouse, tb.WATERMARK_PROGRESS):
         for stats in files:
             maximum = (stats or {}).get("maxValues", {}).get("watermark")
             if maximum:

@@ -36,6 +36,7 @@ from reckon.config import Settings, load_settings
 from reckon.eventtime import EventTimeRules, ends_passed
 from reckon.spec import with_spec
 from reckon.timeutil import day_bounds
+from spark import commits
 from spark import tables as tb
 from spark.rules import status_col
 
@@ -54,8 +55,8 @@ class ProvisionalVersions:
 
 def provisional_versions(warehouse: str | Path) -> ProvisionalVersions:
     """The newest committed versions (None: the table has no commit)."""
-    return ProvisionalVersions(deltas=tb.current_version(warehouse, tb.PROVISIONAL_DELTAS),
-                               progress=tb.current_version(warehouse, tb.WATERMARK_PROGRESS))
+    return ProvisionalVersions(deltas=commits.current_version(warehouse, tb.PROVISIONAL_DELTAS),
+                               progress=commits.current_version(warehouse, tb.WATERMARK_PROGRESS))
 
 
 def warehouse_rules(warehouse: str | Path, settings: Settings | None = None) -> EventTimeRules:
@@ -73,7 +74,7 @@ def table_version(warehouse: str | Path, name: str) -> int | None:
     """The version a reader pins of table ``name``; for provisional_totals, the version of
     the deltas it folds (None: nothing to read)."""
     source = tb.PROVISIONAL_DELTAS if name == tb.PROVISIONAL_TOTALS else name
-    return tb.current_version(warehouse, source)
+    return commits.current_version(warehouse, source)
 
 
 def read_day(spark: SparkSession, warehouse: str | Path, name: str, rules: EventTimeRules,
@@ -87,8 +88,8 @@ def read_day(spark: SparkSession, warehouse: str | Path, name: str, rules: Event
         return tb.read_table(spark, warehouse, name, version=version)
     start, end = day_bounds(day)
     versions = ProvisionalVersions(deltas=version if version is not None
-                                   else tb.current_version(warehouse, tb.PROVISIONAL_DELTAS),
-                                   progress=tb.current_version(warehouse, tb.WATERMARK_PROGRESS))
+                                   else commits.current_version(warehouse, tb.PROVISIONAL_DELTAS),
+                                   progress=commits.current_version(warehouse, tb.WATERMARK_PROGRESS))
     return read_provisional(spark, warehouse, rules, versions=versions, since_start=start,
                             until_start=end)
 

@@ -50,7 +50,9 @@ from reckon.money import CurrencyTotals
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between
 from reckon.writer_lock import WriterLock, writer_scope
+from spark import commits
 from spark import tables as tb
+from spark.concurrent_writes import ConcurrentWrites
 from spark.observe import observed
 from spark.parse import first_failure, parse_events, typed_checks
 from spark.rules import arrival_order, window_starts_col
@@ -104,7 +106,7 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"no event_log in warehouse {str(wh)!r}: run `reckon stream` first "
                          "(or check --warehouse)")
-    version = tb.current_version(wh, tb.EVENT_LOG)
+    version = commits.current_version(wh, tb.EVENT_LOG)
     if version is None:
         raise UsageError(f"event_log in warehouse {str(wh)!r} has no commit yet: run "
                          "`reckon stream` first")
@@ -307,7 +309,7 @@ def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
     or not, before the run record is written."""
     t0 = time.monotonic()
     read = _read_day(spark, settings, day, from_kafka=from_kafka)
-    writes = tb.ConcurrentWrites()
+    writes = ConcurrentWrites()
     cached: list[DataFrame] = []  # persisted by a step; unpersisted whatever happens
     try:
         repeated, bad_seen = _quarantine_rejected(read, writes, cached)
@@ -353,7 +355,7 @@ def _read_day(spark: SparkSession, settings: Settings, day: date, *,
                     started_at=started_at)
 
 
-def _quarantine_rejected(read: _DayRead, writes: tb.ConcurrentWrites,
+def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
                          cached: list[DataFrame]) -> tuple[DataFrame | None, Observation]:
     """Step 1: rows the typed rules reject now are quarantined with the replay as origin
     (day-scoped). The event log's ids are counted first (see step 2); that narrow pass also
@@ -452,7 +454,7 @@ def _write_canonical_totals(read: _DayRead, events: DataFrame, cached: list[Data
     return totals, counts, day_totals
 
 
-def _write_uncaught_duplicates(read: _DayRead, writes: tb.ConcurrentWrites, events: DataFrame,
+def _write_uncaught_duplicates(read: _DayRead, writes: ConcurrentWrites, events: DataFrame,
                                totals: DataFrame, has_conflict: bool,
                                cached: list[DataFrame]) -> DataFrame:
     """Step 4: what the stream counted more than once. Identical copies came with the totals;
@@ -489,7 +491,7 @@ def _write_uncaught_duplicates(read: _DayRead, writes: tb.ConcurrentWrites, even
     return conflicting
 
 
-def _write_conflicts(read: _DayRead, writes: tb.ConcurrentWrites, conflicting: DataFrame,
+def _write_conflicts(read: _DayRead, writes: ConcurrentWrites, conflicting: DataFrame,
                      has_conflict: bool) -> Observation:
     """Step 5: conflicts, which ids and every payload seen (small: only disagreeing ids). A
     conflict is listed by the day of its earliest copy's event time, and the run's count is

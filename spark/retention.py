@@ -33,6 +33,7 @@ from pyspark.sql import functions as F
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.timeutil import MICROS_PER_DAY, format_duration, parse_duration
+from spark import commits
 from spark import tables as tb
 from spark.session import session_conf
 
@@ -112,7 +113,7 @@ def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | N
                 files: int | None = listed.filter(
                     F.regexp_extract("path", r"[^/]*$", 0).contains(".")).count()
             else:
-                before = tb.current_version(wh, name)
+                before = commits.current_version(wh, name)
                 spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS")
                 files = _deleted_files(settings, name, before)
         done.append(VacuumedTable(name, files, round(time.monotonic() - t0, 3)))
@@ -122,7 +123,7 @@ def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | N
 def _deleted_files(settings: Settings, name: str, before: int | None) -> int | None:
     """The file count of the VACUUM END commit that followed version ``before`` (Delta logs
     a VACUUM as two commits, START and END, with its metrics), read from the commit files."""
-    for _version, info in tb.commit_infos(settings.warehouse_path, name,
+    for _version, info in commits.commit_infos(settings.warehouse_path, name,
                                           -1 if before is None else before):
         if info.get("operation") == "VACUUM END":
             value = (info.get("operationMetrics") or {}).get("numDeletedFiles")

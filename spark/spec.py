@@ -28,6 +28,7 @@ from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of, with_spec
 from reckon.timeutil import format_micros
+from spark import commits
 from spark import tables as tb
 
 __all__ = ["SpecVersion", "current_spec", "establish_spec", "recorded_versions",
@@ -64,7 +65,7 @@ def recorded_versions(warehouse: str | Path) -> list[SpecVersion]:
     if not tb.table_exists(warehouse, tb.EVENT_TIME_SPEC):
         return []
     versions = []
-    for _v, info in tb.commit_infos(warehouse, tb.EVENT_TIME_SPEC, -1):
+    for _v, info in commits.commit_infos(warehouse, tb.EVENT_TIME_SPEC, -1):
         raw = info.get("userMetadata")
         if not raw or _META_KEY not in raw:
             continue

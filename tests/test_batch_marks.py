@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark.tables import batch_mark, batch_mark_reads, parse_batch_mark
+from spark.commits import batch_mark, batch_mark_reads, parse_batch_mark
 
 
 @given(st.text(min_size=1), st.sampled_from(["event_log", "provisional_totals"]),
@@ -49,7 +49,7 @@ def test_a_failed_write_is_raised_only_after_every_write_of_the_batch_ended(spar
     import time
     from contextlib import nullcontext
 
-    from spark.tables import ConcurrentWrites
+    from spark.concurrent_writes import ConcurrentWrites
 
     slow_done = threading.Event()
     steps: list[str] = []
@@ -83,6 +83,7 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     apps, an unmarked append, an OPTIMIZE)."""
     from delta.tables import DeltaTable
 
+    from spark import commits
     from spark import tables as tb
     from tests.test_lateness_spark import BASE, S, log_row
 
@@ -104,16 +105,16 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     assert head == 6 and history[0][1] is None  # 5 appends and the OPTIMIZE after version 0
     for at in range(head + 1):
         want = [(v, m) for v, m in history if v <= at and m is not None and m[1] == name]
-        assert list(tb.marked_commits(tmp_path, name, at_version=at)) == want, at
-    assert list(tb.marked_commits(tmp_path, name, at_version=head))[:2] == [
+        assert list(commits.marked_commits(tmp_path, name, at_version=at)) == want, at
+    assert list(commits.marked_commits(tmp_path, name, at_version=head))[:2] == [
         (v, m) for v, m in history if m is not None][:2]
-    assert tb.last_marked_batch(tmp_path, name, "a", at_version=head) == 1
-    assert tb.marked_commit(tmp_path, name, "b", 0) == (
+    assert commits.last_marked_batch(tmp_path, name, "a", at_version=head) == 1
+    assert commits.marked_commit(tmp_path, name, "b", 0) == (
         next(v for v, m in history if m == ("b", name, 0)), {})
-    assert tb.marked_commit(tmp_path, name, "b", 2) is None
+    assert commits.marked_commit(tmp_path, name, "b", 2) is None
     # commit_infos: the same commits oldest first, after a version, as the history shows them
     for after in (-1, 3, head):
-        infos = list(tb.commit_infos(tmp_path, name, after))
+        infos = list(commits.commit_infos(tmp_path, name, after))
         assert [(v, i["operation"], i.get("userMetadata"),
                  {k: str(x) for k, x in (i.get("operationMetrics") or {}).items()})
                 for v, i in infos] == [
@@ -128,13 +129,14 @@ def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spa
     without the hint, and when the hinted commit file was cleaned up."""
     from delta.tables import DeltaTable
 
+    from spark import commits
     from spark import tables as tb
     from tests.test_lateness_spark import BASE, S, log_row
 
     name = tb.EVENT_LOG
-    assert tb.current_version(tmp_path, name) is None  # no table
+    assert commits.current_version(tmp_path, name) is None  # no table
     (tmp_path / name / "_delta_log").mkdir(parents=True)
-    assert tb.current_version(tmp_path, name) is None  # a log without a commit
+    assert commits.current_version(tmp_path, name) is None  # a log without a commit
     (tmp_path / name / "_delta_log").rmdir()
     path = tb.ensure_table(spark, tmp_path, name)
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.checkpointInterval' = '3')")
@@ -145,24 +147,24 @@ def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spa
         return int(table.history(1).select("version").first()[0])
 
     for i in range(9):
-        assert tb.current_version(tmp_path, name) == newest(), i
+        assert commits.current_version(tmp_path, name) == newest(), i
         rows = spark.createDataFrame([log_row(i, BASE + i * S, BASE + i * S, 0, offset=i)],
                                      tb.SCHEMAS[name])
         tb.marked_append(rows, tmp_path, name, "a", i)
     head = newest()
     hint = json.loads((log / "_last_checkpoint").read_text())["version"]
     assert head == 10 and 0 < hint < head  # the probe starts past the first commits
-    assert tb.current_version(tmp_path, name) == head
+    assert commits.current_version(tmp_path, name) == head
     # files that are no commit of their own: a commit in flight, a log compaction, checksums
     (log / f".{head + 1:020d}.json.0a1b.tmp").write_text("{}")
     (log / f"{0:020d}.{3:020d}.compacted.json").write_text("{}")
     (log / "_staged_commits").mkdir(exist_ok=True)
     (log / "_staged_commits" / f"{head + 2:020d}.0a1b.json").write_text("{}")
     (log / "_last_checkpoint").rename(log / "last_checkpoint.kept")
-    assert tb.current_version(tmp_path, name) == head  # listed
+    assert commits.current_version(tmp_path, name) == head  # listed
     (log / "_last_checkpoint").write_text('{"version": 9, "si')  # torn: listed
-    assert tb.current_version(tmp_path, name) == head
+    assert commits.current_version(tmp_path, name) == head
     (log / "last_checkpoint.kept").replace(log / "_last_checkpoint")
     (log / f"{hint:020d}.json").unlink()  # as Delta's log cleanup may leave it
-    assert tb.current_version(tmp_path, name) == head
+    assert commits.current_version(tmp_path, name) == head
     assert spark.read.format("delta").load(path).count() == 9

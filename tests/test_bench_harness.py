@@ -7,8 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bench.harness import MemorySampler
-from bench.workloads import _alternate
+from bench.harness import MemorySampler, alternate
 
 
 def test_contenders_alternate_and_the_median_run_is_reported(spark) -> None:
@@ -26,7 +25,7 @@ def test_contenders_alternate_and_the_median_run_is_reported(spark) -> None:
             return f"{name}@{wall}", {"wall_seconds": wall}
         return run
 
-    out = _alternate(spark, {"ours": contender("ours"), "theirs": contender("theirs")}, 3,
+    out = alternate(spark, {"ours": contender("ours"), "theirs": contender("theirs")}, 3,
                      "audit")
 
     assert calls == ["ours", "theirs"] * 4  # in turns, the first round untimed
@@ -172,7 +171,7 @@ def test_every_workload_has_a_short_note() -> None:
 
 
 def test_the_sweep_sizes_collapse_to_the_whole_dir_when_it_has_fewer_files() -> None:
-    from bench.workloads import STREAM_SWEEP_FILES, sweep_sizes
+    from bench.stream_bench import STREAM_SWEEP_FILES, sweep_sizes
 
     assert sweep_sizes(202) == [50, 202]                        # the full-scale landing dir
     assert sweep_sizes(20) == [20]                              # --quick: one point

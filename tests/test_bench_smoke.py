@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
-from bench.workloads import WORKLOADS, sweep_sizes
+from bench.stream_bench import sweep_sizes
+from bench.workloads import WORKLOADS
 
 pytestmark = pytest.mark.slow
 
@@ -131,7 +132,7 @@ def _scale(scale: dict) -> None:
 
 
 def _compaction(compaction: dict) -> None:
-    from bench.workloads import STREAM_FILE_ROWS
+    from bench.compaction_bench import STREAM_FILE_ROWS
 
     events = compaction["scale"]["events"]
     assert compaction["scale"]["event_log_files"] == max(2, events // STREAM_FILE_ROWS)

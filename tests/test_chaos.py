@@ -46,12 +46,13 @@ def test_three_random_kills_leave_the_same_tables(spark, tmp_path, capsys):
 def test_kill_point_reads_torn_writes_from_the_delta_log(spark, tmp_path):
     """The kill report is evidence: a data file on disk that no commit added is reported as
     written-but-uncommitted for its table, a committed batch mark as committed."""
+    from spark import commits
     from spark import tables as tb
 
     chaos = _script()
     wh = tmp_path / "wh"
     df = spark.createDataFrame([(1,)], "x INT")
-    (df.write.format("delta").option("userMetadata", tb.batch_mark("a", tb.EVENT_LOG, 0))
+    (df.write.format("delta").option("userMetadata", commits.batch_mark("a", tb.EVENT_LOG, 0))
      .save(str(wh / tb.EVENT_LOG)))
     before = {tb.EVENT_LOG: chaos.data_files(wh / tb.EVENT_LOG)}
     (wh / tb.EVENT_LOG / "part-99999-torn.snappy.parquet").write_bytes(b"PAR1")

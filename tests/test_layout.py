@@ -12,6 +12,7 @@ from pyspark.sql import types as T
 from audits.audit import audit_day
 from reckon.errors import LayoutError
 from reports.render import render_day
+from spark import commits
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
@@ -32,7 +33,7 @@ def _old_table(spark, warehouse, name: str, schema: T.StructType) -> None:
 
 
 def _versions(warehouse) -> dict[str, int | None]:
-    return {name: tb.current_version(warehouse, name) for name in tb.TABLES}
+    return {name: commits.current_version(warehouse, name) for name in tb.TABLES}
 
 
 def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, tmp_path):

@@ -31,6 +31,7 @@ from reckon.reference import (
 )
 from reckon.timeutil import day_bounds, to_micros
 from reports.db.repository import audit_recorder
+from spark import commits
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
@@ -580,7 +581,7 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     batches = random_batches(5, n=30, batches=3)
     crashing = BatchProcessor(spark, settings_, query_id="test-query")
     if old_marks:
-        mark = tb.batch_mark
+        mark = commits.batch_mark
         monkeypatch.setattr(tb, "batch_mark", lambda app_id, name, batch_id, reads=None:
                             mark(app_id, name, batch_id))
 
@@ -594,13 +595,13 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
                 crashing(_raw(spark, batch), batch_id)
             break
         crashing(_raw(spark, batch), batch_id)
-    marks = {name: tb.last_marked_batch(warehouse, name, crashing.app_id)
+    marks = {name: commits.last_marked_batch(warehouse, name, crashing.app_id)
              for name in (tb.EVENT_LOG, tb.PROVISIONAL_DELTAS, tb.WATERMARK_PROGRESS)}
     assert marks == {tb.EVENT_LOG: 1, tb.PROVISIONAL_DELTAS: 0, tb.WATERMARK_PROGRESS: 0}
-    commit = tb.marked_commit(warehouse, tb.EVENT_LOG, crashing.app_id, 1)
+    commit = commits.marked_commit(warehouse, tb.EVENT_LOG, crashing.app_id, 1)
     assert commit is not None
     assert set(commit[1]) == (set() if old_marks else {tb.EVENT_LOG, tb.WATERMARK_PROGRESS,
-                                                       tb.CLOCK_READ})
+                                                       commits.CLOCK_READ})
     monkeypatch.undo()  # the restart runs this code
 
     restarted = BatchProcessor(spark, settings_, query_id="test-query")
@@ -633,7 +634,7 @@ def test_a_re_run_batch_whose_commits_are_gone_stops_with_what_to_do(spark, tmp_
         first(_raw(spark, batch), batch_id)
     gone = []
     for name in STREAM_TABLES:
-        found = tb.marked_commit(warehouse, name, first.app_id, 0)
+        found = commits.marked_commit(warehouse, name, first.app_id, 0)
         if found is not None:  # expired
             (warehouse / name / "_delta_log" / f"{found[0]:020d}.json").unlink()
             gone.append(name)
@@ -681,7 +682,7 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
         query_a._write_deltas = killed
         with pytest.raises(RuntimeError, match="killed before the deltas"):
             query_a(_raw(spark, a_batch), 0)
-        assert tb.last_marked_batch(warehouse, tb.EVENT_LOG, query_a.app_id) == 0
+        assert commits.last_marked_batch(warehouse, tb.EVENT_LOG, query_a.app_id) == 0
         BatchProcessor(spark, settings_, query_id="query-a")(_raw(spark, a_batch), 0)
 
     def tables(warehouse: Path) -> tuple:
@@ -695,10 +696,10 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
 
     def as_before_the_record(self, batch_id: int) -> dict[str, int | None]:
         """event_log just before the batch's own commit, watermark_progress as it is."""
-        found = tb.marked_commit(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
-        return {tb.EVENT_LOG: found[0] - 1 if found else tb.current_version(self.warehouse,
+        found = commits.marked_commit(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
+        return {tb.EVENT_LOG: found[0] - 1 if found else commits.current_version(self.warehouse,
                                                                             tb.EVENT_LOG),
-                tb.WATERMARK_PROGRESS: tb.current_version(self.warehouse,
+                tb.WATERMARK_PROGRESS: commits.current_version(self.warehouse,
                                                           tb.WATERMARK_PROGRESS)}
 
     with monkeypatch.context() as unrecorded:
