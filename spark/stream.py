@@ -46,7 +46,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from reckon.config import Settings
@@ -106,6 +106,19 @@ def archive_scan_start(first_arrival: int, horizon: int) -> int:
     step = max(1, horizon // 8)
     start = first_arrival - horizon
     return start - start % step
+
+
+@dataclass(frozen=True)
+class _BatchSummary:
+    """What the batch's summary job found: counts, and per watermark input the maxima of its
+    valid rows (``valid_rows``: the job's rows, ``observations``: as the watermark takes
+    them)."""
+
+    rows_in: int
+    valid: int
+    quarantined: int
+    valid_rows: list[Row]
+    observations: list[PartitionObservation]
 
 
 @dataclass(frozen=True)
@@ -292,44 +305,69 @@ class BatchProcessor:
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
-        rules = self.rules
-        # One small job: per-input maxima of valid rows, counts, earliest arrival.
-        inputs = ["partition", "source"] if rules.watermark.by_source else ["partition"]
-        with self._step("parse+summary"):
-            summary = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
-                       .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
-                            F.max("arrival_us").alias("max_arrival"),
-                            F.min("arrival_us").alias("min_arrival"))
-                       .collect())
-        rows_in = sum(r.n for r in summary)
-        valid_rows = [r for r in summary if r.ok]
-        valid_n = sum(r.n for r in valid_rows)
-        quarantined_n = rows_in - valid_n
-        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
-                                             r.min_arrival,
-                                             r.source if rules.watermark.by_source else None)
-                        for r in valid_rows]
-        after = advance_watermark(before, observations, rules.watermark)
-        wm_after = after.watermark
+        summary = self._summarise(parsed)
+        after = advance_watermark(before, summary.observations, self.rules.watermark)
+        counts = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
+        every = self.settings.event_log_compact_every
+        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
+        if compacting and wm_before is not None:
+            with self._step("compact"):
+                self.compact_open_days(wm_before)
+        metrics = BatchMetrics(
+            batch_id=batch_id, rows_in=summary.rows_in, valid=summary.valid,
+            quarantined=summary.quarantined, duplicates=counts["duplicate"],
+            on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
+            watermark=after.watermark, duration_seconds=time.monotonic() - started,
+            step_seconds=self._steps)
+        with self._step("progress"):
+            self._write_progress(metrics, after, wm_before, processed_at)
+        if compacting:
+            # watermark_progress gains a file per batch and is read whole on every restart
+            # and nightly poll; compacted after this batch's row, so that a re-run of the batch
+            # finds nothing left to compact (and commits nothing)
+            from spark.compaction import compact_watermark_progress
 
-        # The batch's table writes are independent (each is idempotent by its own batch mark),
-        # so they run concurrently: most of a small commit's time is Delta's driver-side
-        # bookkeeping, which overlaps. The progress row, which a restart trusts, waits for all.
+            with self._step("compact"):
+                compact_watermark_progress(self.spark, self.settings)
+        self._cache = (batch_id, after)
+        if self.on_batch:
+            self.on_batch(metrics)
+
+    def _summarise(self, parsed: DataFrame) -> _BatchSummary:
+        """One small job: per watermark input, the maxima of its valid rows, the counts and
+        the earliest arrival (the parse it computes stays cached for the writes)."""
+        by_source = self.rules.watermark.by_source
+        inputs = ["partition", "source"] if by_source else ["partition"]
+        with self._step("parse+summary"):
+            rows = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
+                    .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
+                         F.max("arrival_us").alias("max_arrival"),
+                         F.min("arrival_us").alias("min_arrival"))
+                    .collect())
+        valid_rows = [r for r in rows if r.ok]
+        rows_in, valid = sum(r.n for r in rows), sum(r.n for r in valid_rows)
+        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
+                                             r.min_arrival, r.source if by_source else None)
+                        for r in valid_rows]
+        return _BatchSummary(rows_in=rows_in, valid=valid, quarantined=rows_in - valid,
+                             valid_rows=valid_rows, observations=observations)
+
+    def _write_rows(self, parsed: DataFrame, batch_id: int, summary: _BatchSummary,
+                    wm_before: int | None, processed_at: datetime) -> dict[str, int]:
+        """Write the batch's rows: quarantine, event_log, late_events, provisional_deltas.
+        Returns the count of each disposition.
+
+        The writes are independent (each is idempotent by its own batch mark), so they run
+        concurrently: most of a small commit's time is Delta's driver-side bookkeeping, which
+        overlaps. The progress row, which a restart trusts, waits for all of them."""
         writes = tb.ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
         try:
-            if quarantined_n:
-                bad = parsed.filter(F.col("reason").isNotNull()).select(
-                    "reason", "detail", "payload", "partition", "offset", "arrival_time",
-                    "input_file", self._batch_id.alias("batch_id"),
-                    F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
-                    "event_id", "event_time",
-                    F.to_date(F.coalesce("arrival_time", self._processed_at))
-                    .alias("arrival_date"))
-                writes.start("quarantine", self._append, bad, tb.QUARANTINE, batch_id)
-            if valid_n:
-                deduped = self._deduplicate(parsed, batch_id, valid_rows)
+            if summary.quarantined:
+                writes.start("quarantine", self._write_quarantine, parsed, batch_id)
+            if summary.valid:
+                deduped = self._deduplicate(parsed, batch_id, summary.valid_rows)
                 classified = self._classify(deduped, wm_before)
                 with self._step("dedup+classify"):
                     agg = (classified.groupBy("disposition")
@@ -347,32 +385,10 @@ class BatchProcessor:
             if deduped is not None:
                 deduped.unpersist()
         writes.raise_first_error()
-        every = self.settings.event_log_compact_every
-        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
-        if compacting:
-            assert wm_before is not None
-            with self._step("compact"):
-                self.compact_open_days(wm_before)
+        return counts
 
-        metrics = BatchMetrics(
-            batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
-            counts["revision"], counts["late"], wm_after, time.monotonic() - started,
-            self._steps)
-        with self._step("progress"):
-            self._write_progress(metrics, after, wm_before, processed_at)
-        if compacting:
-            # watermark_progress gains a file per batch and is read whole on every restart
-            # and nightly poll; compacted after this batch's row, so that a re-run of the batch
-            # finds nothing left to compact (and commits nothing)
-            from spark.compaction import compact_watermark_progress
-
-            with self._step("compact"):
-                compact_watermark_progress(self.spark, self.settings)
-        self._cache = (batch_id, after)
-        if self.on_batch:
-            self.on_batch(metrics)
-
-    def _deduplicate(self, parsed: DataFrame, batch_id: int, valid_rows: list) -> DataFrame:
+    def _deduplicate(self, parsed: DataFrame, batch_id: int,
+                     valid_rows: list[Row]) -> DataFrame:
         """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
         batch in arrival order) arrived within the dedup horizon. Persisted."""
         rules = self.rules
@@ -420,6 +436,15 @@ class BatchProcessor:
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
+    def _write_quarantine(self, parsed: DataFrame, batch_id: int) -> None:
+        bad = parsed.filter(F.col("reason").isNotNull()).select(
+            "reason", "detail", "payload", "partition", "offset", "arrival_time",
+            "input_file", self._batch_id.alias("batch_id"),
+            F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
+            "event_id", "event_time",
+            F.to_date(F.coalesce("arrival_time", self._processed_at)).alias("arrival_date"))
+        self._append(bad, tb.QUARANTINE, batch_id)
+
     def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
         log = deduped.select(*_EVENT_COLUMNS, "payload", self._batch_id.alias("batch_id"),
                              "is_duplicate", F.to_date("event_time").alias("event_date"))
