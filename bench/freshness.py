@@ -206,7 +206,7 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     warehouse starts with an hour of archived events at the feed's rate
     (``Scale.freshness_archived_rows``): every batch's de-duplication reads the horizon a
     stream that has been running for an hour reads."""
-    from spark.stream import StreamSource
+    from spark.sources import StreamSource
     from spark.stream import run_stream as reckon_stream
 
     trigger_s = parse_duration(trigger) / 1e6

@@ -82,7 +82,8 @@ def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[
     from pyspark.sql import DataFrame
 
     from spark.provisional import read_provisional
-    from spark.stream import BatchMetrics, BatchProcessor, landing_lines
+    from spark.sources import landing_lines
+    from spark.stream import BatchMetrics, BatchProcessor
 
     def raw(batch: list[Path]) -> DataFrame:
         return landing_lines(spark.read.format("text").option("wholetext", "true")

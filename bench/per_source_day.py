@@ -303,7 +303,8 @@ def stream(landing: Path, warehouse: Path, policy: WatermarkPolicy) -> dict[str,
     tables it wrote, with wall and CPU seconds (load-dependent)."""
     from bench.harness import measure
     from spark.session import get_spark
-    from spark.stream import StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
 
     settings = settings_for(warehouse, policy)
     spark = get_spark(settings, app_name="bench-per-source")

@@ -51,7 +51,8 @@ from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
-from spark.stream import RAW_COLUMNS, StreamSource, run_stream
+from spark.sources import RAW_COLUMNS, StreamSource
+from spark.stream import run_stream
 
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
                   "partition", "offset", "arrival_time", "input_file")

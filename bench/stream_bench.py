@@ -165,7 +165,7 @@ class _StreamInputs:
 
 def _stream_inputs(scale: Scale) -> _StreamInputs:
     """Generate (or reuse) the landing dir: ~20 triggers at any scale."""
-    from spark.stream import StreamSource
+    from spark.sources import StreamSource
 
     n = scale.stream_events
     lines_per_file = max(200, n // (20 * MAX_FILES_PER_TRIGGER))

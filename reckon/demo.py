@@ -361,7 +361,8 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
     """Generate, stream, run the nightly DAG on a real Airflow for ``day`` (default: the last
     complete UTC day, which the scheduler runs by itself), and read the summary back."""
     from spark.session import get_spark
-    from spark.stream import BatchMetrics, StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import BatchMetrics, run_stream
 
     clock = _Clock()
     day = day or last_complete_day()

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the engines' result types; the steps import the engines whe
     from spark.compaction import CompactionResult
     from spark.replay import ReplayResult
     from spark.retention import VacuumResult
-    from spark.stream import BatchMetrics, StreamSource
+    from spark.sources import StreamSource
+    from spark.stream import BatchMetrics
 
     BatchCallback = Callable[[BatchMetrics], None]
 
@@ -327,8 +328,9 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
     Example: ``stream(settings, StreamSource(landing="landing"), note=print,
     on_start=lambda s: print_progress)``.
     """
+    from spark.sources import kafka_partitions
     from spark.spec import resolved_settings
-    from spark.stream import kafka_partitions, run_stream, stream_lock
+    from spark.stream import run_stream, stream_lock
 
     if not change_spec:
         settings = resolved_settings(settings, "stream")

@@ -156,7 +156,7 @@ def day_totals_from_log(spark: SparkSession, settings: Settings, day: date,
 def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
     """Replay straight from the topic (batch read, earliest to latest as of the start, pinned
     as offsets so that every pass of the replay reads the same records): full validation."""
-    from spark.stream import RAW_COLUMNS, kafka_offsets, kafka_raw_columns
+    from spark.sources import RAW_COLUMNS, kafka_offsets, kafka_raw_columns
 
     topic = settings.kafka_topic
     pinned = {edge: json.dumps({topic: {str(p): o for p, o in kafka_offsets(

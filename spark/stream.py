@@ -1,7 +1,7 @@
 """The streaming aggregator: provisional windowed totals under per-partition watermarks.
 
-Spark Structured Streaming reads the landing directory (NDJSON files, one row per file so
-line numbers are exact) or Kafka; every micro-batch goes through ``BatchProcessor`` in
+Spark Structured Streaming reads a source (spark/sources.py: a landing folder of NDJSON files
+in name order, or a Kafka topic); every micro-batch goes through ``BatchProcessor`` in
 ``foreachBatch``, which does, in this order:
 
 1. parse and validate (spark/parse.py); bad rows -> ``quarantine`` with a reason;
@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -45,14 +44,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
-from reckon.admission import ADMISSION_POLL_SECONDS, LandingAdmitter
 from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import (
@@ -67,7 +63,6 @@ from reckon.eventtime import (
     is_duplicate_of_recent,
     watermark_hold,
 )
-from reckon.landing import EVENT_FILE_GLOB
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
@@ -75,11 +70,17 @@ from spark import tables as tb
 from spark.constants import batch_constant, batch_timestamp
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
+from spark.sources import (
+    RAW_COLUMNS,
+    StreamSource,
+    keep_admitting,
+    landing_admitter,
+    sweep_committed_admissions,
+)
 
-__all__ = ["BatchMetrics", "BatchProcessor", "StreamSource", "kafka_offsets",
-           "kafka_partitions", "landing_lines", "processing_time", "run_stream"]
+__all__ = ["STREAM_TABLES", "BatchMetrics", "BatchProcessor", "print_progress", "processing_time",
+           "run_stream", "stream_lock"]
 
-RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS, tb.LATE_EVENTS,
                  tb.WATERMARK_PROGRESS)
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
@@ -105,6 +106,19 @@ def archive_scan_start(first_arrival: int, horizon: int) -> int:
     step = max(1, horizon // 8)
     start = first_arrival - horizon
     return start - start % step
+
+
+@dataclass(frozen=True)
+class _BatchSummary:
+    """What the batch's summary job found: counts, and per watermark input the maxima of its
+    valid rows (``valid_rows``: the job's rows, ``observations``: as the watermark takes
+    them)."""
+
+    rows_in: int
+    valid: int
+    quarantined: int
+    valid_rows: list[Row]
+    observations: list[PartitionObservation]
 
 
 @dataclass(frozen=True)
@@ -291,44 +305,69 @@ class BatchProcessor:
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
-        rules = self.rules
-        # One small job: per-input maxima of valid rows, counts, earliest arrival.
-        inputs = ["partition", "source"] if rules.watermark.by_source else ["partition"]
-        with self._step("parse+summary"):
-            summary = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
-                       .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
-                            F.max("arrival_us").alias("max_arrival"),
-                            F.min("arrival_us").alias("min_arrival"))
-                       .collect())
-        rows_in = sum(r.n for r in summary)
-        valid_rows = [r for r in summary if r.ok]
-        valid_n = sum(r.n for r in valid_rows)
-        quarantined_n = rows_in - valid_n
-        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
-                                             r.min_arrival,
-                                             r.source if rules.watermark.by_source else None)
-                        for r in valid_rows]
-        after = advance_watermark(before, observations, rules.watermark)
-        wm_after = after.watermark
+        summary = self._summarise(parsed)
+        after = advance_watermark(before, summary.observations, self.rules.watermark)
+        counts = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
+        every = self.settings.event_log_compact_every
+        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
+        if compacting and wm_before is not None:
+            with self._step("compact"):
+                self.compact_open_days(wm_before)
+        metrics = BatchMetrics(
+            batch_id=batch_id, rows_in=summary.rows_in, valid=summary.valid,
+            quarantined=summary.quarantined, duplicates=counts["duplicate"],
+            on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
+            watermark=after.watermark, duration_seconds=time.monotonic() - started,
+            step_seconds=self._steps)
+        with self._step("progress"):
+            self._write_progress(metrics, after, wm_before, processed_at)
+        if compacting:
+            # watermark_progress gains a file per batch and is read whole on every restart
+            # and nightly poll; compacted after this batch's row, so that a re-run of the batch
+            # finds nothing left to compact (and commits nothing)
+            from spark.compaction import compact_watermark_progress
 
-        # The batch's table writes are independent (each is idempotent by its own batch mark),
-        # so they run concurrently: most of a small commit's time is Delta's driver-side
-        # bookkeeping, which overlaps. The progress row, which a restart trusts, waits for all.
+            with self._step("compact"):
+                compact_watermark_progress(self.spark, self.settings)
+        self._cache = (batch_id, after)
+        if self.on_batch:
+            self.on_batch(metrics)
+
+    def _summarise(self, parsed: DataFrame) -> _BatchSummary:
+        """One small job: per watermark input, the maxima of its valid rows, the counts and
+        the earliest arrival (the parse it computes stays cached for the writes)."""
+        by_source = self.rules.watermark.by_source
+        inputs = ["partition", "source"] if by_source else ["partition"]
+        with self._step("parse+summary"):
+            rows = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
+                    .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
+                         F.max("arrival_us").alias("max_arrival"),
+                         F.min("arrival_us").alias("min_arrival"))
+                    .collect())
+        valid_rows = [r for r in rows if r.ok]
+        rows_in, valid = sum(r.n for r in rows), sum(r.n for r in valid_rows)
+        observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
+                                             r.min_arrival, r.source if by_source else None)
+                        for r in valid_rows]
+        return _BatchSummary(rows_in=rows_in, valid=valid, quarantined=rows_in - valid,
+                             valid_rows=valid_rows, observations=observations)
+
+    def _write_rows(self, parsed: DataFrame, batch_id: int, summary: _BatchSummary,
+                    wm_before: int | None, processed_at: datetime) -> dict[str, int]:
+        """Write the batch's rows: quarantine, event_log, late_events, provisional_deltas.
+        Returns the count of each disposition.
+
+        The writes are independent (each is idempotent by its own batch mark), so they run
+        concurrently: most of a small commit's time is Delta's driver-side bookkeeping, which
+        overlaps. The progress row, which a restart trusts, waits for all of them."""
         writes = tb.ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
         try:
-            if quarantined_n:
-                bad = parsed.filter(F.col("reason").isNotNull()).select(
-                    "reason", "detail", "payload", "partition", "offset", "arrival_time",
-                    "input_file", self._batch_id.alias("batch_id"),
-                    F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
-                    "event_id", "event_time",
-                    F.to_date(F.coalesce("arrival_time", self._processed_at))
-                    .alias("arrival_date"))
-                writes.start("quarantine", self._append, bad, tb.QUARANTINE, batch_id)
-            if valid_n:
-                deduped = self._deduplicate(parsed, batch_id, valid_rows)
+            if summary.quarantined:
+                writes.start("quarantine", self._write_quarantine, parsed, batch_id)
+            if summary.valid:
+                deduped = self._deduplicate(parsed, batch_id, summary.valid_rows)
                 classified = self._classify(deduped, wm_before)
                 with self._step("dedup+classify"):
                     agg = (classified.groupBy("disposition")
@@ -346,32 +385,10 @@ class BatchProcessor:
             if deduped is not None:
                 deduped.unpersist()
         writes.raise_first_error()
-        every = self.settings.event_log_compact_every
-        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
-        if compacting:
-            assert wm_before is not None
-            with self._step("compact"):
-                self.compact_open_days(wm_before)
+        return counts
 
-        metrics = BatchMetrics(
-            batch_id, rows_in, valid_n, quarantined_n, counts["duplicate"], counts["on_time"],
-            counts["revision"], counts["late"], wm_after, time.monotonic() - started,
-            self._steps)
-        with self._step("progress"):
-            self._write_progress(metrics, after, wm_before, processed_at)
-        if compacting:
-            # watermark_progress gains a file per batch and is read whole on every restart
-            # and nightly poll; compacted after this batch's row, so that a re-run of the batch
-            # finds nothing left to compact (and commits nothing)
-            from spark.compaction import compact_watermark_progress
-
-            with self._step("compact"):
-                compact_watermark_progress(self.spark, self.settings)
-        self._cache = (batch_id, after)
-        if self.on_batch:
-            self.on_batch(metrics)
-
-    def _deduplicate(self, parsed: DataFrame, batch_id: int, valid_rows: list) -> DataFrame:
+    def _deduplicate(self, parsed: DataFrame, batch_id: int,
+                     valid_rows: list[Row]) -> DataFrame:
         """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
         batch in arrival order) arrived within the dedup horizon. Persisted."""
         rules = self.rules
@@ -419,6 +436,15 @@ class BatchProcessor:
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
+    def _write_quarantine(self, parsed: DataFrame, batch_id: int) -> None:
+        bad = parsed.filter(F.col("reason").isNotNull()).select(
+            "reason", "detail", "payload", "partition", "offset", "arrival_time",
+            "input_file", self._batch_id.alias("batch_id"),
+            F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
+            "event_id", "event_time",
+            F.to_date(F.coalesce("arrival_time", self._processed_at)).alias("arrival_date"))
+        self._append(bad, tb.QUARANTINE, batch_id)
+
     def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
         log = deduped.select(*_EVENT_COLUMNS, "payload", self._batch_id.alias("batch_id"),
                              "is_duplicate", F.to_date("event_time").alias("event_date"))
@@ -526,185 +552,6 @@ def _micros_map(spark: SparkSession, values: dict[int, int]) -> Column:
 # ---------------------------------------------------------------------------- the query
 
 
-@dataclass(frozen=True)
-class StreamSource:
-    """Where the stream reads: a landing directory of NDJSON files, or a Kafka topic."""
-
-    landing: str | None = None
-    kafka_bootstrap: str | None = None
-    topic: str | None = None
-
-    def __post_init__(self) -> None:
-        if bool(self.landing) == bool(self.kafka_bootstrap):
-            raise UsageError("give exactly one source: --landing DIR or --kafka BOOTSTRAP")
-        if self.kafka_bootstrap and not self.topic:
-            raise UsageError("--kafka needs --topic")
-        if self.landing and not Path(self.landing).is_dir():
-            raise UsageError(f"--landing {self.landing!r} is not a directory")
-
-    @property
-    def name(self) -> str:
-        return "landing" if self.landing else f"kafka-{self.topic}"
-
-    def describe(self) -> str:
-        """What a person calls it: ``landing folder /data/in``, ``Kafka topic events at
-        broker:9092``."""
-        if self.landing:
-            return f"landing folder {Path(self.landing).resolve()}"
-        return f"Kafka topic {self.topic} at {self.kafka_bootstrap}"
-
-    def read(self, spark: SparkSession, settings: Settings,
-             admitted: Path | None = None) -> DataFrame:
-        """A streaming DataFrame with RAW_COLUMNS. The stream's landing source reads the
-        folder its files are ``admitted`` to (reckon.admission), in name order, and names each
-        line's input_file by its landing path; Spark deletes each admitted file (never the
-        landing file) once the batch that read it has committed. Without ``admitted``, the
-        landing dir itself in Spark's own order (modification time; the benchmark's native
-        contender reads it so)."""
-        if self.landing:
-            reader = (spark.readStream.format("text").option("wholetext", "true")
-                      .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
-                      .option("maxFileAge", "36500d")
-                      # event files only (admission takes nothing else; Spark skips names
-                      # starting with '.' or '_': a file being admitted)
-                      .option("pathGlobFilter", EVENT_FILE_GLOB))
-            if admitted is None:
-                return landing_lines(reader.load(str(Path(self.landing).resolve())))
-            files = reader.option("cleanSource", "delete").load(str(admitted.resolve()))
-            return landing_lines(files, shown_dir=_hadoop_uri(spark, Path(self.landing)))
-        if not self.topic:  # __post_init__ already refuses --kafka without --topic
-            raise UsageError("--kafka needs --topic")
-        return (spark.readStream.format("kafka")
-                .option("kafka.bootstrap.servers", self.kafka_bootstrap)
-                .option("subscribe", self.topic)
-                .option("startingOffsets", "earliest")
-                .option("failOnDataLoss", "true")
-                .option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
-                .load()
-                .select(*kafka_raw_columns(self.topic)))
-
-
-def _hadoop_uri(spark: SparkSession, folder: Path) -> str:
-    """``folder`` as Spark's file source names it in ``_metadata.file_path``
-    ('file:/work/landing', special characters percent-encoded)."""
-    jvm: Any = spark._jvm
-    return str(jvm.org.apache.hadoop.fs.Path(f"file:{folder.resolve()}").toUri().toString())
-
-
-def landing_lines(files: DataFrame, shown_dir: str | None = None) -> DataFrame:
-    """Landing files read by Spark's text source with ``wholetext`` (a row per file) as
-    RAW_COLUMNS, a row per line: the stream's source, and a batch read of the same files (the
-    benchmark feeds them to BatchProcessor directly). The file's path is its input_file (in
-    ``shown_dir``, when given: the landing dir an admitted file came from), its modification
-    time the transport time: ``files`` must come straight from the file source, whose
-    ``_metadata`` column this reads."""
-    path = F.col("_metadata.file_path")
-    if shown_dir is not None:
-        path = F.concat(F.lit(shown_dir.rstrip("/") + "/"), F.substring_index(path, "/", -1))
-    files = files.select("value", path.alias("input_file"),
-                         F.col("_metadata.file_modification_time").alias("transport_time"))
-    # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
-    # The file is split once, into a column: an expression over the whole text next
-    # to the explode would be evaluated again for every line (quadratic in the file).
-    # (Java tries a regex at every position of a text it does not match, even one
-    # anchored with '^': both run only where a plain prefix or substring test says
-    # they can match)
-    text = F.when(F.startswith("value", F.lit("\ufeff")),
-                  F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
-    parts = files.select("input_file", "transport_time",
-                         F.split(text, "\n").alias("parts"))
-    parts = parts.select("*", F.size("parts").alias("n"))
-    lines = parts.select("input_file", "transport_time", "n",
-                         F.posexplode("parts").alias("offset", "line"))
-    return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
-            .select(F.when(F.col("line").contains("\r"),
-                           F.regexp_replace("line", "\r$", ""))
-                    .otherwise(F.col("line")).alias("payload"),
-                    F.lit(None).cast("int").alias("transport_partition"),
-                    F.col("offset").cast("long").alias("offset"),
-                    "transport_time", "input_file"))
-
-
-def _kafka_error(exc: Any, bootstrap: str, topic: str) -> UsageError:
-    cause = str(exc.java_exception.toString())
-    if "UnknownTopicOrPartition" in cause:
-        return UsageError(f"--topic={topic!r} is not valid: no such topic on {bootstrap} "
-                          "(create it, or check --topic / RECKON_KAFKA_TOPIC)")
-    return UsageError(f"could not read topic {topic!r}'s metadata from {bootstrap} "
-                      f"({cause.splitlines()[0]}): check --kafka / RECKON_KAFKA_BOOTSTRAP")
-
-
-@contextmanager
-def _kafka_admin(spark: SparkSession, bootstrap: str, topic: str,
-                 timeout_seconds: int) -> Iterator[Any]:
-    """A Kafka Admin client (the Kafka client Spark's Kafka source ships), closed on exit;
-    a failed request is a UsageError saying what to check."""
-    from py4j.protocol import Py4JJavaError
-
-    jvm: Any = spark._jvm  # a py4j JVMView (typed Optional: None only once Spark is stopped)
-    props = jvm.java.util.Properties()
-    props.setProperty("bootstrap.servers", bootstrap)
-    for name in ("request.timeout.ms", "default.api.timeout.ms"):
-        props.setProperty(name, str(timeout_seconds * 1000))
-    try:
-        admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
-    except Py4JJavaError as exc:
-        raise _kafka_error(exc, bootstrap, topic) from None
-    try:
-        yield admin
-    except Py4JJavaError as exc:
-        raise _kafka_error(exc, bootstrap, topic) from None
-    finally:
-        admin.close()
-
-
-def _topic_partitions(admin: Any, jvm: Any, topic: str, timeout_seconds: int) -> list[int]:
-    described = admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
-    topics = described.allTopicNames().get(timeout_seconds,
-                                            jvm.java.util.concurrent.TimeUnit.SECONDS)
-    infos = topics.get(topic).partitions()
-    return sorted(int(infos.get(i).partition()) for i in range(infos.size()))
-
-
-def kafka_partitions(spark: SparkSession, bootstrap: str, topic: str,
-                     timeout_seconds: int = 30) -> list[int]:
-    """The partition numbers of ``topic``, from the broker's metadata. A Kafka stream expects
-    every one of them before its watermark is defined: a partition still empty at start-up
-    would otherwise not be waited for, and its first backlog would be judged against the
-    others' watermark, i.e. late."""
-    with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
-        return _topic_partitions(admin, spark._jvm, topic, timeout_seconds)
-
-
-def kafka_offsets(spark: SparkSession, bootstrap: str, topic: str, *, latest: bool,
-                  timeout_seconds: int = 30) -> dict[int, int]:
-    """Partition -> the earliest (or latest: the next to be written) offset of ``topic`` now.
-    A batch read given these as JSON offsets reads the same records however often it runs;
-    given "earliest"/"latest" it asks the broker again at every action."""
-    jvm: Any = spark._jvm  # a py4j JVMView (typed Optional: None only once Spark is stopped)
-    spec = jvm.org.apache.kafka.clients.admin.OffsetSpec
-    with _kafka_admin(spark, bootstrap, topic, timeout_seconds) as admin:
-        partitions = _topic_partitions(admin, jvm, topic, timeout_seconds)
-        wanted = jvm.java.util.HashMap()
-        for p in partitions:
-            wanted.put(jvm.org.apache.kafka.common.TopicPartition(topic, p),
-                       spec.latest() if latest else spec.earliest())
-        found = admin.listOffsets(wanted).all().get(timeout_seconds,
-                                                    jvm.java.util.concurrent.TimeUnit.SECONDS)
-        return {p: int(found.get(jvm.org.apache.kafka.common.TopicPartition(topic, p)).offset())
-                for p in partitions}
-
-
-def kafka_raw_columns(topic: str) -> list[Column]:
-    """A Kafka record as RAW_COLUMNS: partition and offset from Kafka's own metadata, the
-    record timestamp as transport time (the stream and the replay read the topic alike)."""
-    return [F.col("value").cast("string").alias("payload"),
-            F.col("partition").cast("int").alias("transport_partition"),
-            F.col("offset").cast("long").alias("offset"),
-            F.col("timestamp").alias("transport_time"),
-            F.lit(topic).alias("input_file")]
-
-
 def print_progress(m: BatchMetrics) -> None:
     from reckon.timeutil import format_micros
 
@@ -762,7 +609,7 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
     processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch,
                                change_spec=change_spec, writer_lock=lock)
-    admitter = _landing_admitter(source, Path(cp))
+    admitter = landing_admitter(source, Path(cp))
     if admitter is not None:
         sweep_committed_admissions(Path(cp), admitter.files_dir)
         admitter.admit()  # what landed before the start, in name order
@@ -775,7 +622,7 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
     elif available_now:
         writer = writer.trigger(availableNow=True)
     query = writer.start()
-    looking = _keep_admitting(query, admitter) if admitter and interval else None
+    looking = keep_admitting(query, admitter) if admitter and interval else None
     try:
         # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)
         query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()  # type: ignore[arg-type]
@@ -787,74 +634,3 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
         if admitter is not None:
             sweep_committed_admissions(Path(cp), admitter.files_dir)
     return cp
-
-
-def sweep_committed_admissions(checkpoint: Path, files_dir: Path) -> int:
-    """Delete the admitted files of committed batches that Spark's ``cleanSource`` has not:
-    it cleans a batch's files when it plans the next batch, so the last batch of a run keeps
-    them. Reads the checkpoint's source log (``sources/0``: a ``v1`` line, then a JSON line per
-    file with its batchId) and commit log. Returns how many files it deleted."""
-    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
-    if not commits:
-        return 0
-    committed, deleted = max(commits), 0
-    for log in (checkpoint / "sources" / "0").glob("[0-9]*"):
-        for line in log.read_text().splitlines()[1:]:
-            entry = json.loads(line) if line.startswith("{") else {}
-            if entry.get("batchId", committed + 1) > committed:
-                continue
-            admitted = files_dir / unquote(str(entry["path"]).rsplit("/", 1)[-1])
-            if admitted.is_file():
-                admitted.unlink()
-                deleted += 1
-    return deleted
-
-
-def _landing_admitter(source: StreamSource, checkpoint: Path) -> LandingAdmitter | None:
-    """The admission step of a landing source (reckon.admission), kept in the checkpoint;
-    None for Kafka. A checkpoint whose query read the landing dir directly (before admission)
-    is refused: read through admission, every file it read would be read again."""
-    if not source.landing:
-        return None
-    state = checkpoint / "admitted"
-    if not state.exists() and any((checkpoint / "commits").glob("[0-9]*")):
-        raise UsageError(
-            f"checkpoint {checkpoint} was written by a reckon that read the landing dir "
-            "directly, not in name order: finish that stream with the reckon that started it, "
-            "or stream the landing dir into a new --warehouse")
-    return LandingAdmitter(Path(source.landing), state)
-
-
-def _keep_admitting(query: Any, admitter: LandingAdmitter) -> _Admitting:
-    """Admit new landing files every ADMISSION_POLL_SECONDS while ``query`` runs. A failure
-    stops the query, and ``run_stream`` raises it, rather than leaving files unread."""
-    failed: list[str] = []
-
-    def look() -> None:
-        while query.isActive:
-            try:
-                admitter.admit()
-            except (OSError, UsageError) as exc:
-                failed.append(str(exc))
-                query.stop()
-                return
-            time.sleep(ADMISSION_POLL_SECONDS)
-
-    thread = threading.Thread(target=look, name="reckon-landing-admission", daemon=True)
-    thread.start()
-    return _Admitting(thread=thread, failed=failed)
-
-
-@dataclass(frozen=True)
-class _Admitting:
-    """The thread that admits landing files while a triggered stream runs."""
-
-    thread: threading.Thread
-    failed: list[str]
-
-    def join(self) -> None:
-        """Wait for the thread (it ends with the query); raise what stopped it, if anything."""
-        self.thread.join()
-        if self.failed:
-            raise UsageError(f"the stream stopped: admitting landing files failed: "
-                             f"{self.failed[0]}")

@@ -39,7 +39,8 @@ def streamed_scenario(spark, tmp_path_factory: pytest.TempPathFactory):
     """``get(name)``: the settings of a warehouse that the real streaming job produced from the
     semantics scenario ``name`` (tests/scenarios.py). Each scenario is streamed at most once per
     session (~6 s a micro-batch); tests only read it, or ``copy_warehouse`` it to write."""
-    from spark.stream import StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
     from tests.scenarios import SCENARIOS
     from tests.streamkit import stream_settings, write_landing
 

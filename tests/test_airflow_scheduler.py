@@ -53,7 +53,8 @@ def _streamed_warehouse(spark, tmp_path: Path):
     cross midnight, so the watermark passes the end of DAY), two files a micro-batch."""
     from reckon.demo import demo_generator_config
     from reckon.generate import MANIFEST_NAME, generate_landing
-    from spark.stream import StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
 
     landing = tmp_path / "landing"
     cfg = dataclasses.replace(demo_generator_config(EVENTS, DAY), malformed_rate=0.0, seed=5)

@@ -244,7 +244,8 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     from reckon.demo import demo_generator_config
     from reckon.generate import MANIFEST_NAME, generate_landing
     from reports.db.repository import ReportDB
-    from spark.stream import StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
     from tests.streamkit import canonical_rows, landing_reference_canonical
 
     landing = tmp_path / "landing"

@@ -21,7 +21,8 @@ from reckon.config import Settings, load_settings
 from reckon.timeutil import MICROS_PER_SECOND, parse_timestamp
 from spark import tables as tb
 from spark.parse import QUARANTINE_REASONS
-from spark.stream import RAW_COLUMNS, BatchMetrics, BatchProcessor, StreamSource, run_stream
+from spark.sources import RAW_COLUMNS, StreamSource
+from spark.stream import BatchMetrics, BatchProcessor, run_stream
 from tests.hostile import (
     FILE_MTIME,
     HostileLine,

@@ -20,7 +20,8 @@ import pytest
 from reckon.config import Settings, load_settings
 from reckon.reference import Event, stream_outcome
 from reckon.timeutil import to_micros
-from spark.stream import StreamSource, run_stream
+from spark.sources import StreamSource
+from spark.stream import run_stream
 from tests.kafka_broker import KafkaBroker, Placement, produce_events
 from tests.scenarios import BASE, SCENARIOS, S, scenario_totals
 from tests.streamkit import (
@@ -248,7 +249,7 @@ def test_a_kafka_stream_expects_every_partition_of_its_topic(spark, kafka_broker
     (from the topic's metadata), or the watermark would be defined by 0 and 1 alone and
     partition 2's first backlog judged late."""
     from reckon.errors import UsageError
-    from spark.stream import kafka_offsets, kafka_partitions
+    from spark.sources import kafka_offsets, kafka_partitions
 
     topic = kafka_broker.create_topic("empty-partition", partitions=3)
     assert kafka_partitions(spark, kafka_broker.bootstrap, topic) == [0, 1, 2]

@@ -8,7 +8,8 @@ import pytest
 from reckon.config import load_settings
 from reckon.generate import GeneratorConfig, generate_landing
 from spark import tables as tb
-from spark.stream import StreamSource, run_stream
+from spark.sources import StreamSource
+from spark.stream import run_stream
 from tests.stream_chaos import (
     VOLATILE,
     kill_during,

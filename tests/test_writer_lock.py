@@ -53,7 +53,8 @@ def test_a_second_stream_is_refused_naming_source_warehouse_holder_and_what_to_d
     """It read "reckon stream of landing refused: reckon stream of landing (pid ...) is
     already writing stream of /tmp/x": "landing" was an internal name, "stream of" the scope."""
     from reckon.config import load_settings
-    from spark.stream import StreamSource, stream_lock
+    from spark.sources import StreamSource
+    from spark.stream import stream_lock
 
     landing = tmp_path / "in"
     landing.mkdir()
@@ -130,7 +131,8 @@ def test_two_streams_and_two_replays_started_together(spark, tmp_path):
     """One wins, the other exits with one line and writes nothing; the tables equal a single
     run's."""
     from spark.replay import replay_day
-    from spark.stream import StreamSource, run_stream
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
     from tests.scenarios import ev
     from tests.stream_chaos import VOLATILE, table_snapshot
     from tests.streamkit import stream_settings, write_landing
