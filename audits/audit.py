@@ -48,6 +48,7 @@ from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds
 from reckon.writer_lock import WriterLock, writer_scope
+from spark import commits
 from spark import tables as tb
 from spark.money import amount_text_col
 from spark.observe import observed
@@ -90,7 +91,7 @@ def _versioned(spark: SparkSession, settings: Settings, name: str
                ) -> tuple[DataFrame | None, int | None]:
     """The table at its current version (pinned), or (None, None) if it does not exist."""
     wh = settings.warehouse_path
-    version = tb.current_version(wh, name) if tb.table_exists(wh, name) else None
+    version = commits.current_version(wh, name) if tb.table_exists(wh, name) else None
     if version is None:
         return None, None
     return tb.read_table(spark, wh, name, version=version), version
@@ -165,9 +166,9 @@ def _late_events_in_replay_view(settings: Settings, pinned: int | None) -> int |
         return None
     in_view: dict[str, int | None] = {}  # per stream query: newest batch in the pinned log
     oldest: int | None = None  # the oldest late_events commit missing from the replay's view
-    for version, (app, _table, batch) in tb.marked_commits(wh, tb.LATE_EVENTS):
+    for version, (app, _table, batch) in commits.marked_commits(wh, tb.LATE_EVENTS):
         if app not in in_view:
-            in_view[app] = tb.last_marked_batch(wh, tb.EVENT_LOG, app,
+            in_view[app] = commits.last_marked_batch(wh, tb.EVENT_LOG, app,
                                                 at_version=pinned)
         newest = in_view[app]
         if newest is not None and batch <= newest:

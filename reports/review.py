@@ -221,6 +221,7 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
     """What rewrote the day's rows of a table the audit run read, after the version it read
     (a new replay of the day, a restore, a hand-made write); None when nothing did. Read from
     the Delta commit files, without Spark."""
+    from spark import commits
     from spark import tables as tb
 
     for name in _REPLAYED_TABLES:
@@ -230,11 +231,11 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
         if not tb.table_exists(warehouse, name):
             return f"{name}, which it read at version {read}, is gone from {warehouse}"
         try:
-            commits = list(tb.commit_infos(warehouse, name, after=int(read)))
+            later = list(commits.commit_infos(warehouse, name, after=int(read)))
         except FileNotFoundError:
             return (f"{name}'s commits after version {read} (which it read) are gone, so "
                     "whether the day changed cannot be told")
-        for version, info in commits:
+        for version, info in later:
             predicate = str((info.get("operationParameters") or {}).get("predicate") or "")
             if info.get("operation") in _DATA_CHANGES and (not predicate
                                                            or day.isoformat() in predicate):

@@ -66,7 +66,9 @@ from reckon.eventtime import (
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
+from spark import commits
 from spark import tables as tb
+from spark.concurrent_writes import ConcurrentWrites
 from spark.constants import batch_constant, batch_timestamp
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
@@ -212,11 +214,11 @@ class BatchProcessor:
         inputs = {tb.EVENT_LOG, tb.WATERMARK_PROGRESS}
         found: dict[str, tuple[int, dict[str, int]] | None] = {}
         for name in sorted(self._written):
-            found[name] = tb.marked_commit(self.warehouse, name, self.app_id, batch_id)
+            found[name] = commits.marked_commit(self.warehouse, name, self.app_id, batch_id)
             commit = found[name]
             if commit is not None and inputs <= commit[1].keys():
                 return commit[1]
-        reads = {name: tb.current_version(self.warehouse, name) for name in sorted(inputs)}
+        reads = {name: commits.current_version(self.warehouse, name) for name in sorted(inputs)}
         if tb.EVENT_LOG in self._written:
             own = found[tb.EVENT_LOG]
             if own is None:
@@ -241,11 +243,11 @@ class BatchProcessor:
         marks carry both), or, for a re-run batch, the time its first run recorded. Every
         row the batch writes carries it (its deltas, its progress row), and provisional_totals
         orders a window's deltas by it, so a re-run writes what its first run would have."""
-        recorded = self._reads.get(tb.CLOCK_READ)
+        recorded = self._reads.get(commits.CLOCK_READ)
         if recorded is not None:
             return from_micros(recorded)
         now = datetime.now(UTC)
-        self._reads[tb.CLOCK_READ] = to_micros(now)
+        self._reads[commits.CLOCK_READ] = to_micros(now)
         return now
 
     def already_written(self, batch_id: int) -> frozenset[str]:
@@ -259,7 +261,7 @@ class BatchProcessor:
                  and self._marked_up_to is not None and batch_id > self._marked_up_to)
         if fresh:
             return frozenset()
-        marks = {name: tb.last_marked_batch(self.warehouse, name, self.app_id)
+        marks = {name: commits.last_marked_batch(self.warehouse, name, self.app_id)
                  for name in STREAM_TABLES}
         self._marked_up_to = max((m for m in marks.values() if m is not None), default=-1)
         return frozenset(name for name, m in marks.items() if m is not None and m >= batch_id)
@@ -360,7 +362,7 @@ class BatchProcessor:
         The writes are independent (each is idempotent by its own batch mark), so they run
         concurrently: most of a small commit's time is Delta's driver-side bookkeeping, which
         overlaps. The progress row, which a restart trusts, waits for all of them."""
-        writes = tb.ConcurrentWrites(self._step)
+        writes = ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
         try:

@@ -5,11 +5,8 @@ partitioning, table properties); ``require_layout`` refuses a warehouse of anoth
 conform rows to the schema first (``conform``); a stream's writes carry a batch mark
 (``marked_append``), so that a re-run batch is skipped.
 
-Split by responsibility, one namespace: the commit-file readers and batch marks live in
-``spark.commits`` and the side-by-side writes in ``spark.concurrent_writes``. Their names are
-re-exported here (``tb.current_version``, ``tb.ConcurrentWrites``, ...) for the modules that
-still call them through ``from spark import tables as tb``; new code imports them from their
-owner.
+The commit-file readers and batch marks live in ``spark.commits``, the side-by-side writes in
+``spark.concurrent_writes``.
 """
 
 from __future__ import annotations
@@ -23,20 +20,7 @@ from pyspark.sql import types as T
 
 from reckon.errors import LayoutError
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
-from spark.commits import (
-    CLOCK_READ,
-    added_file_stats,
-    batch_mark,
-    batch_mark_reads,
-    commit_infos,
-    current_version,
-    last_marked_batch,
-    log_dir,
-    marked_commit,
-    marked_commits,
-    parse_batch_mark,
-)
-from spark.concurrent_writes import ConcurrentWrites
+from spark.commits import batch_mark, log_dir
 from spark.session import built_once_per_jvm
 
 __all__ = [
@@ -66,21 +50,6 @@ __all__ = [
     "table_exists",
     "table_path",
     "window_day",
-]
-# Owned by spark.commits and spark.concurrent_writes, re-exported (see the docstring):
-# spark/stream.py, audits/audit.py and reports/review.py call them as tb.<name>.
-__all__ += [
-    "CLOCK_READ",
-    "ConcurrentWrites",
-    "added_file_stats",
-    "batch_mark",
-    "batch_mark_reads",
-    "commit_infos",
-    "current_version",
-    "last_marked_batch",
-    "marked_commit",
-    "marked_commits",
-    "parse_batch_mark",
 ]
 
 EVENT_LOG = "event_log"

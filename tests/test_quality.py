@@ -428,21 +428,22 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
     checked, and the run records the version it did check, next to its results."""
     import spark.tables as tb
     from reports.db.repository import ReportDB
+    from spark import commits
 
     rows = _clean_rows()["event_log"]
     _write(spark, warehouse, {"event_log": rows})
     extra = spark.createDataFrame([{**rows[0], "event_id": "e4"}], tb.SCHEMAS["event_log"])
     extra.write.format("delta").mode("append").save(tb.table_path(warehouse, "event_log"))
-    assert tb.current_version(warehouse, "event_log") == 1
+    assert commits.current_version(warehouse, "event_log") == 1
 
     def event_log_rows(result: Any) -> tuple[int, int | None]:
         (suite,) = [s for s in result.suites if s.table == "event_log"]
         return suite.rows, suite.table_version
 
     assert event_log_rows(_run_checks(spark, _settings(warehouse), DAY, record=False)) == (5, 1)
-    current_version = tb.current_version
+    current_version = commits.current_version
     with monkeypatch.context() as before_the_append:
-        before_the_append.setattr(tb, "current_version", lambda wh, name: (
+        before_the_append.setattr(commits, "current_version", lambda wh, name: (
             0 if name == "event_log" else current_version(wh, name)))
         result = _run_checks(spark, _settings(warehouse), DAY)
     assert event_log_rows(result) == (4, 0)
