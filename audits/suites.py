@@ -478,8 +478,8 @@ def _canonical(settings: Settings) -> TableSuite:
 def _late_events(settings: Settings) -> TableSuite:
     from spark.spec import recorded_versions
 
-    # a late event was judged by the grace in force when it came: past the smallest grace
-    # the warehouse ever had holds for every row, whichever version it came under
+    # a late event was judged by the allowed lateness (internally: grace) in force when it
+    # came: past the smallest the warehouse ever had holds for every row, whichever version
     grace = min([settings.event_time_rules().grace,
                  *(parse_duration(v.spec["grace"], "grace")
                    for v in recorded_versions(settings.warehouse_path))])
@@ -489,8 +489,8 @@ def _late_events(settings: Settings) -> TableSuite:
         _booked_currency(settings),
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeInSet", {"column": "beyond_grace", "value_set": [True]},
-              BLOCKING, f"late side output only past grace: watermark >= window_end + grace "
-                        f"({_as_seconds(grace)} s)"),
+              BLOCKING, "late side output only past the allowed lateness: watermark >= "
+                        f"window_end + allowed lateness ({_as_seconds(grace)} s)"),
         Check("ExpectColumnPairValuesAToBeGreaterThanB",
               {"column_A": "watermark", "column_B": "window_end", "or_equal": True},
               BLOCKING, "the window had closed (window_end <= watermark) when the event came"),
@@ -500,7 +500,8 @@ def _late_events(settings: Settings) -> TableSuite:
     if grace > 0:
         checks += (Check("ExpectColumnValuesToBeBetween",
                          {"column": "lateness_seconds", "min_value": 0, "strict_min": True},
-                         WARNING, "with grace > 0 a late event is strictly past its window"),)
+                         WARNING, "with an allowed lateness > 0 a late event is strictly past "
+                         "its window"),)
 
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         end, wm = F.unix_micros("window_end"), F.unix_micros("watermark")
