@@ -97,40 +97,14 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
     (partitions numerically, buckets from least to most late, others as text). Values with no
     late events are included (late_share 0, lift 0). ``versions`` pins event_log and
     late_events (the audit passes the versions its reconciliation read); None: as they are."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark import tables
-    from spark.rules import arrival_order
 
     the_day = parse_date(day, "date")
-    wh = settings.warehouse_path
-    # The events the day's windows hold, the population its late events come from: with
-    # hopping windows (or a step that does not divide 24 hours) the last windows reach past
-    # midnight, and an event of the next day can be late for one of them.
-    lo, hi = settings.event_time_rules().windows.day_event_times(the_day)
-    first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
     pinned = versions or {}
-    events = (tables.read_table(spark, wh, tables.EVENT_LOG,
-                                version=pinned.get(tables.EVENT_LOG))
-              .filter((F.col("event_date") >= F.lit(the_day))
-                      & (F.col("event_date") <= F.lit(from_micros(hi - 1).date()))
-                      & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
-                      & (F.col("event_time") < F.timestamp_micros(F.lit(hi)))
-                      & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
-              .withColumn("_copy", F.row_number().over(first_copy))
-              .filter(F.col("_copy") == 1))
-    if tables.table_exists(wh, tables.LATE_EVENTS):
-        late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS,
-                                      version=pinned.get(tables.LATE_EVENTS))
-    else:
-        late_rows = spark.createDataFrame([], tables.SCHEMAS[tables.LATE_EVENTS])
-    late = (late_rows.filter(F.col("window_date") == F.lit(the_day))
-            .groupBy("event_id")
-            .agg(F.max("partition").alias("partition"), F.max("source").alias("source"),
-                 F.max("currency").alias("currency"), F.max("amount").alias("amount"),
-                 F.max("arrival_time").alias("arrival_time"),
-                 F.max("lateness_seconds").alias("lateness_seconds")))
+    events = _day_events(spark, settings, the_day, pinned)
+    late = _late_of_day(spark, settings, the_day, pinned)
     dims = {"partition": F.col("partition"), "source": F.col("source"),
             "currency": F.col("currency")}
     late_long = _long(late, {**dims, "lateness_bucket": _bucket(),
@@ -144,7 +118,6 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
     event_agg = event_long.groupBy("dimension", "value", "currency").agg(
         F.count(F.lit(1)).alias("all_events"))
     rows = late_agg.join(event_agg, ["dimension", "value", "currency"], "full_outer").collect()
-
     counts: dict[tuple[str, str], tuple[int, dict[str, Decimal], int]] = {}
     for r in rows:
         n_late, amounts, n_all = counts.get((r["dimension"], r["value"]), (0, {}, 0))
@@ -152,6 +125,61 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
             amounts = {**amounts, r["currency"]: Decimal(r["late_amount"])}
         counts[(r["dimension"], r["value"])] = (n_late + int(r["late_events"] or 0), amounts,
                                                 n_all + int(r["all_events"] or 0))
+    return _attribution_rows(counts)
+
+
+def _day_events(spark: SparkSession, settings: Settings, the_day: date,
+                pinned: Mapping[str, int | None]) -> DataFrame:
+    """The events the day's windows hold, the population its late events come from: with
+    hopping windows (or a step that does not divide 24 hours) the last windows reach past
+    midnight, and an event of the next day can be late for one of them. The first copy of
+    each event, duplicates left out."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark import tables
+    from spark.rules import arrival_order
+
+    lo, hi = settings.event_time_rules().windows.day_event_times(the_day)
+    first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
+    return (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG,
+                              version=pinned.get(tables.EVENT_LOG))
+            .filter((F.col("event_date") >= F.lit(the_day))
+                    & (F.col("event_date") <= F.lit(from_micros(hi - 1).date()))
+                    & (F.col("event_time") >= F.timestamp_micros(F.lit(lo)))
+                    & (F.col("event_time") < F.timestamp_micros(F.lit(hi)))
+                    & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+            .withColumn("_copy", F.row_number().over(first_copy))
+            .filter(F.col("_copy") == 1))
+
+
+def _late_of_day(spark: SparkSession, settings: Settings, the_day: date,
+                 pinned: Mapping[str, int | None]) -> DataFrame:
+    """The day's late events, one row per event (an event late for several hopping windows
+    counts once, at its largest lateness)."""
+    from pyspark.sql import functions as F
+
+    from spark import tables
+
+    wh = settings.warehouse_path
+    if tables.table_exists(wh, tables.LATE_EVENTS):
+        late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS,
+                                      version=pinned.get(tables.LATE_EVENTS))
+    else:
+        late_rows = spark.createDataFrame([], tables.SCHEMAS[tables.LATE_EVENTS])
+    return (late_rows.filter(F.col("window_date") == F.lit(the_day))
+            .groupBy("event_id")
+            .agg(F.max("partition").alias("partition"), F.max("source").alias("source"),
+                 F.max("currency").alias("currency"), F.max("amount").alias("amount"),
+                 F.max("arrival_time").alias("arrival_time"),
+                 F.max("lateness_seconds").alias("lateness_seconds")))
+
+
+def _attribution_rows(counts: Mapping[tuple[str, str], tuple[int, dict[str, Decimal], int]]
+                      ) -> list[AttributionRow]:
+    """(dimension, value) -> (late events, late amounts per currency, all events) as rows:
+    shares of the late events and of all events, and their ratio (lift), exact, rounded once.
+    Lateness buckets hold late events only: their share is of the late events."""
     total_late = sum(c[0] for (dim, _), c in counts.items() if dim == "partition")
     total_events = sum(c[2] for (dim, _), c in counts.items() if dim == "partition")
     out = []
