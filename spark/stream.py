@@ -48,8 +48,10 @@ from pathlib import Path
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from reckon.config import Settings
+from reckon.dedup_state import StateCoverage, state_suffices, state_ttl
 from reckon.errors import UsageError
 from reckon.eventtime import (
     Disposition,
@@ -87,6 +89,9 @@ STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS, tb.LATE_EVE
                  tb.WATERMARK_PROGRESS)
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
                   "partition", "offset", "arrival_time", "input_file")
+
+
+_TTL_MARGIN = 10 * 60 * 1_000_000  # the state's TTL is Spark's batch time; ours, a bit later
 
 
 def _ts(micros: int | None) -> Column:
@@ -136,6 +141,8 @@ class BatchMetrics:
     watermark: int | None
     duration_seconds: float
     step_seconds: dict[str, float] = field(default_factory=dict)
+    # 'state': duplicates judged by the stream's dedup state; 'archive': against event_log
+    dedup_by: str = "archive"
 
 
 class BatchProcessor:
@@ -158,6 +165,8 @@ class BatchProcessor:
         self._marked_up_to: int | None = None
         self._written: frozenset[str] = frozenset()
         self._reads: dict[str, int] = {}  # the table versions the current batch reads
+        self._coverage: StateCoverage | None = None  # what the dedup state vouches for
+        self._dedup_by = "archive"
         self.on_batch = on_batch
         tb.require_layout(spark, self.warehouse, STREAM_TABLES)
         for name in STREAM_TABLES:
@@ -296,14 +305,66 @@ class BatchProcessor:
         self._watermark_before = (None if wm_before is None
                                   else batch_constant(self.spark, wm_before))
 
-        parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
-                  .withColumn("event_us", F.unix_micros("event_time"))
-                  .withColumn("arrival_us", F.unix_micros("arrival_time"))
-                  .persist(StorageLevel.MEMORY_AND_DISK))
+        # the stream's frames come parsed and judged by the dedup state (judged_stream)
+        judged = "is_duplicate" in raw.columns
+        parsed = (raw if judged else self._parse(raw)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             self._process(parsed, batch_id, before, wm_before, processed_at, started)
         finally:
             parsed.unpersist()
+
+    def _parse(self, raw: DataFrame) -> DataFrame:
+        """Raw rows -> typed, validated rows with event_us and arrival_us (spark.parse)."""
+        return (parse_events(raw.select(*RAW_COLUMNS), self.settings)
+                .withColumn("event_us", F.unix_micros("event_time"))
+                .withColumn("arrival_us", F.unix_micros("arrival_time")))
+
+    def judged_stream(self, raw: DataFrame) -> DataFrame:
+        """The streaming query's plan ahead of foreachBatch: parse, then flag each valid row
+        ``is_duplicate`` against the latest arrival of its event_id that the query's state
+        store holds (reckon.jvm.DedupState; decision 0009). A new checkpoint's state starts
+        from the archive's last horizon; a batch the state cannot vouch for
+        (reckon.dedup_state) is judged against event_log as before."""
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        horizon = self.rules.dedup_horizon
+        keep = jvm.java.time.Duration.ofMillis((state_ttl(horizon) + _TTL_MARGIN) // 1000)
+        seed = self._state_seed()
+        return ClassicDataFrame(jvm.reckon.jvm.DedupState.flag(
+            self._parse(raw)._jdf, seed._jdf, horizon, keep), self.spark)
+
+    def _seed_record(self) -> Path:
+        assert self._checkpoint is not None  # judged frames come from run_stream
+        return Path(self._checkpoint) / "reckon" / "dedup_state.json"
+
+    def _state_seed(self) -> DataFrame:
+        """(event_id, latest_us) of the copies archived within a horizon of the archive's
+        latest arrival when this checkpoint's state began; Spark applies it in the query's
+        first batch only. Recorded in the checkpoint (the archive's version and that latest
+        arrival) when the state begins, so a re-run first batch reads the same seed."""
+        record = self._seed_record()
+        if record.is_file():
+            seed = json.loads(record.read_text())
+        else:
+            version = commits.current_version(self.warehouse, tb.EVENT_LOG)
+            latest = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=version)
+                      .agg(F.max(F.unix_micros("arrival_time")).alias("m")).first())
+            seed = {"event_log_version": version,
+                    "archived_until": None if latest is None else latest.m}
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps(seed))
+        log = tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG,
+                            version=seed["event_log_version"])
+        until = seed["archived_until"]
+        if until is None:
+            log = log.limit(0)
+        else:
+            log = log.filter(F.col("arrival_time")
+                             >= F.timestamp_micros(F.lit(until - self.rules.dedup_horizon)))
+        return (log.groupBy("event_id")
+                .agg(F.max(F.unix_micros("arrival_time")).alias("latest_us")))
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
@@ -320,7 +381,7 @@ class BatchProcessor:
             quarantined=summary.quarantined, duplicates=counts["duplicate"],
             on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
             watermark=after.watermark, duration_seconds=time.monotonic() - started,
-            step_seconds=self._steps)
+            step_seconds=self._steps, dedup_by=self._dedup_by)
         with self._step("progress"):
             self._write_progress(metrics, after, wm_before, processed_at)
         if compacting:
@@ -332,6 +393,9 @@ class BatchProcessor:
             with self._step("compact"):
                 compact_watermark_progress(self.spark, self.settings)
         self._cache = (batch_id, after)
+        if self._coverage is not None and summary.valid:
+            self._coverage = self._coverage.after_batch(
+                to_micros(processed_at), max(r.max_arrival for r in summary.valid_rows))
         if self.on_batch:
             self.on_batch(metrics)
 
@@ -396,6 +460,12 @@ class BatchProcessor:
         rules = self.rules
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
+        self._dedup_by = "archive"
+        if "is_duplicate" in valid.columns:
+            if self._state_suffices(min_arrival):
+                self._dedup_by = "state"
+                return valid.persist(StorageLevel.MEMORY_AND_DISK)
+            valid = valid.drop("is_duplicate")
         # Earlier copies: event_log at the version the batch read when it started (a re-run
         # batch: its first run; see batch_reads). Pinned either way: the batch's own event_log
         # commit makes Spark re-compute the persisted result below on its next use (a Delta
@@ -424,6 +494,33 @@ class BatchProcessor:
                                            rules.dedup_horizon), F.lit(False)))
                 .drop("prior_arrival")
                 .persist(StorageLevel.MEMORY_AND_DISK))
+
+    def _state_suffices(self, min_arrival: int) -> bool:
+        """Whether the dedup state alone can judge a batch whose first arrival is
+        ``min_arrival`` (reckon.dedup_state)."""
+        if self._coverage is None:
+            self._coverage = self._initial_coverage()
+        horizon = self.rules.dedup_horizon
+        return state_suffices(self._coverage, min_arrival=min_arrival,
+                              processed_at=self._reads[commits.CLOCK_READ], horizon=horizon,
+                              ttl=state_ttl(horizon))
+
+    def _initial_coverage(self) -> StateCoverage:
+        """What the state vouches for when this processor starts: ``archived_until`` from
+        the checkpoint's seed record; ``started`` and ``min_lag`` from the query's own rows in
+        watermark_progress."""
+        archived_until = json.loads(self._seed_record().read_text())["archived_until"]
+        progress = (tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS,
+                                  version=self._reads[tb.WATERMARK_PROGRESS])
+                    .filter(F.col("query_id") == self.query_id)
+                    .agg(F.min(F.unix_micros("processed_at")).alias("started"),
+                         F.min(F.unix_micros("processed_at") - F.array_max(F.transform(
+                             F.map_values("partition_last_arrival"), F.unix_micros)))
+                         .alias("min_lag"))
+                    .first())
+        return StateCoverage(archived_until=archived_until,
+                             started=None if progress is None else progress.started,
+                             min_lag=None if progress is None else progress.min_lag)
 
     def _classify(self, deduped: DataFrame, wm_before: int | None) -> DataFrame:
         """One row per (event, window) with its disposition; a duplicate keeps one row with
@@ -563,7 +660,8 @@ def print_progress(m: BatchMetrics) -> None:
           f"({m.duration_seconds:.1f}s)", file=sys.stderr, flush=True)
     if os.environ.get("RECKON_PROFILE"):
         steps = ", ".join(f"{k} {v:.2f}s" for k, v in m.step_seconds.items())
-        print(f"[stream]   steps: {steps}", file=sys.stderr, flush=True)
+        print(f"[stream]   steps: {steps}; duplicates judged by the {m.dedup_by}",
+              file=sys.stderr, flush=True)
 
 
 def processing_time(trigger: str) -> str:
@@ -604,6 +702,24 @@ def stream_lock(settings: Settings, source: StreamSource) -> Iterator[WriterLock
         yield lock
 
 
+def _start_without_empty_batches(spark: SparkSession, writer: DataStreamWriter) -> StreamingQuery:
+    """Start the query with Spark's no-data micro-batches off. The dedup state's TTL is kept
+    in processing time, and Spark would otherwise run an empty batch after every batch to
+    evict expired entries: an available-now stream would never end, and each empty batch
+    writes a progress row. Expired entries are evicted by the next batch with data instead.
+    The query copies the session's settings when it starts; the session's own is restored."""
+    key = "spark.sql.streaming.noDataMicroBatches.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "false")
+    try:
+        return writer.start()
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
 def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
                 lock: WriterLock, *, interval: str | None, available_now: bool,
                 checkpoint: str | None, on_batch: Callable[[BatchMetrics], None] | None,
@@ -615,7 +731,8 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
     if admitter is not None:
         sweep_committed_admissions(Path(cp), admitter.files_dir)
         admitter.admit()  # what landed before the start, in name order
-    writer = (source.read(spark, settings, admitter.files_dir if admitter else None)
+    raw = source.read(spark, settings, admitter.files_dir if admitter else None)
+    writer = (processor.judged_stream(raw)
               .writeStream.foreachBatch(processor)
               .option("checkpointLocation", cp)
               .queryName(f"reckon-stream-{source.name}"))
@@ -623,7 +740,7 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
         writer = writer.trigger(processingTime=interval)
     elif available_now:
         writer = writer.trigger(availableNow=True)
-    query = writer.start()
+    query = _start_without_empty_batches(spark, writer)
     looking = keep_admitting(query, admitter) if admitter and interval else None
     try:
         # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)

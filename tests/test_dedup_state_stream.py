@@ -1,0 +1,112 @@
+"""The running stream judges duplicates by its state store (reckon.jvm.DedupState), and
+defers to the archive where the state cannot vouch (reckon.dedup_state): real streaming
+queries over a landing dir, compared with the pure reference."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from reckon.eventtime import EventTimeRules
+from reckon.reference import stream_outcome
+from spark import tables as tb
+from spark.sources import StreamSource
+from spark.stream import run_stream
+from tests.streamkit import (
+    late_rows,
+    provisional_rows,
+    reference_late,
+    reference_rows,
+    stream_settings,
+    write_landing,
+)
+from tests.test_replay_audit import RULES, random_batches
+
+pytestmark = pytest.mark.spark
+
+BAD_LINES = {1: ["not json at all", '{"event_id": "half"'], 3: ['{"event_id": ""}']}
+
+
+def _stream(spark, settings, landing, checkpoint=None) -> list:
+    metrics: list = []
+    run_stream(spark, settings, StreamSource(landing=str(landing)), available_now=True,
+               checkpoint=checkpoint, on_batch=metrics.append)
+    return metrics
+
+
+def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, tmp_path):
+    """Re-deliveries within the dedup horizon (an hour) and beyond it, across batches and
+    within one, on three partitions in three currencies, with quarantined lines among them:
+    the state's verdicts are the reference's, and no batch of a stream that began on an empty
+    archive (and ran for less than the state's TTL) reads the archive."""
+    rules = {**RULES, "dedup_horizon": "1h"}
+    batches = random_batches(9, n=30, batches=5, stragglers=2)
+    hour = 3_600 * 1_000_000
+    first = batches[0]
+    batches.append([replace(first[0], arrival_time=first[0].arrival_time + 2 * hour),
+                    replace(first[1], arrival_time=first[1].arrival_time + hour // 2)])
+    landing = tmp_path / "landing"
+    write_landing(landing, batches, extra_lines=BAD_LINES)
+    settings = stream_settings(tmp_path / "wh", **rules)
+    metrics = _stream(spark, settings, landing)
+    expected = stream_outcome(batches, EventTimeRules.parse(**rules))
+    admitted = [e.event_id for e, _ in expected.admitted]
+    assert expected.duplicates, "the feed re-delivers within the horizon"
+    assert len(admitted) > len(set(admitted)), "and beyond it: a copy the rule lets through"
+    assert provisional_rows(spark, settings.warehouse_path) == reference_rows(expected)
+    assert late_rows(spark, settings.warehouse_path) == reference_late(expected)
+    assert sum(m.duplicates for m in metrics) == len(expected.duplicates)
+    assert sum(m.quarantined for m in metrics) == sum(len(v) for v in BAD_LINES.values())
+    assert {m.dedup_by for m in metrics if m.valid} == {"state"}
+    log = tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+    flagged = {r.event_id for r in log.filter("is_duplicate").select("event_id").collect()}
+    assert flagged == {e.event_id for e, _ in expected.duplicates}
+
+
+def test_a_new_checkpoint_on_an_archive_is_judged_against_the_archive(spark, tmp_path):
+    """The checkpoint is lost and a new query re-reads the landing dir: its state is empty,
+    so it judges what arrives within a horizon of the archive against the archive, and every
+    re-read delivery is a duplicate of its archived copy; nothing is counted twice."""
+    batches = random_batches(11, n=24, batches=3)
+    landing = tmp_path / "landing"
+    write_landing(landing, batches)
+    settings = stream_settings(tmp_path / "wh", **RULES)
+    _stream(spark, settings, landing)
+    totals, late = (provisional_rows(spark, settings.warehouse_path),
+                    late_rows(spark, settings.warehouse_path))
+    again = _stream(spark, settings, landing, checkpoint=str(tmp_path / "new-checkpoint"))
+    assert [m.duplicates for m in again if m.valid] == [len(b) for b in batches]
+    assert {m.dedup_by for m in again if m.valid} == {"archive"}
+    assert provisional_rows(spark, settings.warehouse_path) == totals
+    assert late_rows(spark, settings.warehouse_path) == late
+
+
+def test_a_new_checkpoint_starts_from_the_archives_last_horizon(spark, tmp_path):
+    """A new query on a warehouse with events, over new files only (the producer moved to
+    another landing dir): its state starts from the archive's last hour, so a re-delivery of
+    an archived event is caught by the state, with no archive read; the tables end as one
+    stream over all the files would leave them."""
+    rules = {**RULES, "dedup_horizon": "1h"}
+    hour = 3_600 * 1_000_000
+    batches = random_batches(13, n=24, batches=4)
+    earlier = batches[1]
+    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in earlier[:3]])
+    settings = stream_settings(tmp_path / "wh", **rules)
+    write_landing(tmp_path / "before", batches[:2])
+    _stream(spark, settings, tmp_path / "before")
+    write_landing(tmp_path / "after", batches[2:], start=2)
+    after = _stream(spark, settings, tmp_path / "after",
+                    checkpoint=str(tmp_path / "another-checkpoint"))
+    expected = stream_outcome(batches, EventTimeRules.parse(**rules))
+    assert after[-1].duplicates == 3
+    assert {m.dedup_by for m in after if m.valid} == {"state"}
+
+    def figures(rows: dict) -> dict:  # the second query numbers its batches from 0 again
+        return {cell: (total, count, status, revision)
+                for cell, (total, count, status, revision, *_batches) in rows.items()}
+
+    assert (figures(provisional_rows(spark, settings.warehouse_path))
+            == figures(reference_rows(expected)))
+    assert ([row[:3] for row in late_rows(spark, settings.warehouse_path)]
+            == [row[:3] for row in reference_late(expected)])
