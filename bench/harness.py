@@ -83,9 +83,10 @@ class Scale:
 
     @property
     def freshness_trigger(self) -> str:
-        # At least one batch duration (~10 s on 2 cores): a shorter trigger only queues files
-        # behind the running batch, which the p95 bound (2 x trigger + batch) assumes away.
-        return "10s" if self.factor >= 0.01 else "1s"  # the smoke test's scale: short and quick
+        # Back to back: a batch starts as soon as the one before ends (Spark runs the next
+        # trigger at once when a batch overran it), so a file waits at most for the running
+        # batch and then its own (the p95 bound: trigger + 2 x the median batch).
+        return "1s"
 
     @property
     def freshness_rates(self) -> list[int]:

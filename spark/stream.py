@@ -42,11 +42,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
@@ -57,13 +56,8 @@ from reckon.eventtime import (
     Disposition,
     EventTimeRules,
     PartitionObservation,
-    WatermarkPolicy,
     WatermarkState,
     advance_watermark,
-    input_label,
-    input_partition,
-    is_duplicate_of_recent,
-    watermark_hold,
 )
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
@@ -72,8 +66,10 @@ from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
 from spark.constants import batch_constant, batch_timestamp
+from spark.dedup import StateSeed, coverage_of_query, judge_by_archive, judged_stream
 from spark.parse import parse_events
-from spark.rules import arrival_order, disposition_col, window_starts_col
+from spark.progress_row import PROGRESS_COUNTS, progress_row
+from spark.rules import disposition_col, window_starts_col
 from spark.sources import (
     RAW_COLUMNS,
     StreamSource,
@@ -89,30 +85,6 @@ STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS, tb.LATE_EVE
                  tb.WATERMARK_PROGRESS)
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
                   "partition", "offset", "arrival_time", "input_file")
-
-
-_TTL_MARGIN = 10 * 60 * 1_000_000  # the state's TTL is Spark's batch time; ours, a bit later
-
-
-def _ts(micros: int | None) -> Column:
-    return F.lit(None).cast("timestamp") if micros is None else F.timestamp_micros(F.lit(micros))
-
-
-def archive_scan_start(first_arrival: int, horizon: int) -> int:
-    """Where a batch's de-duplication starts reading the archive: the horizon before its
-    first arrival, rounded down to an eighth of the horizon.
-
-    Rounded so that the read's filter, a literal in the code Spark generates, stays the same
-    for many batches and its compiled code is reused (spark.constants); reading a little more
-    changes no verdict: only the latest earlier copy of an event counts, and a copy from
-    before the horizon never makes a duplicate.
-
-    >>> archive_scan_start(first_arrival=10_000, horizon=3_600)
-    6300
-    """
-    step = max(1, horizon // 8)
-    start = first_arrival - horizon
-    return start - start % step
 
 
 @dataclass(frozen=True)
@@ -165,6 +137,7 @@ class BatchProcessor:
         self._marked_up_to: int | None = None
         self._written: frozenset[str] = frozenset()
         self._reads: dict[str, int] = {}  # the table versions the current batch reads
+        self._seed: StateSeed | None = None  # where the query's dedup state started
         self._coverage: StateCoverage | None = None  # what the dedup state vouches for
         self._dedup_by = "archive"
         self.on_batch = on_batch
@@ -321,50 +294,12 @@ class BatchProcessor:
 
     def judged_stream(self, raw: DataFrame) -> DataFrame:
         """The streaming query's plan ahead of foreachBatch: parse, then flag each valid row
-        ``is_duplicate`` against the latest arrival of its event_id that the query's state
-        store holds (reckon.jvm.DedupState; decision 0009). A new checkpoint's state starts
-        from the archive's last horizon; a batch the state cannot vouch for
-        (reckon.dedup_state) is judged against event_log as before."""
-        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
-        jvm = self.spark.sparkContext._jvm
-        assert jvm is not None
-        horizon = self.rules.dedup_horizon
-        keep = jvm.java.time.Duration.ofMillis((state_ttl(horizon) + _TTL_MARGIN) // 1000)
-        seed = self._state_seed()
-        return ClassicDataFrame(jvm.reckon.jvm.DedupState.flag(
-            self._parse(raw)._jdf, seed._jdf, horizon, keep), self.spark)
-
-    def _seed_record(self) -> Path:
-        assert self._checkpoint is not None  # judged frames come from run_stream
-        return Path(self._checkpoint) / "reckon" / "dedup_state.json"
-
-    def _state_seed(self) -> DataFrame:
-        """(event_id, latest_us) of the copies archived within a horizon of the archive's
-        latest arrival when this checkpoint's state began; Spark applies it in the query's
-        first batch only. Recorded in the checkpoint (the archive's version and that latest
-        arrival) when the state begins, so a re-run first batch reads the same seed."""
-        record = self._seed_record()
-        if record.is_file():
-            seed = json.loads(record.read_text())
-        else:
-            version = commits.current_version(self.warehouse, tb.EVENT_LOG)
-            latest = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=version)
-                      .agg(F.max(F.unix_micros("arrival_time")).alias("m")).first())
-            seed = {"event_log_version": version,
-                    "archived_until": None if latest is None else latest.m}
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.write_text(json.dumps(seed))
-        log = tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG,
-                            version=seed["event_log_version"])
-        until = seed["archived_until"]
-        if until is None:
-            log = log.limit(0)
-        else:
-            log = log.filter(F.col("arrival_time")
-                             >= F.timestamp_micros(F.lit(until - self.rules.dedup_horizon)))
-        return (log.groupBy("event_id")
-                .agg(F.max(F.unix_micros("arrival_time")).alias("latest_us")))
+        ``is_duplicate`` by the query's dedup state (spark.dedup, decision 0009), which a new
+        checkpoint seeds from the archive's last horizon."""
+        assert self._checkpoint is not None  # run_stream gives one
+        self._seed = StateSeed.of(self.spark, self.warehouse, self._checkpoint)
+        seed = self._seed.rows(self.spark, self.warehouse, self.rules.dedup_horizon)
+        return judged_stream(self.spark, self._parse(raw), self.rules, seed)
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
@@ -456,8 +391,9 @@ class BatchProcessor:
     def _deduplicate(self, parsed: DataFrame, batch_id: int,
                      valid_rows: list[Row]) -> DataFrame:
         """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
-        batch in arrival order) arrived within the dedup horizon. Persisted."""
-        rules = self.rules
+        batch in arrival order) arrived within the dedup horizon; by the query's state when it
+        can vouch for the batch, else against event_log at the version the batch read when it
+        started (a re-run batch: its first run; batch_reads). Persisted."""
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
         self._dedup_by = "archive"
@@ -466,61 +402,23 @@ class BatchProcessor:
                 self._dedup_by = "state"
                 return valid.persist(StorageLevel.MEMORY_AND_DISK)
             valid = valid.drop("is_duplicate")
-        # Earlier copies: event_log at the version the batch read when it started (a re-run
-        # batch: its first run; see batch_reads). Pinned either way: the batch's own event_log
-        # commit makes Spark re-compute the persisted result below on its next use (a Delta
-        # write re-caches every cached plan that reads the table), and the deltas or the
-        # late_events write may start after that commit; unpinned, the re-computation would
-        # find the batch's events as their own earlier copies. (Not "batch_id < this batch":
-        # another query's rows carry its own batch numbers.)
-        before = self._reads[tb.EVENT_LOG]
-        # Only the archived copies of this batch's ids matter. The horizon holds rate x horizon
-        # rows (3.6M at 1,000 events/s and the default hour) against a steady batch's few
-        # thousand ids: a semi-join with the batch's ids (broadcast while they are small)
-        # scans the horizon's event_id and arrival_time columns and shuffles only the matches,
-        # where grouping the whole horizon by event_id shuffled every id in it, in every batch.
-        prior = (tb.read_table(self.spark, self.warehouse, tb.EVENT_LOG, version=before)
-                 .filter(F.col("arrival_time")
-                         >= _ts(archive_scan_start(min_arrival, rules.dedup_horizon)))
-                 .join(valid.select("event_id"), "event_id", "left_semi")
-                 .groupBy("event_id")
-                 .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
-        order = Window.partitionBy("event_id").orderBy(*arrival_order("arrival_us")).rowsBetween(
-            Window.unboundedPreceding, -1)
-        latest_prior = F.greatest(F.col("prior_arrival"), F.max("arrival_us").over(order))
-        return (valid.join(prior, "event_id", "left")
-                .withColumn("is_duplicate", F.coalesce(
-                    is_duplicate_of_recent(latest_prior, F.col("arrival_us"),
-                                           rules.dedup_horizon), F.lit(False)))
-                .drop("prior_arrival")
-                .persist(StorageLevel.MEMORY_AND_DISK))
+        return judge_by_archive(
+            self.spark, self.warehouse, valid, event_log_version=self._reads[tb.EVENT_LOG],
+            min_arrival=min_arrival, horizon=self.rules.dedup_horizon,
+        ).persist(StorageLevel.MEMORY_AND_DISK)
 
     def _state_suffices(self, min_arrival: int) -> bool:
         """Whether the dedup state alone can judge a batch whose first arrival is
         ``min_arrival`` (reckon.dedup_state)."""
+        assert self._seed is not None  # judged frames come from judged_stream
         if self._coverage is None:
-            self._coverage = self._initial_coverage()
+            self._coverage = coverage_of_query(
+                self.spark, self.warehouse, self._seed, self.query_id,
+                self._reads[tb.WATERMARK_PROGRESS])
         horizon = self.rules.dedup_horizon
         return state_suffices(self._coverage, min_arrival=min_arrival,
                               processed_at=self._reads[commits.CLOCK_READ], horizon=horizon,
                               ttl=state_ttl(horizon))
-
-    def _initial_coverage(self) -> StateCoverage:
-        """What the state vouches for when this processor starts: ``archived_until`` from
-        the checkpoint's seed record; ``started`` and ``min_lag`` from the query's own rows in
-        watermark_progress."""
-        archived_until = json.loads(self._seed_record().read_text())["archived_until"]
-        progress = (tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS,
-                                  version=self._reads[tb.WATERMARK_PROGRESS])
-                    .filter(F.col("query_id") == self.query_id)
-                    .agg(F.min(F.unix_micros("processed_at")).alias("started"),
-                         F.min(F.unix_micros("processed_at") - F.array_max(F.transform(
-                             F.map_values("partition_last_arrival"), F.unix_micros)))
-                         .alias("min_lag"))
-                    .first())
-        return StateCoverage(archived_until=archived_until,
-                             started=None if progress is None else progress.started,
-                             min_lag=None if progress is None else progress.min_lag)
 
     def _classify(self, deduped: DataFrame, wm_before: int | None) -> DataFrame:
         """One row per (event, window) with its disposition; a duplicate keeps one row with
@@ -600,52 +498,11 @@ class BatchProcessor:
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
-        idle = list(after.idle_partitions(self.rules.watermark))
-        maxima: dict[int, int] = {}
-        arrivals: dict[int, int] = {}
-        for key, pr in after.partitions.items():  # per partition, over its inputs
-            p = input_partition(key)
-            maxima[p] = max(maxima.get(p, pr.max_event_time), pr.max_event_time)
-            arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
-        row = {
-            "batch_id": m.batch_id, "query_id": self.query_id, "processed_at": processed_at,
-            "watermark_before": _moment(wm_before), "watermark": _moment(after.watermark),
-            "partition_max_event_time": _micros_map(self.spark, maxima),
-            "partition_last_arrival": _micros_map(self.spark, arrivals),
-            "idle_partitions": F.array(*[F.lit(p) for p in idle]),
-            "state_json": after.to_json(),
-            "rows_in": m.rows_in, "valid": m.valid, "quarantined": m.quarantined,
-            "duplicates": m.duplicates, "on_time": m.on_time, "revised": m.revised,
-            "late": m.late, "duration_seconds": float(m.duration_seconds),
-            "rules_json": json.dumps(self.rules.to_config(), sort_keys=True),
-            **_hold_columns(after, self.rules.watermark),
-        }
-        df = tb.single_row(self.spark, tb.WATERMARK_PROGRESS, row)
-        self._append(df, tb.WATERMARK_PROGRESS, m.batch_id)
-
-
-def _hold_columns(after: WatermarkState, policy: WatermarkPolicy) -> dict[str, object]:
-    """``held_by``, ``held_back_seconds``: which input holds the watermark back after the
-    batch and by how much (``reckon.eventtime.watermark_hold``)."""
-    hold = watermark_hold(after, policy)
-    return {"held_by": None if hold is None else input_label(hold.input),
-            "held_back_seconds": None if hold is None or hold.held_back is None
-            else Decimal(hold.held_back) / 1_000_000}
-
-
-def _moment(micros: int | None) -> datetime | None:
-    return None if micros is None else from_micros(micros)
-
-
-def _micros_map(spark: SparkSession, values: dict[int, int]) -> Column:
-    """{partition: epoch microseconds} as a map<int, timestamp> column; the times stay out of
-    the generated code (spark.constants), the partitions, which rarely change, do not."""
-    if not values:
-        return F.create_map().cast("map<int,timestamp>")
-    items: list[Column] = []
-    for p, us in sorted(values.items()):
-        items += [F.lit(p).cast("int"), batch_timestamp(spark, us)]
-    return F.create_map(*items)
+        counts = {name: getattr(m, name) for name in PROGRESS_COUNTS}
+        row = progress_row(self.spark, batch_id=m.batch_id, query_id=self.query_id,
+                           processed_at=processed_at, watermark_before=wm_before, after=after,
+                           rules=self.rules, counts=counts)
+        self._append(row, tb.WATERMARK_PROGRESS, m.batch_id)
 
 
 # ---------------------------------------------------------------------------- the query
