@@ -16,6 +16,7 @@ keeps them, so existing warehouses open unchanged.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -337,6 +338,7 @@ def load_settings(path: str | os.PathLike[str] | None = None,
         values.update(from_file)
         origins.update({k: f"{section}{keys[k]} in {str(p)!r}" for k in from_file})
     names = ({f.name for f in fields(Settings)} - {"origins"}) | set(RENAMED)
+    _refuse_misspelt_env(env, names)
     from_env, env_names = _fold_renamed(
         {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
         lambda n: "RECKON_" + n.upper())
@@ -347,6 +349,36 @@ def load_settings(path: str | os.PathLike[str] | None = None,
     values.update(given)
     origins.update({k: _flag(k) for k in given})
     return Settings(**_coerce_all(values), origins=origins)
+
+
+#: RECKON_* variables that are not settings but are read elsewhere (the config file, the
+#: Airflow DAG, the bench, a profiler switch): never taken for a misspelt setting
+_NOT_SETTINGS = frozenset({"RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLOW_RETRIES",
+                           "RECKON_REPLAY_MODE", "RECKON_PROFILE", "RECKON_SPARK_CONN_ID",
+                           "RECKON_VENV", "RECKON_EXECUTOR_PYTHON", "RECKON_CACHE"})
+
+
+def _refuse_misspelt_env(env: Mapping[str, str], names: set[str]) -> None:
+    """A ``RECKON_*`` variable one typo away from a setting's is a mistake: refused in one
+    line naming the setting, as the config file refuses an unknown key. Silently ignored, a
+    misspelt ``RECKON_WATERMARK_BOUND_BY_SORCE`` would leave the stream on the default bound
+    and record that in the warehouse's spec. Variables not close to any setting's name are
+    left alone (other tools read RECKON_* too).
+
+    >>> try:
+    ...     _refuse_misspelt_env({"RECKON_IDLE_TIMOUT": "5m"}, {"idle_timeout"})
+    ... except ConfigError as exc:
+    ...     print(exc)
+    RECKON_IDLE_TIMOUT is not a setting: did you mean RECKON_IDLE_TIMEOUT? (rename or unset it)
+    """
+    known = {"RECKON_" + n.upper() for n in names}
+    for var in sorted(env):
+        if not var.startswith("RECKON_") or var in known or var in _NOT_SETTINGS:
+            continue
+        near = difflib.get_close_matches(var, known, n=1, cutoff=0.85)
+        if near:
+            raise ConfigError(f"{var} is not a setting: did you mean {near[0]}? "
+                              "(rename or unset it)")
 
 
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",

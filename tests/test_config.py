@@ -230,3 +230,24 @@ def test_a_wrong_bound_per_input_is_one_line_naming_it(env, match):
     with pytest.raises((ConfigError, UsageError), match=match) as caught:
         load_settings(env=env)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("var", "meant"), [
+    ("RECKON_WATERMARK_BOUND_BY_SORCE", "RECKON_WATERMARK_BOUND_BY_SOURCE"),
+    ("RECKON_WATERMARK_INPUT", "RECKON_WATERMARK_INPUTS"),
+    ("RECKON_WATERMARK_BOUNDS", "RECKON_WATERMARK_BOUND"),
+])
+def test_a_misspelt_environment_setting_is_one_line_naming_the_setting(var, meant):
+    """A typo in a RECKON_* name is refused, as a typo in the file is: ignored, it would
+    leave the stream on the default bound and record that in the warehouse's spec."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env={var: "sat=10s"})
+    assert str(caught.value) == f"{var} is not a setting: did you mean {meant}? (rename or unset it)"
+
+
+def test_other_tools_reckon_variables_are_left_alone():
+    """RECKON_* names the DAG, the bench and the profiler read are not settings, nor near one."""
+    env = {"RECKON_CONFIG_DIR": "x", "RECKON_DB_PASSWORD": "x", "RECKON_AIRFLOW_RETRIES": "2",
+           "RECKON_REPLAY_MODE": "native", "RECKON_PROFILE": "1", "RECKON_SPARK_CONN_ID": "x",
+           "RECKON_VENV": "x", "RECKON_EXECUTOR_PYTHON": "x", "RECKON_CACHE": "x"}
+    assert load_settings(env=env).watermark_inputs == ""
