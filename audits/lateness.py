@@ -28,7 +28,7 @@ import pandas as pd
 
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
-from reckon.eventtime import EventTimeRules, WindowSpec
+from reckon.eventtime import EventTimeRules, WatermarkPolicy, WindowSpec
 from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
 from reckon.whatif import (
     DEFAULT_BOUNDS,
@@ -417,10 +417,12 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
 
 def render_per_input(rec: PerInputRecommendation, day: date,
                      batches: Mapping[str, CurvePoint] | None = None,
-                     batches_why_not: str | None = None, configured: str | None = None) -> str:
+                     batches_why_not: str | None = None, configured: str | None = None,
+                     unheard: Sequence[str] = ()) -> str:
     """``reckon lateness --per-source``: the bound per source, then what it buys, per event
     and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
-    day's batches replayed under each, with the stream as ``configured`` last."""
+    day's batches replayed under each, with the stream as ``configured`` last; ``unheard``:
+    sources with a configured bound that sent nothing that day (``unheard_sources``)."""
     from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
 
     unit = "source" if rec.by_source else "partition"
@@ -457,6 +459,10 @@ def render_per_input(rec: PerInputRecommendation, day: date,
                                    per_batch[PER_SOURCE_ROWS[3]]))
         if configured:
             lines.append(f"  ({configured})")
+    if unheard:
+        lines.append(f"configured bounds of sources that sent no event on {day.isoformat()}: "
+                     f"{', '.join(unheard)} (a misspelt name? a bound applies to the events' "
+                     "source field exactly)")
     if per_batch:
         lines.append("per micro-batch: the day's batches as the stream ran them, replayed "
                      "under each row's bounds")
@@ -465,11 +471,44 @@ def render_per_input(rec: PerInputRecommendation, day: date,
     if not rec.reached:
         lines.append("no combination of the candidate bounds reaches the target: try larger "
                      "bounds")
-    config = "watermark_bound_by_source" if rec.by_source else "watermark_bound_by_partition"
-    lines += ["", f"configure: {config} = " + ",".join(
-        f"{b.unit}={format_duration(b.bound)}" for b in rec.bounds)
-        + ("  (with watermark_inputs = \"source\")" if rec.by_source else "")]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *_configure_lines(rec)])
+
+
+def _configure_lines(rec: PerInputRecommendation) -> list[str]:
+    """How to set the recommended bounds: the setting's value (as RECKON_* takes it), the
+    same in reckon.toml and as flags, and how a warehouse's recorded bounds change.
+
+    Example (bounds by source http 10s, radar 0s)::
+
+        configure: watermark_bound_by_source = http=10s,radar=0s  (with watermark_inputs = "source")
+          reckon.toml: watermark_bound_by_source = { http = "10s", radar = "0s" }
+          flags:       --watermark-inputs source --watermark-bound-by-source http=10s,radar=0s
+    """
+    name = "watermark_bound_by_source" if rec.by_source else "watermark_bound_by_partition"
+    pairs = [(str(b.unit), format_duration(b.bound)) for b in rec.bounds]
+    value = ",".join(f"{unit}={bound}" for unit, bound in pairs)
+    toml = ", ".join(f'{unit if unit.isalnum() else json.dumps(unit)} = "{bound}"'
+                     for unit, bound in pairs)
+    inputs = "--watermark-inputs source " if rec.by_source else ""
+    return [f"configure: {name} = {value}"
+            + ("  (with watermark_inputs = \"source\")" if rec.by_source else ""),
+            f"  reckon.toml: {name} = {{ {toml} }}"
+            + ("  and watermark_inputs = \"source\"" if rec.by_source else ""),
+            f"  flags:       {inputs}--{name.replace('_', '-')} {value}",
+            "  (a warehouse keeps its recorded bounds: change them with reckon stream "
+            "--change-spec and these flags)"]
+
+
+def unheard_sources(policy: WatermarkPolicy, heard: Iterable[object]) -> list[str]:
+    """The sources ``policy`` gives a bound of their own that are not among ``heard`` (the
+    sources of the day's events): a misspelt name in the configuration, or a quiet source.
+
+    >>> unheard_sources(WatermarkPolicy(0, 60, by_source=True,
+    ...                                 source_bounds=(("htp", 5), ("http", 5))), ["http"])
+    ['htp']
+    """
+    seen = {str(name) for name in heard}
+    return [name for name, _ in policy.source_bounds if name not in seen]
 
 
 def _compare_line(label: str, point: CurvePoint | None,

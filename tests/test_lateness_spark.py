@@ -254,7 +254,8 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured")}
+    replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured",
+                                          "configured_sources_without_events")}
     assert payload == {"day": "2026-01-01", **want.to_json_dict()}
     # the per-batch comparison replays the log's batches: here one (batch_id 0), judged
     # against no watermark, so nothing is late under any row's bounds
@@ -263,6 +264,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         replay["per_batch"])
     assert all(p["dropped"] == 0 for p in replay["per_batch"].values())
     assert replay["configured"] == "watermark bound 4s per partition"
+    assert replay["configured_sources_without_events"] == []
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99"]) == 0
     out = capsys.readouterr().out

@@ -145,6 +145,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
         completeness_target,
         render_analysis,
         render_per_input,
+        unheard_sources,
     )
     from spark import tables
     from spark.session import get_spark
@@ -159,13 +160,16 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
 
             rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
             replayed, unavailable = per_source_batches(spark, settings, day, rec)
-            configured = settings.event_time_rules().watermark.describe()
+            policy = settings.event_time_rules().watermark
+            unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
                               "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
                               "per_batch_unavailable": unavailable,
-                              "configured": configured},
+                              "configured": policy.describe(),
+                              "configured_sources_without_events": unheard},
                              indent=2, sort_keys=True) if args.json
-                  else render_per_input(rec, day, replayed, unavailable, configured))
+                  else render_per_input(rec, day, replayed, unavailable, policy.describe(),
+                                        unheard))
             return 0
         analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
     except NoEventsError:
