@@ -329,7 +329,7 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
     on_start=lambda s: print_progress)``.
     """
     from spark.sources import kafka_partitions
-    from spark.spec import resolved_settings
+    from spark.spec import resolved_settings, settings_after_change
     from spark.stream import run_stream, stream_lock
 
     if not change_spec:
@@ -341,7 +341,9 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
             settings = settings.with_values({"expected_partitions": f"topic {source.topic}"},
                                             expected_partitions=expected)
             note(f"expected partitions of topic {source.topic}: {expected}")
-        on_batch = on_start(settings)
+        # with --change-spec the stream runs with the recorded spec changed by the given
+        # values (recorded when it starts): the start-up line shows that, not the defaults
+        on_batch = on_start(settings_after_change(settings) if change_spec else settings)
         return run_stream(spark, settings, source, available_now=not trigger,
                           trigger=trigger, change_spec=change_spec, on_batch=on_batch,
                           writer_lock=lock)
