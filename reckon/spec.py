@@ -12,8 +12,8 @@ audit with breaks that are not there.
 
 A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
 version with the batch and watermark from which it applies. Only the rules that decide *when*
-a window is final may change (watermark bound, allowed lateness, idle timeout, expected
-partitions): they change which events are late, never which window an event belongs to nor which events count,
+a window is final may change (watermark bound and bounds per input, allowed lateness, idle
+timeout, expected partitions): they change which events are late, never which window an event belongs to nor which events count,
 so every day's canonical totals stay comparable. The window, the slide, the clock skew and the
 dedup horizon decide totals: changing one is a new warehouse.
 
@@ -178,12 +178,14 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
     if not diffs:
         raise UsageError("--change-spec: nothing to change: every given value equals the "
                          "warehouse's spec (give the new --watermark-bound, --allowed-lateness, "
-                         "--idle-timeout or --partitions)")
+                         "--idle-timeout, --partitions, --watermark-inputs or "
+                         "--watermark-bound-by-partition/-source)")
     fixed = [d for d in diffs if d.field not in CHANGEABLE_FIELDS]
     if fixed:
         raise UsageError("--change-spec: " + "; ".join(d.describe() for d in fixed)
-                         + ": only the watermark bound, allowed lateness, idle timeout and "
-                         "expected partitions may change in a warehouse (they decide when a window is "
+                         + ": only the watermark bound (and bounds per input), allowed "
+                         "lateness, idle timeout and expected partitions may change in a "
+                         "warehouse (they decide when a window is "
                          f"final, not what it holds); stream into a new warehouse to "
                          f"{_verb([d.field for d in fixed])} differently")
     return {**recorded, **{d.field: d.given for d in diffs}}
