@@ -459,10 +459,6 @@ def render_per_input(rec: PerInputRecommendation, day: date,
                                    per_batch[PER_SOURCE_ROWS[3]]))
         if configured:
             lines.append(f"  ({configured})")
-    if unheard:
-        lines.append(f"configured bounds of sources that sent no event on {day.isoformat()}: "
-                     f"{', '.join(unheard)} (a misspelt name? a bound applies to the events' "
-                     "source field exactly)")
     if per_batch:
         lines.append("per micro-batch: the day's batches as the stream ran them, replayed "
                      "under each row's bounds")
@@ -471,6 +467,10 @@ def render_per_input(rec: PerInputRecommendation, day: date,
     if not rec.reached:
         lines.append("no combination of the candidate bounds reaches the target: try larger "
                      "bounds")
+    if unheard:
+        lines.append(f"configured bounds of sources that sent no event on {day.isoformat()}: "
+                     f"{', '.join(unheard)} (a misspelt name? a bound applies to the events' "
+                     "source field exactly)")
     return "\n".join([*lines, "", *_configure_lines(rec)])
 
 
