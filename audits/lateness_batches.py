@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["BEST_PER_BATCH_ROWS", "CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_SOURCE_ROWS",
            "BatchCurve", "analyze_day_batches", "batch_curve_json", "batch_points",
            "no_batch_curve",
-           "per_source_batches", "per_source_policies"]
+           "per_source_batches", "per_source_policies", "settings_of_day"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
@@ -326,6 +326,36 @@ def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
         policies[PER_SOURCE_ROWS[2]] = WatermarkPolicy(rec.by_partition.bound, idle, expected)
     policies[PER_SOURCE_ROWS[3]] = configured
     return policies
+
+
+def settings_of_day(spark: SparkSession, settings: Settings, day: date | str) -> Settings:
+    """``settings`` with the event-time rules the stream ran the day's batches with (the
+    ``rules_json`` its ``watermark_progress`` recorded for them), when they ran under one
+    version; unchanged when they ran under several (a ``--change-spec`` during the day), or
+    nothing is recorded. A spec changed after the day (the warehouse's current one) is not
+    what the day ran with: the per-source comparison's "the stream as configured" row is
+    replayed under these, so it stays what the stream did.
+
+    Example: a day streamed with ``http=8s``, then ``--change-spec`` to ``http=6s``:
+    ``settings_of_day(...).event_time_rules().watermark.bound((0, "http"))`` is 8 s.
+    """
+    from pyspark.sql import functions as F
+
+    from reckon.spec import with_spec
+    from spark import tables as tb
+
+    wh = settings.warehouse_path
+    if not (tb.table_exists(wh, tb.EVENT_LOG) and tb.table_exists(wh, tb.WATERMARK_PROGRESS)):
+        return settings
+    span = (_judged_events(spark, settings, parse_date(day, "date"))
+            .agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi")).first())
+    if span is None or span.lo is None:
+        return settings
+    ran = {r.rules_json for r in tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+           .filter(F.col("batch_id").between(int(span.lo), int(span.hi))
+                   & F.col("rules_json").isNotNull())
+           .select("rules_json").distinct().limit(2).collect()}
+    return with_spec(settings, json.loads(ran.pop())) if len(ran) == 1 else settings
 
 
 def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,

@@ -213,7 +213,7 @@ class ReportContext:
     # ``per_source_batches_note`` saying why when they cannot be had
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
-    configured_policy: str | None = None            # WatermarkPolicy.describe() of the stream
+    configured_policy: str | None = None            # describe() of the policy the day ran with
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -376,16 +376,19 @@ def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommenda
 
 def _per_source_batches(spark: Any, settings: Settings, day: date,
                         rec: PerInputRecommendation | None
-                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
+                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None, str]:
     """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
-    the one line that says why."""
-    from audits.lateness_batches import per_source_batches
+    the one line that says why; and the policy its "the stream as configured" row is: the
+    one the day's batches ran with (``settings_of_day``), not a spec changed since."""
+    from audits.lateness_batches import per_source_batches, settings_of_day
 
     if rec is None:
-        return (), None
-    points, why_not = per_source_batches(spark, settings, day, rec)
-    return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                                  p.avg_emit_latency)) for name, p in points.items()), why_not
+        return (), None, settings.event_time_rules().watermark.describe()
+    ran = settings_of_day(spark, settings, day)
+    points, why_not = per_source_batches(spark, ran, day, rec)
+    return (tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                                   p.avg_emit_latency)) for name, p in points.items()),
+            why_not, ran.event_time_rules().watermark.describe())
 
 
 def _batch_curve(spark: Any, settings: Settings, day: date
@@ -521,7 +524,8 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     curve, configured, recommended, target = _curve(spark, settings, day)
     batch_curve, batch_note = _batch_curve(spark, settings, day)
     per_source = _per_source(spark, settings, day)
-    per_source_batches, per_source_note = _per_source_batches(spark, settings, day, per_source)
+    per_source_batches, per_source_note, ran_policy = _per_source_batches(spark, settings, day,
+                                                                          per_source)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -545,7 +549,7 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
-        configured_policy=rules.watermark.describe(),
+        configured_policy=ran_policy,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, settings, day, rules.watermark),

@@ -125,6 +125,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
         analyze_day_batches,
         batch_points,
         per_source_batches,
+        settings_of_day,
     )
     from bench.per_source_day import DAY
     from reckon.reference import Event
@@ -171,3 +172,9 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert rows[BEST_PER_BATCH_ROWS[best[0]]] == ladder[best]
     assert rows["bounds per source"] == pure_point(day, rec.policy(IDLE))
     assert rows["the stream as configured"] == mine
+
+    # bounds changed since (--change-spec to http 5s) are not what the day ran with: the
+    # comparison's last row is replayed under the bounds the day's batches recorded
+    later = stream_settings(tmp_path / "wh", window="10s", lateness="0s", idle_timeout="60s",
+                            watermark_bound_by_source="http=5s,radar=0s,sat=0s")
+    assert settings_of_day(spark, later, DAY).event_time_rules().watermark == per_source(8)

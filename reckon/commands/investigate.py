@@ -156,11 +156,12 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     spark = get_spark(settings, app_name="reckon-lateness")
     try:
         if getattr(args, "per_source", False):
-            from audits.lateness_batches import per_source_batches
+            from audits.lateness_batches import per_source_batches, settings_of_day
 
             rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
-            replayed, unavailable = per_source_batches(spark, settings, day, rec)
-            policy = settings.event_time_rules().watermark
+            ran = settings_of_day(spark, settings, day)  # not a spec changed since
+            replayed, unavailable = per_source_batches(spark, ran, day, rec)
+            policy = ran.event_time_rules().watermark
             unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
                               "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
