@@ -258,19 +258,22 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
     (``UsageError``).
 
     Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
-    number of the day's late_events rows.
+    number of the day's late_events rows, also after a ``--change-spec`` since: the day is
+    replayed under the rules its batches recorded (``settings_of_day``); the default bounds
+    are the current spec's ladder (the per-event curve's rows) plus the day's bound.
     """
     the_day = parse_date(day, "date")
-    rules = settings.event_time_rules()
-    configured = rules.watermark
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
-    db = _day_batches(spark, settings, the_day)
+    ran = settings_of_day(spark, settings, the_day)  # not a spec changed since
+    configured = ran.event_time_rules().watermark
+    candidates = normalize_bounds([*default_bounds(settings), configured.lateness]
+                                  if bounds is None else bounds)
+    db = _day_batches(spark, ran, the_day)
     zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
                            by_source=configured.by_source)
     walks = [batch_steps(db.summaries, zero, _start_under(db, zero, configured))]
     if not configured.uniform:  # what the stream did is none of the rows: walk it too
         walks.append(batch_steps(db.summaries, configured, db.start))
-    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+    pairs, dropped, ends = _dropped(db.judged, walks, ran, the_day,
                                     [candidates, [0]][:len(walks)], spark)
     return BatchCurve(day=the_day, configured_bound=configured.lateness,
                       batches=len(walks[0]), events=db.events,
@@ -333,8 +336,9 @@ def settings_of_day(spark: SparkSession, settings: Settings, day: date | str) ->
     ``rules_json`` its ``watermark_progress`` recorded for them), when they ran under one
     version; unchanged when they ran under several (a ``--change-spec`` during the day), or
     nothing is recorded. A spec changed after the day (the warehouse's current one) is not
-    what the day ran with: the per-source comparison's "the stream as configured" row is
-    replayed under these, so it stays what the stream did.
+    what the day ran with: the per-source comparison's "the stream as configured" row and
+    the per-batch what-if's configured row (``analyze_day_batches``) are replayed under
+    these, so they stay what the stream did.
 
     Example: a day streamed with ``http=8s``, then ``--change-spec`` to ``http=6s``:
     ``settings_of_day(...).event_time_rules().watermark.bound((0, "http"))`` is 8 s.

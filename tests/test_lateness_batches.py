@@ -284,6 +284,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     gives the headline's completeness; the per-event what-if drops more."""
     from audits.audit import audit_day
     from audits.lateness import analyze_day
+    from audits.lateness_batches import analyze_day_batches
     from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark import tables as tb
@@ -312,6 +313,12 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     per_batch = analyze_day_batches_configured(spark, settings_)
     per_event = analyze_day(spark, settings_, DAY).configured
     assert per_batch.dropped == late and per_batch.admitted == 15  # of 19
+    # a bound changed since (--change-spec to 5s) is not what the day ran with: the configured
+    # row is still the recorded 3s, what the stream did; the current bound's row is also shown
+    later = stream_settings(tmp_path / "wh", window="10s", lateness="5s", grace="0s")
+    curve = analyze_day_batches(spark, later, DAY)
+    assert curve.configured_bound == 3 * S and curve.configured == per_batch
+    assert {3 * S, 5 * S} <= {pt.bound for pt in curve.points}
     assert per_event is not None and per_event.dropped > per_batch.dropped
 
     replay_day(spark, settings_, DAY)

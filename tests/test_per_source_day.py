@@ -178,3 +178,4 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     later = stream_settings(tmp_path / "wh", window="10s", lateness="0s", idle_timeout="60s",
                             watermark_bound_by_source="http=5s,radar=0s,sat=0s")
     assert settings_of_day(spark, later, DAY).event_time_rules().watermark == per_source(8)
+    assert analyze_day_batches(spark, later, DAY).configured == mine  # the per-batch what-if's
