@@ -341,7 +341,8 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
             f"{run.day}`) and sign off the new run")
     if target is not None and not _break_in_run(conn, run_id, target):
         raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
-    refusal = four_eyes_refusal(who, str(run.reconciler), run_id)
+    refusal = four_eyes_refusal(who, str(run.reconciler), run_id,
+                                on_break=target is not None)
     if refusal is not None:
         raise SignoffRefused(refusal)
 

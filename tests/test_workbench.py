@@ -244,7 +244,7 @@ def test_workbench_start_up_line_prints_the_database_url_with_its_password_maske
 
     monkeypatch.setattr(workbench.cli.ReportDB, "from_settings", lambda settings: _DB())
     monkeypatch.setattr("workbench.app.create_app", lambda db, **kw: None)
-    monkeypatch.setattr(workbench.server, "serve", lambda app, host, port: None)
+    monkeypatch.setattr(workbench.server, "serve", lambda app, host, port, ready: ready())
     monkeypatch.setenv("RECKON_REPORT_DB_URL", "postgresql://rk:s3cret@db:5432/reckon")
     assert main(["workbench", "--port", "8088", "--warehouse", str(tmp_path / "wh")]) == 0
     line = capsys.readouterr().out
@@ -486,3 +486,93 @@ def test_the_throttle_forgets_old_failures_and_a_success_resets_it(db: ReportDB)
     assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 603) is not None
     throttle.succeeded(db, "bob", "10.0.0.1")
     assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 604) is None
+
+
+# ----------------------------------------------------------------------------- review 2026-11-27
+
+
+def test_a_cause_the_audit_never_gives_or_a_negative_age_is_refused(app) -> None:
+    """`cause=EXPLAIND` showed "0 breaks match" and `age=-1` every break, as if filters."""
+    bob = _client(app, "bob")
+    response = bob.get(f"/day/{DAY}/breaks?cause=EXPLAIND")
+    assert response.status_code == 400
+    assert "cause=&#39;EXPLAIND&#39; is not valid: one of EXPLAINED, UNEXPLAINED" in response.text
+    response = bob.get(f"/day/{DAY}/breaks?age=-1")
+    assert response.status_code == 400 and "age=-1 is not valid: a number of days" in response.text
+    assert '<b>130</b> breaks match' in bob.get(f"/day/{DAY}/breaks?cause=&age=0").text
+    assert '<b>26</b> breaks match' in bob.get(f"/day/{DAY}/breaks?cause=MISSING_IN_STREAM").text
+
+
+def test_the_reconciler_acting_on_a_break_is_told_so_not_about_signing(app, db) -> None:
+    """The run's reconciler commenting on a break was told they "may not sign off" the run."""
+    alice = _client(app, "alice")
+    response = alice.post("/break/action", data={
+        "run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-00", "cur": "EUR",
+        "action": "comment", "note": "mine", "csrf": _csrf(alice.get("/").text)})
+    assert response.status_code == 403
+    assert ("may not act on the breaks of run &#39;nightly-2026-01-01&#39;: &#39;alice&#39; "
+            "reconciled it") in response.text and "four-eyes" in response.text
+    assert "sign off" not in response.text and read_log(db) == []
+
+
+def test_a_signer_is_named_once_and_a_broken_log_counts_its_problems(app, db: ReportDB) -> None:
+    bob = _client(app, "bob")
+    for note in ("figures checked", "checked again"):
+        append_signoff(db, RUN, "bob", "approved", note)
+    assert "Signed off by bob." in bob.get(f"/day/{DAY}").text
+    assert "signed (bob)" in bob.get("/").text
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE signoff_log SET note = 'all fine' WHERE seq = 1")
+    page = bob.get("/log").text
+    assert "BROKEN" in page and "(1 problem)" in page
+
+
+def test_users_disable_or_revoke_without_a_name_says_so(tmp_path: Path, capsys) -> None:
+    """It said `NAME=None is not valid: an existing workbench user`."""
+    for action in ("disable", "revoke"):
+        assert main(["users", action, "--warehouse", str(tmp_path / "wh")]) == 2
+        assert capsys.readouterr().err.strip().endswith(f"users {action} needs the user's NAME")
+    assert not (tmp_path / "wh").exists()  # nothing was created for a mistake
+
+
+def test_reckon_workbench_on_a_busy_port_is_one_clear_line(db: ReportDB, tmp_path: Path,
+                                                          monkeypatch, capsys) -> None:
+    """It printed "reckon workbench on http://..." and then uvicorn's own error, exit 3."""
+    import socket
+
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", db.url)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["workbench", "--warehouse", str(tmp_path), "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"--port {port} is not free on 127.0.0.1" in err and "Traceback" not in err
+
+
+def test_reckon_workbench_on_a_warehouse_without_a_report_database_is_refused(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """A mistyped --warehouse served a new, empty database nobody could log in to."""
+    monkeypatch.delenv("RECKON_REPORT_DB_URL", raising=False)
+    typo = tmp_path / "warehous"
+    assert main(["workbench", "--warehouse", str(typo), "--port", "8088"]) == 2
+    err = capsys.readouterr().err
+    assert f"no report database at {typo}/reports/reckon.db" in err
+    assert "reckon users add" in err and not typo.exists()
+
+
+def test_the_paging_measurement_runs_as_the_readme_says(tmp_path: Path) -> None:
+    """scripts/workbench_paging.py, the README's measurement (100,000 breaks), on a small day:
+    every case is a real page over HTTP, under its budget."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "workbench_paging.py"
+    done = subprocess.run([sys.executable, str(script), "--breaks", "400", "--budget", "5"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "filled 400 breaks in " + lines[0].split(" in ")[1]
+    assert sum("50 rows shown" in line for line in lines) >= 5, done.stdout
+    assert lines[-1].startswith("worst page: ")

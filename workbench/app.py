@@ -31,6 +31,7 @@ from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
 from reckon.money import format_amount
+from reckon.reconcile import ReconStatus
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
@@ -214,6 +215,21 @@ def _target(ws: str, key: str, cur: str) -> BreakTarget:
     return BreakTarget(moment, key, cur)
 
 
+#: What the cause filter may ask for: the audit's statuses but MATCHED (a match is no break).
+BREAK_CAUSES = tuple(s.value for s in ReconStatus if s is not ReconStatus.MATCHED)
+
+
+def _check_cause_and_age(cause: str, age: int) -> None:
+    """A cause the audit never gives, or a negative age, is a mistake in the URL, not a
+    filter that matches nothing (a typo'd ``cause=EXPLAIND`` showed "0 breaks match").
+
+    Example: ``_check_cause_and_age("EXPLAINED", 0)`` passes; ``("late", 0)`` raises."""
+    if cause and cause not in BREAK_CAUSES:
+        raise UsageError(f"cause={cause!r} is not valid: one of " + ", ".join(BREAK_CAUSES))
+    if age < 0:
+        raise UsageError(f"age={age} is not valid: a number of days, 0 or more")
+
+
 def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) -> None:
     @app.get("/")
     def home(request: Request, who: Who) -> Response:
@@ -253,6 +269,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
         if status and status not in REVIEW_STATUSES:
             raise UsageError(f"status={status!r} is not valid: one of "
                              + ", ".join(REVIEW_STATUSES))
+        _check_cause_and_age(cause, age)
         partition = partition.strip()
         if partition and not partition.isdigit():
             raise UsageError(f"partition={partition!r} is not valid: a partition number "

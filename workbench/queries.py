@@ -133,9 +133,10 @@ def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
     c, log = AUDIT_RUN_CURRENCIES, SIGNOFF_LOG
     run["currencies"] = [dict(r) for r in conn.execute(
         sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
-    run["signed_by"] = [r.by for r in conn.execute(
+    # each signer once, in the order they first signed (bob signing twice is not two people)
+    run["signed_by"] = list(dict.fromkeys(r.by for r in conn.execute(
         sa.select(log.c.by).where(log.c.run_id == run["run_id"],
-                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))]
+                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))))
     report = conn.execute(sa.select(REPORTS.c.html_path).where(
         REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
         .limit(1)).scalar_one_or_none()
