@@ -576,3 +576,45 @@ def test_the_paging_measurement_runs_as_the_readme_says(tmp_path: Path) -> None:
     assert lines[0] == "filled 400 breaks in " + lines[0].split(" in ")[1]
     assert sum("50 rows shown" in line for line in lines) >= 5, done.stdout
     assert lines[-1].startswith("worst page: ")
+
+
+_WITHOUT_SPARK = """
+import sys
+for name in ("pyspark", "py4j", "delta"):  # importing any of them now raises ImportError
+    sys.modules[name] = None
+import re
+from datetime import date
+from fastapi.testclient import TestClient
+from reports.db.repository import ReportDB
+from workbench.app import create_app
+from workbench.auth import add_user
+from workbench.sample import sample_day
+with ReportDB("sqlite:///" + sys.argv[1]) as db:
+    sample_day(db, date(2026, 1, 1), breaks=60, reconciler="alice")
+    add_user(db, "bob", "reviewer", "correct horse battery staple")
+    client = TestClient(create_app(db, secret=b"s" * 32))
+    token = re.search('name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
+    client.post("/login", data={"name": "bob", "password": "correct horse battery staple",
+                                "csrf": token})
+    day = "/day/2026-01-01"
+    listed = client.get(day + "/breaks?partition=1&source=pos").text
+    one = re.search('href="(/break[^"]+)"', listed).group(1).replace("&amp;", "&")
+    for path in ("/", day, day + "/breaks", one, "/log", "/log/export.json"):
+        assert client.get(path).status_code == 200, path
+    token = re.search('name="csrf" value="([^"]+)"', client.get(day).text).group(1)
+    signed = client.post("/signoff", data={"csrf": token, "run": "nightly-2026-01-01",
+                                           "decision": "approved", "note": "checked"})
+    assert "Signed off by bob" in signed.text
+print("served without Spark")
+"""
+
+
+def test_every_page_and_a_sign_off_are_served_without_spark(tmp_path: Path) -> None:
+    """Issue 42: the workbench needs no Spark to serve a page (nor any import of it)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_SPARK, str(tmp_path / "r.db")],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stdout == "served without Spark\n", done.stderr
