@@ -618,3 +618,21 @@ def test_every_page_and_a_sign_off_are_served_without_spark(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, "-c", _WITHOUT_SPARK, str(tmp_path / "r.db")],
                           cwd=root, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0 and done.stdout == "served without Spark\n", done.stderr
+
+
+def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
+                                                                         db: ReportDB) -> None:
+    """After the lookback re-audited a signed day, the day page showed an unsigned run and
+    nothing about the sign-off the re-audit undid (the day's report says it)."""
+    bob = _client(app, "bob")
+    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    assert 'id="replaced"' not in bob.get(f"/day/{DAY}").text
+    sample_day(db, DAY, breaks=130, reconciler="alice", run_id="nightly-2026-01-01-again",
+               now=datetime.now(UTC) + timedelta(hours=1))
+    page = bob.get(f"/day/{DAY}").text
+    assert "nightly-2026-01-01-again" in page and 'id="signed"' not in page
+    assert (f"A later audit replaced run <code>{RUN}</code>, which bob signed off (approved, "
+            in page and "this run needs its own" in page)
+    append_signoff(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
+    page = bob.get(f"/day/{DAY}").text
+    assert 'id="replaced"' not in page and "Signed off by bob." in page

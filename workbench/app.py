@@ -241,7 +241,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
         return page(request, "day.html", who, run=run,
-                    entries=queries.log_entries(db, run["run_id"]))
+                    entries=queries.log_entries(db, run["run_id"]),
+                    replaced=queries.replaced_signoff(db, run))
 
     @app.get("/report/{day}/{kind}/{name}")
     def report(who: Who, day: str, kind: str, name: str) -> Response:
