@@ -636,3 +636,24 @@ def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
     append_signoff(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
     page = bob.get(f"/day/{DAY}").text
     assert 'id="replaced"' not in page and "Signed off by bob." in page
+
+
+def test_the_break_list_pages_forward_keeping_its_filters_and_back_to_the_first(app) -> None:
+    """A page deep in the list had only 'Next page': back to the first meant the browser's
+    history or losing the filters ('clear')."""
+    import html
+
+    bob = _client(app, "bob")
+    url, seen, pages = f"/day/{DAY}/breaks?kind=nightly&cause=UNEXPLAINED", [], 0
+    while url:
+        text = bob.get(url).text
+        pages += 1
+        seen += re.findall(r'<a class="break" href="([^"]+)"', text)
+        first = re.search(r'<a id="first" href="\?([^"]+)"', text)
+        assert (first is None) == (pages == 1), text
+        if first:
+            assert "cause=UNEXPLAINED" in first.group(1) and "after=" not in first.group(1)
+        found = re.search(r'<a id="next" href="([^"]+)"', text)
+        url = f"/day/{DAY}/breaks" + html.unescape(found.group(1)) if found else ""
+        assert not found or "cause=UNEXPLAINED" in url
+    assert pages == 2 and len(seen) == len(set(seen)) == 52
