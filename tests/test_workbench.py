@@ -657,3 +657,48 @@ def test_the_break_list_pages_forward_keeping_its_filters_and_back_to_the_first(
         url = f"/day/{DAY}/breaks" + html.unescape(found.group(1)) if found else ""
         assert not found or "cause=UNEXPLAINED" in url
     assert pages == 2 and len(seen) == len(set(seen)) == 52
+
+
+def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: ReportDB,
+                                                                          tmp_path: Path) -> None:
+    """The README's `reckon workbench` on embedded defaults (a SQLite report database in the
+    warehouse), in its own process: the start-up line once the port is bound, a login over
+    HTTP, and Ctrl-C stops it (one line, no traceback)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.parse
+    import urllib.request
+    from http.cookiejar import CookieJar
+
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "reports").mkdir(parents=True)
+    db.engine.dispose()
+    Path(db.url.removeprefix("sqlite:///")).rename(warehouse / "reports" / "reckon.db")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
+    env["PYTHONPATH"] = str(root)
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from reckon.cli import main; sys.exit(main())",
+         "workbench", "--warehouse", str(warehouse), "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        assert line.startswith(f"reckon workbench on http://127.0.0.1:{port} (report database "
+                               f"sqlite:///{warehouse}/reports/reckon.db)"), line
+        url = f"http://127.0.0.1:{port}"
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+        token = _csrf(browser.open(f"{url}/login", timeout=30).read().decode())
+        form = urllib.parse.urlencode({"name": "bob", "password": PASSWORD, "csrf": token})
+        home = browser.open(f"{url}/login", data=form.encode(), timeout=30).read().decode()
+        assert "bob (reviewer)" in home and RUN in home
+    finally:
+        server.send_signal(signal.SIGINT)
+        code = server.wait(timeout=30)
+    err = server.stderr.read() if server.stderr else ""
+    assert (code, err) == (130, "reckon workbench: interrupted\n")  # the shell's Ctrl-C code
