@@ -702,3 +702,22 @@ def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: R
         code = server.wait(timeout=30)
     err = server.stderr.read() if server.stderr else ""
     assert (code, err) == (130, "reckon workbench: interrupted\n")  # the shell's Ctrl-C code
+
+
+def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
+                                                                         db: ReportDB) -> None:
+    """The day page said "Signed off by bob." over a log entry edited (or figures changed) by
+    hand; only the log page said BROKEN."""
+    bob = _client(app, "bob")
+    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    assert 'id="log-broken"' not in bob.get("/").text + bob.get(f"/day/{DAY}").text
+    with db.engine.begin() as conn:  # the run's signed figures changed after the sign-off
+        conn.exec_driver_sql("UPDATE audit_run_currencies SET gap_total = 0 "
+                             "WHERE currency = 'EUR'")
+    day = bob.get(f"/day/{DAY}").text
+    assert "The sign-off log fails verification</b> (1 problem)" in day
+    assert 'id="log-broken"' not in bob.get("/").text  # the list checks the chain only
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE signoff_log SET by = 'carl' WHERE seq = 1")
+    for path in ("/", f"/day/{DAY}"):
+        assert 'id="log-broken"' in bob.get(path).text, path

@@ -233,7 +233,8 @@ def _check_cause_and_age(cause: str, age: int) -> None:
 def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) -> None:
     @app.get("/")
     def home(request: Request, who: Who) -> Response:
-        return page(request, "days.html", who, runs=queries.days(db))
+        return page(request, "days.html", who, runs=queries.days(db),
+                    check=verify_log(db, warehouse=warehouse, figures_of=()))
 
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
@@ -242,7 +243,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
             raise UsageError(f"no current {kind} audit run of {day}")
         return page(request, "day.html", who, run=run,
                     entries=queries.log_entries(db, run["run_id"]),
-                    replaced=queries.replaced_signoff(db, run))
+                    replaced=queries.replaced_signoff(db, run),
+                    check=verify_log(db, warehouse=warehouse, figures_of={run["run_id"]}))
 
     @app.get("/report/{day}/{kind}/{name}")
     def report(who: Who, day: str, kind: str, name: str) -> Response:
