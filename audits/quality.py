@@ -41,7 +41,8 @@ from typing import Any
 
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
-from audits.suites import DayScope, TableSuite, build_suites
+from audits.suite_model import DayScope, TableSuite
+from audits.suites import build_suites
 from reckon.config import Settings
 from reckon.errors import DataQualityError
 from reckon.timeutil import parse_date
