@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from audits.records import AttributionRow
 from reckon.config import Settings
-from reckon.timeutil import MICROS_PER_DAY, from_micros, parse_date
+from reckon.timeutil import MICROS_PER_DAY, from_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -91,7 +91,7 @@ def _ratio(num: int, den: int, places: int) -> Decimal:
                                                       rounding=ROUND_HALF_EVEN)
 
 
-def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *,
+def late_attribution(spark: SparkSession, settings: Settings, day: date, *,
                      versions: Mapping[str, int | None] | None = None) -> list[AttributionRow]:
     """Attribution rows of ``day``, ordered by dimension (as in ``DIMENSIONS``) then value
     (partitions numerically, buckets from least to most late, others as text). Values with no
@@ -101,10 +101,9 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
 
     from spark import tables
 
-    the_day = parse_date(day, "date")
     pinned = versions or {}
-    events = _day_events(spark, settings, the_day, pinned)
-    late = _late_of_day(spark, settings, the_day, pinned)
+    events = _day_events(spark, settings, day, pinned)
+    late = _late_of_day(spark, settings, day, pinned)
     dims = {"partition": F.col("partition"), "source": F.col("source"),
             "currency": F.col("currency")}
     late_long = _long(late, {**dims, "lateness_bucket": _bucket(),

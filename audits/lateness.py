@@ -29,7 +29,7 @@ import pandas as pd
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import EventTimeRules, WindowSpec
-from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
+from reckon.timeutil import MICROS_PER_SECOND, format_duration
 from reckon.whatif import (
     DEFAULT_BOUNDS,
     CurvePoint,
@@ -308,20 +308,19 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date,
 
     from spark import tables
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
     rules = settings.event_time_rules()
     candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
     goal = _as_target(target, settings)
     # Landing lines without their own arrival time share their file's: such ties are broken
     # by file name, then line, as the stream read them (_day_log ranks the day's files).
-    log = _day_log(spark, settings, the_day).drop("source")
+    log = _day_log(spark, settings, day).drop("source")
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
     run = _curve_group(rules.windows, candidates, rules.grace, rules.watermark.idle_timeout,
                        rules.watermark.expected_partitions)
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
     if not rows:
-        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in "
+        raise NoEventsError(day, f"no events of {day.isoformat()} in "
                             f"{tables.table_path(settings.warehouse_path, 'event_log')}")
     curves: dict[str, list[CurvePoint]] = {}
     events: dict[str, int] = {}
@@ -336,7 +335,7 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date,
         PartitionCurve(int(scope), events[scope], tuple(points), recommend(points, goal))
         for scope, points in sorted(curves.items(), key=lambda kv: int(kv[0])))
     return LatenessAnalysis(
-        day=the_day, target=goal, configured_bound=rules.watermark.lateness,
+        day=day, target=goal, configured_bound=rules.watermark.lateness,
         events=events[_OVERALL], points=overall, recommended=recommend(overall, goal),
         partitions=partitions)
 
@@ -379,7 +378,7 @@ def _day_log(spark: SparkSession, settings: Settings, the_day: date) -> Any:
                     F.coalesce(F.col("source"), F.lit("")).alias("source")))
 
 
-def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
+def analyze_inputs(spark: SparkSession, settings: Settings, day: date,
                    bounds: Iterable[int | str] | None = None,
                    target: Decimal | float | str | None = None,
                    by_source: bool = True) -> PerInputRecommendation:
@@ -390,7 +389,6 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
     recommendation (JSON, a few hundred bytes) reaches the driver."""
     from pyspark.sql import functions as F
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
     rules = settings.event_time_rules()
     candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
     goal = _as_target(target, settings)
@@ -408,10 +406,10 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
             running=True)
         return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
 
-    rows = (_day_log(spark, settings, the_day).withColumn("scope", F.lit(_OVERALL))
+    rows = (_day_log(spark, settings, day).withColumn("scope", F.lit(_OVERALL))
             .groupBy("scope").applyInPandas(run, schema="json string").collect())
     if not rows:
-        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in the event log")
+        raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
     return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from reckon.config import Settings
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
-from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
+from reckon.timeutil import day_bounds, from_micros, parse_duration
 from reckon.whatif import CurvePoint, default_bounds, normalize_bounds
 from reckon.whatif_batches import (
     BatchStep,
@@ -249,7 +249,7 @@ def _start_under(db: _DayBatches, policy: WatermarkPolicy, configured: Watermark
     return state_under(db.start, policy)
 
 
-def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
+def analyze_day_batches(spark: SparkSession, settings: Settings, day: date,
                         bounds: Iterable[int | str] | None = None) -> BatchCurve:
     """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
     configured bound), each one bound for every configured input. A day without
@@ -257,29 +257,28 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
     of D"); one whose batches several stream queries wrote is refused with one line
     (``UsageError``).
 
-    Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
+    Example: ``analyze_day_batches(spark, settings, date(2026, 1, 1)).configured.dropped`` is the
     number of the day's late_events rows.
     """
-    the_day = parse_date(day, "date")
     rules = settings.event_time_rules()
     configured = rules.watermark
     candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
-    db = _day_batches(spark, settings, the_day)
+    db = _day_batches(spark, settings, day)
     zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
                            by_source=configured.by_source)
     walks = [batch_steps(db.summaries, zero, _start_under(db, zero, configured))]
     if not configured.uniform:  # what the stream did is none of the rows: walk it too
         walks.append(batch_steps(db.summaries, configured, db.start))
-    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+    pairs, dropped, ends = _dropped(db.judged, walks, settings, day,
                                     [candidates, [0]][:len(walks)], spark)
-    return BatchCurve(day=the_day, configured_bound=configured.lateness,
+    return BatchCurve(day=day, configured_bound=configured.lateness,
                       batches=len(walks[0]), events=db.events,
                       points=tuple(curve_points(walks[0], candidates, pairs, dropped[0], ends)),
                       configured_point=None if configured.uniform else policy_point(
                           walks[1], configured, pairs, dropped[1][0], ends))
 
 
-def batch_points(spark: SparkSession, settings: Settings, day: date | str,
+def batch_points(spark: SparkSession, settings: Settings, day: date,
                  policies: Mapping[str, WatermarkPolicy]) -> dict[str, CurvePoint]:
     """The day's batches, as the stream ran them, replayed under each of ``policies`` (bounds
     per input and all; by name): completeness and average emit latency per micro-batch, what
@@ -290,13 +289,12 @@ def batch_points(spark: SparkSession, settings: Settings, day: date | str,
     Example: ``batch_points(spark, settings, day, {"now": rules.watermark})["now"]`` is
     ``analyze_day_batches(...).configured``.
     """
-    the_day = parse_date(day, "date")
     configured = settings.event_time_rules().watermark
-    db = _day_batches(spark, settings, the_day)
+    db = _day_batches(spark, settings, day)
     names = list(policies)
     walks = [batch_steps(db.summaries, policies[n], _start_under(db, policies[n], configured))
              for n in names]
-    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+    pairs, dropped, ends = _dropped(db.judged, walks, settings, day,
                                     [[0]] * len(walks), spark)
     return {n: policy_point(walks[k], policies[n], pairs, dropped[k][0], ends)
             for k, n in enumerate(names)}
@@ -328,7 +326,7 @@ def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
     return policies
 
 
-def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,
+def per_source_batches(spark: SparkSession, settings: Settings, day: date,
                        rec: PerInputRecommendation,
                        bounds: Iterable[int | str] | None = None
                        ) -> tuple[dict[str, CurvePoint], str | None]:

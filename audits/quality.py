@@ -45,7 +45,6 @@ from audits.suite_model import DayScope, TableSuite
 from audits.suites import build_suites
 from reckon.config import Settings
 from reckon.errors import DataQualityError
-from reckon.timeutil import parse_date
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
 
@@ -443,7 +442,7 @@ def _with_audit_tolerance(settings: Settings, ledger: CheckLedger, day: date) ->
                                       if k in run.params})
 
 
-def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: CheckLedger,
+def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger,
                record: bool = True) -> CheckResult:
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database ``ledger`` (unless ``record`` is False; the day's audit tolerance is read
@@ -452,32 +451,31 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: Check
 
     Example:
         >>> with ReportDB.from_settings(settings) as db:  # doctest: +SKIP
-        ...     run_checks(spark, settings, "2026-01-01", ledger=db).success
+        ...     run_checks(spark, settings, date(2026, 1, 1), ledger=db).success
         True
     """
     from spark.provisional import table_version
 
-    the_day = parse_date(day)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
-    run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    run_id = f"check-{day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = settings.warehouse_path
-    settings = _with_audit_tolerance(settings, ledger, the_day)
+    settings = _with_audit_tolerance(settings, ledger, day)
     ctx = _gx_context(warehouse)
     suites = build_suites(settings)
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
     versions = {s.table: table_version(warehouse, s.table) for s in suites}
-    outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at,
+    outcomes = tuple(_validate(spark, ctx, settings, s, day, run_id, started_at,
                                versions[s.table])
                      for s in suites)
     index, docs_warning = _build_docs(
         ctx, settings, run_id,
-        {s.name: _asset_name(s, the_day, versions[s.table]) for s in suites})
+        {s.name: _asset_name(s, day, versions[s.table]) for s in suites})
     if docs_warning:  # the nightly task's log says it too, not only `reckon check`
         logging.getLogger(__name__).warning(docs_warning)
-    result = CheckResult(run_id=run_id, day=the_day, started_at=started_at,
+    result = CheckResult(run_id=run_id, day=day, started_at=started_at,
                          duration_seconds=time.perf_counter() - t0, data_docs_index=index,
                          suites=outcomes, data_docs_warning=docs_warning)
     if record:
@@ -485,7 +483,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: Check
     return result
 
 
-def check_day(spark: Any, settings: Settings, day: date | str, *,
+def check_day(spark: Any, settings: Settings, day: date, *,
               ledger: CheckLedger) -> CheckResult:
     """``run_checks``, then raise ``DataQualityError`` if a blocking expectation failed (the
     run, its GX results and Data Docs are stored first in ``ledger``, so the failure can be

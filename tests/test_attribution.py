@@ -101,7 +101,7 @@ def test_attribution_shares_and_lift_by_hand(spark, warehouse):
 def test_attribution_without_late_events_table(spark, warehouse):
     settings = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
     write(spark, warehouse, tables.EVENT_LOG, [event_row("e1", 0), event_row("e7", 1)])
-    got = late_attribution(spark, settings, "2026-01-01")
+    got = late_attribution(spark, settings, DAY)
     assert [(r.dimension, r.value, r.late_events, r.all_events, r.event_share, r.lift)
             for r in got] == [
         ("partition", "0", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
