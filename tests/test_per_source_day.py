@@ -19,20 +19,17 @@ from decimal import Decimal
 
 import pytest
 
-from bench.per_source_day import (
-    SCENARIOS,
+from bench.per_source_points import (
     SWEEP,
-    Day,
-    S,
     best_single,
-    make_day,
     per_event_point,
     pure_point,
     single,
-    streamed_figures,
     sweep,
     windows,
 )
+from bench.per_source_scenarios import SCENARIOS, Day, S, make_day
+from bench.per_source_streams import streamed_figures
 from reckon.eventtime import WatermarkPolicy
 from reckon.whatif import DEFAULT_BOUNDS, CurvePoint, default_bounds, normalize_bounds
 from reckon.whatif_inputs import recommend_per_input
@@ -126,7 +123,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
         batch_points,
         per_source_batches,
     )
-    from bench.per_source_day import DAY
+    from bench.per_source_scenarios import DAY
     from reckon.reference import Event
     from tests.streamkit import stream_settings
     from tests.test_replay_audit import run_batches
