@@ -27,9 +27,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from reckon.engine_config import AuditConfig
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
+from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
@@ -176,6 +178,15 @@ class Settings:
             bound_by_partition=self.watermark_bound_by_partition,
             bound_by_source=self.watermark_bound_by_source,
         )
+
+    def audit_config(self) -> AuditConfig:
+        """What the audit reads and applies, built once here at the edge and handed to
+        ``audits.audit.audit_day`` instead of these settings (reckon/engine_config.py).
+
+        Example: ``audit_day(spark, settings.audit_config(), day, recorder=None)``.
+        """
+        return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                           tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel))
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

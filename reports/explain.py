@@ -315,7 +315,7 @@ def explain_window(spark: Any, settings: Settings, key: str, instant: int,
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
-    rules = stream_rules(spark, wh, settings)
+    rules = stream_rules(spark, wh, settings.event_time_rules())
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
     if all(_untold(ch) for ch in chapters):

@@ -315,7 +315,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     assert per_event is not None and per_event.dropped > per_batch.dropped
 
     replay_day(spark, settings_, DAY)
-    audit = audit_day(spark, settings_, DAY, kind="nightly", recorder=audit_recorder(settings_))
+    audit = audit_day(spark, settings_.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings_))
     assert audit.completeness is not None
     ratio = Decimal(per_batch.admitted) / Decimal(per_batch.admitted + per_batch.dropped)
     assert ratio.quantize(Decimal("0.000001")) == Decimal(audit.completeness) \

@@ -82,9 +82,9 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     # the audit's attribution reads event_log as the day's replay pinned it, whose files the
     # compaction replaced and the vacuum deleted: it asks for a new replay
     with pytest.raises(UsageError, match=f"reckon replay --date {DAY1}"):
-        audit_day(spark, settings, DAY1, recorder=audit_recorder(settings))
+        audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
     replay_day(spark, settings, DAY1)
-    assert audit_day(spark, settings, DAY1, recorder=audit_recorder(settings)).unexplained == 0
+    assert audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings)).unexplained == 0
 
     # the stream goes on; explain still tells the whole history: the provisional row's
     # history is its deltas, rows the vacuum never removes (it removes replaced files only)

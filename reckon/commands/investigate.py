@@ -171,8 +171,9 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     except NoEventsError:
         return _quiet_day(day, args.json)
     batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
-    attribution = (late_attribution(spark, settings, day)
-                   if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
+    wh = settings.warehouse_path
+    attribution = (late_attribution(spark, wh, settings.event_time_rules(), day)
+                   if tables.table_exists(wh, tables.LATE_EVENTS) else [])
     if args.json:
         print(json.dumps(analysis_json(analysis, attribution, batches, why_not), indent=2,
                          sort_keys=True))

@@ -383,7 +383,8 @@ def audit_recorder(settings: Any) -> AuditRecorder:
     audit is handed them instead of opening the database itself).
 
     Example:
-        >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+        >>> audit_day(spark, settings.audit_config(), day,
+        ...           recorder=audit_recorder(settings))  # doctest: +SKIP
     """
     return AuditRecorder(ledger=ReportDB.from_settings(settings), write_breaks=insert_breaks,
                          write_stories=insert_break_stories)
