@@ -34,8 +34,9 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,9 @@ from audits.records import CheckRun, ExpectationResult
 from audits.suite_model import DayScope, TableSuite
 from audits.suites import build_suites
 from reckon.config import Settings
+from reckon.engine_config import CheckConfig
 from reckon.errors import DataQualityError
+from reckon.reconcile import Tolerance
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
 
@@ -431,15 +434,21 @@ def _build_docs(ctx: Any, settings: Settings, run_id: str,
 # ----------------------------------------------------------------------------- entry points
 
 
-def _with_audit_tolerance(settings: Settings, ledger: CheckLedger, day: date) -> Settings:
-    """The settings with the tolerance the day's current audit applied: `reckon audit
+def _with_audit_tolerance(config: CheckConfig, ledger: CheckLedger, day: date) -> CheckConfig:
+    """``config`` with the tolerance the day's current audit applied: `reckon audit
     --tolerance-abs` may differ from the configuration, and the reconciliation suite must judge
-    its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken)."""
+    its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken).
+
+    Example: an audit run with ``params["tolerance_abs"] == "0.01"`` gives a config whose
+    ``tolerance.absolute`` is ``Decimal("0.01")``; no audit of the day leaves ``config`` as is.
+    """
     run = ledger.current_audit_run(day)
     if run is None:
-        return settings
-    return settings.with_overrides(**{k: run.params[k] for k in ("tolerance_abs", "tolerance_rel")
-                                      if k in run.params})
+        return config
+    given = config.tolerance
+    return replace(config, tolerance=Tolerance(
+        absolute=Decimal(str(run.params.get("tolerance_abs", given.absolute))),
+        relative=Decimal(str(run.params.get("tolerance_rel", given.relative)))))
 
 
 def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger,
@@ -460,9 +469,8 @@ def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger
     t0 = time.perf_counter()
     run_id = f"check-{day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = settings.warehouse_path
-    settings = _with_audit_tolerance(settings, ledger, day)
     ctx = _gx_context(warehouse)
-    suites = build_suites(settings)
+    suites = build_suites(_with_audit_tolerance(settings.check_config(), ledger, day))
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read

@@ -67,7 +67,7 @@ from audits.suite_model import (
     TableSuite,
     offending,
 )
-from reckon.config import Settings
+from reckon.engine_config import CheckConfig
 from reckon.eventtime import WindowStatus, is_beyond_grace, is_future_dated
 from reckon.money import accepted_currencies
 from reckon.reconcile import (
@@ -122,17 +122,17 @@ def _has_rows(table: str) -> Check:
                  f"no {table} rows for the day: the step that writes them may not have run")
 
 
-def _window_width(settings: Settings) -> Check:
+def _window_width(config: CheckConfig) -> Check:
     """On the derived ``window_width_error_seconds`` (``_derive_totals``)."""
-    width = _as_seconds(settings.event_time_rules().windows.size)
+    width = _as_seconds(config.rules.windows.size)
     return Check("ExpectColumnValuesToBeNull", {"column": "window_width_error_seconds"},
                  BLOCKING, f"window_end = window_start + the configured width ({width} s)")
 
 
-def _booked_currency(settings: Settings) -> Check:
+def _booked_currency(config: CheckConfig) -> Check:
     """currency is one reckon books: ``reckon.money.accepted_currencies`` of the setting."""
-    codes = sorted(accepted_currencies(settings.currencies))
-    narrowed = (f"the configured currencies ({', '.join(codes)})" if settings.currencies
+    codes = sorted(accepted_currencies(config.currencies))
+    narrowed = (f"the configured currencies ({', '.join(codes)})" if config.currencies
                 else "an ISO 4217 currency with 0 to 3 minor digits")
     return Check("ExpectColumnValuesToBeInSet", {"column": "currency", "value_set": codes},
                  BLOCKING, f"currency is {narrowed}")
@@ -150,12 +150,12 @@ def _minor_units(what: str) -> Check:
                  "places, EUR 2, KWD 3)")
 
 
-def _minor_unit_break(settings: Settings, *amounts: str) -> Column:
+def _minor_unit_break(config: CheckConfig, *amounts: str) -> Column:
     """Each of ``amounts`` (column names) that is not a whole number of the row's currency's
     minor units, as ``<column> <amount> <currency>`` ('; ' between them); null when every one
     keeps the rule (or is null). A currency reckon does not book is the currency check's."""
     currency = F.col("currency")
-    parts = [F.when(F.coalesce(minor_unit_break_col(F.col(c), currency, settings),
+    parts = [F.when(F.coalesce(minor_unit_break_col(F.col(c), currency, config.currencies),
                                F.lit(False)),
                     F.concat_ws(" ", F.lit(c), F.col(c).cast("string"), currency))
              for c in amounts]
@@ -163,28 +163,28 @@ def _minor_unit_break(settings: Settings, *amounts: str) -> Column:
     return F.when(text != "", text)
 
 
-def _totals_checks(settings: Settings) -> tuple[Check, ...]:
+def _totals_checks(config: CheckConfig) -> tuple[Check, ...]:
     return (
         *_not_null("window_start", "window_end", "key", "currency", "total_amount",
                    "event_count"),
         _unique_grain("amounts of two currencies are never one total"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("total_amount is"),
         Check("ExpectColumnValuesToBeBetween", {"column": "event_count", "min_value": 1},
               BLOCKING, "a window row exists only because events were counted in it"),
-        _window_width(settings),
+        _window_width(config),
     )
 
 
-def _derive_totals(settings: Settings, amount: str) -> Derive:
+def _derive_totals(config: CheckConfig, amount: str) -> Derive:
     """Window width and minor units of a per-grain table whose money is column ``amount``."""
-    size = settings.event_time_rules().windows.size
+    size = config.rules.windows.size
 
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         width = F.unix_micros("window_end") - F.unix_micros("window_start")
         return df.withColumns({
             "window_width_error_seconds": offending(width == F.lit(size), _seconds(width)),
-            "minor_unit_break": _minor_unit_break(settings, amount)})
+            "minor_unit_break": _minor_unit_break(config, amount)})
 
     return derive
 
@@ -192,14 +192,14 @@ def _derive_totals(settings: Settings, amount: str) -> Derive:
 # ----------------------------------------------------------------------------- suites
 
 
-def _event_log(settings: Settings) -> TableSuite:
-    skew = settings.event_time_rules().max_clock_skew
+def _event_log(config: CheckConfig) -> TableSuite:
+    skew = config.rules.max_clock_skew
     checks = (
         *_not_null("event_id", "key", "amount", "currency", "event_time"),
         Check("ExpectColumnValuesToBeNull", {"column": "amount_out_of_range"},
-              BLOCKING, f"amount within [amount_min, amount_max] = [{settings.amount_min}, "
-                        f"{settings.amount_max}]"),
-        _booked_currency(settings),
+              BLOCKING, f"amount within [amount_min, amount_max] = [{config.amount_min}, "
+                        f"{config.amount_max}]"),
+        _booked_currency(config),
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeNull", {"column": "skew_beyond_bound_seconds"},
               BLOCKING, f"event_time <= arrival_time + max_clock_skew ({_as_seconds(skew)} s; "
@@ -210,11 +210,11 @@ def _event_log(settings: Settings) -> TableSuite:
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         event_us, arrival_us = F.unix_micros("event_time"), F.unix_micros("arrival_time")
         amount = F.col("amount")
-        in_range = ((amount >= F.lit(settings.amount_min))
-                    & (amount <= F.lit(settings.amount_max)))
+        in_range = ((amount >= F.lit(config.amount_min))
+                    & (amount <= F.lit(config.amount_max)))
         return df.withColumns({
             "amount_out_of_range": offending(in_range, amount),
-            "minor_unit_break": _minor_unit_break(settings, "amount"),
+            "minor_unit_break": _minor_unit_break(config, "amount"),
             "skew_beyond_bound_seconds": offending(~is_future_dated(event_us, arrival_us, skew),
                                                     _seconds(event_us - arrival_us))})
 
@@ -223,9 +223,9 @@ def _event_log(settings: Settings) -> TableSuite:
                       derive)
 
 
-def _provisional(settings: Settings) -> TableSuite:
+def _provisional(config: CheckConfig) -> TableSuite:
     checks = (
-        *_totals_checks(settings),
+        *_totals_checks(config),
         Check("ExpectColumnValuesToBeInSet",
               {"column": "status", "value_set": [s.value for s in WindowStatus]},
               BLOCKING, "window lifecycle is OPEN -> CLOSED -> FINAL"),
@@ -237,7 +237,7 @@ def _provisional(settings: Settings) -> TableSuite:
               "each batch adds to a window once: a delta appended twice counts twice"),
         _has_rows(PROVISIONAL_TOTALS),
     )
-    totals = _derive_totals(settings, "total_amount")
+    totals = _derive_totals(config, "total_amount")
 
     def derive(df: DataFrame, scope: DayScope) -> DataFrame:
         return totals(df, scope).join(_deltas_added_twice(scope), list(GRAIN), "left")
@@ -263,31 +263,31 @@ def _deltas_added_twice(scope: DayScope) -> DataFrame:
         "batch %d x%d", F.col("batch_id"), F.col("n")))).alias("batch_added_twice"))
 
 
-def _canonical(settings: Settings) -> TableSuite:
-    totals = _derive_totals(settings, "total_amount")
+def _canonical(config: CheckConfig) -> TableSuite:
+    totals = _derive_totals(config, "total_amount")
 
     def derive(df: DataFrame, scope: DayScope) -> DataFrame:
         return against_event_log(totals(df, scope), scope)
 
     return TableSuite(CANONICAL_TOTALS, "window_date",
-                      (*_totals_checks(settings), *_not_null("replay_id"),
+                      (*_totals_checks(config), *_not_null("replay_id"),
                        *event_log_checks(),
                        _has_rows(CANONICAL_TOTALS)),
                       (*GRAIN, "event_count", "total_amount", "replay_id"), derive)
 
 
-def _late_events(settings: Settings) -> TableSuite:
+def _late_events(config: CheckConfig) -> TableSuite:
     from spark.spec import recorded_versions
 
     # a late event was judged by the allowed lateness (internally: grace) in force when it
     # came: past the smallest the warehouse ever had holds for every row, whichever version
-    grace = min([settings.event_time_rules().grace,
+    grace = min([config.rules.grace,
                  *(parse_duration(v.spec["grace"], "grace")
-                   for v in recorded_versions(settings.warehouse_path))])
+                   for v in recorded_versions(config.warehouse))])
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeInSet", {"column": "beyond_grace", "value_set": [True]},
               BLOCKING, "late side output only past the allowed lateness: watermark >= "
@@ -311,14 +311,14 @@ def _late_events(settings: Settings) -> TableSuite:
             "lateness_error_seconds": offending(
                 F.col("lateness_seconds") == _seconds(wm - end),
                 F.col("lateness_seconds") - _seconds(wm - end)),
-            "minor_unit_break": _minor_unit_break(settings, "amount")})
+            "minor_unit_break": _minor_unit_break(config, "amount")})
 
     return TableSuite(LATE_EVENTS, "window_date", checks,
                       ("event_id", "key", "currency", "amount", "window_end", "watermark",
                        "lateness_seconds"), derive)
 
 
-def _uncaught_duplicates(settings: Settings) -> TableSuite:
+def _uncaught_duplicates(config: CheckConfig) -> TableSuite:
     """The replay's record of what the stream counted more than once: the audit adds each row
     to its (window, key, currency) gap, so a repeated or empty row would misstate the
     explanation. A day without rows is the normal case (no copy got past the stream's
@@ -327,28 +327,28 @@ def _uncaught_duplicates(settings: Settings) -> TableSuite:
         *_not_null("window_start", "window_end", "key", "currency", "duplicate_amount",
                    "duplicate_count", "replay_id"),
         _unique_grain("the audit adds it to that gap once"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("duplicate_amount is"),
         Check("ExpectColumnValuesToBeBetween", {"column": "duplicate_count", "min_value": 1},
               BLOCKING, "a row exists only for copies the stream counted beyond the first"),
-        _window_width(settings),
+        _window_width(config),
     )
     return TableSuite(UNCAUGHT_DUPLICATES, "window_date", checks,
                       (*GRAIN, "duplicate_count", "duplicate_amount", "replay_id"),
-                      _derive_totals(settings, "duplicate_amount"))
+                      _derive_totals(config, "duplicate_amount"))
 
 
 _RECON_AMOUNTS = ("provisional_amount", "canonical_amount", "gap_amount", "late_amount",
                   "duplicate_amount", "residual_amount")
 
 
-def _reconciliation(settings: Settings) -> TableSuite:
-    tolerance = Tolerance(settings.tolerance_abs, settings.tolerance_rel)
+def _reconciliation(config: CheckConfig) -> TableSuite:
+    tolerance = config.tolerance
     unexplained = [s.value for s in UNEXPLAINED_STATUSES]
     checks = (
         *_not_null("window_start", "key", "currency", "status"),
         _unique_grain("a currency's window is reconciled once, never with another's money"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("every amount of the row is"),
         Check("ExpectColumnValuesToBeInSet",
               {"column": "status", "value_set": [s.value for s in ReconStatus]},
@@ -361,18 +361,18 @@ def _reconciliation(settings: Settings) -> TableSuite:
               BLOCKING, "stored gap = canonical - provisional, residual = gap - late + "
                         "duplicate"),
         Check("ExpectColumnValuesToNotBeInSet", {"column": "status", "value_set": unexplained},
-              WARNING if settings.allow_unexplained else BLOCKING,
-              "no unexplained breaks (settings.allow_unexplained turns this into a warning)"),
+              WARNING if config.allow_unexplained else BLOCKING,
+              "no unexplained breaks (config.allow_unexplained turns this into a warning)"),
         _has_rows(RECONCILIATION),
     )
     return TableSuite(RECONCILIATION, "window_date", checks,
                       (*GRAIN, "status", "provisional_amount", "provisional_count",
                        "canonical_amount", "canonical_count", "late_amount", "late_count",
                        "duplicate_amount", "duplicate_count"),
-                      _derive_reconciliation(settings, tolerance))
+                      _derive_reconciliation(config, tolerance))
 
 
-def _derive_reconciliation(settings: Settings, tolerance: Tolerance) -> Derive:
+def _derive_reconciliation(config: CheckConfig, tolerance: Tolerance) -> Derive:
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         zero_amt, zero_cnt = F.lit(0).cast(TOTAL), F.lit(0).cast("long")
         p_amt = F.coalesce(F.col("provisional_amount"), zero_amt)
@@ -393,12 +393,12 @@ def _derive_reconciliation(settings: Settings, tolerance: Tolerance) -> Derive:
         return df.withColumns({
             "invariant_holds": holds,
             "stored_arithmetic_holds": F.coalesce(stored, F.lit(False)),
-            "minor_unit_break": _minor_unit_break(settings, *_RECON_AMOUNTS)})
+            "minor_unit_break": _minor_unit_break(config, *_RECON_AMOUNTS)})
 
     return derive
 
 
-def _quarantine(settings: Settings) -> TableSuite:
+def _quarantine(config: CheckConfig) -> TableSuite:
     checks = (
         *_not_null("reason"),
         Check("ExpectColumnValuesToMatchRegex", {"column": "reason", "regex": r"\S"},
@@ -411,8 +411,9 @@ def _quarantine(settings: Settings) -> TableSuite:
                       ("partition", "offset", "input_file", "reason", "event_id"))
 
 
-def build_suites(settings: Settings) -> tuple[TableSuite, ...]:
-    """Every table's suite under these settings (widths, bounds, grace, tolerance, currencies)."""
-    return (_event_log(settings), _quarantine(settings), _provisional(settings),
-            _late_events(settings), _canonical(settings), _uncaught_duplicates(settings),
-            _reconciliation(settings))
+def build_suites(config: CheckConfig) -> tuple[TableSuite, ...]:
+    """Every table's suite under ``config`` (widths, bounds, allowed lateness, tolerance,
+    currencies), e.g. ``build_suites(settings.check_config())``."""
+    return (_event_log(config), _quarantine(config), _provisional(config),
+            _late_events(config), _canonical(config), _uncaught_duplicates(config),
+            _reconciliation(config))

@@ -27,7 +27,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from reckon.engine_config import AuditConfig
+from reckon.engine_config import AuditConfig, CheckConfig
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
@@ -187,6 +187,15 @@ class Settings:
         """
         return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
                            tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel))
+
+    def check_config(self) -> CheckConfig:
+        """What the data-quality suites check against, built once here at the edge and
+        handed to ``audits.suites.build_suites`` (reckon/engine_config.py)."""
+        audit = self.audit_config()
+        return CheckConfig(warehouse=audit.warehouse, rules=audit.rules,
+                           tolerance=audit.tolerance, allow_unexplained=self.allow_unexplained,
+                           amount_min=self.amount_min, amount_max=self.amount_max,
+                           currencies=tuple(self.currencies))
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

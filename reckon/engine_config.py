@@ -17,12 +17,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import Tolerance
 
-__all__ = ["AuditConfig"]
+__all__ = ["AuditConfig", "CheckConfig"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +41,27 @@ class AuditConfig:
     warehouse: Path
     rules: EventTimeRules
     tolerance: Tolerance
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """What the data-quality suites check the tables against (``audits.suites.build_suites``):
+    the warehouse (its recorded rule versions), the event-time rules (window width, clock
+    skew, allowed lateness), the tolerance of the day's audit, whether unexplained breaks
+    only warn, the accepted amount range and the booked currencies (empty: every ISO 4217
+    currency with 0 to 3 minor digits). Built by ``Settings.check_config()``; ``reckon check``
+    swaps in the tolerance the day's audit applied (``dataclasses.replace``).
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> load_settings(env={}, warehouse="/tmp/wh").check_config().allow_unexplained
+        False
+    """
+
+    warehouse: Path
+    rules: EventTimeRules
+    tolerance: Tolerance
+    allow_unexplained: bool
+    amount_min: Decimal
+    amount_max: Decimal
+    currencies: tuple[str, ...]
