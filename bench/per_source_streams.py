@@ -103,7 +103,8 @@ def recommend_on(spark: Any, warehouse: Path, policy: WatermarkPolicy
     ladder plus the configured bound, the default target)."""
     from audits.lateness import analyze_inputs
 
-    return analyze_inputs(spark, settings_for(warehouse, policy), DAY, target=TARGET)
+    return analyze_inputs(spark, settings_for(warehouse, policy).whatif_config(), DAY,
+                          target=TARGET)
 
 
 def streamed_checks(out: Path, compared: dict[str, WatermarkPolicy],
@@ -127,8 +128,9 @@ def streamed_checks(out: Path, compared: dict[str, WatermarkPolicy],
     on_warehouse = recommend_on(spark, wh, per_source)
     # the report's per-batch replay of the per-source stream's recorded batches: under every
     # compared configuration, and under every single bound of the sweep
-    replayed = batch_points(spark, settings_for(wh, per_source), DAY, compared)
-    swept = batch_points(spark, settings_for(wh, per_source), DAY,
+    whatif = settings_for(wh, per_source).whatif_config()
+    replayed = batch_points(spark, whatif, DAY, compared)
+    swept = batch_points(spark, whatif, DAY,
                          {f"{int(k[0])}:{k[1]}": single(k[1] * S, k[0]) for k in points})
     for name in compared:
         if name in streamed:

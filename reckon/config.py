@@ -27,7 +27,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from reckon.engine_config import AuditConfig, CheckConfig
+from reckon.engine_config import AuditConfig, CheckConfig, WhatIfConfig
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
@@ -196,6 +196,12 @@ class Settings:
                            tolerance=audit.tolerance, allow_unexplained=self.allow_unexplained,
                            amount_min=self.amount_min, amount_max=self.amount_max,
                            currencies=tuple(self.currencies))
+
+    def whatif_config(self) -> WhatIfConfig:
+        """What the lateness what-if reads and judges by, built once here at the edge and
+        handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
+        return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                            target=self.target_completeness)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

@@ -23,7 +23,7 @@ from pathlib import Path
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import Tolerance
 
-__all__ = ["AuditConfig", "CheckConfig"]
+__all__ = ["AuditConfig", "CheckConfig", "WhatIfConfig"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,22 @@ class CheckConfig:
     amount_min: Decimal
     amount_max: Decimal
     currencies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WhatIfConfig:
+    """What the lateness what-if reads and judges by (``audits.lateness``,
+    ``audits.lateness_batches``): the warehouse whose event log it replays, the event-time
+    rules (windows, allowed lateness, the configured bound the candidate ladder always holds)
+    and the completeness a recommended bound must reach when ``--target`` is not given.
+    Built by ``Settings.whatif_config()``.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> load_settings(env={}, warehouse="/tmp/wh").whatif_config().target
+        Decimal('0.999')
+    """
+
+    warehouse: Path
+    rules: EventTimeRules
+    target: Decimal

@@ -23,6 +23,7 @@ from typing import Any
 
 from audits.records import AttributionRow, AuditRun, CurrencySummary
 from reckon.config import Settings
+from reckon.engine_config import WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import WatermarkPolicy
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
@@ -346,14 +347,14 @@ def _histogram(spark: Any, settings: Settings, day: date) -> tuple[HistogramBuck
                  for i, lo in enumerate(edges))
 
 
-def _curve(spark: Any, settings: Settings, day: date
+def _curve(spark: Any, whatif: WhatIfConfig, day: date
            ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
     try:
         from audits.lateness import analyze_day
     except ImportError:  # the lateness analysis has not landed: the report goes without it
         return (), None, None, None
     try:
-        analysis = analyze_day(spark, settings, day)
+        analysis = analyze_day(spark, whatif, day)
     except UsageError:  # no events that day
         return (), None, None, None
 
@@ -363,18 +364,18 @@ def _curve(spark: Any, settings: Settings, day: date
     return points, _seconds(analysis.configured_bound), rec, analysis.target
 
 
-def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommendation | None:
+def _per_source(spark: Any, whatif: WhatIfConfig, day: date) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
     from audits.lateness import analyze_inputs
 
     try:
-        rec = analyze_inputs(spark, settings, day)
+        rec = analyze_inputs(spark, whatif, day)
     except UsageError:  # no events that day
         return None
     return rec if len(rec.bounds) > 1 else None
 
 
-def _per_source_batches(spark: Any, settings: Settings, day: date,
+def _per_source_batches(spark: Any, whatif: WhatIfConfig, day: date,
                         rec: PerInputRecommendation | None
                         ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
     """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
@@ -383,19 +384,19 @@ def _per_source_batches(spark: Any, settings: Settings, day: date,
 
     if rec is None:
         return (), None
-    points, why_not = per_source_batches(spark, settings, day, rec)
+    points, why_not = per_source_batches(spark, whatif, day, rec)
     return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
                                   p.avg_emit_latency)) for name, p in points.items()), why_not
 
 
-def _batch_curve(spark: Any, settings: Settings, day: date
+def _batch_curve(spark: Any, whatif: WhatIfConfig, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch what-if (audits.lateness_batches), or no points and the one line that
     says why (no archived events that day, batches of several stream queries)."""
     from audits.lateness_batches import analyze_day_batches
 
     try:
-        curve = analyze_day_batches(spark, settings, day)
+        curve = analyze_day_batches(spark, whatif, day)
     except UsageError as exc:
         return (), str(exc)
     return tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
@@ -518,10 +519,11 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     all_breaks = _breaks(db, run)
     signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
-    curve, configured, recommended, target = _curve(spark, settings, day)
-    batch_curve, batch_note = _batch_curve(spark, settings, day)
-    per_source = _per_source(spark, settings, day)
-    per_source_batches, per_source_note = _per_source_batches(spark, settings, day, per_source)
+    whatif = settings.whatif_config()
+    curve, configured, recommended, target = _curve(spark, whatif, day)
+    batch_curve, batch_note = _batch_curve(spark, whatif, day)
+    per_source = _per_source(spark, whatif, day)
+    per_source_batches, per_source_note = _per_source_batches(spark, whatif, day, per_source)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,

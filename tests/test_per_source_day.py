@@ -147,18 +147,18 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert got["avg_emit_latency_seconds"] == pytest.approx(mine.avg_emit_latency, abs=1e-6)
 
     compared = {"per_source": per_source(8), "one_bound": single(8 * S, True)}
-    replayed = batch_points(spark, settings_, DAY, compared)
+    replayed = batch_points(spark, settings_.whatif_config(), DAY, compared)
     assert replayed == {name: pure_point(day, p) for name, p in compared.items()}
     assert got["completeness"] >= replayed["one_bound"].completeness
     assert got["avg_emit_latency_seconds"] < replayed["one_bound"].avg_emit_latency  # type: ignore[operator]
-    assert analyze_day_batches(spark, settings_, DAY).configured == replayed["per_source"]
+    assert analyze_day_batches(spark, settings_.whatif_config(), DAY).configured == replayed["per_source"]
 
     # the report's and `reckon lateness --per-source`'s comparison per micro-batch: the
     # recommendation's rows, the single bound best per micro-batch, the stream's own
     rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
                               windows(), default_bounds(settings_), TARGET,
                               idle_timeout=IDLE, running=True)
-    rows, why_not = per_source_batches(spark, settings_, DAY, rec)
+    rows, why_not = per_source_batches(spark, settings_.whatif_config(), DAY, rec)
     ladder = {(by, b // S): pure_point(day, single(b, by))
               for by in (False, True) for b in default_bounds(settings_)}
     best = best_single(ladder, TARGET)

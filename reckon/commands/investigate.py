@@ -151,14 +151,15 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
 
     day = parse_date(args.date, "--date")
     bounds = None if args.bounds is None else _bounds_arg(args.bounds)
-    target = completeness_target(args.target, settings)
+    target = completeness_target(args.target, settings.target_completeness)
+    whatif = settings.whatif_config()
     spark = get_spark(settings, app_name="reckon-lateness")
     try:
         if getattr(args, "per_source", False):
             from audits.lateness_batches import per_source_batches
 
-            rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
-            replayed, unavailable = per_source_batches(spark, settings, day, rec)
+            rec = analyze_inputs(spark, whatif, day, bounds=bounds, target=target)
+            replayed, unavailable = per_source_batches(spark, whatif, day, rec)
             configured = settings.event_time_rules().watermark.describe()
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
                               "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
@@ -167,10 +168,10 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
                              indent=2, sort_keys=True) if args.json
                   else render_per_input(rec, day, replayed, unavailable, configured))
             return 0
-        analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+        analysis = analyze_day(spark, whatif, day, bounds=bounds, target=target)
     except NoEventsError:
         return _quiet_day(day, args.json)
-    batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
+    batches, why_not = batch_curve_of_day(spark, whatif, day, bounds)
     wh = settings.warehouse_path
     attribution = (late_attribution(spark, wh, settings.event_time_rules(), day)
                    if tables.table_exists(wh, tables.LATE_EVENTS) else [])
