@@ -18,6 +18,13 @@ from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
 from tests.streamkit import stream_settings
 
+
+def explain(spark, settings, key, instant, currency=None):
+    """``explain_window`` as ``reckon explain`` calls it: the settings' warehouse and rules."""
+    return explain_window(spark, settings.warehouse_path, settings.event_time_rules(), key,
+                          instant, currency)
+
+
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 DAY = date.fromisoformat(format_micros(BASE)[:10])
 
@@ -57,7 +64,7 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
     stories, inputs = _recorded(settings, result.run_id)
     [story] = stories
     assert (story["key"], story["currency"], story["events"]) == ("merchant-x", "USD", 5)
-    told = explain_window(spark, settings, "merchant-x", BASE + 1 * S, "USD")
+    told = explain(spark, settings, "merchant-x", BASE + 1 * S, "USD")
     assert story["lines"] == list(told.lines)
     assert "late by 13.0 s" in story["lines"][0] and "reconciliation: EXPLAINED" in "\n".join(
         story["lines"])
@@ -87,7 +94,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     stories, inputs = _recorded(settings, result.run_id)
     assert [(s["key"], s["events"]) for s in stories] == [("A", 2)]
     [story] = stories
-    assert story["lines"] == list(explain_window(spark, settings, "A", BASE + S, "USD").lines)
+    assert story["lines"] == list(explain(spark, settings, "A", BASE + S, "USD").lines)
     assert [(e["event_id"], e["fate"], e["partition"]) for e in story["evidence"]] == [
         (first.event_id, "uncaught duplicate", 1)]
     assert sorted((i["dimension"], i["value"], i["duplicate_count"], i["event_count"])

@@ -662,8 +662,9 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
              midnight + timedelta(seconds=20)]
     for batch_id, mark in enumerate(marks):
         _append_progress(spark, wh, batch_id, mark)
-    policy = dataclasses.replace(settings.event_time_rules().watermark, lateness=0)
-    series = _watermarks(spark, settings, DAY, policy)
+    rules = settings.event_time_rules()
+    rules = dataclasses.replace(rules, watermark=dataclasses.replace(rules.watermark, lateness=0))
+    series = _watermarks(spark, wh, rules, DAY)
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
 
 

@@ -79,7 +79,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
     spark = get_spark(settings, app_name="reckon-explain")
-    story = explain_window(spark, settings, args.key, instant, currency)
+    story = explain_window(spark, wh, settings.event_time_rules(), args.key, instant, currency)
     if args.json:
         print_json(story.to_dict())
     else:
