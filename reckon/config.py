@@ -28,9 +28,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from reckon.engine_config import AuditConfig, CheckConfig, WhatIfConfig
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
+from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
@@ -177,6 +179,30 @@ class Settings:
             bound_by_partition=self.watermark_bound_by_partition,
             bound_by_source=self.watermark_bound_by_source,
         )
+
+    def audit_config(self) -> AuditConfig:
+        """What the audit reads and applies, built once here at the edge and handed to
+        ``audits.audit.audit_day`` instead of these settings (reckon/engine_config.py).
+
+        Example: ``audit_day(spark, settings.audit_config(), day, recorder=None)``.
+        """
+        return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                           tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel))
+
+    def check_config(self) -> CheckConfig:
+        """What the data-quality suites check against, built once here at the edge and
+        handed to ``audits.suites.build_suites`` (reckon/engine_config.py)."""
+        audit = self.audit_config()
+        return CheckConfig(warehouse=audit.warehouse, rules=audit.rules,
+                           tolerance=audit.tolerance, allow_unexplained=self.allow_unexplained,
+                           amount_min=self.amount_min, amount_max=self.amount_max,
+                           currencies=tuple(self.currencies))
+
+    def whatif_config(self) -> WhatIfConfig:
+        """What the lateness what-if reads and judges by, built once here at the edge and
+        handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
+        return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                            target=self.target_completeness)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

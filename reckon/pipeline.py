@@ -223,7 +223,8 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
         rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
         if seen is not None and not rules.is_day_final(day, seen):
             on_open_day(seen, rules.day_final_at(day))
-    result = audit_day(spark, settings, day, kind=kind, recorder=audit_recorder(settings))
+    result = audit_day(spark, settings.audit_config(), day, kind=kind,
+                       recorder=audit_recorder(settings))
     return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 

@@ -36,9 +36,10 @@ from typing import Any
 
 from reckon.config import RENAMED, Settings
 from reckon.errors import UsageError
+from reckon.eventtime import EventTimeRules
 
 __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
-           "differences", "resolve", "shown_name", "spec_of"]
+           "differences", "resolve", "rules_with_spec", "shown_name", "spec_of"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
@@ -138,6 +139,31 @@ def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
     full = {**_ONE_BOUND, **recorded}
     values = {name: _setting_value(name, full[name]) for name in SPEC_FIELDS if name in full}
     return settings.with_values(dict.fromkeys(values, WAREHOUSE_ORIGIN), **values)
+
+
+def rules_with_spec(rules: EventTimeRules, recorded: Mapping[str, Any]) -> EventTimeRules:
+    """``rules`` with every spec value taken from ``recorded``, as ``with_spec`` takes them
+    into settings (the bounds per input default to one bound for all when the spec predates
+    them): for an engine handed rules, not ``Settings`` (reckon/engine_config.py), e.g. the
+    rules a stream's batches recorded in ``watermark_progress.rules_json``.
+
+    >>> rules = EventTimeRules.parse(lateness="3s", bound_by_source={"http": "6s"})
+    >>> ran = rules_with_spec(rules, {"lateness": "3s", "watermark_inputs": "source",
+    ...                               "watermark_bound_by_source": {"http": "8s"}})
+    >>> ran.watermark.bound((0, "http")) // 1_000_000, ran.windows == rules.windows
+    (8, True)
+    """
+    full = {**rules.to_config(), **_ONE_BOUND,
+            **{name: value for name, value in recorded.items() if name in SPEC_FIELDS}}
+    return EventTimeRules.parse(
+        window=full["window"], slide=full.get("slide") or None, lateness=full["lateness"],
+        grace=full["grace"], idle_timeout=full["idle_timeout"],
+        max_clock_skew=full["max_clock_skew"], dedup_horizon=full["dedup_horizon"],
+        expected_partitions=_setting_value("expected_partitions",
+                                           full.get("expected_partitions")),
+        inputs=full["watermark_inputs"],
+        bound_by_partition=full["watermark_bound_by_partition"],
+        bound_by_source=full["watermark_bound_by_source"])
 
 
 def resolve(settings: Settings, recorded: Mapping[str, Any] | None, step: str) -> Settings:

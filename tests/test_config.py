@@ -251,3 +251,25 @@ def test_other_tools_reckon_variables_are_left_alone():
            "RECKON_REPLAY_MODE": "native", "RECKON_PROFILE": "1", "RECKON_SPARK_CONN_ID": "x",
            "RECKON_VENV": "x", "RECKON_EXECUTOR_PYTHON": "x", "RECKON_CACHE": "x"}
     assert load_settings(env=env).watermark_inputs == ""
+
+
+def test_the_engines_configs_carry_the_settings_they_are_built_from(tmp_path):
+    """What the engines are handed instead of Settings (reckon/engine_config.py) is built from
+    the settings once, holds their values, and cannot be changed on the way in."""
+    import dataclasses
+
+    from reckon.reconcile import Tolerance
+
+    s = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="1m", lateness="5s",
+                      tolerance_abs="0.01", allow_unexplained=True, currencies="EUR,JPY",
+                      amount_max="500.00", target_completeness="0.99")
+    audit, check, whatif = s.audit_config(), s.check_config(), s.whatif_config()
+    assert audit.warehouse == check.warehouse == whatif.warehouse == s.warehouse_path
+    assert audit.rules == check.rules == whatif.rules == s.event_time_rules()
+    assert audit.tolerance == check.tolerance == Tolerance(Decimal("0.01"), Decimal("0"))
+    assert (check.allow_unexplained, check.currencies, check.amount_max) == (
+        True, ("EUR", "JPY"), Decimal("500.00"))
+    assert whatif.target == Decimal("0.99")
+    for config in (audit, check, whatif):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.warehouse = tmp_path  # type: ignore[misc]

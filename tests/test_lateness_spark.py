@@ -85,7 +85,7 @@ def wh_settings(warehouse):
 def test_analyze_day_equals_the_pure_curve_overall_and_per_partition(spark, wh_settings):
     rows = synthetic_log()
     write_log(spark, wh_settings.warehouse_path, rows)
-    analysis = analyze_day(spark, wh_settings, DAY, target="0.99")
+    analysis = analyze_day(spark, wh_settings.whatif_config(), DAY, target="0.99")
 
     bounds = normalize_bounds([*DEFAULT_BOUNDS, "4s"])
     n, overall = pure_curve(rows, wh_settings, bounds)
@@ -134,7 +134,7 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
 
 def test_analyze_day_rejects_bad_bounds(spark, wh_settings):
     with pytest.raises(UsageError, match="bounds"):
-        analyze_day(spark, wh_settings, DAY, bounds=[-1])
+        analyze_day(spark, wh_settings.whatif_config(), DAY, bounds=[-1])
 
 
 def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark, warehouse):
@@ -150,7 +150,7 @@ def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark
                 [("b.ndjson", k, 15 + 10 * k) for k in range(4)]
                 + [("a.ndjson", k, 10 + 10 * k) for k in range(4)])]
     write_log(spark, settings.warehouse_path, rows)
-    analysis = analyze_day(spark, settings, DAY, bounds=["0s"])
+    analysis = analyze_day(spark, settings.whatif_config(), DAY, bounds=["0s"])
     assert [pt.dropped for pt in analysis.points] == [3]
     assert list(analysis.points) == pure_curve(rows, settings, [0])[1]
 
@@ -230,7 +230,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         row["source"] = ("radar", "http", "sat")[i % 3]
     write_log(spark, wh_settings.warehouse_path, rows)
     settings_ = wh_settings.with_values({}, expected_partitions=())
-    rec = analyze_inputs(spark, settings_, DAY, target="0.99")
+    rec = analyze_inputs(spark, settings_.whatif_config(), DAY, target="0.99")
 
     kept = sorted((r for r in rows if r["event_date"] == DAY and not r["is_duplicate"]),
                   key=lambda r: (micros(r["arrival_time"]), r["partition"],
