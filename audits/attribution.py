@@ -30,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audits.records import AttributionRow
-from reckon.config import Settings
-from reckon.timeutil import MICROS_PER_DAY, from_micros, parse_date
+from reckon.eventtime import EventTimeRules
+from reckon.timeutil import MICROS_PER_DAY, from_micros
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -91,7 +92,7 @@ def _ratio(num: int, den: int, places: int) -> Decimal:
                                                       rounding=ROUND_HALF_EVEN)
 
 
-def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *,
+def late_attribution(spark: SparkSession, wh: Path, rules: EventTimeRules, day: date, *,
                      versions: Mapping[str, int | None] | None = None) -> list[AttributionRow]:
     """Attribution rows of ``day``, ordered by dimension (as in ``DIMENSIONS``) then value
     (partitions numerically, buckets from least to most late, others as text). Values with no
@@ -101,10 +102,9 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
 
     from spark import tables
 
-    the_day = parse_date(day, "date")
     pinned = versions or {}
-    events = _day_events(spark, settings, the_day, pinned)
-    late = _late_of_day(spark, settings, the_day, pinned)
+    events = _day_events(spark, wh, rules, day, pinned)
+    late = _late_of_day(spark, wh, day, pinned)
     dims = {"partition": F.col("partition"), "source": F.col("source"),
             "currency": F.col("currency")}
     late_long = _long(late, {**dims, "lateness_bucket": _bucket(),
@@ -128,7 +128,7 @@ def late_attribution(spark: SparkSession, settings: Settings, day: date | str, *
     return _attribution_rows(counts)
 
 
-def _day_events(spark: SparkSession, settings: Settings, the_day: date,
+def _day_events(spark: SparkSession, wh: Path, rules: EventTimeRules, the_day: date,
                 pinned: Mapping[str, int | None]) -> DataFrame:
     """The events the day's windows hold, the population its late events come from: with
     hopping windows (or a step that does not divide 24 hours) the last windows reach past
@@ -140,9 +140,9 @@ def _day_events(spark: SparkSession, settings: Settings, the_day: date,
     from spark import tables
     from spark.rules import arrival_order
 
-    lo, hi = settings.event_time_rules().windows.day_event_times(the_day)
+    lo, hi = rules.windows.day_event_times(the_day)
     first_copy = Window.partitionBy("event_id").orderBy(*arrival_order())
-    return (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG,
+    return (tables.read_table(spark, wh, tables.EVENT_LOG,
                               version=pinned.get(tables.EVENT_LOG))
             .filter((F.col("event_date") >= F.lit(the_day))
                     & (F.col("event_date") <= F.lit(from_micros(hi - 1).date()))
@@ -153,7 +153,7 @@ def _day_events(spark: SparkSession, settings: Settings, the_day: date,
             .filter(F.col("_copy") == 1))
 
 
-def _late_of_day(spark: SparkSession, settings: Settings, the_day: date,
+def _late_of_day(spark: SparkSession, wh: Path, the_day: date,
                  pinned: Mapping[str, int | None]) -> DataFrame:
     """The day's late events, one row per event (an event late for several hopping windows
     counts once, at its largest lateness)."""
@@ -161,7 +161,6 @@ def _late_of_day(spark: SparkSession, settings: Settings, the_day: date,
 
     from spark import tables
 
-    wh = settings.warehouse_path
     if tables.table_exists(wh, tables.LATE_EVENTS):
         late_rows = tables.read_table(spark, wh, tables.LATE_EVENTS,
                                       version=pinned.get(tables.LATE_EVENTS))

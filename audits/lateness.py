@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from reckon.config import Settings
+from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
-from reckon.eventtime import EventTimeRules, WindowSpec
-from reckon.timeutil import MICROS_PER_SECOND, format_duration, parse_date
+from reckon.eventtime import EventTimeRules, WatermarkPolicy, WindowSpec
+from reckon.timeutil import MICROS_PER_SECOND, format_duration
 from reckon.whatif import (
     DEFAULT_BOUNDS,
     CurvePoint,
+    candidate_bounds,
     default_bounds,
     lateness_curve,
-    normalize_bounds,
     recommend,
 )
 from reckon.whatif_inputs import PerInputRecommendation, recommend_per_input
@@ -252,9 +252,9 @@ def _seconds(point: CurvePoint | None) -> float | None:
     return None if point is None else point.bound / MICROS_PER_SECOND
 
 
-def _as_target(value: Decimal | float | str | None, settings: Settings) -> Decimal:
+def _as_target(value: Decimal | float | str | None, default: Decimal) -> Decimal:
     if value is None:
-        return settings.target_completeness
+        return default
     try:
         target = Decimal(str(value))
     except InvalidOperation:
@@ -295,7 +295,7 @@ def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeou
     return run
 
 
-def analyze_day(spark: SparkSession, settings: Settings, day: date,
+def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
                 bounds: Iterable[int | str] | None = None,
                 target: Decimal | float | str | None = None) -> LatenessAnalysis:
     """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
@@ -308,21 +308,20 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date,
 
     from spark import tables
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
-    rules = settings.event_time_rules()
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
-    goal = _as_target(target, settings)
+    rules = config.rules
+    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
+    goal = _as_target(target, config.target)
     # Landing lines without their own arrival time share their file's: such ties are broken
     # by file name, then line, as the stream read them (_day_log ranks the day's files).
-    log = _day_log(spark, settings, the_day).drop("source")
+    log = _day_log(spark, config, day).drop("source")
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
     run = _curve_group(rules.windows, candidates, rules.grace, rules.watermark.idle_timeout,
                        rules.watermark.expected_partitions)
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
     if not rows:
-        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in "
-                            f"{tables.table_path(settings.warehouse_path, 'event_log')}")
+        raise NoEventsError(day, f"no events of {day.isoformat()} in "
+                            f"{tables.table_path(config.warehouse, 'event_log')}")
     curves: dict[str, list[CurvePoint]] = {}
     events: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: (r["scope"], r["bound_us"])):
@@ -336,21 +335,22 @@ def analyze_day(spark: SparkSession, settings: Settings, day: date,
         PartitionCurve(int(scope), events[scope], tuple(points), recommend(points, goal))
         for scope, points in sorted(curves.items(), key=lambda kv: int(kv[0])))
     return LatenessAnalysis(
-        day=the_day, target=goal, configured_bound=rules.watermark.lateness,
+        day=day, target=goal, configured_bound=rules.watermark.lateness,
         events=events[_OVERALL], points=overall, recommended=recommend(overall, goal),
         partitions=partitions)
 
 
-def completeness_target(value: Decimal | float | str | None, settings: Settings) -> Decimal:
-    """``--target`` as a completeness in (0, 1] (``target_completeness`` when None), refused
+def completeness_target(value: Decimal | float | str | None, default: Decimal) -> Decimal:
+    """``--target`` as a completeness in (0, 1] (``default``, the ``target_completeness``
+    setting, when None), refused
     in one line otherwise, so that ``reckon lateness`` refuses it before Spark starts.
 
-    Example: ``completeness_target("0.999", settings)`` is ``Decimal("0.999")``.
+    Example: ``completeness_target("0.999", Decimal("0.99"))`` is ``Decimal("0.999")``.
     """
-    return _as_target(value, settings)
+    return _as_target(value, default)
 
 
-def _day_log(spark: SparkSession, settings: Settings, the_day: date) -> Any:
+def _day_log(spark: SparkSession, config: WhatIfConfig, the_day: date) -> Any:
     """The day's event log without the copies the stream flagged as duplicates, with each
     row's arrival-order keys (arrival, partition, file rank, offset) and its source. Landing
     lines without their own arrival time share their file's: the day's file names are few
@@ -360,10 +360,10 @@ def _day_log(spark: SparkSession, settings: Settings, the_day: date) -> Any:
 
     from spark import tables
 
-    if not tables.table_exists(settings.warehouse_path, tables.EVENT_LOG):
-        raise invalid("warehouse", str(settings.warehouse_path),
+    if not tables.table_exists(config.warehouse, tables.EVENT_LOG):
+        raise invalid("warehouse", str(config.warehouse),
                       "a warehouse with an event_log table (run `reckon stream` first)")
-    day_log = (tables.read_table(spark, settings.warehouse_path, tables.EVENT_LOG)
+    day_log = (tables.read_table(spark, config.warehouse, tables.EVENT_LOG)
                .filter((F.col("event_date") == F.lit(the_day))
                        & ~F.coalesce(F.col("is_duplicate"), F.lit(False))))
     files = (day_log.select("input_file").distinct()
@@ -379,7 +379,7 @@ def _day_log(spark: SparkSession, settings: Settings, the_day: date) -> Any:
                     F.coalesce(F.col("source"), F.lit("")).alias("source")))
 
 
-def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
+def analyze_inputs(spark: SparkSession, config: WhatIfConfig, day: date,
                    bounds: Iterable[int | str] | None = None,
                    target: Decimal | float | str | None = None,
                    by_source: bool = True) -> PerInputRecommendation:
@@ -390,10 +390,9 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
     recommendation (JSON, a few hundred bytes) reaches the driver."""
     from pyspark.sql import functions as F
 
-    the_day = day if isinstance(day, date) else parse_date(day, "date")
-    rules = settings.event_time_rules()
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
-    goal = _as_target(target, settings)
+    rules = config.rules
+    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
+    goal = _as_target(target, config.target)
 
     def run(group: pd.DataFrame) -> pd.DataFrame:
         arrival = group["arrival_us"].to_numpy(np.int64)
@@ -408,19 +407,21 @@ def analyze_inputs(spark: SparkSession, settings: Settings, day: date | str,
             running=True)
         return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
 
-    rows = (_day_log(spark, settings, the_day).withColumn("scope", F.lit(_OVERALL))
+    rows = (_day_log(spark, config, day).withColumn("scope", F.lit(_OVERALL))
             .groupBy("scope").applyInPandas(run, schema="json string").collect())
     if not rows:
-        raise NoEventsError(the_day, f"no events of {the_day.isoformat()} in the event log")
+        raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
     return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
 
 
 def render_per_input(rec: PerInputRecommendation, day: date,
                      batches: Mapping[str, CurvePoint] | None = None,
-                     batches_why_not: str | None = None, configured: str | None = None) -> str:
+                     batches_why_not: str | None = None, configured: str | None = None,
+                     unheard: Sequence[str] = ()) -> str:
     """``reckon lateness --per-source``: the bound per source, then what it buys, per event
     and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
-    day's batches replayed under each, with the stream as ``configured`` last."""
+    day's batches replayed under each, with the stream as ``configured`` last; ``unheard``:
+    sources with a configured bound that sent nothing that day (``unheard_sources``)."""
     from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
 
     unit = "source" if rec.by_source else "partition"
@@ -465,11 +466,48 @@ def render_per_input(rec: PerInputRecommendation, day: date,
     if not rec.reached:
         lines.append("no combination of the candidate bounds reaches the target: try larger "
                      "bounds")
-    config = "watermark_bound_by_source" if rec.by_source else "watermark_bound_by_partition"
-    lines += ["", f"configure: {config} = " + ",".join(
-        f"{b.unit}={format_duration(b.bound)}" for b in rec.bounds)
-        + ("  (with watermark_inputs = \"source\")" if rec.by_source else "")]
-    return "\n".join(lines)
+    if unheard:
+        lines.append(f"configured bounds of sources that sent no event on {day.isoformat()}: "
+                     f"{', '.join(unheard)} (a misspelt name? a bound applies to the events' "
+                     "source field exactly)")
+    return "\n".join([*lines, "", *_configure_lines(rec)])
+
+
+def _configure_lines(rec: PerInputRecommendation) -> list[str]:
+    """How to set the recommended bounds: the setting's value (as RECKON_* takes it), the
+    same in reckon.toml and as flags, and how a warehouse's recorded bounds change.
+
+    Example (bounds by source http 10s, radar 0s)::
+
+        configure: watermark_bound_by_source = http=10s,radar=0s  (with watermark_inputs = "source")
+          reckon.toml: watermark_bound_by_source = { http = "10s", radar = "0s" }
+          flags:       --watermark-inputs source --watermark-bound-by-source http=10s,radar=0s
+    """
+    name = "watermark_bound_by_source" if rec.by_source else "watermark_bound_by_partition"
+    pairs = [(str(b.unit), format_duration(b.bound)) for b in rec.bounds]
+    value = ",".join(f"{unit}={bound}" for unit, bound in pairs)
+    toml = ", ".join(f'{unit if unit.isalnum() else json.dumps(unit)} = "{bound}"'
+                     for unit, bound in pairs)
+    inputs = "--watermark-inputs source " if rec.by_source else ""
+    return [f"configure: {name} = {value}"
+            + ("  (with watermark_inputs = \"source\")" if rec.by_source else ""),
+            f"  reckon.toml: {name} = {{ {toml} }}"
+            + ("  and watermark_inputs = \"source\"" if rec.by_source else ""),
+            f"  flags:       {inputs}--{name.replace('_', '-')} {value}",
+            "  (a warehouse keeps its recorded bounds: change them with reckon stream "
+            "--change-spec and these flags)"]
+
+
+def unheard_sources(policy: WatermarkPolicy, heard: Iterable[object]) -> list[str]:
+    """The sources ``policy`` gives a bound of their own that are not among ``heard`` (the
+    sources of the day's events): a misspelt name in the configuration, or a quiet source.
+
+    >>> unheard_sources(WatermarkPolicy(0, 60, by_source=True,
+    ...                                 source_bounds=(("htp", 5), ("http", 5))), ["http"])
+    ['htp']
+    """
+    seen = {str(name) for name in heard}
+    return [name for name, _ in policy.source_bounds if name not in seen]
 
 
 def _compare_line(label: str, point: CurvePoint | None,
@@ -495,14 +533,14 @@ def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionR
     return payload
 
 
-def batch_curve_of_day(spark: SparkSession, settings: Settings, day: date,
+def batch_curve_of_day(spark: SparkSession, config: WhatIfConfig, day: date,
                        bounds: Iterable[int] | None) -> tuple[BatchCurve | None, str | None]:
     """``reckon lateness``'s per-batch curve over the same bounds, or None and the one line
     that says why it cannot be had (no archived events, batches of several stream queries)."""
     from audits.lateness_batches import analyze_day_batches
 
     try:
-        return analyze_day_batches(spark, settings, day, bounds=bounds), None
+        return analyze_day_batches(spark, config, day, bounds=bounds), None
     except UsageError as exc:
         return None, str(exc)
 

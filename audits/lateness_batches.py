@@ -33,11 +33,11 @@ from datetime import date
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from reckon.config import Settings
+from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
-from reckon.timeutil import day_bounds, from_micros, parse_date, parse_duration
-from reckon.whatif import CurvePoint, default_bounds, normalize_bounds
+from reckon.timeutil import day_bounds, from_micros, parse_duration
+from reckon.whatif import CurvePoint, candidate_bounds, normalize_bounds
 from reckon.whatif_batches import (
     BatchStep,
     batch_steps,
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["BEST_PER_BATCH_ROWS", "CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_SOURCE_ROWS",
            "BatchCurve", "analyze_day_batches", "batch_curve_json", "batch_points",
            "no_batch_curve",
-           "per_source_batches", "per_source_policies"]
+           "per_source_batches", "per_source_policies", "whatif_of_day"]
 
 #: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
@@ -89,16 +89,16 @@ class BatchCurve:
         return next((pt for pt in self.points if pt.bound == self.configured_bound), None)
 
 
-def _judged_events(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
+def _judged_events(spark: SparkSession, config: WhatIfConfig, day: date) -> DataFrame:
     """The day's events whose pairs are counted: event times the day's windows cover, not
     flagged as duplicates, archived by a stream batch."""
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
-    lo, hi = settings.event_time_rules().windows.day_event_times(day)
+    lo, hi = config.rules.windows.day_event_times(day)
     t = F.unix_micros("event_time")
-    return (tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+    return (tb.read_table(spark, config.warehouse, tb.EVENT_LOG)
             .filter(F.col("event_date").between(F.lit(from_micros(lo).date()),
                                                 F.lit(from_micros(hi - 1).date())))
             .filter((t >= F.lit(lo)) & (t < F.lit(hi))
@@ -107,7 +107,7 @@ def _judged_events(spark: SparkSession, settings: Settings, day: date) -> DataFr
             .select(t.alias("event_us"), F.col("batch_id")))
 
 
-def _summaries(spark: SparkSession, settings: Settings, lo: int, hi: int
+def _summaries(spark: SparkSession, config: WhatIfConfig, lo: int, hi: int
                ) -> list[tuple[int, list[PartitionObservation]]]:
     """Per batch in ``[lo, hi]`` (in order): its per-(partition, source) observations over
     every valid row it archived (a policy with inputs by partition merges a partition's).
@@ -116,7 +116,7 @@ def _summaries(spark: SparkSession, settings: Settings, lo: int, hi: int
 
     from spark import tables as tb
 
-    rows = (tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
+    rows = (tb.read_table(spark, config.warehouse, tb.EVENT_LOG)
             .filter(F.col("batch_id").between(lo, hi))
             .groupBy("batch_id", "partition", F.coalesce(F.col("source"), F.lit(""))
                      .alias("src"))
@@ -131,7 +131,7 @@ def _summaries(spark: SparkSession, settings: Settings, lo: int, hi: int
     return sorted(batches.items())
 
 
-def _start_state(spark: SparkSession, settings: Settings, lo: int, hi: int
+def _start_state(spark: SparkSession, config: WhatIfConfig, lo: int, hi: int
                  ) -> tuple[WatermarkState, int]:
     """The state the stream judged batch ``lo`` with, and the bound it was recorded at: the
     progress row before ``lo`` (that query's, else the newest other query's, as the stream
@@ -140,8 +140,8 @@ def _start_state(spark: SparkSession, settings: Settings, lo: int, hi: int
 
     from spark import tables as tb
 
-    configured = settings.event_time_rules().watermark.lateness
-    wh = settings.warehouse_path
+    configured = config.rules.watermark.lateness
+    wh = config.warehouse
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return WatermarkState(), configured
     progress = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
@@ -166,7 +166,7 @@ def _start_state(spark: SparkSession, settings: Settings, lo: int, hi: int
             parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
 
 
-def _dropped(judged: DataFrame, walks: list[list[BatchStep]], settings: Settings, day: date,
+def _dropped(judged: DataFrame, walks: list[list[BatchStep]], config: WhatIfConfig, day: date,
              bounds: list[list[int]], spark: SparkSession
              ) -> tuple[int, list[dict[int, int]], list[int]]:
     """(judged pairs in the day's windows, late pairs per bound of each walk, distinct window
@@ -176,7 +176,7 @@ def _dropped(judged: DataFrame, walks: list[list[BatchStep]], settings: Settings
 
     from spark.rules import window_starts_col
 
-    rules = settings.event_time_rules()
+    rules = config.rules
     d0, d1 = day_bounds(day)
     marks = spark.createDataFrame(
         [(steps[0].batch, *(step.before for step in steps))
@@ -212,23 +212,23 @@ class _DayBatches:
     start_bound: int
 
 
-def _day_batches(spark: SparkSession, settings: Settings, the_day: date) -> _DayBatches:
+def _day_batches(spark: SparkSession, config: WhatIfConfig, the_day: date) -> _DayBatches:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
-    if not tb.table_exists(settings.warehouse_path, tb.EVENT_LOG):
-        raise invalid("warehouse", str(settings.warehouse_path),
+    if not tb.table_exists(config.warehouse, tb.EVENT_LOG):
+        raise invalid("warehouse", str(config.warehouse),
                       "a warehouse with an event_log table (run `reckon stream` first)")
-    judged = _judged_events(spark, settings, the_day)
+    judged = _judged_events(spark, config, the_day)
     span = judged.agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi"),
                       F.count(F.lit(1)).alias("n")).first()
     if span is None or not span.n:
         raise NoEventsError(the_day, "the stream archived no events of "
                             f"{the_day.isoformat()}")
     lo, hi = int(span.lo), int(span.hi)
-    start, start_bound = _start_state(spark, settings, lo, hi)
-    return _DayBatches(judged, int(span.n), _summaries(spark, settings, lo, hi), start,
+    start, start_bound = _start_state(spark, config, lo, hi)
+    return _DayBatches(judged, int(span.n), _summaries(spark, config, lo, hi), start,
                        start_bound)
 
 
@@ -249,7 +249,7 @@ def _start_under(db: _DayBatches, policy: WatermarkPolicy, configured: Watermark
     return state_under(db.start, policy)
 
 
-def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str,
+def analyze_day_batches(spark: SparkSession, config: WhatIfConfig, day: date,
                         bounds: Iterable[int | str] | None = None) -> BatchCurve:
     """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
     configured bound), each one bound for every configured input. A day without
@@ -257,29 +257,32 @@ def analyze_day_batches(spark: SparkSession, settings: Settings, day: date | str
     of D"); one whose batches several stream queries wrote is refused with one line
     (``UsageError``).
 
-    Example: ``analyze_day_batches(spark, settings, "2026-01-01").configured.dropped`` is the
-    number of the day's late_events rows.
+    Example: ``analyze_day_batches(spark, config, date(2026, 1, 1)).configured.dropped`` is the
+    number of the day's late_events rows, also after a ``--change-spec`` since: the day is
+    replayed under the rules its batches recorded (``whatif_of_day``); the default bounds
+    are the current spec's ladder (the per-event curve's rows) plus the day's bound.
     """
-    the_day = parse_date(day, "date")
-    rules = settings.event_time_rules()
-    configured = rules.watermark
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
-    db = _day_batches(spark, settings, the_day)
+    ran = whatif_of_day(spark, config, day)  # not a spec changed since
+    configured = ran.rules.watermark
+    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
+    if bounds is None:  # and the day's bound: the configured row is one of the rows
+        candidates = normalize_bounds([*candidates, configured.lateness])
+    db = _day_batches(spark, ran, day)
     zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
                            by_source=configured.by_source)
     walks = [batch_steps(db.summaries, zero, _start_under(db, zero, configured))]
     if not configured.uniform:  # what the stream did is none of the rows: walk it too
         walks.append(batch_steps(db.summaries, configured, db.start))
-    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+    pairs, dropped, ends = _dropped(db.judged, walks, ran, day,
                                     [candidates, [0]][:len(walks)], spark)
-    return BatchCurve(day=the_day, configured_bound=configured.lateness,
+    return BatchCurve(day=day, configured_bound=configured.lateness,
                       batches=len(walks[0]), events=db.events,
                       points=tuple(curve_points(walks[0], candidates, pairs, dropped[0], ends)),
                       configured_point=None if configured.uniform else policy_point(
                           walks[1], configured, pairs, dropped[1][0], ends))
 
 
-def batch_points(spark: SparkSession, settings: Settings, day: date | str,
+def batch_points(spark: SparkSession, config: WhatIfConfig, day: date,
                  policies: Mapping[str, WatermarkPolicy]) -> dict[str, CurvePoint]:
     """The day's batches, as the stream ran them, replayed under each of ``policies`` (bounds
     per input and all; by name): completeness and average emit latency per micro-batch, what
@@ -287,16 +290,15 @@ def batch_points(spark: SparkSession, settings: Settings, day: date | str,
     have emitted (exactly, when the day's first batch started the stream; else from the
     recorded state, see ``_start_under``). Refused as ``analyze_day_batches`` refuses.
 
-    Example: ``batch_points(spark, settings, day, {"now": rules.watermark})["now"]`` is
+    Example: ``batch_points(spark, config, day, {"now": rules.watermark})["now"]`` is
     ``analyze_day_batches(...).configured``.
     """
-    the_day = parse_date(day, "date")
-    configured = settings.event_time_rules().watermark
-    db = _day_batches(spark, settings, the_day)
+    configured = config.rules.watermark
+    db = _day_batches(spark, config, day)
     names = list(policies)
     walks = [batch_steps(db.summaries, policies[n], _start_under(db, policies[n], configured))
              for n in names]
-    pairs, dropped, ends = _dropped(db.judged, walks, settings, the_day,
+    pairs, dropped, ends = _dropped(db.judged, walks, config, day,
                                     [[0]] * len(walks), spark)
     return {n: policy_point(walks[k], policies[n], pairs, dropped[k][0], ends)
             for k, n in enumerate(names)}
@@ -328,7 +330,42 @@ def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
     return policies
 
 
-def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,
+def whatif_of_day(spark: SparkSession, config: WhatIfConfig, day: date) -> WhatIfConfig:
+    """``config`` with the event-time rules the stream ran the day's batches with (the
+    ``rules_json`` its ``watermark_progress`` recorded for them), when they ran under one
+    version; unchanged when they ran under several (a ``--change-spec`` during the day), or
+    nothing is recorded. A spec changed after the day (the warehouse's current one) is not
+    what the day ran with: the per-source comparison's "the stream as configured" row and
+    the per-batch what-if's configured row (``analyze_day_batches``) are replayed under
+    these, so they stay what the stream did.
+
+    Example: a day streamed with ``http=8s``, then ``--change-spec`` to ``http=6s``:
+    ``whatif_of_day(...).rules.watermark.bound((0, "http"))`` is 8 s.
+    """
+    from dataclasses import replace
+
+    from pyspark.sql import functions as F
+
+    from reckon.spec import rules_with_spec
+    from spark import tables as tb
+
+    wh = config.warehouse
+    if not (tb.table_exists(wh, tb.EVENT_LOG) and tb.table_exists(wh, tb.WATERMARK_PROGRESS)):
+        return config
+    span = (_judged_events(spark, config, day)
+            .agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi")).first())
+    if span is None or span.lo is None:
+        return config
+    ran = {r.rules_json for r in tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+           .filter(F.col("batch_id").between(int(span.lo), int(span.hi))
+                   & F.col("rules_json").isNotNull())
+           .select("rules_json").distinct().limit(2).collect()}
+    if len(ran) != 1:
+        return config
+    return replace(config, rules=rules_with_spec(config.rules, json.loads(ran.pop())))
+
+
+def per_source_batches(spark: SparkSession, config: WhatIfConfig, day: date,
                        rec: PerInputRecommendation,
                        bounds: Iterable[int | str] | None = None
                        ) -> tuple[dict[str, CurvePoint], str | None]:
@@ -342,16 +379,16 @@ def per_source_batches(spark: SparkSession, settings: Settings, day: date | str,
     The best single bound per event (the recommendation's own) is chosen on the stricter
     per-event judging; per micro-batch a smaller one may reach the target, so this row is
     the fair single bound to set a stream's bounds per source against."""
-    configured = settings.event_time_rules().watermark
+    configured = config.rules.watermark
     policies = per_source_policies(rec, configured)
-    candidates = default_bounds(settings) if bounds is None else normalize_bounds(bounds)
+    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
     sweep = {(by_source, b): WatermarkPolicy(b, configured.idle_timeout,
                                               configured.expected_partitions,
                                               by_source=by_source)
              for by_source in (True, False) for b in candidates}
     named = {f"sweep {int(k[0])} {k[1]}": pol for k, pol in sweep.items()}
     try:
-        points = batch_points(spark, settings, day, {**policies, **named})
+        points = batch_points(spark, config, day, {**policies, **named})
     except UsageError as exc:
         return {}, str(exc)
     swept = {k: points.pop(f"sweep {int(k[0])} {k[1]}") for k in sweep}

@@ -14,8 +14,8 @@ function (picklable by reference) that opens the database from its URL in the wo
 
 Example:
     >>> from reports.db.repository import audit_recorder  # doctest: +SKIP
-    >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
-    >>> audit_day(spark, settings, day, recorder=None)  # not recorded  # doctest: +SKIP
+    >>> audit_day(spark, config, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+    >>> audit_day(spark, config, day, recorder=None)  # not recorded  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -34,17 +34,20 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
-from audits.suites import DayScope, TableSuite, build_suites
+from audits.suite_model import DayScope, TableSuite
+from audits.suites import build_suites
 from reckon.config import Settings
+from reckon.engine_config import CheckConfig
 from reckon.errors import DataQualityError
-from reckon.timeutil import parse_date
+from reckon.reconcile import Tolerance
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
 
@@ -431,18 +434,24 @@ def _build_docs(ctx: Any, settings: Settings, run_id: str,
 # ----------------------------------------------------------------------------- entry points
 
 
-def _with_audit_tolerance(settings: Settings, ledger: CheckLedger, day: date) -> Settings:
-    """The settings with the tolerance the day's current audit applied: `reckon audit
+def _with_audit_tolerance(config: CheckConfig, ledger: CheckLedger, day: date) -> CheckConfig:
+    """``config`` with the tolerance the day's current audit applied: `reckon audit
     --tolerance-abs` may differ from the configuration, and the reconciliation suite must judge
-    its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken)."""
+    its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken).
+
+    Example: an audit run with ``params["tolerance_abs"] == "0.01"`` gives a config whose
+    ``tolerance.absolute`` is ``Decimal("0.01")``; no audit of the day leaves ``config`` as is.
+    """
     run = ledger.current_audit_run(day)
     if run is None:
-        return settings
-    return settings.with_overrides(**{k: run.params[k] for k in ("tolerance_abs", "tolerance_rel")
-                                      if k in run.params})
+        return config
+    given = config.tolerance
+    return replace(config, tolerance=Tolerance(
+        absolute=Decimal(str(run.params.get("tolerance_abs", given.absolute))),
+        relative=Decimal(str(run.params.get("tolerance_rel", given.relative)))))
 
 
-def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: CheckLedger,
+def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger,
                record: bool = True) -> CheckResult:
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database ``ledger`` (unless ``record`` is False; the day's audit tolerance is read
@@ -451,32 +460,30 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: Check
 
     Example:
         >>> with ReportDB.from_settings(settings) as db:  # doctest: +SKIP
-        ...     run_checks(spark, settings, "2026-01-01", ledger=db).success
+        ...     run_checks(spark, settings, date(2026, 1, 1), ledger=db).success
         True
     """
     from spark.provisional import table_version
 
-    the_day = parse_date(day)
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
-    run_id = f"check-{the_day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    run_id = f"check-{day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = settings.warehouse_path
-    settings = _with_audit_tolerance(settings, ledger, the_day)
     ctx = _gx_context(warehouse)
-    suites = build_suites(settings)
+    suites = build_suites(_with_audit_tolerance(settings.check_config(), ledger, day))
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
     versions = {s.table: table_version(warehouse, s.table) for s in suites}
-    outcomes = tuple(_validate(spark, ctx, settings, s, the_day, run_id, started_at,
+    outcomes = tuple(_validate(spark, ctx, settings, s, day, run_id, started_at,
                                versions[s.table])
                      for s in suites)
     index, docs_warning = _build_docs(
         ctx, settings, run_id,
-        {s.name: _asset_name(s, the_day, versions[s.table]) for s in suites})
+        {s.name: _asset_name(s, day, versions[s.table]) for s in suites})
     if docs_warning:  # the nightly task's log says it too, not only `reckon check`
         logging.getLogger(__name__).warning(docs_warning)
-    result = CheckResult(run_id=run_id, day=the_day, started_at=started_at,
+    result = CheckResult(run_id=run_id, day=day, started_at=started_at,
                          duration_seconds=time.perf_counter() - t0, data_docs_index=index,
                          suites=outcomes, data_docs_warning=docs_warning)
     if record:
@@ -484,7 +491,7 @@ def run_checks(spark: Any, settings: Settings, day: date | str, *, ledger: Check
     return result
 
 
-def check_day(spark: Any, settings: Settings, day: date | str, *,
+def check_day(spark: Any, settings: Settings, day: date, *,
               ledger: CheckLedger) -> CheckResult:
     """``run_checks``, then raise ``DataQualityError`` if a blocking expectation failed (the
     run, its GX results and Data Docs are stored first in ``ledger``, so the failure can be

@@ -15,7 +15,7 @@ the day before the window's day on (the quarantine is partitioned by arrival day
 arrived earlier than that, with an event time days ahead, is only in ``reckon explain``).
 
 Example:
-    >>> record_break_stories(spark, settings, day, written, reads, recorder,
+    >>> record_break_stories(spark, wh, rules, day, written, reads, recorder,
     ...                      run_id)  # doctest: +SKIP
     108
 """
@@ -41,7 +41,6 @@ from audits.chapters import (
 )
 from audits.ledger import AuditRecorder, StoriesWriter
 from audits.records import BreakStory
-from reckon.config import Settings
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import from_micros
@@ -151,11 +150,10 @@ def _cells(written: DataFrame) -> DataFrame:
                     F.struct(*_RECON).alias("recon")))
 
 
-def _joined(spark: SparkSession, settings: Settings, rules: EventTimeRules, day: date,
+def _joined(spark: SparkSession, wh: Path, rules: EventTimeRules, day: date,
             cells: DataFrame, reads: StoryInputs) -> tuple[DataFrame, DataFrame]:
     """Each broken cell with its inputs' lists (empty when a table has none), and the batch
     ids its events and deltas name."""
-    wh = settings.warehouse_path
     keys = cells.select(*_CELL)
     out = cells
     parts: list[DataFrame] = [_day_events(spark, wh, rules, day, reads.event_log_version, keys)]
@@ -188,16 +186,17 @@ def _joined(spark: SparkSession, settings: Settings, rules: EventTimeRules, day:
     return out, batches.filter(F.col("batch_id").isNotNull()).distinct()
 
 
-def record_break_stories(spark: SparkSession, settings: Settings, day: date,
+def record_break_stories(spark: SparkSession, wh: Path, configured: EventTimeRules, day: date,
                          written: DataFrame, reads: StoryInputs, recorder: AuditRecorder,
                          run_id: str) -> int:
     """Tell every break of ``written`` (this run's reconciliation rows of ``day``) and write
-    the stories to the report database from the executors; returns how many were written."""
+    the stories to the report database from the executors; returns how many were written.
+    The stories judge events by the rules the stream ran with, ``configured`` when it
+    recorded none (``spark.progress.stream_rules``)."""
     url = recorder.ledger.url
-    wh = settings.warehouse_path
-    rules = stream_rules(spark, wh, settings)
+    rules = stream_rules(spark, wh, configured)
     cells = _cells(written)
-    joined, batches = _joined(spark, settings, rules, day, cells, reads)
+    joined, batches = _joined(spark, wh, rules, day, cells, reads)
     try:
         before, after = _progress(spark, wh, reads.progress_version, batches)
         # SQLite takes one writer at a time

@@ -51,17 +51,23 @@ currency with 0 to 3 minor digits).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import date
 from decimal import Decimal
-from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from reckon.config import Settings
-from reckon.errors import invalid
+from audits.event_log_match import against_event_log, event_log_checks
+from audits.suite_model import (
+    BLOCKING,
+    GRAIN,
+    WARNING,
+    Check,
+    DayScope,
+    Derive,
+    TableSuite,
+    offending,
+)
+from reckon.engine_config import CheckConfig
 from reckon.eventtime import WindowStatus, is_beyond_grace, is_future_dated
 from reckon.money import accepted_currencies
 from reckon.reconcile import (
@@ -71,9 +77,8 @@ from reckon.reconcile import (
     residual,
     within_tolerance,
 )
-from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import parse_duration
-from spark.money import amount_text_col, minor_unit_break_col
+from spark.money import minor_unit_break_col
 from spark.parse import QUARANTINE_REASONS
 from spark.tables import (
     CANONICAL_TOTALS,
@@ -83,122 +88,16 @@ from spark.tables import (
     PROVISIONAL_TOTALS,
     QUARANTINE,
     RECONCILIATION,
-    REPLAY_RUNS,
     TOTAL,
     UNCAUGHT_DUPLICATES,
-    is_missing_file_error,
     read_table,
     table_exists,
 )
 
-__all__ = [
-    "BLOCKING",
-    "GRAIN",
-    "SEVERITIES",
-    "WARNING",
-    "Check",
-    "DayScope",
-    "TableSuite",
-    "build_suites",
-    "event_log_totals",
-    "suite_name",
-]
-
-BLOCKING = "blocking"
-WARNING = "warning"
-SEVERITIES = (BLOCKING, WARNING)
-#: What identifies a row of every per-grain table: money is kept per (window, key, currency).
-GRAIN = ("window_start", *TOTAL_IDENTITY)
+__all__ = ["build_suites"]
 
 _US = 1_000_000
 _SECONDS = "decimal(20,6)"
-# a pinned event_log version that can no longer be read: its commits or data files are gone
-_UNREADABLE_VERSION = ("DELTA_VERSION_NOT_FOUND", "DELTA_LOG_FILE_NOT_FOUND",
-                       "DELTA_NO_RECREATABLE_HISTORY_FOUND",
-                       "DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION")
-
-
-def suite_name(table: str) -> str:
-    """The GX suite name of a table's suite (also its Data Docs page name)."""
-    return f"reckon_{table}"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One expectation: the GX expectation class name (``gxe.<kind>``), its arguments and its
-    severity. ``why`` is shown in Data Docs next to the expectation."""
-
-    kind: str
-    kwargs: Mapping[str, Any]
-    severity: str = BLOCKING
-    why: str = ""
-
-    def __post_init__(self) -> None:
-        if self.severity not in SEVERITIES:
-            raise invalid("severity", self.severity, f"one of {', '.join(SEVERITIES)}")
-
-    def to_gx(self) -> Any:
-        """The GX Core expectation object (severity both as GX's own and in ``meta``)."""
-        import great_expectations.expectations as gxe
-        from great_expectations.expectations.metadata_types import FailureSeverity
-
-        cls = getattr(gxe, self.kind, None)
-        if cls is None:
-            raise invalid("Check.kind", self.kind, "a class of great_expectations.expectations")
-        gx_severity = (FailureSeverity.CRITICAL if self.severity == BLOCKING
-                       else FailureSeverity.WARNING)
-        return cls(**dict(self.kwargs), severity=gx_severity,
-                   meta={"severity": self.severity, "why": self.why})
-
-
-@dataclass
-class DayScope:
-    """What a suite's ``derive`` may read besides the day's rows: the session, the settings
-    and the day, to read other tables day-scoped. Frames it keeps (``keep``) are persisted
-    until ``release``, which the validation calls once the table is validated."""
-
-    spark: SparkSession
-    settings: Settings
-    day: date
-    kept: list[DataFrame] = field(default_factory=list)
-
-    def keep(self, df: DataFrame) -> DataFrame:
-        """``df`` persisted and computed now (so a read that fails, fails here)."""
-        from pyspark import StorageLevel
-
-        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
-        self.kept.append(kept)
-        kept.count()
-        return kept
-
-    def release(self) -> None:
-        for df in self.kept:
-            df.unpersist()
-        self.kept.clear()
-
-
-Derive = Callable[[DataFrame, DayScope], DataFrame]
-
-
-def _as_is(df: DataFrame, _scope: DayScope) -> DataFrame:
-    return df
-
-
-@dataclass(frozen=True)
-class TableSuite:
-    """The suite of one table. ``derive`` adds the derived columns to the day's rows (it may
-    read other tables through its ``DayScope``); ``index_columns`` identify (and describe) an
-    offending row in samples and errors."""
-
-    table: str
-    partition_column: str
-    checks: tuple[Check, ...]
-    index_columns: tuple[str, ...]
-    derive: Derive = field(default=_as_is, compare=False)
-
-    @property
-    def name(self) -> str:
-        return suite_name(self.table)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -223,23 +122,17 @@ def _has_rows(table: str) -> Check:
                  f"no {table} rows for the day: the step that writes them may not have run")
 
 
-def _offending(rule_holds: Column, value: Column) -> Column:
-    """``value`` where the rule fails, else null: the column an ExpectColumnValuesToBeNull
-    checks (see the module docstring)."""
-    return F.when(~rule_holds, value)
-
-
-def _window_width(settings: Settings) -> Check:
+def _window_width(config: CheckConfig) -> Check:
     """On the derived ``window_width_error_seconds`` (``_derive_totals``)."""
-    width = _as_seconds(settings.event_time_rules().windows.size)
+    width = _as_seconds(config.rules.windows.size)
     return Check("ExpectColumnValuesToBeNull", {"column": "window_width_error_seconds"},
                  BLOCKING, f"window_end = window_start + the configured width ({width} s)")
 
 
-def _booked_currency(settings: Settings) -> Check:
+def _booked_currency(config: CheckConfig) -> Check:
     """currency is one reckon books: ``reckon.money.accepted_currencies`` of the setting."""
-    codes = sorted(accepted_currencies(settings.currencies))
-    narrowed = (f"the configured currencies ({', '.join(codes)})" if settings.currencies
+    codes = sorted(accepted_currencies(config.currencies))
+    narrowed = (f"the configured currencies ({', '.join(codes)})" if config.currencies
                 else "an ISO 4217 currency with 0 to 3 minor digits")
     return Check("ExpectColumnValuesToBeInSet", {"column": "currency", "value_set": codes},
                  BLOCKING, f"currency is {narrowed}")
@@ -257,12 +150,12 @@ def _minor_units(what: str) -> Check:
                  "places, EUR 2, KWD 3)")
 
 
-def _minor_unit_break(settings: Settings, *amounts: str) -> Column:
+def _minor_unit_break(config: CheckConfig, *amounts: str) -> Column:
     """Each of ``amounts`` (column names) that is not a whole number of the row's currency's
     minor units, as ``<column> <amount> <currency>`` ('; ' between them); null when every one
     keeps the rule (or is null). A currency reckon does not book is the currency check's."""
     currency = F.col("currency")
-    parts = [F.when(F.coalesce(minor_unit_break_col(F.col(c), currency, settings),
+    parts = [F.when(F.coalesce(minor_unit_break_col(F.col(c), currency, config.currencies),
                                F.lit(False)),
                     F.concat_ws(" ", F.lit(c), F.col(c).cast("string"), currency))
              for c in amounts]
@@ -270,135 +163,43 @@ def _minor_unit_break(settings: Settings, *amounts: str) -> Column:
     return F.when(text != "", text)
 
 
-def _totals_checks(settings: Settings) -> tuple[Check, ...]:
+def _totals_checks(config: CheckConfig) -> tuple[Check, ...]:
     return (
         *_not_null("window_start", "window_end", "key", "currency", "total_amount",
                    "event_count"),
         _unique_grain("amounts of two currencies are never one total"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("total_amount is"),
         Check("ExpectColumnValuesToBeBetween", {"column": "event_count", "min_value": 1},
               BLOCKING, "a window row exists only because events were counted in it"),
-        _window_width(settings),
+        _window_width(config),
     )
 
 
-def _derive_totals(settings: Settings, amount: str) -> Derive:
+def _derive_totals(config: CheckConfig, amount: str) -> Derive:
     """Window width and minor units of a per-grain table whose money is column ``amount``."""
-    size = settings.event_time_rules().windows.size
+    size = config.rules.windows.size
 
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         width = F.unix_micros("window_end") - F.unix_micros("window_start")
         return df.withColumns({
-            "window_width_error_seconds": _offending(width == F.lit(size), _seconds(width)),
-            "minor_unit_break": _minor_unit_break(settings, amount)})
+            "window_width_error_seconds": offending(width == F.lit(size), _seconds(width)),
+            "minor_unit_break": _minor_unit_break(config, amount)})
 
     return derive
-
-
-# ----------------------------------------------------------------------------- event log
-
-
-def event_log_totals(spark: SparkSession, settings: Settings, day: date,
-                     version: int) -> DataFrame:
-    """(window_start, key, currency, log_amount, log_count) of ``day``'s windows, summed from
-    ``event_log`` at ``version`` by the replay's own exact path (spark/replay.py
-    ``day_totals_from_log``). Day-scoped: nothing is collected."""
-    from spark.replay import day_totals_from_log
-
-    return (day_totals_from_log(spark, settings, day, version)
-            .withColumnsRenamed({"total_amount": "log_amount", "event_count": "log_count"}))
-
-
-def _pinned_versions(scope: DayScope, totals: DataFrame) -> dict[str, int | None]:
-    """replay_id -> the event_log version that replay pinned, for each replay that wrote the
-    day's rows (None: it pinned none, or its run record is missing). A handful of rows."""
-    ids = [r.replay_id for r in totals.select("replay_id").distinct().collect()
-           if r.replay_id is not None]
-    wh = scope.settings.warehouse_path
-    if not ids or not table_exists(wh, REPLAY_RUNS):
-        return dict.fromkeys(ids)
-    runs = {r.replay_id: r.event_log_version for r in read_table(scope.spark, wh, REPLAY_RUNS)
-            .filter((F.col("window_date") == F.lit(scope.day)) & F.col("replay_id").isin(ids))
-            .select("replay_id", "event_log_version").collect()}
-    return {i: None if runs.get(i) is None else int(runs[i]) for i in ids}
-
-
-def _unreadable(exc: Exception) -> bool:
-    text = str(exc)
-    return is_missing_file_error(exc) or any(marker in text for marker in _UNREADABLE_VERSION)
-
-
-def _log_sums(scope: DayScope, versions: Mapping[str, int | None]
-              ) -> tuple[DataFrame | None, list[str]]:
-    """``event_log_totals`` at each pinned version, tagged with its replay_id (kept), and the
-    replay_ids whose version could be read (None and [] when none could)."""
-    frames: list[DataFrame] = []
-    read: list[str] = []
-    for replay_id, version in sorted(versions.items()):
-        if version is None or not table_exists(scope.settings.warehouse_path, EVENT_LOG):
-            continue
-        try:
-            frames.append(scope.keep(event_log_totals(
-                scope.spark, scope.settings, scope.day, version)
-                .withColumn("replay_id", F.lit(replay_id))))
-        except Exception as exc:  # a py4j error is not a PySparkException
-            if not _unreadable(exc):
-                raise
-            continue
-        read.append(replay_id)
-    if not frames:
-        return None, []
-    union = frames[0]
-    for frame in frames[1:]:
-        union = union.unionByName(frame)
-    return union, read
-
-
-def _against_event_log(df: DataFrame, scope: DayScope) -> DataFrame:
-    """canonical_totals rows with ``event_log_comparable`` and ``event_log_mismatch`` (see the
-    module docstring): each row beside its grain's sum in the event log its replay read."""
-    sums, read = _log_sums(scope, _pinned_versions(scope, df))
-    if sums is None:
-        return df.withColumns({"event_log_comparable": F.lit(False),
-                               "event_log_mismatch": F.lit(None).cast("string")})
-    comparable = F.col("replay_id").isin(read)
-    log_amount = F.coalesce(F.col("log_amount"), F.lit(0).cast(TOTAL))
-    log_count = F.coalesce(F.col("log_count"), F.lit(0).cast("long"))
-    agrees = (F.col("total_amount") == log_amount) & (F.col("event_count") == log_count)
-    text = F.concat(F.lit("event log: "), F.col("currency"), F.lit(" "),
-                    amount_text_col(log_amount, F.col("currency")), F.lit(" in "),
-                    log_count.cast("string"), F.lit(" event(s)"))
-    return (df.join(sums, ["replay_id", *GRAIN], "left")
-            .withColumns({"event_log_comparable": comparable,
-                          "event_log_mismatch": F.when(comparable, _offending(agrees, text))})
-            .drop("log_amount", "log_count"))
-
-
-def _event_log_checks() -> tuple[Check, ...]:
-    return (
-        Check("ExpectColumnValuesToBeNull", {"column": "event_log_mismatch"}, BLOCKING,
-              "total_amount and event_count = the sum and count of the grain's de-duplicated "
-              "valid events in the event log the replay read, in the row's currency: a total "
-              "that adds two currencies (or loses or doubles an event) differs"),
-        Check("ExpectColumnValuesToBeInSet",
-              {"column": "event_log_comparable", "value_set": [True]}, WARNING,
-              "the row's replay pinned an event_log version that can still be read (a replay "
-              "from Kafka pins none), so its totals were compared with the event log"),
-    )
 
 
 # ----------------------------------------------------------------------------- suites
 
 
-def _event_log(settings: Settings) -> TableSuite:
-    skew = settings.event_time_rules().max_clock_skew
+def _event_log(config: CheckConfig) -> TableSuite:
+    skew = config.rules.max_clock_skew
     checks = (
         *_not_null("event_id", "key", "amount", "currency", "event_time"),
         Check("ExpectColumnValuesToBeNull", {"column": "amount_out_of_range"},
-              BLOCKING, f"amount within [amount_min, amount_max] = [{settings.amount_min}, "
-                        f"{settings.amount_max}]"),
-        _booked_currency(settings),
+              BLOCKING, f"amount within [amount_min, amount_max] = [{config.amount_min}, "
+                        f"{config.amount_max}]"),
+        _booked_currency(config),
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeNull", {"column": "skew_beyond_bound_seconds"},
               BLOCKING, f"event_time <= arrival_time + max_clock_skew ({_as_seconds(skew)} s; "
@@ -409,12 +210,12 @@ def _event_log(settings: Settings) -> TableSuite:
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         event_us, arrival_us = F.unix_micros("event_time"), F.unix_micros("arrival_time")
         amount = F.col("amount")
-        in_range = ((amount >= F.lit(settings.amount_min))
-                    & (amount <= F.lit(settings.amount_max)))
+        in_range = ((amount >= F.lit(config.amount_min))
+                    & (amount <= F.lit(config.amount_max)))
         return df.withColumns({
-            "amount_out_of_range": _offending(in_range, amount),
-            "minor_unit_break": _minor_unit_break(settings, "amount"),
-            "skew_beyond_bound_seconds": _offending(~is_future_dated(event_us, arrival_us, skew),
+            "amount_out_of_range": offending(in_range, amount),
+            "minor_unit_break": _minor_unit_break(config, "amount"),
+            "skew_beyond_bound_seconds": offending(~is_future_dated(event_us, arrival_us, skew),
                                                     _seconds(event_us - arrival_us))})
 
     return TableSuite(EVENT_LOG, "event_date", checks,
@@ -422,9 +223,9 @@ def _event_log(settings: Settings) -> TableSuite:
                       derive)
 
 
-def _provisional(settings: Settings) -> TableSuite:
+def _provisional(config: CheckConfig) -> TableSuite:
     checks = (
-        *_totals_checks(settings),
+        *_totals_checks(config),
         Check("ExpectColumnValuesToBeInSet",
               {"column": "status", "value_set": [s.value for s in WindowStatus]},
               BLOCKING, "window lifecycle is OPEN -> CLOSED -> FINAL"),
@@ -436,7 +237,7 @@ def _provisional(settings: Settings) -> TableSuite:
               "each batch adds to a window once: a delta appended twice counts twice"),
         _has_rows(PROVISIONAL_TOTALS),
     )
-    totals = _derive_totals(settings, "total_amount")
+    totals = _derive_totals(config, "total_amount")
 
     def derive(df: DataFrame, scope: DayScope) -> DataFrame:
         return totals(df, scope).join(_deltas_added_twice(scope), list(GRAIN), "left")
@@ -462,31 +263,31 @@ def _deltas_added_twice(scope: DayScope) -> DataFrame:
         "batch %d x%d", F.col("batch_id"), F.col("n")))).alias("batch_added_twice"))
 
 
-def _canonical(settings: Settings) -> TableSuite:
-    totals = _derive_totals(settings, "total_amount")
+def _canonical(config: CheckConfig) -> TableSuite:
+    totals = _derive_totals(config, "total_amount")
 
     def derive(df: DataFrame, scope: DayScope) -> DataFrame:
-        return _against_event_log(totals(df, scope), scope)
+        return against_event_log(totals(df, scope), scope)
 
     return TableSuite(CANONICAL_TOTALS, "window_date",
-                      (*_totals_checks(settings), *_not_null("replay_id"),
-                       *_event_log_checks(),
+                      (*_totals_checks(config), *_not_null("replay_id"),
+                       *event_log_checks(),
                        _has_rows(CANONICAL_TOTALS)),
                       (*GRAIN, "event_count", "total_amount", "replay_id"), derive)
 
 
-def _late_events(settings: Settings) -> TableSuite:
+def _late_events(config: CheckConfig) -> TableSuite:
     from spark.spec import recorded_versions
 
     # a late event was judged by the allowed lateness (internally: grace) in force when it
     # came: past the smallest the warehouse ever had holds for every row, whichever version
-    grace = min([settings.event_time_rules().grace,
+    grace = min([config.rules.grace,
                  *(parse_duration(v.spec["grace"], "grace")
-                   for v in recorded_versions(settings.warehouse_path))])
+                   for v in recorded_versions(config.warehouse))])
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeInSet", {"column": "beyond_grace", "value_set": [True]},
               BLOCKING, "late side output only past the allowed lateness: watermark >= "
@@ -507,17 +308,17 @@ def _late_events(settings: Settings) -> TableSuite:
         end, wm = F.unix_micros("window_end"), F.unix_micros("watermark")
         return df.withColumns({
             "beyond_grace": is_beyond_grace(end, wm, grace),
-            "lateness_error_seconds": _offending(
+            "lateness_error_seconds": offending(
                 F.col("lateness_seconds") == _seconds(wm - end),
                 F.col("lateness_seconds") - _seconds(wm - end)),
-            "minor_unit_break": _minor_unit_break(settings, "amount")})
+            "minor_unit_break": _minor_unit_break(config, "amount")})
 
     return TableSuite(LATE_EVENTS, "window_date", checks,
                       ("event_id", "key", "currency", "amount", "window_end", "watermark",
                        "lateness_seconds"), derive)
 
 
-def _uncaught_duplicates(settings: Settings) -> TableSuite:
+def _uncaught_duplicates(config: CheckConfig) -> TableSuite:
     """The replay's record of what the stream counted more than once: the audit adds each row
     to its (window, key, currency) gap, so a repeated or empty row would misstate the
     explanation. A day without rows is the normal case (no copy got past the stream's
@@ -526,28 +327,28 @@ def _uncaught_duplicates(settings: Settings) -> TableSuite:
         *_not_null("window_start", "window_end", "key", "currency", "duplicate_amount",
                    "duplicate_count", "replay_id"),
         _unique_grain("the audit adds it to that gap once"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("duplicate_amount is"),
         Check("ExpectColumnValuesToBeBetween", {"column": "duplicate_count", "min_value": 1},
               BLOCKING, "a row exists only for copies the stream counted beyond the first"),
-        _window_width(settings),
+        _window_width(config),
     )
     return TableSuite(UNCAUGHT_DUPLICATES, "window_date", checks,
                       (*GRAIN, "duplicate_count", "duplicate_amount", "replay_id"),
-                      _derive_totals(settings, "duplicate_amount"))
+                      _derive_totals(config, "duplicate_amount"))
 
 
 _RECON_AMOUNTS = ("provisional_amount", "canonical_amount", "gap_amount", "late_amount",
                   "duplicate_amount", "residual_amount")
 
 
-def _reconciliation(settings: Settings) -> TableSuite:
-    tolerance = Tolerance(settings.tolerance_abs, settings.tolerance_rel)
+def _reconciliation(config: CheckConfig) -> TableSuite:
+    tolerance = config.tolerance
     unexplained = [s.value for s in UNEXPLAINED_STATUSES]
     checks = (
         *_not_null("window_start", "key", "currency", "status"),
         _unique_grain("a currency's window is reconciled once, never with another's money"),
-        _booked_currency(settings),
+        _booked_currency(config),
         _minor_units("every amount of the row is"),
         Check("ExpectColumnValuesToBeInSet",
               {"column": "status", "value_set": [s.value for s in ReconStatus]},
@@ -560,18 +361,18 @@ def _reconciliation(settings: Settings) -> TableSuite:
               BLOCKING, "stored gap = canonical - provisional, residual = gap - late + "
                         "duplicate"),
         Check("ExpectColumnValuesToNotBeInSet", {"column": "status", "value_set": unexplained},
-              WARNING if settings.allow_unexplained else BLOCKING,
-              "no unexplained breaks (settings.allow_unexplained turns this into a warning)"),
+              WARNING if config.allow_unexplained else BLOCKING,
+              "no unexplained breaks (config.allow_unexplained turns this into a warning)"),
         _has_rows(RECONCILIATION),
     )
     return TableSuite(RECONCILIATION, "window_date", checks,
                       (*GRAIN, "status", "provisional_amount", "provisional_count",
                        "canonical_amount", "canonical_count", "late_amount", "late_count",
                        "duplicate_amount", "duplicate_count"),
-                      _derive_reconciliation(settings, tolerance))
+                      _derive_reconciliation(config, tolerance))
 
 
-def _derive_reconciliation(settings: Settings, tolerance: Tolerance) -> Derive:
+def _derive_reconciliation(config: CheckConfig, tolerance: Tolerance) -> Derive:
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         zero_amt, zero_cnt = F.lit(0).cast(TOTAL), F.lit(0).cast("long")
         p_amt = F.coalesce(F.col("provisional_amount"), zero_amt)
@@ -592,12 +393,12 @@ def _derive_reconciliation(settings: Settings, tolerance: Tolerance) -> Derive:
         return df.withColumns({
             "invariant_holds": holds,
             "stored_arithmetic_holds": F.coalesce(stored, F.lit(False)),
-            "minor_unit_break": _minor_unit_break(settings, *_RECON_AMOUNTS)})
+            "minor_unit_break": _minor_unit_break(config, *_RECON_AMOUNTS)})
 
     return derive
 
 
-def _quarantine(settings: Settings) -> TableSuite:
+def _quarantine(config: CheckConfig) -> TableSuite:
     checks = (
         *_not_null("reason"),
         Check("ExpectColumnValuesToMatchRegex", {"column": "reason", "regex": r"\S"},
@@ -610,8 +411,9 @@ def _quarantine(settings: Settings) -> TableSuite:
                       ("partition", "offset", "input_file", "reason", "event_id"))
 
 
-def build_suites(settings: Settings) -> tuple[TableSuite, ...]:
-    """Every table's suite under these settings (widths, bounds, grace, tolerance, currencies)."""
-    return (_event_log(settings), _quarantine(settings), _provisional(settings),
-            _late_events(settings), _canonical(settings), _uncaught_duplicates(settings),
-            _reconciliation(settings))
+def build_suites(config: CheckConfig) -> tuple[TableSuite, ...]:
+    """Every table's suite under ``config`` (widths, bounds, allowed lateness, tolerance,
+    currencies), e.g. ``build_suites(settings.check_config())``."""
+    return (_event_log(config), _quarantine(config), _provisional(config),
+            _late_events(config), _canonical(config), _uncaught_duplicates(config),
+            _reconciliation(config))

@@ -27,7 +27,7 @@ def run_audit(spark: SparkSession, settings: Settings, record: bool) -> Any:
     from audits.audit import audit_day
     from reports.db.repository import audit_recorder
 
-    return audit_day(spark, settings, ds.BENCH_DAY, kind="bench",
+    return audit_day(spark, settings.audit_config(), ds.BENCH_DAY, kind="bench",
                      recorder=audit_recorder(settings) if record else None)
 
 

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"driver memory on {args.master}: replay_day at {events:,} events")
         _, replay = measure(spark, partial(replay_day, spark, settings, BENCH_DAY))
         log(f"driver memory on {args.master}: audit_day(record=False) at {events:,} events")
-        _, audit = measure(spark, partial(audit_day, spark, settings, BENCH_DAY,
+        _, audit = measure(spark, partial(audit_day, spark, settings.audit_config(), BENCH_DAY,
                                           kind="bench", recorder=None))
         points[str(events)] = {"replay": replay, "audit": audit}
     print(json.dumps({"driver_heap": DRIVER_HEAP, "executor_memory": EXECUTOR_MEMORY,

@@ -48,6 +48,10 @@ batch. What is measured:
    under every compared configuration and every single bound of the sweep. Streams and
    replays must equal the pure figures of step 1 exactly (``checks`` in the result).
 
+Where each part lives: the days (``bench/per_source_scenarios.py``), the configurations and
+their pure figures (``bench/per_source_points.py``), the real streams and their checks
+(``bench/per_source_streams.py``); this module runs them and writes the result.
+
 Completeness and emit latency are event-time measures: they do not depend on the machine's
 load. Wall and CPU seconds do, and the machine is shared. ``--record`` writes
 bench/results/per_source_day.json (BENCHMARKS.md is generated from it: ``python -m bench
@@ -58,332 +62,48 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
-from fractions import Fraction
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from reckon.config import PROJECT_ROOT, Settings
-from reckon.eventtime import WatermarkPolicy, WindowSpec
-from reckon.timeutil import format_duration, format_micros, parse_duration
+from bench.per_source_points import (
+    SWEEP,
+    as_early,
+    best_single,
+    label,
+    per_event_point,
+    point_figures,
+    pure_point,
+    single,
+    sweep,
+    windows,
+)
+from bench.per_source_scenarios import (
+    IDLE_TIMEOUT,
+    SCENARIOS,
+    TARGET,
+    WINDOW,
+    Day,
+    S,
+    Scenario,
+    make_day,
+    write_day,
+)
+from bench.per_source_streams import streamed_checks
+from reckon.config import PROJECT_ROOT
+from reckon.eventtime import WatermarkPolicy
+from reckon.timeutil import parse_duration
 from reckon.whatif import CurvePoint
-from reckon.whatif_batches import BatchedEvent, batch_point_reference
 from reckon.whatif_inputs import PerInputRecommendation
 
-__all__ = ["SCENARIOS", "SWEEP", "Day", "Scenario", "best_single", "make_day", "pure_point",
-           "streamed_figures", "write_day"]
-
-S = 1_000_000
-DAY = date(2026, 1, 1)
-DAY_START = 1_767_225_600 * S  # 2026-01-01T00:00:00Z
-SOURCES = ("radar", "sat", "http")
-PARTITIONS = 2
-WINDOW = "10s"
-IDLE_TIMEOUT = "60s"
-TARGET = "0.999"
-#: the single bounds swept per micro-batch (pure), with inputs by partition and by source:
-#: every second up to 20 s, then coarser, so that the best single bound is not held back
-#: by a coarse step
-SWEEP = (*range(0, 21), 25, 30, 40, 45, 50, 60)
-#: the configurations streamed for real with ``--compare-streams`` (the others, and every
-#: single bound of the sweep, are judged pure and replayed from the per-source stream's
-#: recorded batches, which the streams show to be the same: a stream takes minutes a
-#: configuration on a busy machine)
-STREAMED = ("per_source", "best_single")
-
-
-@dataclass(frozen=True)
-class Day:
-    """A generated day in arrival order: event and arrival times (microseconds), partition,
-    source, and the landing file (= micro-batch) each event arrives in."""
-
-    event_us: np.ndarray
-    arrival_us: np.ndarray
-    partition: np.ndarray
-    source: np.ndarray
-    batch: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.event_us)
-
-    def batched(self) -> list[BatchedEvent]:
-        return [BatchedEvent(int(t), int(a), int(p), int(b), source=str(s))
-                for t, a, p, s, b in zip(self.event_us.tolist(), self.arrival_us.tolist(),
-                                         self.partition.tolist(), self.source.tolist(),
-                                         self.batch.tolist(), strict=True)]
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A named day: ``minutes`` of event time from 01:00 at ``rate`` events a second over the
-    three sources, landing files of ``file_seconds`` of arrival, and how each source's
-    arrival follows its event time (``arrive``: rng, event times, source names, start ->
-    arrival times)."""
-
-    name: str
-    about: str
-    minutes: float
-    rate: float
-    file_seconds: int
-    seed: int
-    arrive: Callable[[np.random.Generator, np.ndarray, np.ndarray, int], np.ndarray]
-
-    def scaled(self, minutes: float | None = None, rate: float | None = None) -> Scenario:
-        return Scenario(self.name, self.about, minutes or self.minutes, rate or self.rate,
-                        self.file_seconds, self.seed, self.arrive)
-
-
-def _flushing_link(rng: np.random.Generator, t: np.ndarray, src: np.ndarray,
-                   start: int) -> np.ndarray:
-    """``sat`` flushes in order every 15-45 s (0.5 s in flight); ``http`` 0-20 s late
-    (retries, out of order); ``radar`` under 0.1 s."""
-    span = int(t.max() - start) + 1 if len(t) else 1
-    gaps = rng.integers(15 * S, 45 * S, span // (15 * S) + 2)
-    flushes = start + np.cumsum(gaps)
-    sat = flushes[np.searchsorted(flushes, t, side="right")] + S // 2
-    return np.where(src == "sat", sat, np.where(
-        src == "http", t + rng.integers(0, 20 * S, len(t)), t + rng.integers(0, S // 10, len(t))))
-
-
-def _steady_lag(rng: np.random.Generator, t: np.ndarray, src: np.ndarray,
-                start: int) -> np.ndarray:
-    """``sat`` sends what it holds every 10 s (5 s into each window), 10 s in flight; ``http``
-    0-3 s late; ``radar`` at once (the day measured on 2026-11-27)."""
-    due = ((t - start - 5 * S) // (10 * S) + 1) * 10 * S + 5 * S + start + 10 * S
-    return np.where(src == "sat", due, t) + np.where(
-        src == "http", rng.integers(0, 3 * S, len(t)), 0)
-
-
-SCENARIOS = {
-    "flushing_link": Scenario(
-        "flushing_link", "sat: a buffered link flushing in order every 15-45 s (its lag "
-        "0-45 s); http: retried deliveries up to 20 s late, out of order; radar: at once",
-        minutes=8, rate=10, file_seconds=5, seed=41, arrive=_flushing_link),
-    "steady_lag": Scenario(
-        "steady_lag", "sat: sends every 10 s, 10 s in flight (always 10-20 s behind); http: "
-        "up to 3 s of jitter; radar: at once", minutes=25, rate=4, file_seconds=30, seed=41,
-        arrive=_steady_lag),
-}
-
-
-def make_day(scenario: Scenario) -> Day:
-    """The scenario's day, in arrival order (ties: generation order). Every (partition,
-    source) input delivers one event at 01:00:00 exactly, so a stream knows all of them from
-    its first batch."""
-    rng = np.random.default_rng(scenario.seed)
-    start = DAY_START + 3600 * S
-    n = int(scenario.minutes * 60 * scenario.rate)
-    t = start + np.sort(rng.integers(0, int(scenario.minutes * 60 * S), n))
-    src = rng.choice(np.array(SOURCES, dtype=object), n)
-    part = rng.integers(0, PARTITIONS, n)
-    a = scenario.arrive(rng, t, src, start)
-    opening = [(p, s) for p in range(PARTITIONS) for s in SOURCES]
-    t = np.concatenate([np.full(len(opening), start), t])
-    a = np.concatenate([np.full(len(opening), start), a])
-    part = np.concatenate([np.array([p for p, _ in opening]), part])
-    src = np.concatenate([np.array([s for _, s in opening], dtype=object), src])
-    # the order the stream and the what-if read it in: arrival, then partition, then the
-    # line in its file (here: generation order)
-    order = np.lexsort((np.arange(len(t)), part, a))
-    t, a, part, src = t[order], a[order], part[order], src[order]
-    return Day(t, a, part, src, (a - start) // (scenario.file_seconds * S))
-
-
-def write_day(landing: Path, day: Day) -> int:
-    """The day as landing files, one per micro-batch, named in arrival order; returns how
-    many files."""
-    landing.mkdir(parents=True, exist_ok=True)
-    files: dict[int, list[str]] = {}
-    for i, (t, a, p, s, b) in enumerate(zip(day.event_us.tolist(), day.arrival_us.tolist(),
-                                            day.partition.tolist(), day.source.tolist(),
-                                            day.batch.tolist(), strict=True)):
-        files.setdefault(b, []).append(json.dumps(
-            {"event_id": f"e{i}", "key": f"m{i % 7}", "amount": "1.00", "currency": "EUR",
-             "event_time": format_micros(t), "source": s, "partition": p,
-             "arrival_time": format_micros(a)}, separators=(",", ":")))
-    for k, lines in sorted(files.items()):
-        path = landing / f"events-{k:05d}.ndjson"
-        path.write_text("\n".join(lines) + "\n")
-        os.utime(path, (1_800_000_000 + k, 1_800_000_000 + k))
-    return len(files)
-
-
-# --------------------------------------------------------------------------- configurations
-
-
-def windows() -> WindowSpec:
-    return WindowSpec.parse(WINDOW)
-
-
-def single(bound: int, by_source: bool) -> WatermarkPolicy:
-    return WatermarkPolicy(bound, parse_duration(IDLE_TIMEOUT, "idle_timeout"),
-                           by_source=by_source)
-
-
-def pure_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
-    """The day's micro-batches judged by the book under ``policy``, from an empty state: what
-    the stream does with it."""
-    return batch_point_reference(day.batched(), windows(), policy)
-
-
-def per_event_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
-    """The day judged one event at a time under ``policy``, as a running stream: the
-    per-event what-if that ``reckon lateness --per-source`` and the report show."""
-    from reckon.whatif_inputs import judge_policy, running_state
-
-    point, _ = judge_policy(day.event_us, day.arrival_us, day.partition, day.source,
-                            windows(), policy, state=running_state(
-                                day.event_us, day.arrival_us, day.partition, day.source,
-                                policy.by_source))
-    return point
-
-
-def _reaches(point: CurvePoint, target: str) -> bool:
-    total = point.admitted + point.dropped
-    return total == 0 or Fraction(point.admitted, total) >= Fraction(target)
-
-
-def best_single(points: dict[tuple[bool, int], CurvePoint], target: str
-                ) -> tuple[bool, int] | None:
-    """The single bound (inputs by source?, bound) that reaches ``target`` with the earliest
-    average emit (ties: the smaller bound); None when none reaches it."""
-    reaching = [k for k, pt in points.items() if _reaches(pt, target)]
-    return min(reaching, key=lambda k: (points[k].avg_emit_latency or float("inf"), k[1]),
-               default=None)
-
-
-def as_early(points: dict[tuple[bool, int], CurvePoint], latency: float) -> tuple[bool, int]:
-    """The most complete single bound that emits on average no later than ``latency`` (one
-    that emits no window is not early)."""
-    early = [k for k, pt in points.items()
-             if pt.avg_emit_latency is not None and pt.avg_emit_latency <= latency]
-    return max(early or list(points), key=lambda k: (
-        points[k].admitted, -(points[k].avg_emit_latency or float("inf"))))
-
-
-def sweep(day: Day) -> dict[tuple[bool, int], CurvePoint]:
-    return {(by_source, b): pure_point(day, single(b * S, by_source))
-            for by_source in (False, True) for b in SWEEP}
-
-
-def settings_for(warehouse: Path, policy: WatermarkPolicy) -> Settings:
-    """The stream's settings for ``policy`` (one file a micro-batch)."""
-    from bench.harness import base_settings
-
-    rules: dict[str, Any] = {"lateness": format_duration(policy.lateness)}
-    if policy.by_source:
-        rules["watermark_inputs"] = "source"
-    if policy.source_bounds:
-        rules["watermark_bound_by_source"] = ",".join(
-            f"{name}={format_duration(b)}" for name, b in policy.source_bounds)
-    return base_settings(warehouse, window=WINDOW, idle_timeout=IDLE_TIMEOUT,
-                         max_files_per_trigger=1, shuffle_partitions=2, **rules)
-
-
-def label(policy: WatermarkPolicy) -> str:
-    if policy.source_bounds:
-        return "bounds per source: " + ", ".join(
-            f"{name} {format_duration(b)}" for name, b in policy.source_bounds)
-    return (f"one bound {format_duration(policy.lateness)}, inputs by "
-            + ("source" if policy.by_source else "partition"))
-
-
-# --------------------------------------------------------------------------- the streams
-
-
-def stream(landing: Path, warehouse: Path, policy: WatermarkPolicy) -> dict[str, Any]:
-    """Stream the landing into a fresh ``warehouse`` under ``policy``; the figures from the
-    tables it wrote, with wall and CPU seconds (load-dependent)."""
-    from bench.harness import measure
-    from spark.session import get_spark
-    from spark.sources import StreamSource
-    from spark.stream import run_stream
-
-    settings = settings_for(warehouse, policy)
-    spark = get_spark(settings, app_name="bench-per-source")
-    _, cost = measure(spark, lambda: run_stream(spark, settings, StreamSource(
-        landing=str(landing)), on_batch=None))
-    return {"policy": policy.describe(), **streamed_figures(spark, warehouse, windows()),
-            **{k: v for k, v in cost.items()
-               if k in ("wall_seconds", "cpu_seconds_python", "cpu_seconds_jvm",
-                        "peak_driver_rss_mb")}}
-
-
-def streamed_figures(spark: Any, warehouse: Path, spec: WindowSpec) -> dict[str, Any]:
-    """Completeness and average emit latency of what a stream wrote, from its own tables:
-    ``watermark_progress`` (per batch: pairs counted on time or as revisions, pairs late,
-    the watermark it left, the largest event time of each partition) and ``event_log`` (the
-    windows of the day's events). A window's emit latency: the largest event time seen by the
-    batch whose watermark first reached its end, minus the end (windows never reached are
-    left out, as in the what-if)."""
-    from pyspark.sql import functions as F
-
-    from spark import tables as tb
-    from spark.rules import window_starts_col
-
-    rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
-            .select("batch_id", "on_time", "revised", "late",
-                    F.unix_micros("watermark").alias("wm"),
-                    F.unix_micros(F.array_max(F.map_values("partition_max_event_time")))
-                    .alias("seen"))
-            .orderBy("batch_id").collect())
-    ends = sorted(int(r.end) for r in (
-        tb.read_table(spark, warehouse, tb.EVENT_LOG)
-        .filter(~F.coalesce(F.col("is_duplicate"), F.lit(False)))
-        .select(F.explode(window_starts_col(F.unix_micros("event_time"), spec)).alias("ws"))
-        .select((F.col("ws") + F.lit(spec.size)).alias("end")).distinct().collect()))
-    none = np.iinfo(np.int64).min
-    wm = np.array([none if r.wm is None else int(r.wm) for r in rows], dtype=np.int64)
-    seen = np.maximum.accumulate(np.array([none if r.seen is None else int(r.seen)
-                                           for r in rows], dtype=np.int64))
-    first = np.searchsorted(np.maximum.accumulate(wm), np.array(ends, dtype=np.int64))
-    reached = first < len(rows)
-    latency = seen[first[reached]] - np.array(ends, dtype=np.int64)[reached]
-    counted = sum(int(r.on_time) + int(r.revised) for r in rows)
-    late = sum(int(r.late) for r in rows)
-    return {"batches": len(rows), "pairs": counted + late, "late_pairs": late,
-            "completeness": counted / (counted + late) if counted + late else 1.0,
-            "windows_emitted": int(reached.sum()), "windows": len(ends),
-            "avg_emit_latency_seconds": float(latency.sum() / reached.sum() / S)
-            if reached.any() else None}
+__all__ = ["run", "seed_sweep", "sweep_unit"]
 
 
 def _seconds(value: float | None) -> str:
     return "no window emitted" if value is None else f"{value:.2f} s"
-
-
-def _point_figures(point: CurvePoint) -> dict[str, Any]:
-    return {"completeness": point.completeness, "late_pairs": point.dropped,
-            "pairs": point.admitted + point.dropped,
-            "avg_emit_latency_seconds": point.avg_emit_latency}
-
-
-def _agrees(streamed: dict[str, Any], point: CurvePoint) -> bool:
-    """The stream's own figures are the pure per-batch point's (latency to the microsecond)."""
-    mine, theirs = streamed["avg_emit_latency_seconds"], point.avg_emit_latency
-    return (streamed["late_pairs"] == point.dropped
-            and streamed["pairs"] == point.admitted + point.dropped
-            and (mine is None) == (theirs is None)
-            and (mine is None or theirs is None or abs(mine - theirs) < 1e-6))
-
-
-def recommend_on(spark: Any, warehouse: Path, policy: WatermarkPolicy
-                 ) -> PerInputRecommendation:
-    """``reckon lateness --per-source`` on a streamed day (per event, the standard candidate
-    ladder plus the configured bound, the default target)."""
-    from audits.lateness import analyze_inputs
-
-    return analyze_inputs(spark, settings_for(warehouse, policy), DAY, target=TARGET)
-
-
-# --------------------------------------------------------------------------- main
 
 
 def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
@@ -408,18 +128,18 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
         "scale": {"events": len(day), "files": files},
         "recommendation": rec.to_json_dict(),
         "configurations": {name: {"label": label(pol), "policy": pol.describe(),
-                                  "pure_per_batch": _point_figures(pure[name]),
-                                  "pure_per_event": _point_figures(per_event[name])}
+                                  "pure_per_batch": point_figures(pure[name]),
+                                  "pure_per_event": point_figures(per_event[name])}
                            for name, pol in compared.items()},
         "sweep_per_batch": [{"inputs": "source" if k[0] else "partition", "bound_seconds": k[1],
-                             **_point_figures(pt)} for k, pt in sorted(points.items())],
+                             **point_figures(pt)} for k, pt in sorted(points.items())],
         "unit_sweep_per_batch": sweep_unit(day, rec),
     }
     for name, pol in compared.items():
         log(f"  pure per batch, {label(pol)}: {pure[name].completeness:.4%}, "
             f"{_seconds(pure[name].avg_emit_latency)}")
     if compare_streams:
-        result["checks"] = _streamed_checks(out, compared, points, pure, rec,
+        result["checks"] = streamed_checks(out, compared, points, pure, rec,
                                             result["configurations"])
     return result
 
@@ -453,46 +173,6 @@ def _compared(points: dict[tuple[bool, int], CurvePoint], per_source: WatermarkP
     return compared
 
 
-def _streamed_checks(out: Path, compared: dict[str, WatermarkPolicy],
-                     points: dict[tuple[bool, int], CurvePoint], pure: dict[str, CurvePoint],
-                     rec: PerInputRecommendation,
-                     configurations: dict[str, dict[str, Any]]) -> dict[str, bool]:
-    """Stream the STREAMED configurations for real, replay the per-source stream's recorded
-    batches as the report does, add both to ``configurations`` and check every figure
-    against the pure ones."""
-    from audits.lateness_batches import batch_points
-    from bench.harness import log
-    from spark.session import get_spark
-
-    streamed: dict[str, dict[str, Any]] = {}
-    for name in (n for n in STREAMED if n in compared):
-        log(f"  streaming {label(compared[name])} ...")
-        streamed[name] = stream(out / "landing", out / f"wh-{name}", compared[name])
-        log(f"  streamed {label(compared[name])}: {json.dumps(streamed[name])}")
-    wh, per_source = out / "wh-per_source", compared["per_source"]
-    spark = get_spark(settings_for(wh, per_source))
-    on_warehouse = recommend_on(spark, wh, per_source)
-    # the report's per-batch replay of the per-source stream's recorded batches: under every
-    # compared configuration, and under every single bound of the sweep
-    replayed = batch_points(spark, settings_for(wh, per_source), DAY, compared)
-    swept = batch_points(spark, settings_for(wh, per_source), DAY,
-                         {f"{int(k[0])}:{k[1]}": single(k[1] * S, k[0]) for k in points})
-    for name in compared:
-        if name in streamed:
-            configurations[name]["streamed"] = streamed[name]
-        configurations[name]["replayed_per_batch"] = _point_figures(replayed[name])
-    return {
-        "streams_equal_pure_per_batch": all(_agrees(streamed[n], pure[n]) for n in streamed),
-        "report_replay_equals_streams": all(_agrees(streamed[n], replayed[n])
-                                            for n in streamed),
-        "report_replay_equals_pure": all(replayed[n] == pure[n] for n in compared),
-        "sweep_replayed_from_the_warehouse_equals_pure": all(
-            swept[f"{int(k[0])}:{k[1]}"] == pt for k, pt in points.items()),
-        "recommendation_on_the_warehouse_is_the_pure_one":
-            on_warehouse.to_json_dict() == rec.to_json_dict(),
-    }
-
-
 def sweep_unit(day: Day, rec: PerInputRecommendation) -> list[dict[str, Any]]:
     """The recommended bounds per source with the largest one (the source that needs one)
     swept per micro-batch over ``SWEEP`` up to twice it, the others as recommended: what the
@@ -506,7 +186,7 @@ def sweep_unit(day: Day, rec: PerInputRecommendation) -> list[dict[str, Any]]:
     for seconds in (b for b in SWEEP if b * S <= max(2 * top.bound, 5 * S)):
         policy = _policy_with(rec, idle, top.unit, seconds * S)
         out.append({"unit": top.unit, "bound_seconds": seconds, "label": label(policy),
-                    **_point_figures(pure_point(day, policy))})
+                    **point_figures(pure_point(day, policy))})
     return out
 
 
@@ -531,10 +211,10 @@ def seed_sweep(scenario: Scenario, seeds: range) -> list[dict[str, Any]]:
         best = best_single(points, TARGET)
         ps = pure_point(day, rec.policy(idle))
         out.append({"seed": seed, "per_source": {"label": label(rec.policy(idle)),
-                                                 **_point_figures(ps)},
+                                                 **point_figures(ps)},
                     "best_single": None if best is None else {
                         "label": label(single(best[1] * S, best[0])),
-                        **_point_figures(points[best])}})
+                        **point_figures(points[best])}})
     return out
 
 

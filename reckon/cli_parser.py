@@ -198,7 +198,8 @@ def _stream_parser(sub: Any) -> None:
     trig.add_argument("--trigger", help="processing-time trigger interval, e.g. 5s")
     p.add_argument("--change-spec", action="store_true",
                    help="record the given --watermark-bound/--allowed-lateness/--idle-timeout/"
-                   "--partitions as the "
+                   "--partitions/--watermark-inputs/--watermark-bound-by-partition/"
+                   "--watermark-bound-by-source as the "
                    "warehouse's new event-time spec, applying from the next batch (without it, "
                    "a value that disagrees with the warehouse's spec is refused)")
 

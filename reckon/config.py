@@ -16,6 +16,7 @@ keeps them, so existing warehouses open unchanged.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -27,9 +28,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from reckon.engine_config import AuditConfig, CheckConfig, WhatIfConfig
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
+from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
@@ -176,6 +179,30 @@ class Settings:
             bound_by_partition=self.watermark_bound_by_partition,
             bound_by_source=self.watermark_bound_by_source,
         )
+
+    def audit_config(self) -> AuditConfig:
+        """What the audit reads and applies, built once here at the edge and handed to
+        ``audits.audit.audit_day`` instead of these settings (reckon/engine_config.py).
+
+        Example: ``audit_day(spark, settings.audit_config(), day, recorder=None)``.
+        """
+        return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                           tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel))
+
+    def check_config(self) -> CheckConfig:
+        """What the data-quality suites check against, built once here at the edge and
+        handed to ``audits.suites.build_suites`` (reckon/engine_config.py)."""
+        audit = self.audit_config()
+        return CheckConfig(warehouse=audit.warehouse, rules=audit.rules,
+                           tolerance=audit.tolerance, allow_unexplained=self.allow_unexplained,
+                           amount_min=self.amount_min, amount_max=self.amount_max,
+                           currencies=tuple(self.currencies))
+
+    def whatif_config(self) -> WhatIfConfig:
+        """What the lateness what-if reads and judges by, built once here at the edge and
+        handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
+        return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                            target=self.target_completeness)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),
@@ -337,6 +364,7 @@ def load_settings(path: str | os.PathLike[str] | None = None,
         values.update(from_file)
         origins.update({k: f"{section}{keys[k]} in {str(p)!r}" for k in from_file})
     names = ({f.name for f in fields(Settings)} - {"origins"}) | set(RENAMED)
+    _refuse_misspelt_env(env, names)
     from_env, env_names = _fold_renamed(
         {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
         lambda n: "RECKON_" + n.upper())
@@ -347,6 +375,36 @@ def load_settings(path: str | os.PathLike[str] | None = None,
     values.update(given)
     origins.update({k: _flag(k) for k in given})
     return Settings(**_coerce_all(values), origins=origins)
+
+
+#: RECKON_* variables that are not settings but are read elsewhere (the config file, the
+#: Airflow DAG, the bench, a profiler switch): never taken for a misspelt setting
+_NOT_SETTINGS = frozenset({"RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLOW_RETRIES",
+                           "RECKON_REPLAY_MODE", "RECKON_PROFILE", "RECKON_SPARK_CONN_ID",
+                           "RECKON_VENV", "RECKON_EXECUTOR_PYTHON", "RECKON_CACHE"})
+
+
+def _refuse_misspelt_env(env: Mapping[str, str], names: set[str]) -> None:
+    """A ``RECKON_*`` variable one typo away from a setting's is a mistake: refused in one
+    line naming the setting, as the config file refuses an unknown key. Silently ignored, a
+    misspelt ``RECKON_WATERMARK_BOUND_BY_SORCE`` would leave the stream on the default bound
+    and record that in the warehouse's spec. Variables not close to any setting's name are
+    left alone (other tools read RECKON_* too).
+
+    >>> try:
+    ...     _refuse_misspelt_env({"RECKON_IDLE_TIMOUT": "5m"}, {"idle_timeout"})
+    ... except ConfigError as exc:
+    ...     print(exc)
+    RECKON_IDLE_TIMOUT is not a setting: did you mean RECKON_IDLE_TIMEOUT? (rename or unset it)
+    """
+    known = {"RECKON_" + n.upper() for n in names}
+    for var in sorted(env):
+        if not var.startswith("RECKON_") or var in known or var in _NOT_SETTINGS:
+            continue
+        near = difflib.get_close_matches(var, known, n=1, cutoff=0.85)
+        if near:
+            raise ConfigError(f"{var} is not a setting: did you mean {near[0]}? "
+                              "(rename or unset it)")
 
 
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",

@@ -352,7 +352,7 @@ def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | No
             rows = [r for r in csv.DictReader(f) if r["recommended"] == "true"]
         return (format_duration(int(Decimal(rows[0]["bound_seconds"]) * MICROS_PER_SECOND))
                 if rows else None)
-    analysis = analyze_day(spark, settings, day)
+    analysis = analyze_day(spark, settings.whatif_config(), day)
     return None if analysis.recommended is None else format_duration(analysis.recommended.bound)
 
 

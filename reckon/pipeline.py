@@ -223,7 +223,8 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
         rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
         if seen is not None and not rules.is_day_final(day, seen):
             on_open_day(seen, rules.day_final_at(day))
-    result = audit_day(spark, settings, day, kind=kind, recorder=audit_recorder(settings))
+    result = audit_day(spark, settings.audit_config(), day, kind=kind,
+                       recorder=audit_recorder(settings))
     return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -329,7 +330,7 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
     on_start=lambda s: print_progress)``.
     """
     from spark.sources import kafka_partitions
-    from spark.spec import resolved_settings
+    from spark.spec import resolved_settings, settings_after_change
     from spark.stream import run_stream, stream_lock
 
     if not change_spec:
@@ -341,7 +342,9 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
             settings = settings.with_values({"expected_partitions": f"topic {source.topic}"},
                                             expected_partitions=expected)
             note(f"expected partitions of topic {source.topic}: {expected}")
-        on_batch = on_start(settings)
+        # with --change-spec the stream runs with the recorded spec changed by the given
+        # values (recorded when it starts): the start-up line shows that, not the defaults
+        on_batch = on_start(settings_after_change(settings) if change_spec else settings)
         return run_stream(spark, settings, source, available_now=not trigger,
                           trigger=trigger, change_spec=change_spec, on_batch=on_batch,
                           writer_lock=lock)

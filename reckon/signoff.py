@@ -64,11 +64,21 @@ def decision_constraint() -> str:
     return "decision IN (" + ", ".join(f"'{d}'" for d in DECISIONS + BREAK_ACTIONS) + ")"
 
 
-def four_eyes_refusal(signer: str, reconciler: str, run_id: str) -> str | None:
-    """Why ``signer`` may not sign off ``run_id``, or None: the run's reconciler never signs
-    their own run, under any spelling that looks the same (reckon.identity)."""
+def four_eyes_refusal(signer: str, reconciler: str, run_id: str, *,
+                      on_break: bool = False) -> str | None:
+    """Why ``signer`` may not sign off ``run_id`` (``on_break``: act on one of its breaks, a
+    workbench comment, accept or resolve), or None: the run's reconciler never signs their
+    own run nor reviews its breaks, under any spelling that looks the same (reckon.identity).
+
+    >>> "may not act on the breaks" in four_eyes_refusal("alice", "alice", "r", on_break=True)
+    True
+    """
     if not same_person(signer, reconciler):
         return None
+    if on_break:
+        return (f"by={signer!r} may not act on the breaks of run {run_id!r}: {reconciler!r} "
+                "reconciled it, and its breaks need a second person's review (four-eyes "
+                "rule): another reviewer or reconciler comments on, accepts or resolves them")
     return (f"by={signer!r} may not sign off run {run_id!r}: {reconciler!r} reconciled it, "
             "and a run needs a second person's sign-off (four-eyes rule): another reviewer "
             "signs it as themselves (their own OS account, or their workbench login)")

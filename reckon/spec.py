@@ -12,8 +12,8 @@ audit with breaks that are not there.
 
 A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
 version with the batch and watermark from which it applies. Only the rules that decide *when*
-a window is final may change (watermark bound, allowed lateness, idle timeout, expected
-partitions): they change which events are late, never which window an event belongs to nor which events count,
+a window is final may change (watermark bound and bounds per input, allowed lateness, idle
+timeout, expected partitions): they change which events are late, never which window an event belongs to nor which events count,
 so every day's canonical totals stay comparable. The window, the slide, the clock skew and the
 dedup horizon decide totals: changing one is a new warehouse.
 
@@ -36,9 +36,10 @@ from typing import Any
 
 from reckon.config import RENAMED, Settings
 from reckon.errors import UsageError
+from reckon.eventtime import EventTimeRules
 
 __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
-           "differences", "resolve", "shown_name", "spec_of"]
+           "differences", "resolve", "rules_with_spec", "shown_name", "spec_of"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
@@ -140,6 +141,31 @@ def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
     return settings.with_values(dict.fromkeys(values, WAREHOUSE_ORIGIN), **values)
 
 
+def rules_with_spec(rules: EventTimeRules, recorded: Mapping[str, Any]) -> EventTimeRules:
+    """``rules`` with every spec value taken from ``recorded``, as ``with_spec`` takes them
+    into settings (the bounds per input default to one bound for all when the spec predates
+    them): for an engine handed rules, not ``Settings`` (reckon/engine_config.py), e.g. the
+    rules a stream's batches recorded in ``watermark_progress.rules_json``.
+
+    >>> rules = EventTimeRules.parse(lateness="3s", bound_by_source={"http": "6s"})
+    >>> ran = rules_with_spec(rules, {"lateness": "3s", "watermark_inputs": "source",
+    ...                               "watermark_bound_by_source": {"http": "8s"}})
+    >>> ran.watermark.bound((0, "http")) // 1_000_000, ran.windows == rules.windows
+    (8, True)
+    """
+    full = {**rules.to_config(), **_ONE_BOUND,
+            **{name: value for name, value in recorded.items() if name in SPEC_FIELDS}}
+    return EventTimeRules.parse(
+        window=full["window"], slide=full.get("slide") or None, lateness=full["lateness"],
+        grace=full["grace"], idle_timeout=full["idle_timeout"],
+        max_clock_skew=full["max_clock_skew"], dedup_horizon=full["dedup_horizon"],
+        expected_partitions=_setting_value("expected_partitions",
+                                           full.get("expected_partitions")),
+        inputs=full["watermark_inputs"],
+        bound_by_partition=full["watermark_bound_by_partition"],
+        bound_by_source=full["watermark_bound_by_source"])
+
+
 def resolve(settings: Settings, recorded: Mapping[str, Any] | None, step: str) -> Settings:
     """The settings a step runs with on a warehouse whose spec is ``recorded`` (None: not
     recorded yet, e.g. a replay straight from Kafka into a new warehouse). Raises UsageError
@@ -178,12 +204,14 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
     if not diffs:
         raise UsageError("--change-spec: nothing to change: every given value equals the "
                          "warehouse's spec (give the new --watermark-bound, --allowed-lateness, "
-                         "--idle-timeout or --partitions)")
+                         "--idle-timeout, --partitions, --watermark-inputs or "
+                         "--watermark-bound-by-partition/-source)")
     fixed = [d for d in diffs if d.field not in CHANGEABLE_FIELDS]
     if fixed:
         raise UsageError("--change-spec: " + "; ".join(d.describe() for d in fixed)
-                         + ": only the watermark bound, allowed lateness, idle timeout and "
-                         "expected partitions may change in a warehouse (they decide when a window is "
+                         + ": only the watermark bound (and bounds per input), allowed "
+                         "lateness, idle timeout and expected partitions may change in a "
+                         "warehouse (they decide when a window is "
                          f"final, not what it holds); stream into a new warehouse to "
                          f"{_verb([d.field for d in fixed])} differently")
     return {**recorded, **{d.field: d.given for d in diffs}}

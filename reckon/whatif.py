@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_BOUNDS",
     "DEFAULT_IDLE_TIMEOUT",
     "CurvePoint",
+    "candidate_bounds",
     "default_bounds",
     "lateness_curve",
     "lateness_curve_reference",
@@ -136,7 +137,17 @@ def default_bounds(settings: Settings) -> list[int]:
     >>> default_bounds(Settings(lateness="4s"))[:5]
     [0, 1000000, 2000000, 3000000, 4000000]
     """
-    return normalize_bounds([*DEFAULT_BOUNDS, settings.lateness])
+    return candidate_bounds(None, settings.lateness)
+
+
+def candidate_bounds(given: Iterable[int | str] | None, configured: int | str) -> list[int]:
+    """The bounds a what-if tries: ``given`` normalised, or when None the standard ladder plus
+    the ``configured`` bound (``default_bounds`` of the settings), sorted.
+
+    >>> candidate_bounds(None, "4s")[:5], candidate_bounds(["2s", 0], "4s")
+    ([0, 1000000, 2000000, 3000000, 4000000], [0, 2000000])
+    """
+    return normalize_bounds([*DEFAULT_BOUNDS, configured] if given is None else given)
 
 
 def _non_negative(b: object) -> int:

@@ -23,8 +23,9 @@ from typing import Any
 
 from audits.records import AttributionRow, AuditRun, CurrencySummary
 from reckon.config import Settings
+from reckon.engine_config import WhatIfConfig
 from reckon.errors import LayoutError, UsageError
-from reckon.eventtime import WatermarkPolicy
+from reckon.eventtime import EventTimeRules
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
@@ -213,7 +214,7 @@ class ReportContext:
     # ``per_source_batches_note`` saying why when they cannot be had
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
-    configured_policy: str | None = None            # WatermarkPolicy.describe() of the stream
+    configured_policy: str | None = None            # describe() of the policy the day ran with
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -253,7 +254,7 @@ def _dec(value: Any) -> Decimal:
 # ----------------------------------------------------------------------------- Spark reads
 
 
-def _recon_day(spark: Any, settings: Settings, day: date, run: AuditRun) -> Any:
+def _recon_day(spark: Any, wh: Path, day: date, run: AuditRun) -> Any:
     """The day's reconciliation rows written by ``run``, the run the report's headline and
     breaks come from. Another audit of the day (an ad hoc run, a late retry) replaces the
     day's rows; the report then refuses to mix two runs' figures and says what to re-run."""
@@ -261,9 +262,9 @@ def _recon_day(spark: Any, settings: Settings, day: date, run: AuditRun) -> Any:
 
     from spark import tables as tb
 
-    if not tb.table_exists(settings.warehouse_path, tb.RECONCILIATION):
+    if not tb.table_exists(wh, tb.RECONCILIATION):
         return None
-    day_rows = (tb.read_table(spark, settings.warehouse_path, tb.RECONCILIATION)
+    day_rows = (tb.read_table(spark, wh, tb.RECONCILIATION)
                 .filter(F.col("window_date") == F.lit(day)))
     rows = day_rows.filter(F.col("audit_run_id") == F.lit(run.run_id))
     if run.rows and not rows.limit(1).count():
@@ -317,12 +318,11 @@ def _bucket_col(seconds: Any) -> Any:
     return expr
 
 
-def _histogram(spark: Any, settings: Settings, day: date) -> tuple[HistogramBucket, ...]:
+def _histogram(spark: Any, wh: Path, day: date) -> tuple[HistogramBucket, ...]:
     from pyspark.sql import functions as F
 
     from spark import tables as tb
 
-    wh = settings.warehouse_path
     events: dict[int, int] = {}
     late: dict[int, int] = {}
     if tb.table_exists(wh, tb.EVENT_LOG):
@@ -346,14 +346,14 @@ def _histogram(spark: Any, settings: Settings, day: date) -> tuple[HistogramBuck
                  for i, lo in enumerate(edges))
 
 
-def _curve(spark: Any, settings: Settings, day: date
+def _curve(spark: Any, whatif: WhatIfConfig, day: date
            ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
     try:
         from audits.lateness import analyze_day
     except ImportError:  # the lateness analysis has not landed: the report goes without it
         return (), None, None, None
     try:
-        analysis = analyze_day(spark, settings, day)
+        analysis = analyze_day(spark, whatif, day)
     except UsageError:  # no events that day
         return (), None, None, None
 
@@ -363,39 +363,42 @@ def _curve(spark: Any, settings: Settings, day: date
     return points, _seconds(analysis.configured_bound), rec, analysis.target
 
 
-def _per_source(spark: Any, settings: Settings, day: date) -> PerInputRecommendation | None:
+def _per_source(spark: Any, whatif: WhatIfConfig, day: date) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
     from audits.lateness import analyze_inputs
 
     try:
-        rec = analyze_inputs(spark, settings, day)
+        rec = analyze_inputs(spark, whatif, day)
     except UsageError:  # no events that day
         return None
     return rec if len(rec.bounds) > 1 else None
 
 
-def _per_source_batches(spark: Any, settings: Settings, day: date,
+def _per_source_batches(spark: Any, whatif: WhatIfConfig, day: date,
                         rec: PerInputRecommendation | None
-                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None]:
+                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None, str]:
     """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
-    the one line that says why."""
-    from audits.lateness_batches import per_source_batches
+    the one line that says why; and the policy its "the stream as configured" row is: the
+    one the day's batches ran with (``whatif_of_day``), not a spec changed since."""
+    from audits.lateness_batches import per_source_batches, whatif_of_day
 
     if rec is None:
-        return (), None
-    points, why_not = per_source_batches(spark, settings, day, rec)
-    return tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                                  p.avg_emit_latency)) for name, p in points.items()), why_not
+        return (), None, whatif.rules.watermark.describe()
+    ran = whatif_of_day(spark, whatif, day)
+    points, why_not = per_source_batches(spark, ran, day, rec)
+    return (tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                                   p.avg_emit_latency)) for name, p in points.items()),
+            why_not, ran.rules.watermark.describe())
 
 
-def _batch_curve(spark: Any, settings: Settings, day: date
+def _batch_curve(spark: Any, whatif: WhatIfConfig, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch what-if (audits.lateness_batches), or no points and the one line that
     says why (no archived events that day, batches of several stream queries)."""
     from audits.lateness_batches import analyze_day_batches
 
     try:
-        curve = analyze_day_batches(spark, settings, day)
+        curve = analyze_day_batches(spark, whatif, day)
     except UsageError as exc:
         return (), str(exc)
     return tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
@@ -407,25 +410,24 @@ def _seconds(us: int) -> Decimal:
     return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
 
 
-def _watermarks(spark: Any, settings: Settings, day: date, policy: WatermarkPolicy
+def _watermarks(spark: Any, wh: Path, rules: EventTimeRules, day: date
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
-    of its last window plus grace: spark.progress.required_watermark), sampled evenly to at
+    of its last window plus grace: ``EventTimeRules.day_final_at``), sampled evenly to at
     most WATERMARK_POINTS batches; per partition: max event time - the partition's bound
-    (``policy.bound``); the global point says which input held the watermark back."""
+    (``rules.watermark.bound``); the global point says which input held the watermark back."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from spark import tables as tb
-    from spark.progress import required_watermark
 
-    wh = settings.warehouse_path
+    policy = rules.watermark
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return ()
     d0, _ = day_bounds(day)
     wm = F.col("watermark")
     progress = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
-    required = F.timestamp_micros(F.lit(required_watermark(settings, day)))
+    required = F.timestamp_micros(F.lit(rules.day_final_at(day)))
     closing = progress.filter(wm >= required).agg(F.min("watermark").alias("at")).first()
     upper = (wm < required) if closing is None or closing.at is None else (wm <= F.lit(closing.at))
     rows = progress.filter((wm >= F.timestamp_micros(F.lit(d0))) & upper)
@@ -514,14 +516,16 @@ def build_context(spark: Any, settings: Settings, day: date, *,
               **run.params}
     configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
     headline = headline_from_run(run)  # refuses a run without per-currency figures, first
-    recon = _recon_day(spark, settings, day, run)
+    recon = _recon_day(spark, settings.warehouse_path, day, run)
     all_breaks = _breaks(db, run)
     signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
-    curve, configured, recommended, target = _curve(spark, settings, day)
-    batch_curve, batch_note = _batch_curve(spark, settings, day)
-    per_source = _per_source(spark, settings, day)
-    per_source_batches, per_source_note = _per_source_batches(spark, settings, day, per_source)
+    whatif = settings.whatif_config()
+    curve, configured, recommended, target = _curve(spark, whatif, day)
+    batch_curve, batch_note = _batch_curve(spark, whatif, day)
+    per_source = _per_source(spark, whatif, day)
+    per_source_batches, per_source_note, ran_policy = _per_source_batches(spark, whatif, day,
+                                                                          per_source)
     check = db.current_check_run(day)
     quality = None if check is None else QualitySummary(
         check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
@@ -542,13 +546,14 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         headline=headline, status_counts=statuses, breaks=all_breaks[:breaks_cap],
         breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
-        gap_bucket_seconds=width, lateness_histogram=_histogram(spark, settings, day),
+        gap_bucket_seconds=width,
+        lateness_histogram=_histogram(spark, settings.warehouse_path, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
-        configured_policy=rules.watermark.describe(),
+        configured_policy=ran_policy,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
-        watermark_series=_watermarks(spark, settings, day, rules.watermark),
+        watermark_series=_watermarks(spark, settings.warehouse_path, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         signoffs=signoffs, superseded_signoff=superseded,
         all_breaks=all_breaks, breaks_cap=breaks_cap,

@@ -48,7 +48,6 @@ from audits.chapters import (
     history_of,
     watermarks_before_of,
 )
-from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import format_micros, from_micros
@@ -304,18 +303,19 @@ def _chapters(spark: Any, wh: Path, key: str, start: int, end: int, rules: Event
             for code in sorted(reads.currencies() or {currency or ""})]
 
 
-def explain_window(spark: Any, settings: Settings, key: str, instant: int,
+def explain_window(spark: Any, wh: Path, configured: EventTimeRules, key: str, instant: int,
                    currency: str | None = None) -> WindowStory:
     """The story of every window containing ``instant`` (microseconds) for ``key``: one
-    chapter per (window, currency), or only ``currency``'s when given."""
+    chapter per (window, currency), or only ``currency``'s when given. Told by the rules the
+    stream ran with, ``configured`` when it recorded none (``spark.progress.stream_rules``),
+    e.g. ``explain_window(spark, wh, settings.event_time_rules(), "merchant-x", t)``."""
     from spark import tables as tb
     from spark.progress import stream_rules
 
-    wh = settings.warehouse_path
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
-    rules = stream_rules(spark, wh, settings)
+    rules = stream_rules(spark, wh, configured)
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
     if all(_untold(ch) for ch in chapters):

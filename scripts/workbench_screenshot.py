@@ -42,6 +42,7 @@ def main() -> int:
         print("workbench-screenshot: chromium is not installed (scripts/setup.sh "
               "--test-services installs it)", file=sys.stderr)
         return 2
+    out.mkdir(parents=True, exist_ok=True)  # a fresh folder to compare against is fine
     with tempfile.TemporaryDirectory() as tmp, ReportDB(f"sqlite:///{tmp}/r.db") as db:
         run_id = sample_day(db, DAY, breaks=600, reconciler="alice")
         sample_day(db, date(2026, 1, 2), breaks=240, reconciler="alice")

@@ -9,7 +9,6 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from reckon.config import Settings
 from reckon.money import accepted_currencies
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 
@@ -24,14 +23,17 @@ def _currency_exponents(currencies: tuple[str, ...]) -> dict[int, list[str]]:
     return by_exponent
 
 
-def minor_unit_break_col(amount: Column, currency: Column, settings: Settings) -> Column:
+def minor_unit_break_col(amount: Column, currency: Column, currencies: tuple[str, ...]
+                         ) -> Column:
     """reckon.money.breaks_minor_unit as a column: the amount is not a whole number of its
     currency's minor units; null for a currency reckon does not book. Rounding a compact
     decimal to the currency's places is a long division in Spark (a remainder would go
     through BigDecimal for every row), so the column compares the amount with itself rounded;
-    tests/test_money.py checks it against the Python rule. Currency sets are hashed lookups."""
+    tests/test_money.py checks it against the Python rule. Currency sets are hashed lookups.
+    ``currencies`` are the booked ones (the ``currencies`` setting; empty: every ISO 4217
+    currency with 0 to 3 minor digits), e.g. ``minor_unit_break_col(amount, currency, ())``."""
     verdict: Column = F.lit(None).cast("boolean")
-    for exponent, codes in sorted(_currency_exponents(settings.currencies).items()):
+    for exponent, codes in sorted(_currency_exponents(currencies).items()):
         if exponent >= AMOUNT_SCALE:  # stored at this scale: every amount is whole
             rounded = F.lit(False)
         else:

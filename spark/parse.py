@@ -75,7 +75,7 @@ def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_t
     rules = settings.event_time_rules()
     min_us = parse_timestamp(settings.min_event_time, "min_event_time")
     event_us, arrival_us = F.unix_micros(event_time), F.unix_micros(arrival_time)
-    breaks_unit = minor_unit_break_col(amount, currency, settings)
+    breaks_unit = minor_unit_break_col(amount, currency, tuple(settings.currencies))
     return [
         ((amount < F.lit(settings.amount_min)) | (amount > F.lit(settings.amount_max)),
          "amount_out_of_range",

@@ -172,14 +172,15 @@ def not_ready_message(settings: Settings, day: date, seen: int | None, timeout: 
             "(lookback_days).")
 
 
-def stream_rules(spark: SparkSession, warehouse: Path, settings: Settings) -> EventTimeRules:
-    """The rules the stream ran with (its newest watermark_progress row), else the settings'.
+def stream_rules(spark: SparkSession, warehouse: Path, configured: EventTimeRules
+                 ) -> EventTimeRules:
+    """The rules the stream ran with (its newest watermark_progress row), else ``configured``.
 
     Why: a story of what the stream did must judge its events by the rules it ran with, even
     when today's configuration differs (``reckon explain`` and the audit's recorded stories).
 
     Example:
-        >>> stream_rules(spark, settings.warehouse_path, settings).to_config()["window"]  # doctest: +SKIP
+        >>> stream_rules(spark, wh, settings.event_time_rules()).to_config()["window"]  # doctest: +SKIP
         '10s'
     """
     from pyspark.sql import functions as F
@@ -195,4 +196,4 @@ def stream_rules(spark: SparkSession, warehouse: Path, settings: Settings) -> Ev
                 grace=cfg["grace"], idle_timeout=cfg["idle_timeout"],
                 max_clock_skew=cfg["max_clock_skew"], dedup_horizon=cfg["dedup_horizon"],
                 expected_partitions=cfg.get("expected_partitions") or ())
-    return settings.event_time_rules()
+    return configured

@@ -461,7 +461,7 @@ def _write_uncaught_duplicates(read: _DayRead, writes: ConcurrentWrites, events:
     the copies of conflicting events (their own key, amount and windows) and, for a replay
     from Kafka, every copy the stream admitted come from the event log copy by copy. Started
     only after the canonical_totals commit: the audit trusts a day's duplicates once the
-    replay that wrote its totals finished (audits.audit._finished_replay). Returns the
+    replay that wrote its totals finished (audits.audit_inputs._finished_replay). Returns the
     conflicting events (step 5 lists them)."""
     (d0, d1), spec, wh = read.bounds, read.spec, read.settings.warehouse_path
     conflicting = events.filter("conflict").select("event_id", "event_us")

@@ -97,6 +97,23 @@ def resolved_settings(settings: Settings, step: str) -> Settings:
     return resolve(settings, current_spec(settings.warehouse_path), step)
 
 
+_NO_SPEC_TO_CHANGE = ("--change-spec: this warehouse has no event-time spec yet; its first "
+                      "stream records one: start it without --change-spec")
+
+
+def settings_after_change(settings: Settings) -> Settings:
+    """What a stream started with ``--change-spec`` runs with: the warehouse's spec with the
+    given values, read without Spark and recording nothing (``establish_spec`` records it).
+    Its start-up line shows these, not the built-in defaults of what was not given: a
+    warehouse recorded with ``watermark_bound 0s`` and 1m windows, restarted with
+    ``--change-spec --watermark-bound-by-source http=5s``, runs with bound 0s and 1m windows.
+    A change that would be refused is refused here, in the same words."""
+    current = current_spec(settings.warehouse_path)
+    if current is None:
+        raise UsageError(_NO_SPEC_TO_CHANGE)
+    return with_spec(settings, changed_spec(current, settings))
+
+
 def establish_spec(spark: SparkSession, settings: Settings, *, change: bool = False
                    ) -> Settings:
     """The stream's start: record the spec on a warehouse's first start, else run with the
@@ -106,8 +123,7 @@ def establish_spec(spark: SparkSession, settings: Settings, *, change: bool = Fa
     versions = recorded_versions(wh)
     if not versions:
         if change:
-            raise UsageError("--change-spec: this warehouse has no event-time spec yet; its "
-                             "first stream records one: start it without --change-spec")
+            raise UsageError(_NO_SPEC_TO_CHANGE)
         _record(spark, settings, spec=spec_of(settings), version=1, change="first start",
                 after_batch_id=None, after_watermark=None)
         return with_spec(settings, spec_of(settings))

@@ -74,7 +74,7 @@ def test_attribution_shares_and_lift_by_hand(spark, warehouse):
         late_row("e3", 2, "1", window_day=date(2026, 1, 2)),  # another day's window
     ])
 
-    got = late_attribution(spark, settings, DAY)
+    got = late_attribution(spark, settings.warehouse_path, settings.event_time_rules(), DAY)
 
     # partition 1 carries every late event with a quarter of all events: lift 1 / 0.25 = 4;
     # its late USD 10.10 and EUR 20.25 stay apart (never "30.35")
@@ -101,7 +101,7 @@ def test_attribution_shares_and_lift_by_hand(spark, warehouse):
 def test_attribution_without_late_events_table(spark, warehouse):
     settings = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
     write(spark, warehouse, tables.EVENT_LOG, [event_row("e1", 0), event_row("e7", 1)])
-    got = late_attribution(spark, settings, "2026-01-01")
+    got = late_attribution(spark, settings.warehouse_path, settings.event_time_rules(), DAY)
     assert [(r.dimension, r.value, r.late_events, r.all_events, r.event_share, r.lift)
             for r in got] == [
         ("partition", "0", 0, 1, Decimal("0.500000"), Decimal("0.0000")),
@@ -130,7 +130,8 @@ def test_a_next_day_event_late_for_the_days_last_window_is_in_both_counts(spark,
             "window_start": from_micros(midnight - 5 * S),
             "window_end": from_micros(midnight + 5 * S)}
     write(spark, warehouse, tables.LATE_EVENTS, [late])
-    got = {(r.dimension, r.value): r for r in late_attribution(spark, settings, DAY)}
+    got = {(r.dimension, r.value): r for r in late_attribution(
+        spark, settings.warehouse_path, settings.event_time_rules(), DAY)}
     atm = got[("source", "atm")]
     assert (atm.late_events, atm.all_events, atm.late_share, atm.event_share, atm.lift) == (
         1, 1, Decimal("1.000000"), Decimal("0.500000"), Decimal("2.0000"))

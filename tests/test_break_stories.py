@@ -18,6 +18,13 @@ from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
 from tests.streamkit import stream_settings
 
+
+def explain(spark, settings, key, instant, currency=None):
+    """``explain_window`` as ``reckon explain`` calls it: the settings' warehouse and rules."""
+    return explain_window(spark, settings.warehouse_path, settings.event_time_rules(), key,
+                          instant, currency)
+
+
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 DAY = date.fromisoformat(format_micros(BASE)[:10])
 
@@ -52,12 +59,12 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
     settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
     _stream(spark, settings, GRACE_CASE.batches, "stories-grace")
     replay_day(spark, settings, DAY)
-    result = audit_day(spark, settings, DAY, recorder=audit_recorder(settings))
+    result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     assert result.breaks_recorded == 1
     stories, inputs = _recorded(settings, result.run_id)
     [story] = stories
     assert (story["key"], story["currency"], story["events"]) == ("merchant-x", "USD", 5)
-    told = explain_window(spark, settings, "merchant-x", BASE + 1 * S, "USD")
+    told = explain(spark, settings, "merchant-x", BASE + 1 * S, "USD")
     assert story["lines"] == list(told.lines)
     assert "late by 13.0 s" in story["lines"][0] and "reconciliation: EXPLAINED" in "\n".join(
         story["lines"])
@@ -83,11 +90,11 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     again = replace(first, arrival_time=BASE + 20 * S, offset=20, partition=1, source="kiosk")
     _stream(spark, settings, [[first, ev(3, 3, key="B")], [again]], "stories-dup")
     replay_day(spark, settings, DAY)
-    result = audit_day(spark, settings, DAY, recorder=audit_recorder(settings))
+    result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     stories, inputs = _recorded(settings, result.run_id)
     assert [(s["key"], s["events"]) for s in stories] == [("A", 2)]
     [story] = stories
-    assert story["lines"] == list(explain_window(spark, settings, "A", BASE + S, "USD").lines)
+    assert story["lines"] == list(explain(spark, settings, "A", BASE + S, "USD").lines)
     assert [(e["event_id"], e["fate"], e["partition"]) for e in story["evidence"]] == [
         (first.event_id, "uncaught duplicate", 1)]
     assert sorted((i["dimension"], i["value"], i["duplicate_count"], i["event_count"])

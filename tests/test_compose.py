@@ -247,3 +247,17 @@ def test_airflow_runs_a_few_workers_not_the_default_32(services):
         env = _env(services[name])
         assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor", name
         assert 1 <= int(env["AIRFLOW__CORE__PARALLELISM"]) <= 8, name
+
+
+def test_the_workbench_serves_as_its_own_role_after_the_schema_is_migrated(services):
+    """Issue 42: docker-compose starts the reviewer's workbench in production."""
+    workbench, migrate = services["reckon-workbench"], services["reckon-migrate"]
+    assert "reckon workbench --host 0.0.0.0 --port 8088" in str(workbench["command"])
+    assert workbench["ports"] == ["127.0.0.1:8088:8088"]
+    assert workbench["depends_on"]["reckon-migrate"]["condition"] == \
+        "service_completed_successfully"
+    assert migrate["restart"] == "no" and "healthcheck" in workbench
+    env = _env(workbench)
+    # not the owner: the database's triggers check whom the workbench signs for (0007)
+    assert urlsplit(_resolved(env["RECKON_REPORT_DB_URL"])).username == "workbench"
+    assert _INTERPOLATED.match(env["WORKBENCH_SECRET_KEY"])  # one key for every replica

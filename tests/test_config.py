@@ -230,3 +230,46 @@ def test_a_wrong_bound_per_input_is_one_line_naming_it(env, match):
     with pytest.raises((ConfigError, UsageError), match=match) as caught:
         load_settings(env=env)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("var", "meant"), [
+    ("RECKON_WATERMARK_BOUND_BY_SORCE", "RECKON_WATERMARK_BOUND_BY_SOURCE"),
+    ("RECKON_WATERMARK_INPUT", "RECKON_WATERMARK_INPUTS"),
+    ("RECKON_WATERMARK_BOUNDS", "RECKON_WATERMARK_BOUND"),
+])
+def test_a_misspelt_environment_setting_is_one_line_naming_the_setting(var, meant):
+    """A typo in a RECKON_* name is refused, as a typo in the file is: ignored, it would
+    leave the stream on the default bound and record that in the warehouse's spec."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(env={var: "sat=10s"})
+    assert str(caught.value) == f"{var} is not a setting: did you mean {meant}? (rename or unset it)"
+
+
+def test_other_tools_reckon_variables_are_left_alone():
+    """RECKON_* names the DAG, the bench and the profiler read are not settings, nor near one."""
+    env = {"RECKON_CONFIG_DIR": "x", "RECKON_DB_PASSWORD": "x", "RECKON_AIRFLOW_RETRIES": "2",
+           "RECKON_REPLAY_MODE": "native", "RECKON_PROFILE": "1", "RECKON_SPARK_CONN_ID": "x",
+           "RECKON_VENV": "x", "RECKON_EXECUTOR_PYTHON": "x", "RECKON_CACHE": "x"}
+    assert load_settings(env=env).watermark_inputs == ""
+
+
+def test_the_engines_configs_carry_the_settings_they_are_built_from(tmp_path):
+    """What the engines are handed instead of Settings (reckon/engine_config.py) is built from
+    the settings once, holds their values, and cannot be changed on the way in."""
+    import dataclasses
+
+    from reckon.reconcile import Tolerance
+
+    s = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="1m", lateness="5s",
+                      tolerance_abs="0.01", allow_unexplained=True, currencies="EUR,JPY",
+                      amount_max="500.00", target_completeness="0.99")
+    audit, check, whatif = s.audit_config(), s.check_config(), s.whatif_config()
+    assert audit.warehouse == check.warehouse == whatif.warehouse == s.warehouse_path
+    assert audit.rules == check.rules == whatif.rules == s.event_time_rules()
+    assert audit.tolerance == check.tolerance == Tolerance(Decimal("0.01"), Decimal("0"))
+    assert (check.allow_unexplained, check.currencies, check.amount_max) == (
+        True, ("EUR", "JPY"), Decimal("500.00"))
+    assert whatif.target == Decimal("0.99")
+    for config in (audit, check, whatif):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.warehouse = tmp_path  # type: ignore[misc]

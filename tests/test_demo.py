@@ -335,7 +335,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     manifest = json.loads((wh / "_demo" / "manifest.json").read_text())
     settings = load_settings(env={}, warehouse=str(wh),
                              expected_partitions=tuple(manifest["expected_partitions"]))
-    analysis = analyze_day(spark, settings, DEMO_DAY)
+    analysis = analyze_day(spark, settings.whatif_config(), DEMO_DAY)
     assert analysis.recommended is not None
     assert parse_duration(summary["recommended_lateness"]) == analysis.recommended.bound
     for path in (summary["report_html"], summary["report_pdf"], summary["data_docs"]):

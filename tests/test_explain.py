@@ -18,6 +18,13 @@ from reckon.timeutil import format_micros
 from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S
 
+
+def explain(spark, settings, key, instant, currency=None):
+    """``explain_window`` as ``reckon explain`` calls it: the settings' warehouse and rules."""
+    return explain_window(spark, settings.warehouse_path, settings.event_time_rules(), key,
+                          instant, currency)
+
+
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 CURRENCY_CASE = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 
@@ -32,7 +39,7 @@ def streamed(streamed_scenario):
 
 
 def test_story_of_a_window_with_one_revision_and_one_late_event(spark, streamed):
-    story = explain_window(spark, streamed, "merchant-x", BASE + 6 * S)
+    story = explain(spark, streamed, "merchant-x", BASE + 6 * S)
     assert len(story.chapters) == 1
     ch = story.chapters[0]
     assert (ch.window_start, ch.window_end, ch.currency) == (BASE, BASE + 10 * S, "USD")
@@ -108,7 +115,7 @@ def test_a_window_with_three_currencies_is_told_per_currency(spark, streamed_sce
     with its own total in its own digits (EUR 12.50, JPY 1,507, KWD 2.625), and the lines the
     minor-unit rule quarantined in the chapter of the currency they name. Never a sum."""
     settings = streamed_scenario(CURRENCY_CASE.name)
-    story = explain_window(spark, settings, "m0", BASE + 5 * S)
+    story = explain(spark, settings, "m0", BASE + 5 * S)
     assert [ch.currency for ch in story.chapters] == ["EUR", "JPY", "KWD"]
     eur, jpy, kwd = story.chapters
     assert [(ch.provisional["total_amount"], ch.provisional["event_count"])  # type: ignore[index]
@@ -166,7 +173,7 @@ def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, t
     processor = BatchProcessor(spark, settings, query_id="explain-revision")
     processor(_raw(spark, [ev(12, 13, key="A")]), 0)
     processor(_raw(spark, [ev(8, 14, key="B")]), 1)
-    [chapter] = explain_window(spark, settings, "B", BASE + 8 * S).chapters
+    [chapter] = explain(spark, settings, "B", BASE + 8 * S).chapters
     assert chapter.provisional is not None
     assert (chapter.provisional["status"], chapter.provisional["revision"],
             chapter.provisional["closed_batch_id"]) == ("CLOSED", 1, 1)
@@ -194,11 +201,11 @@ def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate
     processor(_raw(spark, [first]), 0)
     processor(_raw(spark, [again]), 1)
     replay_day(spark, settings, date.fromisoformat(format_micros(BASE)[:10]))
-    [chapter] = explain_window(spark, settings, "A", BASE + 1 * S).chapters
+    [chapter] = explain(spark, settings, "A", BASE + 1 * S).chapters
     assert [(e.event_id, e.fate, e.batch_id, e.uncaught_duplicate) for e in chapter.events] == [
         (first.event_id, "on_time", 0, False), (first.event_id, "on_time", 1, True)]
     assert chapter.provisional is not None and chapter.provisional["event_count"] == 2
     assert chapter.canonical is not None and chapter.canonical["event_count"] == 1
-    lines = explain_window(spark, settings, "A", BASE + 1 * S).lines
+    lines = explain(spark, settings, "A", BASE + 1 * S).lines
     assert lines[0].endswith("2 events: 2 counted on time, 1 uncaught duplicate (admitted again)")
     assert sum("; an uncaught duplicate: an earlier copy" in line for line in lines) == 1

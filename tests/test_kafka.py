@@ -318,7 +318,7 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     rules = EventTimeRules.parse(**RULES)
     run_batches(spark, settings, batches)
     replay_day(spark, settings, DAY2, from_kafka=True)
-    audit = audit_day(spark, settings, DAY2, recorder=None)
+    audit = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     ref = {(w.start, k, cur): r for (w, k, cur), r in
            reconcile_outcome(stream_outcome(batches, rules), events, rules).items()
            if _day_of(w.start) == day2}

@@ -250,7 +250,7 @@ def test_the_warehouse_curve_equals_the_reference(spark, tmp_path_factory, event
                                  rules.watermark)
     _write(spark, settings_, events, seed if lo else None, lo - 1)
     bounds = [0, 3 * S, 7 * S]
-    curve = analyze_day_batches(spark, settings_, DAY, bounds=bounds)
+    curve = analyze_day_batches(spark, settings_.whatif_config(), DAY, bounds=bounds)
     expected = batch_curve_reference(
         [e for e in events if lo <= e.batch <= hi], rules.windows, bounds, grace=rules.grace,
         idle_timeout=rules.watermark.idle_timeout, start=seed, start_bound=3 * S,
@@ -271,10 +271,10 @@ def test_a_day_without_archived_events_is_refused_in_one_line(spark, warehouse):
 
     settings_ = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
     with pytest.raises(UsageError, match="event_log"):
-        analyze_day_batches(spark, settings_, DAY)
+        analyze_day_batches(spark, settings_.whatif_config(), DAY)
     _write(spark, settings_, [BatchedEvent(D0 + 86_400 * S * 3, D0, 0, 0)], None, 0)
     with pytest.raises(NoEventsError, match=r"^the stream archived no events of 2026-01-01$"):
-        analyze_day_batches(spark, settings_, DAY)
+        analyze_day_batches(spark, settings_.whatif_config(), DAY)
 
 
 def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_path):
@@ -284,6 +284,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     gives the headline's completeness; the per-event what-if drops more."""
     from audits.audit import audit_day
     from audits.lateness import analyze_day
+    from audits.lateness_batches import analyze_day_batches
     from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark import tables as tb
@@ -310,12 +311,18 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     assert late == 4  # 4 and 9 (WM 12), 18 (WM 23), 27 (WM 32)
 
     per_batch = analyze_day_batches_configured(spark, settings_)
-    per_event = analyze_day(spark, settings_, DAY).configured
+    per_event = analyze_day(spark, settings_.whatif_config(), DAY).configured
     assert per_batch.dropped == late and per_batch.admitted == 15  # of 19
+    # a bound changed since (--change-spec to 5s) is not what the day ran with: the configured
+    # row is still the recorded 3s, what the stream did; the current bound's row is also shown
+    later = stream_settings(tmp_path / "wh", window="10s", lateness="5s", grace="0s")
+    curve = analyze_day_batches(spark, later.whatif_config(), DAY)
+    assert curve.configured_bound == 3 * S and curve.configured == per_batch
+    assert {3 * S, 5 * S} <= {pt.bound for pt in curve.points}
     assert per_event is not None and per_event.dropped > per_batch.dropped
 
     replay_day(spark, settings_, DAY)
-    audit = audit_day(spark, settings_, DAY, kind="nightly", recorder=audit_recorder(settings_))
+    audit = audit_day(spark, settings_.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings_))
     assert audit.completeness is not None
     ratio = Decimal(per_batch.admitted) / Decimal(per_batch.admitted + per_batch.dropped)
     assert ratio.quantize(Decimal("0.000001")) == Decimal(audit.completeness) \
@@ -327,6 +334,6 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
 def analyze_day_batches_configured(spark, settings_):
     from audits.lateness_batches import analyze_day_batches
 
-    point = analyze_day_batches(spark, settings_, DAY).configured
+    point = analyze_day_batches(spark, settings_.whatif_config(), DAY).configured
     assert point is not None
     return point

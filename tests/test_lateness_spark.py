@@ -85,7 +85,7 @@ def wh_settings(warehouse):
 def test_analyze_day_equals_the_pure_curve_overall_and_per_partition(spark, wh_settings):
     rows = synthetic_log()
     write_log(spark, wh_settings.warehouse_path, rows)
-    analysis = analyze_day(spark, wh_settings, DAY, target="0.99")
+    analysis = analyze_day(spark, wh_settings.whatif_config(), DAY, target="0.99")
 
     bounds = normalize_bounds([*DEFAULT_BOUNDS, "4s"])
     n, overall = pure_curve(rows, wh_settings, bounds)
@@ -134,7 +134,7 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
 
 def test_analyze_day_rejects_bad_bounds(spark, wh_settings):
     with pytest.raises(UsageError, match="bounds"):
-        analyze_day(spark, wh_settings, DAY, bounds=[-1])
+        analyze_day(spark, wh_settings.whatif_config(), DAY, bounds=[-1])
 
 
 def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark, warehouse):
@@ -150,7 +150,7 @@ def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark
                 [("b.ndjson", k, 15 + 10 * k) for k in range(4)]
                 + [("a.ndjson", k, 10 + 10 * k) for k in range(4)])]
     write_log(spark, settings.warehouse_path, rows)
-    analysis = analyze_day(spark, settings, DAY, bounds=["0s"])
+    analysis = analyze_day(spark, settings.whatif_config(), DAY, bounds=["0s"])
     assert [pt.dropped for pt in analysis.points] == [3]
     assert list(analysis.points) == pure_curve(rows, settings, [0])[1]
 
@@ -230,7 +230,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         row["source"] = ("radar", "http", "sat")[i % 3]
     write_log(spark, wh_settings.warehouse_path, rows)
     settings_ = wh_settings.with_values({}, expected_partitions=())
-    rec = analyze_inputs(spark, settings_, DAY, target="0.99")
+    rec = analyze_inputs(spark, settings_.whatif_config(), DAY, target="0.99")
 
     kept = sorted((r for r in rows if r["event_date"] == DAY and not r["is_duplicate"]),
                   key=lambda r: (micros(r["arrival_time"]), r["partition"],
@@ -254,7 +254,8 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured")}
+    replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured",
+                                          "configured_sources_without_events")}
     assert payload == {"day": "2026-01-01", **want.to_json_dict()}
     # the per-batch comparison replays the log's batches: here one (batch_id 0), judged
     # against no watermark, so nothing is late under any row's bounds
@@ -263,6 +264,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         replay["per_batch"])
     assert all(p["dropped"] == 0 for p in replay["per_batch"].values())
     assert replay["configured"] == "watermark bound 4s per partition"
+    assert replay["configured_sources_without_events"] == []
     assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99"]) == 0
     out = capsys.readouterr().out

@@ -126,12 +126,12 @@ def test_the_spark_columns_apply_the_python_rules(spark, rows):
 
     from spark.money import amount_text_col, minor_unit_break_col
 
-    settings_ = load_settings(env={})
+    booked = load_settings(env={}).currencies
     df = spark.createDataFrame([(str(a), c) for a, c in rows], "amount string, currency string")
     df = df.select(F.col("amount").cast(f"decimal({AMOUNT_PRECISION},{AMOUNT_SCALE})")
                    .alias("amount"), "currency")
     got = [(r.breaks, None if r.breaks else r.text) for r in df.select(
-        minor_unit_break_col(F.col("amount"), F.col("currency"), settings_).alias("breaks"),
+        minor_unit_break_col(F.col("amount"), F.col("currency"), booked).alias("breaks"),
         amount_text_col(F.col("amount"), F.col("currency")).alias("text")).collect()]
     # a total is always whole in its minor unit, so only whole amounts need the same text
     want = [(minor_unit_violation(a, c) is not None,
@@ -148,5 +148,5 @@ def test_a_currency_reckon_does_not_book_has_no_verdict(spark):
     df = spark.createDataFrame([("1.00", "XAU"), ("1.00", "EUR")], "a string, c string")
     got = [r.v for r in df.select(minor_unit_break_col(
         F.col("a").cast("decimal(18,3)"), F.col("c"),
-        load_settings(env={}, currencies="EUR")).alias("v")).collect()]
+        load_settings(env={}, currencies="EUR").currencies).alias("v")).collect()]
     assert got == [None, False]

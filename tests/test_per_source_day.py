@@ -19,20 +19,17 @@ from decimal import Decimal
 
 import pytest
 
-from bench.per_source_day import (
-    SCENARIOS,
+from bench.per_source_points import (
     SWEEP,
-    Day,
-    S,
     best_single,
-    make_day,
     per_event_point,
     pure_point,
     single,
-    streamed_figures,
     sweep,
     windows,
 )
+from bench.per_source_scenarios import SCENARIOS, Day, S, make_day
+from bench.per_source_streams import streamed_figures
 from reckon.eventtime import WatermarkPolicy
 from reckon.whatif import DEFAULT_BOUNDS, CurvePoint, default_bounds, normalize_bounds
 from reckon.whatif_inputs import recommend_per_input
@@ -125,8 +122,9 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
         analyze_day_batches,
         batch_points,
         per_source_batches,
+        whatif_of_day,
     )
-    from bench.per_source_day import DAY
+    from bench.per_source_scenarios import DAY
     from reckon.reference import Event
     from tests.streamkit import stream_settings
     from tests.test_replay_audit import run_batches
@@ -150,18 +148,18 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert got["avg_emit_latency_seconds"] == pytest.approx(mine.avg_emit_latency, abs=1e-6)
 
     compared = {"per_source": per_source(8), "one_bound": single(8 * S, True)}
-    replayed = batch_points(spark, settings_, DAY, compared)
+    replayed = batch_points(spark, settings_.whatif_config(), DAY, compared)
     assert replayed == {name: pure_point(day, p) for name, p in compared.items()}
     assert got["completeness"] >= replayed["one_bound"].completeness
     assert got["avg_emit_latency_seconds"] < replayed["one_bound"].avg_emit_latency  # type: ignore[operator]
-    assert analyze_day_batches(spark, settings_, DAY).configured == replayed["per_source"]
+    assert analyze_day_batches(spark, settings_.whatif_config(), DAY).configured == replayed["per_source"]
 
     # the report's and `reckon lateness --per-source`'s comparison per micro-batch: the
     # recommendation's rows, the single bound best per micro-batch, the stream's own
     rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
                               windows(), default_bounds(settings_), TARGET,
                               idle_timeout=IDLE, running=True)
-    rows, why_not = per_source_batches(spark, settings_, DAY, rec)
+    rows, why_not = per_source_batches(spark, settings_.whatif_config(), DAY, rec)
     ladder = {(by, b // S): pure_point(day, single(b, by))
               for by in (False, True) for b in default_bounds(settings_)}
     best = best_single(ladder, TARGET)
@@ -171,3 +169,10 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert rows[BEST_PER_BATCH_ROWS[best[0]]] == ladder[best]
     assert rows["bounds per source"] == pure_point(day, rec.policy(IDLE))
     assert rows["the stream as configured"] == mine
+
+    # bounds changed since (--change-spec to http 5s) are not what the day ran with: the
+    # comparison's last row is replayed under the bounds the day's batches recorded
+    later = stream_settings(tmp_path / "wh", window="10s", lateness="0s", idle_timeout="60s",
+                            watermark_bound_by_source="http=5s,radar=0s,sat=0s")
+    assert whatif_of_day(spark, later.whatif_config(), DAY).rules.watermark == per_source(8)
+    assert analyze_day_batches(spark, later.whatif_config(), DAY).configured == mine  # per batch

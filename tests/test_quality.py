@@ -608,7 +608,7 @@ def test_the_event_log_sums_are_the_replays(spark: Any, warehouse: Path) -> None
     reaching past midnight), copies of an event (the first in arrival order counts once),
     copies that disagree, a row the typed rules reject (half a yen), three currencies with 2,
     0 and 3 places in one window, and another day's events."""
-    from audits.suites import event_log_totals
+    from audits.event_log_match import event_log_totals
     from spark import tables as tb
     from spark.replay import replay_day
 

@@ -222,7 +222,7 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         for (w, k, cur), (a, c) in duplicate_overcount(expected, rules).items()}
 
     # the audit: every row explained, equal to the reference reconciliation
-    results = [audit_day(spark, settings, day, recorder=None) for day in (DAY1, DAY2)]
+    results = [audit_day(spark, settings.audit_config(), day, recorder=None) for day in (DAY1, DAY2)]
     assert sum(r.unexplained for r in results) == 0
     got = _recon_rows(spark, warehouse)
     want = reconcile_outcome(expected, log, rules)
@@ -268,7 +268,7 @@ def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_th
     assert [e.amount for e, _ in expected.admitted if e.event_id == "a"] == [10, 12]
     replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
     assert [r.conflicts for r in replays] == [0, 1]
-    audits = [audit_day(spark, settings, day, recorder=None) for day in (DAY1, DAY2)]
+    audits = [audit_day(spark, settings.audit_config(), day, recorder=None) for day in (DAY1, DAY2)]
     assert [a.unexplained for a in audits] == [0, 0]
     got = _recon_rows(spark, tmp_path / "wh")
     want = reconcile_outcome(expected, [e for b in batches for e in b], rules)
@@ -312,7 +312,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
         Event("b", "m1", Decimal("2.00"), MIDNIGHT + 30 * S, MIDNIGHT + 31 * S, 0, 1, "pos")]),
         0)
     replay_day(spark, settings, DAY1)
-    before = audit_day(spark, settings, DAY1, recorder=None)
+    before = audit_day(spark, settings.audit_config(), DAY1, recorder=None)
     assert (before.unexplained, _figures(before, "late_total")) == (0, {"USD": ("0.000",)})
     straggler = Event("s", "m1", Decimal("4.00"), MIDNIGHT - 5 * S, MIDNIGHT + 60 * S, 0, 2,
                       "pos")
@@ -320,7 +320,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
     late = spark.read.format("delta").load(str(tmp_path / "wh" / tb.LATE_EVENTS))
     assert [r.event_id for r in late.collect()] == ["s"]  # the stream sent it to late_events
     # recorded, with its late attribution
-    now = audit_day(spark, settings, DAY1, recorder=audit_recorder(settings))
+    now = audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
     assert (now.unexplained, _figures(now, "late_total", "canonical_total")) == (
         0, {"USD": ("0.000", "1.000")})
     from delta.tables import DeltaTable
@@ -337,7 +337,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
     latest = DeltaTable.forPath(spark, str(tmp_path / "wh" / tb.LATE_EVENTS)).history(1).first()
     assert now.table_versions[tb.LATE_EVENTS] < latest.version  # read before the straggler
     replay_day(spark, settings, DAY1)
-    after = audit_day(spark, settings, DAY1, recorder=audit_recorder(settings))
+    after = audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
     assert (after.unexplained, _figures(after, "late_total", "canonical_total")) == (
         0, {"USD": ("4.000", "5.000")})
     assert late_attributed(after.run_id) == 1
@@ -414,7 +414,7 @@ def test_rows_the_rules_now_reject_are_quarantined_by_the_replay_and_released_ag
 def test_an_audit_before_the_replay_says_which_replay_to_run(spark, streamed, tmp_path):
     warehouse = copy_warehouse(streamed, tmp_path)
     with pytest.raises(UsageError, match=r"run `reckon replay --date 2026-01-02`"):
-        audit_day(spark, stream_settings(warehouse, **RULES), DAY2, recorder=None)
+        audit_day(spark, stream_settings(warehouse, **RULES).audit_config(), DAY2, recorder=None)
     assert not (warehouse / tb.RECONCILIATION).exists()
 
 
@@ -432,7 +432,7 @@ def test_an_audit_of_a_day_without_a_finished_replay_says_which_replay_to_run(
     replay_day(spark, settings, DAY1)
     with pytest.raises(UsageError, match=r"no finished replay; run `reckon replay --date "
                                          r"2026-01-02`"):
-        audit_day(spark, settings, DAY2, recorder=None)
+        audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     assert not (warehouse / tb.RECONCILIATION).exists()
     unfinished = replay_day(spark, settings, DAY2)
     DeltaTable.forPath(spark, str(warehouse / tb.REPLAY_RUNS)).update(
@@ -440,8 +440,8 @@ def test_an_audit_of_a_day_without_a_finished_replay_says_which_replay_to_run(
         {"replay_id": F.lit("2026-01-02:event_log:v1:earlier")})
     with pytest.raises(UsageError, match=f"the replay {unfinished.replay_id} that wrote the "
                                          "day's canonical_totals did not finish"):
-        audit_day(spark, settings, DAY2, recorder=None)
-    assert audit_day(spark, settings, DAY1, recorder=None).rows > 0
+        audit_day(spark, settings.audit_config(), DAY2, recorder=None)
+    assert audit_day(spark, settings.audit_config(), DAY1, recorder=None).rows > 0
 
 
 def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, streamed,
@@ -468,7 +468,7 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
     tb.conform(df, tb.EVENT_LOG).write.format("delta").mode("append").save(
         str(warehouse / tb.EVENT_LOG))
     replay_day(spark, settings, DAY2)
-    result = audit_day(spark, settings, DAY2, recorder=None)
+    result = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
     assert list(bad) == [(MIDNIGHT, "m9", "USD")]
@@ -494,8 +494,8 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
                  & (F.col("currency") == F.lit(victim.currency))
                  & (F.col("batch_id") == F.lit(victim.batch_id)),
                  set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
-    audit_day(spark, settings, DAY1, recorder=None)
-    result = audit_day(spark, settings, DAY2, recorder=None)
+    audit_day(spark, settings.audit_config(), DAY1, recorder=None)
+    result = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
     assert list(bad) == [(to_micros(victim.window_start), victim.key, victim.currency)]
@@ -773,7 +773,7 @@ def test_the_audit_joins_every_mix_of_inputs_as_the_reference_does(spark, absent
     or only uncaught_duplicates knows, makes the reference's row and status."""
     from pyspark.sql import functions as F
 
-    from audits.audit import reconcile_frame
+    from audits.reconcile_rows import reconcile_frame
     from reckon.reconcile import Tolerance, reconcile
 
     rng = random.Random(16)
@@ -833,7 +833,7 @@ def test_the_audits_tolerance_in_spark_is_the_references_at_its_bounds(spark):
     row for row (DECIMAL(38,3) times a Decimal ratio, no float)."""
     from pyspark.sql import functions as F
 
-    from audits.audit import reconcile_frame
+    from audits.reconcile_rows import reconcile_frame
     from reckon.reconcile import Tolerance, reconcile
 
     tolerance = Tolerance(Decimal("0.05"), Decimal("0.001"))
@@ -939,28 +939,29 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
     not hold) is caught here: the first must not file the second's rows as its own breaks,
     nor become current; it says to run again."""
     import audits.audit as audit_module
+    import audits.audit_record as record_module
     from reckon.errors import ConcurrentAuditError, ConcurrentWriterError
     from reports.db.repository import ReportDB
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
     replay_day(spark, settings, DAY2)
-    earlier = audit_day(spark, settings, DAY2, recorder=audit_recorder(settings))
+    earlier = audit_day(spark, settings.audit_config(), DAY2, recorder=audit_recorder(settings))
     assert earlier.breaks_recorded > 0  # the day has breaks for the runs to record
-    record_breaks = audit_module._record_breaks
+    record_breaks = record_module._record_breaks
     overtaken: list[str] = []
 
     def overtaken_by_another_audit(written, recorder, run_id, day):
-        monkeypatch.setattr(audit_module, "_record_breaks", record_breaks)
+        monkeypatch.setattr(record_module, "_record_breaks", record_breaks)
         with pytest.raises(ConcurrentWriterError, match="audit of 2026-01-02 refused"):
-            audit_day(spark, settings, DAY2, recorder=None)
-        overtaken.append(audit_module._audit_day(spark, settings, DAY2, kind="nightly",
+            audit_day(spark, settings.audit_config(), DAY2, recorder=None)
+        overtaken.append(audit_module._audit_day(spark, settings.audit_config(), DAY2, kind="nightly",
                                                  recorder=None).run_id)
         return record_breaks(written, recorder, run_id, day)
 
-    monkeypatch.setattr(audit_module, "_record_breaks", overtaken_by_another_audit)
+    monkeypatch.setattr(record_module, "_record_breaks", overtaken_by_another_audit)
     with pytest.raises(ConcurrentAuditError, match="another audit of 2026-01-02 replaced"):
-        audit_day(spark, settings, DAY2, recorder=audit_recorder(settings))
+        audit_day(spark, settings.audit_config(), DAY2, recorder=audit_recorder(settings))
     assert overtaken
     db = ReportDB.from_settings(settings)
     assert db.current_audit_run(DAY2).run_id == earlier.run_id

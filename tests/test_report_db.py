@@ -301,6 +301,25 @@ def test_late_retry_of_an_older_run_does_not_displace_the_newer(db: ReportDB) ->
     assert got is not None and got.is_current is False
 
 
+def test_check_runs_keep_the_audit_runs_rule_a_late_retry_or_a_rerecord_changes_nothing(
+        db: ReportDB) -> None:
+    """Check runs are recorded by the audit runs' rule (``repository._insert_run``): the
+    newest by started_at is current, an older run recorded later is history, and a run_id
+    recorded again changes nothing, even with other figures."""
+    newer = CheckRun(run_id="chk-new", day=DAY, started_at=T0 + timedelta(hours=1),
+                     duration_seconds=1.0, success=True, blocking_failures=0, warnings=0,
+                     suites=7, expectations=40, data_docs_path="/wh/docs/index.html")
+    older = replace(newer, run_id="chk-old", started_at=T0, success=False, blocking_failures=1)
+    db.record_check_run(newer, [])
+    db.record_check_run(older, [])
+    db.record_check_run(replace(newer, success=False, warnings=9), [])
+    assert db.current_check_run(DAY) == newer
+    with db.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT run_id, is_current FROM check_runs "
+                                    "ORDER BY run_id")).all()
+    assert [tuple(r) for r in rows] == [("chk-new", True), ("chk-old", False)]
+
+
 # ----------------------------------------------------------------------------- break review
 
 

@@ -584,7 +584,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     warehouse = copy_warehouse(streamed, tmp_path)  # replay, audit and render write to it
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    audit = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+    audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
 
     result = render_day(spark, settings, DAY)
     assert Path(result.out_dir) == warehouse.resolve() / "reports" / "2026-01-01"
@@ -627,7 +627,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    audit = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+    audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert [c["currency"] for c in audit.currencies] == ["EUR", "JPY", "KWD"]
     result = render_day(spark, settings, DAY)
     html = Path(result.html_path).read_text()
@@ -662,8 +662,9 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
              midnight + timedelta(seconds=20)]
     for batch_id, mark in enumerate(marks):
         _append_progress(spark, wh, batch_id, mark)
-    policy = dataclasses.replace(settings.event_time_rules().watermark, lateness=0)
-    series = _watermarks(spark, settings, DAY, policy)
+    rules = settings.event_time_rules()
+    rules = dataclasses.replace(rules, watermark=dataclasses.replace(rules.watermark, lateness=0))
+    series = _watermarks(spark, wh, rules, DAY)
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
 
 
@@ -684,14 +685,14 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    first = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+    first = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert first.breaks_recorded > 0  # the two late events' windows
     db = ReportDB.from_settings(settings)
     with sqlite3.connect(settings.report_db.removeprefix("sqlite:///")) as conn:
         conn.execute("CREATE TRIGGER refuse_breaks BEFORE INSERT ON breaks "
                      "BEGIN SELECT RAISE(ABORT, 'no space left for breaks'); END")
     with pytest.raises(Exception, match="no space left for breaks"):
-        audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+        audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     current = db.current_audit_run(DAY)
     assert current is not None and current.run_id == first.run_id
     assert len(db.audit_runs(DAY)) == 1
@@ -714,15 +715,15 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
     replay_day(spark, settings, DAY)
-    nightly = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+    nightly = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert build_context(spark, settings, DAY).audit_run_id == nightly.run_id
-    adhoc = audit_day(spark, settings, DAY, kind="adhoc", recorder=audit_recorder(settings))
+    adhoc = audit_day(spark, settings.audit_config(), DAY, kind="adhoc", recorder=audit_recorder(settings))
     with pytest.raises(UsageError) as err:
         build_context(spark, settings, DAY)
     message = str(err.value)
     assert adhoc.run_id in message and nightly.run_id in message
     assert "reckon audit --date 2026-01-01 --kind nightly" in message
-    again = audit_day(spark, settings, DAY, kind="nightly", recorder=audit_recorder(settings))
+    again = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert build_context(spark, settings, DAY).audit_run_id == again.run_id
 
 

@@ -28,6 +28,13 @@ from tests.stream_chaos import table_snapshot
 from tests.streamkit import provisional_rows, reference_rows, stream_settings
 from tests.test_replay_audit import DAY1, RULES, _raw, random_batches, run_batches
 
+
+def explain(spark, settings, key, instant, currency=None):
+    """``explain_window`` as ``reckon explain`` calls it: the settings' warehouse and rules."""
+    return explain_window(spark, settings.warehouse_path, settings.event_time_rules(), key,
+                          instant, currency)
+
+
 NO_SAFETY_CHECK = {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}
 
 
@@ -82,9 +89,9 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     # the audit's attribution reads event_log as the day's replay pinned it, whose files the
     # compaction replaced and the vacuum deleted: it asks for a new replay
     with pytest.raises(UsageError, match=f"reckon replay --date {DAY1}"):
-        audit_day(spark, settings, DAY1, recorder=audit_recorder(settings))
+        audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
     replay_day(spark, settings, DAY1)
-    assert audit_day(spark, settings, DAY1, recorder=audit_recorder(settings)).unexplained == 0
+    assert audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings)).unexplained == 0
 
     # the stream goes on; explain still tells the whole history: the provisional row's
     # history is its deltas, rows the vacuum never removes (it removes replaced files only)
@@ -96,7 +103,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
         if v[-1] == 3 and v[-2] < 3)  # first counted before, revised in 3
     with session_conf(spark, NO_SAFETY_CHECK):
         vacuum_warehouse(spark, settings, retain="0s")
-    story = explain_window(spark, settings, key, start, currency=currency)
+    story = explain(spark, settings, key, start, currency=currency)
     [chapter] = [ch for ch in story.chapters if ch.window_start == start]
     counted = [h for h in chapter.history if h.change == "counted"]
     assert counted[0].batch_id == row[-2] and counted[-1].batch_id == 3

@@ -421,7 +421,7 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     """The nightly lookback re-audits yesterday: its new run replaces the run finance signed
     off. The audit, the report and the log must say the day needs a new sign-off, and which
     figures changed, until someone signs the new run off."""
-    from audits.audit import _replaced_signed_off_run
+    from audits.audit_record import _replaced_signed_off_run
     from reports.context import _signoffs
 
     append_signoff(db, "run-1", "bob", "approved", "ties out")

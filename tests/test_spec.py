@@ -180,6 +180,8 @@ def test_a_lateness_change_is_an_explicit_recorded_act(spark, clean_env, capsys,
     code, _, err = _stream(capsys, landing, wh, "--change-spec", "--lateness", "2s")
     assert code == 0, err
     assert "event-time spec version 2: watermark_bound 5s -> 2s, from the batch after 2" in err
+    # the start-up line shows what the stream runs with: the recorded 1m windows, not 10s
+    assert "tumbling 1m windows, watermark bound 2s per partition" in err
     versions = (spark.read.format("delta").load(str(wh / "event_time_spec"))
                 .orderBy("spec_version").collect())
     assert [(v.spec_version, v.change, v.after_batch_id) for v in versions] == [

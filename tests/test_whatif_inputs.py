@@ -110,6 +110,44 @@ def test_a_slow_source_gets_its_bound_and_the_others_wait_less_than_under_one_bo
     text = render_per_input(rec, date(2026, 1, 1))
     assert "bounds per source for 2026-01-01, target completeness 0.999" in text
     assert "configure: watermark_bound_by_source = " in text
+    assert "sent no event" not in text
+
+
+def test_the_configure_lines_set_the_recommended_bounds_from_a_file_or_flags(tmp_path):
+    """What ``reckon lateness --per-source`` says to write, pasted into reckon.toml or given
+    as flags, configures exactly the recommended bounds."""
+    from reckon.cli import _settings, build_parser
+    from reckon.config import load_settings
+
+    t, a, p, src = bursty_day()
+    rec = recommend_per_input(t, a, p, src, W, [0, S, 2 * S, 5 * S, 10 * S, 20 * S], "0.999",
+                              idle_timeout=60 * S)
+    lines = render_per_input(rec, date(2026, 1, 1)).splitlines()
+    toml = next(ln for ln in lines if ln.startswith("  reckon.toml: "))
+    flags = next(ln for ln in lines if ln.startswith("  flags: "))
+    setting, _, inputs = toml.removeprefix("  reckon.toml: ").partition("  and ")
+    (tmp_path / "reckon.toml").write_text(f"watermark_bound = \"{rec.per_input.bound // S}s\"\n"
+                                          f"{setting}\n{inputs}\n")
+    by_file = load_settings(tmp_path / "reckon.toml", env={})
+    by_flags = _settings(build_parser().parse_args(
+        ["stream", "--landing", "l", "--watermark-bound", f"{rec.per_input.bound // S}s",
+         *flags.removeprefix("  flags:").split()]))
+    for configured in (by_file, by_flags):
+        assert configured.event_time_rules().watermark == rec.policy(60 * S)
+
+
+def test_a_configured_source_without_events_is_named():
+    """A bound for a source the day never heard of (a typo in the configuration) is named."""
+    from audits.lateness import unheard_sources
+
+    t, a, p, src = bursty_day()
+    rec = recommend_per_input(t, a, p, src, W, [0, S, 10 * S], "0.999", idle_timeout=60 * S)
+    policy = WatermarkPolicy(0, 60 * S, by_source=True,
+                             source_bounds=(("http", S), ("htpp", S), ("sat", S)))
+    unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
+    assert unheard == ["htpp"]
+    assert ("configured bounds of sources that sent no event on 2026-01-01: htpp (a misspelt "
+            "name?") in render_per_input(rec, date(2026, 1, 1), unheard=unheard)
 
 
 def test_a_running_start_knows_every_input_from_the_first_arrival():

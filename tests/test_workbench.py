@@ -244,7 +244,7 @@ def test_workbench_start_up_line_prints_the_database_url_with_its_password_maske
 
     monkeypatch.setattr(workbench.cli.ReportDB, "from_settings", lambda settings: _DB())
     monkeypatch.setattr("workbench.app.create_app", lambda db, **kw: None)
-    monkeypatch.setattr(workbench.server, "serve", lambda app, host, port: None)
+    monkeypatch.setattr(workbench.server, "serve", lambda app, host, port, ready: ready())
     monkeypatch.setenv("RECKON_REPORT_DB_URL", "postgresql://rk:s3cret@db:5432/reckon")
     assert main(["workbench", "--port", "8088", "--warehouse", str(tmp_path / "wh")]) == 0
     line = capsys.readouterr().out
@@ -486,3 +486,238 @@ def test_the_throttle_forgets_old_failures_and_a_success_resets_it(db: ReportDB)
     assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 603) is not None
     throttle.succeeded(db, "bob", "10.0.0.1")
     assert throttle.refusal(db, "bob", "10.0.0.1", now=now + 604) is None
+
+
+# ----------------------------------------------------------------------------- review 2026-11-27
+
+
+def test_a_cause_the_audit_never_gives_or_a_negative_age_is_refused(app) -> None:
+    """`cause=EXPLAIND` showed "0 breaks match" and `age=-1` every break, as if filters."""
+    bob = _client(app, "bob")
+    response = bob.get(f"/day/{DAY}/breaks?cause=EXPLAIND")
+    assert response.status_code == 400
+    assert "cause=&#39;EXPLAIND&#39; is not valid: one of EXPLAINED, UNEXPLAINED" in response.text
+    response = bob.get(f"/day/{DAY}/breaks?age=-1")
+    assert response.status_code == 400 and "age=-1 is not valid: a number of days" in response.text
+    assert '<b>130</b> breaks match' in bob.get(f"/day/{DAY}/breaks?cause=&age=0").text
+    assert '<b>26</b> breaks match' in bob.get(f"/day/{DAY}/breaks?cause=MISSING_IN_STREAM").text
+
+
+def test_the_reconciler_acting_on_a_break_is_told_so_not_about_signing(app, db) -> None:
+    """The run's reconciler commenting on a break was told they "may not sign off" the run."""
+    alice = _client(app, "alice")
+    response = alice.post("/break/action", data={
+        "run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-00", "cur": "EUR",
+        "action": "comment", "note": "mine", "csrf": _csrf(alice.get("/").text)})
+    assert response.status_code == 403
+    assert ("may not act on the breaks of run &#39;nightly-2026-01-01&#39;: &#39;alice&#39; "
+            "reconciled it") in response.text and "four-eyes" in response.text
+    assert "sign off" not in response.text and read_log(db) == []
+
+
+def test_a_signer_is_named_once_and_a_broken_log_counts_its_problems(app, db: ReportDB) -> None:
+    bob = _client(app, "bob")
+    for note in ("figures checked", "checked again"):
+        append_signoff(db, RUN, "bob", "approved", note)
+    assert "Signed off by bob." in bob.get(f"/day/{DAY}").text
+    assert "signed (bob)" in bob.get("/").text
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE signoff_log SET note = 'all fine' WHERE seq = 1")
+    page = bob.get("/log").text
+    assert "BROKEN" in page and "(1 problem)" in page
+
+
+def test_users_disable_or_revoke_without_a_name_says_so(tmp_path: Path, capsys) -> None:
+    """It said `NAME=None is not valid: an existing workbench user`."""
+    for action in ("disable", "revoke"):
+        assert main(["users", action, "--warehouse", str(tmp_path / "wh")]) == 2
+        assert capsys.readouterr().err.strip().endswith(f"users {action} needs the user's NAME")
+    assert not (tmp_path / "wh").exists()  # nothing was created for a mistake
+
+
+def test_reckon_workbench_on_a_busy_port_is_one_clear_line(db: ReportDB, tmp_path: Path,
+                                                          monkeypatch, capsys) -> None:
+    """It printed "reckon workbench on http://..." and then uvicorn's own error, exit 3."""
+    import socket
+
+    monkeypatch.setenv("RECKON_REPORT_DB_URL", db.url)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["workbench", "--warehouse", str(tmp_path), "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"--port {port} is not free on 127.0.0.1" in err and "Traceback" not in err
+
+
+def test_reckon_workbench_on_a_warehouse_without_a_report_database_is_refused(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """A mistyped --warehouse served a new, empty database nobody could log in to."""
+    monkeypatch.delenv("RECKON_REPORT_DB_URL", raising=False)
+    typo = tmp_path / "warehous"
+    assert main(["workbench", "--warehouse", str(typo), "--port", "8088"]) == 2
+    err = capsys.readouterr().err
+    assert f"no report database at {typo}/reports/reckon.db" in err
+    assert "reckon users add" in err and not typo.exists()
+
+
+def test_the_paging_measurement_runs_as_the_readme_says(tmp_path: Path) -> None:
+    """scripts/workbench_paging.py, the README's measurement (100,000 breaks), on a small day:
+    every case is a real page over HTTP, under its budget."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "workbench_paging.py"
+    done = subprocess.run([sys.executable, str(script), "--breaks", "400", "--budget", "5"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "filled 400 breaks in " + lines[0].split(" in ")[1]
+    assert sum("50 rows shown" in line for line in lines) >= 5, done.stdout
+    assert lines[-1].startswith("worst page: ")
+
+
+_WITHOUT_SPARK = """
+import sys
+for name in ("pyspark", "py4j", "delta"):  # importing any of them now raises ImportError
+    sys.modules[name] = None
+import re
+from datetime import date
+from fastapi.testclient import TestClient
+from reports.db.repository import ReportDB
+from workbench.app import create_app
+from workbench.auth import add_user
+from workbench.sample import sample_day
+with ReportDB("sqlite:///" + sys.argv[1]) as db:
+    sample_day(db, date(2026, 1, 1), breaks=60, reconciler="alice")
+    add_user(db, "bob", "reviewer", "correct horse battery staple")
+    client = TestClient(create_app(db, secret=b"s" * 32))
+    token = re.search('name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
+    client.post("/login", data={"name": "bob", "password": "correct horse battery staple",
+                                "csrf": token})
+    day = "/day/2026-01-01"
+    listed = client.get(day + "/breaks?partition=1&source=pos").text
+    one = re.search('href="(/break[^"]+)"', listed).group(1).replace("&amp;", "&")
+    for path in ("/", day, day + "/breaks", one, "/log", "/log/export.json"):
+        assert client.get(path).status_code == 200, path
+    token = re.search('name="csrf" value="([^"]+)"', client.get(day).text).group(1)
+    signed = client.post("/signoff", data={"csrf": token, "run": "nightly-2026-01-01",
+                                           "decision": "approved", "note": "checked"})
+    assert "Signed off by bob" in signed.text
+print("served without Spark")
+"""
+
+
+def test_every_page_and_a_sign_off_are_served_without_spark(tmp_path: Path) -> None:
+    """Issue 42: the workbench needs no Spark to serve a page (nor any import of it)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_SPARK, str(tmp_path / "r.db")],
+                          cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and done.stdout == "served without Spark\n", done.stderr
+
+
+def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
+                                                                         db: ReportDB) -> None:
+    """After the lookback re-audited a signed day, the day page showed an unsigned run and
+    nothing about the sign-off the re-audit undid (the day's report says it)."""
+    bob = _client(app, "bob")
+    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    assert 'id="replaced"' not in bob.get(f"/day/{DAY}").text
+    sample_day(db, DAY, breaks=130, reconciler="alice", run_id="nightly-2026-01-01-again",
+               now=datetime.now(UTC) + timedelta(hours=1))
+    page = bob.get(f"/day/{DAY}").text
+    assert "nightly-2026-01-01-again" in page and 'id="signed"' not in page
+    assert (f"A later audit replaced run <code>{RUN}</code>, which bob signed off (approved, "
+            in page and "this run needs its own" in page)
+    append_signoff(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
+    page = bob.get(f"/day/{DAY}").text
+    assert 'id="replaced"' not in page and "Signed off by bob." in page
+
+
+def test_the_break_list_pages_forward_keeping_its_filters_and_back_to_the_first(app) -> None:
+    """A page deep in the list had only 'Next page': back to the first meant the browser's
+    history or losing the filters ('clear')."""
+    import html
+
+    bob = _client(app, "bob")
+    url, seen, pages = f"/day/{DAY}/breaks?kind=nightly&cause=UNEXPLAINED", [], 0
+    while url:
+        text = bob.get(url).text
+        pages += 1
+        seen += re.findall(r'<a class="break" href="([^"]+)"', text)
+        first = re.search(r'<a id="first" href="\?([^"]+)"', text)
+        assert (first is None) == (pages == 1), text
+        if first:
+            assert "cause=UNEXPLAINED" in first.group(1) and "after=" not in first.group(1)
+        found = re.search(r'<a id="next" href="([^"]+)"', text)
+        url = f"/day/{DAY}/breaks" + html.unescape(found.group(1)) if found else ""
+        assert not found or "cause=UNEXPLAINED" in url
+    assert pages == 2 and len(seen) == len(set(seen)) == 52
+
+
+def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: ReportDB,
+                                                                          tmp_path: Path) -> None:
+    """The README's `reckon workbench` on embedded defaults (a SQLite report database in the
+    warehouse), in its own process: the start-up line once the port is bound, a login over
+    HTTP, and Ctrl-C stops it (one line, no traceback)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.parse
+    import urllib.request
+    from http.cookiejar import CookieJar
+
+    warehouse = tmp_path / "warehouse"
+    (warehouse / "reports").mkdir(parents=True)
+    db.engine.dispose()
+    Path(db.url.removeprefix("sqlite:///")).rename(warehouse / "reports" / "reckon.db")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
+    env["PYTHONPATH"] = str(root)
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from reckon.cli import main; sys.exit(main())",
+         "workbench", "--warehouse", str(warehouse), "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        assert line.startswith(f"reckon workbench on http://127.0.0.1:{port} (report database "
+                               f"sqlite:///{warehouse}/reports/reckon.db)"), line
+        url = f"http://127.0.0.1:{port}"
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()))
+        token = _csrf(browser.open(f"{url}/login", timeout=30).read().decode())
+        form = urllib.parse.urlencode({"name": "bob", "password": PASSWORD, "csrf": token})
+        home = browser.open(f"{url}/login", data=form.encode(), timeout=30).read().decode()
+        assert "bob (reviewer)" in home and RUN in home
+    finally:
+        server.send_signal(signal.SIGINT)
+        code = server.wait(timeout=30)
+    err = server.stderr.read() if server.stderr else ""
+    assert (code, err) == (130, "reckon workbench: interrupted\n")  # the shell's Ctrl-C code
+
+
+def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
+                                                                         db: ReportDB) -> None:
+    """The day page said "Signed off by bob." over a log entry edited (or figures changed) by
+    hand; only the log page said BROKEN."""
+    bob = _client(app, "bob")
+    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    assert 'id="log-broken"' not in bob.get("/").text + bob.get(f"/day/{DAY}").text
+    with db.engine.begin() as conn:  # the run's signed figures changed after the sign-off
+        conn.exec_driver_sql("UPDATE audit_run_currencies SET gap_total = 0 "
+                             "WHERE currency = 'EUR'")
+    day = bob.get(f"/day/{DAY}").text
+    assert "The sign-off log fails verification</b> (1 problem)" in day
+    assert 'id="log-broken"' not in bob.get("/").text  # the list checks the chain only
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE signoff_log SET by = 'carl' WHERE seq = 1")
+    for path in ("/", f"/day/{DAY}"):
+        assert 'id="log-broken"' in bob.get(path).text, path

@@ -31,6 +31,7 @@ from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
 from reckon.money import format_amount
+from reckon.reconcile import ReconStatus
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
@@ -214,10 +215,26 @@ def _target(ws: str, key: str, cur: str) -> BreakTarget:
     return BreakTarget(moment, key, cur)
 
 
+#: What the cause filter may ask for: the audit's statuses but MATCHED (a match is no break).
+BREAK_CAUSES = tuple(s.value for s in ReconStatus if s is not ReconStatus.MATCHED)
+
+
+def _check_cause_and_age(cause: str, age: int) -> None:
+    """A cause the audit never gives, or a negative age, is a mistake in the URL, not a
+    filter that matches nothing (a typo'd ``cause=EXPLAIND`` showed "0 breaks match").
+
+    Example: ``_check_cause_and_age("EXPLAINED", 0)`` passes; ``("late", 0)`` raises."""
+    if cause and cause not in BREAK_CAUSES:
+        raise UsageError(f"cause={cause!r} is not valid: one of " + ", ".join(BREAK_CAUSES))
+    if age < 0:
+        raise UsageError(f"age={age} is not valid: a number of days, 0 or more")
+
+
 def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) -> None:
     @app.get("/")
     def home(request: Request, who: Who) -> Response:
-        return page(request, "days.html", who, runs=queries.days(db))
+        return page(request, "days.html", who, runs=queries.days(db),
+                    check=verify_log(db, warehouse=warehouse, figures_of=()))
 
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
@@ -225,7 +242,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
         return page(request, "day.html", who, run=run,
-                    entries=queries.log_entries(db, run["run_id"]))
+                    entries=queries.log_entries(db, run["run_id"]),
+                    replaced=queries.replaced_signoff(db, run),
+                    check=verify_log(db, warehouse=warehouse, figures_of={run["run_id"]}))
 
     @app.get("/report/{day}/{kind}/{name}")
     def report(who: Who, day: str, kind: str, name: str) -> Response:
@@ -253,6 +272,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
         if status and status not in REVIEW_STATUSES:
             raise UsageError(f"status={status!r} is not valid: one of "
                              + ", ".join(REVIEW_STATUSES))
+        _check_cause_and_age(cause, age)
         partition = partition.strip()
         if partition and not partition.isdigit():
             raise UsageError(f"partition={partition!r} is not valid: a partition number "

@@ -13,6 +13,7 @@ import argparse
 import getpass
 import os
 import sys
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -44,11 +45,11 @@ def _password(args: argparse.Namespace) -> str:
 def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon users add NAME --role R`` / ``list`` / ``disable NAME`` / ``revoke NAME``.
     Disabling a user ends their sessions too; revoking ends them and keeps the user."""
+    if args.action != "list" and not args.name:  # it said "NAME=None is not valid"
+        raise UsageError(f"users {args.action} needs the user's NAME")
     with ReportDB.from_settings(settings) as db:
         t = WORKBENCH_USERS
         if args.action == "add":
-            if not args.name:
-                raise UsageError("users add needs the user's NAME")
             user, before = put_user(db, args.name, args.role, _password(args))
             print(_added(user, before))
         elif args.action == "disable":
@@ -99,13 +100,32 @@ def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
 
     if not 0 < args.port < 65536:
         raise invalid("--port", args.port, "a TCP port (1 to 65535)")
+    _refuse_a_missing_sqlite_file(settings)
     db = ReportDB.from_settings(settings)
     db.migrate()
     warehouse = settings.warehouse_path
     secret = load_secret(warehouse / "reports" / "_workbench_secret")
     app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
                      secure_cookies=args.secure_cookies)
-    print(f"reckon workbench on http://{args.host}:{args.port} (report database "
-          f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True)
-    serve(app, args.host, args.port)
+    serve(app, args.host, args.port, ready=lambda: print(
+        f"reckon workbench on http://{args.host}:{args.port} (report database "
+        f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True))
     return 0
+
+
+def _refuse_a_missing_sqlite_file(settings: Settings) -> None:
+    """A SQLite report database that does not exist yet is a wrong ``--warehouse`` (or a
+    workbench started before ``reckon users add``): serving it would create it empty, with
+    nobody able to log in.
+
+    Example: ``reckon workbench --warehouse ./warehous`` -> ``--warehouse ./warehous: no
+    report database at .../warehous/reports/reckon.db ...``"""
+    url = sa.make_url(settings.report_db)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    if not Path(url.database).expanduser().is_file():
+        where = ("RECKON_REPORT_DB_URL" if settings.report_db_url
+                 else f"--warehouse {settings.warehouse}")
+        raise UsageError(f"{where}: no report database at {url.database}: give the warehouse "
+                         "an audit wrote (`reckon demo` makes one), and add the workbench's "
+                         "users there first (`reckon users add NAME --role R`)")

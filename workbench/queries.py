@@ -21,8 +21,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from reckon import signoff as signoff_rules
 from reckon.errors import UsageError
-from reckon.signoff import SIGNING_DECISIONS
+from reckon.signoff import SIGNING_DECISIONS, is_break_action
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
@@ -39,7 +40,7 @@ from reports.db.types import UTCDateTime
 from reports.review import BreakTarget
 
 __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
-           "facets", "log_entries", "run_of_day"]
+           "facets", "log_entries", "replaced_signoff", "run_of_day"]
 
 PAGE_SIZE = 50
 #: A page counts the matches up to here and says "more than" beyond: the count then costs at
@@ -133,14 +134,39 @@ def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
     c, log = AUDIT_RUN_CURRENCIES, SIGNOFF_LOG
     run["currencies"] = [dict(r) for r in conn.execute(
         sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
-    run["signed_by"] = [r.by for r in conn.execute(
+    # each signer once, in the order they first signed (bob signing twice is not two people)
+    run["signed_by"] = list(dict.fromkeys(r.by for r in conn.execute(
         sa.select(log.c.by).where(log.c.run_id == run["run_id"],
-                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))]
+                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))))
     report = conn.execute(sa.select(REPORTS.c.html_path).where(
         REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
         .limit(1)).scalar_one_or_none()
     run["report_path"] = report
     return run
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A log entry as reckon.signoff.replaced_signoff reads it."""
+
+    run_id: str
+    decision: str
+    by: str
+    at: datetime
+
+
+def replaced_signoff(db: ReportDB, run: dict[str, Any]) -> _Decision | None:
+    """The sign-off a re-audit undid: ``run`` has none of its own and an earlier run of its
+    day and kind was signed off (the day's report says the same; a reviewer here would
+    otherwise see an unsigned day and not know it had been signed).
+
+    Example: bob approved ``nightly-1``, the lookback re-audited the day as ``nightly-2``:
+    ``replaced_signoff(db, run_of_day(db, day)).run_id == "nightly-1"``."""
+    raw = db.signoffs_of_day(run["day"], run["kind"])
+    entries = [_Decision(e["run_id"], e["decision"], e["by"], e["at"]) for e in raw
+               if not is_break_action(e["decision"])]
+    started = {e["run_id"]: e["started_at"] for e in raw} | {run["run_id"]: run["started_at"]}
+    return signoff_rules.replaced_signoff(entries, run["run_id"], started)
 
 
 def days(db: ReportDB, limit: int = 120) -> list[dict[str, Any]]:

@@ -9,14 +9,18 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
+import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import uvicorn
 from fastapi import FastAPI
 
-__all__ = ["serve", "serve_in_thread"]
+from reckon.errors import UsageError
+
+__all__ = ["bind", "serve", "serve_in_thread"]
 
 
 def _config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
@@ -24,9 +28,36 @@ def _config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
                           proxy_headers=False, server_header=False)
 
 
-def serve(app: FastAPI, host: str, port: int) -> None:
-    """Serve until interrupted."""
-    uvicorn.Server(_config(app, host, port)).run()
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port``, or one clear line saying why not (uvicorn
+    logged its own error after ``reckon workbench`` had announced the address as served).
+
+    Example: a second ``reckon workbench`` on the same port raises ``UsageError("--port 8088
+    is not free on 127.0.0.1 (address already in use): ...")``."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as err:
+        sock.close()
+        reason = err.strerror or str(err)
+        if err.errno == errno.EADDRINUSE:
+            raise UsageError(f"--port {port} is not free on {host} ({reason.lower()}): "
+                             "another workbench may be running; give another --port") from None
+        raise UsageError(f"cannot listen on {host}:{port} ({reason.lower()}): give a --host "
+                         "this machine has (127.0.0.1, or 0.0.0.0 for every address)") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app: FastAPI, host: str, port: int,
+          ready: Callable[[], None] = lambda: None) -> None:
+    """Serve until interrupted; ``ready`` runs once the address is bound (the start-up line)."""
+    sock = bind(host, port)
+    ready()
+    uvicorn.Server(_config(app, host, port)).run(sockets=[sock])
 
 
 @contextlib.contextmanager

@@ -79,7 +79,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
     spark = get_spark(settings, app_name="reckon-explain")
-    story = explain_window(spark, settings, args.key, instant, currency)
+    story = explain_window(spark, wh, settings.event_time_rules(), args.key, instant, currency)
     if args.json:
         print_json(story.to_dict())
     else:
@@ -145,34 +145,41 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
         completeness_target,
         render_analysis,
         render_per_input,
+        unheard_sources,
     )
     from spark import tables
     from spark.session import get_spark
 
     day = parse_date(args.date, "--date")
     bounds = None if args.bounds is None else _bounds_arg(args.bounds)
-    target = completeness_target(args.target, settings)
+    target = completeness_target(args.target, settings.target_completeness)
+    whatif = settings.whatif_config()
     spark = get_spark(settings, app_name="reckon-lateness")
     try:
         if getattr(args, "per_source", False):
-            from audits.lateness_batches import per_source_batches
+            from audits.lateness_batches import per_source_batches, whatif_of_day
 
-            rec = analyze_inputs(spark, settings, day, bounds=bounds, target=target)
-            replayed, unavailable = per_source_batches(spark, settings, day, rec)
-            configured = settings.event_time_rules().watermark.describe()
+            rec = analyze_inputs(spark, whatif, day, bounds=bounds, target=target)
+            ran = whatif_of_day(spark, whatif, day)  # not a spec changed since
+            replayed, unavailable = per_source_batches(spark, ran, day, rec)
+            policy = ran.rules.watermark
+            unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
                               "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
                               "per_batch_unavailable": unavailable,
-                              "configured": configured},
+                              "configured": policy.describe(),
+                              "configured_sources_without_events": unheard},
                              indent=2, sort_keys=True) if args.json
-                  else render_per_input(rec, day, replayed, unavailable, configured))
+                  else render_per_input(rec, day, replayed, unavailable, policy.describe(),
+                                        unheard))
             return 0
-        analysis = analyze_day(spark, settings, day, bounds=bounds, target=target)
+        analysis = analyze_day(spark, whatif, day, bounds=bounds, target=target)
     except NoEventsError:
         return _quiet_day(day, args.json)
-    batches, why_not = batch_curve_of_day(spark, settings, day, bounds)
-    attribution = (late_attribution(spark, settings, day)
-                   if tables.table_exists(settings.warehouse_path, tables.LATE_EVENTS) else [])
+    batches, why_not = batch_curve_of_day(spark, whatif, day, bounds)
+    wh = settings.warehouse_path
+    attribution = (late_attribution(spark, wh, settings.event_time_rules(), day)
+                   if tables.table_exists(wh, tables.LATE_EVENTS) else [])
     if args.json:
         print(json.dumps(analysis_json(analysis, attribution, batches, why_not), indent=2,
                          sort_keys=True))

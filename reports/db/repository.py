@@ -78,6 +78,29 @@ def _age_days(first_seen: datetime, now: datetime) -> int:
     return max(0, (now - first_seen).days)
 
 
+def _insert_run(conn: sa.Connection, runs: sa.Table, values: dict[str, Any],
+                scope: tuple[sa.ColumnElement[bool], ...]) -> bool:
+    """Insert a run row (audit or check) by the one rule both kinds of run keep: a run_id
+    already recorded changes nothing (False: the caller writes nothing else either), and the
+    run becomes current within ``scope`` (its day, and kind) unless a run that started later
+    is already there, so a delayed retry of an old run never displaces a newer one; it is
+    kept as history then. ``values`` holds the row's columns but ``is_current``.
+
+    Example: recording run-new (10:00) then run-old (09:00) of one day leaves run-new
+    current and run-old in the history; recording run-old again inserts nothing.
+    """
+    if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == values["run_id"])).first():
+        return False
+    newer = conn.execute(sa.select(runs.c.run_id).where(
+        *scope, runs.c.started_at > values["started_at"]).limit(1)).first()
+    if newer is None:
+        conn.execute(sa.update(runs).where(*scope, runs.c.is_current.is_(True))
+                     .values(is_current=False))
+    conn.execute(sa.insert(runs).values(**values, is_current=newer is None,
+                                        recorded_at=_now()))
+    return True
+
+
 class ReportDB:
     """The report database behind one SQLAlchemy URL. Cheap to construct; the schema is
     migrated (Alembic ``upgrade head``) on first use."""
@@ -155,22 +178,12 @@ class ReportDB:
         (day, kind) unless a run that started later is already recorded (a delayed retry of an
         old run never displaces a newer one); older runs stay as history. Recording the same
         run_id again changes nothing."""
-        engine = self.ready()
         runs = AUDIT_RUNS
-        with write_tx(engine, runs.name) as conn:
-            if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
-                return
-            newer = conn.execute(sa.select(runs.c.run_id).where(
-                runs.c.day == run.day, runs.c.kind == run.kind,
-                runs.c.started_at > run.started_at).limit(1)).first()
-            current = newer is None
-            if current:
-                conn.execute(sa.update(runs).where(runs.c.day == run.day, runs.c.kind == run.kind,
-                                                   runs.c.is_current.is_(True))
-                             .values(is_current=False))
+        with write_tx(self.ready(), runs.name) as conn:
             values = _record_values(run, exclude=("is_current", "currencies"))
-            conn.execute(sa.insert(runs).values(**values, is_current=current,
-                                                recorded_at=_now()))
+            if not _insert_run(conn, runs, values, (runs.c.day == run.day,
+                                                    runs.c.kind == run.kind)):
+                return
             if run.currencies:
                 conn.execute(sa.insert(AUDIT_RUN_CURRENCIES),
                              [{**_record_values(c), "run_id": run.run_id}
@@ -301,20 +314,10 @@ class ReportDB:
     def record_check_run(self, run: CheckRun, results: Sequence[ExpectationResult]) -> None:
         """Store a check run and its results in one transaction; newest (by started_at) is
         current for its day; the same run_id again changes nothing."""
-        engine = self.ready()
         runs = CHECK_RUNS
-        with write_tx(engine, runs.name) as conn:
-            if conn.execute(sa.select(runs.c.run_id).where(runs.c.run_id == run.run_id)).first():
+        with write_tx(self.ready(), runs.name) as conn:
+            if not _insert_run(conn, runs, _record_values(run), (runs.c.day == run.day,)):
                 return
-            newer = conn.execute(sa.select(runs.c.run_id).where(
-                runs.c.day == run.day, runs.c.started_at > run.started_at).limit(1)).first()
-            current = newer is None
-            if current:
-                conn.execute(sa.update(runs).where(runs.c.day == run.day,
-                                                   runs.c.is_current.is_(True))
-                             .values(is_current=False))
-            conn.execute(sa.insert(runs).values(**_record_values(run), is_current=current,
-                                                recorded_at=_now()))
             for result in results:
                 if result.run_id != run.run_id:
                     raise invalid("ExpectationResult.run_id", result.run_id,
@@ -380,7 +383,8 @@ def audit_recorder(settings: Any) -> AuditRecorder:
     audit is handed them instead of opening the database itself).
 
     Example:
-        >>> audit_day(spark, settings, day, recorder=audit_recorder(settings))  # doctest: +SKIP
+        >>> audit_day(spark, settings.audit_config(), day,
+        ...           recorder=audit_recorder(settings))  # doctest: +SKIP
     """
     return AuditRecorder(ledger=ReportDB.from_settings(settings), write_breaks=insert_breaks,
                          write_stories=insert_break_stories)
