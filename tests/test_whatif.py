@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.lateness import LatenessAnalysis, PartitionCurve, read_events_file, render_analysis
+from audits.lateness import LatenessAnalysis, PartitionCurve, render_analysis
+from audits.lateness_file import read_events_file
 from audits.records import AttributionRow
 from reckon.cli import main
 from reckon.errors import UsageError

@@ -105,7 +105,8 @@ def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
     The window width comes from --window; slide, allowed lateness, idle timeout and expected
     partitions from the configuration (file / RECKON_* environment), like every other
     command."""
-    from audits.lateness import curve_of_events, read_events_file, render_curve
+    from audits.lateness import curve_of_events, render_curve
+    from audits.lateness_file import read_events_file
 
     rules = settings.event_time_rules()  # --window arrives through settings
     bounds = _bounds_arg(args.bounds)
