@@ -118,7 +118,7 @@ class _Feed:
     def run(self) -> None:
         time.sleep(2.0)  # let the query start first
         self.land(self.warm_file)
-        if not self.warm.wait(600):
+        if not self.warm.wait(1800):  # a new checkpoint seeds its dedup state first
             return
         t0 = time.time()
         for i, name in enumerate(self.timed_files):
