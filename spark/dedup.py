@@ -96,6 +96,16 @@ class StateSeed:
         return Path(checkpoint) / "reckon" / "dedup_state.json"
 
     @classmethod
+    def fits(cls, checkpoint: str | Path) -> bool:
+        """Whether the query on ``checkpoint`` can run with the dedup state: a new checkpoint,
+        or one whose state began with it. A checkpoint written by a query without the state
+        cannot take a stateful operator (Spark refuses its missing operator metadata), so its
+        query goes on judging duplicates against the archive."""
+        commits_dir = Path(checkpoint) / "commits"
+        new = not commits_dir.is_dir() or not any(commits_dir.iterdir())
+        return new or cls.record_of(checkpoint).is_file()
+
+    @classmethod
     def of(cls, spark: SparkSession, warehouse: Path, checkpoint: str | Path) -> StateSeed:
         """The checkpoint's seed, recorded now from event_log if the checkpoint has none."""
         record = cls.record_of(checkpoint)

@@ -589,8 +589,14 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
         sweep_committed_admissions(Path(cp), admitter.files_dir)
         admitter.admit()  # what landed before the start, in name order
     raw = source.read(spark, settings, admitter.files_dir if admitter else None)
-    writer = (processor.judged_stream(raw)
-              .writeStream.foreachBatch(processor)
+    if StateSeed.fits(cp):
+        raw = processor.judged_stream(raw)
+    else:
+        print(f"[stream] checkpoint {cp} was written before the dedup state: duplicates are "
+              "judged against event_log, as it was; start with a new --checkpoint (its first "
+              "batch seeds the state from the archive) to judge them by the state",
+              file=sys.stderr, flush=True)
+    writer = (raw.writeStream.foreachBatch(processor)
               .option("checkpointLocation", cp)
               .queryName(f"reckon-stream-{source.name}"))
     if interval:

@@ -110,3 +110,39 @@ def test_a_new_checkpoint_starts_from_the_archives_last_horizon(spark, tmp_path)
             == figures(reference_rows(expected)))
     assert ([row[:3] for row in late_rows(spark, settings.warehouse_path)]
             == [row[:3] for row in reference_late(expected)])
+
+
+def test_a_checkpoint_from_before_the_state_goes_on_against_the_archive(spark, tmp_path,
+                                                                        capsys):
+    """A checkpoint written by a query without the dedup state (as reckon ran before it)
+    cannot take the stateful operator (Spark refuses it). The restarted stream says so in one
+    line and goes on judging duplicates against the archive: a re-delivery of an archived
+    event is still a duplicate, and the tables are the reference's."""
+    from pathlib import Path
+
+    from spark.sources import landing_admitter
+    from spark.stream import BatchProcessor
+
+    rules = {**RULES, "dedup_horizon": "1h"}
+    hour = 3_600 * 1_000_000
+    batches = random_batches(17, n=24, batches=3)
+    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in batches[1][:3]])
+    settings = stream_settings(tmp_path / "wh", **rules)
+    landing, checkpoint = tmp_path / "landing", tmp_path / "checkpoint"
+    write_landing(landing, batches[:3])
+    source = StreamSource(landing=str(landing))
+    processor = BatchProcessor(spark, settings, checkpoint=str(checkpoint))
+    admitter = landing_admitter(source, Path(checkpoint))
+    assert admitter is not None
+    admitter.admit()
+    query = (source.read(spark, settings, admitter.files_dir).writeStream  # no dedup state
+             .foreachBatch(processor).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    write_landing(landing, batches[3:], start=3)
+    after = _stream(spark, settings, landing, checkpoint=str(checkpoint))
+    assert "written before the dedup state" in capsys.readouterr().err
+    assert [m.duplicates for m in after if m.valid] == [3]
+    assert {m.dedup_by for m in after if m.valid} == {"archive"}
+    expected = stream_outcome(batches, EventTimeRules.parse(**rules))
+    assert provisional_rows(spark, settings.warehouse_path) == reference_rows(expected)
