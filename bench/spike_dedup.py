@@ -5,9 +5,9 @@ Not production code. Both contenders judge the same micro-batches of ``--batch``
 ``--horizon-rows`` earlier arrivals (the dedup horizon's worth: 3.6M at 1,000 events/s and an
 hour), by the same rule (reckon.eventtime.is_duplicate_of_recent), and count the duplicates:
 
-* ``archive``: what BatchProcessor._deduplicate does today: read the horizon of event_log
-  (event_id, arrival_time), semi-join it with the batch's ids, the latest earlier arrival per
-  id, and a window over the batch's own copies;
+* ``archive``: the stream's archive path (spark.dedup.judge_by_archive): read the horizon of
+  event_log, semi-join it with the batch's ids, the latest earlier arrival per id, and a window
+  over the batch's own copies;
 * ``state``: reckon.jvm.DedupState, a transformWithState processor keyed by event_id on
   RocksDB, inside a real streaming query over the same rows as Parquet files, one a trigger.
 
@@ -24,12 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench.harness import base_settings, load_average, log
-from reckon.eventtime import is_duplicate_of_recent
-from spark.rules import arrival_order
+from reckon.eventtime import EventTimeRules
+from spark import commits
+from spark import tables as tb
+from spark.dedup import judge_by_archive, judged_stream
 from spark.session import get_spark
 
 HORIZON_US = 3_600 * 1_000_000
@@ -54,19 +56,12 @@ def _rows(spark: SparkSession, first: int, n: int, start_us: int, span_us: int,
                     i.alias("offset")))
 
 
-def _archive_dedup(spark: SparkSession, log_path: str, batch: DataFrame,
-                   min_arrival: int) -> int:
-    prior = (spark.read.format("delta").load(log_path)
-             .filter(F.col("arrival_time") >= F.timestamp_micros(F.lit(min_arrival - HORIZON_US)))
-             .join(batch.select("event_id"), "event_id", "left_semi")
-             .groupBy("event_id")
-             .agg(F.max(F.unix_micros("arrival_time")).alias("prior_arrival")))
-    order = Window.partitionBy("event_id").orderBy(*arrival_order("arrival_us")).rowsBetween(
-        Window.unboundedPreceding, -1)
-    latest = F.greatest(F.col("prior_arrival"), F.max("arrival_us").over(order))
-    flagged = batch.join(prior, "event_id", "left").withColumn(
-        "is_duplicate", F.coalesce(is_duplicate_of_recent(latest, F.col("arrival_us"),
-                                                          HORIZON_US), F.lit(False)))
+def _archive_dedup(spark: SparkSession, work: Path, batch: DataFrame, min_arrival: int) -> int:
+    """The stream's own archive path (spark.dedup.judge_by_archive) on the spike's event_log."""
+    version = commits.current_version(work, tb.EVENT_LOG)
+    assert version is not None
+    flagged = judge_by_archive(spark, work, batch, event_log_version=version,
+                               min_arrival=min_arrival, horizon=HORIZON_US)
     return int(flagged.filter("is_duplicate").count())
 
 
@@ -78,7 +73,7 @@ def _batches(spark: SparkSession, horizon_rows: int, batch: int, count: int,
 
 def run_archive(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
                 count: int) -> dict[str, Any]:
-    log_path = str(work / "event_log")
+    log_path = str(work / tb.EVENT_LOG)
     t0 = HORIZON_US  # the horizon's arrivals span [0, t0)
     (_rows(spark, 0, horizon_rows, 0, HORIZON_US, None, "warm")
      .withColumn("arrival_time", F.timestamp_micros("arrival_us"))
@@ -88,7 +83,7 @@ def run_archive(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
         df = df.cache()
         df.count()
         started = time.monotonic()
-        dups.append(_archive_dedup(spark, log_path, df, t0 + k * 1_000_000))
+        dups.append(_archive_dedup(spark, work, df, t0 + k * 1_000_000))
         seconds.append(time.monotonic() - started)
         (df.withColumn("arrival_time", F.timestamp_micros("arrival_us"))
          .write.format("delta").mode("append").save(log_path))
@@ -98,8 +93,6 @@ def run_archive(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
 
 def run_state(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
               count: int) -> dict[str, Any]:
-    from datetime import timedelta
-
     source, staged = work / "source", work / "staged"
     t0 = HORIZON_US
     frames = [_rows(spark, 0, horizon_rows, 0, HORIZON_US, None, "warm")]
@@ -108,12 +101,10 @@ def run_state(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
         df.coalesce(1).write.mode("overwrite").parquet(str(staged / f"{k:04d}"))
     source.mkdir(parents=True)
     stream = (spark.readStream.schema(_SCHEMA).option("maxFilesPerTrigger", 1)
-              .parquet(str(source)))
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    duration = jvm.java.time.Duration.ofSeconds(int(timedelta(hours=3).total_seconds()))
-    flagged = DataFrame(jvm.reckon.jvm.DedupState.flag(stream._jdf, HORIZON_US, duration),
-                        spark)
+              .parquet(str(source)).withColumn("reason", F.lit(None).cast("string")))
+    seed = spark.createDataFrame([], "event_id string, latest_us long")  # a new checkpoint
+    flagged = judged_stream(spark, stream, EventTimeRules.parse(
+        window="1m", dedup_horizon="1h"), seed)
     seen: dict[int, tuple[float, int]] = {}
 
     def each(df: DataFrame, batch_id: int) -> None:
