@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import ConfigError
 
-__all__ = ["few_cores_conf", "get_spark", "local_jars", "stop_spark"]
+__all__ = ["few_cores_conf", "get_spark", "local_jars", "no_fork_files_conf", "stop_spark"]
 
 _REQUIRED_JARS = ("delta-spark_", "delta-storage-")
 # reckon's own JVM code (jvm/parse: the one-pass line parser), built by scripts/setup.sh
@@ -59,6 +59,24 @@ def few_cores_conf(settings: Settings) -> dict[str, str]:
     shuffle partition is plenty."""
     return {"spark.databricks.delta.snapshotPartitions": str(settings.shuffle_partitions),
             "spark.sql.files.maxPartitionBytes": str(64 * 1024 * 1024)}
+
+
+def no_fork_files_conf(jars: list[str]) -> dict[str, str]:
+    """What local mode sets so that a ``file:`` path costs no child process: Hadoop's local
+    file system, without its native library, runs ``chmod`` for each file it creates and
+    ``readlink`` for each rename a checkpoint or a Delta commit makes (about 280 processes a
+    stream micro-batch). reckon.jvm.NoForkLocalFileSystem does both in process
+    (jvm/parse/src/reckon/jvm/NoForkLocalFileSystem.java); its jar goes on the driver's class
+    path, where Hadoop's class loader finds it from any thread.
+
+    Example:
+        >>> no_fork_files_conf(["/c/delta-spark.jar", "/c/reckon-jvm.jar"])["spark.hadoop.fs.file.impl"]
+        'reckon.jvm.NoForkLocalFileSystem'
+    """
+    own = [j for j in jars if Path(j).name == RECKON_JAR]
+    return {"spark.hadoop.fs.file.impl": "reckon.jvm.NoForkLocalFileSystem",
+            "spark.hadoop.fs.AbstractFileSystem.file.impl": "reckon.jvm.NoForkLocalFs",
+            "spark.driver.extraClassPath": os.pathsep.join(own)}
 
 
 def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
@@ -100,6 +118,11 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
         # dropped: compressing them cost more CPU than it saved (the stream spent ~15% of its
         # JVM samples gathering dictionary and run-length statistics on unique payloads).
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+        # Parquet tries a dictionary on every column of a file until it overflows. The raw
+        # line and the event id are unique per row: hashing them into a dictionary that is
+        # then thrown away was a tenth of the stream's JVM samples.
+        .config("spark.hadoop.parquet.enable.dictionary#payload", "false")
+        .config("spark.hadoop.parquet.enable.dictionary#event_id", "false")
         .config("spark.databricks.delta.schema.autoMerge.enabled", "false")
         .config("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "false")
         .config("spark.sql.warehouse.dir", str(settings.warehouse_path / "_spark_sql"))
@@ -107,7 +130,7 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
     )
     if local:
         builder = builder.config("spark.driver.memory", settings.spark_driver_memory)
-        for key, value in few_cores_conf(settings).items():
+        for key, value in {**few_cores_conf(settings), **no_fork_files_conf(jars)}.items():
             builder = builder.config(key, value)
     else:
         # On a cluster the executors need the same jars; spark.jars ships them.
