@@ -6,10 +6,12 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.StatefulProcessorWithInitialState;
 import org.apache.spark.sql.streaming.TTLConfig;
@@ -54,6 +56,13 @@ public final class DedupState extends StatefulProcessorWithInitialState<String, 
    * the group: each row is judged by its own reason). */
   private static final String QUARANTINED = "\u0000q\u0000";
 
+  /** The grouping key's column while the rows pass through the state (dropped after it). */
+  private static final String KEY = "_dedup_key";
+
+  /** The raw line goes through the state as bytes: converting each row to a Java object and
+   * back then copies it, where as text it would be decoded from UTF-8 and encoded again. */
+  private static final String PAYLOAD = "payload";
+
   private final long horizonMicros;
   private final long ttlMillis;
   private final int arrival;
@@ -78,22 +87,40 @@ public final class DedupState extends StatefulProcessorWithInitialState<String, 
    */
   public static Dataset<Row> flag(Dataset<Row> rows, Dataset<Row> seed, long horizonMicros,
       Duration ttl) {
-    StructType in = rows.schema();
+    boolean hasPayload = Arrays.asList(rows.columns()).contains(PAYLOAD);
+    Dataset<Row> keyed = rows.withColumn(KEY, groupKey());
+    if (hasPayload) {
+      keyed = keyed.withColumn(PAYLOAD, functions.col(PAYLOAD).cast(DataTypes.BinaryType));
+    }
+    StructType in = keyed.schema();
     StructType out = in.add("is_duplicate", DataTypes.BooleanType, false);
-    int id = in.fieldIndex("event_id");
-    int reason = in.fieldIndex("reason");
-    int partition = in.fieldIndex("partition");
-    int file = in.fieldIndex("input_file");
-    int offset = in.fieldIndex("offset");
-    MapFunction<Row, String> key = r -> r.isNullAt(reason) ? r.getString(id)
-        : QUARANTINED + r.get(partition) + '\u0000' + r.get(offset) + '\u0000' + r.get(file);
     MapFunction<Row, String> seedKey = r -> r.getString(0);
     MapFunction<Row, Long> seedLatest = r -> r.getLong(1);
-    return rows.groupByKey(key, Encoders.STRING())
+    Dataset<Row> flagged = keyed.groupBy(functions.col(KEY))
+        .as(Encoders.STRING(), Encoders.row(in))
         .transformWithState(new DedupState(in, horizonMicros, ttl.toMillis()),
             TimeMode.ProcessingTime(), OutputMode.Append(),
             seed.groupByKey(seedKey, Encoders.STRING()).mapValues(seedLatest, Encoders.LONG()),
-            Encoders.row(out), Encoders.LONG());
+            Encoders.row(out), Encoders.LONG())
+        .drop(KEY);
+    return hasPayload
+        ? flagged.withColumn(PAYLOAD, functions.col(PAYLOAD).cast(DataTypes.StringType))
+        : flagged;
+  }
+
+  /**
+   * The group of a row, as a column (a grouping expression needs no conversion of the row to a
+   * Java object, as a key function would): its event_id when valid, else {@link #QUARANTINED}
+   * and its position (partition, offset, input_file).
+   */
+  private static Column groupKey() {
+    Column absent = functions.lit("null");
+    Column position = functions.concat_ws("\u0000",
+        functions.coalesce(functions.col("partition").cast(DataTypes.StringType), absent),
+        functions.coalesce(functions.col("offset").cast(DataTypes.StringType), absent),
+        functions.coalesce(functions.col("input_file"), absent));
+    return functions.when(functions.col("reason").isNull(), functions.col("event_id"))
+        .otherwise(functions.concat(functions.lit(QUARANTINED), position));
   }
 
   @Override
