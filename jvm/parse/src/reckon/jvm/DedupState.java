@@ -131,7 +131,7 @@ public final class DedupState extends StatefulProcessorWithInitialState<String, 
 
   @Override
   public void handleInitialState(String eventId, Long latestArrival, TimerValues timerValues) {
-    Long kept = latest.exists() ? latest.get() : null;
+    Long kept = latest.get();  // null when absent: one lookup, not exists() then get()
     latest.update(kept == null ? latestArrival : Math.max(kept, latestArrival));
   }
 
@@ -145,7 +145,7 @@ public final class DedupState extends StatefulProcessorWithInitialState<String, 
       return CollectionConverters.asScala(out.iterator());
     }
     copies.sort(arrivalOrder());
-    Long prior = latest.exists() ? latest.get() : null;
+    Long prior = latest.get();  // null when absent
     for (Row copy : copies) {
       long at = copy.getLong(arrival);
       boolean duplicate = prior != null && prior >= at - horizonMicros;
