@@ -39,7 +39,11 @@ def test_event_times_read_as_sparks_own_cast(spark):
              "2016-12-31T23:59:60Z", "2026-06-01T00:00:00+18:00", "2026-06-01T00:00:00+18:01",
              "2026-06-01T00:00:00+05:60", "2026-13-01T00:00:00Z", "0000-01-01T00:00:00Z",
              "9999-12-31T23:59:59.1234-14:00", "2026-06-01T00:00:00", "2026-06-01 00:00:00Z",
-             "2026-06-01T00:00:00.1234567Z", " 2026-06-01T00:00:00Z"]
+             "2026-06-01T00:00:00.1234567Z", " 2026-06-01T00:00:00Z",
+             # read by position (no regular expression): shapes near the accepted one
+             "2026-06-01T00:00:00.Z", "2026-06-01T00:00:00+0530", "2026-06-01T00:00:00z",
+             "\uff12026-06-01T00:00:00Z", "2026-06-01T00:00:00.000001+00:00x",
+             "2026-06-01T00:00:00.1-05:00", "2026-6-01T00:00:00Z"]
     lines = [json.dumps({**_EVENT, "event_time": t}) for t in texts]
     rows = (parse_events(_raw(spark, lines), SETTINGS)
             .select("offset", F.unix_micros("event_time").alias("got"),

@@ -16,7 +16,6 @@ import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.util.HashSet;
 import java.util.Set;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
@@ -65,8 +64,6 @@ public final class ParseLine implements UDF1<String, Row> {
   // whole value (matches(): a final line terminator is not blank unless it is white space)
   private static final Pattern BLANK = Pattern.compile("[\\s\\p{Z}\\p{Cf}]*");
   private static final Pattern NESTED = Pattern.compile("^\\s*[\\[{]");
-  private static final Pattern ISO = Pattern.compile(
-      "^(\\d{4})-(\\d{2})-(\\d{2})T(\\d{2}):(\\d{2}):(\\d{2})(\\.\\d{1,6})?(Z|[+-]\\d{2}:\\d{2})$");
   private static final Pattern PARTITION = Pattern.compile("^\\d{1,9}$");
   // As Spark's from_json reads (NaN and infinities allowed) and writes a non-string value
   // back to text (UTF-8, surrogate pairs escaped, a double as Double.toString).
@@ -282,7 +279,14 @@ public final class ParseLine implements UDF1<String, Row> {
   }
 
   private static boolean isMissing(String value) {
-    return value == null || value.isEmpty() || BLANK.matcher(value).matches();
+    if (value == null || value.isEmpty()) {
+      return true;
+    }
+    char first = value.charAt(0);
+    if (first > ' ' && first < 0x7f) {
+      return false;  // printable ASCII is neither white space, a separator nor a format char
+    }
+    return BLANK.matcher(value).matches();
   }
 
   private static boolean isNested(String value) {
@@ -336,28 +340,78 @@ public final class ParseLine implements UDF1<String, Row> {
   }
 
   /** Strict ISO-8601 with a zone, as epoch microseconds; null when not one or no such
-   * instant (a 30th of February, hour 24, an offset past 18:00), as Spark's cast. */
+   * instant (a 30th of February, hour 24, an offset past 18:00), as Spark's cast. The form is
+   * {@code yyyy-MM-ddTHH:mm:ss[.f{1,6}](Z|+HH:MM|-HH:MM)}, read by position: every line has
+   * one, and a regular expression per line was a visible share of the parse. */
   static Long isoMicros(String text) {
     if (text == null) {
       return null;
     }
     String value = trimmed(text);
-    Matcher m = ISO.matcher(value);
-    if (!m.matches()) {
+    int n = value.length();
+    if (n < 20 || !isoDateTime(value)) {
+      return null;
+    }
+    int i = 19;
+    int nanos = 0;
+    if (value.charAt(i) == '.') {
+      int first = ++i;
+      while (i < n && isDigit(value.charAt(i))) {
+        i++;
+      }
+      if (i == first || i - first > 6) {
+        return null;
+      }
+      nanos = Integer.parseInt((value.substring(first, i) + "00000000").substring(0, 9));
+    }
+    String zone = value.substring(i);
+    if (!isZone(zone)) {
       return null;
     }
     try {
-      String fraction = m.group(7) == null ? "" : m.group(7).substring(1);
-      int nanos = fraction.isEmpty() ? 0 : Integer.parseInt((fraction + "00000000").substring(0, 9));
-      LocalDateTime local = LocalDateTime.of(
-          Integer.parseInt(m.group(1)), Integer.parseInt(m.group(2)),
-          Integer.parseInt(m.group(3)), Integer.parseInt(m.group(4)),
-          Integer.parseInt(m.group(5)), Integer.parseInt(m.group(6)), nanos);
-      ZoneOffset zone = "Z".equals(m.group(8)) ? ZoneOffset.UTC : ZoneOffset.of(m.group(8));
-      long seconds = local.toEpochSecond(zone);
+      LocalDateTime local = LocalDateTime.of(number(value, 0, 4), number(value, 5, 7),
+          number(value, 8, 10), number(value, 11, 13), number(value, 14, 16),
+          number(value, 17, 19), nanos);
+      ZoneOffset offset = "Z".equals(zone) ? ZoneOffset.UTC : ZoneOffset.of(zone);
+      long seconds = local.toEpochSecond(offset);
       return Long.valueOf(Math.addExact(Math.multiplyExact(seconds, 1_000_000L), nanos / 1000));
-    } catch (DateTimeException | ArithmeticException | NumberFormatException e) {
+    } catch (DateTimeException | ArithmeticException e) {
       return null;
     }
+  }
+
+  /** {@code yyyy-MM-ddTHH:mm:ss} at the start (ASCII digits, as the pattern's \d). */
+  private static boolean isoDateTime(String v) {
+    String shape = "dddd-dd-ddTdd:dd:dd";
+    for (int i = 0; i < shape.length(); i++) {
+      char want = shape.charAt(i);
+      char got = v.charAt(i);
+      if (want == 'd' ? !isDigit(got) : got != want) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** {@code Z}, or a sign and {@code HH:MM}, and nothing after it. */
+  private static boolean isZone(String zone) {
+    if ("Z".equals(zone)) {
+      return true;
+    }
+    return zone.length() == 6 && (zone.charAt(0) == '+' || zone.charAt(0) == '-')
+        && isDigit(zone.charAt(1)) && isDigit(zone.charAt(2)) && zone.charAt(3) == ':'
+        && isDigit(zone.charAt(4)) && isDigit(zone.charAt(5));
+  }
+
+  private static boolean isDigit(char c) {
+    return c >= '0' && c <= '9';
+  }
+
+  private static int number(String v, int from, int to) {
+    int result = 0;
+    for (int i = from; i < to; i++) {
+      result = result * 10 + (v.charAt(i) - '0');
+    }
+    return result;
   }
 }
