@@ -30,7 +30,7 @@ from reckon.timeutil import parse_duration
 from spark import tables as tb
 
 __all__ = ["STREAM_SWEEP_FILES", "bench_stream", "native_stream", "native_with_archive",
-           "sweep_sizes"]
+           "run_ours_alone", "sweep_sizes"]
 
 #: Larger triggers, run after the main pair: how throughput moves with the batch size, for
 #: both contenders at the same size each time (files per trigger; sizes above the landing
@@ -309,3 +309,12 @@ def bench_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
                      "grace": settings.grace, "shuffle_partitions": settings.shuffle_partitions,
                      "trigger": "availableNow"},
     }
+
+
+def run_ours_alone(spark: SparkSession, scale: Scale) -> tuple[int, dict[str, Any]]:
+    """reckon's contender alone, as bench_stream runs it (inputs, warm-up, run): what
+    ``bench.profile_stream`` records. Returns the batch count and the run's measurements."""
+    inputs = _stream_inputs(scale)
+    _warm_up_parse(spark, inputs)
+    batches, ours = _run_ours(spark, inputs)
+    return len(batches), ours
