@@ -9,6 +9,8 @@ event-time rules and one tolerance, and nothing else (docs/glossary.md, "engine 
 
 Two modules keep ``Settings`` on purpose: spark/session.py and spark/spec.py are the edge
 itself, where the configuration becomes a Spark session or the warehouse's recorded spec.
+(spark/stream.py's ``BatchProcessor`` also still takes it while the stream is being rewritten:
+it establishes the spec, then builds each engine's value at the call.)
 
 Example:
     >>> from reckon.config import load_settings

@@ -74,7 +74,8 @@ class StreamSource:
         line's input_file by its landing path; Spark deletes each admitted file (never the
         landing file) once the batch that read it has committed. Without ``admitted``, the
         landing dir itself in Spark's own order (modification time; the benchmark's native
-        contender reads it so)."""
+        contender reads it so). ``limits``: how much one trigger reads at most, e.g.
+        ``source.read(spark, settings.trigger_limits())``."""
         if self.landing:
             reader = (spark.readStream.format("text").option("wholetext", "true")
                       .option("maxFilesPerTrigger", str(limits.max_files))
