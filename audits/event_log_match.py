@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from audits.suite_model import BLOCKING, GRAIN, WARNING, Check, DayScope, offending
-from reckon.config import Settings
+from reckon.engine_config import ReplayConfig
 from spark.money import amount_text_col
 from spark.tables import (
     EVENT_LOG,
@@ -40,14 +40,15 @@ _UNREADABLE_VERSION = ("DELTA_VERSION_NOT_FOUND", "DELTA_LOG_FILE_NOT_FOUND",
                        "DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION")
 
 
-def event_log_totals(spark: SparkSession, settings: Settings, day: date,
+def event_log_totals(spark: SparkSession, config: ReplayConfig, day: date,
                      version: int) -> DataFrame:
     """(window_start, key, currency, log_amount, log_count) of ``day``'s windows, summed from
     ``event_log`` at ``version`` by the replay's own exact path (spark/replay.py
-    ``day_totals_from_log``). Day-scoped: nothing is collected."""
+    ``day_totals_from_log``, read by the replay's ``config``). Day-scoped: nothing is
+    collected. Example: ``event_log_totals(spark, settings.replay_config(), day, 1)``."""
     from spark.replay import day_totals_from_log
 
-    return (day_totals_from_log(spark, settings, day, version)
+    return (day_totals_from_log(spark, config, day, version)
             .withColumnsRenamed({"total_amount": "log_amount", "event_count": "log_count"}))
 
 
@@ -56,7 +57,7 @@ def _pinned_versions(scope: DayScope, totals: DataFrame) -> dict[str, int | None
     day's rows (None: it pinned none, or its run record is missing). A handful of rows."""
     ids = [r.replay_id for r in totals.select("replay_id").distinct().collect()
            if r.replay_id is not None]
-    wh = scope.settings.warehouse_path
+    wh = scope.replay.warehouse
     if not ids or not table_exists(wh, REPLAY_RUNS):
         return dict.fromkeys(ids)
     runs = {r.replay_id: r.event_log_version for r in read_table(scope.spark, wh, REPLAY_RUNS)
@@ -77,11 +78,11 @@ def _log_sums(scope: DayScope, versions: Mapping[str, int | None]
     frames: list[DataFrame] = []
     read: list[str] = []
     for replay_id, version in sorted(versions.items()):
-        if version is None or not table_exists(scope.settings.warehouse_path, EVENT_LOG):
+        if version is None or not table_exists(scope.replay.warehouse, EVENT_LOG):
             continue
         try:
             frames.append(scope.keep(event_log_totals(
-                scope.spark, scope.settings, scope.day, version)
+                scope.spark, scope.replay, scope.day, version)
                 .withColumn("replay_id", F.lit(replay_id))))
         except Exception as exc:  # a py4j error is not a PySparkException
             if not _unreadable(exc):

@@ -7,9 +7,10 @@ results and rebuilds the GX Data Docs, and records a ``CheckRun`` with one
 ``ExpectationResult`` per expectation in the report database. ``check_day`` does the same and
 raises ``DataQualityError`` when a blocking expectation failed; warnings never fail a run.
 The report database is the caller's ``ledger`` (audits/ledger.py), e.g.
-``run_checks(spark, settings, day, ledger=ReportDB.from_settings(settings))`` (ReportDB of
-reports.db.repository): the check reads the day's current audit from it and records its run
-there, never opening it itself.
+``run_checks(spark, settings.check_run_config(), day, ledger=ReportDB.from_settings(settings))``
+(ReportDB of reports.db.repository): the check reads the day's current audit from it and
+records its run there, never opening it itself. What it checks against is handed in as a
+``CheckRunConfig`` (reckon/engine_config.py), never the whole settings.
 
 Layout under the warehouse: the file-backed GX context is ``<warehouse>/reports/gx/`` (suites,
 validation definitions, validation results); the Data Docs site is
@@ -44,8 +45,7 @@ from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
 from audits.suite_model import DayScope, TableSuite
 from audits.suites import build_suites
-from reckon.config import Settings
-from reckon.engine_config import CheckConfig
+from reckon.engine_config import CheckConfig, CheckRunConfig
 from reckon.errors import DataQualityError
 from reckon.reconcile import Tolerance
 
@@ -321,7 +321,7 @@ def _records(run_id: str, suite_name: str, table: str, gx_result: Any) -> list[E
     return out
 
 
-def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: date,
+def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, day: date,
               run_id: str, run_time: datetime, version: int | None) -> SuiteOutcome:
     """Validate the day's partition of one table at Delta ``version`` (None: no table).
 
@@ -344,15 +344,15 @@ def _validate(spark: Any, ctx: Any, settings: Settings, suite: TableSuite, day: 
     from spark.provisional import read_day
     from spark.tables import SCHEMAS, table_path
 
-    warehouse = settings.warehouse_path
+    warehouse = config.checks.warehouse
     exists = version is not None
     if exists:
-        df = read_day(spark, warehouse, suite.table, settings.event_time_rules(), day,
+        df = read_day(spark, warehouse, suite.table, config.checks.rules, day,
                       version).where(
             F.col(suite.partition_column) == F.lit(day))
     else:
         df = spark.createDataFrame([], SCHEMAS[suite.table])
-    scope = DayScope(spark, settings, day)  # what derive reads besides the day's rows
+    scope = DayScope(spark, config.replay, day)  # what derive reads besides the day's rows
     base: Any = None
     try:
         base = suite.derive(df, scope).persist(StorageLevel.MEMORY_AND_DISK)
@@ -398,7 +398,7 @@ def _asset_name(suite: TableSuite, day: date, version: int | None) -> str:
     return f"{suite.table} ({suite.partition_column} {day.isoformat()}, {where})"
 
 
-def _build_docs(ctx: Any, settings: Settings, run_id: str,
+def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str,
                 asset_names: dict[str, str]) -> tuple[str, str | None]:
     """Render this run's validation pages and the suites' pages, then the index (which lists
     every suite and every stored validation), and serve the pages' browser assets from the
@@ -426,9 +426,9 @@ def _build_docs(ctx: Any, settings: Settings, run_id: str,
             store.set(key, stored)
     ids += [ExpectationSuiteIdentifier(name=name) for name in asset_names]
     ctx.build_data_docs(site_names=[_SITE], resource_identifiers=ids)
-    site = data_docs_dir(settings.warehouse_path)
-    localised = localise_site(site, settings.jars_dir)
-    return str(site / "index.html"), localised.warning(assets_dir(settings.jars_dir))
+    site = data_docs_dir(config.checks.warehouse)
+    localised = localise_site(site, config.jars_dir)
+    return str(site / "index.html"), localised.warning(assets_dir(config.jars_dir))
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -451,7 +451,7 @@ def _with_audit_tolerance(config: CheckConfig, ledger: CheckLedger, day: date) -
         relative=Decimal(str(run.params.get("tolerance_rel", given.relative)))))
 
 
-def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger,
+def run_checks(spark: Any, config: CheckRunConfig, day: date, *, ledger: CheckLedger,
                record: bool = True) -> CheckResult:
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database ``ledger`` (unless ``record`` is False; the day's audit tolerance is read
@@ -460,7 +460,8 @@ def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger
 
     Example:
         >>> with ReportDB.from_settings(settings) as db:  # doctest: +SKIP
-        ...     run_checks(spark, settings, date(2026, 1, 1), ledger=db).success
+        ...     run_checks(spark, settings.check_run_config(), date(2026, 1, 1),
+        ...                ledger=db).success
         True
     """
     from spark.provisional import table_version
@@ -468,18 +469,18 @@ def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     run_id = f"check-{day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    warehouse = settings.warehouse_path
+    warehouse = config.checks.warehouse
     ctx = _gx_context(warehouse)
-    suites = build_suites(_with_audit_tolerance(settings.check_config(), ledger, day))
+    suites = build_suites(_with_audit_tolerance(config.checks, ledger, day))
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
     versions = {s.table: table_version(warehouse, s.table) for s in suites}
-    outcomes = tuple(_validate(spark, ctx, settings, s, day, run_id, started_at,
+    outcomes = tuple(_validate(spark, ctx, config, s, day, run_id, started_at,
                                versions[s.table])
                      for s in suites)
     index, docs_warning = _build_docs(
-        ctx, settings, run_id,
+        ctx, config, run_id,
         {s.name: _asset_name(s, day, versions[s.table]) for s in suites})
     if docs_warning:  # the nightly task's log says it too, not only `reckon check`
         logging.getLogger(__name__).warning(docs_warning)
@@ -491,11 +492,11 @@ def run_checks(spark: Any, settings: Settings, day: date, *, ledger: CheckLedger
     return result
 
 
-def check_day(spark: Any, settings: Settings, day: date, *,
+def check_day(spark: Any, config: CheckRunConfig, day: date, *,
               ledger: CheckLedger) -> CheckResult:
     """``run_checks``, then raise ``DataQualityError`` if a blocking expectation failed (the
     run, its GX results and Data Docs are stored first in ``ledger``, so the failure can be
     inspected)."""
-    result = run_checks(spark, settings, day, ledger=ledger)
+    result = run_checks(spark, config, day, ledger=ledger)
     result.raise_for_failures()
     return result

@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reckon.config import Settings
+from reckon.engine_config import ReplayConfig
 from reckon.errors import invalid
 from reckon.schema import TOTAL_IDENTITY
 
@@ -79,12 +79,13 @@ class Check:
 
 @dataclass
 class DayScope:
-    """What a suite's ``derive`` may read besides the day's rows: the session, the settings
-    and the day, to read other tables day-scoped. Frames it keeps (``keep``) are persisted
-    until ``release``, which the validation calls once the table is validated."""
+    """What a suite's ``derive`` may read besides the day's rows: the session, how the replay
+    reads the warehouse (``replay``: the event-log comparison sums the log as the replay
+    does) and the day, to read other tables day-scoped. Frames it keeps (``keep``) are
+    persisted until ``release``, which the validation calls once the table is validated."""
 
     spark: SparkSession
-    settings: Settings
+    replay: ReplayConfig
     day: date
     kept: list[DataFrame] = field(default_factory=list)
 

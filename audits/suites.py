@@ -251,7 +251,7 @@ def _deltas_added_twice(scope: DayScope) -> DataFrame:
     """Per (window, key, currency) of the day: the batches whose delta provisional_deltas
     holds more than once (``batch 7 x2``), or no row. provisional_totals folds the deltas, so
     a batch appended twice (an idempotency failure) shows only as a larger total there."""
-    wh = scope.settings.warehouse_path
+    wh = scope.replay.warehouse
     if not table_exists(wh, PROVISIONAL_DELTAS):
         return scope.spark.createDataFrame([], "window_start timestamp, key string, "
                                            "currency string, batch_added_twice string")

@@ -71,7 +71,8 @@ def bench_compaction(spark: SparkSession, scale: Scale) -> dict[str, Any]:
         return _cold(spark, lambda: run_replay(spark, settings))
 
     def compact() -> tuple[Any, dict[str, Any]]:
-        value, m = _cold(spark, lambda: compact_day(spark, settings, ds.BENCH_DAY))
+        config = settings.compaction_config()
+        value, m = _cold(spark, lambda: compact_day(spark, config, ds.BENCH_DAY))
         compactions.append(value)
         return value, m
 

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_for(warehouse)
         events = int(warehouse.name.removeprefix("day-"))
         log(f"driver memory on {args.master}: replay_day at {events:,} events")
-        _, replay = measure(spark, partial(replay_day, spark, settings, BENCH_DAY))
+        _, replay = measure(spark, partial(replay_day, spark, settings.replay_config(), BENCH_DAY))
         log(f"driver memory on {args.master}: audit_day(record=False) at {events:,} events")
         _, audit = measure(spark, partial(audit_day, spark, settings.audit_config(), BENCH_DAY,
                                           kind="bench", recorder=None))

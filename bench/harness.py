@@ -309,7 +309,7 @@ def measure(spark: SparkSession | None, fn: Callable[[], Any]) -> tuple[Any, dic
     """Run ``fn`` once: its value, wall seconds, CPU seconds and peak memory. Every workload
     and the driver-memory process report the same fields, so their tables line up.
 
-    Example: ``rows, m = measure(spark, lambda: replay_day(spark, settings, day))``, then
+    Example: ``rows, m = measure(spark, lambda: replay_day(spark, config, day))``, then
     ``m["wall_seconds"]``, ``m["peak_jvm_heap_used_mb"]``.
     """
     with MemorySampler(spark) as mem:

@@ -33,7 +33,7 @@ def run_replay(spark: SparkSession, settings: Settings) -> Any:
     """reckon's replay of the bench day (``ds.BENCH_DAY``) in ``settings``'s warehouse."""
     from spark.replay import replay_day
 
-    return replay_day(spark, settings, ds.BENCH_DAY)
+    return replay_day(spark, settings.replay_config(), ds.BENCH_DAY)
 
 
 def small_day(spark: SparkSession, scale: Scale, part: str) -> Settings | None:

@@ -80,7 +80,7 @@ class AppendOnlyBatch:
                                                              WatermarkState]:
         """The cached parse, its one summary job (per partition and validity: counts, maxima,
         earliest arrival), the valid rows' summaries and the watermark state after them."""
-        parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings)
+        parsed = (parse_events(raw.select(*RAW_COLUMNS), self.settings.parse_config())
                   .withColumn("event_us", F.unix_micros("event_time"))
                   .withColumn("arrival_us", F.unix_micros("arrival_time"))
                   .persist(StorageLevel.MEMORY_AND_DISK))
@@ -271,7 +271,7 @@ def breakdown(spark: SparkSession, landing: Path, data: Path) -> dict[str, Any]:
 def _run_append(spark: SparkSession, settings: Settings, source: StreamSource,
                 folder: Path, kind: type[AppendOnlyBatch] = AppendOnlyBatch) -> AppendOnlyBatch:
     batch = kind(spark, settings, folder)
-    raw = source.read(spark, settings)
+    raw = source.read(spark, settings.trigger_limits())
     query = (raw.writeStream.foreachBatch(batch).trigger(availableNow=True)
              .option("checkpointLocation", str(folder / "_checkpoint")).start())
     query.awaitTermination()

@@ -48,7 +48,7 @@ def native_stream(spark: SparkSession, source: Any, settings: Settings, native_p
 
     Example: ``native_stream(spark, StreamSource(landing=d), settings, out, ckpt)["batches"]``.
     """
-    raw = source.read(spark, settings)
+    raw = source.read(spark, settings.trigger_limits())
     j = F.from_json("payload", "event_id string, key string, amount string, "
                                "currency string, event_time string, source string")
     valid = (raw.select(j.alias("j"))
@@ -85,7 +85,7 @@ def native_with_archive(spark: SparkSession, source: Any, settings: Settings,
     aggregation (native_stream) and, beside it on the same source, an append of every raw
     line to Delta: two queries started together, done when both are. Returns the native
     query's figures."""
-    raw = source.read(spark, settings)
+    raw = source.read(spark, settings.trigger_limits())
     archive = (raw.writeStream.format("delta").outputMode("append")
                .option("checkpointLocation", str(folder / "_archive_checkpoint"))
                .trigger(availableNow=True).queryName("bench-native-archive")
@@ -189,7 +189,8 @@ def _warm_up_parse(spark: SparkSession, inputs: _StreamInputs) -> None:
                               F.lit(None).cast("int").alias("transport_partition"),
                               F.lit(0).cast("long").alias("offset"),
                               F.current_timestamp().alias("transport_time"),
-                              F.lit("warmup").alias("input_file")), inputs.settings).count()
+                              F.lit("warmup").alias("input_file")),
+                 inputs.settings.parse_config()).count()
 
 
 def _run_ours(spark: SparkSession, inputs: _StreamInputs) -> tuple[list[Any], dict[str, Any]]:

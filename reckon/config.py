@@ -28,7 +28,19 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from reckon.engine_config import AuditConfig, CheckConfig, WhatIfConfig
+from reckon.engine_config import (
+    REPORTED_SETTINGS,
+    AuditConfig,
+    CheckConfig,
+    CheckRunConfig,
+    CompactionConfig,
+    ParseConfig,
+    ProgressConfig,
+    ReplayConfig,
+    ReportConfig,
+    TriggerLimits,
+    WhatIfConfig,
+)
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
@@ -203,6 +215,50 @@ class Settings:
         handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
         return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
                             target=self.target_completeness)
+
+    def parse_config(self) -> ParseConfig:
+        """The values the typed validation rules read, built once here at the edge and handed
+        to ``spark.parse.parse_events`` / ``typed_checks`` (reckon/engine_config.py)."""
+        return ParseConfig(amount_min=self.amount_min, amount_max=self.amount_max,
+                           currencies=tuple(self.currencies), min_event_time=self.min_event_time,
+                           max_clock_skew=self.event_time_rules().max_clock_skew)
+
+    def replay_config(self) -> ReplayConfig:
+        """What the nightly replay reads and applies, built once here at the edge and handed
+        to ``spark.replay.replay_day`` (reckon/engine_config.py)."""
+        return ReplayConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                            parse=self.parse_config(), kafka_bootstrap=self.kafka_bootstrap,
+                            kafka_topic=self.kafka_topic, broadcast_ids=self.replay_broadcast_ids)
+
+    def progress_config(self) -> ProgressConfig:
+        """The warehouse and rules by which a day counts as closed, handed to
+        ``spark.progress.wait_for_day_closed`` (reckon/engine_config.py)."""
+        return ProgressConfig(warehouse=self.warehouse_path, rules=self.event_time_rules())
+
+    def compaction_config(self) -> CompactionConfig:
+        """What the nightly compaction needs, handed to ``spark.compaction.compact_day``
+        (reckon/engine_config.py)."""
+        return CompactionConfig(warehouse=self.warehouse_path,
+                                stream_compact_every=self.event_log_compact_every)
+
+    def trigger_limits(self) -> TriggerLimits:
+        """How much one micro-batch reads at most, handed to ``spark.sources.StreamSource.read``
+        (reckon/engine_config.py)."""
+        return TriggerLimits(max_files=self.max_files_per_trigger,
+                             max_offsets=self.max_offsets_per_trigger)
+
+    def check_run_config(self) -> CheckRunConfig:
+        """What a data-quality run reads, handed to ``audits.quality.run_checks``
+        (reckon/engine_config.py)."""
+        return CheckRunConfig(checks=self.check_config(), replay=self.replay_config(),
+                              jars_dir=Path(self.jars_dir))
+
+    def report_config(self) -> ReportConfig:
+        """What the report of a day reads and shows, handed to ``reports.render.render_day``
+        (reckon/engine_config.py)."""
+        shown = self.public_dict()
+        return ReportConfig(whatif=self.whatif_config(), report_db=self.report_db,
+                            shown=tuple((k, shown[k]) for k in REPORTED_SETTINGS))
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

@@ -321,7 +321,7 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
     return DemoSummary(
         day=day.isoformat(), events_generated=int(str(manifest.config.get("events", 0))),
         stream_batches=batches,
-        stream_watermark=format_micros(latest_watermark(spark, settings)),
+        stream_watermark=format_micros(latest_watermark(spark, wh)),
         **{f"{name}_count": n for name, n in counts.items()}, currencies=figures,
         status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
         configured_lateness=format_duration(rules.watermark.lateness),

@@ -7,6 +7,11 @@ open the engine to learn what it depends on, and a test has to build all of them
 that takes ``AuditConfig`` says in its signature that it reads one warehouse under one set of
 event-time rules and one tolerance, and nothing else (docs/glossary.md, "engine config").
 
+Two modules keep ``Settings`` on purpose: spark/session.py and spark/spec.py are the edge
+itself, where the configuration becomes a Spark session or the warehouse's recorded spec.
+(spark/stream.py's ``BatchProcessor`` also still takes it while the stream is being rewritten:
+it establishes the spec, then builds each engine's value at the call.)
+
 Example:
     >>> from reckon.config import load_settings
     >>> config = load_settings(env={}, warehouse="/tmp/wh").audit_config()
@@ -19,11 +24,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import Tolerance
 
-__all__ = ["AuditConfig", "CheckConfig", "WhatIfConfig"]
+__all__ = ["REPORTED_SETTINGS", "AuditConfig", "CheckConfig", "CheckRunConfig",
+           "CompactionConfig", "ParseConfig", "ProgressConfig", "ReplayConfig", "ReportConfig",
+           "TriggerLimits", "WhatIfConfig"]
+
+#: The settings a day's report shows in its configuration table (besides the audit run's own
+#: parameters, which win): the event-time rules, the tolerance, where it ran.
+REPORTED_SETTINGS = ("window", "slide", "lateness", "grace", "idle_timeout", "max_clock_skew",
+                     "dedup_horizon", "expected_partitions", "tolerance_abs", "tolerance_rel",
+                     "target_completeness", "spark_master", "report_db_url")
 
 
 @dataclass(frozen=True)
@@ -84,3 +98,138 @@ class WhatIfConfig:
     warehouse: Path
     rules: EventTimeRules
     target: Decimal
+
+
+@dataclass(frozen=True)
+class ParseConfig:
+    """The values the typed validation rules read (``spark.parse.typed_checks``, the stream's
+    ``parse_events`` and the replay): the accepted amount range, the booked currencies (empty:
+    every ISO 4217 currency with 0 to 3 minor digits), the earliest event time (its ISO text,
+    which the quarantine's detail quotes) and the max clock skew in microseconds. Frozen and
+    hashable: it is the key of the parse's cached columns, so a changed rule can never meet
+    columns built for the old one. Built by ``Settings.parse_config()``.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> from dataclasses import replace
+        >>> config = load_settings(env={}, warehouse="/tmp/wh").parse_config()
+        >>> config.amount_max, config.max_clock_skew, hash(config) == hash(replace(config))
+        (Decimal('1000000.00'), 300000000, True)
+    """
+
+    amount_min: Decimal
+    amount_max: Decimal
+    currencies: tuple[str, ...]
+    min_event_time: str
+    max_clock_skew: int
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """What the nightly replay reads and applies (``spark.replay``): the warehouse whose event
+    log it reads and whose canonical tables it writes, the event-time rules (windows), the
+    typed rules it re-applies, the Kafka topic a replay ``from_kafka`` reads (bootstrap empty:
+    none configured), and how many repeated event_ids it still broadcasts before grouping the
+    whole day. The data-quality check's event-log comparison reads the log by the same values.
+    Built by ``Settings.replay_config()``.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> config = load_settings(env={}, warehouse="/tmp/wh").replay_config()
+        >>> config.kafka_topic, config.broadcast_ids, config.parse.currencies
+        ('events', 1000000, ())
+    """
+
+    warehouse: Path
+    rules: EventTimeRules
+    parse: ParseConfig
+    kafka_bootstrap: str
+    kafka_topic: str
+    broadcast_ids: int
+
+
+@dataclass(frozen=True)
+class ProgressConfig:
+    """What the wait for a closed day reads and judges by (``spark.progress``): the warehouse
+    whose ``watermark_progress`` the stream writes, and the event-time rules that say when
+    every window of a day is final (end of its last window plus the allowed lateness).
+    Built by ``Settings.progress_config()``.
+
+    Example:
+        >>> from datetime import date
+        >>> rules = ProgressConfig(Path("/wh"), EventTimeRules.parse(window="10s")).rules
+        >>> rules.day_final_at(date(2026, 1, 2)) - rules.day_final_at(date(2026, 1, 1))
+        86400000000
+    """
+
+    warehouse: Path
+    rules: EventTimeRules
+
+
+@dataclass(frozen=True)
+class CompactionConfig:
+    """What the nightly compaction needs (``spark.compaction.compact_day``): the warehouse,
+    and every how many batches the stream compacts its open days itself (0: never, so the
+    nightly run may compact those days too; else it leaves them to the stream until its
+    watermark has left the day). Built by ``Settings.compaction_config()``.
+
+    Example:
+        >>> CompactionConfig(Path("/wh"), stream_compact_every=0).stream_compact_every
+        0
+    """
+
+    warehouse: Path
+    stream_compact_every: int
+
+
+@dataclass(frozen=True)
+class TriggerLimits:
+    """How much one micro-batch of the stream reads at most (``spark.sources.StreamSource.read``):
+    landing files per trigger, Kafka offsets per trigger. Built by ``Settings.trigger_limits()``.
+
+    Example:
+        >>> TriggerLimits(max_files=10, max_offsets=1_000_000).max_files
+        10
+    """
+
+    max_files: int
+    max_offsets: int
+
+
+@dataclass(frozen=True)
+class CheckRunConfig:
+    """What a data-quality run reads besides the report database (``audits.quality.run_checks``):
+    what the suites check against (``checks``), how the replay reads the event log that the
+    canonical totals are compared with (``replay``), and the jars folder where the Data Docs'
+    browser assets are cached. Built by ``Settings.check_run_config()``.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> config = load_settings(env={}, warehouse="/tmp/wh").check_run_config()
+        >>> config.checks.warehouse == config.replay.warehouse
+        True
+    """
+
+    checks: CheckConfig
+    replay: ReplayConfig
+    jars_dir: Path
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """What the report of a day reads and shows (``reports.render.render_day``): the what-if's
+    values (the warehouse, the event-time rules, the target completeness), the report
+    database's URL it reads the audit run from and records the report in, and the settings its
+    configuration table shows (``REPORTED_SETTINGS``, the database password redacted).
+    Built by ``Settings.report_config()``.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> config = load_settings(env={}, warehouse="/tmp/wh").report_config()
+        >>> dict(config.shown)["window"], config.report_db
+        ('10s', 'sqlite:////tmp/wh/reports/reckon.db')
+    """
+
+    whatif: WhatIfConfig
+    report_db: str
+    shown: tuple[tuple[str, Any], ...]

@@ -143,7 +143,7 @@ def check_watermark(settings: Settings, day: date) -> StepResult | None:
     settings = _with_spec(settings, "wait_for_watermark")
     known, _ = logged_watermark(settings.warehouse_path)
     spark = None if known else _spark(settings, "reckon-wait")
-    closed = day_closed(spark, settings, day)
+    closed = day_closed(spark, settings.progress_config(), day)
     return None if closed is None else StepResult(step="wait_for_watermark",
                                                   day=day.isoformat(), summary=closed,
                                                   detail=None)
@@ -157,8 +157,9 @@ def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) ->
     settings = _with_spec(settings, "wait_for_watermark")
     known, seen = logged_watermark(settings.warehouse_path)
     if not known:
-        seen = latest_watermark(_spark(settings, "reckon-wait"), settings)
-    return not_ready_message(settings, day, seen, settings.watermark_wait_timeout,
+        seen = latest_watermark(_spark(settings, "reckon-wait"), settings.warehouse_path)
+    return not_ready_message(settings.progress_config(), day, seen,
+                             settings.watermark_wait_timeout,
                              waited_seconds)
 
 
@@ -169,7 +170,7 @@ def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = N
     from spark.progress import wait_for_day_closed
 
     settings = _with_spec(settings, "wait_for_watermark")
-    result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings, day,
+    result = wait_for_day_closed(_spark(settings, "reckon-wait"), settings.progress_config(), day,
                                  timeout=timeout or settings.watermark_wait_timeout, poll=poll)
     return StepResult(step="wait_for_watermark", day=day.isoformat(), summary=result,
                       detail=None)
@@ -181,7 +182,7 @@ def run_compact(settings: Settings, day: date) -> StepResult[CompactionResult]:
     from spark.compaction import compact_day
 
     settings = _with_spec(settings, "compact")
-    result = compact_day(_spark(settings, "reckon-compact"), settings, day)
+    result = compact_day(_spark(settings, "reckon-compact"), settings.compaction_config(), day)
     return StepResult(step="compact", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -194,7 +195,8 @@ def run_replay(settings: Settings, day: date, *,
     from spark.replay import replay_day
 
     settings = _with_spec(settings, "replay")
-    result = replay_day(_spark(settings, "reckon-replay"), settings, day, from_kafka=from_kafka)
+    result = replay_day(_spark(settings, "reckon-replay"), settings.replay_config(), day,
+                        from_kafka=from_kafka)
     return StepResult(step="replay", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -220,7 +222,8 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     if on_open_day is not None:
         from spark.progress import latest_watermark
 
-        rules, seen = settings.event_time_rules(), latest_watermark(spark, settings)
+        rules = settings.event_time_rules()
+        seen = latest_watermark(spark, settings.warehouse_path)
         if seen is not None and not rules.is_day_final(day, seen):
             on_open_day(seen, rules.day_final_at(day))
     result = audit_day(spark, settings.audit_config(), day, kind=kind,
@@ -239,7 +242,8 @@ def run_check(settings: Settings, day: date, *,
 
     settings = _with_spec(settings, "check")
     with ReportDB.from_settings(settings) as db:
-        result = run_checks(_spark(settings, "reckon-check"), settings, day, ledger=db)
+        result = run_checks(_spark(settings, "reckon-check"), settings.check_run_config(), day,
+                            ledger=db)
     if fail_on_blocking:
         result.raise_for_failures()
     return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),
@@ -280,8 +284,9 @@ def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False,
     done. Idempotent: a second run finds nothing left to delete."""
     from spark.retention import vacuum_warehouse
 
-    result = vacuum_warehouse(_spark(settings, "reckon-vacuum"), settings, retain=retain,
-                              dry_run=dry_run, progress=progress)
+    result = vacuum_warehouse(_spark(settings, "reckon-vacuum"), settings.warehouse_path,
+                              retain=retain or settings.vacuum_retain, dry_run=dry_run,
+                              progress=progress)
     return StepResult(step="vacuum", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -311,7 +316,8 @@ def run_report(settings: Settings, day: date,
             raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "
                              "day in the report database (run `reckon audit --date "
                              f"{day}` first)")
-    result = render_day(_spark(settings, "reckon-report"), settings, day, out=out)
+    result = render_day(_spark(settings, "reckon-report"), settings.report_config(), day,
+                        out=out)
     return StepResult(step="report", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from audits.records import AttributionRow, AuditRun, CurrencySummary
-from reckon.config import Settings
-from reckon.engine_config import WhatIfConfig
+from reckon.engine_config import ReportConfig, WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
@@ -494,33 +493,30 @@ def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     return tuple(lines)
 
 
-_CONFIG_KEYS = ("window", "slide", "lateness", "grace", "idle_timeout", "max_clock_skew",
-                "dedup_horizon", "expected_partitions", "tolerance_abs", "tolerance_rel",
-                "target_completeness", "spark_master", "report_db_url")
-
-
-def build_context(spark: Any, settings: Settings, day: date, *,
+def build_context(spark: Any, config: ReportConfig, day: date, *,
                   breaks_cap: int = BREAKS_CAP) -> ReportContext:
     """Everything the report of ``day`` shows, from the current audit run of the day in the
-    report database and small aggregates of the warehouse's Delta tables."""
+    report database and small aggregates of the warehouse's Delta tables.
+
+    Example: ``build_context(spark, settings.report_config(), date(2026, 1, 1)).audit_run_id``.
+    """
     from reports.db.repository import ReportDB
     from spark.spec import recorded_versions
 
-    db = ReportDB.from_settings(settings)
+    db = ReportDB.from_settings(config)  # the database at config.report_db
     run = db.current_audit_run(day)
     if run is None:
         raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that day in "
                          f"the report database (run `reckon audit --date {day}` first)")
-    rules = settings.event_time_rules()
-    params = {**{k: v for k, v in settings.public_dict().items() if k in _CONFIG_KEYS},
-              **run.params}
+    whatif = config.whatif
+    warehouse, rules = whatif.warehouse, whatif.rules
+    params = {**dict(config.shown), **run.params}
     configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
     headline = headline_from_run(run)  # refuses a run without per-currency figures, first
-    recon = _recon_day(spark, settings.warehouse_path, day, run)
+    recon = _recon_day(spark, warehouse, day, run)
     all_breaks = _breaks(db, run)
     signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
-    whatif = settings.whatif_config()
     curve, configured, recommended, target = _curve(spark, whatif, day)
     batch_curve, batch_note = _batch_curve(spark, whatif, day)
     per_source = _per_source(spark, whatif, day)
@@ -534,9 +530,9 @@ def build_context(spark: Any, settings: Settings, day: date, *,
     try:
         from audits.quality import data_docs_dir
 
-        docs = data_docs_dir(settings.warehouse_path) / "index.html"
+        docs = data_docs_dir(warehouse) / "index.html"
     except ImportError:
-        docs = settings.warehouse_path / "reports" / "data_docs" / "index.html"
+        docs = warehouse / "reports" / "data_docs" / "index.html"
     statuses = tuple((s.value, int(run.status_counts.get(s.value, 0))) for s in ReconStatus)
     return ReportContext(
         day=day, audit_run_id=run.run_id, audit_kind=run.kind,
@@ -547,17 +543,17 @@ def build_context(spark: Any, settings: Settings, day: date, *,
         breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width,
-        lateness_histogram=_histogram(spark, settings.warehouse_path, day),
+        lateness_histogram=_histogram(spark, warehouse, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
         configured_policy=ran_policy,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
-        watermark_series=_watermarks(spark, settings.warehouse_path, rules, day),
+        watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         signoffs=signoffs, superseded_signoff=superseded,
         all_breaks=all_breaks, breaks_cap=breaks_cap,
-        spec_versions=tuple(v.describe() for v in recorded_versions(settings.warehouse_path)))
+        spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 
 
 def _config_text(value: Any) -> str:

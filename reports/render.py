@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
-from reckon.config import Settings
+from reckon.engine_config import ReportConfig
 from reckon.errors import LayoutError
 from reports import formatting as fmt
 from reports.charts import CHART_NAMES, Chart, render_charts
@@ -368,23 +368,24 @@ def keep_data_docs(copy: Path, folder: Path) -> Path | None:
     return target
 
 
-def render_day(spark: Any, settings: Settings, day: date,
+def render_day(spark: Any, config: ReportConfig, day: date,
                out: str | Path | None = None) -> ReportResult:
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
     record the report, with the SHA-256 of its HTML, in the report database. A signed-off
     report of another run in that folder is kept aside first (``keep_signed_report``).
 
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
-    e.g. ``render_day(spark, settings, date(2026, 1, 1))``."""
+    e.g. ``render_day(spark, settings.report_config(), date(2026, 1, 1))``."""
     from reports.db.repository import ReportDB
     from reports.records import ReportRecord
     from spark import tables as tb
 
     # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
-    tb.require_layout(spark, settings.warehouse_path, tb.TABLES)
-    ctx = build_context(spark, settings, day)
-    folder = Path(out) if out else settings.warehouse_path / "reports" / day.isoformat()
-    db = ReportDB.from_settings(settings)
+    warehouse = config.whatif.warehouse
+    tb.require_layout(spark, warehouse, tb.TABLES)
+    ctx = build_context(spark, config, day)
+    folder = Path(out) if out else warehouse / "reports" / day.isoformat()
+    db = ReportDB.from_settings(config)  # the database at config.report_db
     keep_signed_report(db, folder, ctx.audit_run_id)
     result = render_context(ctx, folder)
     db.record_report(ReportRecord(

@@ -35,11 +35,12 @@ import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from reckon.config import Settings
+from reckon.engine_config import CompactionConfig
 from reckon.errors import UsageError
 from reckon.timeutil import format_micros, from_micros
 from spark import tables as tb
@@ -108,17 +109,20 @@ class CompactionResult:
         return f"{self.day}: " + "; ".join(parts) + f" | {self.duration_seconds:.1f}s"
 
 
-def compact_day(spark: SparkSession, settings: Settings, day: date) -> CompactionResult:
+def compact_day(spark: SparkSession, config: CompactionConfig, day: date) -> CompactionResult:
     """Compact ``day``'s partition of every stream table that exists (see the module doc for
-    which partitions are safe when). Idempotent: a compacted partition is left alone."""
+    which partitions are safe when). Idempotent: a compacted partition is left alone.
+
+    Example: ``compact_day(spark, settings.compaction_config(), date(2026, 1, 1)).describe()``.
+    """
     from spark.progress import latest_watermark
 
     started = time.monotonic()
-    wh = settings.warehouse_path
+    wh = config.warehouse
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"no event_log in warehouse {str(wh)!r}: nothing to compact (check "
                          "--warehouse, or run `reckon stream` first)")
-    seen = latest_watermark(spark, settings)
+    seen = latest_watermark(spark, wh)
     results = []
     with _target_file_size(spark):
         for name, column in COMPACTED:
@@ -126,7 +130,7 @@ def compact_day(spark: SparkSession, settings: Settings, day: date) -> Compactio
             if not tb.table_exists(wh, name):
                 results.append(PartitionCompaction(name, partition, 0, 0, 0, 0,
                                                    "table does not exist"))
-            elif ((name, column) in STREAM_COMPACTED and settings.event_log_compact_every
+            elif ((name, column) in STREAM_COMPACTED and config.stream_compact_every
                   and tb.table_exists(wh, tb.WATERMARK_PROGRESS)  # a stream has run
                   and (seen is None or from_micros(seen).date() <= day)):
                 # two OPTIMIZEs of one partition at once: Delta fails one of them
@@ -135,15 +139,15 @@ def compact_day(spark: SparkSession, settings: Settings, day: date) -> Compactio
                     f"the stream compacts this day's {name} itself until its watermark "
                     f"leaves the day (now {'undefined' if seen is None else format_micros(seen)})"))
             else:
-                results.append(_compact_partition(spark, settings, name, column, day))
+                results.append(_compact_partition(spark, wh, name, column, day))
     return CompactionResult(day, tuple(results), time.monotonic() - started)
 
 
-def _compact_partition(spark: SparkSession, settings: Settings, name: str, column: str,
+def _compact_partition(spark: SparkSession, warehouse: Path, name: str, column: str,
                        day: date) -> PartitionCompaction:
     from delta.tables import DeltaTable
 
-    table = DeltaTable.forPath(spark, tb.table_path(settings.warehouse_path, name))
+    table = DeltaTable.forPath(spark, tb.table_path(warehouse, name))
     # OPTIMIZE answers with one row of metrics (a summary, never data)
     metrics = (table.optimize().where(f"{column} = '{day.isoformat()}'").executeCompaction()
                .select("metrics.*").first())
@@ -156,7 +160,7 @@ def _compact_partition(spark: SparkSession, settings: Settings, name: str, colum
                                int(metrics["filesAdded"]["totalSize"] or 0))
 
 
-def compact_recent_stream_days(spark: SparkSession, settings: Settings, since: date) -> int:
+def compact_recent_stream_days(spark: SparkSession, warehouse: Path, since: date) -> int:
     """What the stream runs every ``event_log_compact_every`` batches, between a batch's
     writes and its progress row (when no batch mark is set): bin-pack the small files of the
     partitions of event_log and provisional_deltas from ``since`` on. Every batch re-reads the
@@ -165,25 +169,25 @@ def compact_recent_stream_days(spark: SparkSession, settings: Settings, since: d
     windows folds their deltas. ``since`` is the day of the watermark before the batch, so a
     day the nightly run may compact (its watermark passed the day) is never compacted here
     too. Returns the number of files removed."""
-    return sum(_bin_pack_small_files(spark, settings, name, f"{column} >= '{since.isoformat()}'")
+    return sum(_bin_pack_small_files(spark, warehouse, name, f"{column} >= '{since.isoformat()}'")
                for name, column in STREAM_COMPACTED)
 
 
-def compact_watermark_progress(spark: SparkSession, settings: Settings) -> int:
+def compact_watermark_progress(spark: SparkSession, warehouse: Path) -> int:
     """Bin-pack watermark_progress (one small file per batch: ~17,000 a day at a 5 s trigger),
     which every restart's state restore and every nightly watermark poll read whole. Run by
     the stream next to ``compact_recent_stream_days``; the table is small (a row per batch), so
     rewriting what is left of it takes about a second. Returns the number of files removed."""
-    return _bin_pack_small_files(spark, settings, tb.WATERMARK_PROGRESS, None)
+    return _bin_pack_small_files(spark, warehouse, tb.WATERMARK_PROGRESS, None)
 
 
-def _bin_pack_small_files(spark: SparkSession, settings: Settings, name: str,
+def _bin_pack_small_files(spark: SparkSession, warehouse: Path, name: str,
                           where: str | None) -> int:
     """OPTIMIZE ``name`` (the partitions ``where`` selects), rewriting only files under
     RECENT_MIN_FILE_BYTES; returns the number of files removed (0: nothing committed)."""
     from delta.tables import DeltaTable
 
-    optimize = DeltaTable.forPath(spark, tb.table_path(settings.warehouse_path, name)).optimize()
+    optimize = DeltaTable.forPath(spark, tb.table_path(warehouse, name)).optimize()
     if where is not None:
         optimize = optimize.where(where)
     with _target_file_size(spark, min_bytes=RECENT_MIN_FILE_BYTES):

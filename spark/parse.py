@@ -32,13 +32,12 @@ pure-Python oracle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from reckon.config import Settings
+from reckon.engine_config import ParseConfig
 from reckon.eventtime import is_future_dated
 from reckon.money import iso_currencies
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
@@ -67,19 +66,18 @@ def _plain_decimal(amount: Column) -> Column:
 
 
 def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_time: Column,
-                 settings: Settings) -> list[Check]:
+                 config: ParseConfig) -> list[Check]:
     """The rules that judge already-typed values: amount range, currency (ISO 4217, booked,
     minor unit), event-time range, clock skew. The stream applies them after parsing; the
     replay re-applies them to the event log, so a tightened rule is honoured by the nightly run
     without a second implementation."""
-    rules = settings.event_time_rules()
-    min_us = parse_timestamp(settings.min_event_time, "min_event_time")
+    min_us = parse_timestamp(config.min_event_time, "min_event_time")
     event_us, arrival_us = F.unix_micros(event_time), F.unix_micros(arrival_time)
-    breaks_unit = minor_unit_break_col(amount, currency, tuple(settings.currencies))
+    breaks_unit = minor_unit_break_col(amount, currency, config.currencies)
     return [
-        ((amount < F.lit(settings.amount_min)) | (amount > F.lit(settings.amount_max)),
+        ((amount < F.lit(config.amount_min)) | (amount > F.lit(config.amount_max)),
          "amount_out_of_range",
-         F.concat(F.lit(f"amount outside [{settings.amount_min}, {settings.amount_max}]: "),
+         F.concat(F.lit(f"amount outside [{config.amount_min}, {config.amount_max}]: "),
                   _plain_decimal(amount))),
         (~currency.isin(list(iso_currencies())), "unknown_currency",
          F.concat(F.lit("currency is not an ISO 4217 code: "), F.substring(currency, 1, 40))),
@@ -91,19 +89,12 @@ def typed_checks(amount: Column, currency: Column, event_time: Column, arrival_t
          F.concat(F.lit("amount has more decimal places than its currency allows: "),
                   currency, F.lit(" "), _plain_decimal(amount))),
         (event_us < F.lit(min_us), "event_time_out_of_range",
-         F.concat(F.lit(f"event_time before {settings.min_event_time}: "),
+         F.concat(F.lit(f"event_time before {config.min_event_time}: "),
                   event_time.cast("string"))),
-        (is_future_dated(event_us, arrival_us, rules.max_clock_skew), "future_dated",
+        (is_future_dated(event_us, arrival_us, config.max_clock_skew), "future_dated",
          F.concat(F.lit("event_time more than the max clock skew after arrival: "),
                   event_time.cast("string"), F.lit(" > "), arrival_time.cast("string"))),
     ]
-
-
-def _rule_settings(settings: Settings) -> tuple[Any, ...]:
-    """Every setting the parse's rules read (``typed_checks`` and ``_parse_plan``): the key of
-    its cached columns, so a changed rule never meets a plan built for the old one."""
-    return (settings.amount_min, settings.amount_max, tuple(settings.currencies),
-            settings.min_event_time, settings.event_time_rules().max_clock_skew)
 
 
 def first_failure(checks: list[Check]) -> tuple[Column, Column]:
@@ -166,7 +157,7 @@ class _ParsePlan:
     events: tuple[Column, ...]     # 3. the output columns, the first failing rule named
 
 
-def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
+def parse_events(raw: DataFrame, config: ParseConfig) -> DataFrame:
     """Raw rows -> typed event columns + ``reason``/``detail`` (null for a valid event).
 
     Three projections, so each expression runs once per row: the JVM parse of the line
@@ -175,21 +166,20 @@ def parse_events(raw: DataFrame, settings: Settings) -> DataFrame:
     reason and detail.
 
     The columns are built once per rule set and JVM (each is py4j calls, which every
-    micro-batch would pay before its first job).
+    micro-batch would pay before its first job), keyed on ``config`` itself: every value the
+    rules read is in it, so a changed rule never meets columns built for the old one.
 
-    >>> parse_events(raw, settings).filter("reason is null")  # doctest: +SKIP
+    >>> parse_events(raw, settings.parse_config()).filter("reason is null")  # doctest: +SKIP
     """
     _register_line_parser(raw.sparkSession)
-    plan = built_once_per_jvm(("parse", *_rule_settings(settings)),
-                              lambda: _parse_plan(settings))
+    plan = built_once_per_jvm(("parse", config), lambda: _parse_plan(config))
     df = raw.select("*", plan.line)
     return df.select("*", *plan.values).select(*plan.events)
 
 
-def _parse_plan(settings: Settings) -> _ParsePlan:
+def _parse_plan(config: ParseConfig) -> _ParsePlan:
     p = F.col("_p")
-    skew = settings.event_time_rules().max_clock_skew
-    ahead = F.coalesce(_ahead_of_transport(p["arrival_us"], skew), F.lit(False))
+    ahead = F.coalesce(_ahead_of_transport(p["arrival_us"], config.max_clock_skew), F.lit(False))
     values = (
         # the line's own arrival time, unless it claims to be later than its transport saw
         # it (then the row is quarantined below and keeps the transport's time)
@@ -218,7 +208,7 @@ def _parse_plan(settings: Settings) -> _ParsePlan:
                         "time (file or record): "),
                   F.timestamp_micros(p["arrival_us"]).cast("string"),
                   F.lit(" > "), F.col("transport_time").cast("string"))),
-        *typed_checks(amount, p["currency"], event_time, arrival_time, settings),
+        *typed_checks(amount, p["currency"], event_time, arrival_time, config),
     ]
     reason, detail = first_failure(checks)
     # a shape rule the JVM found comes first

@@ -17,7 +17,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reckon.config import Settings
+from reckon.engine_config import ProgressConfig
 from reckon.errors import WatermarkNotReadyError, invalid
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import (
@@ -71,7 +71,7 @@ def _all_null(stats: dict[str, Any] | None, column: str) -> bool:
     return stats.get("nullCount", {}).get(column) == stats["numRecords"]
 
 
-def latest_watermark(spark: SparkSession | None, settings: Settings) -> int | None:
+def latest_watermark(spark: SparkSession | None, warehouse: str | Path) -> int | None:
     """The global watermark the stream reached, in microseconds since the epoch (UTC).
 
     That is the largest ``watermark`` in ``watermark_progress`` (over every query that wrote
@@ -79,42 +79,42 @@ def latest_watermark(spark: SparkSession | None, settings: Settings) -> int | No
     watermark stays undefined until every expected partition delivered once or went idle).
     With ``spark``: one aggregated row, exact, never the table. Without: the Delta log's
     statistics (``logged_watermark``: to the millisecond, rounded down; None if they cannot
-    tell).
+    tell). ``warehouse``: the stream's, e.g. ``latest_watermark(spark, config.warehouse)``.
     """
     if spark is None:
-        return logged_watermark(settings.warehouse_path)[1]
-    if not tb.table_exists(settings.warehouse_path, tb.WATERMARK_PROGRESS):
+        return logged_watermark(warehouse)[1]
+    if not tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
         return None
     from pyspark.sql import functions as F
 
-    row = (tb.read_table(spark, settings.warehouse_path, tb.WATERMARK_PROGRESS)
+    row = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
            .agg(F.max(F.unix_micros("watermark")).alias("wm"))
            .first())
     return None if row is None or row["wm"] is None else int(row["wm"])
 
 
-def required_watermark(settings: Settings, day: date) -> int:
+def required_watermark(rules: EventTimeRules, day: date) -> int:
     """The watermark at which every window of ``day`` is FINAL, in microseconds
     (reckon.eventtime ``EventTimeRules.day_final_at``, which owns the rule): a replay started
     before it would be audited against totals the stream can still revise."""
-    return settings.event_time_rules().day_final_at(day)
+    return rules.day_final_at(day)
 
 
-def day_closed(spark: SparkSession | None, settings: Settings,
+def day_closed(spark: SparkSession | None, config: ProgressConfig,
                day: date) -> dict[str, Any] | None:
     """One look: what was seen when the watermark is >= ``required_watermark(day)`` (a JSON-safe
     dict: the day, the required and the seen watermark, in microseconds and ISO-8601), else
     None. ``spark`` None: the Delta log's statistics alone (``latest_watermark``)."""
-    required = required_watermark(settings, day)
-    seen = latest_watermark(spark, settings)
-    if seen is None or not settings.event_time_rules().is_day_final(day, seen):
+    required = required_watermark(config.rules, day)
+    seen = latest_watermark(spark, config.warehouse)
+    if seen is None or not config.rules.is_day_final(day, seen):
         return None
     return {"day": day.isoformat(), "required_watermark": required,
             "required_watermark_iso": format_micros(required), "watermark": seen,
             "watermark_iso": format_micros(seen)}
 
 
-def wait_for_day_closed(spark: SparkSession | None, settings: Settings, day: date, *,
+def wait_for_day_closed(spark: SparkSession | None, config: ProgressConfig, day: date, *,
                         timeout: str, poll: str) -> dict[str, Any]:
     """Poll ``day_closed`` until the day is closed; return what was seen, with the seconds
     waited and the number of checks.
@@ -123,6 +123,9 @@ def wait_for_day_closed(spark: SparkSession | None, settings: Settings, day: dat
     watermark is checked exactly once. Raises WatermarkNotReadyError once the timeout has run
     out, naming the day, the required watermark, the one seen (or that there is none yet),
     how long it waited (in words) and what to do.
+
+    Example: ``wait_for_day_closed(spark, settings.progress_config(), day, timeout="0s",
+    poll="1s")["watermark_iso"]``.
     """
     timeout_us = parse_duration(timeout, "timeout")
     poll_us = parse_duration(poll, "poll")
@@ -132,7 +135,7 @@ def wait_for_day_closed(spark: SparkSession | None, settings: Settings, day: dat
     deadline = started + timeout_us / MICROS_PER_SECOND
     checks = 0
     while True:
-        closed = day_closed(spark, settings, day)
+        closed = day_closed(spark, config, day)
         checks += 1
         waited = time.monotonic() - started
         if closed is not None:
@@ -140,22 +143,22 @@ def wait_for_day_closed(spark: SparkSession | None, settings: Settings, day: dat
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise WatermarkNotReadyError(not_ready_message(
-                settings, day, latest_watermark(spark, settings), timeout, waited))
+                config, day, latest_watermark(spark, config.warehouse), timeout, waited))
         time.sleep(min(poll_us / MICROS_PER_SECOND, remaining))
 
 
-def not_ready_message(settings: Settings, day: date, seen: int | None, timeout: str,
+def not_ready_message(config: ProgressConfig, day: date, seen: int | None, timeout: str,
                       waited: float) -> str:
     """Why day ``day`` cannot be processed yet, after waiting ``waited`` seconds: one line
     naming the day, the watermark it needs and the one seen, in words a person reads."""
-    required = required_watermark(settings, day)
-    grace = format_duration(settings.event_time_rules().grace)
+    required = required_watermark(config.rules, day)
+    grace = format_duration(config.rules.grace)
     head = (f"day {day.isoformat()} is not closed yet: the nightly run needs the stream's "
             f"watermark at or past {format_micros(required)} (end of the day's last "
             f"window + allowed lateness {grace})")
-    table = f"{settings.warehouse_path / tb.WATERMARK_PROGRESS}"
+    table = f"{config.warehouse / tb.WATERMARK_PROGRESS}"
     if seen is None:
-        if tb.table_exists(settings.warehouse_path, tb.WATERMARK_PROGRESS):
+        if tb.table_exists(config.warehouse, tb.WATERMARK_PROGRESS):
             where = (f"the stream has recorded no watermark yet in {table} (it stays undefined "
                      "until every expected partition has delivered once or gone idle)")
         else:

@@ -32,7 +32,7 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reckon.config import Settings, load_settings
+from reckon.config import load_settings
 from reckon.eventtime import EventTimeRules, ends_passed
 from reckon.spec import with_spec
 from reckon.timeutil import day_bounds
@@ -59,13 +59,16 @@ def provisional_versions(warehouse: str | Path) -> ProvisionalVersions:
                                progress=commits.current_version(warehouse, tb.WATERMARK_PROGRESS))
 
 
-def warehouse_rules(warehouse: str | Path, settings: Settings | None = None) -> EventTimeRules:
+def warehouse_rules(warehouse: str | Path) -> EventTimeRules:
     """The event-time rules the warehouse's deltas were written under: its recorded spec
-    (spark.spec) over ``settings`` (default: the defaults), or the settings' own rules when no
-    stream has recorded a spec yet."""
+    (spark.spec) over the built-in defaults, or the defaults' own rules when no stream has
+    recorded a spec yet.
+
+    Example: ``read_provisional(spark, wh, warehouse_rules(wh))``.
+    """
     from spark.spec import current_spec
 
-    base = settings or load_settings(env={}, warehouse=str(warehouse))
+    base = load_settings(env={}, warehouse=str(warehouse))
     spec = current_spec(warehouse)
     return (with_spec(base, spec) if spec else base).event_time_rules()
 

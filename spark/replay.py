@@ -43,7 +43,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 
-from reckon.config import Settings
+from reckon.engine_config import ReplayConfig
 from reckon.errors import UsageError
 from reckon.eventtime import WindowSpec
 from reckon.money import CurrencyTotals
@@ -88,21 +88,21 @@ def _ts(micros: int) -> Column:
     return F.timestamp_micros(F.lit(micros))
 
 
-def _read_range(settings: Settings, day: date) -> tuple[int, int]:
+def _read_range(config: ReplayConfig, day: date) -> tuple[int, int]:
     """[read_from, read_to) in microseconds: every event a window starting in ``day`` holds,
     and every event of the calendar day. The two differ when the window step does not divide
     24 hours (7-minute windows: the first window starting on a day may start after midnight)
     or exceeds it (a day on which no window starts): the calendar day's rows are the ones
     this day's replay quarantines when a rule now rejects them, and no other day reads them."""
-    lo, hi = settings.event_time_rules().windows.day_event_times(day)
+    lo, hi = config.rules.windows.day_event_times(day)
     d0, d1 = day_bounds(day)
     return min(lo, d0), max(hi, d1)
 
 
-def _from_event_log(spark: SparkSession, settings: Settings, day: date
+def _from_event_log(spark: SparkSession, config: ReplayConfig, day: date
                     ) -> tuple[DataFrame, int | None]:
     """The day's candidate rows from the event log at a pinned version, with ``reason``."""
-    wh = settings.warehouse_path
+    wh = config.warehouse
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"no event_log in warehouse {str(wh)!r}: run `reckon stream` first "
                          "(or check --warehouse)")
@@ -110,34 +110,34 @@ def _from_event_log(spark: SparkSession, settings: Settings, day: date
     if version is None:
         raise UsageError(f"event_log in warehouse {str(wh)!r} has no commit yet: run "
                          "`reckon stream` first")
-    return day_log_rows(spark, settings, day, version), version
+    return day_log_rows(spark, config, day, version), version
 
 
-def day_log_rows(spark: SparkSession, settings: Settings, day: date,
+def day_log_rows(spark: SparkSession, config: ReplayConfig, day: date,
                  version: int) -> DataFrame:
     """The event_log rows (at ``version``) whose event times a replay of ``day`` reads, with
     the replay's ``reason``/``detail`` (null for a row the typed rules accept now)."""
-    wh = settings.warehouse_path
-    lo, hi = _read_range(settings, day)
+    wh = config.warehouse
+    lo, hi = _read_range(config, day)
     last_day = (datetime.fromtimestamp((hi - 1) / 1e6, UTC)).date()
     log = (tb.read_table(spark, wh, tb.EVENT_LOG, version=version)
            .filter((F.col("event_date") >= F.lit(day)) & (F.col("event_date") <= F.lit(last_day))
                    & (F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi))))
     reason, detail = first_failure(typed_checks(F.col("amount"), F.col("currency"),
                                                 F.col("event_time"), F.col("arrival_time"),
-                                                settings))
+                                                config.parse))
     return log.withColumn("reason", reason).withColumn("detail", detail)
 
 
-def day_totals_from_log(spark: SparkSession, settings: Settings, day: date,
+def day_totals_from_log(spark: SparkSession, config: ReplayConfig, day: date,
                         version: int) -> DataFrame:
     """The replay's canonical sums of ``day`` by its exact path (every event grouped by
     event_id, no repeated-id split): (window_start, key, currency, total_amount, event_count).
     What a data-quality check compares canonical_totals with: the same functions, not a
     second statement of the rules."""
     d0, d1 = day_bounds(day)
-    spec = settings.event_time_rules().windows
-    valid = (day_log_rows(spark, settings, day, version).filter(F.col("reason").isNull())
+    spec = config.rules.windows
+    valid = (day_log_rows(spark, config, day, version).filter(F.col("reason").isNull())
              .select("event_id", *TOTAL_IDENTITY, "amount", "source", "partition", "offset",
                      "input_file", F.unix_micros("event_time").alias("event_us"),
                      F.unix_micros("arrival_time").alias("arrival_us"),
@@ -153,24 +153,24 @@ def day_totals_from_log(spark: SparkSession, settings: Settings, day: date,
                     "total_amount", "event_count"))
 
 
-def _from_kafka(spark: SparkSession, settings: Settings, day: date) -> DataFrame:
+def _from_kafka(spark: SparkSession, config: ReplayConfig, day: date) -> DataFrame:
     """Replay straight from the topic (batch read, earliest to latest as of the start, pinned
     as offsets so that every pass of the replay reads the same records): full validation."""
     from spark.sources import RAW_COLUMNS, kafka_offsets, kafka_raw_columns
 
-    topic = settings.kafka_topic
+    topic = config.kafka_topic
     pinned = {edge: json.dumps({topic: {str(p): o for p, o in kafka_offsets(
-        spark, settings.kafka_bootstrap, topic, latest=edge == "ending").items()}})
+        spark, config.kafka_bootstrap, topic, latest=edge == "ending").items()}})
         for edge in ("starting", "ending")}
     raw = (spark.read.format("kafka")
-           .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+           .option("kafka.bootstrap.servers", config.kafka_bootstrap)
            .option("subscribe", topic)
            .option("startingOffsets", pinned["starting"])
            .option("endingOffsets", pinned["ending"])
            .load()
-           .select(*kafka_raw_columns(settings.kafka_topic)))
-    lo, hi = _read_range(settings, day)
-    parsed = parse_events(raw.select(*RAW_COLUMNS), settings)
+           .select(*kafka_raw_columns(config.kafka_topic)))
+    lo, hi = _read_range(config, day)
+    parsed = parse_events(raw.select(*RAW_COLUMNS), config.parse)
     # Rows that fail before an event_time is known cannot be placed in a day: they are the
     # stream's quarantine, not the replay's. Keep the ones this day's windows would hold.
     return parsed.filter((F.col("event_time") >= _ts(lo)) & (F.col("event_time") < _ts(hi)))
@@ -258,25 +258,28 @@ def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
             "replay_id": F.lit(replay_id)}
 
 
-def _replay_id(day: date, source: str, version: int | None, settings: Settings) -> str:
-    rules = json.dumps(settings.event_time_rules().to_config(), sort_keys=True)
-    checks = f"{settings.amount_min}|{settings.amount_max}|{','.join(settings.currencies)}"
-    digest = hashlib.sha256(f"{rules}|{checks}|{settings.min_event_time}".encode()).hexdigest()
+def _replay_id(day: date, source: str, version: int | None, config: ReplayConfig) -> str:
+    rules = json.dumps(config.rules.to_config(), sort_keys=True)
+    parse = config.parse
+    checks = f"{parse.amount_min}|{parse.amount_max}|{','.join(parse.currencies)}"
+    digest = hashlib.sha256(f"{rules}|{checks}|{parse.min_event_time}".encode()).hexdigest()
     return f"{day.isoformat()}:{source}:v{'-' if version is None else version}:{digest[:10]}"
 
 
-def replay_day(spark: SparkSession, settings: Settings, day: date, *,
+def replay_day(spark: SparkSession, config: ReplayConfig, day: date, *,
                from_kafka: bool = False) -> ReplayResult:
     """Recompute ``canonical_totals`` for ``day`` and record the run in ``replay_runs``.
 
-    ``from_kafka`` reads the configured topic (settings.kafka_bootstrap / kafka_topic) from
+    ``from_kafka`` reads the configured topic (config.kafka_bootstrap / kafka_topic) from
     earliest to latest instead of the event log. One replay of a day at a time
-    (reckon.writer_lock): a second one is refused before it writes."""
+    (reckon.writer_lock): a second one is refused before it writes.
+
+    Example: ``replay_day(spark, settings.replay_config(), date(2026, 1, 1)).valid_events``."""
     if from_kafka:  # a replay from the topic may be the warehouse's first writer
-        settings.warehouse_path.mkdir(parents=True, exist_ok=True)
-    with WriterLock.take(settings.warehouse_path, writer_scope("replay", day),
+        config.warehouse.mkdir(parents=True, exist_ok=True)
+    with WriterLock.take(config.warehouse, writer_scope("replay", day),
                          f"replay of {day}"):
-        return _replay_day(spark, settings, day, from_kafka=from_kafka)
+        return _replay_day(spark, config, day, from_kafka=from_kafka)
 
 
 @dataclass(frozen=True)
@@ -285,7 +288,7 @@ class _DayRead:
     rows read (the event log at a pinned version, or the topic), and the run's id."""
 
     spark: SparkSession
-    settings: Settings
+    config: ReplayConfig
     day: date
     from_kafka: bool
     spec: WindowSpec
@@ -301,14 +304,14 @@ class _DayRead:
         return day_bounds(self.day)
 
 
-def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
+def _replay_day(spark: SparkSession, config: ReplayConfig, day: date, *,
                 from_kafka: bool) -> ReplayResult:
     """The replay's steps, in order. Each table write of the day starts as soon as its rows
     are known and runs beside the others (each replaces only this day's or this origin's
     rows: most of a small commit is Delta's driver-side bookkeeping); all have ended, failed
     or not, before the run record is written."""
     t0 = time.monotonic()
-    read = _read_day(spark, settings, day, from_kafka=from_kafka)
+    read = _read_day(spark, config, day, from_kafka=from_kafka)
     writes = ConcurrentWrites()
     cached: list[DataFrame] = []  # persisted by a step; unpersisted whatever happens
     try:
@@ -331,27 +334,27 @@ def _replay_day(spark: SparkSession, settings: Settings, day: date, *,
                        duration_seconds=round(time.monotonic() - t0, 3))
 
 
-def _read_day(spark: SparkSession, settings: Settings, day: date, *,
+def _read_day(spark: SparkSession, config: ReplayConfig, day: date, *,
               from_kafka: bool) -> _DayRead:
     """Step 0: the tables the replay writes exist (in the current layout), and the day's rows
     are read from the event log at its current version, or from the topic."""
-    started_at, wh = datetime.now(UTC), settings.warehouse_path
+    started_at, wh = datetime.now(UTC), config.warehouse
     written = (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES, tb.REPLAY_RUNS,
                tb.REPLAY_CONFLICTS, tb.QUARANTINE)
     tb.require_layout(spark, wh, (tb.EVENT_LOG, *written))
     for name in written:
         tb.ensure_table(spark, wh, name)
     if from_kafka:
-        if not settings.kafka_bootstrap:
+        if not config.kafka_bootstrap:
             raise UsageError("replay from Kafka needs --kafka BOOTSTRAP (or RECKON_KAFKA_BOOTSTRAP)")
-        source, version = f"kafka:{settings.kafka_topic}", None
-        rows = _from_kafka(spark, settings, day)
+        source, version = f"kafka:{config.kafka_topic}", None
+        rows = _from_kafka(spark, config, day)
     else:
         source = "event_log"
-        rows, version = _from_event_log(spark, settings, day)
-    return _DayRead(spark=spark, settings=settings, day=day, from_kafka=from_kafka,
-                    spec=settings.event_time_rules().windows, source=source, version=version, rows=rows,
-                    replay_id=_replay_id(day, source, version, settings),
+        rows, version = _from_event_log(spark, config, day)
+    return _DayRead(spark=spark, config=config, day=day, from_kafka=from_kafka,
+                    spec=config.rules.windows, source=source, version=version, rows=rows,
+                    replay_id=_replay_id(day, source, version, config),
                     started_at=started_at)
 
 
@@ -373,7 +376,7 @@ def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
         screened = Observation("replay_screen")
         repeated = _repeated_ids(read.rows.observe(screened,
                                                    F.count_if(rejected).alias("rejected")),
-                                 read.settings.replay_broadcast_ids)
+                                 read.config.broadcast_ids)
         cached += [repeated] if repeated is not None else []
         any_rejected = bool(observed(screened, {"rejected": 0})["rejected"])
     bad = read.rows.filter(rejected).select(
@@ -385,7 +388,7 @@ def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
     writes.start("quarantine", tb.replace_rows,
                  tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
                  .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
-                 read.settings.warehouse_path, tb.QUARANTINE, f"origin = '{origin}'")
+                 read.config.warehouse, tb.QUARANTINE, f"origin = '{origin}'")
     return repeated, bad_seen
 
 
@@ -443,7 +446,7 @@ def _write_canonical_totals(read: _DayRead, events: DataFrame, cached: list[Data
         summary, F.count(F.lit(1)).alias("windows"), F.sum("_events").alias("events"),
         F.sum("_dups").alias("dups"), F.sum("_after").alias("after"),
         F.max("_has_conflict").alias("has_conflict")), tb.CANONICAL_TOTALS),
-        read.settings.warehouse_path, tb.CANONICAL_TOTALS, tb.window_day(read.day))
+        read.config.warehouse, tb.CANONICAL_TOTALS, tb.window_day(read.day))
     counts = observed(summary, {"windows": 0, "events": 0, "dups": 0, "after": 0,
                                 "has_conflict": None})
     # the day's total per currency, from the persisted rows (one row per currency back)
@@ -463,14 +466,14 @@ def _write_uncaught_duplicates(read: _DayRead, writes: ConcurrentWrites, events:
     only after the canonical_totals commit: the audit trusts a day's duplicates once the
     replay that wrote its totals finished (audits.audit_inputs._finished_replay). Returns the
     conflicting events (step 5 lists them)."""
-    (d0, d1), spec, wh = read.bounds, read.spec, read.settings.warehouse_path
+    (d0, d1), spec, wh = read.bounds, read.spec, read.config.warehouse
     conflicting = events.filter("conflict").select("event_id", "event_us")
     if has_conflict:  # a few ids, used twice below: group the day by event_id again
         conflicting = conflicting.persist()
         cached.append(conflicting)
     per_copy: DataFrame | None = None
     if read.from_kafka and tb.table_exists(wh, tb.EVENT_LOG):
-        per_copy = uncaught_copies(_from_event_log(read.spark, read.settings, read.day)[0],
+        per_copy = uncaught_copies(_from_event_log(read.spark, read.config, read.day)[0],
                                    spec, d0, d1)
     elif not read.from_kafka and has_conflict:
         per_copy = uncaught_copies(read.rows.join(conflicting.select("event_id"), "event_id"),
@@ -516,13 +519,13 @@ def _write_conflicts(read: _DayRead, writes: ConcurrentWrites, conflicting: Data
     writes.start("replay_conflicts", tb.replace_rows,
                  tb.conform(conflict_rows, tb.REPLAY_CONFLICTS)
                  .observe(conflicts_seen, F.count(F.lit(1)).alias("rows")),
-                 read.settings.warehouse_path, tb.REPLAY_CONFLICTS, tb.window_day(read.day))
+                 read.config.warehouse, tb.REPLAY_CONFLICTS, tb.window_day(read.day))
     return conflicts_seen
 
 
 def _previous_valid_events(read: _DayRead) -> int | None:
     """The valid events the newest other replay of the day counted (None: it is the first)."""
-    previous = (tb.read_table(read.spark, read.settings.warehouse_path, tb.REPLAY_RUNS)
+    previous = (tb.read_table(read.spark, read.config.warehouse, tb.REPLAY_RUNS)
                 .filter((F.col("window_date") == F.lit(read.day))
                         & (F.col("replay_id") != read.replay_id))
                 .orderBy(F.col("started_at").desc()).select("valid_events").limit(1)
@@ -548,10 +551,10 @@ def _record_run(read: _DayRead, *, summary: dict[str, Any], day_totals: Currency
     run_row = {**asdict(result), "window_date": read.day, "started_at": read.started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amounts": _currency_map(day_totals),
-               "rules_json": json.dumps(read.settings.event_time_rules().to_config(),
+               "rules_json": json.dumps(read.config.rules.to_config(),
                                         sort_keys=True)}
     tb.replace_rows(tb.single_row(read.spark, tb.REPLAY_RUNS, run_row),
-                    read.settings.warehouse_path, tb.REPLAY_RUNS,
+                    read.config.warehouse, tb.REPLAY_RUNS,
                     f"replay_id = '{read.replay_id}'")
     return result
 
@@ -564,8 +567,8 @@ def _currency_map(totals: CurrencyTotals) -> Column:
     return F.create_map(*items).cast(tb.SCHEMAS[tb.REPLAY_RUNS]["total_amounts"].dataType)
 
 
-def replay_range(spark: SparkSession, settings: Settings, first: date, last: date, *,
+def replay_range(spark: SparkSession, config: ReplayConfig, first: date, last: date, *,
                  from_kafka: bool = False) -> list[ReplayResult]:
     """Replay every day in ``[first, last]`` (a backfill without Airflow), oldest first."""
-    return [replay_day(spark, settings, day, from_kafka=from_kafka)
+    return [replay_day(spark, config, day, from_kafka=from_kafka)
             for day in days_between(first, last)]

@@ -25,12 +25,12 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.timeutil import MICROS_PER_DAY, format_duration, parse_duration
 from spark import commits
@@ -76,11 +76,15 @@ class VacuumResult:
         return "\n".join(lines)
 
 
-def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | None = None,
+def vacuum_warehouse(spark: SparkSession, warehouse: Path, *, retain: str,
                      dry_run: bool = False, progress: bool = False) -> VacuumResult:
-    """VACUUM every reckon table of the warehouse with one retention (``vacuum_retain`` unless
-    given). A dry run counts the files without deleting any."""
-    text = retain or settings.vacuum_retain
+    """VACUUM every reckon table of ``warehouse`` with one retention (a duration: the app
+    layer passes ``--retain``, else the ``vacuum_retain`` setting). A dry run counts the files
+    without deleting any.
+
+    Example: ``vacuum_warehouse(spark, settings.warehouse_path, retain="30d", dry_run=True)``.
+    """
+    text = retain
     micros = parse_duration(text, "retain")
     checked = str(spark.conf.get(_RETENTION_CHECK, "true")).lower() != "false"
     if micros < MIN_RETAIN_MICROS and checked:
@@ -90,7 +94,7 @@ def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | N
             "files it would delete. Keep at least 7d (vacuum_retain / --retain). If nothing "
             f"reads older versions, set {_RETENTION_CHECK}=false in extra_spark_conf")
     hours = micros / 3_600_000_000
-    wh = settings.warehouse_path
+    wh = warehouse
     # The deletes run as a Spark job on the executors, not one by one on the driver. Delta
     # lists a table's files in as many tasks as partition discovery may use, 10,000 by
     # default: on 2 cores ~20 s a table however small; one task per core lists as fast.
@@ -115,15 +119,15 @@ def vacuum_warehouse(spark: SparkSession, settings: Settings, *, retain: str | N
             else:
                 before = commits.current_version(wh, name)
                 spark.sql(f"VACUUM delta.`{path}` RETAIN {hours} HOURS")
-                files = _deleted_files(settings, name, before)
+                files = _deleted_files(wh, name, before)
         done.append(VacuumedTable(name, files, round(time.monotonic() - t0, 3)))
     return VacuumResult(format_duration(micros), dry_run, tuple(done))
 
 
-def _deleted_files(settings: Settings, name: str, before: int | None) -> int | None:
+def _deleted_files(warehouse: Path, name: str, before: int | None) -> int | None:
     """The file count of the VACUUM END commit that followed version ``before`` (Delta logs
     a VACUUM as two commits, START and END, with its metrics), read from the commit files."""
-    for _version, info in commits.commit_infos(settings.warehouse_path, name,
+    for _version, info in commits.commit_infos(warehouse, name,
                                           -1 if before is None else before):
         if info.get("operation") == "VACUUM END":
             value = (info.get("operationMetrics") or {}).get("numDeletedFiles")

@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from reckon.admission import ADMISSION_POLL_SECONDS, LandingAdmitter
-from reckon.config import Settings
+from reckon.engine_config import TriggerLimits
 from reckon.errors import UsageError
 from reckon.landing import EVENT_FILE_GLOB
 
@@ -67,17 +67,18 @@ class StreamSource:
             return f"landing folder {Path(self.landing).resolve()}"
         return f"Kafka topic {self.topic} at {self.kafka_bootstrap}"
 
-    def read(self, spark: SparkSession, settings: Settings,
+    def read(self, spark: SparkSession, limits: TriggerLimits,
              admitted: Path | None = None) -> DataFrame:
         """A streaming DataFrame with RAW_COLUMNS. The stream's landing source reads the
         folder its files are ``admitted`` to (reckon.admission), in name order, and names each
         line's input_file by its landing path; Spark deletes each admitted file (never the
         landing file) once the batch that read it has committed. Without ``admitted``, the
         landing dir itself in Spark's own order (modification time; the benchmark's native
-        contender reads it so)."""
+        contender reads it so). ``limits``: how much one trigger reads at most, e.g.
+        ``source.read(spark, settings.trigger_limits())``."""
         if self.landing:
             reader = (spark.readStream.format("text").option("wholetext", "true")
-                      .option("maxFilesPerTrigger", str(settings.max_files_per_trigger))
+                      .option("maxFilesPerTrigger", str(limits.max_files))
                       .option("maxFileAge", "36500d")
                       # event files only (admission takes nothing else; Spark skips names
                       # starting with '.' or '_': a file being admitted)
@@ -93,7 +94,7 @@ class StreamSource:
                 .option("subscribe", self.topic)
                 .option("startingOffsets", "earliest")
                 .option("failOnDataLoss", "true")
-                .option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+                .option("maxOffsetsPerTrigger", str(limits.max_offsets))
                 .load()
                 .select(*kafka_raw_columns(self.topic)))
 

@@ -288,7 +288,7 @@ class BatchProcessor:
 
     def _parse(self, raw: DataFrame) -> DataFrame:
         """Raw rows -> typed, validated rows with event_us and arrival_us (spark.parse)."""
-        return (parse_events(raw.select(*RAW_COLUMNS), self.settings)
+        return (parse_events(raw.select(*RAW_COLUMNS), self.settings.parse_config())
                 .withColumn("event_us", F.unix_micros("event_time"))
                 .withColumn("arrival_us", F.unix_micros("arrival_time")))
 
@@ -326,7 +326,7 @@ class BatchProcessor:
             from spark.compaction import compact_watermark_progress
 
             with self._step("compact"):
-                compact_watermark_progress(self.spark, self.settings)
+                compact_watermark_progress(self.spark, self.settings.warehouse_path)
         self._cache = (batch_id, after)
         if self._coverage is not None and summary.valid:
             self._coverage = self._coverage.after_batch(
@@ -494,7 +494,8 @@ class BatchProcessor:
         commits nothing."""
         from spark.compaction import compact_recent_stream_days
 
-        compact_recent_stream_days(self.spark, self.settings, from_micros(wm_before).date())
+        compact_recent_stream_days(self.spark, self.settings.warehouse_path,
+                                   from_micros(wm_before).date())
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
                         processed_at: datetime) -> None:
@@ -588,7 +589,7 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
     if admitter is not None:
         sweep_committed_admissions(Path(cp), admitter.files_dir)
         admitter.admit()  # what landed before the start, in name order
-    raw = source.read(spark, settings, admitter.files_dir if admitter else None)
+    raw = source.read(spark, settings.trigger_limits(), admitter.files_dir if admitter else None)
     if StateSeed.fits(cp):
         raw = processor.judged_stream(raw)
     else:

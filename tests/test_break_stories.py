@@ -58,7 +58,7 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
 
     settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
     _stream(spark, settings, GRACE_CASE.batches, "stories-grace")
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     assert result.breaks_recorded == 1
     stories, inputs = _recorded(settings, result.run_id)
@@ -89,7 +89,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     first = ev(1, 2, key="A", amount="3.00")
     again = replace(first, arrival_time=BASE + 20 * S, offset=20, partition=1, source="kiosk")
     _stream(spark, settings, [[first, ev(3, 3, key="B")], [again]], "stories-dup")
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     stories, inputs = _recorded(settings, result.run_id)
     assert [(s["key"], s["events"]) for s in stories] == [("A", 2)]

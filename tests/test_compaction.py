@@ -53,19 +53,20 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     batches = random_batches(41, n=60, batches=4)
     run_batches(spark, settings, batches[:3])
     # the case under test: the first day is closed, the second is not
-    seen = latest_watermark(spark, settings)
+    seen = latest_watermark(spark, settings.warehouse_path)
     assert seen is not None
-    assert required_watermark(settings, DAY1) <= seen < required_watermark(settings, DAY2)
+    rules = settings.event_time_rules()
+    assert required_watermark(rules, DAY1) <= seen < required_watermark(rules, DAY2)
 
     names = [name for name, _ in COMPACTED]
     rows_before = {name: table_snapshot(spark, warehouse, name) for name in names}
     files_before = {name: _live_files(spark, warehouse, name, column, DAY1)
                     for name, column in COMPACTED}
     assert files_before[tb.EVENT_LOG] > 1  # (a MERGE rewrites a partition this small whole)
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     canonical_before = canonical_rows(spark, settings, DAY1)
 
-    result = compact_day(spark, settings, DAY1)
+    result = compact_day(spark, settings.compaction_config(), DAY1)
     by_table = {p.table: p for p in result.partitions}
     for name, column in COMPACTED:
         part = by_table[name]
@@ -80,12 +81,12 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     assert summary["event_log_files_after"] == 1 and summary["skipped"] == []
 
     assert {name: table_snapshot(spark, warehouse, name) for name in names} == rows_before
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     assert canonical_rows(spark, settings, DAY1) == canonical_before
 
     # a re-run finds nothing to do and commits nothing, also through the CLI
     commits = _commits(warehouse)
-    again = compact_day(spark, settings, DAY1)
+    again = compact_day(spark, settings.compaction_config(), DAY1)
     assert [(p.files_before, p.files_after, p.bytes_written) for p in again.partitions] == [
         (min(files_before[name], 1), min(files_before[name], 1), 0) for name in names]
     assert main(["compact", "--warehouse", str(warehouse), "--date", DAY1.isoformat(),
@@ -98,7 +99,8 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     # the open day: event_log and provisional_deltas are the stream's to compact (it does so
     # itself every few batches) until its watermark leaves the day
     files_day2 = _live_files(spark, warehouse, tb.PROVISIONAL_DELTAS, "window_date", DAY2)
-    open_day = {p.table: p for p in compact_day(spark, settings, DAY2).partitions}
+    open_day = {p.table: p
+                for p in compact_day(spark, settings.compaction_config(), DAY2).partitions}
     for name in (tb.EVENT_LOG, tb.PROVISIONAL_DELTAS):
         assert f"the stream compacts this day's {name} itself" in (open_day[name].skipped or "")
     assert _live_files(spark, warehouse, tb.PROVISIONAL_DELTAS, "window_date", DAY2) == files_day2
@@ -122,7 +124,7 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
 def test_compacting_a_warehouse_without_an_event_log_says_what_to_do(spark, tmp_path):
     settings = stream_settings(tmp_path / "empty", **RULES)
     with pytest.raises(UsageError, match=r"no event_log in warehouse .*check --warehouse"):
-        compact_day(spark, settings, DAY1)
+        compact_day(spark, settings.compaction_config(), DAY1)
 
 
 def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):

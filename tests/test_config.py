@@ -273,3 +273,39 @@ def test_the_engines_configs_carry_the_settings_they_are_built_from(tmp_path):
     for config in (audit, check, whatif):
         with pytest.raises(dataclasses.FrozenInstanceError):
             config.warehouse = tmp_path  # type: ignore[misc]
+
+
+def test_the_spark_engines_configs_carry_the_settings_they_are_built_from(tmp_path):
+    """The replay's, the wait's, the compaction's, the source's, the check run's and the
+    report's values (reckon/engine_config.py) hold the settings they are built from; the
+    report shows the database URL without its password."""
+    s = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="1m", kafka_topic="t",
+                      replay_broadcast_ids=7, event_log_compact_every=3,
+                      max_files_per_trigger=2, max_offsets_per_trigger=9,
+                      report_db_url="postgresql+psycopg://u:secret@h:5432/r")
+    replay, progress = s.replay_config(), s.progress_config()
+    assert replay.warehouse == progress.warehouse == s.warehouse_path
+    assert replay.rules == progress.rules == s.event_time_rules()
+    assert (replay.kafka_topic, replay.broadcast_ids, replay.parse) == ("t", 7, s.parse_config())
+    assert s.compaction_config().stream_compact_every == 3
+    assert (s.trigger_limits().max_files, s.trigger_limits().max_offsets) == (2, 9)
+    run = s.check_run_config()
+    assert (run.checks, run.replay) == (s.check_config(), replay)
+    report = s.report_config()
+    assert report.whatif == s.whatif_config() and report.report_db == s.report_db
+    assert dict(report.shown)["report_db_url"] == "postgresql+psycopg://u:***@h:5432/r"
+    assert dict(report.shown)["window"] == "1m"
+
+
+@pytest.mark.parametrize("override", [
+    {"amount_min": "1.00"}, {"amount_max": "10.00"}, {"currencies": "USD"},
+    {"min_event_time": "2020-01-01T00:00:00Z"}, {"max_clock_skew": "1m"}])
+def test_every_setting_the_parse_reads_changes_the_key_of_its_cached_columns(override):
+    """The parse caches its columns under its ParseConfig (spark/parse.py): every setting its
+    rules read must change that key, or a changed rule would meet columns built for the old
+    one."""
+    base = load_settings(env={})
+    changed = base.with_overrides(**override).parse_config()
+    assert changed != base.parse_config()
+    assert len({base.parse_config(), changed}) == 2
+    assert base.with_overrides(window="1m").parse_config() == base.parse_config()

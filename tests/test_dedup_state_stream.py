@@ -135,7 +135,8 @@ def test_a_checkpoint_from_before_the_state_goes_on_against_the_archive(spark, t
     admitter = landing_admitter(source, Path(checkpoint))
     assert admitter is not None
     admitter.admit()
-    query = (source.read(spark, settings, admitter.files_dir).writeStream  # no dedup state
+    # no dedup state
+    query = (source.read(spark, settings.trigger_limits(), admitter.files_dir).writeStream
              .foreachBatch(processor).option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     query.awaitTermination()

@@ -200,7 +200,7 @@ def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate
     processor = BatchProcessor(spark, settings, query_id="explain-uncaught")
     processor(_raw(spark, [first]), 0)
     processor(_raw(spark, [again]), 1)
-    replay_day(spark, settings, date.fromisoformat(format_micros(BASE)[:10]))
+    replay_day(spark, settings.replay_config(), date.fromisoformat(format_micros(BASE)[:10]))
     [chapter] = explain(spark, settings, "A", BASE + 1 * S).chapters
     assert [(e.event_id, e.fate, e.batch_id, e.uncaught_duplicate) for e in chapter.events] == [
         (first.event_id, "on_time", 0, False), (first.event_id, "on_time", 1, True)]

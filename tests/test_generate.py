@@ -252,7 +252,7 @@ def test_every_malformed_line_is_quarantined_for_its_kind(spark, tmp_path) -> No
         F.lit("events").alias("input_file"))
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
     reasons = {r["offset"]: r["reason"] for r in
-               parse_events(raw, settings).select("offset", "reason").collect()}
+               parse_events(raw, settings.parse_config()).select("offset", "reason").collect()}
     expected = {"valid": {None}, "future": {"future_dated"}}
     for i, line in enumerate(lines):
         kind = _classify(line, cfg.currencies)

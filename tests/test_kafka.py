@@ -302,7 +302,7 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     settings = dataclasses.replace(
         load_settings(env={}, warehouse=str(tmp_path / "wh"), shuffle_partitions=2, **RULES),
         kafka_bootstrap=kafka_broker.bootstrap, kafka_topic=topic)
-    result = replay_day(spark, settings, DAY2, from_kafka=True)
+    result = replay_day(spark, settings.replay_config(), DAY2, from_kafka=True)
     assert result.source == f"kafka:{topic}" and result.event_log_version is None
     canon, _ = canonical_totals(events, EventTimeRules.parse(**RULES))
     day2 = date(2026, 1, 2)
@@ -317,7 +317,7 @@ def test_replay_straight_from_the_topic_equals_the_reference(spark, kafka_broker
     # the event log (copy by copy) and the audit explains every gap, as the reference does.
     rules = EventTimeRules.parse(**RULES)
     run_batches(spark, settings, batches)
-    replay_day(spark, settings, DAY2, from_kafka=True)
+    replay_day(spark, settings.replay_config(), DAY2, from_kafka=True)
     audit = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     ref = {(w.start, k, cur): r for (w, k, cur), r in
            reconcile_outcome(stream_outcome(batches, rules), events, rules).items()

@@ -321,13 +321,13 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     assert {3 * S, 5 * S} <= {pt.bound for pt in curve.points}
     assert per_event is not None and per_event.dropped > per_batch.dropped
 
-    replay_day(spark, settings_, DAY)
+    replay_day(spark, settings_.replay_config(), DAY)
     audit = audit_day(spark, settings_.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings_))
     assert audit.completeness is not None
     ratio = Decimal(per_batch.admitted) / Decimal(per_batch.admitted + per_batch.dropped)
     assert ratio.quantize(Decimal("0.000001")) == Decimal(audit.completeness) \
         == Decimal("0.789474")
-    result = render_day(spark, settings_, DAY)
+    result = render_day(spark, settings_.report_config(), DAY)
     _assert_per_batch_row_is_the_headline(result, Decimal(audit.completeness), late)
 
 

@@ -47,9 +47,10 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
     before = _versions(warehouse)
     steps = {
         "stream": lambda: BatchProcessor(spark, settings, query_id="q"),
-        "replay": lambda: replay_day(spark, settings, date(2026, 1, 1)),
+        "replay": lambda: replay_day(spark, settings.replay_config(), date(2026, 1, 1)),
         "audit": lambda: audit_day(spark, settings.audit_config(), date(2026, 1, 1), recorder=None),
-        "report": lambda: render_day(spark, settings, date(2026, 1, 1), out=tmp_path / "r"),
+        "report": lambda: render_day(spark, settings.report_config(), date(2026, 1, 1),
+                                     out=tmp_path / "r"),
     }
     for step, run in steps.items():
         with pytest.raises(LayoutError) as caught:

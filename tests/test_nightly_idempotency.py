@@ -178,8 +178,8 @@ def _kill_replay(warehouse: Path, day, tmp_path: Path, timeout: float = 600) -> 
 def test_replay_killed_mid_write_leaves_no_partial_day(spark, streamed, tmp_path):
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings, DAY1)
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY1)
+    replay_day(spark, settings.replay_config(), DAY2)
     clean = {d: _rows(spark, warehouse, tb.CANONICAL_TOTALS, d) for d in (DAY1, DAY2)}
     assert clean[DAY2]
     table = str(warehouse / tb.CANONICAL_TOTALS)
@@ -203,7 +203,7 @@ def test_replay_killed_mid_write_leaves_no_partial_day(spark, streamed, tmp_path
     # the re-run (the same function the CLI calls) gives the clean day; the other day untouched
     day1_files = sorted(str(p.relative_to(table)) for p in
                         Path(table).glob("window_date=2026-01-01/*.parquet"))
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY2)
     assert {d: _rows(spark, warehouse, tb.CANONICAL_TOTALS, d) for d in clean} == clean
     assert sorted(str(p.relative_to(table)) for p in
                   Path(table).glob("window_date=2026-01-01/*.parquet")) == day1_files

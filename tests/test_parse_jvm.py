@@ -45,7 +45,7 @@ def test_event_times_read_as_sparks_own_cast(spark):
              "\uff12026-06-01T00:00:00Z", "2026-06-01T00:00:00.000001+00:00x",
              "2026-06-01T00:00:00.1-05:00", "2026-6-01T00:00:00Z"]
     lines = [json.dumps({**_EVENT, "event_time": t}) for t in texts]
-    rows = (parse_events(_raw(spark, lines), SETTINGS)
+    rows = (parse_events(_raw(spark, lines), SETTINGS.parse_config())
             .select("offset", F.unix_micros("event_time").alias("got"),
                     F.when(F.get_json_object("payload", "$.event_time").rlike(_ISO),
                            F.unix_micros(F.try_to_timestamp(
@@ -62,7 +62,7 @@ def test_text_fields_read_as_from_json_reads_them(spark):
                             {"a": [1, {"b": "\U00021043"}]}, [None, 2.5], "\u00e9"]
     lines = [json.dumps({**_EVENT, "key": v}, ensure_ascii=i % 2 == 0)
              for i, v in enumerate(values)]
-    rows = (parse_events(_raw(spark, lines), SETTINGS)
+    rows = (parse_events(_raw(spark, lines), SETTINGS.parse_config())
             .select("offset", "key", F.from_json("payload", "key string")["key"].alias("spark"))
             .orderBy("offset").collect())
     assert [(r.offset, r.key) for r in rows] == [(r.offset, r.spark) for r in rows]
@@ -72,7 +72,7 @@ def test_amounts_sent_as_numbers_are_judged_by_their_exact_value(spark):
     sent = ["12.5", "1.5e2", "12.5000", "-0", "1.005", "1.0005", "1.000000000000000001",
             "999999.9999999999999", "1e15", "NaN", "12345678.5"]
     lines = [json.dumps(_EVENT).replace('"1.00"', number) for number in sent]
-    rows = (parse_events(_raw(spark, lines), SETTINGS)
+    rows = (parse_events(_raw(spark, lines), SETTINGS.parse_config())
             .select("offset", F.col("amount").cast("string").alias("amount"), "reason")
             .orderBy("offset").collect())
     got = {sent[r.offset]: (r.amount, r.reason) for r in rows}
@@ -96,7 +96,7 @@ def test_the_jvm_reads_the_fields_the_schema_names(spark):
 def test_a_filter_over_the_parse_still_parses_each_line_once(spark):
     """A filter on the parse's output must not be copied into the parse (the optimizer would
     call the parser once to filter and once to project)."""
-    parsed = parse_events(_raw(spark, [json.dumps(_EVENT)]), SETTINGS)
+    parsed = parse_events(_raw(spark, [json.dumps(_EVENT)]), SETTINGS.parse_config())
     plan = (parsed.filter(F.col("reason").isNull() & (F.col("event_time") > F.lit("2026-01-01")))
             ._jdf.queryExecution().optimizedPlan().toString())
     assert plan.count("reckon_parse_line(") == 1, plan

@@ -37,9 +37,9 @@ def test_no_progress_table_means_no_watermark_and_a_clear_error(spark, warehouse
     from spark.progress import latest_watermark, wait_for_day_closed
 
     settings = _settings(warehouse)
-    assert latest_watermark(spark, settings) is None
+    assert latest_watermark(spark, settings.warehouse_path) is None
     with pytest.raises(WatermarkNotReadyError) as err:
-        wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+        wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="0s", poll="1s")
     text = str(err.value)
     assert "2026-01-01" in text
     assert "2026-01-02T00:00:05Z" in text  # end of day + grace 5s
@@ -52,9 +52,9 @@ def test_undefined_watermark_is_reported_as_such(spark, warehouse):
 
     settings = _settings(warehouse)
     _append_progress(spark, warehouse, 0, None)
-    assert latest_watermark(spark, settings) is None
+    assert latest_watermark(spark, settings.warehouse_path) is None
     with pytest.raises(WatermarkNotReadyError, match="recorded no watermark yet"):
-        wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+        wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="0s", poll="1s")
 
 
 def test_latest_watermark_is_the_largest_recorded(spark, warehouse):
@@ -64,7 +64,7 @@ def test_latest_watermark_is_the_largest_recorded(spark, warehouse):
     _append_progress(spark, warehouse, 0, END - timedelta(seconds=30))
     _append_progress(spark, warehouse, 1, END + timedelta(seconds=2, microseconds=7))
     _append_progress(spark, warehouse, 2, None)
-    assert latest_watermark(spark, settings) == to_micros(END) + 2_000_007
+    assert latest_watermark(spark, settings.warehouse_path) == to_micros(END) + 2_000_007
 
 
 def test_short_of_end_plus_grace_times_out_naming_day_and_watermark(spark, warehouse):
@@ -74,7 +74,7 @@ def test_short_of_end_plus_grace_times_out_naming_day_and_watermark(spark, wareh
     # past the end of the day, but not past end + grace
     _append_progress(spark, warehouse, 0, END + timedelta(seconds=4))
     with pytest.raises(WatermarkNotReadyError) as err:
-        wait_for_day_closed(spark, settings, DAY, timeout="1s", poll="300ms")
+        wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="1s", poll="300ms")
     text = str(err.value)
     assert "day 2026-01-01 is not closed yet" in text
     assert "at or past 2026-01-02T00:00:05Z" in text
@@ -87,7 +87,7 @@ def test_passes_once_watermark_reaches_end_plus_grace(spark, warehouse):
 
     settings = _settings(warehouse, grace="5s")
     _append_progress(spark, warehouse, 0, END + timedelta(seconds=5))
-    result = wait_for_day_closed(spark, settings, DAY, timeout="0s", poll="1s")
+    result = wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="0s", poll="1s")
     assert json.loads(json.dumps(result)) == result  # JSON-safe, what an Airflow task passes on
     assert result["day"] == "2026-01-01"
     assert result["required_watermark"] == day_bounds(DAY)[1] + 5_000_000
@@ -104,7 +104,8 @@ def test_keeps_polling_until_the_stream_gets_there(spark, warehouse):
     writer = threading.Timer(1.0, _append_progress, (spark, warehouse, 1, END))
     writer.start()
     try:
-        result = wait_for_day_closed(spark, settings, DAY, timeout="60s", poll="200ms")
+        result = wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="60s",
+                                     poll="200ms")
     finally:
         writer.join()
     assert result["watermark"] == to_micros(END)
@@ -117,9 +118,9 @@ def test_bad_durations_name_the_argument(spark, warehouse):
 
     settings = _settings(warehouse)
     with pytest.raises(UsageError, match="poll='0s' is not valid"):
-        wait_for_day_closed(spark, settings, DAY, timeout="1s", poll="0s")
+        wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="1s", poll="0s")
     with pytest.raises(UsageError, match="timeout='soon' is not valid"):
-        wait_for_day_closed(spark, settings, DAY, timeout="soon", poll="1s")
+        wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="soon", poll="1s")
 
 
 @pytest.mark.parametrize(("window", "slide", "grace"), [
@@ -141,7 +142,7 @@ def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, 
     step = rules.windows.step
     first_start = -(-start // step) * step  # windows sit on the epoch's grid, not midnight's
     day_window_ends = [s + rules.windows.size for s in range(first_start, end, step)]
-    required = required_watermark(settings, DAY)
+    required = required_watermark(settings.event_time_rules(), DAY)
     assert all(window_status(e, required, rules.grace) is WindowStatus.FINAL
                for e in day_window_ends)
     assert any(window_status(e, required - 1, rules.grace) is not WindowStatus.FINAL
@@ -170,18 +171,19 @@ def test_the_log_statistics_give_the_watermark_without_spark(spark, warehouse):
     assert logged_watermark(warehouse) == (True, None)  # no table yet
     _append_progress(spark, warehouse, 0, None)
     assert logged_watermark(warehouse) == (False, None)  # only null rows: Spark settles it
-    assert latest_watermark(spark, settings) is None
+    assert latest_watermark(spark, settings.warehouse_path) is None
     steps = [END - timedelta(seconds=9), END + timedelta(microseconds=1_500), END]
     for batch_id, watermark in enumerate(steps, start=1):
         _append_progress(spark, warehouse, batch_id, watermark)
         known, seen = logged_watermark(warehouse)
         assert known and exact() - 1_000 < seen <= exact()
-        assert latest_watermark(None, settings) == seen  # no Spark at all
-        assert latest_watermark(spark, settings) == exact()  # Spark: to the microsecond
+        assert latest_watermark(None, settings.warehouse_path) == seen  # no Spark at all
+        # Spark: to the microsecond
+        assert latest_watermark(spark, settings.warehouse_path) == exact()
     DeltaTable.forPath(spark, path).optimize().executeCompaction()
     assert logged_watermark(warehouse) == (True, to_micros(END + timedelta(milliseconds=1)))
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
               "('delta.dataSkippingNumIndexedCols' = '0')")
     _append_progress(spark, warehouse, 9, END + timedelta(seconds=1))
     assert logged_watermark(warehouse) == (False, None)  # a file without statistics
-    assert latest_watermark(spark, settings) == to_micros(END + timedelta(seconds=1))
+    assert latest_watermark(spark, settings.warehouse_path) == to_micros(END + timedelta(seconds=1))

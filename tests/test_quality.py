@@ -185,7 +185,7 @@ def _run_checks(spark: Any, settings: Any, day: date, **kwargs: Any) -> Any:
     from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
-        return run_checks(spark, settings, day, ledger=db, **kwargs)
+        return run_checks(spark, settings.check_run_config(), day, ledger=db, **kwargs)
 
 
 def _check_day(spark: Any, settings: Any, day: date) -> Any:
@@ -194,7 +194,7 @@ def _check_day(spark: Any, settings: Any, day: date) -> Any:
     from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
-        return check_day(spark, settings, day, ledger=db)
+        return check_day(spark, settings.check_run_config(), day, ledger=db)
 
 
 @pytest.fixture(scope="module")
@@ -630,7 +630,7 @@ def test_the_event_log_sums_are_the_replays(spark: Any, warehouse: Path) -> None
     tb.ensure_table(spark, warehouse, tb.EVENT_LOG)
     tb.marked_append(spark.createDataFrame(rows, tb.SCHEMAS[tb.EVENT_LOG]), warehouse,
                      tb.EVENT_LOG, "test", 0)
-    result = replay_day(spark, settings, DAY)
+    result = replay_day(spark, settings.replay_config(), DAY)
     assert result.event_log_version == 1
 
     def as_set(df: Any, amount: str, count: str) -> set[tuple[Any, ...]]:
@@ -639,7 +639,8 @@ def test_the_event_log_sums_are_the_replays(spark: Any, warehouse: Path) -> None
 
     canonical = tb.read_table(spark, warehouse, tb.CANONICAL_TOTALS).filter(
         f"window_date = '{DAY.isoformat()}'")
-    ours = as_set(event_log_totals(spark, settings, DAY, 1), "log_amount", "log_count")
+    ours = as_set(event_log_totals(spark, settings.replay_config(), DAY, 1), "log_amount",
+                  "log_count")
     assert ours == as_set(canonical, "total_amount", "event_count")
     by_grain = {(r[0].timestamp() - T0.timestamp(), r[1], r[2]): (r[3], r[4]) for r in ours}
     assert by_grain[(0, "k1", "EUR")] == (Decimal("1.25"), 1)       # one copy of a1

@@ -183,7 +183,7 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
                                               len(expected.duplicates))
 
     # the replay of both days equals the reference's canonical totals
-    replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
+    replays = [replay_day(spark, settings.replay_config(), day) for day in (DAY1, DAY2)]
     canon, conflicts = canonical_totals(log, rules)
     assert bool(conflicts) == (conflicting > 0)
     admitted = Counter(e.event_id for e, _ in expected.admitted)
@@ -266,7 +266,7 @@ def test_a_conflict_of_the_next_day_counted_twice_is_explained_in_a_window_of_th
     rules = EventTimeRules.parse(**config)
     expected = stream_outcome(batches, rules)
     assert [e.amount for e, _ in expected.admitted if e.event_id == "a"] == [10, 12]
-    replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
+    replays = [replay_day(spark, settings.replay_config(), day) for day in (DAY1, DAY2)]
     assert [r.conflicts for r in replays] == [0, 1]
     audits = [audit_day(spark, settings.audit_config(), day, recorder=None) for day in (DAY1, DAY2)]
     assert [a.unexplained for a in audits] == [0, 0]
@@ -294,7 +294,7 @@ def test_a_conflict_whose_copies_straddle_midnight_is_listed_by_the_day_of_the_e
     _, conflicts = canonical_totals([e for b in batches for e in b],
                                     EventTimeRules.parse(**config))
     assert conflicts == ["x"]
-    replays = [replay_day(spark, settings, day) for day in (DAY1, DAY2)]
+    replays = [replay_day(spark, settings.replay_config(), day) for day in (DAY1, DAY2)]
     assert [r.conflicts for r in replays] == [1, 0]
     stored = spark.read.format("delta").load(str(tmp_path / "wh" / tb.REPLAY_CONFLICTS))
     assert [(r.event_id, r.window_date, r.copies) for r in stored.collect()] == [("x", DAY1, 2)]
@@ -311,7 +311,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
         Event("a", "m1", Decimal("1.00"), MIDNIGHT - 10 * S, MIDNIGHT - 9 * S, 0, 0, "pos"),
         Event("b", "m1", Decimal("2.00"), MIDNIGHT + 30 * S, MIDNIGHT + 31 * S, 0, 1, "pos")]),
         0)
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     before = audit_day(spark, settings.audit_config(), DAY1, recorder=None)
     assert (before.unexplained, _figures(before, "late_total")) == (0, {"USD": ("0.000",)})
     straggler = Event("s", "m1", Decimal("4.00"), MIDNIGHT - 5 * S, MIDNIGHT + 60 * S, 0, 2,
@@ -336,7 +336,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
 
     latest = DeltaTable.forPath(spark, str(tmp_path / "wh" / tb.LATE_EVENTS)).history(1).first()
     assert now.table_versions[tb.LATE_EVENTS] < latest.version  # read before the straggler
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     after = audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
     assert (after.unexplained, _figures(after, "late_total", "canonical_total")) == (
         0, {"USD": ("4.000", "5.000")})
@@ -355,13 +355,13 @@ def streamed(spark, tmp_path_factory) -> Path:
 def test_replay_is_idempotent_and_leaves_other_days_alone(spark, streamed, tmp_path):
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    first = replay_day(spark, settings, DAY1)
-    replay_day(spark, settings, DAY2)
+    first = replay_day(spark, settings.replay_config(), DAY1)
+    replay_day(spark, settings.replay_config(), DAY2)
     canonical = spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS))
     before = sorted(tuple(r) for r in canonical.collect())
     day2_files = sorted(p.name for p in (warehouse / tb.CANONICAL_TOTALS).glob(
         "window_date=2026-01-02/*.parquet"))
-    again = replay_day(spark, settings, DAY1)
+    again = replay_day(spark, settings.replay_config(), DAY1)
     after = sorted(tuple(r) for r in
                    spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS)).collect())
     assert after == before
@@ -395,16 +395,17 @@ def test_rows_the_rules_now_reject_are_quarantined_by_the_replay_and_released_ag
         return spark.read.format("delta").load(str(warehouse / tb.QUARANTINE)).filter(
             F.col("origin") == f"replay:{DAY2}").collect()
 
-    base = replay_day(spark, settings, DAY2)
+    base = replay_day(spark, settings.replay_config(), DAY2)
     assert base.quarantined == 0 and quarantine() == []
-    strict = replay_day(spark, stream_settings(warehouse, **RULES, amount_max=str(cap)), DAY2)
+    strict = replay_day(spark, stream_settings(warehouse, **RULES, amount_max=str(cap))
+                        .replay_config(), DAY2)
     rows = quarantine()
     assert strict.quarantined == len(rows) == len(above)
     assert sorted((r.event_id, r.payload) for r in rows) == above
     assert {r.reason for r in rows} == {"amount_out_of_range"}
     assert strict.rows_read == base.rows_read
     assert strict.valid_events + strict.duplicate_copies < base.valid_events + base.duplicate_copies
-    again = replay_day(spark, settings, DAY2)
+    again = replay_day(spark, settings.replay_config(), DAY2)
     assert again.quarantined == 0 and quarantine() == []
     assert (again.valid_events, again.duplicate_copies, again.total_amounts) == (
         base.valid_events, base.duplicate_copies, base.total_amounts)
@@ -429,12 +430,12 @@ def test_an_audit_of_a_day_without_a_finished_replay_says_which_replay_to_run(
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     with pytest.raises(UsageError, match=r"no finished replay; run `reckon replay --date "
                                          r"2026-01-02`"):
         audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     assert not (warehouse / tb.RECONCILIATION).exists()
-    unfinished = replay_day(spark, settings, DAY2)
+    unfinished = replay_day(spark, settings.replay_config(), DAY2)
     DeltaTable.forPath(spark, str(warehouse / tb.REPLAY_RUNS)).update(
         F.col("replay_id") == F.lit(unfinished.replay_id),
         {"replay_id": F.lit("2026-01-02:event_log:v1:earlier")})
@@ -467,7 +468,7 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
                    F.to_date(F.timestamp_micros("t")).alias("event_date"))
     tb.conform(df, tb.EVENT_LOG).write.format("delta").mode("append").save(
         str(warehouse / tb.EVENT_LOG))
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY2)
     result = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
            if r.status not in (ReconStatus.MATCHED.value, ReconStatus.EXPLAINED.value)}
@@ -484,8 +485,8 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streame
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings, DAY1)
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY1)
+    replay_day(spark, settings.replay_config(), DAY2)
     table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_DELTAS))
     victim = (table.toDF().filter("window_date = '2026-01-02'")
               .orderBy("window_start", "key", "currency", "batch_id").first())
@@ -890,7 +891,7 @@ def test_a_row_rejected_before_the_days_first_window_is_quarantined_by_its_day(s
     warehouse = tmp_path / "wh"
     run_batches(spark, stream_settings(warehouse, **config), [events])
     strict = stream_settings(warehouse, **config, amount_max="100.00")
-    runs = {day: replay_day(spark, strict, day) for day in (DAY1, DAY2)}
+    runs = {day: replay_day(spark, strict.replay_config(), day) for day in (DAY1, DAY2)}
     quarantined = spark.read.format("delta").load(str(warehouse / tb.QUARANTINE)).filter(
         F.col("origin").startswith("replay:")).select("origin", "event_id").collect()
     assert [(r.origin, r.event_id) for r in quarantined] == [(f"replay:{DAY2}", "big")]
@@ -945,7 +946,7 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY2)
     earlier = audit_day(spark, settings.audit_config(), DAY2, recorder=audit_recorder(settings))
     assert earlier.breaks_recorded > 0  # the day has breaks for the runs to record
     record_breaks = record_module._record_breaks
@@ -977,8 +978,8 @@ def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, streamed,
 
     warehouse = copy_warehouse(streamed, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings, DAY1)
-    replay_day(spark, settings, DAY2)
+    replay_day(spark, settings.replay_config(), DAY1)
+    replay_day(spark, settings.replay_config(), DAY2)
     for key, value in RULES.items():
         monkeypatch.setenv(f"RECKON_{key.upper()}", value)
     assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-02"]) == 0

@@ -583,10 +583,10 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     streamed = streamed_scenario(case.name).warehouse_path
     warehouse = copy_warehouse(streamed, tmp_path)  # replay, audit and render write to it
     settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
 
-    result = render_day(spark, settings, DAY)
+    result = render_day(spark, settings.report_config(), DAY)
     assert Path(result.out_dir) == warehouse.resolve() / "reports" / "2026-01-01"
     html = Path(result.html_path).read_text()
     [usd] = audit.currencies
@@ -607,7 +607,7 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     assert late_total == 2
     _assert_per_batch_row_is_the_headline(result, D(audit.completeness), late_total)
     before = {p: Path(p).read_bytes() for p in result.csv_paths}
-    again = render_day(spark, settings, DAY)
+    again = render_day(spark, settings.report_config(), DAY)
     assert again.sha256 == result.sha256
     assert all(Path(p).read_bytes() == data for p, data in before.items())
 
@@ -626,10 +626,10 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     case = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert [c["currency"] for c in audit.currencies] == ["EUR", "JPY", "KWD"]
-    result = render_day(spark, settings, DAY)
+    result = render_day(spark, settings.report_config(), DAY)
     html = Path(result.html_path).read_text()
     groups = _groups(html)
     assert list(groups) == ["", "EUR", "JPY", "KWD"]
@@ -684,7 +684,7 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     first = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert first.breaks_recorded > 0  # the two late events' windows
     db = ReportDB.from_settings(settings)
@@ -714,17 +714,17 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
     warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
     settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings, DAY)
+    replay_day(spark, settings.replay_config(), DAY)
     nightly = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
-    assert build_context(spark, settings, DAY).audit_run_id == nightly.run_id
+    assert build_context(spark, settings.report_config(), DAY).audit_run_id == nightly.run_id
     adhoc = audit_day(spark, settings.audit_config(), DAY, kind="adhoc", recorder=audit_recorder(settings))
     with pytest.raises(UsageError) as err:
-        build_context(spark, settings, DAY)
+        build_context(spark, settings.report_config(), DAY)
     message = str(err.value)
     assert adhoc.run_id in message and nightly.run_id in message
     assert "reckon audit --date 2026-01-01 --kind nightly" in message
     again = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
-    assert build_context(spark, settings, DAY).audit_run_id == again.run_id
+    assert build_context(spark, settings.report_config(), DAY).audit_run_id == again.run_id
 
 
 def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid_it(tmp_path):

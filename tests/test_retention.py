@@ -53,14 +53,15 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     settings = stream_settings(warehouse, **RULES)
     batches = random_batches(41, n=60, batches=4)
     processor = run_batches(spark, settings, batches[:3])
-    replay_day(spark, settings, DAY1)  # pins the event_log version its audit will read
-    compact_day(spark, settings, DAY1)  # replaces that version's small files
+    # pins the event_log version its audit will read
+    replay_day(spark, settings.replay_config(), DAY1)
+    compact_day(spark, settings.compaction_config(), DAY1)  # replaces that version's small files
     names = _tables(warehouse)
     rows = {name: table_snapshot(spark, warehouse, name) for name in names}
     on_disk = _data_files(warehouse)
 
     with pytest.raises(UsageError, match="below 7d"):
-        vacuum_warehouse(spark, settings, retain="1h")
+        vacuum_warehouse(spark, settings.warehouse_path, retain="1h")
     # the weekly DAG, for real (dag.test in a subprocess), counts without deleting; at the
     # default 30 days nothing is old enough: every replaced file is minutes old
     # (any day after the DAG's start date: a weekly run ignores the day)
@@ -75,7 +76,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     assert _data_files(warehouse) == on_disk
 
     with session_conf(spark, NO_SAFETY_CHECK):
-        dry = vacuum_warehouse(spark, settings, retain="0s", dry_run=True)
+        dry = vacuum_warehouse(spark, settings.warehouse_path, retain="0s", dry_run=True)
         assert _data_files(warehouse) == on_disk
         assert main(["vacuum", "--warehouse", str(warehouse), "--retain", "0s", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
@@ -90,7 +91,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
     # compaction replaced and the vacuum deleted: it asks for a new replay
     with pytest.raises(UsageError, match=f"reckon replay --date {DAY1}"):
         audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
-    replay_day(spark, settings, DAY1)
+    replay_day(spark, settings.replay_config(), DAY1)
     assert audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings)).unexplained == 0
 
     # the stream goes on; explain still tells the whole history: the provisional row's
@@ -102,7 +103,7 @@ def test_vacuum_deletes_unused_files_only_and_old_readers_say_what_is_gone(
         (k, v) for k, v in sorted(provisional_rows(spark, warehouse).items())
         if v[-1] == 3 and v[-2] < 3)  # first counted before, revised in 3
     with session_conf(spark, NO_SAFETY_CHECK):
-        vacuum_warehouse(spark, settings, retain="0s")
+        vacuum_warehouse(spark, settings.warehouse_path, retain="0s")
     story = explain(spark, settings, key, start, currency=currency)
     [chapter] = [ch for ch in story.chapters if ch.window_start == start]
     counted = [h for h in chapter.history if h.change == "counted"]

@@ -157,7 +157,7 @@ def test_two_streams_and_two_replays_started_together(spark, tmp_path):
     codes, lines = _race(["replay", "--warehouse", str(raced), "--date", day], tmp_path)
     assert sorted(codes) == [0, 4], lines
     assert f"replay of {day} refused: replay of {day} (pid " in lines[codes.index(4)]
-    replay_day(spark, stream_settings(single), date(2026, 1, 1))
+    replay_day(spark, stream_settings(single).replay_config(), date(2026, 1, 1))
     raced_rows, single_rows = ([r[:-1] for r in table_snapshot(spark, wh, "canonical_totals")]
                                for wh in (raced, single))  # without the replay_id
     assert raced_rows == single_rows and raced_rows
