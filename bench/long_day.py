@@ -89,7 +89,7 @@ def _long_day_batches(spark: SparkSession, settings: Settings, files: list[list[
         return landing_lines(spark.read.format("text").option("wholetext", "true")
                              .load([str(f) for f in batch]))
 
-    processor = BatchProcessor(spark, settings, query_id="bench-long-day")
+    processor = BatchProcessor.of(spark, settings, query_id="bench-long-day")
     metrics: list[BatchMetrics] = []
     processor.on_batch = metrics.append
     processor(raw(files[0]), 0)

@@ -38,6 +38,7 @@ from reckon.engine_config import (
     ProgressConfig,
     ReplayConfig,
     ReportConfig,
+    StreamConfig,
     TriggerLimits,
     WhatIfConfig,
 )
@@ -234,6 +235,13 @@ class Settings:
         """The warehouse and rules by which a day counts as closed, handed to
         ``spark.progress.wait_for_day_closed`` (reckon/engine_config.py)."""
         return ProgressConfig(warehouse=self.warehouse_path, rules=self.event_time_rules())
+
+    def stream_config(self) -> StreamConfig:
+        """What each micro-batch applies, handed to ``spark.stream.BatchProcessor``
+        (reckon/engine_config.py)."""
+        return StreamConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
+                            parse=self.parse_config(),
+                            compact_every=self.event_log_compact_every)
 
     def compaction_config(self) -> CompactionConfig:
         """What the nightly compaction needs, handed to ``spark.compaction.compact_day``

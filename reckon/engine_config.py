@@ -9,8 +9,8 @@ event-time rules and one tolerance, and nothing else (docs/glossary.md, "engine 
 
 Two modules keep ``Settings`` on purpose: spark/session.py and spark/spec.py are the edge
 itself, where the configuration becomes a Spark session or the warehouse's recorded spec.
-(spark/stream.py's ``BatchProcessor`` also still takes it while the stream is being rewritten:
-it establishes the spec, then builds each engine's value at the call.)
+``spark.stream.run_stream`` (and ``BatchProcessor.of``, its twin for tests) is the stream's
+edge: it records the spec from ``Settings``, then hands the batches a ``StreamConfig``.
 
 Example:
     >>> from reckon.config import load_settings
@@ -31,6 +31,7 @@ from reckon.reconcile import Tolerance
 
 __all__ = ["REPORTED_SETTINGS", "AuditConfig", "CheckConfig", "CheckRunConfig",
            "CompactionConfig", "ParseConfig", "ProgressConfig", "ReplayConfig", "ReportConfig",
+           "StreamConfig",
            "TriggerLimits", "WhatIfConfig"]
 
 #: The settings a day's report shows in its configuration table (besides the audit run's own
@@ -233,3 +234,25 @@ class ReportConfig:
     whatif: WhatIfConfig
     report_db: str
     shown: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """What every micro-batch of the stream reads and applies (``spark.stream.BatchProcessor``):
+    the warehouse it writes, the event-time rules the warehouse's spec records (windows, the
+    watermark's bound, the allowed lateness, the dedup horizon), the parse's rules, and every
+    how many batches it compacts its open days (0: never). Built by
+    ``Settings.stream_config()`` after the spec is established (``spark.spec``), so the rules
+    are the recorded ones.
+
+    Example:
+        >>> from reckon.config import load_settings
+        >>> config = load_settings(env={}, warehouse="/tmp/wh").stream_config()
+        >>> config.warehouse.name, config.rules.windows.size, config.compact_every > 0
+        ('wh', 10000000, True)
+    """
+
+    warehouse: Path
+    rules: EventTimeRules
+    parse: ParseConfig
+    compact_every: int

@@ -341,7 +341,7 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
 
     if not change_spec:
         settings = resolved_settings(settings, "stream")
-    with stream_lock(settings, source) as lock:  # a second stream is refused before Spark
+    with stream_lock(settings.warehouse_path, source) as lock:  # a second stream is refused before Spark
         spark = _spark(settings, "reckon-stream")
         if source.kafka_bootstrap and not settings.expected_partitions:
             expected = kafka_partitions(spark, source.kafka_bootstrap, str(source.topic))

@@ -51,6 +51,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from reckon.config import Settings
 from reckon.dedup_state import StateCoverage, state_suffices, state_ttl
+from reckon.engine_config import StreamConfig
 from reckon.errors import UsageError
 from reckon.eventtime import (
     Disposition,
@@ -121,15 +122,17 @@ class BatchProcessor:
     """The foreachBatch function. Callable on any DataFrame with RAW_COLUMNS, so tests can
     drive it with static DataFrames exactly as the stream does."""
 
-    def __init__(self, spark: SparkSession, settings: Settings, *, query_id: str | None = None,
-                 checkpoint: str | None = None,
+    def __init__(self, spark: SparkSession, config: StreamConfig, *,
+                 query_id: str | None = None, checkpoint: str | None = None,
                  on_batch: Callable[[BatchMetrics], None] | None = None,
-                 change_spec: bool = False, writer_lock: WriterLock | None = None) -> None:
-        from spark.spec import establish_spec
-
+                 writer_lock: WriterLock | None = None) -> None:
+        """A processor for a warehouse whose stream tables exist and whose spec is recorded
+        (``BatchProcessor.of`` does both)."""
         self.spark = spark
+        self.config = config
+        self.warehouse = config.warehouse
+        self.rules: EventTimeRules = config.rules
         self._writer_lock = writer_lock  # checked before each batch writes
-        self.warehouse = settings.warehouse_path
         self._query_id = query_id
         self._checkpoint = checkpoint
         self._cache: tuple[int, WatermarkState] | None = None
@@ -141,12 +144,28 @@ class BatchProcessor:
         self._coverage: StateCoverage | None = None  # what the dedup state vouches for
         self._dedup_by = "archive"
         self.on_batch = on_batch
-        tb.require_layout(spark, self.warehouse, STREAM_TABLES)
+
+    @classmethod
+    def of(cls, spark: SparkSession, settings: Settings, *, change_spec: bool = False,
+           query_id: str | None = None, checkpoint: str | None = None,
+           on_batch: Callable[[BatchMetrics], None] | None = None,
+           writer_lock: WriterLock | None = None) -> BatchProcessor:
+        """The stream's edge: refuse a warehouse of another layout, create the stream tables,
+        record (or keep) the warehouse's event-time spec, then build the processor from the
+        recorded rules (``Settings.stream_config``).
+
+        Example: ``BatchProcessor.of(spark, settings, query_id="q")(raw_batch, 0)``.
+        """
+        from spark.spec import establish_spec
+
+        warehouse = settings.warehouse_path
+        tb.require_layout(spark, warehouse, STREAM_TABLES)
         for name in STREAM_TABLES:
-            tb.ensure_table(spark, self.warehouse, name)
+            tb.ensure_table(spark, warehouse, name)
         # the warehouse's event-time spec: recorded on its first start, kept ever after
-        self.settings = establish_spec(spark, settings, change=change_spec)
-        self.rules: EventTimeRules = self.settings.event_time_rules()
+        recorded = establish_spec(spark, settings, change=change_spec)
+        return cls(spark, recorded.stream_config(), query_id=query_id, checkpoint=checkpoint,
+                   on_batch=on_batch, writer_lock=writer_lock)
 
     # ------------------------------------------------------------------ identity and state
     @property
@@ -288,7 +307,7 @@ class BatchProcessor:
 
     def _parse(self, raw: DataFrame) -> DataFrame:
         """Raw rows -> typed, validated rows with event_us and arrival_us (spark.parse)."""
-        return (parse_events(raw.select(*RAW_COLUMNS), self.settings.parse_config())
+        return (parse_events(raw.select(*RAW_COLUMNS), self.config.parse)
                 .withColumn("event_us", F.unix_micros("event_time"))
                 .withColumn("arrival_us", F.unix_micros("arrival_time")))
 
@@ -306,7 +325,7 @@ class BatchProcessor:
         summary = self._summarise(parsed)
         after = advance_watermark(before, summary.observations, self.rules.watermark)
         counts = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
-        every = self.settings.event_log_compact_every
+        every = self.config.compact_every
         compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
         if compacting and wm_before is not None:
             with self._step("compact"):
@@ -326,7 +345,7 @@ class BatchProcessor:
             from spark.compaction import compact_watermark_progress
 
             with self._step("compact"):
-                compact_watermark_progress(self.spark, self.settings.warehouse_path)
+                compact_watermark_progress(self.spark, self.warehouse)
         self._cache = (batch_id, after)
         if self._coverage is not None and summary.valid:
             self._coverage = self._coverage.after_batch(
@@ -494,7 +513,7 @@ class BatchProcessor:
         commits nothing."""
         from spark.compaction import compact_recent_stream_days
 
-        compact_recent_stream_days(self.spark, self.settings.warehouse_path,
+        compact_recent_stream_days(self.spark, self.warehouse,
                                    from_micros(wm_before).date())
 
     def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
@@ -542,7 +561,8 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
     stream per warehouse (reckon.writer_lock): a second one is refused before it writes."""
-    held = nullcontext(writer_lock) if writer_lock else stream_lock(settings, source)
+    held = (nullcontext(writer_lock) if writer_lock
+            else stream_lock(settings.warehouse_path, source))
     with held as lock:
         return _run_stream(spark, settings, source, lock, interval=processing_time(trigger)
                            if trigger else None, available_now=available_now,
@@ -551,10 +571,10 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
 
 
 @contextmanager
-def stream_lock(settings: Settings, source: StreamSource) -> Iterator[WriterLock]:
+def stream_lock(warehouse: Path, source: StreamSource) -> Iterator[WriterLock]:
     """The warehouse's stream lock (reckon.writer_lock), creating the warehouse if need be."""
-    settings.warehouse_path.mkdir(parents=True, exist_ok=True)
-    wh, what = settings.warehouse_path, source.describe()
+    warehouse.mkdir(parents=True, exist_ok=True)
+    wh, what = warehouse, source.describe()
     with WriterLock.take(wh, writer_scope("stream"), f"reckon stream of {what}",
                          refused=lambda holder: stream_refusal(what, wh, holder)) as lock:
         yield lock
@@ -583,8 +603,8 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
                 checkpoint: str | None, on_batch: Callable[[BatchMetrics], None] | None,
                 timeout_seconds: float | None, change_spec: bool) -> str:
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
-    processor = BatchProcessor(spark, settings, checkpoint=cp, on_batch=on_batch,
-                               change_spec=change_spec, writer_lock=lock)
+    processor = BatchProcessor.of(spark, settings, checkpoint=cp, on_batch=on_batch,
+                                  change_spec=change_spec, writer_lock=lock)
     admitter = landing_admitter(source, Path(cp))
     if admitter is not None:
         sweep_committed_admissions(Path(cp), admitter.files_dir)

@@ -33,7 +33,7 @@ def _stream(spark, settings, batches: list[list[Event]], query: str) -> None:
     from spark.stream import BatchProcessor
     from tests.test_replay_audit import _raw
 
-    processor = BatchProcessor(spark, settings, query_id=query)
+    processor = BatchProcessor.of(spark, settings, query_id=query)
     for i, batch in enumerate(batches):
         processor(_raw(spark, batch), i)
 

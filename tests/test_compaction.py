@@ -110,7 +110,7 @@ def test_compaction_changes_no_row_and_the_stream_goes_on(spark, tmp_path, capsy
     # a restart re-runs the last batch: its mark still found in every table's commits past the
     # compaction commits, so nothing is written twice; then the stream goes on
     commits = _commits(warehouse)
-    restarted = BatchProcessor(spark, settings, query_id="test-query")
+    restarted = BatchProcessor.of(spark, settings, query_id="test-query")
     restarted(_raw(spark, batches[2]), 2)
     assert _commits(warehouse) == commits
     restarted(_raw(spark, batches[3]), 3)
@@ -138,7 +138,7 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     warehouse = tmp_path / "wh"
     settings = stream_settings(warehouse, **RULES, event_log_compact_every=2)
     batches = random_batches(43, n=80, batches=6)
-    processor = BatchProcessor(spark, settings, query_id="test-query")
+    processor = BatchProcessor.of(spark, settings, query_id="test-query")
     for batch_id, batch in enumerate(batches):
         processor(_raw(spark, batch), batch_id)
     history = (DeltaTable.forPath(spark, tb.table_path(warehouse, tb.EVENT_LOG)).history()
@@ -164,7 +164,7 @@ def test_the_stream_compacts_its_event_log_every_few_batches(spark, tmp_path):
     assert provisional_rows(spark, warehouse) == reference_rows(expected)
     assert late_rows(spark, warehouse) == reference_late(expected)
     commits = _commits(warehouse)
-    BatchProcessor(spark, settings, query_id="test-query")(_raw(spark, batches[-1]),
+    BatchProcessor.of(spark, settings, query_id="test-query")(_raw(spark, batches[-1]),
                                                             len(batches) - 1)
     assert _commits(warehouse) == commits
 

@@ -131,7 +131,7 @@ def test_a_checkpoint_from_before_the_state_goes_on_against_the_archive(spark, t
     landing, checkpoint = tmp_path / "landing", tmp_path / "checkpoint"
     write_landing(landing, batches[:3])
     source = StreamSource(landing=str(landing))
-    processor = BatchProcessor(spark, settings, checkpoint=str(checkpoint))
+    processor = BatchProcessor.of(spark, settings, checkpoint=str(checkpoint))
     admitter = landing_admitter(source, Path(checkpoint))
     assert admitter is not None
     admitter.admit()

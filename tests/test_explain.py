@@ -170,7 +170,7 @@ def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, t
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="10s",
                              lateness="0s", grace="5s", shuffle_partitions=2)
-    processor = BatchProcessor(spark, settings, query_id="explain-revision")
+    processor = BatchProcessor.of(spark, settings, query_id="explain-revision")
     processor(_raw(spark, [ev(12, 13, key="A")]), 0)
     processor(_raw(spark, [ev(8, 14, key="B")]), 1)
     [chapter] = explain(spark, settings, "B", BASE + 8 * S).chapters
@@ -197,7 +197,7 @@ def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate
                              lateness="1h", dedup_horizon="5s", shuffle_partitions=2)
     first = ev(1, 2, key="A", amount="3.00")
     again = replace(first, arrival_time=BASE + 20 * S, offset=20)
-    processor = BatchProcessor(spark, settings, query_id="explain-uncaught")
+    processor = BatchProcessor.of(spark, settings, query_id="explain-uncaught")
     processor(_raw(spark, [first]), 0)
     processor(_raw(spark, [again]), 1)
     replay_day(spark, settings.replay_config(), date.fromisoformat(format_micros(BASE)[:10]))

@@ -85,7 +85,7 @@ def processed(spark, tmp_path_factory) -> tuple[dict, list[BatchMetrics]]:
     raw = spark.createDataFrame(rows, "payload string, transport_partition int, offset long, "
                                       "transport_time timestamp, input_file string")
     metrics: list[BatchMetrics] = []
-    BatchProcessor(spark, _settings(wh), query_id="hostile", on_batch=metrics.append)(
+    BatchProcessor.of(spark, _settings(wh), query_id="hostile", on_batch=metrics.append)(
         raw.select(*RAW_COLUMNS), 0)
     return _outcome(spark, wh), metrics
 

@@ -300,7 +300,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
                [ev(31, 103), ev(18, 103), ev(24, 103), ev(35, 103), ev(29, 103)],
                [ev(41, 104), ev(33, 104), ev(38, 104), ev(27, 104)]]
     settings_ = stream_settings(tmp_path / "wh", window="10s", lateness="3s", grace="0s")
-    processor = BatchProcessor(spark, settings_, query_id="q-39")
+    processor = BatchProcessor.of(spark, settings_, query_id="q-39")
     for batch_id, batch in enumerate(batches):
         processor(spark.createDataFrame(
             [(event_line(e), None, e.offset, None, "p0") for e in batch],

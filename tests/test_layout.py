@@ -46,7 +46,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
     _old_table(spark, warehouse, tb.EVENT_LOG, old_log)
     before = _versions(warehouse)
     steps = {
-        "stream": lambda: BatchProcessor(spark, settings, query_id="q"),
+        "stream": lambda: BatchProcessor.of(spark, settings, query_id="q"),
         "replay": lambda: replay_day(spark, settings.replay_config(), date(2026, 1, 1)),
         "audit": lambda: audit_day(spark, settings.audit_config(), date(2026, 1, 1), recorder=None),
         "report": lambda: render_day(spark, settings.report_config(), date(2026, 1, 1),

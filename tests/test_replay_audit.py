@@ -114,7 +114,7 @@ def _same_day_shift(t: int) -> int:
 def run_batches(spark, settings, batches: list[list[Event]]) -> BatchProcessor:
     """Drive the real foreachBatch function with static DataFrames, one per micro-batch; the
     processor can go on with the next batches."""
-    processor = BatchProcessor(spark, settings, query_id="test-query")
+    processor = BatchProcessor.of(spark, settings, query_id="test-query")
     for batch_id, batch in enumerate(batches):
         processor(_raw(spark, batch), batch_id)
     return processor
@@ -306,7 +306,7 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
     compares. The audit reads late_events as of the batches in the replay's event_log version,
     so it reports no break now, and the next replay and audit take the straggler in."""
     settings = stream_settings(tmp_path / "wh", **RULES)
-    processor = BatchProcessor(spark, settings, query_id="test-query")
+    processor = BatchProcessor.of(spark, settings, query_id="test-query")
     processor(_raw(spark, [
         Event("a", "m1", Decimal("1.00"), MIDNIGHT - 10 * S, MIDNIGHT - 9 * S, 0, 0, "pos"),
         Event("b", "m1", Decimal("2.00"), MIDNIGHT + 30 * S, MIDNIGHT + 31 * S, 0, 1, "pos")]),
@@ -557,10 +557,10 @@ def test_a_re_run_batch_changes_nothing(spark, tmp_path):
     run_batches(spark, settings_, batches)
     before = {name: table_snapshot(spark, warehouse, name) for name in VOLATILE}
     commits = _commits(warehouse)
-    fresh = BatchProcessor(spark, settings_, query_id="test-query")
+    fresh = BatchProcessor.of(spark, settings_, query_id="test-query")
     fresh(_raw(spark, batches[-1]), len(batches) - 1)
     assert _commits(warehouse) == commits
-    again = BatchProcessor(spark, settings_, query_id="test-query")
+    again = BatchProcessor.of(spark, settings_, query_id="test-query")
     for batch_id, batch in enumerate(batches):
         again(_raw(spark, batch), batch_id)
     assert _commits(warehouse) == commits
@@ -580,7 +580,7 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
     warehouse = tmp_path / "wh"
     settings_ = stream_settings(warehouse, **RULES)
     batches = random_batches(5, n=30, batches=3)
-    crashing = BatchProcessor(spark, settings_, query_id="test-query")
+    crashing = BatchProcessor.of(spark, settings_, query_id="test-query")
     if old_marks:
         mark = commits.batch_mark
         monkeypatch.setattr(tb, "batch_mark", lambda app_id, name, batch_id, reads=None:
@@ -605,7 +605,7 @@ def test_a_batch_cut_short_between_tables_is_finished_by_the_re_run(spark, tmp_p
                                                        commits.CLOCK_READ})
     monkeypatch.undo()  # the restart runs this code
 
-    restarted = BatchProcessor(spark, settings_, query_id="test-query")
+    restarted = BatchProcessor.of(spark, settings_, query_id="test-query")
     for batch_id in range(1, len(batches)):
         restarted(_raw(spark, batches[batch_id]), batch_id)
     expected = stream_outcome(batches, EventTimeRules.parse(**RULES))
@@ -627,7 +627,7 @@ def test_a_re_run_batch_whose_commits_are_gone_stops_with_what_to_do(spark, tmp_
     warehouse = tmp_path / "wh"
     settings_ = stream_settings(warehouse, **RULES)
     batches = random_batches(5, n=30, batches=2)
-    first = BatchProcessor(spark, settings_, query_id="test-query")
+    first = BatchProcessor.of(spark, settings_, query_id="test-query")
     for name in STREAM_TABLES:  # readable from a checkpoint once a commit file is gone
         spark.sql(f"ALTER TABLE delta.`{tb.table_path(warehouse, name)}` "
                   "SET TBLPROPERTIES ('delta.checkpointInterval' = '1')")
@@ -643,7 +643,7 @@ def test_a_re_run_batch_whose_commits_are_gone_stops_with_what_to_do(spark, tmp_
     log = spark.read.format("delta").load(tb.table_path(warehouse, tb.EVENT_LOG))
     assert log.count() == sum(len(b) for b in batches)
 
-    restarted = BatchProcessor(spark, settings_, query_id="test-query")
+    restarted = BatchProcessor.of(spark, settings_, query_id="test-query")
     with pytest.raises(RuntimeError, match=r"no commit of batch 0 itself.*new checkpoint"):
         restarted(_raw(spark, batches[0]), 0)
 
@@ -663,9 +663,9 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
 
     def interleaved(warehouse: Path, *, crash: bool) -> None:
         settings_ = stream_settings(warehouse, **RULES)
-        other = BatchProcessor(spark, settings_, query_id="query-b")
+        other = BatchProcessor.of(spark, settings_, query_id="query-b")
         other(_raw(spark, b_first), 0)
-        query_a = BatchProcessor(spark, settings_, query_id="query-a")
+        query_a = BatchProcessor.of(spark, settings_, query_id="query-a")
         classify = query_a._classify
 
         def b_commits_first(*args, **kwargs):
@@ -684,7 +684,7 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
         with pytest.raises(RuntimeError, match="killed before the deltas"):
             query_a(_raw(spark, a_batch), 0)
         assert commits.last_marked_batch(warehouse, tb.EVENT_LOG, query_a.app_id) == 0
-        BatchProcessor(spark, settings_, query_id="query-a")(_raw(spark, a_batch), 0)
+        BatchProcessor.of(spark, settings_, query_id="query-a")(_raw(spark, a_batch), 0)
 
     def tables(warehouse: Path) -> tuple:
         log = spark.read.format("delta").load(tb.table_path(warehouse, tb.EVENT_LOG))
@@ -727,7 +727,7 @@ def test_the_batch_own_event_log_commit_never_makes_its_events_duplicates(spark,
     assert expected.late and expected.counted
 
     def stream_with_the_log_first(warehouse: Path) -> None:
-        processor = BatchProcessor(spark, stream_settings(warehouse, **RULES),
+        processor = BatchProcessor.of(spark, stream_settings(warehouse, **RULES),
                                    query_id="test-query")
         started, committed = threading.Event(), threading.Event()
         write_log, deltas, write_late = (processor._write_event_log,
@@ -919,7 +919,7 @@ def test_a_query_on_a_new_checkpoint_inherits_the_watermark_and_counts_nothing_t
     progress = spark.read.format("delta").load(str(warehouse / tb.WATERMARK_PROGRESS))
     last_watermark = progress.filter(F.col("batch_id") == len(batches) - 1).first().watermark
     metrics: list = []
-    successor = BatchProcessor(spark, settings, query_id="after-a-lost-checkpoint",
+    successor = BatchProcessor.of(spark, settings, query_id="after-a-lost-checkpoint",
                                on_batch=metrics.append)
     for batch_id, batch in enumerate(batches):
         successor(_raw(spark, batch), batch_id)

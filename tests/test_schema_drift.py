@@ -83,7 +83,7 @@ def drift_outcome(spark, tmp_path_factory) -> dict[str, tuple]:
          for i, n in enumerate(names)],
         "payload string, transport_partition int, offset long, transport_time timestamp, "
         "input_file string")
-    BatchProcessor(spark, load_settings(env={}, warehouse=str(wh), shuffle_partitions=2),
+    BatchProcessor.of(spark, load_settings(env={}, warehouse=str(wh), shuffle_partitions=2),
                    query_id="drift")(raw, 0)
     log = tb.read_table(spark, wh, tb.EVENT_LOG).select(
         "offset", "event_id", F.col("amount").cast("string").alias("amount"), "payload")

@@ -54,7 +54,7 @@ def test_a_steady_batch_compiles_no_new_code(spark, tmp_path):
     from tests.streamkit import stream_settings
 
     settings = stream_settings(tmp_path / "wh", window="1m", watermark_bound="5s")
-    processor = BatchProcessor(spark, settings, query_id="codegen")
+    processor = BatchProcessor.of(spark, settings, query_id="codegen")
     compiled = []
     for batch_id in range(6):
         before = _compilations(spark)

@@ -60,7 +60,7 @@ def test_a_second_stream_is_refused_naming_source_warehouse_holder_and_what_to_d
     landing.mkdir()
     settings = load_settings(env={}, warehouse=str(tmp_path))
     with (pytest.raises(ConcurrentWriterError) as refused,
-          stream_lock(settings, StreamSource(landing=str(landing)))):
+          stream_lock(settings.warehouse_path, StreamSource(landing=str(landing)))):
         pytest.fail("took a lock another process holds")
     message = str(refused.value)
     assert message.startswith(f"reckon stream of landing folder {landing} refused: the "
