@@ -440,15 +440,17 @@ def _long_day_tables(r: dict[str, Any]) -> list[str]:
     if not runs:
         return []
     lines = _table(["run", "steady batches", "median batch s (commit to commit)",
-                    "median s in foreachBatch", "duplicates judged by",
+                    "median s in foreachBatch", "median CPU s a batch (Python + JVM)",
+                    "duplicates judged by",
                     "dashboard read s (median; first)",
                     "rows shown", "windows read"],
                    [[k, str(x["batches"]), _fmt(x["median_commit_interval_seconds"]),
                      _fmt(x["median_batch_seconds"]),
+                     _fmt(x.get("median_cpu_seconds_per_batch")),
                      ", ".join(f"{by} {n}" for by, n in x["dedup_by"].items()),
                      f"{_fmt(x['dashboard_read_seconds'])}; "
                      f"{_fmt(x.get('dashboard_first_read_seconds'))}", _fmt(x["dashboard_rows"]),
-                     _fmt(x["dashboard_windows"])] for k, x in runs.items()], 6)
+                     _fmt(x["dashboard_windows"])] for k, x in runs.items()], 7)
     steps = _in_step_order({s for x in runs.values() for s in x["median_step_seconds"]})
     return lines + _table(["step (median s of a steady batch)", *runs],
                           [[s, *(_fmt(x["median_step_seconds"].get(s)) for x in runs.values())]
@@ -467,7 +469,9 @@ def _fixed_cost_tables(r: dict[str, Any]) -> list[str]:
             for s in _in_step_order(steps)]
     rows += [["in foreachBatch (the steps, the writes overlapping)", _fmt(inside), "100%"],
              ["commit to commit (Spark's own part included)", _fmt(whole),
-              f"{whole / inside:.0%}" if inside and whole else "-"]]
+              f"{whole / inside:.0%}" if inside and whole else "-"],
+             ["CPU seconds commit to commit (Python + JVM, on 2 cores)",
+              _fmt(x.get("median_cpu_seconds_per_batch")), "-"]]
     return _table([f"step (median of {x.get('batches')} steady batches)", "seconds",
                    "of the batch in foreachBatch"], rows, 2)
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness import cpu_seconds
+
 __all__ = ["STEP_ORDER", "BatchLog", "land", "steady_figures"]
 
 #: BatchProcessor's steps in the order a batch runs them (spark/stream.py); a step a batch
@@ -29,7 +31,9 @@ STEP_ORDER = ("restore", "parse+summary", "dedup+classify", "event_log", "deltas
 
 @dataclass
 class BatchLog:
-    """The stream's on_batch callback: every batch's metrics and when it fired (monotonic).
+    """The stream's on_batch callback: every batch's metrics, when it fired (monotonic) and
+    the CPU seconds this process and the Spark JVM had used by then (harness.cpu_seconds:
+    on a shared machine, far less inflated by other work than the wall seconds).
 
     Example: ``log = BatchLog(); run_stream(..., on_batch=log)``, then
     ``steady_figures(log, warm_up=2)``.
@@ -37,9 +41,11 @@ class BatchLog:
 
     metrics: list[Any] = field(default_factory=list)
     fired: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
 
     def __call__(self, m: Any) -> None:
         self.fired.append(time.monotonic())
+        self.cpu.append(sum(cpu_seconds().values()))
         self.metrics.append(m)
 
 
@@ -58,11 +64,18 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
+def _since_previous(values: list[float], warm_up: int) -> list[float]:
+    """Per steady batch, ``values`` at its commit minus at the commit before it."""
+    return [b - a for a, b in zip(values[warm_up - 1:], values[warm_up:], strict=False)
+            ] if warm_up else []
+
+
 def steady_figures(log: BatchLog, warm_up: int) -> dict[str, Any]:
     """The batches after the first ``warm_up`` (query start, state load, first code
-    generation): per batch its seconds inside foreachBatch (the progress row included) and
-    since the commit before it; their medians; the median of each step; and how many were
-    judged by the dedup state or by the archive.
+    generation): per batch its seconds inside foreachBatch (the progress row included), since
+    the commit before it, and the CPU seconds (Python + JVM, both cores) spent since then;
+    their medians; the median of each step; and how many were judged by the dedup state or by
+    the archive.
 
     >>> from types import SimpleNamespace as B
     >>> log = BatchLog([B(rows_in=10, duration_seconds=0.5, dedup_by="state",
@@ -72,8 +85,8 @@ def steady_figures(log: BatchLog, warm_up: int) -> dict[str, Any]:
     (0.7, 1.25, {'state': 2})
     """
     steady = log.metrics[warm_up:]
-    intervals = [b - a for a, b in zip(log.fired[warm_up - 1:], log.fired[warm_up:],
-                                       strict=False)] if warm_up else []
+    intervals = _since_previous(log.fired, warm_up)
+    cpu = _since_previous(log.cpu, warm_up)
     batch = [m.duration_seconds + m.step_seconds.get("progress", 0.0) for m in steady]
     names = [s for s in STEP_ORDER if any(s in m.step_seconds for m in steady)]
     names += sorted({s for m in steady for s in m.step_seconds} - set(names))
@@ -83,6 +96,8 @@ def steady_figures(log: BatchLog, warm_up: int) -> dict[str, Any]:
         "commit_interval_seconds": [round(s, 3) for s in intervals],
         "median_batch_seconds": _median(batch),
         "median_commit_interval_seconds": _median(intervals),
+        "cpu_seconds_per_batch": [round(s, 3) for s in cpu],
+        "median_cpu_seconds_per_batch": _median(cpu),
         "median_step_seconds": {s: _median([m.step_seconds.get(s, 0.0) for m in steady])
                                 for s in names},
         "dedup_by": dict(Counter(m.dedup_by for m in steady)),
