@@ -164,20 +164,21 @@ def _contender_row(value: dict[str, Any], m: dict[str, Any], walls: list[float]
 
 def _targets(morning: dict[str, Any], evening: dict[str, Any]) -> list[dict[str, Any]]:
     """Flat: a steady batch in the evening costs what one in the morning does (commit to
-    commit, the whole cost of a batch), by the dedup state in both; the dashboard's read stays
-    bounded by the hour of windows it shows, not the day behind them."""
+    commit, the whole cost of a batch), by the dedup state in both; the dashboard's read of
+    the hour of windows it shows, with the day's deltas behind them, fits in the trigger a
+    dashboard polling every batch would have."""
     flat = _ratio(evening["median_commit_interval_seconds"],
                   morning["median_commit_interval_seconds"])
-    read = _ratio(evening["dashboard_read_seconds"], morning["dashboard_read_seconds"])
+    read = evening["dashboard_read_seconds"]
+    trigger = LONG_DAY_FILES_PER_BATCH  # seconds: a file a second
     judged = [r["dedup_by"] for r in (morning, evening)]
     share = _ratio(sum(d.get("state", 0) for d in judged), sum(sum(d.values()) for d in judged))
     return [target("a batch late in the day costs what one in the morning does", flat,
                    "<= 1.15x", None if flat is None else flat <= 1.15),
             target("share of the steady batches that judge duplicates by the dedup state",
                    share, "1.0 (every one)", share == 1.0),
-            target("the dashboard read of the open and recent windows, evening vs morning "
-                   "(an hour of windows against the feed's few)", read, "<= 1.5x",
-                   None if read is None else read <= 1.5)]
+            target("the dashboard read of the open and recent windows in the evening (s)",
+                   read, f"<= the trigger ({trigger} s)", read <= trigger)]
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
