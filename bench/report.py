@@ -12,7 +12,7 @@ from typing import Any
 __all__ = ["NOTES_DIR", "read_note", "write_markdown"]
 
 ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction",
-         "long_day", "per_source_day")
+         "long_day", "per_source_day", "fixed_cost")
 
 TITLES = {
     "stream": "1. Stream throughput: reckon aggregator vs Spark withWatermark + groupBy(window, key, currency)",
@@ -26,6 +26,7 @@ TITLES = {
     "long_day": "8. Long day: stream batches late in a day against the same in the morning",
     "per_source_day": "9. Bounds per source: a streamed day with a slow source, against the "
                       "best single bound",
+    "fixed_cost": "10. Fixed cost: a steady 10,000-line batch of the real stream, step by step",
 }
 
 #: One short note per workload, what dominates it: ``<name>.md`` here. The dated history of
@@ -141,6 +142,9 @@ def _rows(name: str, r: dict[str, Any]) -> list[list[str]]:
         size = f"{scale.get('reconciliation_rows', 0):,} rows"
     if name == "long_day":
         size = (f"{scale.get('timed_batches', 0)} batches of "
+                f"{scale.get('lines_per_batch', 0):,} lines")
+    if name == "fixed_cost":
+        size = (f"{scale.get('batches', 0) - scale.get('warm_up_batches', 0)} steady batches of "
                 f"{scale.get('lines_per_batch', 0):,} lines")
     # every other contender is compared with ours, or with the reference a workload names
     reference = r.get("settings", {}).get("reference")
@@ -364,6 +368,10 @@ def _section(name: str, r: dict[str, Any], note: str) -> list[str]:
         lines += _stream_profile(r)
     if name == "per_source_day":
         lines += _per_source_tables(r)
+    if name == "long_day":
+        lines += _long_day_tables(r)
+    if name == "fixed_cost":
+        lines += _fixed_cost_tables(r)
     for key, value in (r.get("profile") or {}).items():
         if key.endswith("_timeline_seconds"):
             what = key.removesuffix("_timeline_seconds")
@@ -409,6 +417,63 @@ def _sweep_rows(profile: dict[str, Any]) -> list[str]:
                     f"{pt['reckon_events_per_second']:,}", f"{pt['native_events_per_second']:,}",
                     f"{pt['ratio']:.2f}x", f"{pt['reckon_late_events_kept']:,}"]
                    for pt in sweep], 6)
+
+
+def _in_step_order(steps: Any) -> list[str]:
+    """Step names in the order a batch runs them (the result files sort their keys).
+
+    >>> _in_step_order({"progress", "restore", "compact"})
+    ['restore', 'progress', 'compact']
+    """
+    from bench.steady import STEP_ORDER
+
+    known = [s for s in STEP_ORDER if s in steps]
+    return known + sorted(set(steps) - set(known))
+
+
+def _long_day_tables(r: dict[str, Any]) -> list[str]:
+    """Per run of the long day: its steady batches (commit to commit and inside
+    foreachBatch), how they judged duplicates and the dashboard read; then the median of each
+    step, side by side. Nothing for a result recorded before the workload ran the real
+    stream (no per-step medians in it)."""
+    runs = {k: x for k, x in r["results"].items() if "median_step_seconds" in x}
+    if not runs:
+        return []
+    lines = _table(["run", "steady batches", "median batch s (commit to commit)",
+                    "median s in foreachBatch", "median CPU s a batch (Python + JVM)",
+                    "duplicates judged by",
+                    "dashboard read s (median; first)",
+                    "rows shown", "windows read"],
+                   [[k, str(x["batches"]), _fmt(x["median_commit_interval_seconds"]),
+                     _fmt(x["median_batch_seconds"]),
+                     _fmt(x.get("median_cpu_seconds_per_batch")),
+                     ", ".join(f"{by} {n}" for by, n in x["dedup_by"].items()),
+                     f"{_fmt(x['dashboard_read_seconds'])}; "
+                     f"{_fmt(x.get('dashboard_first_read_seconds'))}", _fmt(x["dashboard_rows"]),
+                     _fmt(x["dashboard_windows"])] for k, x in runs.items()], 7)
+    steps = _in_step_order({s for x in runs.values() for s in x["median_step_seconds"]})
+    return lines + _table(["step (median s of a steady batch)", *runs],
+                          [[s, *(_fmt(x["median_step_seconds"].get(s)) for x in runs.values())]
+                           for s in steps], len(runs))
+
+
+def _fixed_cost_tables(r: dict[str, Any]) -> list[str]:
+    """Where a steady batch's seconds go: the median of each step, and the batch's medians
+    commit to commit and inside foreachBatch (the steps overlap: the writes run together)."""
+    x: dict[str, Any] = next(iter(r["results"].values()), {})
+    steps = x.get("median_step_seconds") or {}
+    if not steps:
+        return []
+    inside, whole = x.get("median_batch_seconds"), x.get("median_commit_interval_seconds")
+    rows = [[s, _fmt(steps[s]), f"{steps[s] / inside:.0%}" if inside else "-"]
+            for s in _in_step_order(steps)]
+    rows += [["in foreachBatch (the steps, the writes overlapping)", _fmt(inside), "100%"],
+             ["commit to commit (Spark's own part included)", _fmt(whole),
+              f"{whole / inside:.0%}" if inside and whole else "-"],
+             ["CPU seconds commit to commit (Python + JVM, on 2 cores)",
+              _fmt(x.get("median_cpu_seconds_per_batch")), "-"]]
+    return _table([f"step (median of {x.get('batches')} steady batches)", "seconds",
+                   "of the batch in foreachBatch"], rows, 2)
 
 
 #: The per-source day's streamed configurations, in the order its tables list them.

@@ -9,7 +9,8 @@ everything Spark). Each family lives in its own module:
 - ``lateness_bench``: the vectorised lateness curve vs its pure-Python reference;
 - ``scale_curve``: replay and audit at three sizes, and the driver's memory on a cluster;
 - ``compaction_bench``: the replay of a stream-laid day, its compaction, the replay after;
-- ``long_day``: stream batches late in a long day vs in the morning.
+- ``long_day``: stream batches late in a long day vs in the morning;
+- ``fixed_cost``: a steady 10K-line batch of the real stream, step by step.
 
 Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed),
 ``results`` (one entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets``
@@ -25,6 +26,7 @@ from typing import Any
 
 from bench.audit_bench import bench_audit
 from bench.compaction_bench import bench_compaction
+from bench.fixed_cost import bench_fixed_cost
 from bench.freshness import bench_freshness
 from bench.harness import Scale
 from bench.lateness_bench import bench_lateness
@@ -44,4 +46,5 @@ WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "scale": bench_scale_curve,
     "compaction": bench_compaction,
     "long_day": bench_long_day,
+    "fixed_cost": bench_fixed_cost,
 }

@@ -28,7 +28,7 @@ MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
 
 
 DEFAULT = ["stream", "lateness"]
-SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day"]
+SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day", "fixed_cost"]
 
 
 @pytest.mark.parametrize("names", [DEFAULT, pytest.param(SOAK, marks=pytest.mark.soak)],
@@ -49,7 +49,7 @@ def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -
         assert len(payload["load_average_before"]) == 3
         for t in payload["targets"]:
             assert {"target", "goal", "measured", "met"} <= t.keys()
-        if name not in ("freshness", "scale"):
+        if name not in ("freshness", "scale", "fixed_cost"):  # fixed_cost: ours alone
             assert len(payload["results"]) >= 2, f"{name} needs ours and a baseline"
             for contender, r in payload["results"].items():
                 assert r["wall_seconds"] > 0, (name, contender)
@@ -58,7 +58,7 @@ def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -
 
     checks = {"stream": _stream, "replay": _replay, "audit": _audit, "lateness": _lateness,
               "freshness": _freshness, "scale": _scale, "compaction": _compaction,
-              "long_day": _long_day}
+              "long_day": _long_day, "fixed_cost": _fixed_cost}
     for name in names:
         if name in checks:
             checks[name](json.loads((results / f"{name}.json").read_text()))
@@ -144,15 +144,29 @@ def _compaction(compaction: dict) -> None:
 
 
 def _long_day(long_day: dict) -> None:
-    """The stream only appends: the same batches late in a day (a day of deltas behind them)
-    and in the morning, each with its dashboard read of the last hour's windows."""
+    """The real stream's batches late in a day (a day of deltas behind them) and in the
+    morning, each judged by the dedup state, each with its dashboard read of the open and
+    recent windows."""
     scale = long_day["scale"]
     assert scale["provisional_deltas_rows"] >= 20
-    morning = long_day["results"]["reckon_batches_morning"]
-    evening = long_day["results"]["reckon_batches_evening"]
+    morning = long_day["results"]["reckon_stream_morning"]
+    evening = long_day["results"]["reckon_stream_evening"]
     for run in (morning, evening):
-        assert len(run["batch_seconds"]) == scale["timed_batches"]
+        assert run["batches"] == len(run["batch_seconds"]) == scale["timed_batches"]
+        assert run["dedup_by"] == {"state": scale["timed_batches"]}
         assert run["lines_in"] > 0 and run["dashboard_rows"] > 0
-        assert run["dashboard_read_seconds"] > 0
+        assert run["dashboard_windows"] > 0 and run["dashboard_read_seconds"] > 0
+        assert {"parse+summary", "dedup+classify", "event_log", "progress"} <= run[
+            "median_step_seconds"].keys()
     assert long_day["ratios"]["batch_evening_vs_morning"] == round(
-        evening["median_batch_seconds"] / morning["median_batch_seconds"], 3)
+        evening["median_commit_interval_seconds"] / morning["median_commit_interval_seconds"], 3)
+
+
+def _fixed_cost(fixed: dict) -> None:
+    """Steady batches of one file each through the real stream, their medians per step."""
+    ours = fixed["results"]["reckon_stream_steady_batches"]
+    scale = fixed["scale"]
+    assert ours["batches"] == scale["batches"] - scale["warm_up_batches"] > 0
+    assert ours["lines_in"] == ours["batches"] * scale["lines_per_batch"]
+    assert ours["median_commit_interval_seconds"] >= ours["median_batch_seconds"] > 0
+    assert fixed["profile"]["median_step_seconds"]["parse+summary"] > 0
