@@ -360,9 +360,10 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
              day: date | None = None) -> DemoSummary:
     """Generate, stream, run the nightly DAG on a real Airflow for ``day`` (default: the last
     complete UTC day, which the scheduler runs by itself), and read the summary back."""
+    from spark.batch_metrics import BatchMetrics
     from spark.session import get_spark
     from spark.sources import StreamSource
-    from spark.stream import BatchMetrics, run_stream
+    from spark.stream import run_stream
 
     clock = _Clock()
     day = day or last_complete_day()

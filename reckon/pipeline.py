@@ -26,11 +26,11 @@ if TYPE_CHECKING:  # the engines' result types; the steps import the engines whe
     from audits.audit import AuditResult
     from audits.quality import CheckResult
     from reports.render import ReportResult
+    from spark.batch_metrics import BatchMetrics
     from spark.compaction import CompactionResult
     from spark.replay import ReplayResult
     from spark.retention import VacuumResult
     from spark.sources import StreamSource
-    from spark.stream import BatchMetrics
 
     BatchCallback = Callable[[BatchMetrics], None]
 

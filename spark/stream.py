@@ -35,12 +35,11 @@ a restart -- skips the tables whose commit files already carry its mark.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -65,6 +64,7 @@ from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
 from spark import commits
 from spark import tables as tb
+from spark.batch_metrics import BatchMetrics, print_progress
 from spark.concurrent_writes import ConcurrentWrites
 from spark.constants import batch_constant, batch_timestamp
 from spark.dedup import StateSeed, coverage_of_query, judge_by_archive, judged_stream
@@ -79,8 +79,7 @@ from spark.sources import (
     sweep_committed_admissions,
 )
 
-__all__ = ["STREAM_TABLES", "BatchMetrics", "BatchProcessor", "print_progress", "processing_time",
-           "run_stream", "stream_lock"]
+__all__ = ["STREAM_TABLES", "BatchProcessor", "processing_time", "run_stream", "stream_lock"]
 
 STREAM_TABLES = (tb.EVENT_LOG, tb.QUARANTINE, tb.PROVISIONAL_DELTAS, tb.LATE_EVENTS,
                  tb.WATERMARK_PROGRESS)
@@ -99,23 +98,6 @@ class _BatchSummary:
     quarantined: int
     valid_rows: list[Row]
     observations: list[PartitionObservation]
-
-
-@dataclass(frozen=True)
-class BatchMetrics:
-    batch_id: int
-    rows_in: int
-    valid: int
-    quarantined: int
-    duplicates: int
-    on_time: int
-    revised: int
-    late: int
-    watermark: int | None
-    duration_seconds: float
-    step_seconds: dict[str, float] = field(default_factory=dict)
-    # 'state': duplicates judged by the stream's dedup state; 'archive': against event_log
-    dedup_by: str = "archive"
 
 
 class BatchProcessor:
@@ -526,19 +508,6 @@ class BatchProcessor:
 
 
 # ---------------------------------------------------------------------------- the query
-
-
-def print_progress(m: BatchMetrics) -> None:
-    from reckon.timeutil import format_micros
-
-    print(f"[stream] batch {m.batch_id}: {m.rows_in} rows, {m.on_time} on time, "
-          f"{m.revised} revised, {m.late} late, {m.duplicates} duplicates, "
-          f"{m.quarantined} quarantined; watermark {format_micros(m.watermark)} "
-          f"({m.duration_seconds:.1f}s)", file=sys.stderr, flush=True)
-    if os.environ.get("RECKON_PROFILE"):
-        steps = ", ".join(f"{k} {v:.2f}s" for k, v in m.step_seconds.items())
-        print(f"[stream]   steps: {steps}; duplicates judged by the {m.dedup_by}",
-              file=sys.stderr, flush=True)
 
 
 def processing_time(trigger: str) -> str:

@@ -20,9 +20,10 @@ from pyspark.sql import functions as F
 from reckon.config import Settings, load_settings
 from reckon.timeutil import MICROS_PER_SECOND, parse_timestamp
 from spark import tables as tb
+from spark.batch_metrics import BatchMetrics
 from spark.parse import QUARANTINE_REASONS
 from spark.sources import RAW_COLUMNS, StreamSource
-from spark.stream import BatchMetrics, BatchProcessor, run_stream
+from spark.stream import BatchProcessor, run_stream
 from tests.hostile import (
     FILE_MTIME,
     HostileLine,

@@ -18,8 +18,8 @@ from pathlib import Path
 from reckon import pipeline
 from reckon.config import Settings
 from reckon.landing import MANIFEST_NAME, LandingSurvey, describe_unread, survey
+from spark.batch_metrics import BatchMetrics, print_progress
 from spark.sources import StreamSource
-from spark.stream import BatchMetrics, print_progress
 
 __all__ = ["cmd_stream"]
 
