@@ -11,7 +11,6 @@ file (``_file_batches``) and report the latencies (``_latency_row``).
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import threading
 import time
@@ -24,6 +23,7 @@ from pyspark.sql import functions as F
 
 from bench import datasets as ds
 from bench.harness import Scale, base_settings, log, measure, target
+from bench.steady import land
 from reckon.config import Settings
 from reckon.generate import GeneratorConfig
 from reckon.timeutil import parse_duration, parse_timestamp
@@ -103,7 +103,6 @@ class _Feed:
 
     staged: Path
     landing: Path
-    tmp: Path
     warm_file: str
     timed_files: list[str]
     landed: dict[str, float] = field(default_factory=dict)
@@ -111,8 +110,7 @@ class _Feed:
     warm: threading.Event = field(default_factory=threading.Event)
 
     def land(self, name: str) -> None:
-        shutil.copyfile(self.staged / name, self.tmp / name)
-        (self.tmp / name).replace(self.landing / name)  # atomic: the source never sees half
+        land(self.staged, [name], self.landing)  # whole at once: the source never sees half
         self.landed[name] = time.time()
 
     def run(self) -> None:
@@ -213,8 +211,7 @@ def _freshness_at(spark: SparkSession, scale: Scale, rate: int, seconds: float,
     prep = _prepare(spark, scale, rate, seconds)
     warm_file, *timed_files = prep.manifest["files"]
     feed = _Feed(staged=prep.staged, landing=ds.fresh_folder(prep.work / "landing"),
-                 tmp=ds.fresh_folder(prep.work / "tmp"), warm_file=warm_file,
-                 timed_files=timed_files)
+                 warm_file=warm_file, timed_files=timed_files)
     feeder = threading.Thread(target=feed.run, name="bench-feeder", daemon=True)
     lines = {name: (prep.staged / name).read_bytes().count(b"\n")
              for name in prep.manifest["files"]}
