@@ -33,8 +33,11 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -49,7 +52,7 @@ from audits.reconcile_rows import (
     event_completeness,
     reconcile_frame,
 )
-from audits.records import AuditRun
+from audits.records import AuditRun, CurrencySummary
 from audits.stories import StoryInputs
 from reckon.engine_config import AuditConfig
 from reckon.errors import ConcurrentAuditError, UsageError
@@ -131,25 +134,19 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
         day_rows(tb.LATE_EVENTS), day_rows(tb.UNCAUGHT_DUPLICATES),
         tolerance, day, run_id, rules.windows.size)
     tb.ensure_table(spark, wh, tb.RECONCILIATION)
-    # The run's summary is observed while the rows are written (no second read of them). The
-    # observed node follows the final aggregation, in the write's result stage, whose
-    # accumulator updates Spark applies once per partition even when a task is retried.
-    summary = Observation("audit_summary")
-    tb.replace_rows(tb.conform(rows, tb.RECONCILIATION).observe(summary, *count_aggregates()),
-                    wh, tb.RECONCILIATION, tb.window_day(day))
-    s = observed(summary, {**{status.value: 0 for status in ReconStatus},
-                           "pn": 0, "cn": 0, "ln": 0, "dn": 0})
-    counts = {status.value: int(s[status.value]) for status in ReconStatus}
+    # The rows are kept (executor memory, spilling to disk) while they are written, so the
+    # money per currency is summed from the very rows written without reading them back.
+    rows = tb.conform(rows, tb.RECONCILIATION).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts, completeness, currencies = _write_and_sum(wh, day, rows)
+    finally:
+        rows.unpersist()
     unexplained = sum(counts[status.value] for status in UNEXPLAINED_STATUSES)
-    completeness = event_completeness(int(s["pn"] or 0), int(s["dn"] or 0), int(s["cn"] or 0))
     # this run's rows only: another audit of the day may have replaced the partition since
     written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(
         in_day & (F.col("audit_run_id") == F.lit(run_id)))
-    # the money, per currency (one row per currency comes back)
-    currencies = tuple(currency_summary(r) for r in written.groupBy("currency")
-                       .agg(*currency_aggregates()).orderBy("currency").collect())
     _check_not_overtaken(run_id, day, sum(counts.values()),
-                         sum(c.rows for c in currencies))
+                         written.select("audit_run_id").count())
 
     breaks_recorded = 0
     replaced_signed_off: str | None = None
@@ -183,6 +180,25 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
         tolerance=tolerance.to_config(), table_versions=versions,
         breaks_recorded=breaks_recorded, duration_seconds=round(time.monotonic() - t0, 3),
         replaced_signed_off_run=replaced_signed_off)
+
+
+def _write_and_sum(wh: Path, day: date, rows: DataFrame
+                   ) -> tuple[dict[str, int], Decimal | None, tuple[CurrencySummary, ...]]:
+    """Write the day's reconciliation (replaceWhere) and sum it: the counts per status and
+    the completeness over all currencies, and the money per currency (one row per currency
+    comes back). The counts are observed while the rows are written. The observed node
+    follows the final aggregation, in the write's result stage, whose accumulator updates
+    Spark applies once per partition even when a task is retried."""
+    summary = Observation("audit_summary")
+    tb.replace_rows(rows.observe(summary, *count_aggregates()), wh, tb.RECONCILIATION,
+                    tb.window_day(day))
+    s = observed(summary, {**{status.value: 0 for status in ReconStatus},
+                           "pn": 0, "cn": 0, "ln": 0, "dn": 0})
+    counts = {status.value: int(s[status.value]) for status in ReconStatus}
+    completeness = event_completeness(int(s["pn"] or 0), int(s["dn"] or 0), int(s["cn"] or 0))
+    currencies = tuple(currency_summary(r) for r in rows.groupBy("currency")
+                       .agg(*currency_aggregates()).orderBy("currency").collect())
+    return counts, completeness, currencies
 
 
 def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> None:

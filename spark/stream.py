@@ -394,14 +394,16 @@ class BatchProcessor:
         """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
         batch in arrival order) arrived within the dedup horizon; by the query's state when it
         can vouch for the batch, else against event_log at the version the batch read when it
-        started (a re-run batch: its first run; batch_reads). Persisted."""
+        started (a re-run batch: its first run; batch_reads). Judged by the state, the rows
+        are a filter of the batch's cache (no second copy); judged by the archive, persisted
+        (the join is not re-run by each write)."""
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
         self._dedup_by = "archive"
         if "is_duplicate" in valid.columns:
             if self._state_suffices(min_arrival):
                 self._dedup_by = "state"
-                return valid.persist(StorageLevel.MEMORY_AND_DISK)
+                return valid
             valid = valid.drop("is_duplicate")
         return judge_by_archive(
             self.spark, self.warehouse, valid, event_log_version=self._reads[tb.EVENT_LOG],
