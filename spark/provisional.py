@@ -127,7 +127,7 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
         # the epoch)
         found = folded.agg(F.min("end_us").alias("lo"), F.max("end_us").alias("hi")).first()
         if found is None or found.lo is None:  # no deltas: no row to derive
-            return spark.createDataFrame([], tb.SCHEMAS[tb.PROVISIONAL_TOTALS])
+            return tb.empty_frame(spark, tb.SCHEMAS[tb.PROVISIONAL_TOTALS])
         lowest = int(found.lo) if lowest is None else lowest
         highest = int(found.hi) if highest is None else highest
     closes = _passing(progress, step, lowest, highest, shift=0).alias("c")
@@ -155,21 +155,25 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
 def _deltas(spark: SparkSession, warehouse: str | Path, version: int | None,
             since_start: int | None, until_start: int | None) -> DataFrame:
     if version is None:
-        return spark.createDataFrame([], tb.SCHEMAS[tb.PROVISIONAL_DELTAS])
+        return tb.empty_frame(spark, tb.SCHEMAS[tb.PROVISIONAL_DELTAS])
     df = tb.read_table(spark, warehouse, tb.PROVISIONAL_DELTAS, version=version)
     if since_start is not None:
         lo = F.timestamp_micros(F.lit(since_start))
         df = df.filter((F.col("window_start") >= lo) & (F.col("window_date") >= F.to_date(lo)))
     if until_start is not None:
-        hi = F.timestamp_micros(F.lit(until_start))
-        df = df.filter((F.col("window_start") < hi) & (F.col("window_date") <= F.to_date(hi)))
+        # the last partition a window starting before ``until_start`` can be in: the fold
+        # keys on (window_start, key, currency), so a row of the next day's partition must
+        # not reach it
+        last = F.to_date(F.timestamp_micros(F.lit(until_start - 1)))
+        df = df.filter((F.col("window_start") < F.timestamp_micros(F.lit(until_start)))
+                       & (F.col("window_date") <= last))
     return df
 
 
 def _progress(spark: SparkSession, warehouse: str | Path, version: int | None) -> DataFrame:
     """One row per recorded batch: its time, batch, watermark before and after (micros)."""
     if version is None:
-        df = spark.createDataFrame([], tb.SCHEMAS[tb.WATERMARK_PROGRESS])
+        df = tb.empty_frame(spark, tb.SCHEMAS[tb.WATERMARK_PROGRESS])
     else:
         df = tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS, version=version)
     return df.select("query_id", "batch_id", F.col("processed_at").alias("pt"),
@@ -178,11 +182,18 @@ def _progress(spark: SparkSession, warehouse: str | Path, version: int | None) -
 
 def _folded(deltas: DataFrame) -> DataFrame:
     """One row per (window, key, currency): the sum of its deltas, and the batch of its first
-    delta (by processing time, so batch numbers of several queries never mix)."""
+    delta (by processing time, so batch numbers of several queries never mix).
+
+    Grouped by exactly (window_start, key, currency), the grain every reader joins on
+    (window_end and window_date follow from window_start): the fold's rows then come out
+    partitioned and sorted as a join on that grain needs, so the audit's join with the
+    canonical totals moves and sorts no provisional row again."""
     first = F.min(F.struct("processed_at", "query_id", "batch_id"))
     last = F.max(F.struct("processed_at", "query_id", "batch_id"))
-    return (deltas.groupBy("window_start", "window_end", "key", "currency", "window_date")
-            .agg(F.sum("total_amount").cast(tb.TOTAL).alias("total_amount"),
+    return (deltas.groupBy("window_start", "key", "currency")
+            .agg(F.max("window_end").alias("window_end"),
+                 F.max("window_date").alias("window_date"),
+                 F.sum("total_amount").cast(tb.TOTAL).alias("total_amount"),
                  F.sum("event_count").alias("event_count"),
                  F.sum("revised").alias("revision"),
                  first.alias("first"), last["batch_id"].alias("last_batch_id"))

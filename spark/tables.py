@@ -370,12 +370,23 @@ def require_layout(spark: SparkSession, warehouse: str | Path,
             "one only to read")
 
 
+def empty_frame(spark: SparkSession, schema: T.StructType | str) -> DataFrame:
+    """No rows, ``schema``'s columns, and a plan Spark knows is empty: it drops a join with it
+    instead of shuffling the other side to match none (a frame built from an empty list
+    alone has an unknown size, so Spark plans a sort-merge join against it).
+
+    >>> empty_frame(spark, "batch_id long").count()  # doctest: +SKIP
+    0
+    """
+    return spark.createDataFrame([], schema).limit(0)
+
+
 def read_table(spark: SparkSession, warehouse: str | Path, name: str, *,
                version: int | None = None) -> DataFrame:
     """Table ``name`` as it is, or as of ``version`` (Delta time travel); a negative version
     is the table before its first commit: no rows, the table's schema."""
     if version is not None and version < 0:
-        return spark.createDataFrame([], SCHEMAS[name])
+        return empty_frame(spark, SCHEMAS[name])
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
