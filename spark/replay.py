@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -232,20 +233,22 @@ def _repeated_ids(rows: DataFrame, limit: int) -> DataFrame | None:
     return None
 
 
-def _one_row_per_event(valid: DataFrame, repeated: DataFrame | None) -> DataFrame:
-    """``_first_copies`` of ``valid``. Grouping a day by event_id sorts every row (the first-copy
-    buffer is a struct, so Spark plans a sort aggregate) although almost every id occurs once.
-    Given the ids that repeat (few enough to broadcast), a row of any other id is its event as
-    it stands, and only the repeated ids are grouped."""
+def _one_row_per_event(rows: DataFrame, repeated: DataFrame | None,
+                       valid: Callable[[DataFrame, str], DataFrame]) -> DataFrame:
+    """``_first_copies`` of the valid rows of ``rows`` (``valid`` keeps them, given a branch of
+    the plan and its name). Grouping a day by event_id sorts every row (the first-copy buffer
+    is a struct, so Spark plans a sort aggregate) although almost every id occurs once. Given
+    the ids that repeat (few enough to broadcast), a row of any other id is its event as it
+    stands, and only the repeated ids are grouped."""
     if repeated is None:
-        return _first_copies(valid)
-    tagged = valid.withColumn("id_hash", _id_hash())
-    once = (tagged.join(F.broadcast(repeated), "id_hash", "left_anti")
+        return _first_copies(valid(rows, "all"))
+    tagged = rows.withColumn("id_hash", _id_hash())
+    once = (valid(tagged.join(F.broadcast(repeated), "id_hash", "left_anti"), "once")
             .select("event_id", "key", "currency", "amount", "event_us", "arrival_us",
                     F.lit(1).cast("long").alias("copies"), F.lit(False).alias("conflict"),
                     F.lit(0).cast("long").alias("uncaught")))
-    more = _first_copies(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
-                        .drop("id_hash"))
+    more = _first_copies(valid(tagged.join(F.broadcast(repeated), "id_hash", "left_semi")
+                               .drop("id_hash"), "repeated"))
     return once.unionByName(more)
 
 
@@ -315,9 +318,10 @@ def _replay_day(spark: SparkSession, config: ReplayConfig, day: date, *,
     writes = ConcurrentWrites()
     cached: list[DataFrame] = []  # persisted by a step; unpersisted whatever happens
     try:
-        repeated, bad_seen = _quarantine_rejected(read, writes, cached)
-        events = _one_row_per_valid_event(read, repeated)
+        repeated = _repeated_ids_of_day(read, cached)
+        events, screens = _one_row_per_valid_event(read, repeated)
         totals, summary, day_totals = _write_canonical_totals(read, events, cached)
+        bad_seen = _quarantine_rejected(read, writes, screens)
         conflicting = _write_uncaught_duplicates(read, writes, events, totals,
                                                  bool(summary["has_conflict"]), cached)
         conflicts_seen = _write_conflicts(read, writes, conflicting,
@@ -358,28 +362,57 @@ def _read_day(spark: SparkSession, config: ReplayConfig, day: date, *,
                     started_at=started_at)
 
 
-def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
-                         cached: list[DataFrame]) -> tuple[DataFrame | None, Observation]:
-    """Step 1: rows the typed rules reject now are quarantined with the replay as origin
-    (day-scoped). The event log's ids are counted first (see step 2); that narrow pass also
-    tells whether any row is rejected. Usually none is (the stream quarantined them on
-    arrival), and then no payload is read. A retried task can only over-count, never hide a
-    rejected row. Returns the ids that repeat (None: group every row) and the observation
-    counting the rows quarantined."""
+def _repeated_ids_of_day(read: _DayRead, cached: list[DataFrame]) -> DataFrame | None:
+    """Step 1: the 64-bit hashes of the ids read more than once (persisted), counted over a
+    read of event_id alone (a narrow pass: step 2 groups only their rows). None: step 2 groups
+    every row by event_id (a replay from Kafka, or more repeated ids than
+    ``replay_broadcast_ids``)."""
+    if read.from_kafka:
+        return None
+    repeated = _repeated_ids(read.rows, read.config.broadcast_ids)
+    cached += [repeated] if repeated is not None else []
+    return repeated
+
+
+def _rejected_in_day(read: _DayRead) -> Column:
+    """A row the typed rules reject now, of the calendar day (no other day's replay reads it)."""
     d0, d1 = read.bounds
-    origin = f"replay:{read.day.isoformat()}"
     in_day = (F.col("event_time") >= _ts(d0)) & (F.col("event_time") < _ts(d1))
-    rejected = F.col("reason").isNotNull() & in_day
-    repeated: DataFrame | None = None
-    any_rejected = True
-    if not read.from_kafka:  # a replay from Kafka groups every row by event_id (the exact path)
-        screened = Observation("replay_screen")
-        repeated = _repeated_ids(read.rows.observe(screened,
-                                                   F.count_if(rejected).alias("rejected")),
-                                 read.config.broadcast_ids)
-        cached += [repeated] if repeated is not None else []
-        any_rejected = bool(observed(screened, {"rejected": 0})["rejected"])
-    bad = read.rows.filter(rejected).select(
+    return F.col("reason").isNotNull() & in_day
+
+
+def _one_row_per_valid_event(read: _DayRead, repeated: DataFrame | None
+                             ) -> tuple[DataFrame, list[Observation]]:
+    """Step 2: one row per event_id, the first copy in arrival order, with its copies and
+    whether they disagree. The same read counts the rows the typed rules reject now (step 4
+    quarantines them): one observation per branch of the plan, so every row is counted once
+    whichever path its id takes."""
+    screens: list[Observation] = []
+
+    def valid(rows: DataFrame, branch: str) -> DataFrame:
+        screen = Observation(f"replay_screen_{branch}")
+        screens.append(screen)
+        return (rows.observe(screen, F.count_if(_rejected_in_day(read)).alias("rejected"))
+                .filter(F.col("reason").isNull())
+                .select("event_id", "key", "amount", "currency", "source", "partition",
+                        "offset", "input_file", F.unix_micros("event_time").alias("event_us"),
+                        F.unix_micros("arrival_time").alias("arrival_us"),
+                        (F.lit(False) if read.from_kafka else _admitted()).alias("admitted")))
+
+    return _one_row_per_event(read.rows, repeated, valid), screens
+
+
+def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
+                         screens: list[Observation]) -> Observation:
+    """Step 4: rows the typed rules reject now are quarantined with the replay as origin
+    (day-scoped), replacing what an earlier replay of the day put there. Usually none is
+    (the stream quarantined them on arrival): step 2's read counted them, and then no payload
+    is read again. A retried task can only over-count, never hide a rejected row. Returns
+    the observation counting the rows quarantined."""
+    origin = f"replay:{read.day.isoformat()}"
+    any_rejected = read.from_kafka or any(
+        observed(screen, {"rejected": 0})["rejected"] for screen in screens)
+    bad = read.rows.filter(_rejected_in_day(read)).select(
         "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
         F.lit(read.started_at).alias("quarantined_at"), "event_id", "event_time",
@@ -389,18 +422,7 @@ def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
                  tb.conform(bad if any_rejected else bad.limit(0), tb.QUARANTINE)
                  .observe(bad_seen, F.count(F.lit(1)).alias("rows")),
                  read.config.warehouse, tb.QUARANTINE, f"origin = '{origin}'")
-    return repeated, bad_seen
-
-
-def _one_row_per_valid_event(read: _DayRead, repeated: DataFrame | None) -> DataFrame:
-    """Step 2: one row per event_id, the first copy in arrival order, with its copies and
-    whether they disagree."""
-    valid = read.rows.filter(F.col("reason").isNull()).select(
-        "event_id", "key", "amount", "currency", "source", "partition", "offset",
-        "input_file", F.unix_micros("event_time").alias("event_us"),
-        F.unix_micros("arrival_time").alias("arrival_us"),
-        (F.lit(False) if read.from_kafka else _admitted()).alias("admitted"))
-    return _one_row_per_event(valid, repeated)
+    return bad_seen
 
 
 def _window_totals(read: _DayRead, events: DataFrame) -> DataFrame:
@@ -419,7 +441,7 @@ def _window_totals(read: _DayRead, events: DataFrame) -> DataFrame:
                  F.sum(F.when(own, 1).otherwise(0)).alias("_events"),
                  F.sum(F.when(own, F.col("copies") - 1).otherwise(0)).alias("_dups"),
                  # any window of the day holding a conflicting event: whether the day has
-                 # conflicts to list (which ones is step 5's rule)
+                 # conflicts to list (which ones is step 6's rule)
                  F.max("conflict").alias("_has_conflict"),
                  F.sum(F.when(own & (F.col("arrival_us") >= F.lit(d1)), 1).otherwise(0))
                  .alias("_after"),
@@ -437,7 +459,7 @@ def _write_canonical_totals(read: _DayRead, events: DataFrame, cached: list[Data
     are observed while the rows are written (one pass, no second job over the events). The
     observed node sits after the final aggregation, in the write's result stage, whose
     accumulator updates Spark applies once per partition even when a task is retried.
-    Returns the persisted totals (step 4 reads them back), the counts, and the day's total
+    Returns the persisted totals (step 5 reads them back), the counts, and the day's total
     per currency."""
     totals = _window_totals(read, events).persist()
     cached.append(totals)
@@ -460,12 +482,12 @@ def _write_canonical_totals(read: _DayRead, events: DataFrame, cached: list[Data
 def _write_uncaught_duplicates(read: _DayRead, writes: ConcurrentWrites, events: DataFrame,
                                totals: DataFrame, has_conflict: bool,
                                cached: list[DataFrame]) -> DataFrame:
-    """Step 4: what the stream counted more than once. Identical copies came with the totals;
+    """Step 5: what the stream counted more than once. Identical copies came with the totals;
     the copies of conflicting events (their own key, amount and windows) and, for a replay
     from Kafka, every copy the stream admitted come from the event log copy by copy. Started
     only after the canonical_totals commit: the audit trusts a day's duplicates once the
     replay that wrote its totals finished (audits.audit_inputs._finished_replay). Returns the
-    conflicting events (step 5 lists them)."""
+    conflicting events (step 6 lists them)."""
     (d0, d1), spec, wh = read.bounds, read.spec, read.config.warehouse
     conflicting = events.filter("conflict").select("event_id", "event_us")
     if has_conflict:  # a few ids, used twice below: group the day by event_id again
@@ -496,7 +518,7 @@ def _write_uncaught_duplicates(read: _DayRead, writes: ConcurrentWrites, events:
 
 def _write_conflicts(read: _DayRead, writes: ConcurrentWrites, conflicting: DataFrame,
                      has_conflict: bool) -> Observation:
-    """Step 5: conflicts, which ids and every payload seen (small: only disagreeing ids). A
+    """Step 6: conflicts, which ids and every payload seen (small: only disagreeing ids). A
     conflict is listed by the day of its earliest copy's event time, and the run's count is
     the rows written. (Both once followed the kept copy: with hopping windows, copies on both
     sides of midnight made the earlier day see the conflict, which the later day, reading
@@ -536,7 +558,7 @@ def _previous_valid_events(read: _DayRead) -> int | None:
 def _record_run(read: _DayRead, *, summary: dict[str, Any], day_totals: CurrencyTotals,
                 previous: int | None, quarantined: int, conflicts: int,
                 duration_seconds: float) -> ReplayResult:
-    """Step 6: the run record in replay_runs (replaced when the same inputs are replayed
+    """Step 7: the run record in replay_runs (replaced when the same inputs are replayed
     again), and the result the caller prints or passes on."""
     events_n, dups = int(summary["events"] or 0), int(summary["dups"] or 0)
     result = ReplayResult(

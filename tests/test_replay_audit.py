@@ -987,3 +987,36 @@ def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, streamed,
             in capsys.readouterr().err)
     assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-01"]) == 0
     assert "has not passed" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rejected_ids, broadcast_ids", [
+    ({"twice"}, 1_000_000),   # only a repeated id's copies: the grouped path's read sees them
+    ({"once"}, 1_000_000),    # only an id read once: the other path's read
+    ({"twice", "once"}, 0),   # every id grouped (more repeated ids than the limit)
+])
+def test_a_rejected_row_is_quarantined_whichever_path_its_id_takes(spark, tmp_path,
+                                                                  rejected_ids, broadcast_ids):
+    """The replay counts the rows a lower amount_max now rejects in the same read that picks
+    each event's first copy, whose plan splits the day into ids read once and ids that
+    repeat. A rejected row on either side, or with every id grouped, is quarantined with
+    every copy, and only the accepted ones are counted."""
+    from pyspark.sql import functions as F
+
+    t = MIDNIGHT + 60 * S
+    big, small = Decimal("500.00"), Decimal("1.00")
+    amount = {e: big if e in rejected_ids else small for e in ("twice", "once")}
+    events = [Event("twice", "m1", amount["twice"], t, t + S, 0, 0, "pos"),
+              Event("once", "m1", amount["once"], t + S, t + 2 * S, 0, 1, "pos"),
+              Event("twice", "m1", amount["twice"], t, t + 3 * S, 0, 2, "pos"),
+              Event("kept", "m1", small, t + 2 * S, t + 3 * S, 0, 3, "pos")]
+    warehouse = tmp_path / "wh"
+    run_batches(spark, stream_settings(warehouse, **RULES), [events])
+    strict = stream_settings(warehouse, **RULES, amount_max="100.00",
+                             replay_broadcast_ids=broadcast_ids)
+    run = replay_day(spark, strict.replay_config(), DAY2)
+    quarantined = sorted(r.event_id for r in spark.read.format("delta").load(
+        str(warehouse / tb.QUARANTINE)).filter(F.col("origin") == f"replay:{DAY2}").collect())
+    want = sorted(e.event_id for e in events if e.event_id in rejected_ids)
+    assert quarantined == want and run.quarantined == len(want)
+    assert run.valid_events == 3 - len(rejected_ids)
+    assert run.rows_read == len(events)
