@@ -37,7 +37,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -134,19 +133,13 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
         day_rows(tb.LATE_EVENTS), day_rows(tb.UNCAUGHT_DUPLICATES),
         tolerance, day, run_id, rules.windows.size)
     tb.ensure_table(spark, wh, tb.RECONCILIATION)
-    # The rows are kept (executor memory, spilling to disk) while they are written, so the
-    # money per currency is summed from the very rows written without reading them back.
-    rows = tb.conform(rows, tb.RECONCILIATION).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        counts, completeness, currencies = _write_and_sum(wh, day, rows)
-    finally:
-        rows.unpersist()
+    counts, completeness = _write(wh, day, tb.conform(rows, tb.RECONCILIATION))
     unexplained = sum(counts[status.value] for status in UNEXPLAINED_STATUSES)
     # this run's rows only: another audit of the day may have replaced the partition since
     written = tb.read_table(spark, wh, tb.RECONCILIATION).filter(
         in_day & (F.col("audit_run_id") == F.lit(run_id)))
-    _check_not_overtaken(run_id, day, sum(counts.values()),
-                         written.select("audit_run_id").count())
+    currencies, found = _sum_per_currency(written)
+    _check_not_overtaken(run_id, day, sum(counts.values()), found)
 
     breaks_recorded = 0
     replaced_signed_off: str | None = None
@@ -182,11 +175,9 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
         replaced_signed_off_run=replaced_signed_off)
 
 
-def _write_and_sum(wh: Path, day: date, rows: DataFrame
-                   ) -> tuple[dict[str, int], Decimal | None, tuple[CurrencySummary, ...]]:
-    """Write the day's reconciliation (replaceWhere) and sum it: the counts per status and
-    the completeness over all currencies, and the money per currency (one row per currency
-    comes back). The counts are observed while the rows are written. The observed node
+def _write(wh: Path, day: date, rows: DataFrame) -> tuple[dict[str, int], Decimal | None]:
+    """Write the day's reconciliation (replaceWhere); return the counts per status and the
+    completeness over all currencies, observed while the rows are written. The observed node
     follows the final aggregation, in the write's result stage, whose accumulator updates
     Spark applies once per partition even when a task is retried."""
     summary = Observation("audit_summary")
@@ -196,9 +187,18 @@ def _write_and_sum(wh: Path, day: date, rows: DataFrame
                            "pn": 0, "cn": 0, "ln": 0, "dn": 0})
     counts = {status.value: int(s[status.value]) for status in ReconStatus}
     completeness = event_completeness(int(s["pn"] or 0), int(s["dn"] or 0), int(s["cn"] or 0))
-    currencies = tuple(currency_summary(r) for r in rows.groupBy("currency")
-                       .agg(*currency_aggregates()).orderBy("currency").collect())
-    return counts, completeness, currencies
+    return counts, completeness
+
+
+def _sum_per_currency(written: DataFrame) -> tuple[tuple[CurrencySummary, ...], int]:
+    """The money per currency of the run's rows as written (one row per currency comes back),
+    and how many rows there are. Read back from the table rather than kept while written:
+    summing a currency in the write's own pass grows the write's work per currency, and a
+    copy of every row kept for it costs more than reading the columns summed."""
+    found = (written.groupBy("currency")
+             .agg(*currency_aggregates(), F.count(F.lit(1)).alias("_rows"))
+             .orderBy("currency").collect())
+    return tuple(currency_summary(r) for r in found), sum(int(r["_rows"]) for r in found)
 
 
 def _check_not_overtaken(run_id: str, day: date, written: int, found: int) -> None:

@@ -60,10 +60,10 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
     provisional_totals, canonical_totals and uncaught_duplicates hold a (window, key, currency)
     once a day (the fold of the stream's deltas and the replay's grouping are keyed by it), and the day's
     late events are summed per (window, key, currency) first, so the inputs are full-outer
-    joined as they are: the two big sides each hashed once. Grouping a union of the four hashed every row
-    twice, in a partial and a final aggregation that Spark keeps even after a shuffle that has
-    already brought a key's rows together (same rows, 6 warm full-scale runs each: median
-    14.97 -> 12.94 s, JVM CPU 27.1 -> 24.3 s)."""
+    joined as they are: the two big sides each hashed once. Grouping a union of the four
+    hashes every row twice, in a partial and a final aggregation that Spark keeps even after a
+    shuffle that has already brought a key's rows together (bench/CHANGELOG.md has the
+    measurements)."""
     keys = list(_KEYS)
     big = _full_join([f for f in (
         None if provisional is None else provisional.select(
