@@ -103,6 +103,12 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        # A batch's state commit writes the keys it changed (a changelog) instead of a
+        # snapshot of the store's files; snapshots are taken in the background. The stream's
+        # dedup state changes every key it sees, so every commit otherwise flushed and
+        # copied new files. Safe to turn on or off for an existing checkpoint (Spark reads
+        # both kinds).
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.adaptive.enabled", "true")
         # A stream micro-batch generates ~175 classes (its own stages and Delta's MERGE and
         # commit); with Spark's default cache of 100 every batch compiled them all again

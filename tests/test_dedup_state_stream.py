@@ -62,6 +62,10 @@ def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, 
     log = tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)
     flagged = {r.event_id for r in log.filter("is_duplicate").select("event_id").collect()}
     assert flagged == {e.event_id for e, _ in expected.duplicates}
+    # each batch committed the keys it changed (a changelog), not a snapshot of the store
+    state = settings.warehouse_path / "_checkpoints" / "stream-landing" / "state"
+    assert len({p.name.split(".")[0].split("_")[0]
+                for p in state.rglob("*.changelog")}) == len(metrics)
 
 
 def test_a_new_checkpoint_on_an_archive_is_judged_against_the_archive(spark, tmp_path):
