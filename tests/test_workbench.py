@@ -686,7 +686,10 @@ def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: R
     server = subprocess.Popen(
         [sys.executable, "-c", "import sys; from reckon.cli import main; sys.exit(main())",
          "workbench", "--warehouse", str(warehouse), "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # as a shell starts a command in the foreground: Ctrl-C's signal not ignored, even
+        # when the test run itself was started in the background (which ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = server.stdout.readline() if server.stdout else ""
         assert line.startswith(f"reckon workbench on http://127.0.0.1:{port} (report database "
