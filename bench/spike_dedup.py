@@ -8,8 +8,8 @@ hour), by the same rule (reckon.eventtime.is_duplicate_of_recent), and count the
 * ``archive``: the stream's archive path (spark.dedup.judge_by_archive): read the horizon of
   event_log, semi-join it with the batch's ids, the latest earlier arrival per id, and a window
   over the batch's own copies;
-* ``state``: reckon.jvm.DedupState, a transformWithState processor keyed by event_id on
-  RocksDB, inside a real streaming query over the same rows as Parquet files, one a trigger.
+* ``state``: the stream's dedup state (spark.dedup.judged_stream), a transformWithState processor
+  on RocksDB, inside a real streaming query over the same rows as Parquet files, one a trigger.
 
     .venv/bin/python -m bench.spike_dedup [--horizon-rows 3600000] [--batch 10000]
 """
@@ -31,7 +31,7 @@ from bench.harness import base_settings, load_average, log
 from reckon.eventtime import EventTimeRules
 from spark import commits
 from spark import tables as tb
-from spark.dedup import judge_by_archive, judged_stream
+from spark.dedup import STATE_BUCKETS, judge_by_archive, judged_stream
 from spark.session import get_spark
 
 HORIZON_US = 3_600 * 1_000_000
@@ -104,7 +104,7 @@ def run_state(spark: SparkSession, work: Path, horizon_rows: int, batch: int,
               .parquet(str(source)).withColumn("reason", F.lit(None).cast("string")))
     seed = spark.createDataFrame([], "event_id string, latest_us long")  # a new checkpoint
     flagged = judged_stream(spark, stream, EventTimeRules.parse(
-        window="1m", dedup_horizon="1h"), seed)
+        window="1m", dedup_horizon="1h"), seed, STATE_BUCKETS)
     seen: dict[int, tuple[float, int]] = {}
 
     def each(df: DataFrame, batch_id: int) -> None:

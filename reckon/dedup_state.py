@@ -1,7 +1,7 @@
 """When the stream's de-duplication state can judge a batch on its own.
 
 The running stream keeps, per event_id, the latest arrival it has seen in Spark's state store
-(``reckon.jvm.DedupState``), so a steady batch needs no read of the archive's horizon. The
+(``reckon.jvm.BucketedDedupState``), so a steady batch needs no read of the archive's horizon. The
 verdict is the same rule either way (``reckon.eventtime.is_duplicate_of_recent``); what the
 state cannot know is a copy it never saw or has forgotten:
 
@@ -9,8 +9,8 @@ state cannot know is a copy it never saw or has forgotten:
   already holds events). The state starts from the archive's last horizon (the copies that
   arrived at most a horizon before the latest arrival archived then, ``archived_until``), so
   only a row that arrived before ``archived_until`` can need an older archived copy;
-* a copy whose state entry outlived its TTL. The state keeps an entry ``ttl`` of processing
-  time after its last update. A copy ``c`` can miss its earlier copy ``p`` (arrived at most a
+* a copy whose state entry outlived its TTL. The state keeps an entry at least ``ttl`` of
+  processing time after its last update (a prune may forget it later, never sooner). A copy ``c`` can miss its earlier copy ``p`` (arrived at most a
   horizon before it) only if ``p`` was processed more than ``ttl`` before ``c``, that is if
   ``c``'s lag (processing time minus arrival) exceeds ``p``'s by more than ``ttl - horizon``.
   ``p``'s lag is at least the smallest lag any batch of the state has had (``min_lag``).

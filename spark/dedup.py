@@ -3,9 +3,10 @@
 One rule (``reckon.eventtime.is_duplicate_of_recent``: an earlier copy of the event_id arrived
 within the dedup horizon), two ways to know the earlier copies:
 
-* the running query's state store (``judged_stream``: reckon.jvm.DedupState ahead of
-  foreachBatch keeps each event_id's latest arrival; a new checkpoint's state starts from the
-  archive's last horizon, ``StateSeed``);
+* the running query's state store (``judged_stream``: reckon.jvm.BucketedDedupState ahead of
+  foreachBatch keeps each event_id's latest arrival, in ``STATE_BUCKETS`` hash buckets; a
+  checkpoint whose state began keyed by event_id keeps reckon.jvm.DedupState; a new
+  checkpoint's state starts from the archive's last horizon, ``StateSeed``);
 * the archive (``judge_by_archive``: event_log read back one horizon from the batch's first
   arrival), for static frames and for a batch the state cannot vouch for
   (``reckon.dedup_state``; ``coverage_of_query`` says what it vouches for).
@@ -31,12 +32,18 @@ from spark import commits
 from spark import tables as tb
 from spark.rules import arrival_order
 
-__all__ = ["StateSeed", "archive_scan_start", "coverage_of_query", "judge_by_archive",
+__all__ = ["STATE_BUCKETS", "StateSeed", "archive_scan_start", "coverage_of_query", "judge_by_archive",
            "judged_stream"]
 
 # The state's TTL runs on Spark's batch time; the processing time reckon records is a little
 # later, so the state keeps entries this much longer than the rule (reckon.dedup_state) counts.
 _TTL_MARGIN = 10 * 60 * 1_000_000
+
+# How many groups a new checkpoint's dedup state keys its entries by (a hash of event_id):
+# few enough that a batch calls the state's processor a few thousand times rather than once
+# an id, enough that a bucket's entries stay a small map. Recorded with the checkpoint
+# (StateSeed.buckets): an id must stay in its bucket while the state lives.
+STATE_BUCKETS = 1024
 
 
 def archive_scan_start(first_arrival: int, horizon: int) -> int:
@@ -84,12 +91,16 @@ def judge_by_archive(spark: SparkSession, warehouse: Path, valid: DataFrame, *,
 @dataclass(frozen=True)
 class StateSeed:
     """Where a checkpoint's dedup state started: the archive's version and its latest arrival
-    then (``archived_until``; None: an empty archive). Recorded in the checkpoint when the
-    state begins (``reckon/dedup_state.json``), so a re-run first batch reads the same seed
-    and every later start knows what the state was seeded with."""
+    then (``archived_until``; None: an empty archive), and how its entries are keyed
+    (``buckets``: that many hash buckets of event_id; None: by event_id itself, as states
+    begun before the buckets are). Recorded in the checkpoint when the state begins
+    (``reckon/dedup_state.json``), so a re-run first batch reads the same seed and every
+    later start knows what the state was seeded with and how it is laid out: Spark refuses
+    another layout on the same checkpoint."""
 
     event_log_version: int | None
     archived_until: int | None
+    buckets: int | None
 
     @staticmethod
     def record_of(checkpoint: str | Path) -> Path:
@@ -110,16 +121,21 @@ class StateSeed:
         """The checkpoint's seed, recorded now from event_log if the checkpoint has none."""
         record = cls.record_of(checkpoint)
         if record.is_file():
-            return cls(**json.loads(record.read_text()))
+            recorded = json.loads(record.read_text())
+            return cls(event_log_version=recorded["event_log_version"],
+                       archived_until=recorded["archived_until"],
+                       buckets=recorded.get("buckets"))
         version = commits.current_version(warehouse, tb.EVENT_LOG)
         latest = None
         if version is not None:
             latest = (tb.read_table(spark, warehouse, tb.EVENT_LOG, version=version)
                       .agg(F.max(F.unix_micros("arrival_time")).alias("m")).first())
-        seed = cls(event_log_version=version, archived_until=None if latest is None else latest.m)
+        seed = cls(event_log_version=version,
+                   archived_until=None if latest is None else latest.m, buckets=STATE_BUCKETS)
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps({"event_log_version": seed.event_log_version,
-                                      "archived_until": seed.archived_until}))
+                                      "archived_until": seed.archived_until,
+                                      "buckets": seed.buckets}))
         return seed
 
     def rows(self, spark: SparkSession, warehouse: Path, horizon: int) -> DataFrame:
@@ -136,19 +152,24 @@ class StateSeed:
 
 
 def judged_stream(spark: SparkSession, parsed: DataFrame, rules: EventTimeRules,
-                  seed: DataFrame) -> DataFrame:
-    """The parsed stream with ``is_duplicate`` from the query's state store
-    (reckon.jvm.DedupState, keyed by event_id; quarantined rows pass through), its state
-    starting from ``seed`` (``StateSeed.rows``) and keeping an entry ``state_ttl`` after its
-    last update."""
+                  seed: DataFrame, buckets: int | None) -> DataFrame:
+    """The parsed stream with ``is_duplicate`` from the query's state store (quarantined rows
+    pass through), its state starting from ``seed`` (``StateSeed.rows``) and keeping an entry
+    at least ``state_ttl`` after its last update: reckon.jvm.BucketedDedupState in ``buckets``
+    hash buckets of event_id, or reckon.jvm.DedupState keyed by event_id (``buckets`` None,
+    the layout of states begun before the buckets)."""
     from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     horizon = rules.dedup_horizon
     keep = jvm.java.time.Duration.ofMillis((state_ttl(horizon) + _TTL_MARGIN) // 1000)
-    return ClassicDataFrame(jvm.reckon.jvm.DedupState.flag(
-        parsed._jdf, seed._jdf, horizon, keep), spark)
+    if buckets is None:
+        flagged = jvm.reckon.jvm.DedupState.flag(parsed._jdf, seed._jdf, horizon, keep)
+    else:
+        flagged = jvm.reckon.jvm.BucketedDedupState.flag(
+            parsed._jdf, seed._jdf, horizon, keep, buckets)
+    return ClassicDataFrame(flagged, spark)
 
 
 def coverage_of_query(spark: SparkSession, warehouse: Path, seed: StateSeed, query_id: str,

@@ -300,7 +300,8 @@ class BatchProcessor:
         assert self._checkpoint is not None  # run_stream gives one
         self._seed = StateSeed.of(self.spark, self.warehouse, self._checkpoint)
         seed = self._seed.rows(self.spark, self.warehouse, self.rules.dedup_horizon)
-        return judged_stream(self.spark, self._parse(raw), self.rules, seed)
+        return judged_stream(self.spark, self._parse(raw), self.rules, seed,
+                             buckets=self._seed.buckets)
 
     def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
                  wm_before: int | None, processed_at: datetime, started: float) -> None:

@@ -1,7 +1,9 @@
 """When the stream's dedup state may judge a batch alone (reckon.dedup_state).
 
-The rule is checked against a model of the state store: per event_id the latest arrival, kept
-``ttl`` of processing time after its last update and forgotten after that. Whenever the rule
+The rule is checked against two models of the state store: per event_id the latest arrival,
+kept ``ttl`` of processing time after its last update and forgotten after that (Spark's TTL,
+reckon.jvm.DedupState), or forgotten by a prune that runs at most four times a TTL and drops
+what was not updated for the TTL (reckon.jvm.BucketedDedupState's timer). Whenever the rule
 says the state suffices, the state's verdict must be the reference's (every earlier copy).
 """
 
@@ -21,12 +23,33 @@ def _reference(history: list[tuple[str, int]], event_id: str, arrival: int) -> b
     return bool(priors) and is_duplicate_of_recent(max(priors), arrival, HORIZON)
 
 
+PRUNE_EVERY = TTL // 4  # the bucketed state's timer grid
+
+
+def _alive(entry: tuple[int, int] | None, now: int, pruned: bool) -> bool:
+    """Whether the state still has the entry: a pruned state deletes what it forgets, a TTL
+    hides it from ``now > last update + TTL`` on."""
+    return entry is not None and (pruned or now <= entry[1] + TTL)
+
+
 def _state_verdict(state: dict[str, tuple[int, int]], event_id: str, arrival: int,
-                   now: int) -> bool:
+                   now: int, pruned: bool) -> bool:
     entry = state.get(event_id)
-    if entry is None or now > entry[1] + TTL:  # forgotten: its TTL ran out
+    if entry is None or not _alive(entry, now, pruned):  # forgotten
         return False
     return is_duplicate_of_recent(entry[0], arrival, HORIZON)
+
+
+def _prune(state: dict[str, tuple[int, int]], prune_at: int | None, now: int) -> int | None:
+    """The bucketed state's timer after a batch at ``now``: when due, it drops the entries not
+    updated for the TTL; one is pending while entries remain. Returns when the next is due."""
+    if prune_at is not None and now >= prune_at:
+        for event_id in [e for e, (_, updated) in state.items() if updated < now - TTL]:
+            del state[event_id]
+        prune_at = None
+    if prune_at is None and state:
+        prune_at = (now // PRUNE_EVERY + 1) * PRUNE_EVERY
+    return prune_at
 
 
 batches_st = st.lists(  # per batch: the processing delay since the last, and its copies
@@ -39,12 +62,14 @@ batches_st = st.lists(  # per batch: the processing delay since the last, and it
 @settings(max_examples=400, deadline=None)
 @given(archived=st.lists(st.tuples(st.sampled_from("abcdef"), st.integers(0, 300)),
                          max_size=6),
-       batches=batches_st)
-def test_when_the_rule_trusts_the_state_its_verdict_is_the_references(archived, batches):
+       batches=batches_st, pruned=st.booleans())
+def test_when_the_rule_trusts_the_state_its_verdict_is_the_references(archived, batches,
+                                                                      pruned):
     history = list(archived)  # every copy archived so far, as (event_id, arrival)
     until = max((a for _, a in archived), default=None)
     coverage = StateCoverage(archived_until=until, started=None, min_lag=None)
     state: dict[str, tuple[int, int]] = {}  # event_id -> (latest arrival, last update)
+    prune_at: int | None = None
     now = 300  # after every archived arrival
     for number, (delay, copies) in enumerate(batches):
         now += delay
@@ -60,11 +85,13 @@ def test_when_the_rule_trusts_the_state_its_verdict_is_the_references(archived, 
         for event_id, arrival in batch:
             expected = _reference(history, event_id, arrival)
             if trusted:
-                assert _state_verdict(state, event_id, arrival, now) == expected
+                assert _state_verdict(state, event_id, arrival, now, pruned) == expected
             history.append((event_id, arrival))
             kept = state.get(event_id)
-            alive = kept is not None and now <= kept[1] + TTL
+            alive = _alive(kept, now, pruned)
             state[event_id] = (max(arrival, kept[0]) if alive and kept else arrival, now)
+        if pruned:
+            prune_at = _prune(state, prune_at, now)
         coverage = coverage.after_batch(now, arrivals[-1])
 
 

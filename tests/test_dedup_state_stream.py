@@ -1,16 +1,20 @@
-"""The running stream judges duplicates by its state store (reckon.jvm.DedupState), and
-defers to the archive where the state cannot vouch (reckon.dedup_state): real streaming
-queries over a landing dir, compared with the pure reference."""
+"""The running stream judges duplicates by its state store (reckon.jvm.BucketedDedupState, or
+reckon.jvm.DedupState for a state begun keyed by event_id), and defers to the archive where
+the state cannot vouch (reckon.dedup_state): real streaming queries over a landing dir,
+compared with the pure reference."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
 from reckon.eventtime import EventTimeRules
 from reckon.reference import stream_outcome
+from spark import dedup
 from spark import tables as tb
+from spark.dedup import StateSeed
 from spark.sources import StreamSource
 from spark.stream import run_stream
 from tests.streamkit import (
@@ -35,11 +39,22 @@ def _stream(spark, settings, landing, checkpoint=None) -> list:
     return metrics
 
 
-def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, tmp_path):
+def _state_variables(spark, checkpoint) -> set[str]:
+    """The dedup state's variables, from Spark's reader of a checkpoint's state metadata."""
+    (row,) = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    return {v["stateName"] for v in json.loads(row.operatorProperties)["stateVariables"]
+            if not v["stateName"].startswith("$")}  # "$": Spark's own, such as its timers
+
+
+@pytest.mark.parametrize("buckets", [dedup.STATE_BUCKETS, 2])
+def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, tmp_path,
+                                                                         monkeypatch, buckets):
     """Re-deliveries within the dedup horizon (an hour) and beyond it, across batches and
     within one, on three partitions in three currencies, with quarantined lines among them:
     the state's verdicts are the reference's, and no batch of a stream that began on an empty
-    archive (and ran for less than the state's TTL) reads the archive."""
+    archive (and ran for less than the state's TTL) reads the archive. With 2 buckets every
+    bucket holds many ids; the checkpoint records the count its state was keyed by."""
+    monkeypatch.setattr(dedup, "STATE_BUCKETS", buckets)
     rules = {**RULES, "dedup_horizon": "1h"}
     batches = random_batches(9, n=30, batches=5, stragglers=2)
     hour = 3_600 * 1_000_000
@@ -63,9 +78,36 @@ def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, 
     flagged = {r.event_id for r in log.filter("is_duplicate").select("event_id").collect()}
     assert flagged == {e.event_id for e, _ in expected.duplicates}
     # each batch committed the keys it changed (a changelog), not a snapshot of the store
-    state = settings.warehouse_path / "_checkpoints" / "stream-landing" / "state"
+    checkpoint = settings.warehouse_path / "_checkpoints" / "stream-landing"
     assert len({p.name.split(".")[0].split("_")[0]
-                for p in state.rglob("*.changelog")}) == len(metrics)
+                for p in (checkpoint / "state").rglob("*.changelog")}) == len(metrics)
+    assert json.loads(StateSeed.record_of(checkpoint).read_text())["buckets"] == buckets
+    assert _state_variables(spark, checkpoint) == {"latest_by_event", "prune_at"}
+
+
+def test_a_state_begun_keyed_by_event_id_keeps_its_layout(spark, tmp_path):
+    """A checkpoint whose dedup state began keyed by event_id (its record names no buckets,
+    as reckon wrote it before the buckets) restarts with that layout, which Spark requires of
+    the same checkpoint: the restarted stream judges by its state, a re-delivery of an event
+    from before the restart is a duplicate, and the tables are the reference's."""
+    rules = {**RULES, "dedup_horizon": "1h"}
+    hour = 3_600 * 1_000_000
+    batches = random_batches(19, n=24, batches=3)
+    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in batches[1][:3]])
+    settings = stream_settings(tmp_path / "wh", **rules)
+    landing, checkpoint = tmp_path / "landing", tmp_path / "checkpoint"
+    record = StateSeed.record_of(checkpoint)
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"event_log_version": None, "archived_until": None}))
+    write_landing(landing, batches[:3])
+    _stream(spark, settings, landing, checkpoint=str(checkpoint))
+    write_landing(landing, batches[3:], start=3)
+    after = _stream(spark, settings, landing, checkpoint=str(checkpoint))
+    assert [(m.duplicates, m.dedup_by) for m in after if m.valid] == [(3, "state")]
+    assert "buckets" not in json.loads(record.read_text())
+    assert _state_variables(spark, checkpoint) == {"latest_arrival"}
+    expected = stream_outcome(batches, EventTimeRules.parse(**rules))
+    assert provisional_rows(spark, settings.warehouse_path) == reference_rows(expected)
 
 
 def test_a_new_checkpoint_on_an_archive_is_judged_against_the_archive(spark, tmp_path):
@@ -151,3 +193,43 @@ def test_a_checkpoint_from_before_the_state_goes_on_against_the_archive(spark, t
     assert {m.dedup_by for m in after if m.valid} == {"archive"}
     expected = stream_outcome(batches, EventTimeRules.parse(**rules))
     assert provisional_rows(spark, settings.warehouse_path) == reference_rows(expected)
+
+
+def test_a_bucket_forgets_the_ids_not_seen_for_the_ttl(spark, tmp_path):
+    """The bucketed state keeps no TTL per entry: a timer per bucket prunes the ids not
+    updated for the TTL (here 2 s; the stream's is two horizons and a margin). Read with
+    Spark's state reader, as an operator inspecting a checkpoint would: after the first batch
+    the bucket holds a and b; a batch 3 s later that re-delivers b and brings c leaves b and c,
+    and a (not seen for the TTL) is gone. The verdicts compare arrivals, not the pruning: b's
+    copy arrived within the horizon of the first, so it is a duplicate."""
+    import time
+
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    from spark.stream import _start_without_empty_batches
+
+    source, checkpoint = tmp_path / "rows", tmp_path / "checkpoint"
+    schema = ("event_id string, reason string, arrival_us long, partition int, "
+              "input_file string, offset long")
+    seed = spark.createDataFrame([], "event_id string, latest_us long")
+    jvm = spark.sparkContext._jvm
+    verdicts: list[tuple[int, str, bool]] = []
+
+    def run(rows: list[tuple], name: str) -> set[str]:
+        spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(source / name))
+        stream = spark.readStream.schema(schema).parquet(str(source / "*"))
+        flagged = ClassicDataFrame(jvm.reckon.jvm.BucketedDedupState.flag(
+            stream._jdf, seed._jdf, 3_600_000_000, jvm.java.time.Duration.ofSeconds(2), 1),
+            spark)
+        writer = (flagged.writeStream.option("checkpointLocation", str(checkpoint))
+                  .trigger(availableNow=True).foreachBatch(lambda df, batch_id: verdicts.extend(
+                      (batch_id, r.event_id, r.is_duplicate) for r in df.collect())))
+        _start_without_empty_batches(spark, writer).awaitTermination()
+        state = (spark.read.format("statestore").option("stateVarName", "latest_by_event")
+                 .load(str(checkpoint)))
+        return {r.user_map_key.value for r in state.select("user_map_key").collect()}
+
+    assert run([("a", None, 1_000, 0, "f0", 0), ("b", None, 2_000, 0, "f0", 1)], "0") == {"a", "b"}
+    time.sleep(3)
+    assert run([("b", None, 3_000, 0, "f1", 0), ("c", None, 4_000, 0, "f1", 1)], "1") == {"b", "c"}
+    assert sorted(verdicts) == [(0, "a", False), (0, "b", False), (1, "b", True), (1, "c", False)]
