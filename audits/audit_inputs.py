@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -26,6 +27,7 @@ from reckon.eventtime import EventTimeRules
 from reckon.timeutil import day_bounds
 from spark import commits
 from spark import tables as tb
+from spark.concurrent_writes import side_by_side
 from spark.provisional import provisional_versions, read_provisional
 
 __all__ = ["read_inputs"]
@@ -40,16 +42,23 @@ def read_inputs(spark: SparkSession, wh: Path, rules: EventTimeRules, day: date
     Example:
         >>> frames, versions, pinned = read_inputs(spark, wh, rules, day)  # doctest: +SKIP
     """
+    opened = side_by_side({  # each opens a Delta log: driver work that overlaps
+        "layout": lambda: tb.require_layout(spark, wh, (
+            tb.PROVISIONAL_DELTAS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
+            tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION)),
+        **{name: partial(_versioned, spark, wh, name)
+           for name in (tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES)},
+        tb.PROVISIONAL_TOTALS: lambda: _provisional_of_day(spark, wh, rules, day),
+        tb.REPLAY_RUNS: lambda: _replay_runs(spark, wh, day),
+    })
     versions: dict[str, int] = {}
     frames: dict[str, DataFrame | None] = {}
     for name in (tb.CANONICAL_TOTALS, tb.LATE_EVENTS, tb.UNCAUGHT_DUPLICATES):
-        df, version = _versioned(spark, wh, name)
+        df, version = opened[name]
         frames[name] = df
         if version is not None:
             versions[name] = version
-    tb.require_layout(spark, wh, (tb.PROVISIONAL_DELTAS, tb.CANONICAL_TOTALS, tb.LATE_EVENTS,
-                                  tb.UNCAUGHT_DUPLICATES, tb.RECONCILIATION))
-    frames[tb.PROVISIONAL_TOTALS], read = _provisional_of_day(spark, wh, rules, day)
+    frames[tb.PROVISIONAL_TOTALS], read = opened[tb.PROVISIONAL_TOTALS]
     versions.update(read)
     for name in (tb.CANONICAL_TOTALS, tb.UNCAUGHT_DUPLICATES):
         if frames[name] is None:
@@ -57,7 +66,7 @@ def read_inputs(spark: SparkSession, wh: Path, rules: EventTimeRules, day: date
                              "before auditing the day")
     canonical = frames[tb.CANONICAL_TOTALS]
     assert canonical is not None, "checked just above"  # narrows for mypy
-    pinned = _finished_replay(spark, wh, day, canonical)
+    pinned = _finished_replay(day, canonical, opened[tb.REPLAY_RUNS])
     if frames[tb.LATE_EVENTS] is not None:
         cut = _late_events_in_replay_view(wh, pinned)
         if cut is not None and cut != versions[tb.LATE_EVENTS]:
@@ -93,21 +102,27 @@ def _provisional_of_day(spark: SparkSession, wh: Path, rules: EventTimeRules, da
     return df, read
 
 
-def _finished_replay(spark: SparkSession, wh: Path, day: date,
-                     canonical: DataFrame) -> int | None:
-    """Check that the day's canonical_totals come from a replay that finished (its
-    replay_runs row is written last), and return the event_log version it pinned (None for a
-    replay from Kafka). A day never replayed would otherwise show every provisional window
-    as MISSING_IN_CANONICAL, and a replay that failed between its writes would pair new totals
-    with stale duplicates: both as breaks nothing explains. uncaught_duplicates needs no look
-    of its own: a replay writes it only after its canonical_totals commit, so when the totals'
-    replay finished, the day's duplicates are that replay's (or a later one's, which would
-    have replaced the totals first)."""
+def _replay_runs(spark: SparkSession, wh: Path, day: date) -> dict[str, int | None]:
+    """The day's finished replays (replay_runs rows): replay_id -> the event_log version it
+    pinned (None for a replay from Kafka)."""
+    if not tb.table_exists(wh, tb.REPLAY_RUNS):
+        return {}
+    return {r.replay_id: r.event_log_version for r in tb.read_table(spark, wh, tb.REPLAY_RUNS)
+            .filter(F.col("window_date") == F.lit(day))
+            .select("replay_id", "event_log_version").collect()}
+
+
+def _finished_replay(day: date, canonical: DataFrame, runs: dict[str, int | None]
+                     ) -> int | None:
+    """Check that the day's canonical_totals come from a replay that finished (one of
+    ``runs``, the day's replay_runs rows, which a replay writes last), and return the
+    event_log version it pinned (None for a replay from Kafka). A day never replayed would
+    otherwise show every provisional window as MISSING_IN_CANONICAL, and a replay that failed
+    between its writes would pair new totals with stale duplicates: both as breaks nothing
+    explains. uncaught_duplicates needs no look of its own: a replay writes it only after its
+    canonical_totals commit, so when the totals' replay finished, the day's duplicates are
+    that replay's (or a later one's, which would have replaced the totals first)."""
     rerun = f"run `reckon replay --date {day}`, then audit the day again"
-    runs = ({} if not tb.table_exists(wh, tb.REPLAY_RUNS) else {
-        r.replay_id: r.event_log_version for r in tb.read_table(spark, wh, tb.REPLAY_RUNS)
-        .filter(F.col("window_date") == F.lit(day))
-        .select("replay_id", "event_log_version").collect()})
     if not runs:
         raise UsageError(f"--date={day.isoformat()!r}: the day has no finished replay; {rerun}")
 

@@ -1,12 +1,41 @@
-"""Independent Delta writes of one step (a stream batch, a replay) run side by side."""
+"""Independent Spark work of one step run side by side: a stream batch's or a replay's Delta
+writes (``ConcurrentWrites``), an audit's reads of its inputs (``side_by_side``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-__all__ = ["ConcurrentWrites"]
+__all__ = ["ConcurrentWrites", "side_by_side"]
+
+
+def side_by_side(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Each call's result by name, the calls run in threads of their own (as
+    ``ConcurrentWrites``): most of opening a Delta table is driver-side work (listing and
+    reading its log), which overlaps. The first error (in ``calls``' order) is raised once
+    every call has ended.
+
+    >>> side_by_side({"a": lambda: 1, "b": lambda: 2})
+    {'a': 1, 'b': 2}
+    """
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+
+    def keep(name: str, call: Callable[[], Any]) -> None:
+        try:
+            results[name] = call()
+        except BaseException as exc:  # raised below, in the calls' order
+            errors[name] = exc
+
+    threads = ConcurrentWrites()
+    for name, call in calls.items():
+        threads.start(name, keep, name, call)
+    threads.wait()
+    for name in calls:
+        if name in errors:
+            raise errors[name]
+    return {name: results[name] for name in calls}
 
 
 class ConcurrentWrites:
