@@ -29,6 +29,7 @@ from bench.steady import BatchLog, land, steady_figures
 from reckon.config import Settings
 from reckon.generate import GeneratorConfig
 from reckon.timeutil import MICROS_PER_SECOND, parse_timestamp
+from spark.dedup import STATE_BUCKETS
 
 __all__ = ["LONG_DAY_FILES_PER_BATCH", "LONG_DAY_START", "bench_long_day"]
 
@@ -102,7 +103,9 @@ def _seeded(spark: SparkSession, scale: Scale, settings: Settings, feed: _Feed, 
                              scale.n(7_200 * ds.DAY_CELLS, floor=20 * ds.DAY_CELLS),
                              parse_timestamp(LONG_DAY_START), with_day=when == "evening")
     snapshot = scale.data_dir / f"long-day-seeded-{when}-{feed.rate}-{feed.timed}"
-    spec = {"v": 1, "built": built, "work": str(work), "seed_files": feed.batches[0]}
+    # the state's layout is the checkpoint's: a snapshot seeded under another is built again
+    spec = {"v": 1, "built": built, "work": str(work), "seed_files": feed.batches[0],
+            "state_buckets": STATE_BUCKETS}
     marker = snapshot.parent / f"{snapshot.name}.json"
     if snapshot.is_dir() and marker.is_file() and json.loads(marker.read_text()) == spec:
         return snapshot

@@ -10,9 +10,10 @@ state cannot know is a copy it never saw or has forgotten:
   arrived at most a horizon before the latest arrival archived then, ``archived_until``), so
   only a row that arrived before ``archived_until`` can need an older archived copy;
 * a copy whose state entry outlived its TTL. The state keeps an entry at least ``ttl`` of
-  processing time after its last update (a prune may forget it later, never sooner). A copy ``c`` can miss its earlier copy ``p`` (arrived at most a
-  horizon before it) only if ``p`` was processed more than ``ttl`` before ``c``, that is if
-  ``c``'s lag (processing time minus arrival) exceeds ``p``'s by more than ``ttl - horizon``.
+  processing time after its last update (a prune may forget it later, never sooner). A copy
+  ``c`` can miss its earlier copy ``p`` (arrived at most a horizon before it) only if ``p``
+  was processed more than ``ttl`` before ``c``, that is if ``c``'s lag (processing time
+  minus arrival) exceeds ``p``'s by more than ``ttl - horizon``.
   ``p``'s lag is at least the smallest lag any batch of the state has had (``min_lag``).
 
 For such a batch the stream judges its rows against the archive instead, as it always did;

@@ -13,8 +13,9 @@ within the dedup horizon), two ways to know the earlier copies:
 
 Decision 0009 says why the state is the default and what it costs.
 
->>> flagged = judged_stream(spark, parse(raw_stream), rules, StateSeed.of(spark, wh, cp, rules))
-... # doctest: +SKIP
+>>> seed = StateSeed.of(spark, wh, checkpoint)  # doctest: +SKIP
+>>> flagged = judged_stream(spark, parsed_stream, rules,
+...                         seed.rows(spark, wh, rules.dedup_horizon), seed.buckets)  # doctest: +SKIP
 """
 
 from __future__ import annotations

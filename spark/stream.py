@@ -553,10 +553,11 @@ def stream_lock(warehouse: Path, source: StreamSource) -> Iterator[WriterLock]:
 
 
 def _start_without_empty_batches(spark: SparkSession, writer: DataStreamWriter) -> StreamingQuery:
-    """Start the query with Spark's no-data micro-batches off. The dedup state's TTL is kept
-    in processing time, and Spark would otherwise run an empty batch after every batch to
-    evict expired entries: an available-now stream would never end, and each empty batch
-    writes a progress row. Expired entries are evicted by the next batch with data instead.
+    """Start the query with Spark's no-data micro-batches off. The dedup state forgets entries
+    on processing time (its buckets' prune timers, or the event_id layout's TTL), and Spark
+    would otherwise run an empty batch after every batch to fire them: an available-now
+    stream would never end, and each empty batch writes a progress row. The next batch with
+    data prunes instead.
     The query copies the session's settings when it starts; the session's own is restored."""
     key = "spark.sql.streaming.noDataMicroBatches.enabled"
     before = spark.conf.get(key, None)

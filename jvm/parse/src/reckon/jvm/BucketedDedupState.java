@@ -59,6 +59,7 @@ public final class BucketedDedupState
 
   private final long horizonMicros;
   private final long ttlMillis;
+  private final int buckets;
   private final DedupRows fields;
   private transient MapState<String, Tuple2<Long, Long>> latest;
   /** When the bucket's pending prune is due (absent: none pending). */
@@ -66,9 +67,11 @@ public final class BucketedDedupState
   /** Buckets this task has seeded a prune for (the seed calls once per entry, not per key). */
   private transient Set<Integer> seeded;
 
-  private BucketedDedupState(StructType schema, long horizonMicros, long ttlMillis) {
+  private BucketedDedupState(StructType schema, long horizonMicros, long ttlMillis,
+      int buckets) {
     this.horizonMicros = horizonMicros;
     this.ttlMillis = ttlMillis;
+    this.buckets = buckets;
     this.fields = new DedupRows(schema);
   }
 
@@ -93,7 +96,7 @@ public final class BucketedDedupState
         r -> new Tuple2<>(r.getString(0), r.getLong(1));
     Dataset<Row> flagged = keyed.groupBy(functions.col(BUCKET))
         .as(Encoders.INT(), Encoders.row(in))
-        .transformWithState(new BucketedDedupState(in, horizonMicros, ttl.toMillis()),
+        .transformWithState(new BucketedDedupState(in, horizonMicros, ttl.toMillis(), buckets),
             TimeMode.ProcessingTime(), OutputMode.Append(),
             seedKeyed.groupByKey(seedBucket, Encoders.INT())
                 .mapValues(seedEntry, Encoders.tuple(Encoders.STRING(), Encoders.LONG())),
@@ -124,7 +127,7 @@ public final class BucketedDedupState
     long at = kept == null ? entry._2() : Math.max(kept._1(), entry._2());
     latest.updateValue(entry._1(), new Tuple2<>(at, now));
     if (seeded.add(bucket)) {
-      schedulePrune(now);
+      schedulePrune(bucket, now);
     }
   }
 
@@ -147,7 +150,7 @@ public final class BucketedDedupState
           horizonMicros, out);
       latest.updateValue(copies.getKey(), new Tuple2<>(prior, now));
     }
-    schedulePrune(now);
+    schedulePrune(bucket, now);
     return CollectionConverters.asScala(out.iterator());
   }
 
@@ -162,18 +165,23 @@ public final class BucketedDedupState
     stale.forEach(latest::removeKey);
     pruneAt.clear();
     if (latest.exists()) {
-      schedulePrune(now);
+      schedulePrune(bucket, now);
     }
     return CollectionConverters.asScala(new ArrayList<Row>().iterator());
   }
 
-  /** One pending prune a bucket, on a grid of a fraction of the TTL. */
-  private void schedulePrune(long now) {
+  /**
+   * One pending prune a bucket, due at the next point after {@code now} of a grid of a
+   * fraction of the TTL. Each bucket's grid is offset by its number, so the buckets' prunes
+   * fall in different batches rather than all reading the whole state in one.
+   */
+  private void schedulePrune(int bucket, long now) {
     if (pruneAt.exists()) {
       return;
     }
     long every = Math.max(1L, ttlMillis / PRUNES_PER_TTL);
-    long at = (now / every + 1) * every;
+    long offset = bucket * every / buckets;
+    long at = (Math.floorDiv(now - offset, every) + 1) * every + offset;
     getHandle().registerTimer(at);
     pruneAt.update(at);
   }
