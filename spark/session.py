@@ -109,6 +109,10 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
         # copied new files. Safe to turn on or off for an existing checkpoint (Spark reads
         # both kinds).
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        # Counting the state's rows makes RocksDB look a key up before every write, to know
+        # whether the write adds a row; the dedup state writes every id it sees, and nothing
+        # reads the count (only the state operator's progress metric would show it).
+        .config("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false")
         .config("spark.sql.adaptive.enabled", "true")
         # A stream micro-batch generates ~175 classes (its own stages and Delta's MERGE and
         # commit); with Spark's default cache of 100 every batch compiled them all again
