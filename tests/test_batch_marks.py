@@ -76,6 +76,25 @@ def test_a_failed_write_is_raised_only_after_every_write_of_the_batch_ended(spar
 
 
 @pytest.mark.spark
+def test_reads_side_by_side_raise_the_first_failure_in_the_calls_order():
+    """The audit opens its inputs side by side and checks the layout first: when several
+    fail, the error raised is the first call's, however the threads finish."""
+    import time
+
+    from spark.concurrent_writes import side_by_side
+
+    def late_failure() -> None:
+        time.sleep(0.2)
+        raise LookupError("the layout check")
+
+    def early_failure() -> None:
+        raise ValueError("a table")
+
+    with pytest.raises(LookupError, match="layout"):
+        side_by_side({"layout": late_failure, "table": early_failure, "ok": lambda: 1})
+    assert side_by_side({"b": lambda: 2, "a": lambda: 1}) == {"b": 2, "a": 1}
+
+
 def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_says(spark,
                                                                               tmp_path):
     """marked_commits(at_version=v) reads commit files from v down; Delta's own history() is

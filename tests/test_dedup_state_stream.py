@@ -85,15 +85,22 @@ def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, 
     assert _state_variables(spark, checkpoint) == {"latest_by_event", "prune_at"}
 
 
+def _three_batches_and_redeliveries(seed: int) -> tuple[dict, list]:
+    """An hour's dedup horizon, three random batches, and a fourth that re-delivers three
+    events of the second half an hour later: duplicates a state that kept them must catch."""
+    rules = {**RULES, "dedup_horizon": "1h"}
+    hour = 3_600 * 1_000_000
+    batches = random_batches(seed, n=24, batches=3)
+    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in batches[1][:3]])
+    return rules, batches
+
+
 def test_a_state_begun_keyed_by_event_id_keeps_its_layout(spark, tmp_path):
     """A checkpoint whose dedup state began keyed by event_id (its record names no buckets,
     as reckon wrote it before the buckets) restarts with that layout, which Spark requires of
     the same checkpoint: the restarted stream judges by its state, a re-delivery of an event
     from before the restart is a duplicate, and the tables are the reference's."""
-    rules = {**RULES, "dedup_horizon": "1h"}
-    hour = 3_600 * 1_000_000
-    batches = random_batches(19, n=24, batches=3)
-    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in batches[1][:3]])
+    rules, batches = _three_batches_and_redeliveries(19)
     settings = stream_settings(tmp_path / "wh", **rules)
     landing, checkpoint = tmp_path / "landing", tmp_path / "checkpoint"
     record = StateSeed.record_of(checkpoint)
@@ -169,10 +176,7 @@ def test_a_checkpoint_from_before_the_state_goes_on_against_the_archive(spark, t
     from spark.sources import landing_admitter
     from spark.stream import BatchProcessor
 
-    rules = {**RULES, "dedup_horizon": "1h"}
-    hour = 3_600 * 1_000_000
-    batches = random_batches(17, n=24, batches=3)
-    batches.append([replace(e, arrival_time=e.arrival_time + hour // 2) for e in batches[1][:3]])
+    rules, batches = _three_batches_and_redeliveries(17)
     settings = stream_settings(tmp_path / "wh", **rules)
     landing, checkpoint = tmp_path / "landing", tmp_path / "checkpoint"
     write_landing(landing, batches[:3])
