@@ -86,6 +86,13 @@ def reconcile_frame(provisional: DataFrame | None, canonical: DataFrame | None,
             *keys, "duplicate_amount", "duplicate_count"),
     ) if f is not None])
     g = big if small is None else big.join(small, keys, "full")
+    return reconciled(g, tolerance, day, run_id, width_us)
+
+
+def reconciled(g: DataFrame, tolerance: Tolerance, day: date, run_id: str,
+               width_us: int) -> DataFrame:
+    """The reconciliation rows from the inputs' measures side by side (one row per grain,
+    null where an input has no row): reckon.reconcile's arithmetic and status rules."""
     declared = {f.name: f.dataType for f in tb.SCHEMAS[tb.RECONCILIATION].fields}
     g = g.withColumns({name: F.lit(None).cast(declared[name])  # an input that does not exist
                        for name in _MEASURES if name not in g.columns})

@@ -46,16 +46,20 @@ def _state_variables(spark, checkpoint) -> set[str]:
             if not v["stateName"].startswith("$")}  # "$": Spark's own, such as its timers
 
 
-@pytest.mark.parametrize("buckets", [dedup.STATE_BUCKETS, 2])
+@pytest.mark.parametrize("buckets, windows", [(dedup.STATE_BUCKETS, {}), (2, {"slide": "5s"})],
+                         ids=["1024-buckets-tumbling", "2-buckets-hopping"])
 def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, tmp_path,
-                                                                         monkeypatch, buckets):
+                                                                         monkeypatch, buckets,
+                                                                         windows):
     """Re-deliveries within the dedup horizon (an hour) and beyond it, across batches and
     within one, on three partitions in three currencies, with quarantined lines among them:
     the state's verdicts are the reference's, and no batch of a stream that began on an empty
     archive (and ran for less than the state's TTL) reads the archive. With 2 buckets every
-    bucket holds many ids; the checkpoint records the count its state was keyed by."""
+    bucket holds many ids; the checkpoint records the count its state was keyed by. The
+    batches' dispositions are counted as the reference counts them, with hopping
+    windows too (10 s every 5 s: each event counted in two windows)."""
     monkeypatch.setattr(dedup, "STATE_BUCKETS", buckets)
-    rules = {**RULES, "dedup_horizon": "1h"}
+    rules = {**RULES, "dedup_horizon": "1h", **windows}
     batches = random_batches(9, n=30, batches=5, stragglers=2)
     hour = 3_600 * 1_000_000
     first = batches[0]
@@ -72,6 +76,10 @@ def test_the_stream_judges_duplicates_by_its_state_as_the_reference_does(spark, 
     assert provisional_rows(spark, settings.warehouse_path) == reference_rows(expected)
     assert late_rows(spark, settings.warehouse_path) == reference_late(expected)
     assert sum(m.duplicates for m in metrics) == len(expected.duplicates)
+    assert (sum(m.on_time + m.revised for m in metrics), sum(m.revised for m in metrics),
+            sum(m.late for m in metrics)) == (expected.counted, expected.revised,
+                                              len(expected.late))
+    assert expected.late, "late windows are counted too, not only on-time ones"
     assert sum(m.quarantined for m in metrics) == sum(len(v) for v in BAD_LINES.values())
     assert {m.dedup_by for m in metrics if m.valid} == {"state"}
     log = tb.read_table(spark, settings.warehouse_path, tb.EVENT_LOG)

@@ -179,8 +179,8 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
     sums = progress.groupBy().sum("valid", "on_time", "revised", "late", "duplicates").first()
     valid, on_time, revised, late, dups = (int(x) for x in sums)
     assert valid == len(log) == expected.valid
-    assert (on_time + revised, late, dups) == (expected.counted, len(expected.late),
-                                              len(expected.duplicates))
+    assert (on_time + revised, revised, late, dups) == (
+        expected.counted, expected.revised, len(expected.late), len(expected.duplicates))
 
     # the replay of both days equals the reference's canonical totals
     replays = [replay_day(spark, settings.replay_config(), day) for day in (DAY1, DAY2)]

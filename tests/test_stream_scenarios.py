@@ -44,3 +44,7 @@ def test_scenario_through_the_streaming_job(spark, streamed_scenario, case):
         assert row.rows_in == row.valid + row.quarantined, row
         assert row.valid == row.on_time + row.revised + row.late + row.duplicates, row
     assert sum(r.rows_in for r in progress) == sum(len(b) for b in case.batches)
+    # and each disposition's count is the reference's
+    assert (sum(r.on_time + r.revised for r in progress), sum(r.revised for r in progress),
+            sum(r.late for r in progress), sum(r.duplicates for r in progress)) == (
+        expected.counted, expected.revised, len(expected.late), len(expected.duplicates))
