@@ -107,7 +107,8 @@ class _Decision:
 def _record_breaks(written: DataFrame, recorder: AuditRecorder, run_id: str, day: date) -> int:
     """Insert every non-MATCHED row into the report DB from the executors (never the driver),
     with the recorder's module-level writer (a DB object cannot travel to an executor).
-    SQLite takes one writer at a time, so its inserts run in one partition."""
+    SQLite takes one writer at a time, so its inserts run in one partition (after a shuffle:
+    the day's rows are still read and filtered in parallel)."""
     url, insert_breaks = recorder.ledger.url, recorder.write_breaks
 
     breaks = written.filter(F.col("status") != F.lit(ReconStatus.MATCHED.value)).select(
@@ -116,8 +117,8 @@ def _record_breaks(written: DataFrame, recorder: AuditRecorder, run_id: str, day
         "gap_amount", "gap_count", "late_amount", "late_count", "duplicate_amount",
         "duplicate_count", "residual_amount", "residual_count",
         _explanation().alias("explanation"))
-    if url.startswith("sqlite"):
-        breaks = breaks.coalesce(1)
+    if url.startswith("sqlite"):  # one writer: the rows are read in parallel, then gathered
+        breaks = breaks.repartition(1)
 
     def write_partition(rows: Any) -> Any:
         n = insert_breaks(url, run_id, (BreakRow(

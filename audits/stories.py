@@ -199,30 +199,44 @@ def record_break_stories(spark: SparkSession, wh: Path, configured: EventTimeRul
     joined, batches = _joined(spark, wh, rules, day, cells, reads)
     try:
         before, after = _progress(spark, wh, reads.progress_version, batches)
-        # SQLite takes one writer at a time
-        writers = joined.coalesce(1) if url.startswith("sqlite") else joined
-        tell = _Teller(run_id=run_id, day=day, rules=rules, before=before, after=after,
-                       url=url, write=recorder.write_stories)
-        return int(sum(writers.rdd.mapPartitions(tell).collect()))
+        stories = joined.rdd.mapPartitions(
+            _Teller(run_id=run_id, day=day, rules=rules, before=before, after=after))
+        if url.startswith("sqlite"):
+            # SQLite takes one writer at a time: the stories are told in parallel, then
+            # gathered into one partition (a shuffle; a plain coalesce would tell them,
+            # and join their inputs, in that one task too)
+            stories = stories.coalesce(1, shuffle=True)
+        write = _Writer(run_id=run_id, url=url, write=recorder.write_stories)
+        return int(sum(stories.mapPartitions(write).collect()))
     finally:
         joined.unpersist()  # the cached frame itself, not the coalesced one
 
 
 @dataclass(frozen=True)
+class _Writer:
+    """Runs on the executors: writes a partition's stories with ``write`` (module-level:
+    pickled by reference, it opens ``url`` there) and yields how many it wrote."""
+
+    run_id: str
+    url: str
+    write: StoriesWriter
+
+    def __call__(self, stories: Any) -> Any:
+        yield self.write(self.url, self.run_id, stories)
+
+
+@dataclass(frozen=True)
 class _Teller:
-    """Runs on the executors: each cell's rows -> WindowReads -> chapter_of -> story_of,
-    written by ``write`` (module-level: pickled by reference, it opens ``url`` there)."""
+    """Runs on the executors: each cell's rows -> WindowReads -> chapter_of -> story_of."""
 
     run_id: str
     day: date
     rules: EventTimeRules
     before: dict[int, int | None]
     after: dict[tuple[str, int], Any]
-    url: str
-    write: StoriesWriter
 
     def __call__(self, rows: Any) -> Any:
-        yield self.write(self.url, self.run_id, (self.story(r) for r in rows))
+        return (self.story(r) for r in rows)
 
     def story(self, row: Any) -> BreakStory:
         code, key = row["currency"], row["key"]

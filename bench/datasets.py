@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Sequence
 from datetime import date
 from functools import cache
@@ -319,10 +320,24 @@ def _write_day_of_deltas(spark: SparkSession, folder: Path, windows: int, last_s
      .save(tb.table_path(folder, tb.PROVISIONAL_DELTAS)))
 
 
-def fresh_folder(folder: Path) -> Path:
-    """``folder``, emptied (created if missing)."""
-    if folder.exists():
-        shutil.rmtree(folder)
+def fresh_folder(folder: Path, *, attempts: int = 5, pause_seconds: float = 0.5) -> Path:
+    """``folder``, emptied (created if missing). A stream stopped just before may still have
+    its state store's maintenance thread writing files there, and the removal then fails with
+    "directory not empty": it is tried again after a pause, ``attempts`` times in all.
+
+    >>> import tempfile; f = Path(tempfile.mkdtemp()) / "run"; (f / "x").mkdir(parents=True)
+    >>> list(fresh_folder(f).iterdir())
+    []
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            if folder.exists():
+                shutil.rmtree(folder)
+            break
+        except OSError:
+            if attempt == attempts:
+                raise
+            time.sleep(pause_seconds * attempt)
     folder.mkdir(parents=True)
     return folder
 

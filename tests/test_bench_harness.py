@@ -204,3 +204,40 @@ def test_a_cloned_warehouse_shares_data_files_but_not_logs(tmp_path) -> None:
     (clone / "event_log" / "new.parquet").write_text("appended")
     clone_warehouse(built, clone)  # again: the run's leftovers are gone
     assert not (clone / "event_log" / "new.parquet").exists()
+
+
+def test_a_folder_a_stopped_stream_still_writes_to_is_emptied_on_a_later_try(
+        tmp_path, monkeypatch) -> None:
+    """The state store's maintenance can still write files just after a stream stopped, and
+    the first removal fails with "directory not empty": fresh_folder tries again; a folder
+    that never empties still fails, after its attempts."""
+    import errno
+    import shutil
+
+    from bench import datasets
+
+    real_rmtree, calls = shutil.rmtree, []
+
+    def busy_once(path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", str(path))
+        real_rmtree(path, *args, **kwargs)
+
+    folder = tmp_path / "run"
+    (folder / "state" / "0").mkdir(parents=True)
+    (folder / "state" / "0" / "1.delta").write_text("x")
+    monkeypatch.setattr(datasets.shutil, "rmtree", busy_once)
+    assert datasets.fresh_folder(folder, pause_seconds=0.01) == folder
+    assert list(folder.iterdir()) == [] and len(calls) == 2
+
+    def always_busy(path, *args, **kwargs):
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", str(path))
+
+    monkeypatch.setattr(datasets.shutil, "rmtree", always_busy)
+    try:
+        datasets.fresh_folder(folder, attempts=2, pause_seconds=0.01)
+    except OSError as err:
+        assert err.errno == errno.ENOTEMPTY
+    else:
+        raise AssertionError("a folder that never empties must fail")

@@ -92,6 +92,26 @@ def test_a_stored_amount_finer_than_its_currency_is_shown_whole_never_rounded():
     assert format_amount(D("5.500"), "JPY") == "5.500"
 
 
+@settings(max_examples=300, deadline=None)
+@given(units=st.integers(min_value=-10**17, max_value=10**17),
+       places=st.integers(min_value=0, max_value=3),
+       code=st.sampled_from(["USD", "JPY", "KWD", "EUR", "CLF", "XXX"]),
+       locale=st.sampled_from(["en_US", "de_DE", "fr_CH", "hi_IN"]))
+def test_amounts_are_written_as_babels_own_formatters_write_them(units, places, code, locale):
+    """The cached pattern and locale change nothing: the same text as Babel's
+    format_currency and format_decimal with the same pattern, every locale and digit."""
+    from babel.numbers import format_currency, format_decimal
+
+    amount = quantize_to_currency(D(units).scaleb(-places), code)
+    digits = max(-int(amount.as_tuple().exponent), 0)
+    tail = "." + "0" * digits if digits else ""
+    assert format_money(amount, code, locale) == format_currency(
+        amount, code, format="\u00a4\u00a4\u00a0#,##0" + tail, locale=locale,
+        currency_digits=False, decimal_quantization=False).replace("\u00a0", " ")
+    assert format_amount(amount, code, locale) == format_decimal(
+        amount, format="#,##0" + tail, locale=locale, decimal_quantization=False)
+
+
 def test_currency_totals_keep_each_currency_apart_and_refuse_floats():
     totals = CurrencyTotals().add("EUR", D("1.10")).add("JPY", 5).add("EUR", D("2.005"))
     assert dict(totals) == {"EUR": D("3.105"), "JPY": D("5")}
