@@ -136,3 +136,18 @@ def test_a_next_day_event_late_for_the_days_last_window_is_in_both_counts(spark,
     assert (atm.late_events, atm.all_events, atm.late_share, atm.event_share, atm.lift) == (
         1, 1, Decimal("1.000000"), Decimal("0.500000"), Decimal("2.0000"))
     assert got[("source", "pos")].all_events == 1
+
+
+def test_an_uncaught_copy_is_counted_once_as_its_first_arrival(spark, warehouse):
+    """Two unflagged copies of e4 (the second came back past the dedup horizon, from
+    partition 2 and source 'web', and is stored first): the population counts e4 once, as
+    its first arrival (partition 0, 'pos', 10:00)."""
+    settings = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
+    again = {**event_row("e4", 3), "partition": 2, "source": "web", "offset": 90,
+             "arrival_time": from_micros(BASE + 11 * H), "batch_id": 7}
+    write(spark, warehouse, tables.EVENT_LOG, [again, event_row("e4", 3), event_row("e7", 6)])
+    got = {(r.dimension, r.value): r.all_events for r in late_attribution(
+        spark, settings.warehouse_path, settings.event_time_rules(), DAY)}
+    assert got == {("partition", "0"): 1, ("partition", "2"): 1, ("source", "pos"): 2,
+                   ("currency", "USD"): 2, ("arrival_hour", "10"): 1,
+                   ("arrival_hour", "23"): 1}
