@@ -22,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +246,7 @@ class _Teller:
         fields = row.asDict()
 
         def listed(name: str) -> list[Any]:
-            return list(fields.get(name) or [])
+            return _plain(fields.get(name) or [])
 
         events = sorted(listed("events"), key=lambda e: (
             e.arrival_time, e.partition, _nulls_first(e.input_file), _nulls_first(e.offset),
@@ -271,6 +273,20 @@ class _Teller:
             quarantined=quarantined)
         return story_of(self.run_id, self.day, chapter_of(reads, key, start, end, code,
                                                           self.rules))
+
+
+def _plain(rows: list[Any]) -> list[Any]:
+    """Spark Rows of one struct type as named tuples with the same fields: a story reads each
+    field several times, and a Row looks its name up in the field list on every read."""
+    if not rows:
+        return []
+    kind = _tuple_type(tuple(rows[0].__fields__))
+    return [kind._make(row) for row in rows]
+
+
+@cache
+def _tuple_type(fields: tuple[str, ...]) -> Any:
+    return namedtuple("StoryInput", fields)  # type: ignore[misc]
 
 
 def _nulls_first(value: Any) -> tuple[bool, Any]:

@@ -99,3 +99,30 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
         (first.event_id, "uncaught duplicate", 1)]
     assert sorted((i["dimension"], i["value"], i["duplicate_count"], i["event_count"])
                   for i in inputs) == [("partition", "1", 1, 1), ("source", "kiosk", 1, 1)]
+
+
+def test_every_break_of_a_run_is_told_once_in_either_database(spark, tmp_path, db_url
+                                                              ) -> None:
+    """Three keys each counted twice (a copy past a 5 s dedup horizon), in windows of their
+    own: three breaks, told in parallel on the executors and written into SQLite by one
+    writer (gathered) or into PostgreSQL by each partition; each recorded story is, line for
+    line, what ``reckon explain`` prints for its window."""
+    from audits.audit import audit_day
+    from reports.db.repository import audit_recorder
+    from spark.replay import replay_day
+
+    settings = replace(stream_settings(tmp_path / "wh", window="10s", lateness="1h",
+                                       dedup_horizon="5s"), report_db_url=db_url)
+    firsts = [ev(1 + 10 * i, 2 + 10 * i, key=key, amount=f"{i + 1}.25")
+              for i, key in enumerate(("A", "C", "D"))]
+    again = [replace(e, arrival_time=e.arrival_time + 30 * S, offset=e.offset + 50,
+                     partition=1) for e in firsts]
+    _stream(spark, settings, [firsts, again], "stories-many")
+    replay_day(spark, settings.replay_config(), DAY)
+    result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
+    stories, _ = _recorded(settings, result.run_id)
+    assert result.breaks_recorded == 3
+    assert [(s["key"], s["events"]) for s in stories] == [("A", 2), ("C", 2), ("D", 2)]
+    for story, event in zip(stories, firsts, strict=True):
+        told = explain(spark, settings, story["key"], event.event_time, "USD")
+        assert story["lines"] == list(told.lines)
