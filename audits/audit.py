@@ -51,7 +51,7 @@ from audits.reconcile_rows import (
     event_completeness,
     reconcile_frame,
 )
-from audits.records import AuditRun, CurrencySummary
+from audits.records import AttributionRow, AuditRun, CurrencySummary
 from audits.stories import StoryInputs
 from reckon.engine_config import AuditConfig
 from reckon.errors import ConcurrentAuditError, UsageError
@@ -147,8 +147,11 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
         # the attribution reads what the reconciliation read: the event log the replay
         # pinned, late_events as of the same cut
         seen = {tb.LATE_EVENTS: versions.get(tb.LATE_EVENTS), tb.EVENT_LOG: pinned}
-        attribution = (late_attribution(spark, wh, rules, day, versions=seen)
-                       if tb.table_exists(wh, tb.EVENT_LOG) else [])
+
+        def attribution() -> list[AttributionRow]:
+            return (late_attribution(spark, wh, rules, day, versions=seen)
+                    if tb.table_exists(wh, tb.EVENT_LOG) else [])
+
         run = AuditRun(
             run_id=run_id, day=day, kind=kind, started_at=started_at,
             duration_seconds=round(time.monotonic() - t0, 3),

@@ -1,17 +1,20 @@
 """Recording an audit run in the report database, through the caller's recorder.
 
 Order matters: the breaks (from Spark's executors), then each break's story, then the run,
-which becomes current only once everything it lists is stored. A run that finds its rows
+which becomes current only once everything it lists is stored; the run's late attribution
+is computed meanwhile, in a thread of its own. A run that finds its rows
 replaced by another audit of the day meanwhile records nothing and says to run again
 (``ConcurrentAuditError``); the previous run stays current.
 
 Example:
-    >>> record_run(spark, config, audit_recorder(settings), run, [], written, reads)  # doctest: +SKIP
+    >>> record_run(spark, config, audit_recorder(settings), run, lambda: [], written,
+    ...            reads)  # doctest: +SKIP
     (12, None)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -26,16 +29,19 @@ from reckon.engine_config import AuditConfig
 from reckon.errors import ConcurrentAuditError
 from reckon.reconcile import ReconStatus
 from spark import tables as tb
+from spark.concurrent_writes import side_by_side
 from spark.money import amount_text_col
 
 __all__ = ["record_run"]
 
 
 def record_run(spark: SparkSession, config: AuditConfig, recorder: AuditRecorder, run: AuditRun,
-            attribution: list[AttributionRow], written: DataFrame,
-            reads: StoryInputs) -> tuple[int, str | None]:
-    """Record ``run``: its breaks, their stories, then the run itself; returns the breaks
-    recorded and the signed-off run it replaced (``_replaced_signed_off_run``).
+               attribution: Callable[[], list[AttributionRow]], written: DataFrame,
+               reads: StoryInputs) -> tuple[int, str | None]:
+    """Record ``run``: its breaks, their stories, then the run itself with its late
+    ``attribution`` (computed while the breaks and stories are written: independent Spark
+    work, side by side); returns the breaks recorded and the signed-off run it replaced
+    (``_replaced_signed_off_run``).
 
     Breaks first, then the run: the run becomes current only once its breaks are all stored,
     so a failed insert leaves the previous run current (with its own breaks) rather than a
@@ -43,11 +49,25 @@ def record_run(spark: SparkSession, config: AuditConfig, recorder: AuditRecorder
 
     Example:
         >>> recorder = audit_recorder(settings)  # doctest: +SKIP
-        >>> record_run(spark, config, recorder, run, [], written, reads)  # doctest: +SKIP
+        >>> record_run(spark, config, recorder, run, lambda: [], written, reads)  # doctest: +SKIP
         (12, None)
     """
-    db, run_id, day = recorder.ledger, run.run_id, run.day
+    db = recorder.ledger
     db.ready()  # the schema, migrated once here, before the executors write
+    done = side_by_side({
+        "breaks": lambda: _record_breaks_and_stories(spark, config, recorder, run, written,
+                                                     reads),
+        "attribution": attribution})
+    db.record_audit_run(run, done["attribution"])
+    return done["breaks"], _replaced_signed_off_run(db, run.day, run.kind, run.run_id)
+
+
+def _record_breaks_and_stories(spark: SparkSession, config: AuditConfig,
+                               recorder: AuditRecorder, run: AuditRun, written: DataFrame,
+                               reads: StoryInputs) -> int:
+    """The run's breaks, then their stories; how many breaks were recorded. A run whose rows
+    another audit of the day replaced meanwhile records nothing more (ConcurrentAuditError)."""
+    run_id, day = run.run_id, run.day
     breaks_recorded = _record_breaks(written, recorder, run_id, day)
     expected = run.rows - run.status_counts[ReconStatus.MATCHED.value]
     # a day without breaks is overtaken too when none of the run's rows is left (a
@@ -61,8 +81,7 @@ def record_run(spark: SparkSession, config: AuditConfig, recorder: AuditRecorder
             "again (this run was not recorded, the previous one stays current)")
     if tb.table_exists(config.warehouse, tb.EVENT_LOG) and expected:
         _record_stories(spark, config, day, written, reads, recorder, run_id, expected)
-    db.record_audit_run(run, attribution)
-    return breaks_recorded, _replaced_signed_off_run(db, day, run.kind, run_id)
+    return breaks_recorded
 
 
 def _record_stories(spark: SparkSession, config: AuditConfig, day: date, written: DataFrame,
