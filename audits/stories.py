@@ -211,7 +211,7 @@ def record_break_stories(spark: SparkSession, wh: Path, configured: EventTimeRul
         write = _Writer(run_id=run_id, url=url, write=recorder.write_stories)
         return int(sum(stories.mapPartitions(write).collect()))
     finally:
-        joined.unpersist()  # the cached frame itself, not the coalesced one
+        joined.unpersist()  # once every story is written
 
 
 @dataclass(frozen=True)
