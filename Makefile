@@ -16,8 +16,12 @@ setup-test:           ## setup + the Debian services the tests start (PostgreSQL
 demo: setup           ## the main job end to end on embedded defaults
 	$(VENV)/bin/reckon demo
 
-test: setup-test      ## every test: fast tier, then the Spark tier
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+# Test workers: each is one pytest session with its own SparkSession; module fixtures stay on
+# one worker (--dist loadgroup, tests/conftest.py). 2 fits a 2-core, 8 GiB machine or more.
+TEST_WORKERS ?= 2
+
+test: setup-test      ## every test: fast tier, then the Spark tier, on $(TEST_WORKERS) workers
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: setup      ## pure logic only, seconds
 	$(PY) -m pytest -q -m "not spark and not soak" $(PYTEST_ARGS)

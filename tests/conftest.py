@@ -67,13 +67,33 @@ def warehouse(tmp_path: Path) -> Path:
     return path
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a module-scoped fixture (a streamed warehouse, a DAG folder):
+    such a module's tests stay on one worker, so the fixture is built once, not once a
+    worker."""
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    return any(d.scope == "module" for name in getattr(item, "fixturenames", ())
+               for d in defs.get(name, ()))
+
+
+def _run_order(item: pytest.Item) -> tuple[int, int]:
+    """The fast tier first, then the Spark tier with its slow tests first: under
+    ``pytest -n 2`` (``make test``) the long tests start at once on both workers and the many
+    short ones fill in behind them, instead of one long test starting last. Stable within
+    each rank."""
+    if not item.get_closest_marker("spark"):
+        return (0, 0)
+    return (1, 0 if item.get_closest_marker("slow") else 1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     spark_marker = pytest.mark.spark
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(spark_marker)
-    # fast tier first, then the Spark tier (stable within each tier)
-    items.sort(key=lambda it: 1 if it.get_closest_marker("spark") else 0)
+        if _shares_a_module_fixture(item):  # read by ``--dist loadgroup`` (pytest-xdist)
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=_run_order)
 
 
 @pytest.fixture(scope="session")
