@@ -26,7 +26,7 @@ from reckon.engine_config import ReportConfig, WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
-from reckon.signoff import is_break_action, replaced_signoff
+from reckon.signoff import ReviewState, is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
 
@@ -220,6 +220,9 @@ class ReportContext:
     # the last sign-off of an earlier run of the day, when this run (which replaced it, e.g.
     # the nightly lookback's re-audit) has none yet: the day needs signing off again
     superseded_signoff: Signoff | None = None
+    # that earlier run's review state as it stands (a re-audit leaves it as it was)
+    superseded_review: ReviewState | None = None
+    required_approvers: int = 1                    # reckon.signoff.review_state's ``required``
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
     # the warehouse's event-time spec versions (spark.spec), oldest first, described
@@ -501,6 +504,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     Example: ``build_context(spark, settings.report_config(), date(2026, 1, 1)).audit_run_id``.
     """
     from reports.db.repository import ReportDB
+    from reports.review import review_states
     from spark.spec import recorded_versions
 
     db = ReportDB.from_settings(config)  # the database at config.report_db
@@ -516,6 +520,8 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     recon = _recon_day(spark, warehouse, day, run)
     all_breaks = _breaks(db, run)
     signoffs, superseded = _signoffs(db, run)
+    superseded_review = None if superseded is None else review_states(
+        db, [superseded.run_id], config.required_approvers).get(superseded.run_id)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, whatif, day)
     batch_curve, batch_note = _batch_curve(spark, whatif, day)
@@ -552,6 +558,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
         watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         signoffs=signoffs, superseded_signoff=superseded,
+        superseded_review=superseded_review, required_approvers=config.required_approvers,
         all_breaks=all_breaks, breaks_cap=breaks_cap,
         spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 

@@ -30,6 +30,7 @@ import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,15 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
+from reckon.money import quantize_to_currency
 from reckon.signoff import (
     BREAK_ACTIONS,
     DECISIONS,
+    ReviewState,
     closes_breaks,
     four_eyes_refusal,
     impersonation_refusal,
+    review_state,
 )
 from reports.db.engine import write_tx
 from reports.db.models import (
@@ -66,7 +70,10 @@ __all__ = [
     "append_signoff",
     "changed_inputs",
     "compute_entry_hash",
+    "figures_in_minor_units",
     "read_log",
+    "review_states",
+    "run_decisions",
     "sign_off",
     "verify_log",
 ]
@@ -151,6 +158,27 @@ def compute_entry_hash(*, seq: int, at: datetime, run_id: str, by: str, decision
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+#: The amounts of each currency a sign-off binds (``signed_figures``), exact text as stored.
+_SIGNED_MONEY = ("provisional_total", "canonical_total", "gap_total", "late_total",
+                 "duplicate_total", "residual_total", "tolerated_total")
+
+
+def figures_in_minor_units(signed: str) -> dict[str, Any]:
+    """The signed figures (``signed_figures``' JSON) with each amount as exact text in its
+    currency's own minor units (reckon.money), as every other output writes money; the
+    stored text, which the entry's hash binds, keeps the database's scale.
+
+    >>> figures_in_minor_units('{"currencies": {"JPY": {"gap_total": "4583.000"}}}')
+    {'currencies': {'JPY': {'gap_total': '4583'}}}
+    """
+    figures = json.loads(signed)
+    for code, amounts in (figures.get("currencies") or {}).items():
+        for name in _SIGNED_MONEY:
+            if amounts.get(name) is not None:
+                amounts[name] = str(quantize_to_currency(Decimal(amounts[name]), code))
+    return dict(figures)
+
+
 def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
     """What a sign-off of ``run_id`` signs, as canonical JSON: the run's day, kind, status
     counts, unexplained count, the table versions it read, each currency's totals (exact
@@ -159,10 +187,9 @@ def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
     run = conn.execute(sa.select(AUDIT_RUNS).where(AUDIT_RUNS.c.run_id == run_id)).first()
     if run is None:
         return None
-    money = ("provisional_total", "canonical_total", "gap_total", "late_total",
-             "duplicate_total", "residual_total", "tolerated_total")
     currencies = {
-        r.currency: {**{m: str(getattr(r, m)) for m in money}, "unexplained": int(r.unexplained),
+        r.currency: {**{m: str(getattr(r, m)) for m in _SIGNED_MONEY},
+                     "unexplained": int(r.unexplained),
                      "status_counts": dict(r.status_counts)}
         for r in conn.execute(sa.select(AUDIT_RUN_CURRENCIES)
                               .where(AUDIT_RUN_CURRENCIES.c.run_id == run_id))}
@@ -247,7 +274,8 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
                    now: datetime | None = None, warehouse: Path | None = None,
-                   target: BreakTarget | None = None) -> SignoffEntry:
+                   target: BreakTarget | None = None,
+                   required_approvers: int = 1) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -261,6 +289,10 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
 
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
     the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
+
+    After a decision on the run, the approval record beside the run's report is rewritten
+    (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
+    approval without a re-render, and its own bytes never change.
     """
     who, text = _checked_request(decision, by, note, target)
     engine = db.ready()
@@ -276,7 +308,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                 _insert_entry(conn, entry)
                 _apply_to_breaks(conn, run_id, decision, target, at)
             _anchor(warehouse, entry)
-            return entry
+            break
         except IntegrityError:
             if attempt == _APPEND_ATTEMPTS:
                 raise
@@ -285,7 +317,11 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                 raise
             cause = str(exc.orig).strip().splitlines()[0]
             raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+    if target is None:
+        from reports.approval_record import write_approval_record
+
+        write_approval_record(db, run_id, required_approvers)
+    return entry
 
 
 def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
@@ -420,6 +456,39 @@ def _set_break_status(conn: sa.Connection, run_id: str, target: BreakTarget, sta
         .values(review_status=status, updated_at=at))
 
 
+def run_decisions(conn: sa.Connection, run_ids: Collection[str]) -> dict[str, list[SignoffEntry]]:
+    """The decisions on each of ``run_ids`` (break actions left out), oldest first."""
+    log = SIGNOFF_LOG
+    out: dict[str, list[SignoffEntry]] = {run_id: [] for run_id in run_ids}
+    if not out:
+        return out
+    rows = conn.execute(sa.select(log).where(log.c.run_id.in_(list(out)),
+                                             log.c.decision.in_(DECISIONS))
+                        .order_by(log.c.seq)).all()
+    for r in rows:
+        out[r.run_id].append(SignoffEntry(
+            seq=int(r.seq), at=r.at, run_id=r.run_id, by=r.by, decision=r.decision,
+            note=r.note, prev_hash=r.prev_hash, entry_hash=r.entry_hash, signed=r.signed))
+    return out
+
+
+def review_states(db: ReportDB, run_ids: Collection[str], required_approvers: int = 1
+                  ) -> dict[str, ReviewState]:
+    """The review state of each known run of ``run_ids`` (reckon.signoff.review_state over its
+    log entries and its reconciler): what every view shows, through ``review_words``.
+
+    Example: ``review_words(review_states(db, ["nightly-1"], 2)["nightly-1"])`` is
+    ``'Awaiting sign-off: 1 of 2 approvals (bob)'`` after bob's approval."""
+    runs = AUDIT_RUNS
+    with db.ready().connect() as conn:
+        reconcilers = dict(conn.execute(sa.select(runs.c.run_id, runs.c.reconciler)
+                                        .where(runs.c.run_id.in_(list(run_ids)))).tuples().all())
+        decided = run_decisions(conn, list(reconcilers))
+    return {run_id: review_state([(e.by, e.decision) for e in decided[run_id]],
+                                 reconciler=str(reconciler), required=required_approvers)
+            for run_id, reconciler in reconcilers.items()}
+
+
 def read_log(db: ReportDB) -> list[SignoffEntry]:
     """Every entry, in seq order, exactly as stored."""
     log = SIGNOFF_LOG
@@ -491,7 +560,7 @@ def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
 
 
 def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | None = None,
-             warehouse: Path | None = None) -> SignoffEntry:
+             warehouse: Path | None = None, required_approvers: int = 1) -> SignoffEntry:
     """``reckon signoff``: append a decision signed by whoever runs it (``db.principal()``:
     the OS account, or the login role on PostgreSQL). ``by``, when given, may only name that
     identity: a sign-off is never made in another name.
@@ -505,4 +574,5 @@ def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | N
     refusal = impersonation_refusal(by, signer, identity)
     if refusal is not None:
         raise SignoffRefused(refusal)
-    return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse)
+    return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse,
+                          required_approvers=required_approvers)

@@ -361,7 +361,8 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["verify-log", "--warehouse", wh]) == 0
     assert capsys.readouterr().out.startswith("sign-off log OK: 1 entry, head hash ")
     assert main(["breaks", "list", "--warehouse", wh, "--status", "explained"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "1 break: 1 explained"
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "1 break: 1 explained", f"run run-1: Signed off: 1 of 1 approvals ({me})"]
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
@@ -376,7 +377,8 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert out.startswith("sign-off log OK: 2 entries, head hash ")
     assert main(["verify-log", "--warehouse", wh, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": []}
+        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": [],
+        "runs": {"run-1": f"Signed off: 1 of 1 approvals ({me})"}}
 
     with ReportDB.from_settings(load_settings(env={}, warehouse=wh)) as database, \
             database.engine.begin() as conn:
