@@ -44,6 +44,7 @@ __all__ = [
     "WatermarkPoint",
     "build_context",
     "headline_from_run",
+    "review_fields",
     "unexplained_amount",
 ]
 
@@ -477,6 +478,22 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     return own, replaced_signoff(entries, run.run_id, started)
 
 
+def review_fields(db: Any, run: AuditRun, required_approvers: int) -> dict[str, Any]:
+    """What the report says of the run's review, read from the report database (no Spark):
+    the decisions on it, and when a re-audit replaced a signed run, that run's last sign-off
+    and its review state as it stands (reckon.signoff.review_state, through
+    reports.review.review_states). ``ReportContext`` fields, by name.
+
+    Example: ``replace(ctx, **review_fields(db, db.get_audit_run(run_id), 2))``."""
+    from reports.review import review_states
+
+    signoffs, superseded = _signoffs(db, run)
+    superseded_review = None if superseded is None else review_states(
+        db, [superseded.run_id], required_approvers).get(superseded.run_id)
+    return {"signoffs": signoffs, "superseded_signoff": superseded,
+            "superseded_review": superseded_review, "required_approvers": required_approvers}
+
+
 def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     """Every break of the run with its review status and age (whole days from the break's
     first sighting to the run's start, so a re-render of the run gives the same figures),
@@ -504,7 +521,6 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     Example: ``build_context(spark, settings.report_config(), date(2026, 1, 1)).audit_run_id``.
     """
     from reports.db.repository import ReportDB
-    from reports.review import review_states
     from spark.spec import recorded_versions
 
     db = ReportDB.from_settings(config)  # the database at config.report_db
@@ -519,9 +535,6 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     headline = headline_from_run(run)  # refuses a run without per-currency figures, first
     recon = _recon_day(spark, warehouse, day, run)
     all_breaks = _breaks(db, run)
-    signoffs, superseded = _signoffs(db, run)
-    superseded_review = None if superseded is None else review_states(
-        db, [superseded.run_id], config.required_approvers).get(superseded.run_id)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, whatif, day)
     batch_curve, batch_note = _batch_curve(spark, whatif, day)
@@ -557,8 +570,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
-        signoffs=signoffs, superseded_signoff=superseded,
-        superseded_review=superseded_review, required_approvers=config.required_approvers,
+        **review_fields(db, run, config.required_approvers),
         all_breaks=all_breaks, breaks_cap=breaks_cap,
         spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 

@@ -58,7 +58,8 @@ from reports.sections.approval import signoff_text
 from reports.sections.blocks import STATUSES, Block, Columns, Heading, Items, Note, Table
 
 __all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "SECTIONS", "ReportResult",
-           "keep_data_docs", "keep_signed_report", "render_context", "render_day",
+           "keep_data_docs", "keep_signed_report", "publish_report", "render_context",
+           "render_day",
            "signoff_text", "write_csvs"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -384,7 +385,6 @@ def render_day(spark: Any, config: ReportConfig, day: date,
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
     e.g. ``render_day(spark, settings.report_config(), date(2026, 1, 1))``."""
     from reports.db.repository import ReportDB
-    from reports.records import ReportRecord
     from spark import tables as tb
 
     # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
@@ -393,11 +393,24 @@ def render_day(spark: Any, config: ReportConfig, day: date,
     ctx = build_context(spark, config, day)
     folder = Path(out) if out else warehouse / "reports" / day.isoformat()
     db = ReportDB.from_settings(config)  # the database at config.report_db
+    return publish_report(db, ctx, folder, config.required_approvers)
+
+
+def publish_report(db: Any, ctx: ReportContext, folder: str | Path,
+                   required_approvers: int = 1) -> ReportResult:
+    """Render ``ctx`` into ``folder`` and record it (no Spark): a reviewed report of another
+    run there (or this run's, about to get other bytes) is kept aside first
+    (``keep_signed_report``), the new one recorded with its HTML's SHA-256, and its approval
+    record written beside it (reports.approval_record).
+
+    Example: ``publish_report(db, ctx, warehouse / "reports" / "2026-01-01")``."""
+    from reports.records import ReportRecord
+
     keep_signed_report(db, folder, ctx.audit_run_id)
     result = render_context(ctx, folder)
     db.record_report(ReportRecord(
-        day=day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
+        day=ctx.day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
         html_path=result.html_path, pdf_path=result.pdf_path,
         csv_paths=list(result.csv_paths), sha256=result.sha256))
-    write_approval_record(db, ctx.audit_run_id, config.required_approvers)
+    write_approval_record(db, ctx.audit_run_id, required_approvers)
     return result
