@@ -28,6 +28,7 @@ from reports.review import (
     append_signoff,
     compute_entry_hash,
     read_log,
+    review_states,
     verify_log,
 )
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
@@ -217,6 +218,25 @@ def test_a_decision_covers_the_figures_it_was_made_on(db: ReportDB) -> None:
                               make_break("run-2", "k4", minute=2, status="MISSING_IN_STREAM")])
     assert {b["key"]: b["review_status"] for b in db.list_breaks(DAY)} == {
         "k2": "open", "k3": "accepted", "k4": "open"}
+
+
+def test_a_reviewer_reopens_their_rejection_in_the_chained_log(db: ReportDB) -> None:
+    """'reopened' is a decision the log takes on either backend (migration 0010's check), chained
+    like any other; it withdraws its reviewer's standing decision and closes no break."""
+    from reckon.signoff import review_words
+
+    db.write_breaks("run-1", [make_break("run-1", "k2")], now=T0)
+    for by, decision in (("bob", "approved"), ("carol", "rejected"), ("carol", "reopened")):
+        append_signoff(db, "run-1", by, decision, f"{by} {decision}")
+    assert [e.decision for e in read_log(db)] == ["approved", "rejected", "reopened"]
+    assert verify_log(db).ok
+    assert review_words(review_states(db, ["run-1", "run-9"])["run-1"]) == (
+        "Signed off: 1 of 1 approvals (bob)")
+    assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
+    with db.engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(sa.insert(LOG).values(seq=9, at=T0, run_id="run-1", by="dave",
+                                           decision="withdrawn", note="x", prev_hash="0" * 64,
+                                           entry_hash="1" * 64))
 
 
 def test_a_replaced_run_cannot_be_signed_off(db: ReportDB) -> None:

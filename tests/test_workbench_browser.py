@@ -206,3 +206,43 @@ def test_repeated_wrong_passwords_are_throttled(served, browser) -> None:
     assert browser.text("#error").startswith(
         "too many failed logins for bob from 127.0.0.1: logins are refused for 15 minutes"), \
         browser.text("main")
+
+
+def test_the_day_page_and_the_approval_record_show_the_state_offline(tmp_path: Path,
+                                                                    browser) -> None:
+    """Issue 56: signing in the workbench rewrites the approval record beside the day's report
+    (no re-render); the day page, the record through the day page's link, and the record opened
+    from the report folder as a file (Chromium's network off) all show the same state."""
+    import dataclasses
+    import json
+
+    from reports.context import review_fields
+    from reports.render import publish_report
+    from tests.test_report_render import _ctx
+
+    run_id, folder = "nightly-2026-01-01", tmp_path / "warehouse" / "reports" / str(DAY)
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=20, reconciler="alice")
+        add_user(db, "bob", "reviewer", PASSWORD)
+        run = db.get_audit_run(run_id)
+        assert run is not None
+        publish_report(db, dataclasses.replace(_ctx(), day=DAY, audit_run_id=run_id,
+                                               reconciler="alice",
+                                               **review_fields(db, run, 1)), folder)
+        signed_bytes = (folder / "report.html").read_bytes()
+        app = create_app(db, secret=b"s" * 32, warehouse=tmp_path / "warehouse")
+        with serve_in_thread(app) as url:
+            _login(browser, url, "bob")
+            browser.goto(f"{url}/day/{DAY}")
+            assert browser.text("#state") == "Awaiting sign-off: 0 of 1 approvals."
+            browser.fill("#signoff input[name=note]", "totals tie out")
+            browser.click("#signoff button[type=submit]")
+            assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+            browser.click("#approval-link")
+            assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+            assert browser.text("#run-id") == run_id
+    browser.goto((folder / "approval.html").as_uri())  # the folder alone, no server
+    assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+    assert browser.text("#report-sha256") == json.loads(
+        (folder / "approval.json").read_text())["report_sha256"]
+    assert (folder / "report.html").read_bytes() == signed_bytes
