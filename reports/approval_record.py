@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from reckon.signoff import review_state, review_words
 from reports.db.models import AUDIT_RUNS, REPORTS
 from reports.db.repository import ReportDB
-from reports.review import SignoffEntry, run_decisions
+from reports.review_state import RunDecision, run_decisions
 
 __all__ = [
     "APPROVAL_FILES",
@@ -49,7 +49,7 @@ def _at(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _decision(e: SignoffEntry) -> dict[str, Any]:
+def _decision(e: RunDecision) -> dict[str, Any]:
     return {"seq": e.seq, "at": _at(e.at), "by": e.by, "decision": e.decision, "note": e.note,
             "entry_hash": e.entry_hash}
 

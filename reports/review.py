@@ -42,12 +42,11 @@ from reckon.money import quantize_to_currency
 from reckon.signoff import (
     BREAK_ACTIONS,
     DECISIONS,
-    ReviewState,
     closes_breaks,
     four_eyes_refusal,
     impersonation_refusal,
-    review_state,
 )
+from reports.approval_record import write_approval_record
 from reports.db.engine import write_tx
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
@@ -58,6 +57,7 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
+from reports.review_state import review_states
 
 __all__ = [
     "BREAK_ACTIONS",
@@ -73,7 +73,6 @@ __all__ = [
     "figures_in_minor_units",
     "read_log",
     "review_states",
-    "run_decisions",
     "sign_off",
     "verify_log",
 ]
@@ -318,8 +317,6 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             cause = str(exc.orig).strip().splitlines()[0]
             raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
     if target is None:
-        from reports.approval_record import write_approval_record
-
         write_approval_record(db, run_id, required_approvers)
     return entry
 
@@ -454,39 +451,6 @@ def _set_break_status(conn: sa.Connection, run_id: str, target: BreakTarget, sta
         r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
         r.c.key == target.key, r.c.currency == target.currency)
         .values(review_status=status, updated_at=at))
-
-
-def run_decisions(conn: sa.Connection, run_ids: Collection[str]) -> dict[str, list[SignoffEntry]]:
-    """The decisions on each of ``run_ids`` (break actions left out), oldest first."""
-    log = SIGNOFF_LOG
-    out: dict[str, list[SignoffEntry]] = {run_id: [] for run_id in run_ids}
-    if not out:
-        return out
-    rows = conn.execute(sa.select(log).where(log.c.run_id.in_(list(out)),
-                                             log.c.decision.in_(DECISIONS))
-                        .order_by(log.c.seq)).all()
-    for r in rows:
-        out[r.run_id].append(SignoffEntry(
-            seq=int(r.seq), at=r.at, run_id=r.run_id, by=r.by, decision=r.decision,
-            note=r.note, prev_hash=r.prev_hash, entry_hash=r.entry_hash, signed=r.signed))
-    return out
-
-
-def review_states(db: ReportDB, run_ids: Collection[str], required_approvers: int = 1
-                  ) -> dict[str, ReviewState]:
-    """The review state of each known run of ``run_ids`` (reckon.signoff.review_state over its
-    log entries and its reconciler): what every view shows, through ``review_words``.
-
-    Example: ``review_words(review_states(db, ["nightly-1"], 2)["nightly-1"])`` is
-    ``'Awaiting sign-off: 1 of 2 approvals (bob)'`` after bob's approval."""
-    runs = AUDIT_RUNS
-    with db.ready().connect() as conn:
-        reconcilers = dict(conn.execute(sa.select(runs.c.run_id, runs.c.reconciler)
-                                        .where(runs.c.run_id.in_(list(run_ids)))).tuples().all())
-        decided = run_decisions(conn, list(reconcilers))
-    return {run_id: review_state([(e.by, e.decision) for e in decided[run_id]],
-                                 reconciler=str(reconciler), required=required_approvers)
-            for run_id, reconciler in reconcilers.items()}
 
 
 def read_log(db: ReportDB) -> list[SignoffEntry]:
