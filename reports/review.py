@@ -249,13 +249,12 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
     (a new replay of the day, a restore, a hand-made write); None when nothing did. Read from
     the Delta commit files, without Spark."""
     from spark import commits
-    from spark import tables as tb
 
     for name in _REPLAYED_TABLES:
         read = table_versions.get(name)
         if read is None:
             continue
-        if not tb.table_exists(warehouse, name):
+        if not commits.table_exists(warehouse, name):
             return f"{name}, which it read at version {read}, is gone from {warehouse}"
         try:
             later = list(commits.commit_infos(warehouse, name, after=int(read)))

@@ -824,6 +824,7 @@ def test_links_are_relative_so_the_reports_folder_can_be_mailed(tmp_path):
     ctx = dataclasses.replace(_ctx(), data_docs=str(docs))
     html = Path(render_context(ctx, tmp_path / "reports" / "2026-01-01").html_path).read_text()
     assert '<a href="../data_docs/index.html">' in html
+    assert 'Approval record: <a href="approval.html">approval.html</a>' in html  # beside it
     assert "file:" not in html and str(tmp_path) not in html
 
 

@@ -284,3 +284,33 @@ def test_the_export_writes_each_amount_in_its_currencys_minor_units(day) -> None
                 assert len(text.partition(".")[2]) == places, (code, name, text)
                 assert Decimal(text) == Decimal(stored[code][name])  # the same amount, exact
     assert export["runs"][RUN]["words"] == "Awaiting sign-off: 1 of 2 approvals (bob)"
+
+
+_SIGN_WITHOUT_SPARK = """
+import sys, time
+from reckon.cli import main
+started = time.perf_counter()
+code = main(["signoff", "--run", sys.argv[1], "--note", "ties out"])
+took = time.perf_counter() - started
+spark = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "py4j", "delta"))
+print(code, spark, f"{took:.3f}")
+"""
+
+
+def test_a_sign_off_writes_the_approval_record_at_once_without_spark(day) -> None:
+    """`reckon signoff` imports nothing of Spark (its check of the run's inputs reads the Delta
+    commit files as files), and the record is there when it returns."""
+    import subprocess
+    import sys
+
+    wh, _db = day
+    record = wh / "reports" / DAY.isoformat() / "approval.json"
+    done = subprocess.run([sys.executable, "-c", _SIGN_WITHOUT_SPARK, RUN], cwd=wh,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    code, rest = done.stdout.splitlines()[-1].split(" ", 1)
+    spark, took = rest.rsplit(" ", 1)
+    assert code == "0" and spark == "[]", done.stdout
+    assert float(took) < 5.0, took  # the whole command, imports included (about 0.3 s idle)
+    assert json.loads(record.read_text())["words"] == (
+        f"Awaiting sign-off: 1 of 2 approvals ({os_principal()})")

@@ -717,7 +717,7 @@ def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: R
 
 def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
                                                                          db: ReportDB) -> None:
-    """The day page said "Signed off by bob." over a log entry edited (or figures changed) by
+    """The day page said "Signed off" over a log entry edited (or figures changed) by
     hand; only the log page said BROKEN."""
     bob = _client(app, "bob")
     append_signoff(db, RUN, "bob", "approved", "figures checked")
