@@ -606,6 +606,9 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     rec = ReportDB.from_settings(settings).current_report(DAY)
     assert rec is not None and rec.sha256 == result.sha256
     assert rec.sha256 == hashlib.sha256(Path(result.html_path).read_bytes()).hexdigest()
+    record = json.loads((Path(result.out_dir) / "approval.json").read_text())  # beside it
+    assert (record["run_id"], record["report_sha256"], record["words"]) == (
+        audit.run_id, result.sha256, "Awaiting sign-off: 0 of 1 approvals")
     hist = (Path(result.out_dir) / "lateness_histogram.csv").read_text().splitlines()
     late_total = sum(int(line.split(",")[3]) for line in hist[1:])
     assert late_total == 2
