@@ -485,7 +485,7 @@ def review_fields(db: Any, run: AuditRun, required_approvers: int) -> dict[str, 
     reports.review.review_states). ``ReportContext`` fields, by name.
 
     Example: ``replace(ctx, **review_fields(db, db.get_audit_run(run_id), 2))``."""
-    from reports.review import review_states
+    from reports.review_state import review_states
 
     signoffs, superseded = _signoffs(db, run)
     superseded_review = None if superseded is None else review_states(

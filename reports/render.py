@@ -311,7 +311,7 @@ def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
     import shutil
     from dataclasses import replace
 
-    from reports.review import review_states
+    from reports.review_state import review_states
 
     folder = Path(out).expanduser().resolve()
     html = folder / "report.html"

@@ -57,7 +57,6 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
-from reports.review_state import review_states
 
 __all__ = [
     "BREAK_ACTIONS",
@@ -72,7 +71,6 @@ __all__ = [
     "compute_entry_hash",
     "figures_in_minor_units",
     "read_log",
-    "review_states",
     "sign_off",
     "verify_log",
 ]

@@ -28,9 +28,9 @@ from reports.review import (
     append_signoff,
     compute_entry_hash,
     read_log,
-    review_states,
     verify_log,
 )
+from reports.review_state import review_states
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
 
 LOG = SIGNOFF_LOG

@@ -38,7 +38,8 @@ from reckon.signoff import (
 from reports.context import review_fields
 from reports.db.repository import ReportDB
 from reports.render import publish_report
-from reports.review import append_signoff, review_states
+from reports.review import append_signoff
+from reports.review_state import review_states
 from tests.accounts import REVIEWER, reckon_as_reviewer
 from tests.test_report_render import _ctx
 from workbench.app import create_app

@@ -22,9 +22,9 @@ from reports.review import (
     SignoffRefused,
     append_signoff,
     read_log,
-    review_states,
     verify_log,
 )
+from reports.review_state import review_states
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import SessionKeys, add_user, check_password, find_user, hash_password

@@ -20,7 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from reports.db.repository import ReportDB
-from reports.review import review_states
+from reports.review_state import review_states
 from tests.browser import need
 from tests.cdp import Browser
 from workbench.app import create_app

@@ -41,9 +41,9 @@ from reports.review import (
     append_signoff,
     figures_in_minor_units,
     read_log,
-    review_states,
     verify_log,
 )
+from reports.review_state import review_states
 from workbench import queries
 from workbench.auth import (
     LoginThrottle,

@@ -39,7 +39,8 @@ from reports.db.models import (
 )
 from reports.db.repository import ReportDB
 from reports.db.types import UTCDateTime
-from reports.review import BreakTarget, review_states
+from reports.review import BreakTarget
+from reports.review_state import review_states
 
 __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
            "facets", "log_entries", "replaced_signoff", "run_of_day"]
@@ -150,7 +151,7 @@ def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
 
 def _with_reviews(db: ReportDB, runs: list[dict[str, Any]], required_approvers: int
                   ) -> list[dict[str, Any]]:
-    """Each run with its review state (reports.review.review_states: the one owner)."""
+    """Each run with its review state (reports.review_state.review_states: the one owner)."""
     states = review_states(db, [r["run_id"] for r in runs], required_approvers)
     for run in runs:
         run["review"] = states[run["run_id"]]
@@ -164,8 +165,6 @@ class _Decision:
 
     run_id: str
     decision: str
-    by: str
-    at: datetime
 
 
 def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int = 1
@@ -178,7 +177,7 @@ def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int 
     Example: bob approved ``nightly-1``, the lookback re-audited the day as ``nightly-2``:
     ``replaced_signoff(db, run_of_day(db, day))["run_id"] == "nightly-1"``."""
     raw = db.signoffs_of_day(run["day"], run["kind"])
-    entries = [_Decision(e["run_id"], e["decision"], e["by"], e["at"]) for e in raw
+    entries = [_Decision(e["run_id"], e["decision"]) for e in raw
                if not is_break_action(e["decision"])]
     started = {e["run_id"]: e["started_at"] for e in raw} | {run["run_id"]: run["started_at"]}
     replaced = signoff_rules.replaced_signoff(entries, run["run_id"], started)

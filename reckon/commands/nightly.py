@@ -151,7 +151,7 @@ def _review_words(settings: Settings, run_id: str) -> str:
     a re-audit leaves the replaced run's state as it was."""
     from reckon.signoff import review_words
     from reports.db.repository import ReportDB
-    from reports.review import review_states
+    from reports.review_state import review_states
 
     with ReportDB.from_settings(settings) as db:
         state = review_states(db, [run_id], settings.required_approvers).get(run_id)

@@ -24,7 +24,8 @@ from reckon.timeutil import parse_date
 from reports.approval_record import APPROVAL_HTML, approval_record
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
-from reports.review import read_log, review_states, sign_off, verify_log
+from reports.review import read_log, sign_off, verify_log
+from reports.review_state import review_states
 
 __all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]
 
