@@ -17,9 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import sys
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -43,6 +45,7 @@ __all__ = [
 APPROVAL_HTML = "approval.html"
 APPROVAL_JSON = "approval.json"
 APPROVAL_FILES = (APPROVAL_HTML, APPROVAL_JSON)
+_LOCK = ".approval.lock"  # held while the record is read and rewritten
 
 
 def _at(moment: datetime) -> str:
@@ -128,11 +131,31 @@ def _replace(path: Path, text: str) -> None:
 def write_approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
                           ) -> Path | None:
     """Write ``approval.json`` and ``approval.html`` beside ``run_id``'s newest report; the
-    HTML's path, or None when the run has no rendered report here."""
+    HTML's path, or None when the run has no rendered report here.
+
+    Two decisions committed at once (two reviewers, the CLI and the workbench) each rewrite
+    the record: the log is read again under a lock on the folder, so whichever writes last
+    read both decisions, and the record never goes back to an older state."""
     found = approval_record(db, run_id, required_approvers)
     if found is None:
         return None
-    folder, record = found
-    _replace(folder / APPROVAL_JSON, json.dumps(record, indent=2, sort_keys=True) + "\n")
-    _replace(folder / APPROVAL_HTML, _html(record))
+    folder = found[0]
+    try:
+        lock = os.open(folder / _LOCK, os.O_RDONLY | os.O_CREAT, 0o666)  # any reviewer's
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+            found = approval_record(db, run_id, required_approvers)
+            if found is None:
+                return None
+            record = found[1]
+            _replace(folder / APPROVAL_JSON, json.dumps(record, indent=2, sort_keys=True) + "\n")
+            _replace(folder / APPROVAL_HTML, _html(record))
+        finally:
+            os.close(lock)
+    except OSError as exc:  # the decision is in the log already: say so, do not fail it
+        print(f"reckon: the decision on run {run_id} is recorded, but its approval record in "
+              f"{folder} could not be written ({exc.strerror or exc}): sign again from an "
+              "account that may write that folder, or run `reckon report` for the day",
+              file=sys.stderr)
+        return None
     return folder / APPROVAL_HTML

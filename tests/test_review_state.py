@@ -315,3 +315,46 @@ def test_a_sign_off_writes_the_approval_record_at_once_without_spark(day) -> Non
     assert float(took) < 5.0, took  # the whole command, imports included (about 0.3 s idle)
     assert json.loads(record.read_text())["words"] == (
         f"Awaiting sign-off: 1 of 2 approvals ({os_principal()})")
+
+
+def test_a_record_that_cannot_be_written_is_one_line_and_the_decision_stands(day, capsys):
+    wh, db = day
+    record = wh / "reports" / DAY.isoformat() / "approval.json"
+    record.unlink()
+    record.mkdir()  # something in the way: the record cannot be replaced
+    assert main(["signoff", "--run", RUN, "--note", "ties out"]) == 0
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(
+        f"reckon: the decision on run {RUN} is recorded, but its approval record in "), err
+    assert "Traceback" not in err and "approval record: not written" in out
+    assert review_states(db, [RUN], 2)[RUN].approvals == 1
+
+
+def test_two_decisions_at_once_leave_the_record_with_both(day, monkeypatch) -> None:
+    """bob's decision commits and his record is computed; carol's decision commits and writes
+    its record before bob's is written. bob's record, written last, still has both: each
+    record is read again from the log under the folder's lock."""
+    import threading
+
+    import reports.approval_record as records
+
+    wh, db = day
+    real, bob_read, carol_done = records.approval_record, threading.Event(), threading.Event()
+
+    def slow(*args):
+        found = real(*args)
+        if threading.current_thread().name == "bob" and not bob_read.is_set():
+            bob_read.set()
+            assert carol_done.wait(30)
+        return found
+
+    monkeypatch.setattr(records, "approval_record", slow)
+    bob = threading.Thread(name="bob", target=lambda: append_signoff(
+        db, RUN, "bob", "approved", "bob checked", required_approvers=2))
+    bob.start()
+    assert bob_read.wait(30)
+    append_signoff(db, RUN, "carol", "approved", "carol checked", required_approvers=2)
+    carol_done.set()
+    bob.join(30)
+    record = json.loads((wh / "reports" / DAY.isoformat() / "approval.json").read_text())
+    assert record["words"] == "Signed off: 2 of 2 approvals (bob, carol)", record

@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
@@ -21,7 +22,7 @@ from reckon.errors import invalid
 from reckon.money import format_amount, quantize_to_currency
 from reckon.signoff import review_words
 from reckon.timeutil import parse_date
-from reports.approval_record import APPROVAL_HTML, approval_record
+from reports.approval_record import APPROVAL_HTML, APPROVAL_JSON, approval_record
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import read_log, sign_off, verify_log
@@ -130,6 +131,8 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
         state = review_states(db, [entry.run_id], required)[entry.run_id]
         found = approval_record(db, entry.run_id, required)
     record = None if found is None else found[0] / APPROVAL_HTML
+    if record is not None and not _says(record.with_name(APPROVAL_JSON), review_words(state)):
+        record = None  # not written (append_signoff said why)
     if args.json:
         print(json.dumps({**entry.to_json_dict(), "state": state.state,
                           "state_words": review_words(state),
@@ -140,9 +143,17 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
           f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
     print(f"run {entry.run_id}: {review_words(state)}")
     print(f"approval record: {record}" if record is not None else
-          "approval record: none yet (the run has no rendered report here; `reckon report` "
-          "writes one beside it)")
+          "approval record: not written (no rendered report of the run here, or see above; "
+          "`reckon report` writes one beside the report)")
     return 0
+
+
+def _says(record: Path, words: str) -> bool:
+    """Whether the approval record ``record`` (its JSON) states ``words``."""
+    try:
+        return bool(json.loads(record.read_text(encoding="utf-8")).get("words") == words)
+    except (OSError, ValueError):
+        return False
 
 
 def _count(n: int, one: str, many: str) -> str:
