@@ -358,3 +358,16 @@ def test_two_decisions_at_once_leave_the_record_with_both(day, monkeypatch) -> N
     bob.join(30)
     record = json.loads((wh / "reports" / DAY.isoformat() / "approval.json").read_text())
     assert record["words"] == "Signed off: 2 of 2 approvals (bob, carol)", record
+
+
+def test_what_the_audit_says_of_the_run_it_replaced(day) -> None:
+    """`reckon audit` and the nightly DAG name a replaced run's state in the same words."""
+    from reckon.config import load_settings
+    from reckon.pipeline import replaced_run_state
+
+    wh, db = day
+    append_signoff(db, RUN, "bob", "approved", "ties out", required_approvers=2)
+    append_signoff(db, RUN, "carol", "rejected", "JPY is short", required_approvers=2)
+    settings = load_settings(env={}, warehouse=str(wh), required_approvers=2)
+    assert replaced_run_state(settings, RUN) == "Rejected by carol: 1 of 2 approvals (bob)"
+    assert replaced_run_state(settings, "no-such-run") == "unknown run"

@@ -74,11 +74,12 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
               "again once it has (`reckon`'s nightly DAG waits for it)", file=sys.stderr,
               flush=True)
 
-    result = pipeline.run_audit(settings, day, kind=args.kind, on_open_day=open_day).detail
+    step = pipeline.run_audit(settings, day, kind=args.kind, on_open_day=open_day)
+    result = step.detail
     if result.replaced_signed_off_run:
         print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run} "
-              f"({_review_words(settings, result.replaced_signed_off_run)}): the day needs a "
-              "new sign-off (`reckon report` shows what changed)", file=sys.stderr, flush=True)
+              f"({step.summary['replaced_run_state']}): the day needs a new sign-off "
+              "(`reckon report` shows what changed)", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return 0
@@ -144,15 +145,3 @@ def cmd_vacuum(args: argparse.Namespace, settings: Settings) -> int:
                                  dry_run=args.dry_run, progress=not args.json).detail
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.describe())
     return 0
-
-
-def _review_words(settings: Settings, run_id: str) -> str:
-    """``run_id``'s review state in the words every view shows (reckon.signoff.review_words):
-    a re-audit leaves the replaced run's state as it was."""
-    from reckon.signoff import review_words
-    from reports.db.repository import ReportDB
-    from reports.review_state import review_states
-
-    with ReportDB.from_settings(settings) as db:
-        state = review_states(db, [run_id], settings.required_approvers).get(run_id)
-    return "unknown run" if state is None else review_words(state)
