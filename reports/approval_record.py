@@ -110,7 +110,7 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.2em .5em;
 {escape(record['reconciler'])}; {record['required_approvers']} distinct approver(s) required,
 never the reconciler.</p>
 <p>Report: <a href="{report}">{report}</a>, SHA-256 <code id="report-sha256">{escape(record['report_sha256'])}</code>
-(as recorded in the report database; every decision below binds it; `reckon verify-log` checks
+(as recorded in the report database; every decision below binds it; <code>reckon verify-log</code> checks
 them). This record is rewritten at each decision; the report's own bytes never change.</p>
 <table><thead><tr><th>Seq</th><th>At (UTC)</th><th>By</th><th>Decision</th><th>Note</th>
 <th>Entry hash</th></tr></thead>
