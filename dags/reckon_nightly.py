@@ -228,9 +228,10 @@ def _run_step(step: str, plan: dict[str, Any],
             raise
         log.info("reckon %s %s: %s", step, text, result.summary)
         if result.summary.get("replaced_signed_off_run"):
-            log.warning("reckon %s %s replaced run %s, which was signed off: the day needs a "
-                        "new sign-off (its report says what changed)", step, text,
-                        result.summary["replaced_signed_off_run"])
+            log.warning("reckon %s %s replaced run %s (%s): the day needs a new sign-off (its "
+                        "report says what changed)", step, text,
+                        result.summary["replaced_signed_off_run"],
+                        result.summary.get("replaced_run_state", "signed off"))
         results[text] = _small(result.summary)
     return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
             "results": results}

@@ -99,13 +99,19 @@ _TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "repor
                                    "lateness"})
 
 
+def _holds_tables(warehouse: Path) -> bool:
+    """Whether the warehouse holds any reckon table (imported here: the report database's
+    commands, a sign-off among them, import nothing of Spark)."""
+    from spark.tables import TABLES, table_exists
+
+    return any(table_exists(warehouse, t) for t in TABLES)
+
+
 def require_existing(command: str, settings: Settings) -> None:
     """Refuse a read of a warehouse (or report database) that does not exist, with what to
     do, before anything creates it. ``replay --kafka`` reads a topic and may start one."""
-    from spark.tables import TABLES, table_exists
-
     wh = settings.warehouse_path
-    if command in _READS_TABLES and not any(table_exists(wh, t) for t in TABLES):
+    if command in _READS_TABLES and not _holds_tables(wh):
         what = "does not exist" if not wh.exists() else "holds no reckon table"
         raise UsageError(f"--warehouse {str(wh)!r} {what}: check --warehouse (or "
                          "RECKON_WAREHOUSE), or run `reckon stream` to create a warehouse")

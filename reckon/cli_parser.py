@@ -308,7 +308,7 @@ def _signoff_parser(sub: Any) -> None:
     """The flags of `reckon signoff`:
 
     ``reckon signoff [--warehouse WAREHOUSE] --run RUN [--by BY] --note NOTE [--decision
-    {approved,rejected,accepted,resolved}] [--json]``
+    {approved,rejected,accepted,resolved,reopened}] [--json]``
     """
     p = _add(sub, "signoff", _lazy("reckon.commands.review:cmd_signoff"),
              "record a review decision on an audit run in the hash-chained sign-off log")
@@ -318,8 +318,11 @@ def _signoff_parser(sub: Any) -> None:
                    "that runs the command (the signer is that account, never another name)")
     p.add_argument("--note", required=True, help="what was reviewed and decided")
     p.add_argument("--decision", default="approved", choices=list(DECISIONS),
-                   help="the decision recorded (default approved)")
-    p.add_argument("--json", action="store_true", help="the recorded entry, machine-readable")
+                   help="the decision recorded (default approved); your latest decision on "
+                   "the run stands: accepted and resolved approve and close its open breaks, "
+                   "reopened withdraws your decision")
+    p.add_argument("--json", action="store_true",
+                   help="the recorded entry and the run's state, machine-readable")
 
 
 def _verify_log_parser(sub: Any) -> None:

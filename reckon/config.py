@@ -101,6 +101,9 @@ class Settings:
     tolerance_rel: Decimal = Decimal("0")
     target_completeness: Decimal = Decimal("0.999")
     allow_unexplained: bool = False  # data-quality: UNEXPLAINED/MISSING_* rows only warn
+    # sign-off: distinct reviewers (never the run's reconciler) whose standing approval signs a
+    # run off (reckon.signoff.review_state)
+    required_approvers: int = 1
     # replay
     replay_broadcast_ids: int = 1_000_000  # repeated event_ids sent to every task (hashes)
     # nightly
@@ -157,6 +160,9 @@ class Settings:
                 f"{scheme.group(1)}:// URL (RECKON_WAREHOUSE or --warehouse)")
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
+        if self.required_approvers < 1:
+            raise ConfigError(f"required_approvers={self.required_approvers} is not valid: the "
+                              "number of distinct reviewers who sign a run off, 1 or more")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
         if parse_duration(self.watermark_poll, "watermark_poll") < 1_000_000:
             raise ConfigError(f"watermark_poll={self.watermark_poll!r} is not valid: at least 1s "
@@ -266,7 +272,8 @@ class Settings:
         (reckon/engine_config.py)."""
         shown = self.public_dict()
         return ReportConfig(whatif=self.whatif_config(), report_db=self.report_db,
-                            shown=tuple((k, shown[k]) for k in REPORTED_SETTINGS))
+                            shown=tuple((k, shown[k]) for k in REPORTED_SETTINGS),
+                            required_approvers=self.required_approvers)
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

@@ -234,6 +234,7 @@ class ReportConfig:
     whatif: WhatIfConfig
     report_db: str
     shown: tuple[tuple[str, Any], ...]
+    required_approvers: int = 1  # reckon.signoff.review_state's ``required``
 
 
 @dataclass(frozen=True)

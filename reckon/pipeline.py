@@ -228,8 +228,23 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
             on_open_day(seen, rules.day_final_at(day))
     result = audit_day(spark, settings.audit_config(), day, kind=kind,
                        recorder=audit_recorder(settings))
-    return StepResult(step="audit", day=day.isoformat(), summary=result.to_dict(),
-                      detail=result)
+    summary = result.to_dict()
+    if result.replaced_signed_off_run:  # a re-audit leaves that run's state as it was
+        summary["replaced_run_state"] = replaced_run_state(settings,
+                                                           result.replaced_signed_off_run)
+    return StepResult(step="audit", day=day.isoformat(), summary=summary, detail=result)
+
+
+def replaced_run_state(settings: Settings, run_id: str) -> str:
+    """The review state of a run a re-audit replaced, in the words every view shows
+    (reckon.signoff.review_words): what the CLI and the DAG say of it."""
+    from reckon.signoff import review_words
+    from reports.db.repository import ReportDB
+    from reports.review_state import review_states
+
+    with ReportDB.from_settings(settings) as db:
+        state = review_states(db, [run_id], settings.required_approvers).get(run_id)
+    return "unknown run" if state is None else review_words(state)
 
 
 def run_check(settings: Settings, day: date, *,

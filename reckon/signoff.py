@@ -1,9 +1,12 @@
 """The sign-off rules, on plain values: which decisions there are, which of them sign a run
-off, which close its open breaks, who may sign, and which signed-off run a re-audit replaced.
+off, which close its open breaks, who may sign, which signed-off run a re-audit replaced, and
+the review state of a run (``review_state``) in the words every view shows (``review_words``).
 
 Everything that decides what a sign-off means asks this module: the report database's
 constraint and queries (reports/db/), the log (reports.review), the CLI's ``--decision``
-choices, the audit's "this run replaced a signed-off run" and the report's sign-off sentence.
+choices, the audit's "this run replaced a signed-off run" and the report's sign-off sentence;
+the workbench, the report and its approval record, the CLI, the export and verify-log show a
+run's state through ``review_state`` and ``review_words`` and nothing else.
 The database's own PostgreSQL triggers (migration 0006) enforce the signer and four-eyes
 rules a second time, on exact names; this module compares names as reckon.identity does.
 
@@ -12,22 +15,31 @@ Example:
     (True, False, False)
     >>> four_eyes_refusal("ALICE", "alice", "run-1")[:40]
     "by='ALICE' may not sign off run 'run-1':"
+    >>> review_words(review_state([("bob", "approved"), ("bob", "approved")], reconciler="al"))
+    'Signed off: 1 of 1 approvals (bob)'
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
-from reckon.identity import same_person
+from reckon.errors import invalid
+from reckon.identity import identity_key, same_person
 
-__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "SIGNING_DECISIONS", "Decided",
-           "closes_breaks", "decision_constraint", "four_eyes_refusal", "impersonation_refusal",
-           "is_break_action", "replaced_signoff", "signs_off"]
+__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "OPEN", "REJECTED",
+           "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS", "Decided",
+           "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
+           "impersonation_refusal", "is_break_action", "replaced_signoff", "review_state",
+           "review_words", "signs_off"]
 
+#: The decision that withdraws its reviewer's standing decision on a run (a rejection
+#: reopened, or an approval taken back): the run is as if that reviewer had not decided.
+REOPENED: Final = "reopened"
 #: Every decision the log takes, in the order the CLI offers them.
-DECISIONS = ("approved", "rejected", "accepted", "resolved")
+DECISIONS = ("approved", "rejected", "accepted", "resolved", REOPENED)
 #: The decisions that sign a run off ("rejected" does not).
 SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 #: The decisions that also move the run's *open* breaks to that review status.
@@ -56,7 +68,7 @@ def closes_breaks(decision: str) -> bool:
 
 def decision_constraint() -> str:
     """The SQL check of the log's ``decision`` column: every decision and break action (the
-    text migration 0007 created).
+    text migration 0010 created).
 
     >>> decision_constraint()[:62]
     "decision IN ('approved', 'rejected', 'accepted', 'resolved', '"
@@ -130,3 +142,100 @@ def replaced_signoff(entries: Sequence[Entry], run_id: str,
     earlier = [e for e in entries if e.run_id != run_id and signs_off(e.decision)
                and started[e.run_id] < started[run_id]]
     return earlier[-1] if earlier else None
+
+
+# ----------------------------------------------------------------------------- review state
+
+#: The three states of a run's review (``ReviewState.state``).
+OPEN: Final = "open"
+SIGNED_OFF: Final = "signed off"
+REJECTED: Final = "rejected"
+REVIEW_STATES = (OPEN, SIGNED_OFF, REJECTED)
+
+
+@dataclass(frozen=True)
+class ReviewState:
+    """Where the review of one audit run stands (``review_state`` computes it).
+
+    ``approvers`` and ``rejecters`` are the reviewers whose standing (latest) decision on the
+    run signs it off or rejects it, in the order of those decisions, each named as in their
+    latest entry; ``required`` approvers sign it off; ``decisions`` counts the run decisions
+    read (break actions and the reconciler's own excluded).
+
+    Example: ``ReviewState(SIGNED_OFF, ("bob",), (), 1, 1)`` is a run bob signed off alone.
+    """
+
+    state: str
+    approvers: tuple[str, ...]
+    rejecters: tuple[str, ...]
+    required: int
+    decisions: int
+
+    @property
+    def approvals(self) -> int:
+        """How many distinct reviewers stand by an approval."""
+        return len(self.approvers)
+
+    @property
+    def signed_off(self) -> bool:
+        return self.state == SIGNED_OFF
+
+
+def _standing(entries: Iterable[tuple[str, str]], reconciler: str
+              ) -> tuple[dict[str, tuple[int, str, str]], int]:
+    """Each reviewer's standing decision: identity key -> (order, name, decision); reopened
+    withdraws it. Break actions and the reconciler's entries do not count."""
+    standing: dict[str, tuple[int, str, str]] = {}
+    counted = 0
+    for order, (by, decision) in enumerate(entries):
+        if decision not in DECISIONS or same_person(by, reconciler):
+            continue
+        counted += 1
+        key = identity_key(by)
+        if decision == REOPENED:
+            standing.pop(key, None)
+        else:
+            standing[key] = (order, by, decision)
+    return standing, counted
+
+
+def review_state(entries: Iterable[tuple[str, str]], *, reconciler: str,
+                 required: int = 1) -> ReviewState:
+    """The review state of one run from its log entries ``(by, decision)``, oldest first.
+
+    Each reviewer (names compared as reckon.identity does) has one standing decision: their
+    latest, withdrawn by ``reopened``. Approving twice is one approval; 'accepted' and
+    'resolved' approve too (``SIGNING_DECISIONS``). The run is *rejected* while any standing
+    decision is a rejection, *signed off* with ``required`` or more standing approvers (none
+    of them the ``reconciler``), *open* otherwise.
+
+    >>> review_state([("bob", "approved"), ("carol", "rejected")], reconciler="al").state
+    'rejected'
+    >>> review_state([("bob", "rejected"), ("bob", "reopened")], reconciler="al").state
+    'open'
+    """
+    if isinstance(required, bool) or not isinstance(required, int) or required < 1:
+        raise invalid("required_approvers", required, "a whole number of approvers, 1 or more")
+    standing, counted = _standing(entries, reconciler)
+    ordered = sorted(standing.values())
+    approvers = tuple(name for _, name, d in ordered if signs_off(d))
+    rejecters = tuple(name for _, name, d in ordered if d == "rejected")
+    state = REJECTED if rejecters else SIGNED_OFF if len(approvers) >= required else OPEN
+    return ReviewState(state=state, approvers=approvers, rejecters=rejecters,
+                       required=required, decisions=counted)
+
+
+def review_words(review: ReviewState) -> str:
+    """The one sentence every view shows for ``review`` (no final full stop, so a view may
+    quote it inside its own sentence).
+
+    >>> review_words(ReviewState(OPEN, (), (), 1, 0))
+    'Awaiting sign-off: 0 of 1 approvals'
+    >>> review_words(ReviewState(REJECTED, ("carol",), ("bob",), 2, 3))
+    'Rejected by bob: 1 of 2 approvals (carol)'
+    """
+    head = {OPEN: "Awaiting sign-off", SIGNED_OFF: "Signed off",
+            REJECTED: "Rejected by " + ", ".join(review.rejecters)}[review.state]
+    tally = f"{review.approvals} of {review.required} approvals"
+    who = f" ({', '.join(review.approvers)})" if review.approvers else ""
+    return f"{head}: {tally}{who}"

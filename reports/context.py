@@ -26,7 +26,7 @@ from reckon.engine_config import ReportConfig, WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
-from reckon.signoff import is_break_action, replaced_signoff
+from reckon.signoff import ReviewState, is_break_action, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
 
@@ -44,6 +44,7 @@ __all__ = [
     "WatermarkPoint",
     "build_context",
     "headline_from_run",
+    "review_fields",
     "unexplained_amount",
 ]
 
@@ -220,6 +221,9 @@ class ReportContext:
     # the last sign-off of an earlier run of the day, when this run (which replaced it, e.g.
     # the nightly lookback's re-audit) has none yet: the day needs signing off again
     superseded_signoff: Signoff | None = None
+    # that earlier run's review state as it stands (a re-audit leaves it as it was)
+    superseded_review: ReviewState | None = None
+    required_approvers: int = 1                    # reckon.signoff.review_state's ``required``
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
     # the warehouse's event-time spec versions (spark.spec), oldest first, described
@@ -474,6 +478,22 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     return own, replaced_signoff(entries, run.run_id, started)
 
 
+def review_fields(db: Any, run: AuditRun, required_approvers: int) -> dict[str, Any]:
+    """What the report says of the run's review, read from the report database (no Spark):
+    the decisions on it, and when a re-audit replaced a signed run, that run's last sign-off
+    and its review state as it stands (reckon.signoff.review_state, through
+    reports.review.review_states). ``ReportContext`` fields, by name.
+
+    Example: ``replace(ctx, **review_fields(db, db.get_audit_run(run_id), 2))``."""
+    from reports.review_state import review_states
+
+    signoffs, superseded = _signoffs(db, run)
+    superseded_review = None if superseded is None else review_states(
+        db, [superseded.run_id], required_approvers).get(superseded.run_id)
+    return {"signoffs": signoffs, "superseded_signoff": superseded,
+            "superseded_review": superseded_review, "required_approvers": required_approvers}
+
+
 def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     """Every break of the run with its review status and age (whole days from the break's
     first sighting to the run's start, so a re-render of the run gives the same figures),
@@ -515,7 +535,6 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     headline = headline_from_run(run)  # refuses a run without per-currency figures, first
     recon = _recon_day(spark, warehouse, day, run)
     all_breaks = _breaks(db, run)
-    signoffs, superseded = _signoffs(db, run)
     gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
     curve, configured, recommended, target = _curve(spark, whatif, day)
     batch_curve, batch_note = _batch_curve(spark, whatif, day)
@@ -551,7 +570,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
         recommended_bound_seconds=recommended, target_completeness=target,
         watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
-        signoffs=signoffs, superseded_signoff=superseded,
+        **review_fields(db, run, config.required_approvers),
         all_breaks=all_breaks, breaks_cap=breaks_cap,
         spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 

@@ -50,6 +50,7 @@ from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
 from reckon.engine_config import ReportConfig
 from reckon.errors import LayoutError
 from reports import formatting as fmt
+from reports.approval_record import APPROVAL_FILES, write_approval_record
 from reports.charts import CHART_NAMES, Chart, render_charts
 from reports.context import ReportContext, build_context
 from reports.sections import SECTIONS, Laid, lay_out
@@ -57,7 +58,8 @@ from reports.sections.approval import signoff_text
 from reports.sections.blocks import STATUSES, Block, Columns, Heading, Items, Note, Table
 
 __all__ = ["CURVES_NOTE", "PER_BATCH", "PER_EVENT", "SECTIONS", "ReportResult",
-           "keep_data_docs", "keep_signed_report", "render_context", "render_day",
+           "keep_data_docs", "keep_signed_report", "publish_report", "render_context",
+           "render_day",
            "signoff_text", "write_csvs"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -299,19 +301,24 @@ def render_context(ctx: ReportContext, out: str | Path) -> ReportResult:
 
 def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
     """Before ``run_id``'s report is rendered into ``out``: if the report there belongs to a
-    run that was signed off (another run, or this one: a re-render after the sign-off says
-    "Approved by ..." and so has other bytes), copy its files to ``out/signed/<run>/`` and
-    record them there (same SHA-256), once per run, so a signed report is never lost. Copied
-    and recorded before the working files go, so a crash leaves a duplicate, never a gap.
-    The copy's Data Docs link is made to work from where the copy lives (``keep_data_docs``).
-    Returns the new folder, or None when nothing needed keeping."""
+    run someone decided on (approved, rejected: each decision binds the report's SHA-256; for
+    another run, or this one: a re-render has other bytes), copy its files and its approval
+    record (reports.approval_record) to ``out/signed/<run>/`` and record them there (same
+    SHA-256), once per run, so a signed report is never lost. Copied and recorded before the
+    working files go, so a crash leaves a duplicate, never a gap. The copy's Data Docs link
+    is made to work from where the copy lives (``keep_data_docs``). Returns the new folder,
+    or None when nothing needed keeping."""
     import shutil
     from dataclasses import replace
+
+    from reports.review_state import review_states
 
     folder = Path(out).expanduser().resolve()
     html = folder / "report.html"
     previous = db.report_at(str(html)) if html.is_file() else None
-    if previous is None or not db.is_signed_off(previous.audit_run_id):
+    reviewed = previous is not None and review_states(
+        db, [previous.audit_run_id]).get(previous.audit_run_id)
+    if previous is None or not reviewed or not reviewed.decisions:
         return None
     dest = folder / "signed" / previous.audit_run_id
     if dest.exists() or hashlib.sha256(html.read_bytes()).hexdigest() != previous.sha256:
@@ -319,7 +326,8 @@ def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
     dest.mkdir(parents=True)
     sources = [Path(p) for p in (previous.html_path, previous.pdf_path, *previous.csv_paths)]
     sources = [p for p in sources if p.is_file() and p.parent == folder]
-    for source in sources:
+    records = [folder / name for name in APPROVAL_FILES if (folder / name).is_file()]
+    for source in sources + records:
         shutil.copy2(source, dest / source.name)
 
     def moved(path: str) -> str:
@@ -330,7 +338,7 @@ def keep_signed_report(db: Any, out: str | Path, run_id: str) -> Path | None:
                              pdf_path=moved(previous.pdf_path),
                              csv_paths=[moved(p) for p in previous.csv_paths]))
     if previous.audit_run_id != run_id:  # this run's own files are rewritten in place
-        for source in sources:
+        for source in sources + records:
             source.unlink()
     return dest
 
@@ -377,7 +385,6 @@ def render_day(spark: Any, config: ReportConfig, day: date,
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
     e.g. ``render_day(spark, settings.report_config(), date(2026, 1, 1))``."""
     from reports.db.repository import ReportDB
-    from reports.records import ReportRecord
     from spark import tables as tb
 
     # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
@@ -386,10 +393,24 @@ def render_day(spark: Any, config: ReportConfig, day: date,
     ctx = build_context(spark, config, day)
     folder = Path(out) if out else warehouse / "reports" / day.isoformat()
     db = ReportDB.from_settings(config)  # the database at config.report_db
+    return publish_report(db, ctx, folder, config.required_approvers)
+
+
+def publish_report(db: Any, ctx: ReportContext, folder: str | Path,
+                   required_approvers: int = 1) -> ReportResult:
+    """Render ``ctx`` into ``folder`` and record it (no Spark): a reviewed report of another
+    run there (or this run's, about to get other bytes) is kept aside first
+    (``keep_signed_report``), the new one recorded with its HTML's SHA-256, and its approval
+    record written beside it (reports.approval_record).
+
+    Example: ``publish_report(db, ctx, warehouse / "reports" / "2026-01-01")``."""
+    from reports.records import ReportRecord
+
     keep_signed_report(db, folder, ctx.audit_run_id)
     result = render_context(ctx, folder)
     db.record_report(ReportRecord(
-        day=day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
+        day=ctx.day, audit_run_id=ctx.audit_run_id, created_at=datetime.now(UTC),
         html_path=result.html_path, pdf_path=result.pdf_path,
         csv_paths=list(result.csv_paths), sha256=result.sha256))
+    write_approval_record(db, ctx.audit_run_id, required_approvers)
     return result

@@ -30,6 +30,7 @@ import os
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
+from reckon.money import quantize_to_currency
 from reckon.signoff import (
     BREAK_ACTIONS,
     DECISIONS,
@@ -44,6 +46,7 @@ from reckon.signoff import (
     four_eyes_refusal,
     impersonation_refusal,
 )
+from reports.approval_record import write_approval_record
 from reports.db.engine import write_tx
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
@@ -66,6 +69,7 @@ __all__ = [
     "append_signoff",
     "changed_inputs",
     "compute_entry_hash",
+    "figures_in_minor_units",
     "read_log",
     "sign_off",
     "verify_log",
@@ -151,6 +155,27 @@ def compute_entry_hash(*, seq: int, at: datetime, run_id: str, by: str, decision
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+#: The amounts of each currency a sign-off binds (``signed_figures``), exact text as stored.
+_SIGNED_MONEY = ("provisional_total", "canonical_total", "gap_total", "late_total",
+                 "duplicate_total", "residual_total", "tolerated_total")
+
+
+def figures_in_minor_units(signed: str) -> dict[str, Any]:
+    """The signed figures (``signed_figures``' JSON) with each amount as exact text in its
+    currency's own minor units (reckon.money), as every other output writes money; the
+    stored text, which the entry's hash binds, keeps the database's scale.
+
+    >>> figures_in_minor_units('{"currencies": {"JPY": {"gap_total": "4583.000"}}}')
+    {'currencies': {'JPY': {'gap_total': '4583'}}}
+    """
+    figures = json.loads(signed)
+    for code, amounts in (figures.get("currencies") or {}).items():
+        for name in _SIGNED_MONEY:
+            if amounts.get(name) is not None:
+                amounts[name] = str(quantize_to_currency(Decimal(amounts[name]), code))
+    return dict(figures)
+
+
 def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
     """What a sign-off of ``run_id`` signs, as canonical JSON: the run's day, kind, status
     counts, unexplained count, the table versions it read, each currency's totals (exact
@@ -159,10 +184,9 @@ def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
     run = conn.execute(sa.select(AUDIT_RUNS).where(AUDIT_RUNS.c.run_id == run_id)).first()
     if run is None:
         return None
-    money = ("provisional_total", "canonical_total", "gap_total", "late_total",
-             "duplicate_total", "residual_total", "tolerated_total")
     currencies = {
-        r.currency: {**{m: str(getattr(r, m)) for m in money}, "unexplained": int(r.unexplained),
+        r.currency: {**{m: str(getattr(r, m)) for m in _SIGNED_MONEY},
+                     "unexplained": int(r.unexplained),
                      "status_counts": dict(r.status_counts)}
         for r in conn.execute(sa.select(AUDIT_RUN_CURRENCIES)
                               .where(AUDIT_RUN_CURRENCIES.c.run_id == run_id))}
@@ -223,13 +247,12 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
     (a new replay of the day, a restore, a hand-made write); None when nothing did. Read from
     the Delta commit files, without Spark."""
     from spark import commits
-    from spark import tables as tb
 
     for name in _REPLAYED_TABLES:
         read = table_versions.get(name)
         if read is None:
             continue
-        if not tb.table_exists(warehouse, name):
+        if not commits.table_exists(warehouse, name):
             return f"{name}, which it read at version {read}, is gone from {warehouse}"
         try:
             later = list(commits.commit_infos(warehouse, name, after=int(read)))
@@ -247,7 +270,8 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
                    now: datetime | None = None, warehouse: Path | None = None,
-                   target: BreakTarget | None = None) -> SignoffEntry:
+                   target: BreakTarget | None = None,
+                   required_approvers: int = 1) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -261,6 +285,10 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
 
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
     the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
+
+    After a decision on the run, the approval record beside the run's report is rewritten
+    (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
+    approval without a re-render, and its own bytes never change.
     """
     who, text = _checked_request(decision, by, note, target)
     engine = db.ready()
@@ -276,7 +304,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                 _insert_entry(conn, entry)
                 _apply_to_breaks(conn, run_id, decision, target, at)
             _anchor(warehouse, entry)
-            return entry
+            break
         except IntegrityError:
             if attempt == _APPEND_ATTEMPTS:
                 raise
@@ -285,7 +313,9 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                 raise
             cause = str(exc.orig).strip().splitlines()[0]
             raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
-    raise AssertionError("unreachable")  # pragma: no cover
+    if target is None:
+        write_approval_record(db, run_id, required_approvers)
+    return entry
 
 
 def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
@@ -491,7 +521,7 @@ def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
 
 
 def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | None = None,
-             warehouse: Path | None = None) -> SignoffEntry:
+             warehouse: Path | None = None, required_approvers: int = 1) -> SignoffEntry:
     """``reckon signoff``: append a decision signed by whoever runs it (``db.principal()``:
     the OS account, or the login role on PostgreSQL). ``by``, when given, may only name that
     identity: a sign-off is never made in another name.
@@ -505,4 +535,5 @@ def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | N
     refusal = impersonation_refusal(by, signer, identity)
     if refusal is not None:
         raise SignoffRefused(refusal)
-    return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse)
+    return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse,
+                          required_approvers=required_approvers)

@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = ["CLOCK_READ", "added_file_stats", "batch_mark", "batch_mark_reads", "commit_infos",
            "current_version", "last_marked_batch", "log_dir", "marked_commit", "marked_commits",
-           "parse_batch_mark"]
+           "parse_batch_mark", "table_exists"]
 
 
 def log_dir(warehouse: str | Path, name: str) -> Path:
@@ -44,6 +44,12 @@ def log_dir(warehouse: str | Path, name: str) -> Path:
     '/wh/event_log/_delta_log'
     """
     return Path(warehouse) / name / "_delta_log"
+
+
+def table_exists(warehouse: str | Path, name: str) -> bool:
+    """Whether table ``name`` exists in the warehouse (its Delta log folder does): plain file
+    reading, so a sign-off's check of its run's inputs imports no Spark."""
+    return log_dir(warehouse, name).is_dir()
 
 
 # a commit; not a log compaction (N.M.compacted.json), a checkpoint, a checksum, a commit in

@@ -20,7 +20,7 @@ from pyspark.sql import types as T
 
 from reckon.errors import LayoutError
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
-from spark.commits import batch_mark, log_dir
+from spark.commits import batch_mark, table_exists
 from spark.session import built_once_per_jvm
 
 __all__ = [
@@ -303,10 +303,6 @@ def is_missing_file_error(exc: BaseException) -> bool:
     VACUUM past that version's retention (spark.retention), or a file deleted by hand."""
     text = str(exc)
     return any(marker in text for marker in _MISSING_FILE_ERRORS)
-
-
-def table_exists(warehouse: str | Path, name: str) -> bool:
-    return log_dir(warehouse, name).is_dir()
 
 
 def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import io
 import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from audits.records import AttributionRow, CurrencySummary
 from reckon.errors import LayoutError
 from reckon.money import format_money
 from reckon.reconcile import ReconStatus
+from reckon.signoff import review_state
 from reports.context import (
     BreakLine,
     CurveLine,
@@ -465,7 +467,9 @@ def test_pdf_renders_and_carries_the_headline(tmp_path):
     assert text.count(" of ") >= len(pages) and f"page {len(pages)} of {len(pages)}" in text
     assert "page 1 of" in text
     assert text.index("Break summary") < text.index("Breaks (3 of 3 shown")
-    assert "Approval" in text and "Prepared by" in text and "Not signed off yet." in text
+    assert "Approval" in text and "Prepared by" in text
+    assert "Awaiting sign-off: 0 of 1 approvals when this report was rendered" in text
+    assert "Approval record: approval.html" in text
 
 
 def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp_path):
@@ -602,6 +606,9 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     rec = ReportDB.from_settings(settings).current_report(DAY)
     assert rec is not None and rec.sha256 == result.sha256
     assert rec.sha256 == hashlib.sha256(Path(result.html_path).read_bytes()).hexdigest()
+    record = json.loads((Path(result.out_dir) / "approval.json").read_text())  # beside it
+    assert (record["run_id"], record["report_sha256"], record["words"]) == (
+        audit.run_id, result.sha256, "Awaiting sign-off: 0 of 1 approvals")
     hist = (Path(result.out_dir) / "lateness_histogram.csv").read_text().splitlines()
     late_total = sum(int(line.split(",")[3]) for line in hist[1:])
     assert late_total == 2
@@ -738,19 +745,26 @@ def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid
         return unescape(found.group(1))
 
     ctx = _ctx()
-    assert signoff_line(ctx) == "Sign-off: Not signed off yet."
+    assert signoff_line(ctx) == (
+        "Sign-off: Awaiting sign-off: 0 of 1 approvals when this report was rendered; later "
+        "decisions: the approval record, approval.html.")
     at = datetime(2026, 1, 2, 9, 30, tzinfo=UTC)
     gaps = {"EUR": D("37.50"), "JPY": D("1200"), "KWD": D("0.125")}
     signed = dataclasses.replace(ctx, signoffs=(
-        Signoff(ctx.audit_run_id, "approved", "bob", at, gaps, 1),))
-    assert signoff_line(signed) == "Sign-off: Approved by bob at 2026-01-02T09:30:00Z."
-    # the same gaps at the stored scale (37.500) are the same gaps
+        Signoff(ctx.audit_run_id, "approved", "bob", at, gaps, 1),
+        Signoff(ctx.audit_run_id, "approved", "bob", at, gaps, 1)))
+    assert signoff_line(signed) == (
+        "Sign-off: Signed off: 1 of 1 approvals (bob) when this report was rendered; later "
+        "decisions: the approval record, approval.html.")
+    # the same gaps at the stored scale (37.500) are the same gaps; the replaced run's state
+    # as it stands (a re-audit leaves it as it was)
     unchanged = dataclasses.replace(ctx, superseded_signoff=Signoff(
         "audit-old", "approved", "bob", at, {k: v.quantize(D("0.001")) for k, v in gaps.items()},
-        1))
+        1), superseded_review=review_state([("bob", "approved"), ("carol", "rejected")],
+                                           reconciler="ops-bot"))
     assert signoff_line(unchanged) == (
-        "Sign-off: Run audit-old of this day was approved by bob at 2026-01-02T09:30:00Z; this "
-        "audit replaced it (the gap of every currency and the unexplained count are "
+        "Sign-off: Run audit-old of this day (Rejected by carol: 1 of 1 approvals (bob)) was "
+        "replaced by this audit (the gap of every currency and the unexplained count are "
         "unchanged): the day needs a new sign-off.")
     # compared per currency: a changed EUR gap, a currency gone (GBP), one new (KWD); JPY
     # unchanged is not mentioned, and nothing is summed
@@ -792,8 +806,11 @@ def test_a_signed_off_report_is_kept_when_a_re_audit_renders_into_its_folder(tmp
         kept = keep_signed_report(db, folder, signed_ctx.audit_run_id)  # its own re-render
         assert kept == folder / "signed" / signed_ctx.audit_run_id
         assert (kept / "report.html").read_bytes() == signed_bytes
-        assert sorted(p.name for p in kept.iterdir()) == sorted(
-            ["report.html", "report.pdf", *(Path(p).name for p in first.csv_paths)])
+        assert sorted(p.name for p in kept.iterdir()) == sorted(  # the approval record too
+            ["report.html", "report.pdf", "approval.html", "approval.json",
+             *(Path(p).name for p in first.csv_paths)])
+        assert json.loads((kept / "approval.json").read_text())["words"] == (
+            "Signed off: 1 of 1 approvals (bob)")
         assert (folder / "report.html").is_file()  # the run's own files are rewritten in place
         moved = db.report_at(str(kept / "report.html"))
         assert moved is not None and moved.sha256 == first.sha256
@@ -810,6 +827,7 @@ def test_links_are_relative_so_the_reports_folder_can_be_mailed(tmp_path):
     ctx = dataclasses.replace(_ctx(), data_docs=str(docs))
     html = Path(render_context(ctx, tmp_path / "reports" / "2026-01-01").html_path).read_text()
     assert '<a href="../data_docs/index.html">' in html
+    assert 'Approval record: <a href="approval.html">approval.html</a>' in html  # beside it
     assert "file:" not in html and str(tmp_path) not in html
 
 

@@ -30,6 +30,7 @@ from reports.review import (
     read_log,
     verify_log,
 )
+from reports.review_state import review_states
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
 
 LOG = SIGNOFF_LOG
@@ -219,6 +220,25 @@ def test_a_decision_covers_the_figures_it_was_made_on(db: ReportDB) -> None:
         "k2": "open", "k3": "accepted", "k4": "open"}
 
 
+def test_a_reviewer_reopens_their_rejection_in_the_chained_log(db: ReportDB) -> None:
+    """'reopened' is a decision the log takes on either backend (migration 0010's check), chained
+    like any other; it withdraws its reviewer's standing decision and closes no break."""
+    from reckon.signoff import review_words
+
+    db.write_breaks("run-1", [make_break("run-1", "k2")], now=T0)
+    for by, decision in (("bob", "approved"), ("carol", "rejected"), ("carol", "reopened")):
+        append_signoff(db, "run-1", by, decision, f"{by} {decision}")
+    assert [e.decision for e in read_log(db)] == ["approved", "rejected", "reopened"]
+    assert verify_log(db).ok
+    assert review_words(review_states(db, ["run-1", "run-9"])["run-1"]) == (
+        "Signed off: 1 of 1 approvals (bob)")
+    assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
+    with db.engine.begin() as conn, pytest.raises(sa.exc.IntegrityError):
+        conn.execute(sa.insert(LOG).values(seq=9, at=T0, run_id="run-1", by="dave",
+                                           decision="withdrawn", note="x", prev_hash="0" * 64,
+                                           entry_hash="1" * 64))
+
+
 def test_a_replaced_run_cannot_be_signed_off(db: ReportDB) -> None:
     """Decisions are made on the current figures: once run-2 replaced run-1 for its day, a
     decision on run-1 is refused, names run-2, and closes none of run-2's breaks."""
@@ -361,7 +381,8 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert main(["verify-log", "--warehouse", wh]) == 0
     assert capsys.readouterr().out.startswith("sign-off log OK: 1 entry, head hash ")
     assert main(["breaks", "list", "--warehouse", wh, "--status", "explained"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "1 break: 1 explained"
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        "1 break: 1 explained", f"run run-1: Signed off: 1 of 1 approvals ({me})"]
     assert main(["breaks", "list", "--warehouse", wh, "--status", "accepted", "--json"]) == 0
     assert [(b["key"], b["currency"]) for b in json.loads(capsys.readouterr().out)] == [
         ("acct-7", "EUR"), ("acct-7", "JPY")]
@@ -376,7 +397,8 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert out.startswith("sign-off log OK: 2 entries, head hash ")
     assert main(["verify-log", "--warehouse", wh, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": []}
+        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": [],
+        "runs": {"run-1": f"Signed off: 1 of 1 approvals ({me})"}}
 
     with ReportDB.from_settings(load_settings(env={}, warehouse=wh)) as database, \
             database.engine.begin() as conn:

@@ -70,14 +70,14 @@ def test_a_run_that_started_at_the_same_moment_or_later_was_not_replaced_by_it()
 
 
 def test_the_decisions_and_what_each_means():
-    assert DECISIONS == ("approved", "rejected", "accepted", "resolved")
+    assert DECISIONS == ("approved", "rejected", "accepted", "resolved", "reopened")
     assert [d for d in DECISIONS if signs_off(d)] == ["approved", "accepted", "resolved"]
     assert [d for d in DECISIONS if closes_breaks(d)] == ["accepted", "resolved"]
     assert not any(signs_off(a) or closes_breaks(a) for a in BREAK_ACTIONS)
-    # the text migration 0007 created: the model and the migration stay the same constraint
+    # the text migration 0010 created: the model and the migration stay the same constraint
     from importlib import import_module
 
-    migration = import_module("reports.migrations.versions.0007_workbench")
+    migration = import_module("reports.migrations.versions.0010_reopened_decision")
     assert decision_constraint() == migration._NEW
 
 

@@ -17,7 +17,14 @@ from fastapi.testclient import TestClient
 from reckon.cli import main
 from reckon.errors import UsageError
 from reports.db.repository import ReportDB
-from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
+from reports.review import (
+    BreakTarget,
+    SignoffRefused,
+    append_signoff,
+    read_log,
+    verify_log,
+)
+from reports.review_state import review_states
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import SessionKeys, add_user, check_password, find_user, hash_password
@@ -156,7 +163,7 @@ def test_break_actions_land_in_the_chained_log(db: ReportDB, tmp_path: Path) -> 
     item = queries.break_detail(db, RUN, target)
     assert item is not None and item["review_status"] == "resolved"
     assert [e["decision"] for e in item["entries"]] == ["break-comment", "break-resolved"]
-    assert not db.is_signed_off(RUN)  # a break action signs nothing
+    assert review_states(db, [RUN])[RUN].state == "open"  # a break action signs nothing
     assert verify_log(db).ok
     with pytest.raises(SignoffRefused, match="not a break of run"):
         append_signoff(db, RUN, "bob", "break-comment", "x",
@@ -519,8 +526,8 @@ def test_a_signer_is_named_once_and_a_broken_log_counts_its_problems(app, db: Re
     bob = _client(app, "bob")
     for note in ("figures checked", "checked again"):
         append_signoff(db, RUN, "bob", "approved", note)
-    assert "Signed off by bob." in bob.get(f"/day/{DAY}").text
-    assert "signed (bob)" in bob.get("/").text
+    assert "Signed off: 1 of 1 approvals (bob)." in bob.get(f"/day/{DAY}").text
+    assert "Signed off: 1 of 1 approvals (bob)<" in bob.get("/").text
     with db.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE signoff_log SET note = 'all fine' WHERE seq = 1")
     page = bob.get("/log").text
@@ -604,7 +611,7 @@ with ReportDB("sqlite:///" + sys.argv[1]) as db:
     token = re.search('name="csrf" value="([^"]+)"', client.get(day).text).group(1)
     signed = client.post("/signoff", data={"csrf": token, "run": "nightly-2026-01-01",
                                            "decision": "approved", "note": "checked"})
-    assert "Signed off by bob" in signed.text
+    assert "Signed off: 1 of 1 approvals (bob)" in signed.text
 print("served without Spark")
 """
 
@@ -630,12 +637,13 @@ def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
     sample_day(db, DAY, breaks=130, reconciler="alice", run_id="nightly-2026-01-01-again",
                now=datetime.now(UTC) + timedelta(hours=1))
     page = bob.get(f"/day/{DAY}").text
-    assert "nightly-2026-01-01-again" in page and 'id="signed"' not in page
-    assert (f"A later audit replaced run <code>{RUN}</code>, which bob signed off (approved, "
-            in page and "this run needs its own" in page)
+    assert "nightly-2026-01-01-again" in page
+    assert '<p class="warn" id="state">Awaiting sign-off: 0 of 1 approvals.</p>' in page
+    assert (f"A later audit replaced run <code>{RUN}</code> (Signed off: 1 of 1 approvals "
+            "(bob)): a sign-off does not carry over" in page and "this run needs its own" in page)
     append_signoff(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
     page = bob.get(f"/day/{DAY}").text
-    assert 'id="replaced"' not in page and "Signed off by bob." in page
+    assert 'id="replaced"' not in page and "Signed off: 1 of 1 approvals (bob)." in page
 
 
 def test_the_break_list_pages_forward_keeping_its_filters_and_back_to_the_first(app) -> None:
@@ -709,7 +717,7 @@ def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: R
 
 def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
                                                                          db: ReportDB) -> None:
-    """The day page said "Signed off by bob." over a log entry edited (or figures changed) by
+    """The day page said "Signed off" over a log entry edited (or figures changed) by
     hand; only the log page said BROKEN."""
     bob = _client(app, "bob")
     append_signoff(db, RUN, "bob", "approved", "figures checked")

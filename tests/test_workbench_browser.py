@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from reports.db.repository import ReportDB
+from reports.review_state import review_states
 from tests.browser import need
 from tests.cdp import Browser
 from workbench.app import create_app
@@ -50,6 +51,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, ReportDB]]:
 def browser() -> Iterator[Browser]:
     with Browser(need("chromium")) as page:
         yield page
+
+
+def _signed_off(db: ReportDB, run_id: str) -> bool:
+    return review_states(db, [run_id])[run_id].signed_off
 
 
 def _login(page: Browser, url: str, name: str) -> None:
@@ -102,10 +107,10 @@ def test_reviewer_filters_opens_a_late_break_and_signs_the_run(served, browser) 
     browser.goto(f"{url}/day/{DAY}")
     browser.fill("#signoff input[name=note]", "totals tie out; breaks reviewed")
     browser.click("#signoff button[type=submit]")
-    assert "Signed off by bob" in browser.text("#signed")
+    assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
     browser.goto(f"{url}/log")
     assert browser.text("#verify").startswith("Verified: 2 entries")
-    assert db.is_signed_off("nightly-2026-01-01")
+    assert _signed_off(db, "nightly-2026-01-01")
 
 
 def test_the_reconciler_who_produced_the_run_is_refused(served, browser) -> None:
@@ -115,7 +120,7 @@ def test_the_reconciler_who_produced_the_run_is_refused(served, browser) -> None
     browser.fill("#signoff input[name=note]", "my own run looks fine")
     browser.click("#signoff button[type=submit]")
     assert "four-eyes rule" in browser.text("#error")
-    assert not db.is_signed_off("nightly-2026-01-01")
+    assert not _signed_off(db, "nightly-2026-01-01")
 
 
 def test_an_auditor_reads_but_cannot_act(served, browser) -> None:
@@ -137,7 +142,7 @@ def test_an_auditor_reads_but_cannot_act(served, browser) -> None:
       const b = document.createElement('button'); f.append(b); document.body.append(f); })()""")
     browser.click("#forged button")
     assert "read-only for this role" in browser.text("#error")
-    assert not db.is_signed_off("nightly-2026-01-01")
+    assert not _signed_off(db, "nightly-2026-01-01")
 
 
 def test_a_post_without_the_csrf_token_is_refused(served, browser) -> None:
@@ -148,7 +153,7 @@ def test_a_post_without_the_csrf_token_is_refused(served, browser) -> None:
     browser.fill("#signoff input[name=note]", "looks fine")
     browser.click("#signoff button[type=submit]")
     assert "CSRF token is missing or wrong" in browser.text("#error")
-    assert not db.is_signed_off("nightly-2026-01-01")
+    assert not _signed_off(db, "nightly-2026-01-01")
 
 
 def test_a_log_row_edited_by_hand_shows_as_broken(served, browser) -> None:
@@ -201,3 +206,43 @@ def test_repeated_wrong_passwords_are_throttled(served, browser) -> None:
     assert browser.text("#error").startswith(
         "too many failed logins for bob from 127.0.0.1: logins are refused for 15 minutes"), \
         browser.text("main")
+
+
+def test_the_day_page_and_the_approval_record_show_the_state_offline(tmp_path: Path,
+                                                                    browser) -> None:
+    """Issue 56: signing in the workbench rewrites the approval record beside the day's report
+    (no re-render); the day page, the record through the day page's link, and the record opened
+    from the report folder as a file (Chromium's network off) all show the same state."""
+    import dataclasses
+    import json
+
+    from reports.context import review_fields
+    from reports.render import publish_report
+    from tests.test_report_render import _ctx
+
+    run_id, folder = "nightly-2026-01-01", tmp_path / "warehouse" / "reports" / str(DAY)
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=20, reconciler="alice")
+        add_user(db, "bob", "reviewer", PASSWORD)
+        run = db.get_audit_run(run_id)
+        assert run is not None
+        publish_report(db, dataclasses.replace(_ctx(), day=DAY, audit_run_id=run_id,
+                                               reconciler="alice",
+                                               **review_fields(db, run, 1)), folder)
+        signed_bytes = (folder / "report.html").read_bytes()
+        app = create_app(db, secret=b"s" * 32, warehouse=tmp_path / "warehouse")
+        with serve_in_thread(app) as url:
+            _login(browser, url, "bob")
+            browser.goto(f"{url}/day/{DAY}")
+            assert browser.text("#state") == "Awaiting sign-off: 0 of 1 approvals."
+            browser.fill("#signoff input[name=note]", "totals tie out")
+            browser.click("#signoff button[type=submit]")
+            assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+            browser.click("#approval-link")
+            assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+            assert browser.text("#run-id") == run_id
+    browser.goto((folder / "approval.html").as_uri())  # the folder alone, no server
+    assert browser.text("#state") == "Signed off: 1 of 1 approvals (bob)."
+    assert browser.text("#report-sha256") == json.loads(
+        (folder / "approval.json").read_text())["report_sha256"]
+    assert (folder / "report.html").read_bytes() == signed_bytes

@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -32,10 +31,19 @@ from fastapi.templating import Jinja2Templates
 from reckon.errors import ReckonError, UsageError
 from reckon.money import format_amount
 from reckon.reconcile import ReconStatus
+from reckon.signoff import REOPENED, review_words
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
-from reports.review import BreakTarget, SignoffRefused, append_signoff, read_log, verify_log
+from reports.review import (
+    BreakTarget,
+    SignoffRefused,
+    append_signoff,
+    figures_in_minor_units,
+    read_log,
+    verify_log,
+)
+from reports.review_state import review_states
 from workbench import queries
 from workbench.auth import (
     LoginThrottle,
@@ -56,6 +64,8 @@ _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors
                  "form-action 'self'", "X-Content-Type-Options": "nosniff",
                  "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
 _ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved"}
+#: What the day page's sign-off form offers (the CLI offers every decision of reckon.signoff).
+_RUN_DECISIONS = ("approved", "rejected", REOPENED)
 
 
 class Forbidden(Exception):
@@ -110,9 +120,11 @@ def _when(moment: datetime | None) -> str:
 
 
 def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
-               secure_cookies: bool = False, throttle: LoginThrottle | None = None) -> FastAPI:
+               secure_cookies: bool = False, throttle: LoginThrottle | None = None,
+               required_approvers: int = 1) -> FastAPI:
     """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append);
-    ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits)."""
+    ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits);
+    ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state)."""
     keys = SessionKeys(secret)
     app = FastAPI(title="reckon workbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.db, app.state.keys = db, keys
@@ -148,8 +160,8 @@ def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
                     error=f"{where} is not valid: {first.get('msg', 'malformed')}")
 
     _login_routes(app, db, keys, page, secure_cookies, throttle or LoginThrottle())
-    _read_routes(app, db, page, warehouse)
-    _action_routes(app, db, warehouse)
+    _read_routes(app, db, page, warehouse, required_approvers)
+    _action_routes(app, db, warehouse, required_approvers)
     return app
 
 
@@ -230,27 +242,28 @@ def _check_cause_and_age(cause: str, age: int) -> None:
         raise UsageError(f"age={age} is not valid: a number of days, 0 or more")
 
 
-def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) -> None:
+def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
+                 required: int) -> None:
     @app.get("/")
     def home(request: Request, who: Who) -> Response:
-        return page(request, "days.html", who, runs=queries.days(db),
+        return page(request, "days.html", who, runs=queries.days(db, required_approvers=required),
                     check=verify_log(db, warehouse=warehouse, figures_of=()))
 
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
-        run = queries.run_of_day(db, _day(day), kind)
+        run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
         return page(request, "day.html", who, run=run,
                     entries=queries.log_entries(db, run["run_id"]),
-                    replaced=queries.replaced_signoff(db, run),
+                    replaced=queries.replaced_signoff(db, run, required),
                     check=verify_log(db, warehouse=warehouse, figures_of={run["run_id"]}))
 
     @app.get("/report/{day}/{kind}/{name}")
     def report(who: Who, day: str, kind: str, name: str) -> Response:
         """The day's rendered report and the files beside it (its CSVs, PDF): the report's
         relative links resolve here. Only plain names in the report's own folder."""
-        run = queries.run_of_day(db, _day(day), kind)
+        run = queries.run_of_day(db, _day(day), kind, required)
         html = Path(run["report_path"]) if run and run["report_path"] else None
         if html is None or not html.is_file():
             raise UsageError(f"no rendered report of {day} on this server "
@@ -266,7 +279,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
     def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
                cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
                partition: str = "", source: str = "", after: str = "") -> Response:
-        run = queries.run_of_day(db, _day(day), kind)
+        run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
         if status and status not in REVIEW_STATUSES:
@@ -303,18 +316,25 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None) 
     @app.get("/log/export.json")
     def export(who: Who) -> Response:
         check = verify_log(db, warehouse=warehouse)
+        entries = read_log(db)
         signed = [{"seq": e.seq, "at": e.at.isoformat(), "run_id": e.run_id, "by": e.by,
                    "decision": e.decision, "note": e.note, "entry_hash": e.entry_hash,
                    "prev_hash": e.prev_hash,
-                   "signed": None if e.signed is None else json.loads(e.signed)}
-                  for e in read_log(db)]
+                   "signed": None if e.signed is None else figures_in_minor_units(e.signed),
+                   "signed_text": e.signed}
+                  for e in entries]
+        states = review_states(db, sorted({e.run_id for e in entries}), required)
+        runs = {run_id: {"state": s.state, "words": review_words(s),
+                         "approvers": list(s.approvers), "rejecters": list(s.rejecters),
+                         "approvals": s.approvals, "required_approvers": s.required}
+                for run_id, s in states.items()}
         body = {"verified": check.ok, "problems": check.problems, "head_hash": check.head_hash,
-                "exported_by": who.user.name, "entries": signed}
+                "exported_by": who.user.name, "runs": runs, "entries": signed}
         return JSONResponse(body, headers={
             "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
 
 
-def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None) -> None:
+def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required: int) -> None:
     @app.post("/break/action")
     def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
                      key: Annotated[str, Form()], cur: Annotated[str, Form()],
@@ -333,11 +353,13 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None) -> None:
         if not who.user.may_sign:
             raise Forbidden(f"{who.user.name} is a {who.user.role}: only a reviewer signs a "
                             "run off")
-        if decision not in ("approved", "rejected"):
-            raise UsageError(f"decision={decision!r} is not valid: approved or rejected")
+        if decision not in _RUN_DECISIONS:
+            raise UsageError(f"decision={decision!r} is not valid: one of "
+                             + ", ".join(_RUN_DECISIONS))
         found = db.get_audit_run(run)
         if found is None:
             raise UsageError(f"no audit run {run!r}")
-        append_signoff(db, run, who.user.name, decision, note, warehouse=warehouse)
+        append_signoff(db, run, who.user.name, decision, note, warehouse=warehouse,
+                       required_approvers=required)
         return RedirectResponse(f"/day/{found.day.isoformat()}?kind={found.kind}&msg=run+"
                                 f"{decision}", status_code=303)

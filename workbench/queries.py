@@ -17,13 +17,15 @@ import base64
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from reckon import signoff as signoff_rules
 from reckon.errors import UsageError
-from reckon.signoff import SIGNING_DECISIONS, is_break_action
+from reckon.signoff import is_break_action, review_words
+from reports.approval_record import APPROVAL_HTML
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
     AUDIT_RUNS,
@@ -38,6 +40,7 @@ from reports.db.models import (
 from reports.db.repository import ReportDB
 from reports.db.types import UTCDateTime
 from reports.review import BreakTarget
+from reports.review_state import review_states
 
 __all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
            "facets", "log_entries", "replaced_signoff", "run_of_day"]
@@ -121,28 +124,39 @@ class BreakPage:
         return f"more than {COUNT_CAP:,}" if self.total > COUNT_CAP else f"{self.total:,}"
 
 
-def run_of_day(db: ReportDB, day: date, kind: str = "nightly") -> dict[str, Any] | None:
-    """The current run of ``day`` (``kind``) with its currencies and whether it is signed."""
+def run_of_day(db: ReportDB, day: date, kind: str = "nightly", required_approvers: int = 1
+               ) -> dict[str, Any] | None:
+    """The current run of ``day`` (``kind``) with its currencies, its review state and the
+    words every view shows for it (``review``, ``review_words``: reckon.signoff)."""
     a = AUDIT_RUNS
     with db.ready().connect() as conn:
         row = conn.execute(sa.select(a).where(a.c.day == day, a.c.kind == kind,
                                               a.c.is_current.is_(True))).mappings().first()
-        return None if row is None else _with_figures(conn, dict(row))
+        runs = [] if row is None else [_with_figures(conn, dict(row))]
+    return _with_reviews(db, runs, required_approvers)[0] if runs else None
 
 
 def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
-    c, log = AUDIT_RUN_CURRENCIES, SIGNOFF_LOG
+    c = AUDIT_RUN_CURRENCIES
     run["currencies"] = [dict(r) for r in conn.execute(
         sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
-    # each signer once, in the order they first signed (bob signing twice is not two people)
-    run["signed_by"] = list(dict.fromkeys(r.by for r in conn.execute(
-        sa.select(log.c.by).where(log.c.run_id == run["run_id"],
-                                  log.c.decision.in_(SIGNING_DECISIONS)).order_by(log.c.seq))))
     report = conn.execute(sa.select(REPORTS.c.html_path).where(
         REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
         .limit(1)).scalar_one_or_none()
     run["report_path"] = report
+    run["approval_record"] = report is not None and (
+        Path(report).parent / APPROVAL_HTML).is_file()
     return run
+
+
+def _with_reviews(db: ReportDB, runs: list[dict[str, Any]], required_approvers: int
+                  ) -> list[dict[str, Any]]:
+    """Each run with its review state (reports.review_state.review_states: the one owner)."""
+    states = review_states(db, [r["run_id"] for r in runs], required_approvers)
+    for run in runs:
+        run["review"] = states[run["run_id"]]
+        run["review_words"] = review_words(run["review"])
+    return runs
 
 
 @dataclass(frozen=True)
@@ -151,31 +165,37 @@ class _Decision:
 
     run_id: str
     decision: str
-    by: str
-    at: datetime
 
 
-def replaced_signoff(db: ReportDB, run: dict[str, Any]) -> _Decision | None:
-    """The sign-off a re-audit undid: ``run`` has none of its own and an earlier run of its
-    day and kind was signed off (the day's report says the same; a reviewer here would
+def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int = 1
+                     ) -> dict[str, str] | None:
+    """The signed-off run a re-audit replaced, with its review state's words as it stands (a
+    re-audit leaves it as it was): ``run`` has no sign-off of its own and an earlier run of
+    its day and kind was approved (the day's report says the same; a reviewer here would
     otherwise see an unsigned day and not know it had been signed).
 
     Example: bob approved ``nightly-1``, the lookback re-audited the day as ``nightly-2``:
-    ``replaced_signoff(db, run_of_day(db, day)).run_id == "nightly-1"``."""
+    ``replaced_signoff(db, run_of_day(db, day))["run_id"] == "nightly-1"``."""
     raw = db.signoffs_of_day(run["day"], run["kind"])
-    entries = [_Decision(e["run_id"], e["decision"], e["by"], e["at"]) for e in raw
+    entries = [_Decision(e["run_id"], e["decision"]) for e in raw
                if not is_break_action(e["decision"])]
     started = {e["run_id"]: e["started_at"] for e in raw} | {run["run_id"]: run["started_at"]}
-    return signoff_rules.replaced_signoff(entries, run["run_id"], started)
+    replaced = signoff_rules.replaced_signoff(entries, run["run_id"], started)
+    if replaced is None:
+        return None
+    state = review_states(db, [replaced.run_id], required_approvers)[replaced.run_id]
+    return {"run_id": replaced.run_id, "review_words": review_words(state)}
 
 
-def days(db: ReportDB, limit: int = 120) -> list[dict[str, Any]]:
-    """The current runs, newest day first, each with its per-currency figures."""
+def days(db: ReportDB, limit: int = 120, required_approvers: int = 1) -> list[dict[str, Any]]:
+    """The current runs, newest day first, each with its per-currency figures and review
+    state."""
     a = AUDIT_RUNS
     with db.ready().connect() as conn:
         rows = conn.execute(sa.select(a).where(a.c.is_current.is_(True))
                             .order_by(a.c.day.desc(), a.c.kind).limit(limit)).mappings().all()
-        return [_with_figures(conn, dict(r)) for r in rows]
+        runs = [_with_figures(conn, dict(r)) for r in rows]
+    return _with_reviews(db, runs, required_approvers)
 
 
 def _break_select() -> sa.Select[Any]:

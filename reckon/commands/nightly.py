@@ -74,11 +74,12 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
               "again once it has (`reckon`'s nightly DAG waits for it)", file=sys.stderr,
               flush=True)
 
-    result = pipeline.run_audit(settings, day, kind=args.kind, on_open_day=open_day).detail
+    step = pipeline.run_audit(settings, day, kind=args.kind, on_open_day=open_day)
+    result = step.detail
     if result.replaced_signed_off_run:
-        print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run}, which "
-              "was signed off: the day needs a new sign-off (`reckon report` shows what "
-              "changed)", file=sys.stderr, flush=True)
+        print(f"[audit] {day}: this run replaced run {result.replaced_signed_off_run} "
+              f"({step.summary['replaced_run_state']}): the day needs a new sign-off "
+              "(`reckon report` shows what changed)", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return 0

@@ -14,15 +14,19 @@ import json
 from dataclasses import asdict
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import invalid
 from reckon.money import format_amount, quantize_to_currency
+from reckon.signoff import review_words
 from reckon.timeutil import parse_date
+from reports.approval_record import APPROVAL_HTML, APPROVAL_JSON, approval_record
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
-from reports.review import sign_off, verify_log
+from reports.review import read_log, sign_off, verify_log
+from reports.review_state import review_states
 
 __all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]
 
@@ -82,6 +86,10 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
             raise invalid("--date", day.isoformat(), "a day with an audit run in the report "
                           f"database (none of {day}: run `reckon audit --date {day}` first)")
         items = db.list_breaks(day=day, review_status=status)
+        states = review_states(db, sorted({item["run_id"] for item in items}),
+                               settings.required_approvers)
+    for item in items:
+        item["run_state"] = review_words(states[item["run_id"]])
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
         return 0
@@ -96,6 +104,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
     print(f"{_count(len(items), 'break', 'breaks')}: "
           + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    for run_id in sorted(states):
+        print(f"run {run_id}: {review_words(states[run_id])}")
     return 0
 
 
@@ -114,15 +124,36 @@ def _breaks_table(items: list[dict[str, Any]]) -> str:
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by who runs
     it (reports.review.sign_off)."""
+    required = settings.required_approvers
     with ReportDB.from_settings(settings) as db:
         entry = sign_off(db, args.run, args.decision, args.note, by=args.by,
-                         warehouse=settings.warehouse_path)
+                         warehouse=settings.warehouse_path, required_approvers=required)
+        state = review_states(db, [entry.run_id], required)[entry.run_id]
+        found = approval_record(db, entry.run_id, required)
+    record = None if found is None else found[0] / APPROVAL_HTML
+    if record is not None and not _says(record.with_name(APPROVAL_JSON), review_words(state)):
+        record = None  # not written (append_signoff said why)
     if args.json:
-        print(json.dumps(entry.to_json_dict(), indent=2, sort_keys=True))
+        print(json.dumps({**entry.to_json_dict(), "state": state.state,
+                          "state_words": review_words(state),
+                          "approval_record": None if record is None else str(record)},
+                         indent=2, sort_keys=True))
         return 0
     print(f"signed: run {entry.run_id} {entry.decision} by {entry.by} "
           f"(log seq {entry.seq}, entry hash {entry.entry_hash})")
+    print(f"run {entry.run_id}: {review_words(state)}")
+    print(f"approval record: {record}" if record is not None else
+          "approval record: not written (no rendered report of the run here, or see above; "
+          "`reckon report` writes one beside the report)")
     return 0
+
+
+def _says(record: Path, words: str) -> bool:
+    """Whether the approval record ``record`` (its JSON) states ``words``."""
+    try:
+        return bool(json.loads(record.read_text(encoding="utf-8")).get("words") == words)
+    except (OSError, ValueError):
+        return False
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -138,15 +169,24 @@ def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
     with ReportDB.from_settings(settings) as db:
         result = verify_log(db, warehouse=settings.warehouse_path)
+        states = review_states(db, sorted({e.run_id for e in read_log(db)}),
+                               settings.required_approvers)
+    words = {run_id: review_words(state) for run_id, state in sorted(states.items())}
     if args.json:
-        print(json.dumps(asdict(result), indent=2, sort_keys=True))
+        print(json.dumps({**asdict(result), "runs": words}, indent=2, sort_keys=True))
         return 0 if result.ok else 1
+    runs = [f"  run {run_id}: {text}" for run_id, text in words.items()]
     if result.ok:
         print(f"sign-off log OK: {_count(result.entries, 'entry', 'entries')}, head hash "
               f"{result.head_hash}")
+        if runs:
+            print("\n".join(runs))
         return 0
     print(f"sign-off log FAILED verification ({_count(result.entries, 'entry', 'entries')}, "
           f"{_count(len(result.problems), 'problem', 'problems')}):")
     for problem in result.problems:
         print(f"  - {problem}")
+    if runs:
+        print("the runs' review states, as the log (unverified) reads:")
+        print("\n".join(runs))
     return 1

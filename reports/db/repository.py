@@ -39,7 +39,6 @@ from audits.records import (
 )
 from reckon.errors import UsageError, invalid
 from reckon.identity import os_principal
-from reckon.signoff import SIGNING_DECISIONS
 from reports.db.engine import insert_for, make_engine, migrate_engine, note_migrated, write_tx
 from reports.db.executor_writes import insert_break_stories, insert_breaks
 from reports.db.models import (
@@ -363,14 +362,6 @@ class ReportDB:
     def report_at(self, html_path: str) -> ReportRecord | None:
         """The newest report recorded with this HTML path, or None."""
         return self._newest_report(REPORTS.c.html_path == html_path)
-
-    def is_signed_off(self, run_id: str) -> bool:
-        """Whether the sign-off log holds a signing decision (reckon.signoff) on ``run_id``."""
-        t = SIGNOFF_LOG
-        with self.ready().connect() as conn:
-            return conn.execute(sa.select(t.c.seq).where(
-                t.c.run_id == run_id, t.c.decision.in_(SIGNING_DECISIONS)).limit(1)).first() \
-                is not None
 
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""

@@ -1,6 +1,10 @@
 """The report's last sections: the data-quality check and the approval block, with the
 day's sign-off state in one sentence (``signoff_text``, also the page's header line).
 
+The report shows the review state only as it stood when it was rendered (its bytes are what
+a sign-off binds, so they never change afterwards); the approval record beside it
+(reports.approval_record) is rewritten at each decision and links back to it.
+
 Each section's body (blocks) and CSV rows are built here from the ``ReportContext``;
 ``SECTIONS`` lists them in report order.
 """
@@ -9,11 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from reckon.signoff import ReviewState, review_state, review_words
 from reports import formatting as fmt
+from reports.approval_record import APPROVAL_HTML, APPROVAL_JSON
 from reports.context import ReportContext, Signoff
 from reports.sections.blocks import Block, Note, Section, Table
 
-__all__ = ["SECTIONS", "approval_rows", "signoff_text"]
+__all__ = ["SECTIONS", "approval_rows", "rendered_review", "signoff_text"]
 
 
 # ----------------------------------------------------------------------------- sign-off
@@ -35,33 +41,44 @@ def _gap_changes(prior: Signoff, ctx: ReportContext) -> list[str]:
     return changes
 
 
+def rendered_review(ctx: ReportContext) -> ReviewState:
+    """The run's review state when the report was rendered (reckon.signoff.review_state over
+    the decisions the context holds): all the report itself can truthfully say. Later
+    decisions go to the approval record beside it (reports.approval_record)."""
+    return review_state([(e.by, e.decision) for e in ctx.signoffs], reconciler=ctx.reconciler,
+                        required=ctx.required_approvers)
+
+
 def signoff_text(ctx: ReportContext) -> str:
-    """The day's sign-off state in one sentence (HTML and PDF): the decisions on this run, or
-    that a run someone signed off was replaced by this one and what changed."""
+    """The day's sign-off state in one sentence (HTML and PDF): the run's state when rendered,
+    in the words every view uses, pointing to the approval record for what came after; or
+    that a run someone signed off was replaced by this one, its state, and what changed."""
     prior = ctx.superseded_signoff
     if prior is not None:
         changes = _gap_changes(prior, ctx)
         change = (", ".join(changes) if changes else
                   "the gap of every currency and the unexplained count are unchanged")
-        return (f"Run {prior.run_id} of this day was {prior.decision} by {prior.by} at "
-                f"{fmt.ts(prior.at)}; this audit replaced it ({change}): the day needs a new "
-                "sign-off.")
-    if not ctx.signoffs:
-        return "Not signed off yet."
-    return "; ".join(f"{e.decision.capitalize()} by {e.by} at {fmt.ts(e.at)}"
-                     for e in ctx.signoffs) + "."
+        was = (f"{prior.decision} by {prior.by} at {fmt.ts(prior.at)}"
+               if ctx.superseded_review is None else review_words(ctx.superseded_review))
+        return (f"Run {prior.run_id} of this day ({was}) was replaced by this audit "
+                f"({change}): the day needs a new sign-off.")
+    return (f"{review_words(rendered_review(ctx))} when this report was rendered; later "
+            f"decisions: the approval record, {APPROVAL_HTML}.")
 
 
 def approval_rows(ctx: ReportContext) -> list[tuple[str, str]]:
-    """The approval block: what was prepared, by whom and when, who decided what and when,
-    and the state of the sign-off (every format alike)."""
+    """The approval block: what was prepared, by whom and when, the decisions and the state
+    when the report was rendered, and where the current state is (the approval record)
+    (every format alike)."""
     rows = [("Audit run", f"{ctx.audit_run_id} ({ctx.audit_kind})"),
             ("Prepared by", f"{ctx.reconciler}, audit started {fmt.ts(ctx.audit_started_at)}")]
     rows += [(f"{e.decision.capitalize()} by", f"{e.by} at {fmt.ts(e.at)}")
              for e in ctx.signoffs]
-    if not ctx.signoffs:
-        rows.append(("Reviewed and signed off by", "-"))
-    rows.append(("State", signoff_text(ctx)))
+    rows.append(("State when rendered", review_words(rendered_review(ctx))))
+    rows.append(("Approval record", f"{APPROVAL_HTML} (and {APPROVAL_JSON}) beside this report: "
+                                    "every decision since and the current state, rewritten "
+                                    "at each sign-off; it is authoritative, this block is not "
+                                    "updated"))
     rows.append(("Integrity", "report.html's SHA-256 is recorded with the run in the report "
                               "database; each sign-off binds it and the run's figures "
                               "(`reckon verify-log` checks both)"))
@@ -94,7 +111,10 @@ def _quality_rows(ctx: ReportContext) -> list[tuple[str, Any]]:
 
 def _approval_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     return (Table(("step", "detail"), tuple(approval_rows(ctx)), widths=(45, 135),
-                  css="kv approval", row_heads=True),)
+                  css="kv approval", row_heads=True),
+            Note("Approval record: ", link=(APPROVAL_HTML, APPROVAL_HTML), id="approval-record",
+                 tail=" (the current state and every decision; a relative link: keep the "
+                      "report's folder together)", css=""))
 
 
 # ----------------------------------------------------------------------------- the list
