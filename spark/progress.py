@@ -11,7 +11,6 @@ watermark never moves backwards, so the largest recorded value is where the stre
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import date, datetime
 from pathlib import Path
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["day_closed", "latest_watermark", "logged_watermark", "not_ready_message",
-           "required_watermark", "stream_rules", "wait_for_day_closed"]
+           "required_watermark", "wait_for_day_closed"]
 
 
 def logged_watermark(warehouse: str | Path) -> tuple[bool, int | None]:
@@ -173,30 +172,3 @@ def not_ready_message(config: ProgressConfig, day: date, seen: int | None, timeo
             "delivering? Run later, raise the limit (RECKON_WATERMARK_WAIT_TIMEOUT), or let "
             "the next nightly run pick this day up through its lookback window "
             "(lookback_days).")
-
-
-def stream_rules(spark: SparkSession, warehouse: Path, configured: EventTimeRules
-                 ) -> EventTimeRules:
-    """The rules the stream ran with (its newest watermark_progress row), else ``configured``.
-
-    Why: a story of what the stream did must judge its events by the rules it ran with, even
-    when today's configuration differs (``reckon explain`` and the audit's recorded stories).
-
-    Example:
-        >>> stream_rules(spark, wh, settings.event_time_rules()).to_config()["window"]  # doctest: +SKIP
-        '10s'
-    """
-    from pyspark.sql import functions as F
-
-    if tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
-        rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
-                .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
-                .select("rules_json").limit(1).collect())
-        if rows:
-            cfg = json.loads(rows[0].rules_json)
-            return EventTimeRules.parse(
-                window=cfg["window"], slide=cfg.get("slide"), lateness=cfg["lateness"],
-                grace=cfg["grace"], idle_timeout=cfg["idle_timeout"],
-                max_clock_skew=cfg["max_clock_skew"], dedup_horizon=cfg["dedup_horizon"],
-                expected_partitions=cfg.get("expected_partitions") or ())
-    return configured

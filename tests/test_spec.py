@@ -238,7 +238,7 @@ def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> Non
     new = changed_spec(recorded, load_settings(env={}, watermark_bound_by_source="sat=30s"))
     assert describe_change(recorded, new) == "watermark_bound_by_source sat=10s -> sat=30s"
     back = changed_spec(recorded, load_settings(env={}, watermark_inputs="partition",
-                                                watermark_bound_by_source={}))
+                                                watermark_bound_by_source="none"))
     assert describe_change(recorded, back) == ("watermark_inputs source -> partition, "
                                                "watermark_bound_by_source sat=10s -> {} (none)")
     # an old spec changed to bounds by partition
