@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reckon.engine_config import ProgressConfig
 from reckon.errors import WatermarkNotReadyError, invalid
-from reckon.eventtime import EventTimeRules
+from reckon.eventtime import EventTimeRules, WatermarkState
 from reckon.timeutil import (
     MICROS_PER_SECOND,
     describe_duration,
@@ -33,8 +33,8 @@ from spark import tables as tb
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["day_closed", "latest_watermark", "logged_watermark", "not_ready_message",
-           "required_watermark", "wait_for_day_closed"]
+__all__ = ["day_closed", "inputs_seen", "latest_watermark", "logged_watermark",
+           "not_ready_message", "required_watermark", "wait_for_day_closed"]
 
 
 def logged_watermark(warehouse: str | Path) -> tuple[bool, int | None]:
@@ -172,3 +172,22 @@ def not_ready_message(config: ProgressConfig, day: date, seen: int | None, timeo
             "delivering? Run later, raise the limit (RECKON_WATERMARK_WAIT_TIMEOUT), or let "
             "the next nightly run pick this day up through its lookback window "
             "(lookback_days).")
+
+
+def inputs_seen(spark: SparkSession, warehouse: Path) -> tuple[set[int], set[str]]:
+    """(partitions, sources) the warehouse's stream has seen: the inputs its newest watermark
+    state holds (sources only when it ran with inputs by source). Why: a bound for an input
+    never seen is likely a misspelt name (reckon.spec ``unseen_bounds``). One small row read.
+
+    Example: ``inputs_seen(spark, wh)`` -> ``({0, 1}, {"http", "sat"})``.
+    """
+    from pyspark.sql import functions as F
+
+    if not tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
+        return set(), set()
+    rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+            .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+            .select("state_json").limit(1).collect())
+    state = WatermarkState.from_json(rows[0].state_json if rows else None)
+    partitions = {k if isinstance(k, int) else k[0] for k in state.partitions}
+    return partitions, {k[1] for k in state.partitions if not isinstance(k, int)}
