@@ -110,13 +110,15 @@ def _with_spec(settings: Settings, step: str) -> Settings:
 def _unseen_bounds(spark: Any, settings: Settings) -> str | None:
     """The warning line for a bound of an input the warehouse never saw (reckon.spec
     ``unseen_bounds``): the partitions and sources its stream's watermark state holds, and
-    the expected partitions."""
+    the expected partitions. Nothing is read without bounds per input."""
     from reckon.spec import unseen_bounds
     from spark.progress import inputs_seen
 
+    policy = settings.event_time_rules().watermark
+    if not (policy.partition_bounds or policy.source_bounds):
+        return None
     partitions, sources = inputs_seen(spark, settings.warehouse_path)
-    return unseen_bounds(settings.event_time_rules().watermark,
-                         {*partitions, *settings.expected_partitions}, sources,
+    return unseen_bounds(policy, {*partitions, *settings.expected_partitions}, sources,
                          "in this warehouse")
 
 
