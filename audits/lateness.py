@@ -287,6 +287,17 @@ def _day_log(spark: SparkSession, config: WhatIfConfig, the_day: date) -> Any:
                     F.coalesce(F.col("source"), F.lit("")).alias("source")))
 
 
+def inputs_of_day(spark: SparkSession, config: WhatIfConfig, day: date
+                  ) -> tuple[set[int], set[str]]:
+    """(partitions, sources) that sent events on ``day``: what a configured bound per input
+    is checked against (reckon.spec ``unseen_bounds``: a misspelt source is never seen).
+
+    Example: ``inputs_of_day(spark, settings.whatif_config(), day)`` -> ``({0, 1}, {"sat"})``.
+    """
+    rows = _day_log(spark, config, day).select("partition", "source").distinct().collect()
+    return {int(r.partition) for r in rows}, {str(r.source) for r in rows if r.source}
+
+
 def analyze_inputs(spark: SparkSession, config: WhatIfConfig, day: date,
                    bounds: Iterable[int | str] | None = None,
                    target: Decimal | float | str | None = None,

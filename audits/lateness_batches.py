@@ -346,7 +346,7 @@ def whatif_of_day(spark: SparkSession, config: WhatIfConfig, day: date) -> WhatI
 
     from pyspark.sql import functions as F
 
-    from reckon.spec import rules_with_spec
+    from reckon.spec import rules_of
     from spark import tables as tb
 
     wh = config.warehouse
@@ -362,7 +362,7 @@ def whatif_of_day(spark: SparkSession, config: WhatIfConfig, day: date) -> WhatI
            .select("rules_json").distinct().limit(2).collect()}
     if len(ran) != 1:
         return config
-    return replace(config, rules=rules_with_spec(config.rules, json.loads(ran.pop())))
+    return replace(config, rules=rules_of(json.loads(ran.pop()), config.rules))
 
 
 def per_source_batches(spark: SparkSession, config: WhatIfConfig, day: date,

@@ -47,8 +47,8 @@ from reckon.eventtime import EventTimeRules
 from reckon.reconcile import ReconStatus
 from reckon.timeutil import from_micros
 from spark import tables as tb
-from spark.progress import stream_rules
 from spark.rules import window_starts_col
+from spark.spec import rules_in_force
 
 __all__ = ["StoryInputs", "record_break_stories"]
 
@@ -193,10 +193,10 @@ def record_break_stories(spark: SparkSession, wh: Path, configured: EventTimeRul
                          run_id: str) -> int:
     """Tell every break of ``written`` (this run's reconciliation rows of ``day``) and write
     the stories to the report database from the executors; returns how many were written.
-    The stories judge events by the rules the stream ran with, ``configured`` when it
-    recorded none (``spark.progress.stream_rules``)."""
+    The stories judge events by the rules the stream ran with, bounds per input included,
+    ``configured`` when it recorded none (``spark.spec.rules_in_force``)."""
     url = recorder.ledger.url
-    rules = stream_rules(spark, wh, configured)
+    rules = rules_in_force(wh, configured)
     cells = _cells(written)
     joined, batches = _joined(spark, wh, rules, day, cells, reads)
     try:

@@ -125,9 +125,10 @@ def _dashboard_read(spark: SparkSession, settings: Settings, watermark: int | No
     hour before the watermark (the open and recent ones), folded from their deltas
     (spark.provisional.read_provisional) and collected, as a dashboard shows them. A dashboard
     polls, so the read runs DASHBOARD_READS times: the median, and the first (cold) apart."""
-    from spark.provisional import read_provisional, warehouse_rules
+    from spark.provisional import read_provisional
+    from spark.spec import rules_in_force
 
-    rules = warehouse_rules(settings.warehouse_path)
+    rules = rules_in_force(settings.warehouse_path)
     since = None if watermark is None else watermark - DASHBOARD_SPAN_SECONDS * MICROS_PER_SECOND
     seconds, rows = [], []
     for _ in range(DASHBOARD_READS):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -93,15 +93,21 @@ def prepare_airflow_home(path: str | os.PathLike[str], *, migrate: bool = True
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """The settings as RECKON_* variables, so a subprocess (or an Airflow worker) loads exactly
-    the same configuration with ``load_settings()``. Includes the report DB URL unredacted:
-    pass it only to processes of the same user."""
-    env: dict[str, str] = {}
-    for f in fields(settings):
-        value = getattr(settings, f.name)
-        if f.name == "warehouse":
-            text = str(settings.warehouse_path)
-        elif isinstance(value, bool):
+    """The settings a user set (``Settings.user_set``), as RECKON_* variables, so a
+    subprocess (or an Airflow worker) loads exactly the same configuration with
+    ``load_settings()``; the warehouse always, as an absolute path. A default is never
+    exported: the worker would take it as set by the user, and a step on a warehouse whose
+    spec differs from the defaults (the demo's expected partitions) would be refused.
+    Includes the report DB URL unredacted: pass it only to processes of the same user.
+
+    >>> sorted(settings_env(load_settings(env={}, window="1m", warehouse="/wh")))
+    ['RECKON_WAREHOUSE', 'RECKON_WINDOW']
+    """
+    env: dict[str, str] = {"RECKON_WAREHOUSE": str(settings.warehouse_path)}
+    for name, value in settings.user_set().items():
+        if name == "warehouse":
+            continue
+        if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, tuple):
             text = ",".join(str(v) for v in value)
@@ -110,8 +116,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         elif isinstance(value, Decimal | int | str):
             text = str(value)
         else:  # pragma: no cover - every Settings field is one of the kinds above
-            raise TypeError(f"setting {f.name} has an unexpected type {type(value).__name__}")
-        env["RECKON_" + _NAME_OF_FIELD.get(f.name, f.name).upper()] = text
+            raise TypeError(f"setting {name} has an unexpected type {type(value).__name__}")
+        env["RECKON_" + _NAME_OF_FIELD.get(name, name).upper()] = text
     return env
 
 

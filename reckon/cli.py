@@ -147,9 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
             require_existing(args.command, settings)
         if args.command in _TAKES_WAREHOUSE_SPEC:
-            from spark.spec import resolved_settings
+            from spark.spec import settings_for
 
-            settings = resolved_settings(settings, args.command)
+            settings = settings_for(settings, args.command)
         return int(args.handler(args, settings) or 0)
     except BrokenPipeError:
         return _quiet_broken_pipe()

@@ -89,11 +89,14 @@ def _event_time_flags(p: argparse.ArgumentParser) -> None:
                    "each (partition, source) pair")
     p.add_argument("--watermark-bound-by-partition", dest="watermark_bound_by_partition",
                    metavar="P=DURATION,...",
-                   help="bounds of some partitions instead of --watermark-bound, e.g. 0=5s,3=30s")
+                   help="bounds of some partitions instead of --watermark-bound, e.g. 0=5s,3=30s; "
+                   "with --change-spec they change only the partitions named (2= removes "
+                   "partition 2's bound, none removes them all)")
     p.add_argument("--watermark-bound-by-source", dest="watermark_bound_by_source",
                    metavar="SOURCE=DURATION,...",
                    help="bounds of some sources (with --watermark-inputs source), e.g. "
-                   "sat=10s,http=30s")
+                   "sat=10s,http=30s; with --change-spec they change only the sources named "
+                   "(sat= removes sat's bound, none removes them all)")
 
 
 def _workbench_commands(sub: Any) -> None:

@@ -49,9 +49,17 @@ from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
-__all__ = ["PROJECT_ROOT", "RENAMED", "Settings", "load_settings", "warn_renamed"]
+__all__ = ["CLEAR_ALL", "PROJECT_ROOT", "RENAMED", "WAREHOUSE_ORIGIN", "Settings",
+           "bounds_in_force", "load_settings", "warn_renamed"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+#: the origin of a value taken from the warehouse's recorded spec (reckon.spec.with_spec)
+WAREHOUSE_ORIGIN = "the warehouse"
+#: where every setting's name is documented: what a refused unknown name points to
+_DOCUMENTED = ("reckon.example.toml lists every setting, RECKON_ + its name in upper case "
+               "in the environment (README, Configuration)")
+#: a bounds map's entry that clears every recorded bound of its kind (given as ``none``)
+CLEAR_ALL = "*"
 
 
 @dataclass(frozen=True)
@@ -195,8 +203,8 @@ class Settings:
             grace=self.grace, idle_timeout=self.idle_timeout,
             max_clock_skew=self.max_clock_skew, dedup_horizon=self.dedup_horizon,
             expected_partitions=self.expected_partitions, inputs=self.watermark_inputs,
-            bound_by_partition=self.watermark_bound_by_partition,
-            bound_by_source=self.watermark_bound_by_source,
+            bound_by_partition=bounds_in_force(self.watermark_bound_by_partition),
+            bound_by_source=bounds_in_force(self.watermark_bound_by_source),
         )
 
     def audit_config(self) -> AuditConfig:
@@ -290,6 +298,18 @@ class Settings:
         """Where setting ``name`` came from; None when it is the built-in default."""
         return self.origins.get(name)
 
+    def user_set(self) -> dict[str, Any]:
+        """The values a user set (the config file, ``RECKON_*``, a flag, a caller's keyword),
+        by field: never a default, nor a value taken from the warehouse's recorded spec. What
+        may be handed on to another process as if set there (reckon.airflow_env), so that a
+        default never poses as a choice the warehouse's spec must agree with.
+
+        >>> sorted(load_settings(env={"RECKON_WINDOW": "1m"}, lateness="5s").user_set())
+        ['lateness', 'window']
+        """
+        return {name: getattr(self, name) for name, origin in self.origins.items()
+                if origin != WAREHOUSE_ORIGIN}
+
     def public_dict(self) -> dict[str, Any]:
         """For logs and report headers: no secrets (the database URL loses its password)."""
         out: dict[str, Any] = {}
@@ -319,8 +339,7 @@ def _redact_url(url: str) -> str:
 def _coerce(name: str, value: Any) -> Any:
     kinds = {f.name: f.type for f in fields(Settings) if f.name != "origins"}
     if name not in kinds:
-        allowed = ", ".join(sorted({*RENAMED, *kinds} - set(RENAMED.values())))
-        raise ConfigError(f"unknown setting {name!r}; known settings: {allowed}")
+        raise ConfigError(f"unknown setting {name!r}{_nearest(name, _setting_names())}")
     kind = kinds[name]
     try:
         if kind == "int":
@@ -341,30 +360,89 @@ def _coerce(name: str, value: Any) -> Any:
             items = value.split(",") if isinstance(value, str) else value
             return tuple(str(x).strip() for x in items if str(x).strip())
         if kind == "Mapping[str, str]":
-            if isinstance(value, str) and value.strip().startswith("{"):
-                value = _json_object(name, value)  # values may hold commas: a JSON object
-            if isinstance(value, str):
-                pairs = [kv.split("=", 1) for kv in value.split(",") if kv.strip()]
-                if any(len(pair) != 2 for pair in pairs):
-                    raise ConfigError(
-                        f"setting {name}={value!r} cannot be read: write key=value pairs "
-                        "separated by commas, or a JSON object when a value holds a comma, "
-                        "e.g. {\"spark.sql.extensions\": \"a.B,c.D\"}")
-                return {k.strip(): v.strip() for k, v in pairs}
-            return {str(k): str(v) for k, v in dict(value).items()}
+            return _map(name, value)
         return str(value)
     except (ValueError, InvalidOperation, TypeError):
         raise ConfigError(f"setting {name}={value!r} cannot be read as {kind}") from None
 
 
-def _json_object(name: str, text: str) -> dict[str, str]:
+#: the bounds maps, and the example each one's refusal shows
+_BOUND_MAPS: Mapping[str, str] = {"watermark_bound_by_source": "sat=10s,http=30s",
+                                  "watermark_bound_by_partition": "0=5s,3=30s"}
+
+
+def _map(name: str, value: Any) -> dict[str, str]:
+    """A map setting from the file (a TOML table), ``RECKON_*`` or a flag (``k=v,k=v``, or a
+    JSON object when a value holds a comma). A bounds map is checked here, once: each name
+    given once and not empty, a partition a number >= 0; ``k=`` (no bound) removes k's
+    recorded bound in ``--change-spec`` and ``none`` all of them (``CLEAR_ALL``).
+
+    >>> _map("watermark_bound_by_source", "sat=10s, http=")
+    {'sat': '10s', 'http': ''}
+    >>> _map("watermark_bound_by_source", "none")
+    {'*': ''}
+    """
+    if isinstance(value, str) and value.strip().startswith("{"):
+        pairs = _json_pairs(name, value)  # values may hold commas: a JSON object
+    elif isinstance(value, str):
+        if name in _BOUND_MAPS and value.strip().lower() == "none":
+            return {CLEAR_ALL: ""}
+        pairs = [_pair(name, kv, value) for kv in value.split(",") if kv.strip()]
+    else:
+        pairs = [(str(k), "" if v is None else str(v)) for k, v in dict(value).items()]
+    out: dict[str, str] = {}
+    for key, bound in ((k.strip(), v.strip()) for k, v in pairs):
+        if name in _BOUND_MAPS:
+            _check_input_name(name, key, value)
+            if key in out:
+                raise ConfigError(f"{name}: {key!r} is given twice ({key}={out[key]}, "
+                                  f"{key}={bound}): give each once, e.g. {_BOUND_MAPS[name]}")
+        out[key] = bound
+    return out
+
+
+def _pair(name: str, item: str, whole: str) -> tuple[str, str]:
+    if "=" not in item:
+        example = _BOUND_MAPS.get(name, '{"spark.sql.extensions": "a.B,c.D"}')
+        what = ("NAME=DURATION pairs separated by commas" if name in _BOUND_MAPS
+                else "key=value pairs separated by commas, or a JSON object when a value "
+                     "holds a comma")
+        raise ConfigError(f"setting {name}={whole!r} cannot be read: {item.strip()!r} has no "
+                          f"'=': write {what}, e.g. {example}")
+    key, value = item.split("=", 1)
+    return key, value
+
+
+def _check_input_name(name: str, key: str, whole: Any) -> None:
+    """A bounds map's key: a source's name (not empty), or a partition number >= 0."""
+    if key == CLEAR_ALL:
+        return
+    if not key:
+        raise ConfigError(f"{name}={whole!r}: a bound without a name: write each as NAME="
+                          f"DURATION, e.g. {_BOUND_MAPS[name]}")
+    if name == "watermark_bound_by_partition" and not (key.isascii() and key.isdigit()):
+        raise ConfigError(f"watermark_bound_by_partition: {key!r} is not a partition number "
+                          "(a number >= 0; write 0=5s,3=30s)")
+
+
+def bounds_in_force(given: Mapping[str, str]) -> dict[str, str]:
+    """A bounds map without its removals (``k=`` and ``none`` only mean something to a
+    ``--change-spec`` of a recorded map, reckon.spec): the bounds themselves.
+
+    >>> bounds_in_force({"sat": "10s", "http": "", "*": ""})
+    {'sat': '10s'}
+    """
+    return {k: v for k, v in given.items() if k != CLEAR_ALL and v != ""}
+
+
+def _json_pairs(name: str, text: str) -> list[tuple[str, str]]:
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, object_pairs_hook=lambda pairs: pairs)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"setting {name}={text!r} is not a valid JSON object: {exc}") from None
-    if not isinstance(raw, dict):
+    if not isinstance(raw, list):
         raise ConfigError(f"setting {name}={text!r} must be a JSON object of strings")
-    return {str(k): str(v) for k, v in raw.items()}
+    return [(str(k), str(v)) for k, v in raw]
 
 
 def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -421,20 +499,10 @@ def load_settings(path: str | os.PathLike[str] | None = None,
     file = path or env.get("RECKON_CONFIG") or ("reckon.toml" if Path("reckon.toml").is_file()
                                                 else None)
     if file:
-        p = Path(file)
-        if not p.is_file():
-            raise ConfigError(f"config file {str(p)!r} does not exist (RECKON_CONFIG or --config)")
-        with p.open("rb") as fh:
-            try:
-                raw = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
-        section = "" if "reckon" not in raw else "[reckon] "
-        from_file, keys = _fold_renamed(raw.get("reckon", raw), lambda k: section + k,
-                                        f" in {str(p)!r}")
+        from_file, keys, section = _read_file(Path(file))
         values.update(from_file)
-        origins.update({k: f"{section}{keys[k]} in {str(p)!r}" for k in from_file})
-    names = ({f.name for f in fields(Settings)} - {"origins"}) | set(RENAMED)
+        origins.update({k: f"{section}{keys[k]} in {str(file)!r}" for k in from_file})
+    names = _setting_names() | set(RENAMED.values())
     _refuse_misspelt_env(env, names)
     from_env, env_names = _fold_renamed(
         {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
@@ -448,6 +516,60 @@ def load_settings(path: str | os.PathLike[str] | None = None,
     return Settings(**_coerce_all(values), origins=origins)
 
 
+def _setting_names() -> set[str]:
+    """Every name a setting is set by (the clear names, not the fields they renamed)."""
+    fields_ = {f.name for f in fields(Settings)} - {"origins"}
+    return (fields_ - set(RENAMED.values())) | set(RENAMED)
+
+
+def _nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> str:
+    """``: did you mean X?`` for the known name nearest ``name``, else where every name is
+    documented: a refusal always says what to write instead."""
+    near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6) or [
+        k for k in sorted(known) if k.endswith(name) or name.endswith(k)][:1]
+    if near:
+        return f": did you mean {spell(near[0])}?"
+    return f"; {_DOCUMENTED}"
+
+
+def _read_file(p: Path) -> tuple[dict[str, Any], dict[str, str], str]:
+    """The file's settings by field, the name each was written by, and its section prefix.
+
+    Keys go under ``[reckon]`` (or, in a file without it, at the top). A map setting may
+    also be written as a table of its own, ``[watermark_bound_by_source]`` after
+    ``[reckon]`` (TOML ends ``[reckon]`` there): it is taken as that setting, as a reader
+    of the file expects; set in both places, it is refused. Any other key or table is
+    refused, naming the nearest setting.
+    """
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist (RECKON_CONFIG or --config)")
+    with p.open("rb") as fh:
+        try:
+            raw = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
+    section = "" if "reckon" not in raw else "[reckon] "
+    given = dict(raw.get("reckon", raw))
+    maps = {f.name for f in fields(Settings) if f.type == "Mapping[str, str]"}
+    for table, value in raw.items() if "reckon" in raw else ():
+        if table == "reckon":
+            continue
+        if table not in maps or not isinstance(value, dict):
+            raise ConfigError(f"config file {str(p)!r}: [{table}] is not a table reckon "
+                              f"reads{_nearest(table, {'reckon', *maps}, lambda t: f'[{t}]')}"
+                              " (settings go under [reckon])")
+        if given.get(table):
+            raise ConfigError(f"config file {str(p)!r} sets {table} twice, in [reckon] and "
+                              f"as [{table}]: keep one")
+        given[table] = value
+    for key in given:
+        if key not in _setting_names() | set(RENAMED.values()):
+            raise ConfigError(f"unknown setting {key!r} in {str(p)!r}"
+                              f"{_nearest(key, _setting_names())}")
+    values, keys = _fold_renamed(given, lambda k: section + k, f" in {str(p)!r}")
+    return values, keys, section
+
+
 #: RECKON_* variables that are not settings but are read elsewhere (the config file, the
 #: Airflow DAG, the bench, a profiler switch): never taken for a misspelt setting
 _NOT_SETTINGS = frozenset({"RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLOW_RETRIES",
@@ -456,11 +578,11 @@ _NOT_SETTINGS = frozenset({"RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLO
 
 
 def _refuse_misspelt_env(env: Mapping[str, str], names: set[str]) -> None:
-    """A ``RECKON_*`` variable one typo away from a setting's is a mistake: refused in one
-    line naming the setting, as the config file refuses an unknown key. Silently ignored, a
-    misspelt ``RECKON_WATERMARK_BOUND_BY_SORCE`` would leave the stream on the default bound
-    and record that in the warehouse's spec. Variables not close to any setting's name are
-    left alone (other tools read RECKON_* too).
+    """A ``RECKON_*`` variable that is not a setting (nor one of the few other tools read,
+    ``_NOT_SETTINGS``) is a mistake: refused in one line naming the nearest setting, as the
+    config file refuses an unknown key. Silently ignored, a misspelt
+    ``RECKON_WATERMARK_BOUND_BY_SORCE`` would leave the stream on the default bound and
+    record that in the warehouse's spec.
 
     >>> try:
     ...     _refuse_misspelt_env({"RECKON_IDLE_TIMOUT": "5m"}, {"idle_timeout"})
@@ -470,12 +592,12 @@ def _refuse_misspelt_env(env: Mapping[str, str], names: set[str]) -> None:
     """
     known = {"RECKON_" + n.upper() for n in names}
     for var in sorted(env):
-        if not var.startswith("RECKON_") or var in known or var in _NOT_SETTINGS:
-            continue
-        near = difflib.get_close_matches(var, known, n=1, cutoff=0.85)
-        if near:
-            raise ConfigError(f"{var} is not a setting: did you mean {near[0]}? "
-                              "(rename or unset it)")
+        if var.startswith("RECKON_") and var not in known and var not in _NOT_SETTINGS:
+            near = _nearest(var.removeprefix("RECKON_").lower(), _setting_names(),
+                            lambda n: "RECKON_" + n.upper())
+            raise ConfigError(f"{var} is not a setting{near} (rename or unset it)"
+                              if near.startswith(":") else
+                              f"{var} is not a setting (rename or unset it){near}")
 
 
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",

@@ -102,9 +102,24 @@ def _spark(settings: Settings, app: str) -> Any:
 def _with_spec(settings: Settings, step: str) -> Settings:
     """The settings with the warehouse's event-time spec (reckon.spec): a nightly step never
     windows a day differently from the stream that wrote it."""
-    from spark.spec import resolved_settings
+    from spark.spec import settings_for
 
-    return resolved_settings(settings, step)
+    return settings_for(settings, step)
+
+
+def _unseen_bounds(spark: Any, settings: Settings) -> str | None:
+    """The warning line for a bound of an input the warehouse never saw (reckon.spec
+    ``unseen_bounds``): the partitions and sources its stream's watermark state holds, and
+    the expected partitions. Nothing is read without bounds per input."""
+    from reckon.spec import unseen_bounds
+    from spark.progress import inputs_seen
+
+    policy = settings.event_time_rules().watermark
+    if not (policy.partition_bounds or policy.source_bounds):
+        return None
+    partitions, sources = inputs_seen(spark, settings.warehouse_path)
+    return unseen_bounds(policy, {*partitions, *settings.expected_partitions}, sources,
+                         "in this warehouse")
 
 
 def nightly_days(*, day: str | None, logical_date: datetime | None, run_after: datetime,
@@ -351,11 +366,13 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
     on_start=lambda s: print_progress)``.
     """
     from spark.sources import kafka_partitions
-    from spark.spec import resolved_settings, settings_after_change
+    from spark.spec import settings_for
     from spark.stream import run_stream, stream_lock
 
+    # a disagreeing value, or a change that would be refused, is refused before Spark starts
+    changed = settings_for(settings, "stream", change=change_spec)
     if not change_spec:
-        settings = resolved_settings(settings, "stream")
+        settings = changed
     with stream_lock(settings.warehouse_path, source) as lock:  # a second stream is refused before Spark
         spark = _spark(settings, "reckon-stream")
         if source.kafka_bootstrap and not settings.expected_partitions:
@@ -365,7 +382,11 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
             note(f"expected partitions of topic {source.topic}: {expected}")
         # with --change-spec the stream runs with the recorded spec changed by the given
         # values (recorded when it starts): the start-up line shows that, not the defaults
-        on_batch = on_start(settings_after_change(settings) if change_spec else settings)
+        running = settings_for(settings, "stream", change=True) if change_spec else settings
+        on_batch = on_start(running)
+        warning = _unseen_bounds(spark, running)
+        if warning:
+            note(warning)
         return run_stream(spark, settings, source, available_now=not trigger,
                           trigger=trigger, change_spec=change_spec, on_batch=on_batch,
                           writer_lock=lock)

@@ -30,16 +30,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reckon.config import RENAMED, Settings
+from reckon.config import CLEAR_ALL, RENAMED, WAREHOUSE_ORIGIN, Settings
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules
+from reckon.eventtime import EventTimeRules, WatermarkPolicy
+from reckon.timeutil import format_duration, parse_duration
 
 __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
-           "differences", "resolve", "rules_with_spec", "shown_name", "spec_of"]
+           "differences", "merged_bounds", "resolve", "rules_of", "shown_name", "spec_of",
+           "unseen_bounds", "with_spec"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
@@ -56,7 +58,6 @@ CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_pa
 _ONE_BOUND: dict[str, Any] = {"watermark_inputs": "partition",
                               "watermark_bound_by_partition": {},
                               "watermark_bound_by_source": {}}
-WAREHOUSE_ORIGIN = "the warehouse"
 #: recorded key -> the name a person sets it by (the spec keeps the first names)
 _SHOWN: Mapping[str, str] = {field: name for name, field in RENAMED.items()}
 
@@ -103,17 +104,46 @@ class Difference:
 
 def differences(recorded: Mapping[str, Any], settings: Settings) -> list[Difference]:
     """The spec values ``settings`` were explicitly given that disagree with ``recorded``;
-    defaults never disagree (they give way to the warehouse's values)."""
+    defaults never disagree (they give way to the warehouse's values). A bounds map names
+    bounds of some inputs: it is merged into the recorded one (``merged_bounds``), so
+    ``sat=2s`` on a warehouse with ``sat=10s,http=30s`` means ``http=30s,sat=2s``."""
     given = spec_of(settings)
     out = []
     for name in SPEC_FIELDS:
         origin = settings.origin(name)
         if origin is None or origin == WAREHOUSE_ORIGIN:
             continue
-        mine, theirs = given.get(name, _ONE_BOUND.get(name)), recorded.get(name, _ONE_BOUND.get(name))
+        theirs = recorded.get(name, _ONE_BOUND.get(name))
+        mine = (merged_bounds(theirs or {}, getattr(settings, name)) if name in _MAPS
+                else given.get(name, _ONE_BOUND.get(name)))
         if _normal(name, mine) != _normal(name, theirs):
             out.append(Difference(field=name, recorded=theirs, given=mine, origin=origin))
     return out
+
+
+_MAPS = frozenset({"watermark_bound_by_partition", "watermark_bound_by_source"})
+
+
+def merged_bounds(recorded: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
+    """A recorded bounds map with the given entries: ``k=d`` sets k's bound, ``k=`` removes
+    it, ``none`` (``CLEAR_ALL``) removes every recorded one first. Durations normalised.
+
+    >>> merged_bounds({"sat": "10s", "http": "30s"}, {"sat": "2000ms"})
+    {'http': '30s', 'sat': '2s'}
+    >>> merged_bounds({"sat": "10s", "http": "30s"}, {"sat": ""})
+    {'http': '30s'}
+    >>> merged_bounds({"sat": "10s"}, {"*": "", "radar": "1s"})
+    {'radar': '1s'}
+    """
+    out = {} if CLEAR_ALL in given else dict(recorded)
+    for key, bound in given.items():
+        if key == CLEAR_ALL:
+            continue
+        if bound == "":
+            out.pop(key, None)
+        else:
+            out[key] = format_duration(parse_duration(bound, f"watermark bound of {key}"))
+    return dict(sorted(out.items()))
 
 
 def _normal(name: str, value: Any) -> Any:
@@ -133,37 +163,46 @@ def _setting_value(name: str, value: Any) -> Any:
     return value
 
 
-def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
-    """``settings`` with every spec value taken from ``recorded`` (the bounds per input
-    default to one bound for all when the spec predates them)."""
+def _spec_values(recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded spec as the Settings fields hold it (the bounds per input default to one
+    bound for all when the spec predates them): the one reading of a spec."""
     full = {**_ONE_BOUND, **recorded}
-    values = {name: _setting_value(name, full[name]) for name in SPEC_FIELDS if name in full}
+    return {name: _setting_value(name, full[name]) for name in SPEC_FIELDS if name in full}
+
+
+def with_spec(settings: Settings, recorded: Mapping[str, Any]) -> Settings:
+    """``settings`` with every spec value taken from ``recorded``, each marked as the
+    warehouse's (never handed on as if a user set it: ``Settings.user_set``)."""
+    values = _spec_values(recorded)
     return settings.with_values(dict.fromkeys(values, WAREHOUSE_ORIGIN), **values)
 
 
-def rules_with_spec(rules: EventTimeRules, recorded: Mapping[str, Any]) -> EventTimeRules:
-    """``rules`` with every spec value taken from ``recorded``, as ``with_spec`` takes them
-    into settings (the bounds per input default to one bound for all when the spec predates
-    them): for an engine handed rules, not ``Settings`` (reckon/engine_config.py), e.g. the
-    rules a stream's batches recorded in ``watermark_progress.rules_json``.
+def rules_of(recorded: Mapping[str, Any] | None, base: EventTimeRules | None = None
+             ) -> EventTimeRules:
+    """The rules a recorded spec means (a version of ``event_time_spec``, or the
+    ``rules_json`` a batch recorded), its bounds per input included; what it does not hold
+    from ``base`` (the built-in defaults when None). The pure rule every reader of a
+    warehouse's rules goes through (spark.spec reads the table).
 
-    >>> rules = EventTimeRules.parse(lateness="3s", bound_by_source={"http": "6s"})
-    >>> ran = rules_with_spec(rules, {"lateness": "3s", "watermark_inputs": "source",
-    ...                               "watermark_bound_by_source": {"http": "8s"}})
-    >>> ran.watermark.bound((0, "http")) // 1_000_000, ran.windows == rules.windows
-    (8, True)
+    >>> rules = rules_of({"lateness": "3s", "watermark_inputs": "source",
+    ...                   "watermark_bound_by_source": {"http": "8s"}})
+    >>> rules.watermark.bound((0, "http")) // 1_000_000, rules.watermark.bound((0, "sat")) // 1_000_000
+    (8, 3)
     """
-    full = {**rules.to_config(), **_ONE_BOUND,
-            **{name: value for name, value in recorded.items() if name in SPEC_FIELDS}}
+    base = base or Settings().event_time_rules()
+    if recorded is None:
+        return base
+    spec = {name: value for name, value in recorded.items() if name in SPEC_FIELDS}
+    values = _spec_values({**base.to_config(), **_ONE_BOUND, **spec})
     return EventTimeRules.parse(
-        window=full["window"], slide=full.get("slide") or None, lateness=full["lateness"],
-        grace=full["grace"], idle_timeout=full["idle_timeout"],
-        max_clock_skew=full["max_clock_skew"], dedup_horizon=full["dedup_horizon"],
-        expected_partitions=_setting_value("expected_partitions",
-                                           full.get("expected_partitions")),
-        inputs=full["watermark_inputs"],
-        bound_by_partition=full["watermark_bound_by_partition"],
-        bound_by_source=full["watermark_bound_by_source"])
+        window=values["window"], slide=values.get("slide") or None,
+        lateness=values["lateness"], grace=values["grace"],
+        idle_timeout=values["idle_timeout"], max_clock_skew=values["max_clock_skew"],
+        dedup_horizon=values["dedup_horizon"],
+        expected_partitions=values.get("expected_partitions", ()),
+        inputs=values["watermark_inputs"],
+        bound_by_partition=values["watermark_bound_by_partition"],
+        bound_by_source=values["watermark_bound_by_source"])
 
 
 def resolve(settings: Settings, recorded: Mapping[str, Any] | None, step: str) -> Settings:
@@ -214,7 +253,15 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
                          "warehouse (they decide when a window is "
                          f"final, not what it holds); stream into a new warehouse to "
                          f"{_verb([d.field for d in fixed])} differently")
-    return {**recorded, **{d.field: d.given for d in diffs}}
+    new = {**recorded, **{d.field: d.given for d in diffs}}
+    by_source = new.get("watermark_bound_by_source") or {}
+    if new.get("watermark_inputs", "partition") == "partition" and by_source:
+        raise UsageError(
+            "--change-spec: --watermark-inputs partition, but the warehouse's spec has "
+            f"watermark_bound_by_source={_show(by_source)}, which only inputs by source use: "
+            "clear them in the same change with --watermark-bound-by-source none (or remove "
+            "each: " + ",".join(f"{k}=" for k in sorted(by_source)) + ")")
+    return new
 
 
 def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -224,3 +271,31 @@ def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
                      f"{_show(_normal(name, after.get(name)))}"
                      for name in SPEC_FIELDS
                      if _normal(name, before.get(name)) != _normal(name, after.get(name)))
+
+
+def unseen_bounds(policy: WatermarkPolicy, partitions: Iterable[int], sources: Iterable[str],
+                  where: str) -> str | None:
+    """One warning line naming each bound of ``policy`` for an input not among those seen
+    (``where`` says where they were seen), else None. A bound applies to the events'
+    partition number and ``source`` field exactly: ``Sat`` never holds back ``sat``, so a
+    misspelt name leaves its source on the default bound without a word. Nothing seen of a
+    kind (a new warehouse): nothing is said of that kind.
+
+    >>> policy = WatermarkPolicy(0, 60, by_source=True, partition_bounds=((7, 5),),
+    ...                          source_bounds=(("Sat", 5), ("http", 5)))
+    >>> unseen_bounds(policy, [0, 1], ["http", "sat"], "in this warehouse")
+    "warning: bounds for inputs never seen in this warehouse: source 'Sat' (seen: http, sat), partition 7 (seen: 0, 1): a misspelt name? a bound applies to the events' source and partition exactly"
+    """
+    seen_parts, seen_sources = sorted(set(partitions)), sorted(set(sources))
+    unseen = [f"source {name!r}" for name, _ in policy.source_bounds
+              if seen_sources and name not in seen_sources]
+    if unseen:
+        unseen[-1] += f" (seen: {', '.join(seen_sources)})"
+    parts = [f"partition {p}" for p, _ in policy.partition_bounds
+             if seen_parts and p not in seen_parts]
+    if parts:
+        parts[-1] += f" (seen: {', '.join(str(p) for p in seen_parts)})"
+    if not unseen + parts:
+        return None
+    return (f"warning: bounds for inputs never seen {where}: {', '.join(unseen + parts)}: a "
+            "misspelt name? a bound applies to the events' source and partition exactly")

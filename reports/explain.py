@@ -307,15 +307,16 @@ def explain_window(spark: Any, wh: Path, configured: EventTimeRules, key: str, i
                    currency: str | None = None) -> WindowStory:
     """The story of every window containing ``instant`` (microseconds) for ``key``: one
     chapter per (window, currency), or only ``currency``'s when given. Told by the rules the
-    stream ran with, ``configured`` when it recorded none (``spark.progress.stream_rules``),
+    stream ran with, bounds per input included, ``configured`` when it recorded none
+    (``spark.spec.rules_in_force``),
     e.g. ``explain_window(spark, wh, settings.event_time_rules(), "merchant-x", t)``."""
     from spark import tables as tb
-    from spark.progress import stream_rules
+    from spark.spec import rules_in_force
 
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
-    rules = stream_rules(spark, wh, configured)
+    rules = rules_in_force(wh, configured)
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
     if all(_untold(ch) for ch in chapters):

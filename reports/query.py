@@ -460,7 +460,8 @@ class QueryResult:
 def register_tables(spark: Any, warehouse: Path) -> dict[str, str]:
     """Register every existing warehouse table as a temp view; return name -> path."""
     from spark import tables as tb
-    from spark.provisional import read_provisional, warehouse_rules
+    from spark.provisional import read_provisional
+    from spark.spec import rules_in_force
 
     paths: dict[str, str] = {}
     for name in tb.TABLES:
@@ -469,7 +470,7 @@ def register_tables(spark: Any, warehouse: Path) -> dict[str, str]:
             spark.read.format("delta").load(path).createOrReplaceTempView(name)
             paths[name] = path
     if tb.PROVISIONAL_DELTAS in paths:  # derived from the deltas (spark.provisional)
-        read_provisional(spark, warehouse, warehouse_rules(warehouse)).createOrReplaceTempView(
+        read_provisional(spark, warehouse, rules_in_force(warehouse)).createOrReplaceTempView(
             tb.PROVISIONAL_TOTALS)
     return paths
 

@@ -11,7 +11,6 @@ watermark never moves backwards, so the largest recorded value is where the stre
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import date, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reckon.engine_config import ProgressConfig
 from reckon.errors import WatermarkNotReadyError, invalid
-from reckon.eventtime import EventTimeRules
+from reckon.eventtime import EventTimeRules, WatermarkState
 from reckon.timeutil import (
     MICROS_PER_SECOND,
     describe_duration,
@@ -34,8 +33,8 @@ from spark import tables as tb
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["day_closed", "latest_watermark", "logged_watermark", "not_ready_message",
-           "required_watermark", "stream_rules", "wait_for_day_closed"]
+__all__ = ["day_closed", "inputs_seen", "latest_watermark", "logged_watermark",
+           "not_ready_message", "required_watermark", "wait_for_day_closed"]
 
 
 def logged_watermark(warehouse: str | Path) -> tuple[bool, int | None]:
@@ -175,28 +174,20 @@ def not_ready_message(config: ProgressConfig, day: date, seen: int | None, timeo
             "(lookback_days).")
 
 
-def stream_rules(spark: SparkSession, warehouse: Path, configured: EventTimeRules
-                 ) -> EventTimeRules:
-    """The rules the stream ran with (its newest watermark_progress row), else ``configured``.
+def inputs_seen(spark: SparkSession, warehouse: Path) -> tuple[set[int], set[str]]:
+    """(partitions, sources) the warehouse's stream has seen: the inputs its newest watermark
+    state holds (sources only when it ran with inputs by source). Why: a bound for an input
+    never seen is likely a misspelt name (reckon.spec ``unseen_bounds``). One small row read.
 
-    Why: a story of what the stream did must judge its events by the rules it ran with, even
-    when today's configuration differs (``reckon explain`` and the audit's recorded stories).
-
-    Example:
-        >>> stream_rules(spark, wh, settings.event_time_rules()).to_config()["window"]  # doctest: +SKIP
-        '10s'
+    Example: ``inputs_seen(spark, wh)`` -> ``({0, 1}, {"http", "sat"})``.
     """
     from pyspark.sql import functions as F
 
-    if tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
-        rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
-                .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
-                .select("rules_json").limit(1).collect())
-        if rows:
-            cfg = json.loads(rows[0].rules_json)
-            return EventTimeRules.parse(
-                window=cfg["window"], slide=cfg.get("slide"), lateness=cfg["lateness"],
-                grace=cfg["grace"], idle_timeout=cfg["idle_timeout"],
-                max_clock_skew=cfg["max_clock_skew"], dedup_horizon=cfg["dedup_horizon"],
-                expected_partitions=cfg.get("expected_partitions") or ())
-    return configured
+    if not tb.table_exists(warehouse, tb.WATERMARK_PROGRESS):
+        return set(), set()
+    rows = (tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+            .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
+            .select("state_json").limit(1).collect())
+    state = WatermarkState.from_json(rows[0].state_json if rows else None)
+    partitions = {k if isinstance(k, int) else k[0] for k in state.partitions}
+    return partitions, {k[1] for k in state.partitions if not isinstance(k, int)}

@@ -1,14 +1,21 @@
-"""The ``event_time_spec`` table: where a warehouse keeps its event-time spec (reckon.spec).
+"""The warehouse's rules: the one module that reads, writes and resolves its event-time spec.
 
-Each version is one row, appended in one commit whose ``userMetadata`` holds the same row as
-JSON, so any step reads the spec from the commit files alone, before (or without) starting
-Spark: the nightly DAG's watermark sensor does. The stream writes version 1 when it first
-starts, and a new version on an explicit ``--change-spec``.
+The spec lives in the ``event_time_spec`` table. Each version is one row, appended in one
+commit whose ``userMetadata`` holds the same row as JSON, so any step reads the spec from the
+commit files alone, before (or without) starting Spark: the nightly DAG's watermark sensor
+does. The stream writes version 1 when it first starts (``establish_spec``), and a new
+version on an explicit ``--change-spec``. Every command, DAG step, ``reckon explain``, the
+lateness what-if and the audit's break stories take their rules from here: the settings a
+step runs with (``settings_for``) or the rules in force at a version (``rules_in_force``,
+bounds per input included). What a recorded spec *means* is the pure rule in reckon.spec
+(``rules_of``, ``with_spec``, ``changed_spec``); this module is its edge.
 
 Example:
-    >>> settings = resolved_settings(load_settings(), "audit")  # doctest: +SKIP
+    >>> settings = settings_for(load_settings(), "audit")  # doctest: +SKIP
     >>> settings.window   # what the warehouse's stream windows by, not the default
     '1m'
+    >>> rules_in_force(wh).watermark.bound((0, "http"))  # doctest: +SKIP
+    8000000
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from pyspark.sql import SparkSession
 
 from reckon.config import Settings
 from reckon.errors import UsageError
-from reckon.spec import changed_spec, describe_change, resolve, spec_of, with_spec
+from reckon.eventtime import EventTimeRules
+from reckon.spec import changed_spec, describe_change, resolve, rules_of, spec_of, with_spec
 from reckon.timeutil import format_micros
 from spark import commits
 from spark import tables as tb
 
-__all__ = ["SpecVersion", "current_spec", "establish_spec", "recorded_versions",
-           "resolved_settings"]
+__all__ = ["SpecVersion", "establish_spec", "recorded_versions", "rules_in_force",
+           "settings_for"]
 
 _META_KEY = "reckon_spec"
 
@@ -86,29 +94,47 @@ def _in_shown_names(versions: list[SpecVersion]) -> list[SpecVersion]:
     return versions[:1] + retold
 
 
-def current_spec(warehouse: str | Path) -> dict[str, Any] | None:
-    """The spec in force (the newest version), or None when none is recorded."""
+def _spec_at(warehouse: str | Path, version: int | None = None) -> dict[str, Any] | None:
+    """Spec version ``version`` (None: the newest, the one in force now); None when the
+    warehouse has none recorded."""
     versions = recorded_versions(warehouse)
-    return versions[-1].spec if versions else None
+    if version is None:
+        return versions[-1].spec if versions else None
+    for v in versions:
+        if v.version == version:
+            return v.spec
+    raise UsageError(f"the warehouse {str(warehouse)!r} has no event-time spec version "
+                     f"{version} (it has {', '.join(str(v.version) for v in versions) or 'none'})")
 
 
-def resolved_settings(settings: Settings, step: str) -> Settings:
-    """``settings`` with the warehouse's spec; a given value that disagrees is refused."""
-    return resolve(settings, current_spec(settings.warehouse_path), step)
+def rules_in_force(warehouse: str | Path, base: EventTimeRules | None = None,
+                   version: int | None = None) -> EventTimeRules:
+    """The rules of the warehouse's spec version ``version`` (None: the newest, what its
+    stream runs with now), bounds per input included; ``base`` (the built-in defaults when
+    None) when no stream has recorded a spec yet. Why: a story of what the stream did
+    (``reckon explain``, the audit's break stories) and every read of provisional_totals
+    must judge events by the rules the stream ran with, not today's configuration.
+
+    Example: ``read_provisional(spark, wh, rules_in_force(wh))``.
+    """
+    return rules_of(_spec_at(warehouse, version), base)
 
 
 _NO_SPEC_TO_CHANGE = ("--change-spec: this warehouse has no event-time spec yet; its first "
                       "stream records one: start it without --change-spec")
 
 
-def settings_after_change(settings: Settings) -> Settings:
-    """What a stream started with ``--change-spec`` runs with: the warehouse's spec with the
-    given values, read without Spark and recording nothing (``establish_spec`` records it).
-    Its start-up line shows these, not the built-in defaults of what was not given: a
-    warehouse recorded with ``watermark_bound 0s`` and 1m windows, restarted with
-    ``--change-spec --watermark-bound-by-source http=5s``, runs with bound 0s and 1m windows.
-    A change that would be refused is refused here, in the same words."""
-    current = current_spec(settings.warehouse_path)
+def settings_for(settings: Settings, step: str, *, change: bool = False) -> Settings:
+    """The settings ``step`` runs with on its warehouse: the recorded spec's values (a given
+    value that disagrees is refused, naming both); with ``change`` (``reckon stream
+    --change-spec``), the spec with the given values changed, read without Spark and
+    recording nothing (``establish_spec`` records it), so the stream's start-up line shows
+    what it will run with: a warehouse recorded with ``watermark_bound 0s`` and 1m windows,
+    restarted with ``--change-spec --watermark-bound-by-source http=5s``, runs with bound 0s
+    and 1m windows. A change that would be refused is refused here, in the same words."""
+    current = _spec_at(settings.warehouse_path)
+    if not change:
+        return resolve(settings, current, step)
     if current is None:
         raise UsageError(_NO_SPEC_TO_CHANGE)
     return with_spec(settings, changed_spec(current, settings))

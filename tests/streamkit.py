@@ -46,9 +46,10 @@ def stream_settings(warehouse: Path, **rules: object) -> Settings:
 def provisional_rows(spark, warehouse: Path) -> dict[tuple[int, str, str], tuple]:
     """provisional_totals (derived from the deltas, spark.provisional) as
     {(window start us, key, currency): figures}."""
-    from spark.provisional import read_provisional, warehouse_rules
+    from spark.provisional import read_provisional
+    from spark.spec import rules_in_force
 
-    df = read_provisional(spark, warehouse, warehouse_rules(warehouse))
+    df = read_provisional(spark, warehouse, rules_in_force(warehouse))
     return {(to_micros(r.window_start), r.key, r.currency): (
         r.total_amount, r.event_count, r.status, r.revision, r.closed_batch_id,
         None if r.watermark_at_close is None else to_micros(r.watermark_at_close),

@@ -206,3 +206,49 @@ def test_a_component_that_cannot_start_is_named_with_its_log(tmp_path):
                                 timeout=120)
     assert "last lines of" in str(info.value)
     assert _processes_of_home(tmp_path / "airflow") == []
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_scripts_airflow_local_with_default_settings_runs_a_streamed_days_nightly(spark,
+                                                                                  tmp_path):
+    """The README's local Airflow as a user starts it: ``scripts/airflow-local`` with the
+    warehouse and the watermark wait set, every event-time setting left at its default, on a
+    warehouse whose stream recorded its expected partitions. A run
+    triggered for the streamed day through the REST API succeeds: the defaults are not
+    exported as if set, so no step finds them disagreeing with the warehouse's spec (it used
+    to fail at wait_for_watermark: "spec has expected_partitions=[0,1,2,3], but
+    RECKON_EXPECTED_PARTITIONS gives []"). SIGTERM stops every process it started."""
+    import signal
+    import subprocess
+
+    from reckon.airflow_env import DAG_ID, logical_date_for_day
+    from reckon.airflow_local import LocalAirflow
+    from reckon.config import PROJECT_ROOT
+
+    settings = _streamed_warehouse(spark, tmp_path)
+    home = tmp_path / "airflow"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
+    # what a user sets: the warehouse, and a short wait, so that the scheduled run of
+    # yesterday (a day this warehouse never reaches) gives up at once instead of holding the
+    # triggered run back for 2 h (max_active_runs=1); its workers must obey it
+    env.update(RECKON_WAREHOUSE=str(settings.warehouse_path),
+               RECKON_WATERMARK_WAIT_TIMEOUT="20s", RECKON_WATERMARK_POLL="5s")
+    script = subprocess.Popen([str(PROJECT_ROOT / "scripts" / "airflow-local"), str(home)],
+                              env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert script.stdout is not None
+        said = re.match(r"Airflow (\S+)  user (\S+)  password (\S+)", script.stdout.readline())
+        assert said, "scripts/airflow-local printed no address"
+        af = LocalAirflow(home=home, base_url=said.group(1), username=said.group(2),
+                          password=said.group(3))
+        run_id = af.trigger(DAG_ID, logical_date_for_day(DAY), conf={"lookback_days": 0})
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
+            assert time.monotonic() < deadline, af.task_states(DAG_ID, run_id)
+            time.sleep(2)
+        assert state == "success", _failure_detail(af, DAG_ID, run_id)
+    finally:
+        script.send_signal(signal.SIGTERM)
+        script.wait(120)
+    _wait_for(lambda: _processes_of_home(home) == [] or None, 60)

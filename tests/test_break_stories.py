@@ -126,3 +126,49 @@ def test_every_break_of_a_run_is_told_once_in_either_database(spark, tmp_path, d
     for story, event in zip(stories, firsts, strict=True):
         told = explain(spark, settings, story["key"], event.event_time, "USD")
         assert story["lines"] == list(told.lines)
+
+
+def test_a_per_source_warehouse_is_told_by_the_watermark_its_stream_used(spark, tmp_path,
+                                                                        capsys) -> None:
+    """Inputs by source, radar's bound 0 s and http's 8 s: http holds the watermark at 11 s
+    when radar's event of 5 s arrives ([0,10) closed: late, 1 s past the close), where one
+    bound of 0 s for all would have said 19 s. ``reckon explain`` and the audit's recorded
+    story say "late" for exactly the events in late_events, at the watermark the stream
+    recorded, and tell the rules the stream ran with, its bounds per source included."""
+    import json
+
+    from audits.audit import audit_day
+    from reckon.cli import main
+    from reports.db.repository import audit_recorder
+    from spark import tables as tb
+    from spark.replay import replay_day
+
+    settings = stream_settings(tmp_path / "wh", window="10s", lateness="0s",
+                               watermark_bound_by_source="http=8s,radar=0s")
+
+    def at(t: int, arrival: int, source: str) -> Event:
+        return replace(ev(t, arrival, key="m"), source=source,
+                       event_id=f"{source}-t{t}-a{arrival}")
+
+    _stream(spark, settings, [[at(1, 1, "radar"), at(2, 2, "http")],
+                              [at(15, 15, "radar"), at(14, 15, "http")],
+                              [at(19, 19, "http"), at(20, 20, "radar")],
+                              [at(5, 21, "radar"), at(12, 21, "http")]], "stories-by-source")
+    late = {r.event_id: round(r.watermark.timestamp() * 1_000_000)
+            for r in tb.read_table(spark, settings.warehouse_path, tb.LATE_EVENTS).collect()}
+    assert late == {"radar-t5-a21": BASE + 11 * S}
+    replay_day(spark, settings.replay_config(), DAY)
+    result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
+
+    capsys.readouterr()
+    assert main(["explain", "--warehouse", str(settings.warehouse_path), "--key", "m",
+                 "--window", format_micros(BASE + 5 * S), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rules"]["watermark_bound_by_source"] == {"http": "8s", "radar": "0s"}
+    [window] = doc["windows"]
+    assert {e["event_id"]: e["watermark"] for e in window["events"]
+            if e["fate"] == "late"} == late
+    [story], _ = _recorded(settings, result.run_id)
+    assert story["lines"] == window["lines"]
+    assert {e["event_id"]: e["watermark"] for e in story["evidence"] if e["fate"] == "late"
+            } == {event_id: format_micros(wm) for event_id, wm in late.items()}

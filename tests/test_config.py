@@ -224,7 +224,8 @@ def test_bounds_per_input_come_from_the_file_the_environment_or_the_flags(tmp_pa
     ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "p1=5s"},
      r"^watermark_bound_by_partition: 'p1' is not a partition number"),
     ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "1=soon"}, r"watermark bound of partition 1"),
-    ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "1"}, r"write key=value pairs"),
+    ({"RECKON_WATERMARK_BOUND_BY_PARTITION": "1"},
+     r"'1' has no '=': write NAME=DURATION pairs separated by commas, e.g. 0=5s,3=30s$"),
 ])
 def test_a_wrong_bound_per_input_is_one_line_naming_it(env, match):
     with pytest.raises((ConfigError, UsageError), match=match) as caught:
@@ -247,7 +248,7 @@ def test_a_misspelt_environment_setting_is_one_line_naming_the_setting(var, mean
 
 def test_other_tools_reckon_variables_are_left_alone():
     """RECKON_* names the DAG, the bench and the profiler read are not settings, nor near one."""
-    env = {"RECKON_CONFIG_DIR": "x", "RECKON_DB_PASSWORD": "x", "RECKON_AIRFLOW_RETRIES": "2",
+    env = {"RECKON_CONFIG": "", "RECKON_DB_PASSWORD": "x", "RECKON_AIRFLOW_RETRIES": "2",
            "RECKON_REPLAY_MODE": "native", "RECKON_PROFILE": "1", "RECKON_SPARK_CONN_ID": "x",
            "RECKON_VENV": "x", "RECKON_EXECUTOR_PYTHON": "x", "RECKON_CACHE": "x"}
     assert load_settings(env=env).watermark_inputs == ""

@@ -284,14 +284,15 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     from tests.test_airflow_scheduler import _processes_of_home
     assert _processes_of_home(wh / "_airflow") == []
 
-    from spark.provisional import read_day, warehouse_rules
+    from spark.provisional import read_day
+    from spark.spec import rules_in_force
 
     in_day = F.col("window_date") == F.lit(DEMO_DAY)
 
     def sums(name: str, amount: str = "total_amount", count: str = "event_count"):
         """currency -> (amount, events): summed per currency, never across them."""
         return {r["currency"]: (Decimal(r["a"] or 0), int(r["n"] or 0)) for r in (
-            read_day(spark, wh, name, warehouse_rules(wh), DEMO_DAY).filter(in_day)
+            read_day(spark, wh, name, rules_in_force(wh), DEMO_DAY).filter(in_day)
             .groupBy("currency")
             .agg(F.sum(amount).alias("a"), F.sum(count).alias("n")).collect())}
 

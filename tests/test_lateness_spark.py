@@ -270,3 +270,11 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     out = capsys.readouterr().out
     assert out.startswith("bounds per source for 2026-01-01, target completeness 0.99")
     assert "configure: watermark_bound_by_source = http=" in out
+    # a configured bound of a source that sent nothing that day ("Sat" for "sat"): the
+    # analysis goes on, and stderr says so in one warning line naming the day's sources
+    monkeypatch.setenv("RECKON_WATERMARK_BOUND_BY_SOURCE", "Sat=5s,http=5s")
+    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target",
+                 "0.99"]) == 0
+    err = capsys.readouterr().err
+    assert ("reckon lateness: warning: bounds for inputs never seen on 2026-01-01: source "
+            "'Sat' (seen: http, radar, sat): a misspelt name?") in err

@@ -235,11 +235,12 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         assert (row.duplicate_amount, row.duplicate_count) == ref.duplicate
         assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
     # the provisional side of each row is the stream's row as it stands (status included)
-    from spark.provisional import read_provisional, warehouse_rules
+    from spark.provisional import read_provisional
+    from spark.spec import rules_in_force
 
     prov = {(to_micros(r.window_start), r.key, r.currency): (r.status, r.revision,
                                                              r.total_amount)
-            for r in read_provisional(spark, warehouse, warehouse_rules(warehouse)).collect()}
+            for r in read_provisional(spark, warehouse, rules_in_force(warehouse)).collect()}
     assert {k: (r.provisional_status, r.provisional_revision, r.provisional_amount)
             for k, r in got.items()} == {k: prov.get(k, (None, None, None)) for k in got}
     assert {r.provisional_status for r in got.values()} >= {"FINAL"}

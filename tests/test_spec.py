@@ -238,10 +238,35 @@ def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> Non
     new = changed_spec(recorded, load_settings(env={}, watermark_bound_by_source="sat=30s"))
     assert describe_change(recorded, new) == "watermark_bound_by_source sat=10s -> sat=30s"
     back = changed_spec(recorded, load_settings(env={}, watermark_inputs="partition",
-                                                watermark_bound_by_source={}))
+                                                watermark_bound_by_source="none"))
     assert describe_change(recorded, back) == ("watermark_inputs source -> partition, "
                                                "watermark_bound_by_source sat=10s -> {} (none)")
     # an old spec changed to bounds by partition
     old = changed_spec(RECORDED, load_settings(env={}, watermark_bound_by_partition="2=9s"))
     assert describe_change(RECORDED, old) == (
         "watermark_bound_by_partition {} (none) -> 2=9s")
+
+
+@pytest.mark.spark
+def test_a_bound_for_a_source_the_stream_never_saw_is_a_warning_at_its_start(spark, clean_env,
+                                                                            capsys):
+    """Sources "sat" and "http" streamed with inputs by source; restarted with
+    ``--change-spec --watermark-bound-by-source Sat=5s`` (a capital S): the change keeps
+    http's bound (a map names bounds of some sources) and the start says, in one warning
+    line, that no input "Sat" was ever seen, naming those that were."""
+    from dataclasses import replace
+
+    landing, wh = clean_env / "landing", clean_env / "wh"
+    write_landing(landing, [[replace(ev(5, 5), source="sat"), replace(ev(6, 6), source="http")]])
+    code, _, err = _stream(capsys, landing, wh, "--watermark-bound-by-source", "http=8s",
+                           "--watermark-bound", "0s")
+    assert code == 0, err
+    assert "never seen" not in err  # a new warehouse has seen nothing: nothing to say
+    code, _, err = _stream(capsys, landing, wh, "--change-spec",
+                           "--watermark-bound-by-source", "Sat=5s")
+    assert code == 0, err
+    assert "watermark_bound_by_source http=8s -> Sat=5s,http=8s" in err
+    [warning] = [line for line in err.splitlines() if "never seen" in line]
+    assert warning == ("[stream] warning: bounds for inputs never seen in this warehouse: "
+                       "source 'Sat' (seen: http, sat): a misspelt name? a bound applies to "
+                       "the events' source and partition exactly")

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from datetime import date
+from typing import Any
 
 from reckon.config import Settings
+from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.money import currency_problem
+from reckon.spec import unseen_bounds
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
 from reckon.whatif import normalize_bounds
 
@@ -132,6 +136,19 @@ def _quiet_day(day: date, as_json: bool) -> int:
     return 0
 
 
+def _warn_unseen(spark: Any, whatif: WhatIfConfig, day: date) -> None:
+    """One warning line on stderr for a configured bound of an input that sent nothing on
+    ``day`` (reckon.spec ``unseen_bounds``); no Spark job without bounds per input."""
+    from audits.lateness import inputs_of_day
+
+    policy = whatif.rules.watermark
+    if policy.partition_bounds or policy.source_bounds:
+        warning = unseen_bounds(policy, *inputs_of_day(spark, whatif, day),
+                                f"on {day.isoformat()}")
+        if warning:
+            print(f"reckon lateness: {warning}", file=sys.stderr)
+
+
 def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
     both what-if curves of the day, per micro-batch (what the stream did) and per event,
@@ -161,6 +178,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
             from audits.lateness_batches import per_source_batches, whatif_of_day
 
             rec = analyze_inputs(spark, whatif, day, bounds=bounds, target=target)
+            _warn_unseen(spark, whatif, day)
             ran = whatif_of_day(spark, whatif, day)  # not a spec changed since
             replayed, unavailable = per_source_batches(spark, ran, day, rec)
             policy = ran.rules.watermark
@@ -177,6 +195,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
         analysis = analyze_day(spark, whatif, day, bounds=bounds, target=target)
     except NoEventsError:
         return _quiet_day(day, args.json)
+    _warn_unseen(spark, whatif, day)
     batches, why_not = batch_curve_of_day(spark, whatif, day, bounds)
     wh = settings.warehouse_path
     attribution = (late_attribution(spark, wh, settings.event_time_rules(), day)
