@@ -235,6 +235,11 @@ class ReportConfig:
     report_db: str
     shown: tuple[tuple[str, Any], ...]
 
+    @property
+    def warehouse_path(self) -> Path:
+        """The warehouse the report reads (the report database's paths are relative to it)."""
+        return self.whatif.warehouse
+
 
 @dataclass(frozen=True)
 class StreamConfig:

@@ -127,10 +127,10 @@ def run_of_day(db: ReportDB, day: date, kind: str = "nightly") -> dict[str, Any]
     with db.ready().connect() as conn:
         row = conn.execute(sa.select(a).where(a.c.day == day, a.c.kind == kind,
                                               a.c.is_current.is_(True))).mappings().first()
-        return None if row is None else _with_figures(conn, dict(row))
+        return None if row is None else _with_figures(conn, dict(row), db)
 
 
-def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
+def _with_figures(conn: sa.Connection, run: dict[str, Any], db: ReportDB) -> dict[str, Any]:
     c, log = AUDIT_RUN_CURRENCIES, SIGNOFF_LOG
     run["currencies"] = [dict(r) for r in conn.execute(
         sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
@@ -141,7 +141,7 @@ def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
     report = conn.execute(sa.select(REPORTS.c.html_path).where(
         REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
         .limit(1)).scalar_one_or_none()
-    run["report_path"] = report
+    run["report_path"] = None if report is None else db.resolve(report)  # on this warehouse
     return run
 
 
@@ -175,7 +175,7 @@ def days(db: ReportDB, limit: int = 120) -> list[dict[str, Any]]:
     with db.ready().connect() as conn:
         rows = conn.execute(sa.select(a).where(a.c.is_current.is_(True))
                             .order_by(a.c.day.desc(), a.c.kind).limit(limit)).mappings().all()
-        return [_with_figures(conn, dict(r)) for r in rows]
+        return [_with_figures(conn, dict(r), db) for r in rows]
 
 
 def _break_select() -> sa.Select[Any]:
