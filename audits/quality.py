@@ -43,10 +43,17 @@ from typing import Any
 
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
-from audits.suite_model import DayScope, TableSuite
+from audits.suite_model import MIN_ROWS, DayScope, TableSuite
 from audits.suites import build_suites
 from reckon.engine_config import CheckConfig, CheckRunConfig
 from reckon.errors import DataQualityError
+from reckon.quality_verdict import (
+    DayVerdict,
+    SuiteVerdict,
+    day_verdict,
+    min_rows,
+    suite_verdict,
+)
 from reckon.reconcile import Tolerance
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectations is imported
@@ -95,9 +102,11 @@ class SuiteOutcome:
     table_exists: bool
     results: tuple[ExpectationResult, ...]
     table_version: int | None = None   # the Delta version checked (None: the table is missing)
+    day_has_events: bool = True        # the day's event_log had rows (else a quiet day)
     passed: int = field(init=False)
     blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
     warnings: tuple[ExpectationResult, ...] = field(init=False)
+    verdict: SuiteVerdict = field(init=False)  # reckon.quality_verdict: the one decision
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "passed", sum(1 for r in self.results if r.success))
@@ -105,9 +114,13 @@ class SuiteOutcome:
             r for r in self.results if not r.success and r.severity == "blocking"))
         object.__setattr__(self, "warnings", tuple(
             r for r in self.results if not r.success and r.severity != "blocking"))
+        object.__setattr__(self, "verdict", suite_verdict(
+            rows=self.rows, day_has_events=self.day_has_events,
+            results=[(r.severity, r.success) for r in self.results]))
 
     def to_dict(self) -> dict[str, Any]:
         return {"suite": self.suite, "table": self.table, "rows": self.rows,
+                "verdict": self.verdict.text,
                 "table_exists": self.table_exists, "table_version": self.table_version,
                 "expectations": len(self.results),
                 "passed": self.passed, "blocking_failures": len(self.blocking_failures),
@@ -126,9 +139,11 @@ class CheckResult:
     data_docs_index: str
     suites: tuple[SuiteOutcome, ...]
     data_docs_warning: str | None = None  # set when the Data Docs pages still need internet
+    day_has_events: bool = True
     expectations: int = field(init=False)
     blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
     warnings: int = field(init=False)
+    verdict: DayVerdict = field(init=False)
     success: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,7 +151,10 @@ class CheckResult:
         failures = tuple(r for s in self.suites for r in s.blocking_failures)
         object.__setattr__(self, "blocking_failures", failures)
         object.__setattr__(self, "warnings", sum(len(s.warnings) for s in self.suites))
-        object.__setattr__(self, "success", not failures)
+        verdict = day_verdict([s.verdict for s in self.suites],
+                              day_has_events=self.day_has_events)
+        object.__setattr__(self, "verdict", verdict)
+        object.__setattr__(self, "success", verdict.passed)
 
     @property
     def results(self) -> tuple[ExpectationResult, ...]:
@@ -149,7 +167,9 @@ class CheckResult:
                         suites=len(self.suites), expectations=self.expectations,
                         data_docs_path=self.data_docs_index,
                         table_versions={s.table: s.table_version for s in self.suites
-                                        if s.table_version is not None})
+                                        if s.table_version is not None},
+                        verdict=self.verdict.text,
+                        suite_verdicts={s.suite: s.verdict.text for s in self.suites})
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe (dates and times as ISO-8601 text)."""
@@ -158,16 +178,14 @@ class CheckResult:
                 "duration_seconds": round(self.duration_seconds, 3),
                 "data_docs_index": self.data_docs_index,
                 "data_docs_warning": self.data_docs_warning, "success": self.success,
+                "verdict": self.verdict.text,
                 "suites": [s.to_dict() for s in self.suites],
                 "expectations": self.expectations,
                 "blocking_failures": len(self.blocking_failures), "warnings": self.warnings}
 
     def summary(self) -> str:
         """The readable report of ``reckon check``: one line per suite, then each failure."""
-        verdict = "passed" if self.success else "FAILED"
-        if self.suites and all(s.rows == 0 for s in self.suites):
-            verdict += " (no events on the day)"
-        lines = [f"data-quality check {self.day.isoformat()} {verdict}: "
+        lines = [f"data-quality check {self.day.isoformat()} {self.verdict.text}: "
                  f"{len(self.blocking_failures)} blocking failure(s), {self.warnings} "
                  f"warning(s); {self.expectations} expectations in {len(self.suites)} suites, "
                  f"{self.duration_seconds:.1f} s (run {self.run_id})"]
@@ -175,9 +193,9 @@ class CheckResult:
         for s in self.suites:
             where = (f"{s.rows} rows, version {s.table_version}" if s.table_exists
                      else "table missing")
-            lines.append(f"  {s.suite:<{width}}  {s.passed:>3}/{len(s.results):<3} passed  "
-                         f"{len(s.blocking_failures)} blocking, {len(s.warnings)} warning  "
-                         f"({where})")
+            lines.append(f"  {s.suite:<{width}}  {s.verdict.text:<22}  {s.passed:>3}/"
+                         f"{len(s.results):<3} passed  {len(s.blocking_failures)} blocking, "
+                         f"{len(s.warnings)} warning  ({where})")
         for s in self.suites:
             for r in (*s.blocking_failures, *s.warnings):
                 lines.append(f"  [{r.severity}] {_describe(r)}")
@@ -322,8 +340,11 @@ def _records(run_id: str, suite_name: str, table: str, gx_result: Any) -> list[E
 
 
 def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, day: date,
-              run_id: str, run_time: datetime, version: int | None) -> SuiteOutcome:
+              run_id: str, run_time: datetime, version: int | None,
+              day_has_events: bool | None) -> SuiteOutcome:
     """Validate the day's partition of one table at Delta ``version`` (None: no table).
+    ``day_has_events`` sets the suites' ``MIN_ROWS`` parameter (None: this is the event log,
+    which tells: its own rows).
 
     Two passes keep the Spark job count low: a ``BOOLEAN_ONLY`` pre-pass (not stored; GX folds
     every row count into a few aggregate jobs), then the stored pass: ``SUMMARY`` with the
@@ -357,6 +378,8 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
     try:
         base = suite.derive(df, scope).persist(StorageLevel.MEMORY_AND_DISK)
         rows = base.count()
+        has_events = rows > 0 if day_has_events is None else day_has_events
+        parameters = {MIN_ROWS: min_rows(has_events)}
         data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
         gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
             name=suite.name, expectations=[c.to_gx() for c in suite.checks],
@@ -367,12 +390,13 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
             suite=gx_suite))
         batch_parameters = {"dataframe": data}
         quick = definition.batch_definition.get_batch(batch_parameters=batch_parameters) \
-            .validate(gx_suite, result_format="BOOLEAN_ONLY")
+            .validate(gx_suite, result_format="BOOLEAN_ONLY", expectation_parameters=parameters)
         detailed = not quick.success
         result_format: Any = ({"result_format": "SUMMARY", "partial_unexpected_count": _SAMPLE,
                                "unexpected_index_column_names": list(suite.index_columns)}
                               if detailed else _PASSING_RESULT_FORMAT)
         gx_result = definition.run(batch_parameters=batch_parameters,
+                                   expectation_parameters=parameters,
                                    result_format=result_format,
                                    run_id=RunIdentifier(run_name=run_id, run_time=run_time))
     finally:
@@ -388,7 +412,8 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
             sample=_json([f"no Delta table at {path}: run the step that writes it (`reckon "
                           "stream`, `replay`, `audit`), or check --warehouse"]),
             kwargs=_json({"path": path})))
-    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version)
+    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version,
+                        day_has_events=has_events)
 
 
 def _asset_name(suite: TableSuite, day: date, version: int | None) -> str:
@@ -398,15 +423,18 @@ def _asset_name(suite: TableSuite, day: date, version: int | None) -> str:
     return f"{suite.table} ({suite.partition_column} {day.isoformat()}, {where})"
 
 
-def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str,
-                asset_names: dict[str, str]) -> tuple[str, str | None]:
+def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str, asset_names: dict[str, str],
+                verdicts: dict[str, SuiteVerdict]) -> tuple[str, str | None]:
     """Render this run's validation pages and the suites' pages, then the index (which lists
     every suite and every stored validation), and serve the pages' browser assets from the
     site (``audits.datadocs``). Incremental: older runs keep their pages.
 
     GX's Spark dataframe batches leave ``batch_spec.data_asset_name`` empty, which the
     validation page prints as "Data asset: None"; this run's stored results get the name from
-    ``asset_names`` (suite -> name) before they are rendered.
+    ``asset_names`` (suite -> name) before they are rendered. Their ``success`` is reckon's
+    verdict of the suite (``verdicts``: suite -> reckon.quality_verdict's), kept in ``meta``
+    too: GX calls a suite failed on a warning, reckon only on a blocking failure, and the
+    index's colour must say what the report and the gate say.
 
     Returns the index path and a one-line warning when the site still needs internet.
     """
@@ -419,11 +447,15 @@ def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str,
     store = ctx.validation_results_store
     ids: list[Any] = [key for key in store.list_keys() if key.run_id.run_name == run_id]
     for key in ids:
-        name = asset_names.get(key.expectation_suite_identifier.name)
+        suite = key.expectation_suite_identifier.name
+        name, verdict = asset_names.get(suite), verdicts.get(suite)
         stored = store.get(key)
-        if name and stored.meta.get("batch_spec", {}).get("data_asset_name") != name:
+        if name:
             stored.meta.setdefault("batch_spec", {})["data_asset_name"] = name
-            store.set(key, stored)
+        if verdict is not None:
+            stored.success = verdict.passed
+            stored.meta["reckon_verdict"] = verdict.text
+        store.set(key, stored)
     ids += [ExpectationSuiteIdentifier(name=name) for name in asset_names]
     ctx.build_data_docs(site_names=[_SITE], resource_identifiers=ids)
     site = data_docs_dir(config.checks.warehouse)
@@ -476,17 +508,22 @@ def run_checks(spark: Any, config: CheckRunConfig, day: date, *, ledger: CheckLe
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
     versions = {s.table: table_version(warehouse, s.table) for s in suites}
-    outcomes = tuple(_validate(spark, ctx, config, s, day, run_id, started_at,
-                               versions[s.table])
-                     for s in suites)
+    # the event log first: whether the day had events sets the others' row-count checks
+    first = _validate(spark, ctx, config, suites[0], day, run_id, started_at,
+                      versions[suites[0].table], None)
+    outcomes = (first, *(_validate(spark, ctx, config, s, day, run_id, started_at,
+                                   versions[s.table], first.day_has_events)
+                         for s in suites[1:]))
     index, docs_warning = _build_docs(
         ctx, config, run_id,
-        {s.name: _asset_name(s, day, versions[s.table]) for s in suites})
+        {s.name: _asset_name(s, day, versions[s.table]) for s in suites},
+        {o.suite: o.verdict for o in outcomes})
     if docs_warning:  # the nightly task's log says it too, not only `reckon check`
         logging.getLogger(__name__).warning(docs_warning)
     result = CheckResult(run_id=run_id, day=day, started_at=started_at,
                          duration_seconds=time.perf_counter() - t0, data_docs_index=index,
-                         suites=outcomes, data_docs_warning=docs_warning)
+                         suites=outcomes, data_docs_warning=docs_warning,
+                         day_has_events=first.day_has_events)
     if record:
         ledger.record_check_run(result.to_check_run(), result.results)
     return result

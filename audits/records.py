@@ -154,8 +154,12 @@ class CheckRun:
     warnings: int
     suites: int
     expectations: int
-    data_docs_path: str
+    data_docs_path: str                # relative to the warehouse when inside it
     table_versions: dict[str, int] = field(default_factory=dict)  # Delta table -> version checked
+    # the day's verdict and each suite's, in reckon.quality_verdict's words ('' and {} for runs
+    # recorded before they were kept: their views fall back to ``success``)
+    verdict: str = ""
+    suite_verdicts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

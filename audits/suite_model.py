@@ -27,6 +27,7 @@ from reckon.schema import TOTAL_IDENTITY
 __all__ = [
     "BLOCKING",
     "GRAIN",
+    "MIN_ROWS",
     "SEVERITIES",
     "WARNING",
     "Check",
@@ -42,6 +43,11 @@ WARNING = "warning"
 SEVERITIES = (BLOCKING, WARNING)
 #: What identifies a row of every per-grain table: money is kept per (window, key, currency).
 GRAIN = ("window_start", *TOTAL_IDENTITY)
+#: The GX expectation parameter a "the day's rows are there" check reads: the run sets it to
+#: ``reckon.quality_verdict.min_rows`` of the day (1 with events, 0 on a day without), so a
+#: quiet day's empty tables are vacuously fine. Its name is what Data Docs' suite page shows
+#: (GX parses it as an expression: an identifier only).
+MIN_ROWS = "min_rows_1_if_the_day_has_events_else_0"
 
 
 def suite_name(table: str) -> str:

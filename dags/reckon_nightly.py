@@ -83,11 +83,12 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 | `audit` | reconciles provisional against canonical totals per (window, key, currency) from those per-window tables alone (amounts of two currencies are never added), writes `reconciliation` and the report DB rows. |
 | `check` | runs the Great Expectations suites of every day and records the results (Data Docs too); it does not fail on a blocking expectation, so that the report still comes out. |
 | `report` | renders the day's report (HTML, PDF, CSV, with the check results: a day with unexplained breaks is the day finance needs it) and records its SHA-256 in the report DB. |
-| `quality_gate` | fails the run, without retries, naming every day whose current check run had a blocking failure; the report of that day says which expectations. |
+| `quality_gate` | fails the run, without retries, naming every day whose current check run had a blocking failure; the report of that day says which expectations. It reads the verdict the check recorded (`reckon/quality_verdict.py`), the one Data Docs and the report show. |
 
 Every step is idempotent per day, so retries, re-runs and backfills are safe. **A day with no
 events** is a day like any other: the replay writes an empty day, the audit, the checks and
-the report say "no events". **Failures**: a mistake in the input or the configuration (a day
+the report say "no events" (the checks' verdict: "passed (no events on the day)", each suite
+"passed (no events)", green in Data Docs). **Failures**: a mistake in the input or the configuration (a day
 not replayed, a bad setting, a warehouse of an earlier layout, a blocking data-quality
 failure) fails the task at once, without retries, naming the step and the day; anything else
 (a lost Spark executor, a database timeout) is retried {RETRIES} times with exponential

@@ -163,12 +163,15 @@ class DemoSummary:
     dag_state: str
     task_states: dict[str, str]
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    check_verdict: str = ""  # as recorded with the check run (reckon.quality_verdict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def render(self) -> str:
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(self.status_counts.items()))
+        quality = self.check_verdict or ("-" if self.check_success is None
+                                         else "passed" if self.check_success else "FAILED")
         lines = [
             f"reckon demo: UTC day {self.day}, {self.events_generated:,} events generated, "
             f"{self.stream_batches} stream batches, watermark {self.stream_watermark}",
@@ -183,8 +186,7 @@ class DemoSummary:
             f"{Decimal(self.target_completeness) * 100:g}% completeness",
             f"  quarantined lines     {self.quarantined:>10,}   (injected by the generator: "
             f"{self.quarantined_expected})",
-            f"  data quality          "
-            f"{'passed' if self.check_success else 'FAILED' if self.check_success is False else '-'}",
+            f"  data quality          {quality}",
             f"  report                HTML {self.report_html or '-'}",
             f"                        PDF  {self.report_pdf or '-'}",
             f"  Data Docs             {self.data_docs or '-'}",
@@ -332,6 +334,7 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
         report_html=report.html_path if report else "",
         report_pdf=report.pdf_path if report else "",
         data_docs=check.data_docs_path if check else "",
+        check_verdict=check.verdict if check else "",
         dag_state=dag_state, task_states=dict(task_states or {}),
         stage_seconds=dict(stage_seconds or {}))
 

@@ -236,6 +236,11 @@ class ReportConfig:
     shown: tuple[tuple[str, Any], ...]
     required_approvers: int = 1  # reckon.signoff.review_state's ``required``
 
+    @property
+    def warehouse_path(self) -> Path:
+        """The warehouse the report reads (the report database's paths are relative to it)."""
+        return self.whatif.warehouse
+
 
 @dataclass(frozen=True)
 class StreamConfig:

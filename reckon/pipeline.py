@@ -288,6 +288,7 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult[None]:
 
     failed: list[str] = []
     checked: dict[str, str] = {}
+    verdicts: dict[str, str] = {}  # as recorded (reckon.quality_verdict), as the report shows
     with ReportDB.from_settings(settings) as db:
         runs = {day: db.current_check_run(day) for day in days}
     for day in days:
@@ -300,11 +301,12 @@ def quality_gate(settings: Settings, days: Sequence[date]) -> StepResult[None]:
                           f"{run.data_docs_path})")
         else:
             checked[day.isoformat()] = run.run_id
+            verdicts[day.isoformat()] = run.verdict or "passed"
     if failed:
         raise DataQualityError("data-quality gate: " + "; ".join(failed))
     newest = max(days).isoformat() if days else ""
-    return StepResult(step="quality_gate", day=newest, summary={"check_runs": checked},
-                      detail=None)
+    return StepResult(step="quality_gate", day=newest,
+                      summary={"check_runs": checked, "verdicts": verdicts}, detail=None)
 
 
 def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False,

@@ -73,7 +73,7 @@ def approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
         decided = run_decisions(conn, [run_id])[run_id]
     if run is None or report is None:
         return None
-    html = Path(report.html_path)
+    html = Path(db.resolve(report.html_path))  # relative to the warehouse when inside it
     if not html.is_file() or hashlib.sha256(html.read_bytes()).hexdigest() != report.sha256:
         return None  # not rendered here, or another rendering holds the place: not its report
     state = review_state([(e.by, e.decision) for e in decided], reconciler=str(run.reconciler),

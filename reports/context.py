@@ -158,12 +158,29 @@ class WatermarkPoint:
 
 @dataclass(frozen=True)
 class QualitySummary:
+    """The day's current check run as recorded, with its verdicts (reckon.quality_verdict's
+    words; a run recorded before they were kept says ``passed``/``FAILED`` and no suite)."""
+
     run_id: str
     success: bool
     blocking_failures: int
     warnings: int
     suites: int
     expectations: int
+    verdict: str = ""
+    suite_verdicts: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.verdict:  # a run recorded before verdicts were kept
+            object.__setattr__(self, "verdict", "passed" if self.success else "FAILED")
+
+    @classmethod
+    def of(cls, check: Any) -> QualitySummary:
+        """From a recorded ``audits.records.CheckRun``."""
+        return cls(check.run_id, check.success, check.blocking_failures, check.warnings,
+                   check.suites, check.expectations,
+                   verdict=check.verdict,
+                   suite_verdicts=tuple(sorted(check.suite_verdicts.items())))
 
 
 @dataclass(frozen=True)
@@ -542,9 +559,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     per_source_batches, per_source_note, ran_policy = _per_source_batches(spark, whatif, day,
                                                                           per_source)
     check = db.current_check_run(day)
-    quality = None if check is None else QualitySummary(
-        check.run_id, check.success, check.blocking_failures, check.warnings, check.suites,
-        check.expectations)
+    quality = None if check is None else QualitySummary.of(check)
     docs: Path | None = None
     try:
         from audits.quality import data_docs_dir

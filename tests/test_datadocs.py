@@ -50,6 +50,21 @@ def _gx_site(warehouse: Path) -> Path:
     return data_docs_dir(warehouse)
 
 
+def validation_rows(index: Path) -> list[dict[str, str]]:
+    """The validation rows of a Data Docs index as GX wrote them for bootstrap-table to draw
+    (the page's own data, read without a browser): run name, suite, and the status text the
+    row's colour follows ("Success" green, "Failed" red)."""
+    import ast
+
+    html = index.read_text(encoding="utf-8")
+    table = html.index("ge-index-page-validation-results-table")
+    found = re.compile(r"data: (\[\{.*?\}\]),\s*toolbar:", re.S).search(html, table)
+    assert found, html[table:table + 3000]
+    return [{"run": row["run_name"], "suite": row["_expectation_suite_name_sort"],
+             "status": row["_validation_success_text"]}
+            for row in ast.literal_eval(found.group(1))]
+
+
 def missing_files(site: Path) -> list[str]:
     """Every file a page of the site loads (script, stylesheet, image, and what a vendored
     stylesheet loads in turn) that is not on disk, as 'page -> path'."""

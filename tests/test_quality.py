@@ -393,6 +393,25 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
         failed = {(r.table, r.expectation, r.column, r.severity)
                   for r in db.expectation_results(run.run_id) if not r.success}
     assert failed == EXPECTED_FAILURES
+    # one verdict per suite, recorded with the run, and the Data Docs index colours each
+    # suite's row by it (reckon.quality_verdict)
+    assert run.verdict == "FAILED"
+    assert run.suite_verdicts == {
+        "reckon_event_log": "FAILED (2 blocking)", "reckon_quarantine": "FAILED (2 blocking)",
+        "reckon_provisional_totals": "FAILED (2 blocking)",
+        "reckon_late_events": "FAILED (2 blocking)",
+        "reckon_canonical_totals": "FAILED (2 blocking)",
+        "reckon_uncaught_duplicates": "FAILED (2 blocking)",
+        "reckon_reconciliation": "FAILED (1 blocking)"}
+    assert _index_status(faulty_wh, run.run_id) == dict.fromkeys(SUITES, "Failed")
+
+
+def _index_status(warehouse: Path, run_id: str) -> dict[str, str]:
+    """Each suite's status in the Data Docs index for ``run_id``."""
+    from tests.test_datadocs import validation_rows
+
+    return {r["suite"]: r["status"] for r in validation_rows(
+        warehouse / "reports" / "data_docs" / "index.html") if r["run"] == run_id}
 
 
 def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
@@ -411,6 +430,11 @@ def test_allow_unexplained_turns_unexplained_rows_into_a_warning(spark: Any,
     assert (s.success, s.severity, s.unexpected_count) == (False, "blocking", 1)
     assert (w.success, w.severity) == (False, "warning")
     assert not strict.success
+    # a warning never fails a suite: not in reckon's verdict, nor in Data Docs' colour
+    (recon,) = [o for o in lenient.suites if o.table == "reconciliation"]
+    assert (recon.verdict.passed, recon.verdict.text) == (True, "passed with 1 warning")
+    assert _index_status(warehouse, lenient.run_id)["reckon_reconciliation"] == "Success"
+    assert _index_status(warehouse, strict.run_id)["reckon_reconciliation"] == "Failed"
     # the tables written nowhere fail the check (a mistyped warehouse or a step not run must
     # not "pass"), as blocking expectations of their own, not crashes; with them, the
     # lenient run's only blocking failures

@@ -68,6 +68,56 @@ def test_every_nightly_step_says_no_events_and_succeeds(spark, warehouse, capsys
     assert (code, out, err) == (0, "no events on 2025-12-31: nothing to analyse\n", "")
 
 
+def test_the_quiet_days_verdict_is_the_same_in_data_docs_the_report_and_the_gate(
+        spark, warehouse, capsys, tmp_path):
+    """Issue 56: the lookback's empty day showed its suites as Failed (red) in the Data Docs
+    index, while its report and the quality gate said passed. A user runs the nightly steps
+    of the quiet day, opens Data Docs, the report's CSV and HTML, and the gate runs: each
+    says the same, suite by suite and for the day."""
+    import csv
+
+    from reckon.config import load_settings
+    from reckon.pipeline import quality_gate
+    from reports.db.repository import ReportDB
+    from tests.test_datadocs import validation_rows
+
+    wh, day = str(warehouse), QUIET.isoformat()
+    for step in ("replay", "audit", "check"):
+        code, _, err = _run(capsys, step, "--warehouse", wh, "--date", day)
+        assert (code, "Traceback" in err) == (0, False), err
+    settings = load_settings(env={}, warehouse=wh)
+    with ReportDB.from_settings(settings) as db:
+        run = db.current_check_run(QUIET)
+    assert run is not None
+
+    # Data Docs: this run's row of every suite is green (it was red: "Failed")
+    rows = [r for r in validation_rows(warehouse / "reports" / "data_docs" / "index.html")
+            if r["run"] == run.run_id]
+    assert len(rows) == 7 and {r["status"] for r in rows} == {"Success"}, rows
+    # as the recorded verdicts say, suite by suite
+    assert run.verdict == "passed (no events on the day)"
+    suites = run.suite_verdicts
+    assert suites == {r["suite"]: "passed (no events)" for r in rows}, suites
+
+    # the report: quality.csv and the HTML's quality section say the same words
+    out_dir = tmp_path / "report"
+    code, _, err = _run(capsys, "report", "--warehouse", wh, "--date", day, "--out",
+                        str(out_dir))
+    assert code == 0, err
+    with (out_dir / "quality.csv").open(encoding="utf-8") as f:
+        figures = dict(csv.reader(f))
+    assert figures["verdict"] == "passed (no events on the day)"
+    assert {k.removeprefix("suite "): v for k, v in figures.items()
+            if k.startswith("suite ")} == suites
+    html = (out_dir / "report.html").read_text(encoding="utf-8")
+    assert f"Check run {run.run_id}: passed (no events on the day)" in html
+    assert html.count("passed (no events)</td>") == 7
+
+    # the gate: passes the day, with the same words
+    assert quality_gate(settings, [QUIET]).summary["verdicts"] == {
+        day: "passed (no events on the day)"}
+
+
 def test_the_first_night_with_the_default_lookback_replays_both_days(spark, warehouse,
                                                                       capsys):
     """lookback_days 1 (the default): the first night processes the day before the stream

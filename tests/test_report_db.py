@@ -432,7 +432,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent.parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0010_reopened_decision"
+        assert context.get_current_revision() == head == "0011_quality_verdict_paths"
 
 
 def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
@@ -597,4 +597,5 @@ def test_quality_gate_names_every_failed_or_unchecked_day_after_the_reports(tmp_
         db.record_check_run(replace(bad, run_id="chk-fixed", success=True, blocking_failures=0,
                                     started_at=T0 + timedelta(hours=1)), [])
     assert quality_gate(settings, days[:2]).summary == {
-        "check_runs": {"2026-01-01": "chk-ok", "2026-01-02": "chk-fixed"}}
+        "check_runs": {"2026-01-01": "chk-ok", "2026-01-02": "chk-fixed"},
+        "verdicts": {"2026-01-01": "passed", "2026-01-02": "passed"}}  # as recorded

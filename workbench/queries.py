@@ -132,20 +132,20 @@ def run_of_day(db: ReportDB, day: date, kind: str = "nightly", required_approver
     with db.ready().connect() as conn:
         row = conn.execute(sa.select(a).where(a.c.day == day, a.c.kind == kind,
                                               a.c.is_current.is_(True))).mappings().first()
-        runs = [] if row is None else [_with_figures(conn, dict(row))]
+        runs = [] if row is None else [_with_figures(conn, dict(row), db)]
     return _with_reviews(db, runs, required_approvers)[0] if runs else None
 
 
-def _with_figures(conn: sa.Connection, run: dict[str, Any]) -> dict[str, Any]:
+def _with_figures(conn: sa.Connection, run: dict[str, Any], db: ReportDB) -> dict[str, Any]:
     c = AUDIT_RUN_CURRENCIES
     run["currencies"] = [dict(r) for r in conn.execute(
         sa.select(c).where(c.c.run_id == run["run_id"]).order_by(c.c.currency)).mappings()]
     report = conn.execute(sa.select(REPORTS.c.html_path).where(
         REPORTS.c.audit_run_id == run["run_id"]).order_by(REPORTS.c.created_at.desc())
         .limit(1)).scalar_one_or_none()
-    run["report_path"] = report
+    run["report_path"] = None if report is None else db.resolve(report)  # on this warehouse
     run["approval_record"] = report is not None and (
-        Path(report).parent / APPROVAL_HTML).is_file()
+        Path(run["report_path"]).parent / APPROVAL_HTML).is_file()
     return run
 
 
@@ -194,7 +194,7 @@ def days(db: ReportDB, limit: int = 120, required_approvers: int = 1) -> list[di
     with db.ready().connect() as conn:
         rows = conn.execute(sa.select(a).where(a.c.is_current.is_(True))
                             .order_by(a.c.day.desc(), a.c.kind).limit(limit)).mappings().all()
-        runs = [_with_figures(conn, dict(r)) for r in rows]
+        runs = [_with_figures(conn, dict(r), db) for r in rows]
     return _with_reviews(db, runs, required_approvers)
 
 

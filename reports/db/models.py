@@ -249,6 +249,10 @@ class CheckRunModel(Base):
     # Delta table -> version checked; '{}' for runs recorded before it was kept
     table_versions: Mapped[dict[str, int]] = mapped_column(json_type(),
                                                            server_default=sa.text("'{}'"))
+    # reckon.quality_verdict's words for the day and per suite ('' / '{}': recorded before)
+    verdict: Mapped[str] = mapped_column(sa.Text(), server_default=sa.text("''"))
+    suite_verdicts: Mapped[dict[str, str]] = mapped_column(json_type(),
+                                                           server_default=sa.text("'{}'"))
     is_current: Mapped[bool] = mapped_column(sa.Boolean())
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -102,13 +102,24 @@ def _insert_run(conn: sa.Connection, runs: sa.Table, values: dict[str, Any],
 
 class ReportDB:
     """The report database behind one SQLAlchemy URL. Cheap to construct; the schema is
-    migrated (Alembic ``upgrade head``) on first use."""
+    migrated (Alembic ``upgrade head``) on first use.
 
-    def __init__(self, url: str) -> None:
+    ``warehouse``: the warehouse this command runs on. A file path recorded inside it (a
+    report's files, the Data Docs index) is stored relative to it and read back resolved
+    against it, so a warehouse copied or restored elsewhere (``cp -a wh wh2``) finds its own
+    files, never the old place's (migration 0011 made older absolute paths relative). Paths
+    outside the warehouse (``reckon report --out DIR``) are stored as given.
+
+    Example: with ``warehouse=Path("/srv/wh")``, ``/srv/wh/reports/2026-01-01/report.html`` is
+    stored as ``reports/2026-01-01/report.html`` and read back as
+    ``/srv/wh2/reports/2026-01-01/report.html`` by a ``ReportDB`` of ``/srv/wh2``."""
+
+    def __init__(self, url: str, warehouse: str | Path | None = None) -> None:
         if not url or "://" not in url:
             raise invalid("url", url, "a SQLAlchemy URL such as sqlite:///path/reckon.db or "
                                       "postgresql+psycopg://user@host/db")
         self.url = url
+        self.warehouse = None if warehouse is None else Path(warehouse).expanduser().resolve()
         self.engine = make_engine(url)
         insert_for(self.engine.dialect.name)  # reject unsupported backends now
         self._migrated = False
@@ -116,13 +127,38 @@ class ReportDB:
 
     @classmethod
     def from_settings(cls, settings: Any) -> ReportDB:
-        """The database of ``settings.report_db``; creates the SQLite file's folder."""
+        """The database of ``settings.report_db`` for the warehouse of
+        ``settings.warehouse_path`` (Settings, ReportConfig); creates the SQLite file's
+        folder."""
         url = settings.report_db
         parsed = sa.make_url(url)
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
                                                                              ":memory:"):
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        return cls(url)
+        return cls(url, getattr(settings, "warehouse_path", None))
+
+    def stored_path(self, path: str) -> str:
+        """``path`` as recorded: relative (POSIX) when inside the warehouse, else as given.
+
+        >>> ReportDB("sqlite://", "/srv/wh").stored_path("/srv/wh/reports/data_docs/index.html")
+        'reports/data_docs/index.html'
+        """
+        if self.warehouse is None or not Path(path).is_absolute():
+            return path
+        resolved = Path(path).expanduser().resolve()
+        if not resolved.is_relative_to(self.warehouse):
+            return path
+        return resolved.relative_to(self.warehouse).as_posix()
+
+    def resolve(self, stored: str) -> str:
+        """A recorded path as a path on this machine: a relative one under the warehouse.
+
+        >>> ReportDB("sqlite://", "/srv/wh2").resolve("reports/2026-01-01/report.html")
+        '/srv/wh2/reports/2026-01-01/report.html'
+        """
+        if self.warehouse is None or not stored or Path(stored).is_absolute():
+            return stored
+        return str(self.warehouse / stored)
 
     def __repr__(self) -> str:
         return f"ReportDB({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -315,7 +351,9 @@ class ReportDB:
         current for its day; the same run_id again changes nothing."""
         runs = CHECK_RUNS
         with write_tx(self.ready(), runs.name) as conn:
-            if not _insert_run(conn, runs, _record_values(run), (runs.c.day == run.day,)):
+            values = {**_record_values(run),
+                      "data_docs_path": self.stored_path(run.data_docs_path)}
+            if not _insert_run(conn, runs, values, (runs.c.day == run.day,)):
                 return
             for result in results:
                 if result.run_id != run.run_id:
@@ -330,7 +368,10 @@ class ReportDB:
         with self.ready().connect() as conn:
             row = conn.execute(sa.select(t).where(t.c.day == day,
                                                   t.c.is_current.is_(True))).first()
-            return None if row is None else _to_record(CheckRun, row)
+            if row is None:
+                return None
+        run = _to_record(CheckRun, row)
+        return replace(run, data_docs_path=self.resolve(run.data_docs_path))
 
     def expectation_results(self, run_id: str) -> list[ExpectationResult]:
         t = EXPECTATION_RESULTS
@@ -346,7 +387,9 @@ class ReportDB:
         t = REPORTS
         insert = insert_for(engine.dialect.name)
         values = _record_values(rec)
-        values["csv_paths"] = list(rec.csv_paths)
+        values.update(html_path=self.stored_path(rec.html_path),
+                      pdf_path=self.stored_path(rec.pdf_path),
+                      csv_paths=[self.stored_path(p) for p in rec.csv_paths])
         with write_tx(engine) as conn:
             conn.execute(insert(t).values(**values).on_conflict_do_nothing(
                 index_elements=["audit_run_id", "html_path", "sha256"]))
@@ -357,11 +400,16 @@ class ReportDB:
         with self.ready().connect() as conn:
             row = conn.execute(sa.select(t).where(where)
                                .order_by(t.c.created_at.desc(), t.c.id.desc()).limit(1)).first()
-            return None if row is None else _to_record(ReportRecord, row)
+            if row is None:
+                return None
+        rec = _to_record(ReportRecord, row)
+        return replace(rec, html_path=self.resolve(rec.html_path),
+                       pdf_path=self.resolve(rec.pdf_path),
+                       csv_paths=[self.resolve(p) for p in rec.csv_paths])
 
     def report_at(self, html_path: str) -> ReportRecord | None:
         """The newest report recorded with this HTML path, or None."""
-        return self._newest_report(REPORTS.c.html_path == html_path)
+        return self._newest_report(REPORTS.c.html_path == self.stored_path(html_path))
 
     def current_report(self, day: date) -> ReportRecord | None:
         """The newest report of ``day`` (by created_at, then recording order)."""

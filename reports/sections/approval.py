@@ -89,24 +89,31 @@ def approval_rows(ctx: ReportContext) -> list[tuple[str, str]]:
 
 
 def _quality_body(ctx: ReportContext, docs: str | None) -> tuple[Block, ...]:
+    """The check run's verdict and each suite's, as recorded (reckon.quality_verdict decided
+    them when the checks ran; Data Docs and the gate show the same words)."""
     q = ctx.quality
     check = Note("No data-quality check run for this day.") if q is None else Note(
-        f"Check run {q.run_id}: {'passed' if q.success else 'FAILED'}, {q.blocking_failures} "
+        f"Check run {q.run_id}: {q.verdict}, {q.blocking_failures} "
         f"blocking failure(s), {q.warnings} warning(s) over {q.expectations} expectations in "
         f"{q.suites} suites.", css="")
+    blocks: tuple[Block, ...] = (check,)
+    if q is not None and q.suite_verdicts:
+        blocks += (Table(("suite", "verdict"), tuple(q.suite_verdicts), widths=(80, 100),
+                         css="kv quality-suites"),)
     if docs is None:
-        return (check,)
-    return (check, Note("Great Expectations Data Docs: ", link=(docs, docs), id="data-docs",
-                        tail=" (a relative link: keep the reports folder together)", css=""))
+        return blocks
+    return (*blocks, Note("Great Expectations Data Docs: ", link=(docs, docs), id="data-docs",
+                          tail=" (a relative link: keep the reports folder together)", css=""))
 
 
 def _quality_rows(ctx: ReportContext) -> list[tuple[str, Any]]:
     q = ctx.quality
     if q is None:
         return [("check_run_id", None)]
-    return [("check_run_id", q.run_id), ("success", q.success),
+    return [("check_run_id", q.run_id), ("verdict", q.verdict), ("success", q.success),
             ("blocking_failures", q.blocking_failures), ("warnings", q.warnings),
-            ("expectations", q.expectations), ("suites", q.suites)]
+            ("expectations", q.expectations), ("suites", q.suites),
+            *((f"suite {suite}", verdict) for suite, verdict in q.suite_verdicts)]
 
 
 def _approval_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
