@@ -26,7 +26,7 @@ import pandas as pd
 
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
-from reckon.eventtime import EventTimeRules, WatermarkPolicy, WindowSpec
+from reckon.eventtime import EventTimeRules, WindowSpec
 from reckon.timeutil import MICROS_PER_SECOND, format_duration
 from reckon.whatif import (
     DEFAULT_BOUNDS,
@@ -340,7 +340,7 @@ def render_per_input(rec: PerInputRecommendation, day: date,
     """``reckon lateness --per-source``: the bound per source, then what it buys, per event
     and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
     day's batches replayed under each, with the stream as ``configured`` last; ``unheard``:
-    sources with a configured bound that sent nothing that day (``unheard_sources``)."""
+    sources with a configured bound that sent nothing that day (reckon.spec ``unseen_inputs``)."""
     from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
 
     unit = "source" if rec.by_source else "partition"
@@ -415,18 +415,6 @@ def _configure_lines(rec: PerInputRecommendation) -> list[str]:
             f"  flags:       {inputs}--{name.replace('_', '-')} {value}",
             "  (a warehouse keeps its recorded bounds: change them with reckon stream "
             "--change-spec and these flags)"]
-
-
-def unheard_sources(policy: WatermarkPolicy, heard: Iterable[object]) -> list[str]:
-    """The sources ``policy`` gives a bound of their own that are not among ``heard`` (the
-    sources of the day's events): a misspelt name in the configuration, or a quiet source.
-
-    >>> unheard_sources(WatermarkPolicy(0, 60, by_source=True,
-    ...                                 source_bounds=(("htp", 5), ("http", 5))), ["http"])
-    ['htp']
-    """
-    seen = {str(name) for name in heard}
-    return [name for name, _ in policy.source_bounds if name not in seen]
 
 
 def _compare_line(label: str, point: CurvePoint | None,

@@ -41,7 +41,7 @@ from reckon.timeutil import format_duration, parse_duration
 
 __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
            "differences", "merged_bounds", "resolve", "rules_of", "shown_name", "spec_of",
-           "unseen_bounds", "with_spec"]
+           "unseen_bounds", "unseen_inputs", "with_spec"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
                                 "max_clock_skew", "dedup_horizon", "expected_partitions",
@@ -273,29 +273,42 @@ def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
                      if _normal(name, before.get(name)) != _normal(name, after.get(name)))
 
 
+def unseen_inputs(policy: WatermarkPolicy, partitions: Iterable[int], sources: Iterable[object]
+                  ) -> tuple[list[str], list[int]]:
+    """(sources, partitions) ``policy`` gives a bound of their own that are not among those
+    seen, in the policy's order. A bound applies to the events' ``source`` field and partition
+    exactly: ``Sat`` never holds back ``sat``. Nothing seen of a kind (a new warehouse): none
+    of that kind is named.
+
+    >>> policy = WatermarkPolicy(0, 60, by_source=True, source_bounds=(("htp", 5), ("http", 5)))
+    >>> unseen_inputs(policy, [], ["http"])
+    (['htp'], [])
+    """
+    seen_parts, seen_sources = set(partitions), {str(s) for s in sources}
+    return ([name for name, _ in policy.source_bounds if seen_sources and name not in seen_sources],
+            [p for p, _ in policy.partition_bounds if seen_parts and p not in seen_parts])
+
+
 def unseen_bounds(policy: WatermarkPolicy, partitions: Iterable[int], sources: Iterable[str],
                   where: str) -> str | None:
     """One warning line naming each bound of ``policy`` for an input not among those seen
-    (``where`` says where they were seen), else None. A bound applies to the events'
-    partition number and ``source`` field exactly: ``Sat`` never holds back ``sat``, so a
-    misspelt name leaves its source on the default bound without a word. Nothing seen of a
-    kind (a new warehouse): nothing is said of that kind.
+    (``unseen_inputs``; ``where`` says where they were seen), else None: a misspelt name
+    leaves its source on the default bound without a word otherwise.
 
     >>> policy = WatermarkPolicy(0, 60, by_source=True, partition_bounds=((7, 5),),
     ...                          source_bounds=(("Sat", 5), ("http", 5)))
     >>> unseen_bounds(policy, [0, 1], ["http", "sat"], "in this warehouse")
     "warning: bounds for inputs never seen in this warehouse: source 'Sat' (seen: http, sat), partition 7 (seen: 0, 1): a misspelt name? a bound applies to the events' source and partition exactly"
     """
-    seen_parts, seen_sources = sorted(set(partitions)), sorted(set(sources))
-    unseen = [f"source {name!r}" for name, _ in policy.source_bounds
-              if seen_sources and name not in seen_sources]
-    if unseen:
-        unseen[-1] += f" (seen: {', '.join(seen_sources)})"
-    parts = [f"partition {p}" for p, _ in policy.partition_bounds
-             if seen_parts and p not in seen_parts]
+    partitions, sources = sorted(set(partitions)), sorted(set(sources))
+    missing_sources, missing_parts = unseen_inputs(policy, partitions, sources)
+    named = [f"source {name!r}" for name in missing_sources]
+    if named:
+        named[-1] += f" (seen: {', '.join(sources)})"
+    parts = [f"partition {p}" for p in missing_parts]
     if parts:
-        parts[-1] += f" (seen: {', '.join(str(p) for p in seen_parts)})"
-    if not unseen + parts:
+        parts[-1] += f" (seen: {', '.join(str(p) for p in partitions)})"
+    if not named + parts:
         return None
-    return (f"warning: bounds for inputs never seen {where}: {', '.join(unseen + parts)}: a "
+    return (f"warning: bounds for inputs never seen {where}: {', '.join(named + parts)}: a "
             "misspelt name? a bound applies to the events' source and partition exactly")

@@ -18,8 +18,9 @@ ones) it reads, with small filtered Spark queries only:
   so a ``reckon vacuum`` takes none of the story away;
 - the canonical total and the reconciliation status, when the replay and audit have run.
 
-The windowing rules are the ones the stream ran with (``watermark_progress.rules_json``), so
-the story matches what happened even when today's configuration differs.
+The rules are the ones the stream ran with, the warehouse's recorded spec with its bounds per
+input (``spark.spec.rules_in_force``), so the story matches what happened even when today's
+configuration differs.
 
 Money is per currency (docs/decisions/0001-money-per-currency.md): a window of a key holds one
 total per currency, so the story has one chapter per (window, currency), each with its own

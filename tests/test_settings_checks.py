@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reckon.cli import main
 from reckon.config import load_settings
-from reckon.spec import unseen_bounds
+from reckon.spec import merged_bounds, rules_of, spec_of, unseen_bounds, with_spec
 from spark.spec import settings_for
 
 RECORDED = {"window": "10s", "lateness": "3s", "grace": "0s", "idle_timeout": "1m",
@@ -170,3 +172,40 @@ def test_a_bound_for_an_input_never_seen_is_one_warning_line():
                     "applies to the events' source and partition exactly")
     assert unseen_bounds(policy, [], [], "in this warehouse") is None
     assert unseen_bounds(policy, [0, 1, 7], ["Sat", "http"], "on 2026-01-01") is None
+
+
+# ------------------------------------------------------------------ the pure rules, by property
+
+_names = st.sampled_from(["sat", "http", "radar", "Sat"])
+_bounds = st.dictionaries(_names, st.sampled_from(["0s", "2s", "10s", "1m"]), max_size=4)
+
+
+@given(recorded=_bounds, given_=_bounds, removed=st.lists(_names, max_size=3))
+def test_a_merged_map_keeps_what_it_does_not_name(recorded, given_, removed):
+    """Merging changes exactly the named sources: the given ones take their bound, ``k=``
+    removes k, every other recorded bound stays; ``none`` first leaves only the given."""
+    change = {**given_, **dict.fromkeys(removed, "")}
+    out = merged_bounds(recorded, change)
+    for key in set(recorded) | set(change):
+        if key in change:
+            assert out.get(key) == (change[key] or None)
+        else:
+            assert out[key] == recorded[key]
+    assert merged_bounds(recorded, {"*": "", **given_}) == dict(sorted(given_.items()))
+    assert merged_bounds(out, change) == out  # applying a change twice is applying it once
+
+
+@given(bounds=_bounds, window=st.sampled_from(["10s", "1m"]),
+       bound=st.sampled_from(["0s", "3s", "1m"]), grace=st.sampled_from(["0s", "5s"]))
+def test_a_spec_means_the_same_rules_to_settings_and_to_a_reader_of_rules(bounds, window,
+                                                                           bound, grace):
+    """The one reading of a recorded spec: the settings a step runs with (``with_spec``) and
+    the rules an engine reads it as (``rules_of``, e.g. explain's) agree, bounds per source
+    included, whatever the base they start from; a spec without bounds means one bound."""
+    recorded = spec_of(load_settings(env={}, window=window, lateness=bound, grace=grace,
+                                     watermark_bound_by_source=bounds or None))
+    for base in (load_settings(env={}),
+                 load_settings(env={}, watermark_bound_by_source="other=9s")):
+        assert with_spec(base, recorded).event_time_rules() == rules_of(
+            recorded, base.event_time_rules())
+    assert rules_of(recorded).to_config() == recorded | rules_of(recorded).to_config()

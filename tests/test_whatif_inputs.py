@@ -138,13 +138,13 @@ def test_the_configure_lines_set_the_recommended_bounds_from_a_file_or_flags(tmp
 
 def test_a_configured_source_without_events_is_named():
     """A bound for a source the day never heard of (a typo in the configuration) is named."""
-    from audits.lateness import unheard_sources
+    from reckon.spec import unseen_inputs
 
     t, a, p, src = bursty_day()
     rec = recommend_per_input(t, a, p, src, W, [0, S, 10 * S], "0.999", idle_timeout=60 * S)
     policy = WatermarkPolicy(0, 60 * S, by_source=True,
                              source_bounds=(("http", S), ("htpp", S), ("sat", S)))
-    unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
+    unheard = unseen_inputs(policy, (), [b.unit for b in rec.bounds])[0]
     assert unheard == ["htpp"]
     assert ("configured bounds of sources that sent no event on 2026-01-01: htpp (a misspelt "
             "name?") in render_per_input(rec, date(2026, 1, 1), unheard=unheard)

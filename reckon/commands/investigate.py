@@ -20,7 +20,7 @@ from reckon.config import Settings
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.money import currency_problem
-from reckon.spec import unseen_bounds
+from reckon.spec import unseen_bounds, unseen_inputs
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
 from reckon.whatif import normalize_bounds
 
@@ -163,7 +163,6 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
         completeness_target,
         render_analysis,
         render_per_input,
-        unheard_sources,
     )
     from spark import tables
     from spark.session import get_spark
@@ -182,7 +181,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
             ran = whatif_of_day(spark, whatif, day)  # not a spec changed since
             replayed, unavailable = per_source_batches(spark, ran, day, rec)
             policy = ran.rules.watermark
-            unheard = unheard_sources(policy, [b.unit for b in rec.bounds])
+            unheard = unseen_inputs(policy, (), [b.unit for b in rec.bounds])[0]
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
                               "per_batch": {k: p.to_json_dict() for k, p in replayed.items()},
                               "per_batch_unavailable": unavailable,
