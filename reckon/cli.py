@@ -102,7 +102,7 @@ _TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "repor
 def require_existing(command: str, settings: Settings) -> None:
     """Refuse a read of a warehouse (or report database) that does not exist, with what to
     do, before anything creates it. ``replay --kafka`` reads a topic and may start one."""
-    from spark.tables import TABLES, table_exists
+    from spark.table_names import TABLES, table_exists
 
     wh = settings.warehouse_path
     if command in _READS_TABLES and not any(table_exists(wh, t) for t in TABLES):
@@ -138,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reports.query import check_read_only
 
             check_read_only(args.query)
+            if args.engine == "duckdb":
+                from reports.duck import check_duck_sql, connect
+
+                check_duck_sql(connect(), args.query)
         if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
             require_existing(args.command, settings)
         if args.command in _TAKES_WAREHOUSE_SPEC:

@@ -349,11 +349,15 @@ def _report_parser(sub: Any) -> None:
 def _sql_parser(sub: Any) -> None:
     """The flags of `reckon sql`:
 
-    ``reckon sql [--warehouse WAREHOUSE] [--json] [--limit LIMIT] query``
+    ``reckon sql [--warehouse WAREHOUSE] [--engine {duckdb,spark}] [--json] [--limit LIMIT]
+    query``
     """
     p = _add(sub, "sql", _lazy("reckon.commands.investigate:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default): answers in about a second, no JVM; spark: "
+                        "Spark SQL, for Spark-only syntax (DESCRIBE HISTORY, table_changes)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")
     p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')

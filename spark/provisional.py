@@ -32,13 +32,12 @@ from pathlib import Path
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reckon.config import load_settings
 from reckon.eventtime import EventTimeRules, ends_passed
-from reckon.spec import with_spec
 from reckon.timeutil import day_bounds
 from spark import commits
 from spark import tables as tb
 from spark.rules import status_col
+from spark.spec_log import warehouse_rules
 
 __all__ = ["ProvisionalVersions", "provisional_versions", "read_day", "read_provisional",
            "table_version", "warehouse_rules"]
@@ -57,20 +56,6 @@ def provisional_versions(warehouse: str | Path) -> ProvisionalVersions:
     """The newest committed versions (None: the table has no commit)."""
     return ProvisionalVersions(deltas=commits.current_version(warehouse, tb.PROVISIONAL_DELTAS),
                                progress=commits.current_version(warehouse, tb.WATERMARK_PROGRESS))
-
-
-def warehouse_rules(warehouse: str | Path) -> EventTimeRules:
-    """The event-time rules the warehouse's deltas were written under: its recorded spec
-    (spark.spec) over the built-in defaults, or the defaults' own rules when no stream has
-    recorded a spec yet.
-
-    Example: ``read_provisional(spark, wh, warehouse_rules(wh))``.
-    """
-    from spark.spec import current_spec
-
-    base = load_settings(env={}, warehouse=str(warehouse))
-    spec = current_spec(warehouse)
-    return (with_spec(base, spec) if spec else base).event_time_rules()
 
 
 def table_version(warehouse: str | Path, name: str) -> int | None:

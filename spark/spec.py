@@ -16,9 +16,7 @@ from __future__ import annotations
 import getpass
 import json
 import sys
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -28,68 +26,13 @@ from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of, with_spec
 from reckon.timeutil import format_micros
-from spark import commits
 from spark import tables as tb
+from spark.spec_log import SpecVersion, current_spec, recorded_versions
 
 __all__ = ["SpecVersion", "current_spec", "establish_spec", "recorded_versions",
            "resolved_settings"]
 
-_META_KEY = "reckon_spec"
-
-
-@dataclass(frozen=True)
-class SpecVersion:
-    """One recorded version of a warehouse's spec."""
-
-    version: int
-    spec: dict[str, Any]
-    change: str
-    after_batch_id: int | None
-    after_watermark: int | None  # microseconds since the epoch, UTC
-    recorded_at: str
-    recorded_by: str
-
-    def describe(self) -> str:
-        """``version 2 (watermark_bound 5s -> 2s) from after batch 41 at watermark ...``."""
-        if self.after_batch_id is None:
-            return f"version {self.version} ({self.change}), recorded {self.recorded_at}"
-        wm = "none" if self.after_watermark is None else format_micros(self.after_watermark)
-        return (f"version {self.version} ({self.change}) from after batch "
-                f"{self.after_batch_id}, watermark {wm}; recorded {self.recorded_at} by "
-                f"{self.recorded_by}")
-
-
-def recorded_versions(warehouse: str | Path) -> list[SpecVersion]:
-    """Every recorded version, oldest first, read from the table's commit files (no Spark).
-    Empty when the warehouse has no spec yet."""
-    if not tb.table_exists(warehouse, tb.EVENT_TIME_SPEC):
-        return []
-    versions = []
-    for _v, info in commits.commit_infos(warehouse, tb.EVENT_TIME_SPEC, -1):
-        raw = info.get("userMetadata")
-        if not raw or _META_KEY not in raw:
-            continue
-        row = json.loads(raw)[_META_KEY]
-        versions.append(SpecVersion(
-            version=int(row["spec_version"]), spec=dict(row["spec"]), change=row["change"],
-            after_batch_id=row.get("after_batch_id"), after_watermark=row.get("after_watermark"),
-            recorded_at=row["recorded_at"], recorded_by=row["recorded_by"]))
-    return _in_shown_names(sorted(versions, key=lambda v: v.version))
-
-
-def _in_shown_names(versions: list[SpecVersion]) -> list[SpecVersion]:
-    """``versions`` with each change told again from the specs either side of it, so one
-    recorded before the settings' renaming (``lateness 5s -> 2s``) reads as a new one
-    (``watermark_bound 5s -> 2s``); the first start keeps its recorded words."""
-    retold = [replace(v, change=describe_change(before.spec, v.spec) or v.change)
-              for before, v in pairwise(versions)]
-    return versions[:1] + retold
-
-
-def current_spec(warehouse: str | Path) -> dict[str, Any] | None:
-    """The spec in force (the newest version), or None when none is recorded."""
-    versions = recorded_versions(warehouse)
-    return versions[-1].spec if versions else None
+from spark.spec_log import _META_KEY
 
 
 def resolved_settings(settings: Settings, step: str) -> Settings:
