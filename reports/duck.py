@@ -264,6 +264,17 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
             yield from _walk(value)
 
 
+def _duck_errors_one_line(call: Any, *args: Any) -> Any:
+    """``call(*args)``, a DuckDB error (a parse error, most often) turned into one line."""
+    import duckdb
+
+    try:
+        return call(*args)
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise UsageError(f"query failed: {first}") from None
+
+
 def _parsed(conn: Any, text: str) -> dict[str, Any]:
     """DuckDB's parse tree of ``text`` (one statement); a parse error is one line."""
     tree = json.loads(conn.execute("SELECT json_serialize_sql(?)", [text]).fetchall()[0][0])
@@ -278,7 +289,8 @@ def check_duck_sql(conn: Any, sql: str) -> tuple[str, list[str], list[TableRef]]
     warehouse's tables; reads no table.
 
     Example: ``check_duck_sql(conn, "SELECT count(*) FROM reconcilation")`` raises "query
-    reads a table that does not exist: reconcilation (tables: canonical_totals, ...)".
+    failed: no table named reconcilation in a reckon warehouse (tables: canonical_totals,
+    ...)".
     """
     tokens = check_read_only(sql)
     for tok in tokens:
@@ -289,7 +301,7 @@ def check_duck_sql(conn: Any, sql: str) -> tuple[str, list[str], list[TableRef]]
             raise UsageError(f"query has a parameter ({tok.text}): `reckon sql` substitutes "
                              "nothing; write the value in the query")
     text, refs = _rewrite_time_travel(tokens)
-    statements = conn.extract_statements(text)
+    statements = _duck_errors_one_line(conn.extract_statements, text)
     if len(statements) != 1:
         raise UsageError("query has more than one statement: `reckon sql` runs exactly one")
     kind = str(statements[0].type).rsplit(".", 1)[-1]
@@ -334,8 +346,8 @@ def _check_tree(tree: dict[str, Any], travelled: set[str]) -> list[str]:
                 continue
             (read if lower in known else unknown).append(lower)
     if unknown:
-        raise UsageError(f"query reads a table that does not exist: {', '.join(unknown)} "
-                         f"(tables: {', '.join(sorted(known))})")
+        raise UsageError(f"query failed: no table named {', '.join(unknown)} in a reckon "
+                         f"warehouse (tables: {', '.join(sorted(known))})")
     return sorted(set(read))
 
 
@@ -409,15 +421,17 @@ def register(conn: Any, warehouse: Path, tables: Sequence[str],
                              "time-travel")
         conn.register(ref.alias, _load(warehouse, ref))
     if tb.PROVISIONAL_TOTALS in wanted and tb.PROVISIONAL_DELTAS in present:
-        if tb.WATERMARK_PROGRESS not in present:
-            conn.execute(f"CREATE TEMP VIEW {tb.WATERMARK_PROGRESS} AS SELECT NULL::VARCHAR "
-                         "AS query_id, NULL::BIGINT AS batch_id, NULL::TIMESTAMPTZ AS "
-                         "processed_at, NULL::TIMESTAMPTZ AS watermark_before, "
-                         "NULL::TIMESTAMPTZ AS watermark WHERE false")
-        conn.execute(f"CREATE TEMP VIEW {tb.PROVISIONAL_TOTALS} AS "
-                     f"{provisional_sql(warehouse_rules(warehouse))}")
+        if tb.WATERMARK_PROGRESS not in present:  # no batch recorded yet: no watermark
+            conn.sql(_NO_PROGRESS).create_view(tb.WATERMARK_PROGRESS)
+        # the view's text holds only the rules' integers, never a value from the query
+        conn.sql(provisional_sql(warehouse_rules(warehouse))).create_view(tb.PROVISIONAL_TOTALS)
         present.append(tb.PROVISIONAL_TOTALS)
     return [t for t in present if t in wanted]
+
+
+_NO_PROGRESS = ("SELECT NULL::VARCHAR AS query_id, NULL::BIGINT AS batch_id, NULL::TIMESTAMPTZ "
+                "AS processed_at, NULL::TIMESTAMPTZ AS watermark_before, NULL::TIMESTAMPTZ AS "
+                "watermark WHERE false")
 
 
 def open_warehouse(warehouse: str | Path) -> Any:
