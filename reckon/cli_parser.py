@@ -290,8 +290,8 @@ def _check_parser(sub: Any) -> None:
 def _breaks_parser(sub: Any) -> None:
     """The flags of `reckon breaks`:
 
-    ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS] [--json]
-    {list}``
+    ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS]
+    [--currency CURRENCY] [--key KEY] [--min-gap AMOUNT] [--json] {list}``
     """
     p = _add(sub, "breaks", _lazy("reckon.commands.review:cmd_breaks"),
              "list reconciliation breaks with their review status and age")
@@ -300,6 +300,11 @@ def _breaks_parser(sub: Any) -> None:
     p.add_argument("--date", help="only this day (YYYY-MM-DD)")
     p.add_argument("--status", help="only breaks in this review status (open, explained, "
                                     "accepted, resolved)")
+    p.add_argument("--currency", help="only breaks in this currency (ISO 4217, e.g. JPY)")
+    p.add_argument("--key", help="only breaks of this account or merchant key")
+    p.add_argument("--min-gap", metavar="AMOUNT",
+                   help="only breaks whose gap is at least this much either way, in the "
+                        "break's own currency (10: 10 EUR, 10 JPY)")
     p.add_argument("--json", action="store_true", help="machine-readable output, amounts as "
                    "exact decimal text")
 
