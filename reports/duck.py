@@ -402,6 +402,14 @@ def _as_of(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def readable_tables(warehouse: Path) -> list[str]:
+    """The tables of ``warehouse`` a query can read, sorted: those with a Delta log, and
+    provisional_totals when its deltas exist."""
+    present = [t for t in tb.TABLES if tb.table_exists(warehouse, t)]
+    derived = [tb.PROVISIONAL_TOTALS] if tb.PROVISIONAL_DELTAS in present else []
+    return sorted([*present, *derived])
+
+
 def register(conn: Any, warehouse: Path, tables: Sequence[str],
              refs: Sequence[TableRef] = ()) -> list[str]:
     """Register ``tables`` (and the time-travel ``refs``) that exist in ``warehouse``;
@@ -410,15 +418,16 @@ def register(conn: Any, warehouse: Path, tables: Sequence[str],
 
     present = [t for t in tb.TABLES if tb.table_exists(warehouse, t)]
     wanted = set(tables)
+    missing = sorted(wanted - set(readable_tables(warehouse)))
+    if missing:
+        raise UsageError(f"query failed: this warehouse has no {', '.join(missing)} yet "
+                         f"(tables here: {', '.join(readable_tables(warehouse)) or 'none'})")
     if tb.PROVISIONAL_TOTALS in wanted:
         wanted |= {tb.PROVISIONAL_DELTAS, tb.WATERMARK_PROGRESS}
     for name in present:
         if name in wanted:
             conn.register(name, _load(warehouse, TableRef(name=name)))
     for ref in refs:
-        if ref.name not in present:
-            raise UsageError(f"{ref.name} has no data in this warehouse yet: nothing to "
-                             "time-travel")
         conn.register(ref.alias, _load(warehouse, ref))
     if tb.PROVISIONAL_TOTALS in wanted and tb.PROVISIONAL_DELTAS in present:
         if tb.WATERMARK_PROGRESS not in present:  # no batch recorded yet: no watermark
@@ -443,7 +452,7 @@ def open_warehouse(warehouse: str | Path) -> Any:
     """
     wh = _warehouse_dir(warehouse)
     conn = connect()
-    register(conn, wh, [*tb.TABLES, tb.PROVISIONAL_TOTALS])
+    register(conn, wh, readable_tables(wh))
     lock(conn)
     return conn
 
@@ -466,10 +475,10 @@ def run_duck_query(warehouse: str | Path, sql: str, limit: int = 1000, *,
                          "rows, aggregate, or raise sql_max_rows (RECKON_SQL_MAX_ROWS)")
     conn = connect()
     text, tables, refs = check_duck_sql(conn, sql)
-    if re.match(r"\s*SHOW\b", text, re.IGNORECASE):  # SHOW TABLES lists every table
-        tables = [*tb.TABLES, tb.PROVISIONAL_TOTALS]
     wh = _warehouse_dir(warehouse)
-    names = register(conn, wh, tables, refs)
+    if re.match(r"\s*SHOW\b", text, re.IGNORECASE):  # SHOW TABLES lists every table
+        tables = readable_tables(wh)
+    names = register(conn, wh, sorted({*tables, *(r.name for r in refs)}), refs)
     lock(conn)
     columns, rows = _run_with_timeout(conn, text, limit + 1, timeout_s)
     return QueryResult(columns=columns, rows=tuple(rows[:limit]), truncated=len(rows) > limit,

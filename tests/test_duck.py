@@ -93,6 +93,14 @@ def test_a_misspelled_table_is_named_with_the_list_of_tables(wh):
     assert "reconciliation" in done.stderr and "provisional_totals" in done.stderr
 
 
+def test_a_table_this_warehouse_has_not_written_yet_names_those_it_has(wh, capsys):
+    code, out, err = _sql(capsys, wh, "SELECT count(*) FROM late_events")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "this warehouse has no late_events yet (tables here: reconciliation)" in err
+    code, out, _ = _sql(capsys, wh, "SHOW TABLES")
+    assert code == 0 and out.split()[2:3] == ["reconciliation"]
+
+
 def test_decimals_stay_exact_and_times_are_utc(wh, capsys):
     code, out, _ = _sql(capsys, wh, "--json", "SELECT key, currency, gap, window_start "
                         "FROM reconciliation WHERE gap <> 0 ORDER BY key")
