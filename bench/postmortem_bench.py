@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,19 +45,24 @@ def _warehouse() -> Path:
     return wh
 
 
-def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> float:
-    """Wall seconds of one ``reckon sql`` in a fresh process; its exit code must be
-    ``expect`` (a refusal is measured as a refusal, not as a crash)."""
+def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB of the Python process) of one ``reckon sql`` in a fresh
+    process; its exit code must be ``expect`` (a refusal is measured as a refusal, not as a
+    crash). The Spark path's JVM is a process of its own, not in that RSS."""
     argv = [sys.executable, "-m", "reckon.cli", "sql", "--warehouse", str(warehouse),
             "--engine", engine, sql]
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=900,
-                          env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
-    wall = time.perf_counter() - t0
-    if done.returncode != expect:
-        raise RuntimeError(f"{' '.join(argv[3:])} ended {done.returncode}, not {expect}: "
-                           f"{done.stderr.strip().splitlines()[-1:]}")
-    return wall
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+                                 env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+        child.returncode = code = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        last = err.read().decode(errors="replace").strip().splitlines()[-1:]
+    if code != expect:
+        raise RuntimeError(f"{' '.join(argv[3:])} ended {code}, not {expect}: {last}")
+    return wall, usage.ru_maxrss / 1024
 
 
 def bench_postmortem(spark: Any, scale: Scale) -> dict[str, Any]:
@@ -66,19 +72,23 @@ def bench_postmortem(spark: Any, scale: Scale) -> dict[str, Any]:
     table = RECONCILIATION if table_exists(wh, RECONCILIATION) else "event_log"
     repeats = max(1, round(3 * min(scale.factor, 1.0)))
     walls: dict[str, dict[str, list[float]]] = {e: {q: [] for q in QUESTIONS} for e in ENGINES}
+    rss = dict.fromkeys(ENGINES, 0.0)
     for _ in range(repeats):
         for question, (sql, expect) in QUESTIONS.items():
             for engine in ENGINES:
-                wall = time_command(wh, engine, sql.format(table=table), expect)
-                walls[engine][question].append(wall)
+                wall, peak = time_command(wh, engine, sql.format(table=table), expect)
+                walls[engine][question].append(round(wall, 2))
+                rss[engine] = max(rss[engine], round(peak, 1))
                 log(f"postmortem: {engine} {question} {wall:.2f}s (load {load_average()})")
     median = {e: {q: round(statistics.median(v), 2) for q, v in qs.items()}
               for e, qs in walls.items()}
     return {
         "scale": {"warehouse": str(wh), "count_table": table, "repeats": repeats},
-        "results": {f"reckon_sql_{e}": {"wall_seconds": sum(median[e].values()),
-                                        **{f"{q}_seconds": s for q, s in median[e].items()},
-                                        "runs": walls[e]} for e in ENGINES},
+        "results": {f"reckon_sql_{e}": {
+            "wall_seconds": round(sum(median[e].values()), 2),
+            **{f"{q}_seconds": s for q, s in median[e].items()}, "runs": walls[e],
+            "peak_driver_rss_mb": rss[e], "peak_python_rss_mb": rss[e],
+            "peak_jvm_rss_mb": None, "peak_jvm_heap_used_mb": None} for e in ENGINES},
         "ratios": {f"{q}_spark_over_duckdb": round(median["spark"][q] / median["duckdb"][q], 1)
                    for q in QUESTIONS},
         "targets": [target(f"reckon sql {q}, whole command (DuckDB path)", median["duckdb"][q],
@@ -86,4 +96,7 @@ def bench_postmortem(spark: Any, scale: Scale) -> dict[str, Any]:
                     for q, goal in GOALS.items()],
         "profile": {"what": "each run a fresh `python -m reckon.cli sql` process; the Spark "
                             "path's time is mostly the JVM's start and the session's"},
+        "settings": {"engines": list(ENGINES),
+                     "questions": {q: sql.format(table=table) for q, (sql, _) in
+                                   QUESTIONS.items()}},
     }
