@@ -16,6 +16,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reckon.cli import main
 
@@ -219,3 +221,35 @@ def test_the_notebook_connection_reads_every_table_and_reaches_no_file(wh):
 
     with pytest.raises(UsageError, match="no such directory"):
         reckon.read.open(wh / "nope")
+
+
+def _evaluated(sql: str) -> object:
+    import duckdb
+
+    return duckdb.connect().execute("SELECT " + sql).fetchall()[0][0]
+
+
+@given(before=st.integers(-10**12, 10**12), advance=st.integers(0, 10**9),
+       step=st.integers(1, 10**8))
+@settings(max_examples=60, deadline=None)
+def test_the_folds_sql_computes_the_core_rules_ends_passed(before, advance, step):
+    """provisional_sql writes reckon.eventtime.ends_passed through SqlExpr: DuckDB's
+    truncating % and the rule's floor remainder must give the same ends, negatives too."""
+    from reckon.eventtime import ends_passed
+    from reports.duck import SqlExpr
+
+    after = before + advance
+    first, last = ends_passed(SqlExpr(f"({before})::BIGINT"), SqlExpr(f"({after})::BIGINT"), step)
+    assert (_evaluated(str(first)), _evaluated(str(last))) == ends_passed(before, after, step)
+
+
+@given(end=st.integers(0, 10**6), watermark=st.none() | st.integers(0, 10**6),
+       grace=st.integers(0, 10**5))
+@settings(max_examples=60, deadline=None)
+def test_the_folds_sql_status_is_the_core_window_status(end, watermark, grace):
+    from reckon.eventtime import window_status
+    from reports.duck import SqlExpr, _status_sql
+
+    wm = SqlExpr("NULL::BIGINT" if watermark is None else f"({watermark})::BIGINT")
+    assert _evaluated(_status_sql(SqlExpr(f"({end})::BIGINT"), wm, grace)) == \
+        window_status(end, watermark, grace).value
