@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.harness import Scale, base_settings, environment, load_average, log, write_result
 from bench.report import write_markdown
-from bench.workloads import WORKLOADS
+from bench.workloads import NO_SPARK_SESSION, WORKLOADS
 from reckon.config import PROJECT_ROOT
 from reckon.errors import UsageError
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"scale factor {factor:g}; workloads {', '.join(names)}; load {load_average()}")
 
     spark = None
-    if any(n != "lateness" for n in names):
+    if any(n not in NO_SPARK_SESSION for n in names):
         from spark.session import get_spark
 
         spark = get_spark(base_settings(scale.data_dir / "_session"), app_name="reckon-bench")

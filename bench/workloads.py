@@ -10,7 +10,8 @@ everything Spark). Each family lives in its own module:
 - ``scale_curve``: replay and audit at three sizes, and the driver's memory on a cluster;
 - ``compaction_bench``: the replay of a stream-laid day, its compaction, the replay after;
 - ``long_day``: stream batches late in a long day vs in the morning;
-- ``fixed_cost``: a steady 10K-line batch of the real stream, step by step.
+- ``fixed_cost``: a steady 10K-line batch of the real stream, step by step;
+- ``postmortem``: ``reckon sql`` as a whole command, DuckDB path vs ``--engine spark``.
 
 Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed),
 ``results`` (one entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets``
@@ -31,11 +32,12 @@ from bench.freshness import bench_freshness
 from bench.harness import Scale
 from bench.lateness_bench import bench_lateness
 from bench.long_day import bench_long_day
+from bench.postmortem_bench import bench_postmortem
 from bench.replay_bench import bench_replay
 from bench.scale_curve import bench_scale_curve
 from bench.stream_bench import bench_stream
 
-__all__ = ["WORKLOADS", "Scale"]
+__all__ = ["NO_SPARK_SESSION", "WORKLOADS", "Scale"]
 
 WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "stream": bench_stream,
@@ -47,4 +49,7 @@ WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "compaction": bench_compaction,
     "long_day": bench_long_day,
     "fixed_cost": bench_fixed_cost,
+    "postmortem": bench_postmortem,
 }
+#: Workloads that need no Spark session in the bench's process.
+NO_SPARK_SESSION = frozenset({"lateness", "postmortem"})

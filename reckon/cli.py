@@ -102,7 +102,7 @@ _TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "repor
 def _holds_tables(warehouse: Path) -> bool:
     """Whether the warehouse holds any reckon table (imported here: the report database's
     commands, a sign-off among them, import nothing of Spark)."""
-    from spark.tables import TABLES, table_exists
+    from spark.table_names import TABLES, table_exists
 
     return any(table_exists(warehouse, t) for t in TABLES)
 
@@ -144,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from reports.query import check_read_only
 
             check_read_only(args.query)
+            if args.engine == "duckdb":
+                from reports.duck import check_duck_sql, connect
+
+                check_duck_sql(connect(), args.query)
         if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
             require_existing(args.command, settings)
         if args.command in _TAKES_WAREHOUSE_SPEC:

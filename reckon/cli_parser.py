@@ -293,8 +293,8 @@ def _check_parser(sub: Any) -> None:
 def _breaks_parser(sub: Any) -> None:
     """The flags of `reckon breaks`:
 
-    ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS] [--json]
-    {list}``
+    ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS]
+    [--currency CURRENCY] [--key KEY] [--min-gap AMOUNT] [--json] {list}``
     """
     p = _add(sub, "breaks", _lazy("reckon.commands.review:cmd_breaks"),
              "list reconciliation breaks with their review status and age")
@@ -303,6 +303,11 @@ def _breaks_parser(sub: Any) -> None:
     p.add_argument("--date", help="only this day (YYYY-MM-DD)")
     p.add_argument("--status", help="only breaks in this review status (open, explained, "
                                     "accepted, resolved)")
+    p.add_argument("--currency", help="only breaks in this currency (ISO 4217, e.g. JPY)")
+    p.add_argument("--key", help="only breaks of this account or merchant key")
+    p.add_argument("--min-gap", metavar="AMOUNT",
+                   help="only breaks whose gap is at least this much either way, in the "
+                        "break's own currency (10: 10 EUR, 10 JPY)")
     p.add_argument("--json", action="store_true", help="machine-readable output, amounts as "
                    "exact decimal text")
 
@@ -355,11 +360,15 @@ def _report_parser(sub: Any) -> None:
 def _sql_parser(sub: Any) -> None:
     """The flags of `reckon sql`:
 
-    ``reckon sql [--warehouse WAREHOUSE] [--json] [--limit LIMIT] query``
+    ``reckon sql [--warehouse WAREHOUSE] [--engine {duckdb,spark}] [--json] [--limit LIMIT]
+    query``
     """
     p = _add(sub, "sql", _lazy("reckon.commands.investigate:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default): answers in about a second, no JVM; spark: "
+                        "Spark SQL, for Spark-only syntax (DESCRIBE HISTORY, table_changes)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=int, default=1000, help="rows printed at most (default 1000)")
     p.add_argument("query", help='e.g. "SELECT * FROM provisional_totals LIMIT 10"')

@@ -123,6 +123,10 @@ class Settings:
     spark_log_to_stdout: bool = False
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
+    # reckon sql on DuckDB (reports.duck): a query is stopped after this long, and may ask
+    # for at most this many rows (--limit)
+    sql_timeout: str = "5m"
+    sql_max_rows: int = 1_000_000
     extra_spark_conf: Mapping[str, str] = field(default_factory=dict)
     # where each value not left at its default came from ("--window", "RECKON_WINDOW", the
     # config file, "the warehouse"): what a refusal names when values disagree (reckon.spec)
@@ -172,6 +176,11 @@ class Settings:
             raise ConfigError(f"required_approvers={self.required_approvers} is not valid: the "
                               "number of distinct reviewers who sign a run off, 1 or more")
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
+        if parse_duration(self.sql_timeout, "sql_timeout") <= 0:
+            raise ConfigError(f"sql_timeout={self.sql_timeout!r} is not valid: give a "
+                              "positive duration, e.g. 60s")
+        if self.sql_max_rows < 1:
+            raise ConfigError(f"sql_max_rows={self.sql_max_rows} must be >= 1")
         if parse_duration(self.watermark_poll, "watermark_poll") < 1_000_000:
             raise ConfigError(f"watermark_poll={self.watermark_poll!r} is not valid: at least 1s "
                               "(each look is a task try that Airflow schedules)")

@@ -17,7 +17,9 @@ append-only tables, computed on read and bounded to the windows asked for:
   ``(watermark_before, watermark]``).
 
 These are the rules the pure reference applies batch by batch (reckon.reference.stream_outcome);
-the Spark tier compares the two on every streamed scenario.
+the Spark tier compares the two on every streamed scenario. ``reports.duck.provisional_sql`` is
+the same fold in DuckDB SQL, for the JVM-free read path: a change here is made there too
+(tests/test_duck_spark.py compares the two on streamed warehouses).
 
     >>> totals = read_provisional(spark, "warehouse", since_start=day_start)  # doctest: +SKIP
     >>> totals.filter("status = 'OPEN'").show()                               # doctest: +SKIP

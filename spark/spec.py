@@ -27,9 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from reckon.config import Settings
 from reckon.errors import UsageError
@@ -37,7 +35,10 @@ from reckon.eventtime import EventTimeRules
 from reckon.spec import changed_spec, describe_change, resolve, rules_of, spec_of, with_spec
 from reckon.timeutil import format_micros
 from spark import commits
-from spark import tables as tb
+from spark import table_names as tb
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["SpecVersion", "establish_spec", "recorded_versions", "rules_in_force",
            "settings_for"]
@@ -181,8 +182,10 @@ def _record(spark: SparkSession, settings: Settings, *, spec: dict[str, Any], ve
             "after_batch_id": after_batch_id, "after_watermark": after_watermark,
             "recorded_at": format_micros(int(now.timestamp() * 1e6)),
             "recorded_by": row["recorded_by"]}
-    tb.ensure_table(spark, settings.warehouse_path, tb.EVENT_TIME_SPEC)
-    (tb.single_row(spark, tb.EVENT_TIME_SPEC, row).write.format("delta").mode("append")
+    from spark import tables
+
+    tables.ensure_table(spark, settings.warehouse_path, tb.EVENT_TIME_SPEC)
+    (tables.single_row(spark, tb.EVENT_TIME_SPEC, row).write.format("delta").mode("append")
      .option("userMetadata", json.dumps({_META_KEY: meta}, sort_keys=True))
      .save(tb.table_path(settings.warehouse_path, tb.EVENT_TIME_SPEC)))
 
@@ -193,7 +196,9 @@ def _last_batch(spark: SparkSession, wh: Path) -> tuple[int | None, int | None]:
 
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return None, None
-    rows = (tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
+    from spark import tables
+
+    rows = (tables.read_table(spark, wh, tb.WATERMARK_PROGRESS)
             .orderBy(F.col("processed_at").desc(), F.col("batch_id").desc())
             .select("batch_id", F.unix_micros("watermark").alias("wm")).limit(1).collect())
     return (None, None) if not rows else (int(rows[0].batch_id), rows[0].wm)

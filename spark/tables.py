@@ -20,8 +20,25 @@ from pyspark.sql import types as T
 
 from reckon.errors import LayoutError
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
-from spark.commits import batch_mark, table_exists
+from spark.commits import batch_mark
 from spark.session import built_once_per_jvm
+from spark.table_names import (
+    CANONICAL_TOTALS,
+    EVENT_LOG,
+    EVENT_TIME_SPEC,
+    LATE_EVENTS,
+    PROVISIONAL_DELTAS,
+    PROVISIONAL_TOTALS,
+    QUARANTINE,
+    RECONCILIATION,
+    REPLAY_CONFLICTS,
+    REPLAY_RUNS,
+    TABLES,
+    UNCAUGHT_DUPLICATES,
+    WATERMARK_PROGRESS,
+    table_exists,
+    table_path,
+)
 
 __all__ = [
     "CANONICAL_TOTALS",
@@ -52,18 +69,6 @@ __all__ = [
     "window_day",
 ]
 
-EVENT_LOG = "event_log"
-QUARANTINE = "quarantine"
-PROVISIONAL_TOTALS = "provisional_totals"   # derived on read (spark.provisional), no folder
-PROVISIONAL_DELTAS = "provisional_deltas"
-LATE_EVENTS = "late_events"
-WATERMARK_PROGRESS = "watermark_progress"
-CANONICAL_TOTALS = "canonical_totals"
-RECONCILIATION = "reconciliation"
-REPLAY_RUNS = "replay_runs"
-REPLAY_CONFLICTS = "replay_conflicts"
-UNCAUGHT_DUPLICATES = "uncaught_duplicates"
-EVENT_TIME_SPEC = "event_time_spec"
 
 AMOUNT = T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)
 TOTAL = T.DecimalType(38, AMOUNT_SCALE)
@@ -254,10 +259,6 @@ SCHEMAS: dict[str, T.StructType] = {
     ),
 }
 
-TABLES = (EVENT_LOG, QUARANTINE, PROVISIONAL_DELTAS, LATE_EVENTS, WATERMARK_PROGRESS,
-          CANONICAL_TOTALS, UNCAUGHT_DUPLICATES, RECONCILIATION, REPLAY_RUNS, REPLAY_CONFLICTS,
-          EVENT_TIME_SPEC)
-
 _PARTITION_BY = {EVENT_LOG: ["event_date"], QUARANTINE: ["arrival_date"],
                  PROVISIONAL_DELTAS: ["window_date"], LATE_EVENTS: ["window_date"],
                  CANONICAL_TOTALS: ["window_date"], UNCAUGHT_DUPLICATES: ["window_date"],
@@ -288,10 +289,6 @@ _PROPERTIES[EVENT_TIME_SPEC] = {"delta.checkpointInterval": "1000000"}
 # write. A table created before this keeps stats on every column (harmless, only slower).
 _PROPERTIES[RECONCILIATION] = {
     "delta.dataSkippingStatsColumns": "window_start,window_end,key,currency,status"}
-
-
-def table_path(warehouse: str | Path, name: str) -> str:
-    return str(Path(warehouse) / name)
 
 
 _MISSING_FILE_ERRORS = ("FAILED_READ_FILE.FILE_NOT_EXIST", "DELTA_CHANGE_DATA_FILE_NOT_FOUND",

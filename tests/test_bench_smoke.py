@@ -28,13 +28,21 @@ MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
 
 
 DEFAULT = ["stream", "lateness"]
-SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day", "fixed_cost"]
+SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day", "fixed_cost",
+        "postmortem"]
 
 
 @pytest.mark.parametrize("names", [DEFAULT, pytest.param(SOAK, marks=pytest.mark.soak)],
                          ids=["stream+lateness", "the-rest"])
-def test_every_workload_writes_a_complete_result(spark, tmp_path: Path, names) -> None:
+def test_every_workload_writes_a_complete_result(spark, streamed_scenario, tmp_path: Path,
+                                                 names, monkeypatch) -> None:
     assert sorted(DEFAULT + SOAK) == sorted(WORKLOADS), "a workload nobody smoke-tests"
+    if "postmortem" in names:  # a streamed warehouse stands in for the demo's
+        from tests.scenarios import SCENARIOS
+
+        case = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
+        monkeypatch.setenv("RECKON_BENCH_POSTMORTEM_WAREHOUSE",
+                           str(streamed_scenario(case.name).warehouse_path))
     results, md = tmp_path / "results", tmp_path / "BENCHMARKS.md"
     code = main(["--scale", "0.0002", "--only", *names, "--results-dir", str(results),
                  "--data-dir", str(tmp_path / "data"), "--markdown", str(md)])

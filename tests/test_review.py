@@ -340,6 +340,36 @@ def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return wh
 
 
+def test_cli_breaks_list_filters_by_currency_key_and_minimum_gap(
+        cli_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The three breaks: acct-7 EUR gap -1.25, acct-7 JPY gap -1200, acct-1 EUR gap -1.25.
+    --min-gap is in each break's own currency and compares the gap's size (either sign)."""
+    wh = str(cli_warehouse)
+
+    def listed(*flags: str) -> list[tuple[str, str, str]]:
+        assert main(["breaks", "list", "--warehouse", wh, "--json", *flags]) == 0
+        return [(b["key"], b["currency"], b["gap_amount"])
+                for b in json.loads(capsys.readouterr().out)]
+
+    assert listed("--currency", "jpy") == [("acct-7", "JPY", "-1200")]
+    assert listed("--key", "acct-1") == [("acct-1", "EUR", "-1.25")]
+    assert listed("--key", "acct-7", "--currency", "EUR") == [("acct-7", "EUR", "-1.25")]
+    assert listed("--min-gap", "1.25") == [("acct-1", "EUR", "-1.25"), ("acct-7", "EUR", "-1.25"),
+                                           ("acct-7", "JPY", "-1200")]
+    assert listed("--min-gap", "1.26") == [("acct-7", "JPY", "-1200")]
+    assert listed("--min-gap", "1201") == []
+    assert main(["breaks", "list", "--warehouse", wh, "--currency", "KWD"]) == 0
+    assert capsys.readouterr().out == "no breaks in KWD in the current audit runs\n"
+    for flags, said in ((["--min-gap", "-1"], "--min-gap='-1' is not valid"),
+                        (["--min-gap", "1,000"], "--min-gap='1,000' is not valid"),
+                        (["--min-gap", "nan"], "--min-gap='nan' is not valid"),
+                        (["--currency", "XYZ"], "--currency='XYZ' is not valid"),
+                        (["--key", " "], "--key=' ' is not valid")):
+        assert main(["breaks", "list", "--warehouse", wh, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err, err
+
+
 def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     wh = str(cli_warehouse)

@@ -250,8 +250,8 @@ def test_a_misspelled_table_is_one_line_from_the_real_cli(spark, warehouse):
     import sys
 
     _write_twice(spark, warehouse)
-    done = subprocess.run([sys.executable, "-m", "reckon.cli", "sql", "--warehouse",
-                           str(warehouse), "SELECT * FROM provisonal_totals"],
+    done = subprocess.run([sys.executable, "-m", "reckon.cli", "sql", "--engine", "spark",
+                           "--warehouse", str(warehouse), "SELECT * FROM provisonal_totals"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert "at org.apache" not in done.stderr and "Traceback" not in done.stderr
@@ -326,7 +326,7 @@ def test_deep_nesting_is_one_line_not_a_stack_overflow(capsys, tmp_path):
 
 def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys):
     _write_twice(spark, warehouse)
-    code = main(["sql", "--warehouse", str(warehouse), "--json",
+    code = main(["sql", "--engine", "spark", "--warehouse", str(warehouse), "--json",
                  "SELECT double('NaN') AS n, double('Infinity') AS i, -double('Infinity') AS m, "
                  "1.5D AS f"])
     assert code == 0

@@ -34,15 +34,27 @@ def _require_warehouse_dir(settings: Settings) -> None:
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon sql --warehouse WH [--json] [--limit N] "SELECT ..."`."""
-    from reports.query import check_read_only, run_query
+    """`reckon sql --warehouse WH [--engine duckdb|spark] [--json] [--limit N] "SELECT ..."`.
+    DuckDB (reports.duck) by default: no JVM; Spark (reports.query) on ``--engine spark``."""
+    from reports.query import QueryResult, check_read_only
     from reports.terminal import print_json, print_table
-    from spark.session import get_spark
 
-    check_read_only(args.query)  # refuse before starting a JVM
+    check_read_only(args.query)  # refuse before starting anything
     _require_warehouse_dir(settings)
-    spark = get_spark(settings, app_name="reckon-sql")
-    result = run_query(spark, settings.warehouse_path, args.query, args.limit)
+    result: QueryResult
+    if getattr(args, "engine", "duckdb") == "duckdb":
+        from reports.duck import run_duck_query
+
+        result = run_duck_query(settings.warehouse_path, args.query, args.limit,
+                                timeout_s=parse_duration(settings.sql_timeout,
+                                                         "sql_timeout") / 1e6,
+                                max_rows=settings.sql_max_rows)
+    else:
+        from reports.query import run_query
+        from spark.session import get_spark
+
+        spark = get_spark(settings, app_name="reckon-sql")
+        result = run_query(spark, settings.warehouse_path, args.query, args.limit)
     if args.json:
         print_json(result.to_dicts())
     else:

@@ -13,7 +13,7 @@ import argparse
 import json
 from dataclasses import asdict
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -73,19 +73,46 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _min_gap(text: str | None) -> Decimal | None:
+    """``--min-gap`` as an exact, non-negative Decimal; None when not given.
+
+    >>> _min_gap(" 0.5 ")
+    Decimal('0.5')
+    """
+    if text is None:
+        return None
+    try:
+        amount = Decimal(text.strip())
+    except InvalidOperation:
+        amount = Decimal(-1)
+    if not amount.is_finite() or amount < 0:
+        raise invalid("--min-gap", text, "a non-negative amount such as 10 or 0.5 (in each "
+                      "break's own currency)")
+    return amount
+
+
 def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon breaks list [--date D] [--status S] [--json]``: breaks of the current runs."""
+    """``reckon breaks list [--date D] [--status S] [--currency C] [--key K] [--min-gap G]
+    [--json]``: breaks of the current runs."""
+    from reckon.commands.investigate import _currency_arg
+
     if args.action != "list":
         raise invalid("action", args.action, "list")
     day = parse_date(args.date, "--date") if args.date else None
     status = args.status.strip().lower() if args.status else None
     if status is not None and status not in REVIEW_STATUSES:
         raise invalid("--status", args.status, "one of " + ", ".join(REVIEW_STATUSES))
+    currency = _currency_arg(getattr(args, "currency", None))
+    key = getattr(args, "key", None)
+    if key is not None and not key.strip():
+        raise invalid("--key", key, "an account or merchant key")
+    min_gap = _min_gap(getattr(args, "min_gap", None))
     with ReportDB.from_settings(settings) as db:
         if day is not None and not db.audit_runs(day):  # never audited is not "no breaks"
             raise invalid("--date", day.isoformat(), "a day with an audit run in the report "
                           f"database (none of {day}: run `reckon audit --date {day}` first)")
-        items = db.list_breaks(day=day, review_status=status)
+        items = db.list_breaks(day=day, review_status=status, currency=currency, key=key,
+                               min_gap=min_gap)
         states = review_states(db, sorted({item["run_id"] for item in items}),
                                settings.required_approvers)
     for item in items:
@@ -96,6 +123,9 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     if not items:
         where = f" for {day.isoformat()}" if day else ""
         which = f" with review status {status!r}" if status else ""
+        which += f" in {currency}" if currency else ""
+        which += f" of key {key!r}" if key else ""
+        which += f" with a gap of at least {min_gap}" if min_gap is not None else ""
         print(f"no breaks{where}{which} in the current audit runs")
         return 0
     print(_breaks_table(items))

@@ -295,9 +295,15 @@ class ReportDB:
             return [_to_record(BreakRow, r) for r in rows]
 
     def list_breaks(self, day: date | None = None, review_status: str | None = None, *,
-                    kind: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+                    kind: str | None = None, now: datetime | None = None,
+                    currency: str | None = None, key: str | None = None,
+                    min_gap: Decimal | None = None) -> list[dict[str, Any]]:
         """Breaks of the current audit runs (of every kind unless ``kind`` is given) with their
-        review status and ``age_days`` = whole days since the identity was first seen."""
+        review status and ``age_days`` = whole days since the identity was first seen; only
+        ``currency``'s, ``key``'s, and those whose gap is at least ``min_gap`` in absolute
+        value (in the break's own currency: 10 is 10 EUR or 10 JPY), when given.
+
+        Example: ``db.list_breaks(currency="JPY", min_gap=Decimal(1000))``."""
         if review_status is not None and review_status not in REVIEW_STATUSES:
             raise invalid("review_status", review_status, "one of " + ", ".join(REVIEW_STATUSES))
         moment = now or _now()
@@ -316,10 +322,17 @@ class ReportDB:
             stmt = stmt.where(a.c.kind == kind)
         if review_status is not None:
             stmt = stmt.where(r.c.review_status == review_status)
+        if currency is not None:
+            stmt = stmt.where(b.c.currency == currency)
+        if key is not None:
+            stmt = stmt.where(b.c.key == key)
         with self.ready().connect() as conn:
             out = []
             for row in conn.execute(stmt).mappings():
                 item = dict(row)
+                # amounts are exact decimal text in the database: compared here, as Decimals
+                if min_gap is not None and abs(item["gap_amount"]) < min_gap:
+                    continue
                 item.pop("id", None)
                 item["age_days"] = _age_days(item["first_seen_at"], moment)
                 out.append(item)
