@@ -14,7 +14,7 @@ already fits, else a copy) with modification times strictly increasing in that o
 Spark's file source reads that folder. Spark deletes each admitted file once the batch that
 read it has committed (``cleanSource``); the landing dir is never changed. The admission log
 (``<checkpoint>/admitted/log.jsonl``) lists what was admitted, with its size, so a file that
-grows after it was admitted (a producer writing in place) is reported, not read twice.
+grows after it was admitted (a producer writing in place) is reported, never read twice.
 
 The rule (pure, ``admission_plan``): the files admitted in one look go in name order, each
 one millisecond or more after the one before; a file that lands later is admitted later,
@@ -203,8 +203,9 @@ class LandingAdmitter:
             admitted_size = self._sizes.get(f.name)
             if admitted_size is not None and f.size != admitted_size and f.name not in self._grown:
                 self._grown.add(f.name)
-                print(f"[stream] landing {self.landing}: {f.name} changed after it was read "
-                      f"({admitted_size} bytes read, {f.size} now): what changed is not read. "
-                      "Write each file under a name starting with '.' and rename it when "
-                      "complete; send the missing lines in a new file", file=sys.stderr,
-                      flush=True)
+                print(f"[stream] landing {self.landing}: {f.name} changed after it was "
+                      f"admitted ({admitted_size} bytes then, {f.size} now): each file is read "
+                      "once, so what changed after its batch read it is not read (a change "
+                      "before that may have been). Write each file under a name starting with "
+                      "'.' and rename it when complete; send the missing lines in a new file",
+                      file=sys.stderr, flush=True)
