@@ -14,7 +14,7 @@ already fits, else a copy) with modification times strictly increasing in that o
 Spark's file source reads that folder. Spark deletes each admitted file once the batch that
 read it has committed (``cleanSource``); the landing dir is never changed. The admission log
 (``<checkpoint>/admitted/log.jsonl``) lists what was admitted, with its size, so a file that
-grows after it was admitted (a producer writing in place) is reported, not read twice.
+grows after it was admitted (a producer writing in place) is reported, never read twice.
 
 The rule (pure, ``admission_plan``): the files admitted in one look go in name order, each
 one millisecond or more after the one before; a file that lands later is admitted later,
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reckon.errors import UsageError
-from reckon.landing import unread_reason
+from reckon.landing import SYMLINK_REASON, entry_reason, special_reason
 
 __all__ = ["ADMISSION_POLL_SECONDS", "Admission", "LandedFile", "LandingAdmitter",
            "admission_plan"]
@@ -78,6 +78,20 @@ def admission_plan(landed: Iterable[LandedFile], admitted: Collection[str],
                               keeps_own_time=mtime == f.mtime_ms))
         previous = mtime
     return plan
+
+
+def _linked(source: Path, temporary: Path, opened: os.stat_result) -> bool:
+    """Hard-link ``source`` (never through a symbolic link) to ``temporary``; True when the
+    link is the regular file that was ``opened``, else nothing is left at ``temporary``."""
+    try:
+        os.link(source, temporary, follow_symlinks=False)
+    except OSError:  # another file system, links not allowed, or the file is gone
+        return False
+    linked = os.lstat(temporary)
+    if (linked.st_ino, linked.st_dev) == (opened.st_ino, opened.st_dev):
+        return True
+    temporary.unlink()
+    return False
 
 
 class LandingAdmitter:
@@ -131,8 +145,8 @@ class LandingAdmitter:
     def _listing(self) -> list[LandedFile]:
         try:
             with os.scandir(self.landing) as entries:
-                found = [(e.name, e.stat()) for e in entries
-                         if unread_reason(e.name, is_dir=e.is_dir()) is None]
+                found = [(e.name, e.stat(follow_symlinks=False)) for e in entries
+                         if entry_reason(e) is None]  # regular event files only
         except FileNotFoundError:
             raise UsageError(f"landing dir {self.landing} is gone: the stream cannot read "
                              "it; restore it or stop the stream") from None
@@ -152,33 +166,46 @@ class LandingAdmitter:
 
     def _place(self, a: Admission) -> bool:
         """Put ``a`` in the read folder under a hidden name, then rename it (Spark never sees
-        a half-written file); False when the file vanished from the landing dir meanwhile."""
+        a half-written file); False when the file vanished from the landing dir meanwhile, or
+        is no longer a regular file (swapped for a link or a FIFO after the listing).
+
+        The landing file is opened without following a link and without blocking, and only a
+        regular file is placed: a hard link is kept only when it is that same file."""
         source = self.landing / a.name
         temporary = self.files_dir / f".{a.name}.admitting"
         temporary.unlink(missing_ok=True)
         try:
-            if a.keeps_own_time:
-                try:
-                    os.link(source, temporary)
-                except OSError:  # another file system, or links not allowed
-                    shutil.copy2(source, temporary)
-            else:
-                shutil.copyfile(source, temporary)
-                os.utime(temporary, ns=(a.mtime_ms * 1_000_000, a.mtime_ms * 1_000_000))
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
-            print(f"[stream] landing {self.landing}: {a.name} was removed before it could be "
-                  "read; not read", file=sys.stderr, flush=True)
-            return False
+            return self._not_placed(a, "was removed before it could be read")
+        except OSError:  # ELOOP: a symbolic link put there after the listing
+            return self._not_placed(a, f"is not a regular file ({SYMLINK_REASON})")
+        with os.fdopen(fd, "rb") as opened:
+            st = os.fstat(fd)
+            reason = special_reason(st.st_mode)
+            if reason is not None:
+                return self._not_placed(a, f"is not a regular file ({reason})")
+            if not (a.keeps_own_time and _linked(source, temporary, st)):
+                with temporary.open("wb") as copy:
+                    shutil.copyfileobj(opened, copy)
+                ns = st.st_mtime_ns if a.keeps_own_time else a.mtime_ms * 1_000_000
+                os.utime(temporary, ns=(ns, ns))
         os.replace(temporary, self.files_dir / a.name)
         return True
+
+    def _not_placed(self, a: Admission, why: str) -> bool:
+        print(f"[stream] landing {self.landing}: {a.name} {why}; not read", file=sys.stderr,
+              flush=True)
+        return False
 
     def _report_grown(self, listing: list[LandedFile]) -> None:
         for f in listing:
             admitted_size = self._sizes.get(f.name)
             if admitted_size is not None and f.size != admitted_size and f.name not in self._grown:
                 self._grown.add(f.name)
-                print(f"[stream] landing {self.landing}: {f.name} changed after it was read "
-                      f"({admitted_size} bytes read, {f.size} now): what changed is not read. "
-                      "Write each file under a name starting with '.' and rename it when "
-                      "complete; send the missing lines in a new file", file=sys.stderr,
-                      flush=True)
+                print(f"[stream] landing {self.landing}: {f.name} changed after it was "
+                      f"admitted ({admitted_size} bytes then, {f.size} now): each file is read "
+                      "once, so what changed after its batch read it is not read (a change "
+                      "before that may have been). Write each file under a name starting with "
+                      "'.' and rename it when complete; send the missing lines in a new file",
+                      file=sys.stderr, flush=True)

@@ -11,6 +11,12 @@ quarantined as ``bad_json``: counted, never lost). Not read: names starting with
 when complete, and for side files such as the generator's ``_manifest.json``), compressed
 files (decompress them into the landing dir), folders, anything else.
 
+Only regular files are read. A symbolic link is refused, wherever it points (a link
+``x.ndjson -> /etc/passwd`` would otherwise put that file's lines in quarantine): copy or
+move the file itself into the landing dir. A FIFO, a socket or a device is skipped (reading
+a FIFO blocks until someone writes to it, and would stop the stream from starting). Each is
+reported with its reason, like any other file not read.
+
 Example:
     >>> unread_reason("events-000001.jsonl")
     >>> unread_reason("day.ndjson.gz")
@@ -20,10 +26,12 @@ Example:
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EVENT_FILE_GLOB", "EVENT_SUFFIXES", "MANIFEST_NAME", "LandingSurvey", "survey", "unread_reason"]
+__all__ = ["EVENT_FILE_GLOB", "EVENT_SUFFIXES", "MANIFEST_NAME", "SYMLINK_REASON", "LandingSurvey",
+           "entry_reason", "special_reason", "survey", "unread_reason"]
 
 EVENT_SUFFIXES = (".ndjson", ".jsonl", ".json")
 # what a generated landing dir holds beside its event files; the leading '_' keeps it out
@@ -46,6 +54,41 @@ def unread_reason(name: str, *, is_dir: bool = False) -> str | None:
         return "compressed: reckon reads plain text; decompress it into the landing dir"
     return ("not an event file: reckon reads .ndjson, .jsonl and .json (lower case), one JSON "
             "object per line")
+
+
+SYMLINK_REASON = ("a symbolic link: reckon reads regular files only; copy or move the file "
+                  "itself into the landing dir")
+
+
+def special_reason(mode: int) -> str | None:
+    """Why a landing entry with ``os.lstat`` mode ``mode`` is not read for what it is (a
+    link, FIFO, socket or device); None for a regular file. A folder is left to unread_reason.
+
+    Example:
+        >>> special_reason(stat.S_IFIFO | 0o644)
+        'a FIFO: reckon reads regular files only (a FIFO blocks the reader until written)'
+    """
+    if stat.S_ISLNK(mode):
+        return SYMLINK_REASON
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO: reckon reads regular files only (a FIFO blocks the reader until written)"
+    if stat.S_ISSOCK(mode):
+        return "a socket: reckon reads regular files only"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device: reckon reads regular files only"
+    return "not a regular file: reckon reads regular files only"
+
+
+def entry_reason(entry: os.DirEntry[str]) -> str | None:
+    """Why the stream does not read the landing entry ``entry``; None when it does. Looks at
+    the entry itself, never through a link (``lstat``), and opens nothing."""
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return "removed while the landing dir was read"
+    return special_reason(mode) or unread_reason(entry.name, is_dir=stat.S_ISDIR(mode))
 
 
 @dataclass(frozen=True)
@@ -80,7 +123,7 @@ def survey(folder: str | Path) -> LandingSurvey:
     unread: list[tuple[str, str]] = []
     with os.scandir(folder) as entries:
         for entry in entries:
-            reason = unread_reason(entry.name, is_dir=entry.is_dir())
+            reason = entry_reason(entry)
             if reason is None:
                 events += 1
             else:

@@ -18,15 +18,22 @@ no script transform (``USING 'program'``), no ``IDENTIFIER(...)`` and no table b
 scanner draws token boundaries as Spark's lexer does (raw strings, CR-ended comments, hints).
 Then, before anything runs, Spark's own parser reads the query and its plan is checked the same
 way (``check_plan_read_only``), so a keyword the scanner missed is still refused.
+
+Spark's variable substitution is off for the query (``spark.sql.variable.substitute=false``):
+``SELECT '${env:HOME}'`` returns the text ``${env:HOME}``, never the environment. Any error of
+the engine (a parse or analysis error, a failed job, a ``java.lang.StackOverflowError`` from a
+query nested too deep such as ``NOT NOT ... NOT true``) is one line (``engine_error``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import signal
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from reckon.errors import UsageError
 
@@ -35,6 +42,7 @@ __all__ = [
     "Token",
     "check_plan_read_only",
     "check_read_only",
+    "engine_error",
     "rewrite_time_travel",
     "run_query",
     "tokenize",
@@ -308,14 +316,14 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
     named by more than one part (``text.`file```, ``delta.`/path```; the time-travel rewrite
     adds the warehouse's own paths after this check), no JVM call, no file-reading table
     function."""
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException
 
     jvm = spark._jvm
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
-    except CapturedException as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UsageError(f"query failed: {first}") from None
+    except (CapturedException, Py4JJavaError) as exc:
+        raise engine_error(exc) from None
     command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
 
     def refuse(what: str) -> UsageError:
@@ -359,6 +367,23 @@ def check_plan_read_only(spark: Any, sql: str) -> None:
             expressions.extend(_seq(expr.children()))
         pending.extend(_seq(node.children()))
         pending.extend(_seq(node.innerChildren()))  # CTE bodies, subqueries
+
+
+def engine_error(exc: BaseException, tables: str = "") -> UsageError:
+    """One line for an error Spark raised running the user's query: its first line, or for
+    a JVM stack overflow (a query nested too deep to parse or plan) what to do instead.
+
+    Example: ``SELECT NOT NOT ... NOT true`` (5,000 NOTs) gives ``query is too deep for
+    Spark (java.lang.StackOverflowError): ...``, never the 1,000-line Java stack.
+    """
+    java = getattr(exc, "java_exception", None)  # a Py4JJavaError: the Java error itself
+    text = str(exc if java is None else java)
+    if "StackOverflowError" in text:
+        return UsageError("query is too deep for Spark (java.lang.StackOverflowError): nest "
+                          "fewer operators (NOT NOT ..., a + (b + ...)); use a WITH clause "
+                          "for each level instead")
+    first = (text.strip().splitlines() or [type(exc).__name__])[0]
+    return UsageError(f"query failed: {first}{tables}")
 
 
 def _function_group(spark: Any, name: str) -> str | None:
@@ -484,17 +509,55 @@ def run_query(spark: Any, warehouse: str | Path, sql: str, limit: int = 1000) ->
     wh = Path(warehouse).expanduser().resolve()
     if not wh.is_dir():
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: no such directory")
+    return _cancellable(spark, lambda: _run_checked(spark, wh, tokens, limit))
+
+
+def _run_checked(spark: Any, wh: Path, tokens: list[Token], limit: int) -> QueryResult:
+    """Every Spark step of run_query, variable substitution off ('${env:HOME}' is text)."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    spark.conf.set("spark.sql.variable.substitute", "false")
     check_plan_read_only(spark, "".join(t.text for t in tokens))
     paths = register_tables(spark, wh)
     text = rewrite_time_travel(tokens, paths)
-    from pyspark.errors.exceptions.captured import CapturedException
-
     try:
         df = spark.sql(text)
         got = df.limit(limit + 1).collect()
-    except CapturedException as exc:  # analysis/parse/runtime errors of the user's query
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UsageError(f"query failed: {first} (tables: {', '.join(paths) or 'none'})") \
-            from None
+    except (CapturedException, Py4JJavaError) as exc:  # the user's query failed in Spark
+        raise engine_error(exc, f" (tables: {', '.join(paths) or 'none'})") from None
     return QueryResult(tuple(df.columns), tuple(tuple(r) for r in got[:limit]),
                        len(got) > limit, limit, tuple(paths))
+
+
+def _cancellable(spark: Any, run: Callable[[], QueryResult]) -> QueryResult:
+    """``run()`` in a worker thread, so that Ctrl-C (SIGINT) reaches this one as a plain
+    KeyboardInterrupt: it cancels Spark's jobs over its own free gateway connection and
+    re-raises (the CLI ends in one line, exit 130). PySpark's own SIGINT handler would call
+    the JVM over the connection the running query holds, and print py4j tracebacks
+    ("reentrant call")."""
+    done: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            done["result"] = run()
+        except BaseException as exc:  # handed to the caller's thread
+            done["error"] = exc
+
+    worker = threading.Thread(target=work, name="reckon-sql-query", daemon=True)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if in_main else None
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        spark.sparkContext.cancelAllJobs()
+        worker.join(30)
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if "error" in done:
+        raise done["error"]
+    return cast(QueryResult, done["result"])

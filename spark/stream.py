@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark import StorageLevel
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
@@ -51,7 +52,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from reckon.config import Settings
 from reckon.dedup_state import StateCoverage, state_suffices, state_ttl
 from reckon.engine_config import StreamConfig
-from reckon.errors import UsageError
+from reckon.errors import ConcurrentWriterError, UsageError
 from reckon.eventtime import (
     Disposition,
     EventTimeRules,
@@ -115,6 +116,9 @@ class BatchProcessor:
         self.warehouse = config.warehouse
         self.rules: EventTimeRules = config.rules
         self._writer_lock = writer_lock  # checked before each batch writes
+        # the lock's own error when a lost lock stopped the query: Spark wraps what
+        # foreachBatch raises in a StreamingQueryException that carries the whole trace
+        self.stopped_by: ConcurrentWriterError | None = None
         self._query_id = query_id
         self._checkpoint = checkpoint
         self._cache: tuple[int, WatermarkState] | None = None
@@ -266,7 +270,12 @@ class BatchProcessor:
         started = time.monotonic()
         self._steps: dict[str, float] = {}
         if self._writer_lock is not None:
-            self._writer_lock.check()  # still the warehouse's one writer
+            try:
+                self._writer_lock.check()  # still the warehouse's one writer
+            except ConcurrentWriterError as exc:
+                self.stopped_by = exc  # what the stream ends with, in one line
+                _quiet_query_failure_log(raw.sparkSession)
+                raise
         with self._step("restore"):
             self._written = self.already_written(batch_id)
             self._reads = self.batch_reads(batch_id)
@@ -552,6 +561,16 @@ def stream_lock(warehouse: Path, source: StreamSource) -> Iterator[WriterLock]:
         yield lock
 
 
+def _quiet_query_failure_log(spark: SparkSession) -> None:
+    """Silence Spark's streaming loggers for the rest of this process: the query is about
+    to stop on an error reckon reports in one line, and Spark would log it at ERROR with
+    its Java and Python stacks (~190 lines) first."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.sql.execution.streaming", jvm.org.apache.logging.log4j.Level.OFF)
+
+
 def _start_without_empty_batches(spark: SparkSession, writer: DataStreamWriter) -> StreamingQuery:
     """Start the query with Spark's no-data micro-batches off. The dedup state forgets entries
     on processing time (its buckets' prune timers, or the event_id layout's TTL), and Spark
@@ -602,6 +621,10 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
     try:
         # pyspark's stub says int, but it takes seconds as a float (int(timeout * 1000) ms)
         query.awaitTermination(timeout_seconds) if timeout_seconds else query.awaitTermination()  # type: ignore[arg-type]
+    except CapturedException:
+        if processor.stopped_by is not None:  # the lock was lost: its one line, no trace
+            raise processor.stopped_by from None
+        raise
     finally:
         if query.isActive:
             query.stop()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import socket
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reckon.admission import LandedFile, LandingAdmitter, admission_plan
+from reckon.landing import SYMLINK_REASON, survey
 
 MTIME = 1_800_000_000  # seconds
 
@@ -138,5 +140,61 @@ def test_a_file_that_grows_after_admission_is_reported_once(tmp_path: Path, caps
     assert admitter.admit() == 0
     admitter.admit()
     err = capsys.readouterr().err
-    assert err.count("a.ndjson changed after it was read") == 1
+    assert err.count("a.ndjson changed after it was admitted (21 bytes then, 33 now): each file "
+                     "is read once, so what changed after its batch read it is not read") == 1
     assert "rename it when complete" in err
+
+
+def _hostile_landing(tmp_path: Path) -> Path:
+    """A landing dir holding one event file and every kind of entry that is not one: a link
+    to a file outside (/etc/passwd's stand-in), a link to an event file inside, a FIFO, a unix
+    socket, all named as event files."""
+    landing = tmp_path / "landing"
+    _drop(landing, ["good.ndjson"])
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    os.symlink(secret, landing / "x.ndjson")
+    os.symlink(landing / "good.ndjson", landing / "inside.ndjson")
+    os.mkfifo(landing / "pipe.ndjson")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(landing / "sock.ndjson"))
+    server.close()
+    return landing
+
+
+def test_admission_reads_regular_files_only(tmp_path: Path, capsys) -> None:
+    """Issue 60 probe: a link to /etc/passwd put its lines in quarantine, a FIFO named .ndjson
+    stopped the stream's start (SpecialFileError) or was read as 0 rows unreported."""
+    landing = _hostile_landing(tmp_path)
+    admitter = LandingAdmitter(landing, tmp_path / "cp" / "admitted")
+    assert admitter.admit() == 1  # returns: the FIFO blocks nothing
+    assert os.listdir(admitter.files_dir) == ["good.ndjson"]
+    assert (admitter.files_dir / "good.ndjson").read_text() == '{"file": "good.ndjson"}\n'
+    found = survey(landing)  # the stream's start line, and each batch's, say why
+    assert found.event_files == 1
+    assert dict(found.unread) == {
+        "inside.ndjson": SYMLINK_REASON, "x.ndjson": SYMLINK_REASON,
+        "pipe.ndjson": "a FIFO: reckon reads regular files only (a FIFO blocks the reader "
+                       "until written)",
+        "sock.ndjson": "a socket: reckon reads regular files only"}
+    assert "4 not read: inside.ndjson (a symbolic link: " in found.describe()
+
+
+def test_a_file_swapped_for_a_link_after_the_listing_is_not_read(tmp_path: Path,
+                                                                capsys) -> None:
+    landing = tmp_path / "landing"
+    _drop(landing, ["a.ndjson", "b.ndjson"])
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0\n")
+    admitter = LandingAdmitter(landing, tmp_path / "admitted")
+    listing = admitter._listing()
+    (landing / "a.ndjson").unlink()
+    os.symlink(secret, landing / "a.ndjson")  # between the look and the read
+    (landing / "b.ndjson").unlink()
+    os.mkfifo(landing / "b.ndjson")
+    for a in admission_plan(listing, set(), 0):
+        assert admitter._place(a) is False
+    assert os.listdir(admitter.files_dir) == []
+    err = capsys.readouterr().err
+    assert f"[stream] landing {landing}: a.ndjson is not a regular file (a symbolic link" in err
+    assert f"[stream] landing {landing}: b.ndjson is not a regular file (a FIFO" in err

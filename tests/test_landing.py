@@ -115,3 +115,37 @@ def test_files_with_one_mtime_are_streamed_in_name_order(spark, tmp_path, capsys
     assert expected.late  # the order decides something
     assert {p.stat().st_mtime for p in landing.iterdir()} == {FILE_MTIME}  # landing untouched
     assert not list((wh / "_checkpoints" / "stream-landing" / "admitted" / "files").iterdir())
+
+
+def test_a_link_a_fifo_and_a_socket_neither_stop_nor_feed_the_stream(spark, tmp_path, capsys,
+                                                                     monkeypatch):
+    """Issue 60 probe, as it was run: `landing/x.ndjson -> /etc/passwd` put the file's lines in
+    quarantine; a FIFO named .ndjson stopped the stream's start."""
+    import socket
+
+    monkeypatch.chdir(tmp_path)
+    landing, wh = tmp_path / "landing", tmp_path / "wh"
+    landing.mkdir()
+    (landing / "a.ndjson").write_text(event_line(ev(1, 1)) + "\n")
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    os.symlink(secret, landing / "x.ndjson")
+    os.mkfifo(landing / "pipe.ndjson")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(landing / "sock.ndjson"))
+    server.close()
+
+    assert main(["stream", "--landing", str(landing), "--warehouse", str(wh),
+                 "--available-now"]) == 0
+    err = capsys.readouterr().err
+    assert f"[stream] landing {landing}: 1 event file (.ndjson, .jsonl, .json); 3 not read: " in err
+    for name in ("pipe.ndjson (a FIFO", "sock.ndjson (a socket", "x.ndjson (a symbolic link"):
+        assert name in err
+    read = {r.input_file.rsplit("/", 1)[-1] for r in
+            spark.read.format("delta").load(str(wh / "event_log")).select("input_file")
+            .distinct().collect()}
+    assert read == {"a.ndjson"}
+    quarantine = wh / "quarantine"
+    if quarantine.exists():
+        payloads = spark.read.format("delta").load(str(quarantine)).collect()
+        assert not [r for r in payloads if "root:x:0:0" in str(r)]

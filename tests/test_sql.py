@@ -4,7 +4,12 @@ it), sees the warehouse tables by name, and time-travels through Delta versions.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -333,3 +338,56 @@ def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys)
     out = capsys.readouterr().out
     assert json.loads(out, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) == [
         {"n": "nan", "i": "inf", "m": "-inf", "f": 1.5}]
+
+
+def _reckon_sql(warehouse: Path, query: str) -> subprocess.Popen[str]:
+    """`reckon sql` as a user runs it: its own process, its own JVM."""
+    return subprocess.Popen([sys.executable, "-m", "reckon.cli", "sql", "--warehouse",
+                             str(warehouse), query], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_variables_are_not_substituted(spark, warehouse):
+    """Issue 60 probe: SELECT '${env:HOME}' returned the environment (any secret in it)."""
+    _write_twice(spark, warehouse)
+    got = run_query(spark, warehouse, "SELECT '${env:HOME}' AS h, '${system:user.name}' AS u")
+    assert got.rows == (("${env:HOME}", "${system:user.name}"),)
+
+
+def test_an_engine_stack_overflow_is_one_line_from_the_real_cli(spark, warehouse):
+    """Issue 60 probe: NOT NOT ... (5,000) printed a 1,061-line StackOverflowError."""
+    _write_twice(spark, warehouse)
+    done = _reckon_sql(warehouse, "SELECT " + "NOT " * 5000 + "true")
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 2 and out == "", err
+    assert "at org.apache" not in err and "Traceback" not in err and "StackOverflow" not in err[
+        :err.find("reckon sql")], err
+    ours = [line for line in err.splitlines() if line.startswith("reckon")]
+    assert len(ours) == 1 and ours[0].startswith(
+        "reckon sql: error: query is too deep for Spark (java.lang.StackOverflowError)"), err
+
+
+def test_ctrl_c_ends_a_running_query_in_one_line_with_130(spark, warehouse):
+    """Issue 60 probe: Ctrl-C on a triple CROSS JOIN printed tracebacks."""
+    _write_twice(spark, warehouse)
+    started = time.monotonic()
+    run = _reckon_sql(warehouse, "SELECT count(*) FROM range(100000) a CROSS JOIN "
+                                 "range(100000) b CROSS JOIN range(100000) c")
+    while not _has_java_child(run.pid):  # its JVM is up: give the query time to start
+        assert run.poll() is None and time.monotonic() - started < 120
+        time.sleep(0.5)
+    time.sleep(20)
+    assert run.poll() is None  # still counting
+    run.send_signal(signal.SIGINT)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    assert out == "" and "Traceback" not in err and "at org.apache" not in err, err
+    assert [line for line in err.splitlines() if "reckon" in line or "ERROR" in line] == [
+        "reckon sql: interrupted"], err
+
+
+def _has_java_child(pid: int) -> bool:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    return any("java" in Path(f"/proc/{child}/cmdline").read_text()
+               for child in children.read_text().split()
+               if Path(f"/proc/{child}/cmdline").exists())

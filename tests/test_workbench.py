@@ -5,6 +5,7 @@ tests/test_workbench_browser.py."""
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -272,6 +273,22 @@ def test_a_malformed_request_is_one_clear_line(app) -> None:
     assert response.status_code == 400 and "day" in response.text
     response = bob.get(f"/day/{DAY}/breaks?after=garbage")
     assert response.status_code == 400 and "not a page cursor" in response.text
+
+
+@pytest.mark.parametrize("depth", [1_000, 5_000])  # the parser's limit; the length cap
+def test_a_deeply_nested_cursor_is_400_not_500(app, depth: int) -> None:
+    """Issue 60 probe: a forged after= of nested JSON arrays answered 500."""
+    forged = base64.urlsafe_b64encode(b"[" * depth + b"]" * depth).decode().rstrip("=")
+    response = _client(app, "bob").get(f"/day/{DAY}/breaks?after={forged}")
+    assert response.status_code == 400 and "not a page cursor" in response.text
+
+
+def test_an_age_beyond_a_century_is_400_not_500(app) -> None:
+    """Issue 60 probe: age=1000000 answered 500 (the date arithmetic overflowed)."""
+    response = _client(app, "bob").get(f"/day/{DAY}/breaks?age=1000000")
+    assert response.status_code == 400
+    assert "age=1000000 is not valid: a number of days, 0 to 36500" in response.text
+    assert _client(app, "bob").get(f"/day/{DAY}/breaks?age=36500").status_code == 200
 
 
 def test_what_the_data_says_is_escaped_not_run(app, db: ReportDB) -> None:

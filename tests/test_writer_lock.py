@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -162,3 +163,27 @@ def test_two_streams_and_two_replays_started_together(spark, tmp_path):
                                for wh in (raced, single))  # without the replay_id
     assert raced_rows == single_rows and raced_rows
     assert spark.read.format("delta").load(str(raced / "replay_runs")).count() == 1
+
+
+def test_a_stream_whose_lock_file_is_deleted_stops_in_one_line(spark, tmp_path):
+    """Issue 60 probe: the stream stopped correctly but printed a 187-line trace."""
+    from tests.scenarios import ev
+    from tests.streamkit import write_landing
+
+    landing, wh = tmp_path / "landing", tmp_path / "wh"
+    write_landing(landing, [[ev(1, 1)]])
+    stream = _start(["stream", "--landing", str(landing), "--warehouse", str(wh),
+                     "--trigger", "1s"], tmp_path)
+    committed = wh / "_checkpoints" / "stream-landing" / "commits" / "0"
+    deadline = time.monotonic() + 240
+    while not committed.exists():
+        assert stream.poll() is None and time.monotonic() < deadline, stream.stderr
+        time.sleep(0.5)
+    (wh / "_locks" / "stream.lock").unlink()  # by hand
+    write_landing(landing, [[ev(2, 2)]], start=1)  # the next batch
+    _, err = stream.communicate(timeout=240)
+    assert stream.returncode == 4, err
+    assert "Traceback" not in err and "at org.apache" not in err and " ERROR " not in err, err
+    ours = [line for line in err.splitlines() if line.startswith("reckon")]
+    assert len(ours) == 1 and ours[0].startswith("reckon stream: error: ") and \
+        "was deleted or replaced while this process held it" in ours[0], err

@@ -231,15 +231,21 @@ def _target(ws: str, key: str, cur: str) -> BreakTarget:
 BREAK_CAUSES = tuple(s.value for s in ReconStatus if s is not ReconStatus.MATCHED)
 
 
+#: The oldest a break can be asked for, in days: a century (``age=1000000`` overflowed the
+#: date arithmetic into a 500).
+MAX_AGE_DAYS = 36_500
+
+
 def _check_cause_and_age(cause: str, age: int) -> None:
-    """A cause the audit never gives, or a negative age, is a mistake in the URL, not a
-    filter that matches nothing (a typo'd ``cause=EXPLAIND`` showed "0 breaks match").
+    """A cause the audit never gives, or an age outside 0..MAX_AGE_DAYS, is a mistake in the
+    URL, not a filter that matches nothing (a typo'd ``cause=EXPLAIND`` showed "0 breaks
+    match").
 
     Example: ``_check_cause_and_age("EXPLAINED", 0)`` passes; ``("late", 0)`` raises."""
     if cause and cause not in BREAK_CAUSES:
         raise UsageError(f"cause={cause!r} is not valid: one of " + ", ".join(BREAK_CAUSES))
-    if age < 0:
-        raise UsageError(f"age={age} is not valid: a number of days, 0 or more")
+    if not 0 <= age <= MAX_AGE_DAYS:
+        raise UsageError(f"age={age} is not valid: a number of days, 0 to {MAX_AGE_DAYS}")
 
 
 def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,

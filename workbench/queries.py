@@ -66,11 +66,18 @@ class Cursor:
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
+        """The cursor ``encode`` wrote; anything else (a forged one nested 1,000 deep, which
+        overflowed the JSON parser's recursion into a 500) is one clear UsageError."""
         try:
+            if len(text) > _MAX_CURSOR_CHARS:
+                raise ValueError("too long")
             ws, key, currency = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
             return cls(datetime.fromisoformat(ws).astimezone(UTC), str(key), str(currency))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             raise UsageError("after= is not a page cursor: follow the 'next page' link") from None
+
+
+_MAX_CURSOR_CHARS = 4096  # a real cursor: a time, a key and a currency, base64
 
 
 @dataclass(frozen=True)
