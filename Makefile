@@ -24,7 +24,7 @@ test: setup-test      ## every test: fast tier, then the Spark tier, on $(TEST_W
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: setup      ## pure logic only, seconds
-	$(PY) -m pytest -q -m "not spark and not soak" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not spark and not soak" $(PYTEST_ARGS)
 
 test-soak: setup-test ## the long reliability runs (random kills, standalone cluster), ~30 min
 	$(PY) -m pytest -q -m soak $(PYTEST_ARGS)
