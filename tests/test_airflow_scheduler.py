@@ -102,8 +102,12 @@ def test_a_day_whose_watermark_never_comes_fails_in_time_naming_the_day(spark, t
     warehouse = tmp_path / "wh"
     _progress_row(spark, warehouse, datetime(2026, 1, 2, 0, 0, 30, tzinfo=UTC))
     settings = load_settings(env={}, warehouse=str(warehouse))
+    # a look takes well under a second now (no Spark import): at a 5 s poll the scheduler
+    # re-queued the next look before it processed the last one's end, and failed the sensor
+    # as "changed externally" (an Airflow race, not the sensor's own timeout); 15 s keeps the
+    # looks apart as the default (1m) does
     env = {**settings_env(settings), "RECKON_WATERMARK_WAIT_TIMEOUT": "45s",
-           "RECKON_WATERMARK_POLL": "5s"}
+           "RECKON_WATERMARK_POLL": "15s"}
     yesterday = (datetime.now(UTC) - timedelta(days=1)).date()
     with start_local_airflow(tmp_path / "airflow", env) as af:
         started = time.monotonic()

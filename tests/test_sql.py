@@ -340,10 +340,11 @@ def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys)
         {"n": "nan", "i": "inf", "m": "-inf", "f": 1.5}]
 
 
-def _reckon_sql(warehouse: Path, query: str) -> subprocess.Popen[str]:
-    """`reckon sql` as a user runs it: its own process, its own JVM."""
-    return subprocess.Popen([sys.executable, "-m", "reckon.cli", "sql", "--warehouse",
-                             str(warehouse), query], stdout=subprocess.PIPE,
+def _reckon_sql(warehouse: Path, query: str, engine: str = "spark") -> subprocess.Popen[str]:
+    """`reckon sql --engine ENGINE` as a user runs it: its own process (on Spark, its own
+    JVM)."""
+    return subprocess.Popen([sys.executable, "-m", "reckon.cli", "sql", "--engine", engine,
+                             "--warehouse", str(warehouse), query], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -365,6 +366,11 @@ def test_an_engine_stack_overflow_is_one_line_from_the_real_cli(spark, warehouse
     ours = [line for line in err.splitlines() if line.startswith("reckon")]
     assert len(ours) == 1 and ours[0].startswith(
         "reckon sql: error: query is too deep for Spark (java.lang.StackOverflowError)"), err
+    # the default engine (DuckDB) refuses the same query in one line too
+    duck = _reckon_sql(warehouse, "SELECT " + "NOT " * 5000 + "true", engine="duckdb")
+    out, err = duck.communicate(timeout=120)
+    assert duck.returncode == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("reckon sql: error: query failed:") and "Traceback" not in err, err
 
 
 def test_ctrl_c_ends_a_running_query_in_one_line_with_130(spark, warehouse):
