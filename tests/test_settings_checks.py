@@ -91,6 +91,15 @@ def test_an_unknown_reckon_variable_is_refused(capsys, monkeypatch, tmp_path, va
     assert said in one_line_error(capsys, audit(tmp_path))
 
 
+def test_the_benchmarks_own_variable_is_not_taken_for_a_misspelt_setting(monkeypatch, tmp_path):
+    """``python -m bench --only postmortem`` reads RECKON_BENCH_POSTMORTEM_WAREHOUSE and runs
+    ``reckon sql`` under it: neither may refuse it as a misspelt setting."""
+    from reckon.config import load_settings
+
+    monkeypatch.setenv("RECKON_BENCH_POSTMORTEM_WAREHOUSE", str(tmp_path))
+    assert load_settings(warehouse=str(tmp_path)).warehouse_path == tmp_path
+
+
 @pytest.mark.parametrize(("toml", "said"), [
     ('[reckon]\nwatermark_bond = "5s"\n', "unknown setting 'watermark_bond' in "),
     ('[reckon]\nwindow = "10s"\n[reckn]\nwindow = "1m"\n', "[reckn] is not a table reckon "
