@@ -76,74 +76,6 @@ def _failure_detail(af, dag_id: str, run_id: str) -> str:
     return f"task states {states}\n" + "\n".join(logs)
 
 
-def _progress_row(spark, warehouse: Path, watermark) -> None:
-    """One watermark_progress row, as a stream whose watermark stopped at ``watermark``."""
-    from spark import tables as tb
-
-    tb.ensure_table(spark, warehouse, tb.WATERMARK_PROGRESS)
-    now = datetime.now(UTC)
-    row = (0, "stopped-stream", now, None, watermark, {0: watermark}, {0: now}, [], "{}",
-           1, 1, 0, 0, 1, 0, 0, 0.1, "{}", None, None)
-    spark.createDataFrame([row], tb.SCHEMAS[tb.WATERMARK_PROGRESS]).write.format("delta") \
-        .mode("append").save(tb.table_path(warehouse, tb.WATERMARK_PROGRESS))
-
-
-@pytest.mark.spark
-def test_a_day_whose_watermark_never_comes_fails_in_time_naming_the_day(spark, tmp_path):
-    """Airflow's default settings: unpausing makes the scheduler start the run of the last
-    complete day at once. The stream stopped on 2026-01-02, so that day's watermark never
-    comes: the sensor gives its worker slot back between looks (up_for_reschedule), and fails
-    after the configured wait (45 s here), without retry, naming the day, the watermark it
-    needs and the one it saw, in words. A run triggered through the REST API for a day the
-    watermark did pass (conf names it) then goes past the sensor."""
-    from reckon.airflow_env import DAG_ID, settings_env
-    from reckon.airflow_local import start_local_airflow
-
-    warehouse = tmp_path / "wh"
-    _progress_row(spark, warehouse, datetime(2026, 1, 2, 0, 0, 30, tzinfo=UTC))
-    settings = load_settings(env={}, warehouse=str(warehouse))
-    # a look takes well under a second now (no Spark import): at a 5 s poll the scheduler
-    # re-queued the next look before it processed the last one's end, and failed the sensor
-    # as "changed externally" (an Airflow race, not the sensor's own timeout); 15 s keeps the
-    # looks apart as the default (1m) does
-    env = {**settings_env(settings), "RECKON_WATERMARK_WAIT_TIMEOUT": "45s",
-           "RECKON_WATERMARK_POLL": "15s"}
-    yesterday = (datetime.now(UTC) - timedelta(days=1)).date()
-    with start_local_airflow(tmp_path / "airflow", env) as af:
-        started = time.monotonic()
-        [run] = _wait_for(lambda: af.runs(DAG_ID, "scheduled"), 90)
-        assert run["logical_date"][:10] == yesterday.isoformat()
-        seen: set[str] = set()
-        while (state := af.run_state(DAG_ID, run["dag_run_id"])) not in ("success", "failed"):
-            seen.add(af.task_states(DAG_ID, run["dag_run_id"])["wait_for_watermark"])
-            assert time.monotonic() - started < 300, seen
-            time.sleep(1)
-        waited = time.monotonic() - started
-        assert state == "failed" and "up_for_reschedule" in seen  # no slot held between looks
-        assert waited < 240  # the scheduler may start the sensor before Airflow's API is up
-        [sensor] = [ti for ti in af.task_instances(DAG_ID, run["dag_run_id"])
-                    if ti["task_id"] == "wait_for_watermark"]
-        assert (sensor["state"], sensor["try_number"]) == ("failed", 1)  # no retry
-        # the run's state can flip to failed before the task's last lines reach its log file:
-        # read it as a user opening the log a moment later would
-        expected = f"day {yesterday} is not closed yet"
-
-        def logged() -> str | None:
-            text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
-            return text if expected in text else None
-
-        text = _wait_for(logged, 90)
-        assert "the latest watermark is 2026-01-02T00:00:30Z" in text
-        said = re.search(r"after waiting (\d+) seconds \(the limit is 45 seconds\)", text)
-        assert said and int(said.group(1)) >= 45  # the sensor's own clock: not before its time
-        assert "Traceback" not in text.split("is not closed yet")[0][-2000:]
-        # the day the watermark did pass: its run gets past the sensor (and stops at compact,
-        # since this warehouse holds no events: the point here is the wait)
-        closed = af.trigger(DAG_ID, datetime(2026, 1, 1, tzinfo=UTC), conf={"lookback_days": 0})
-        _wait_for(lambda: af.task_states(DAG_ID, closed)["wait_for_watermark"] == "success"
-                  or None, 120)
-
-
 def _wait_for(probe, timeout: float):
     """Poll ``probe`` until it returns something truthy (returned), at most ``timeout`` s."""
     deadline = time.monotonic() + timeout
@@ -214,15 +146,21 @@ def test_a_component_that_cannot_start_is_named_with_its_log(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_scripts_airflow_local_with_default_settings_runs_a_streamed_days_nightly(spark,
-                                                                                  tmp_path):
+def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(spark, tmp_path):
     """The README's local Airflow as a user starts it: ``scripts/airflow-local`` with the
     warehouse and the watermark wait set, every event-time setting left at its default, on a
-    warehouse whose stream recorded its expected partitions. A run
-    triggered for the streamed day through the REST API succeeds: the defaults are not
-    exported as if set, so no step finds them disagreeing with the warehouse's spec (it used
-    to fail at wait_for_watermark: "spec has expected_partitions=[0,1,2,3], but
-    RECKON_EXPECTED_PARTITIONS gives []"). SIGTERM stops every process it started."""
+    warehouse whose stream recorded its expected partitions (one real Airflow serves both
+    halves: starting one costs a minute of the suite).
+
+    Airflow's default settings: unpausing makes the scheduler start the run of the last
+    complete day at once. The stream stopped on 2026-01-02, so that day's watermark never
+    comes: the sensor gives its worker slot back between looks (up_for_reschedule), and fails
+    after the configured wait (30 s), without retry, naming the day, the watermark it needs and
+    the one it saw, in words. A run then triggered through the REST API for the streamed day
+    succeeds: the defaults are not exported as if set, so no step finds them disagreeing with
+    the warehouse's spec (it used to fail at wait_for_watermark: "spec has
+    expected_partitions=[0,1,2,3], but RECKON_EXPECTED_PARTITIONS gives []"). SIGTERM stops
+    every process it started."""
     import signal
     import subprocess
 
@@ -233,11 +171,13 @@ def test_scripts_airflow_local_with_default_settings_runs_a_streamed_days_nightl
     settings = _streamed_warehouse(spark, tmp_path)
     home = tmp_path / "airflow"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
-    # what a user sets: the warehouse, and a short wait, so that the scheduled run of
-    # yesterday (a day this warehouse never reaches) gives up at once instead of holding the
-    # triggered run back for 2 h (max_active_runs=1); its workers must obey it
+    # what a user sets: the warehouse, and a short wait. A look takes well under a second
+    # (no Spark import): at a 5 s poll the scheduler re-queued the next look before it
+    # processed the last one's end and failed the sensor as "changed externally" (an Airflow
+    # race, not the sensor's own timeout); 15 s keeps the looks apart as the default (1m) does
     env.update(RECKON_WAREHOUSE=str(settings.warehouse_path),
-               RECKON_WATERMARK_WAIT_TIMEOUT="20s", RECKON_WATERMARK_POLL="5s")
+               RECKON_WATERMARK_WAIT_TIMEOUT="30s", RECKON_WATERMARK_POLL="15s")
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date()
     script = subprocess.Popen([str(PROJECT_ROOT / "scripts" / "airflow-local"), str(home)],
                               env=env, stdout=subprocess.PIPE, text=True)
     try:
@@ -246,6 +186,7 @@ def test_scripts_airflow_local_with_default_settings_runs_a_streamed_days_nightl
         assert said, "scripts/airflow-local printed no address"
         af = LocalAirflow(home=home, base_url=said.group(1), username=said.group(2),
                           password=said.group(3))
+        _a_day_not_closed_fails_in_time(af, yesterday)
         run_id = af.trigger(DAG_ID, logical_date_for_day(DAY), conf={"lookback_days": 0})
         deadline = time.monotonic() + RUN_TIMEOUT
         while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
@@ -256,3 +197,36 @@ def test_scripts_airflow_local_with_default_settings_runs_a_streamed_days_nightl
         script.send_signal(signal.SIGTERM)
         script.wait(120)
     _wait_for(lambda: _processes_of_home(home) == [] or None, 60)
+
+
+def _a_day_not_closed_fails_in_time(af, yesterday: date) -> None:
+    """The scheduled run of ``yesterday`` (a day the stream never reached) fails at its
+    sensor in time, in reschedule mode, once, saying why in words."""
+    from reckon.airflow_env import DAG_ID
+
+    started = time.monotonic()
+    [run] = _wait_for(lambda: af.runs(DAG_ID, "scheduled"), 90)
+    assert run["logical_date"][:10] == yesterday.isoformat()
+    seen: set[str] = set()
+    while (state := af.run_state(DAG_ID, run["dag_run_id"])) not in ("success", "failed"):
+        seen.add(af.task_states(DAG_ID, run["dag_run_id"])["wait_for_watermark"])
+        assert time.monotonic() - started < 300, seen
+        time.sleep(1)
+    assert state == "failed" and "up_for_reschedule" in seen  # no slot held between looks
+    assert time.monotonic() - started < 240  # the sensor may start before the API is up
+    [sensor] = [ti for ti in af.task_instances(DAG_ID, run["dag_run_id"])
+                if ti["task_id"] == "wait_for_watermark"]
+    assert (sensor["state"], sensor["try_number"]) == ("failed", 1)  # no retry
+    # the run's state can flip to failed before the task's last lines reach its log file:
+    # read it as a user opening the log a moment later would
+    expected = f"day {yesterday} is not closed yet"
+
+    def logged() -> str | None:
+        text = af.task_log(DAG_ID, run["dag_run_id"], "wait_for_watermark")
+        return text if expected in text else None
+
+    text = _wait_for(logged, 90)
+    assert re.search(r"the latest watermark is 2026-01-0[12]T[\d:.]+Z", text)
+    said = re.search(r"after waiting (\d+) seconds \(the limit is 30 seconds\)", text)
+    assert said and int(said.group(1)) >= 30  # the sensor's own clock: not before its time
+    assert "Traceback" not in text.split("is not closed yet")[0][-2000:]
