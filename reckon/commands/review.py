@@ -113,8 +113,9 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
                           f"database (none of {day}: run `reckon audit --date {day}` first)")
         items = db.list_breaks(day=day, review_status=status, currency=currency, key=key,
                                min_gap=min_gap)
-        states = review_states(db, sorted({item["run_id"] for item in items}),
-                               settings.required_approvers)
+        current = db.current_audit_run(day) if day is not None else None
+        runs = {item["run_id"] for item in items} | ({current.run_id} if current else set())
+        states = review_states(db, sorted(runs), settings.required_approvers)
     for item in items:
         item["run_state"] = review_words(states[item["run_id"]])
     if args.json:
@@ -127,6 +128,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         which += f" of key {key!r}" if key else ""
         which += f" with a gap of at least {min_gap}" if min_gap is not None else ""
         print(f"no breaks{where}{which} in the current audit runs")
+        for run_id in sorted(states):  # the day's run: a quiet day's has nothing to sign
+            print(f"run {run_id}: {review_words(states[run_id])}")
         return 0
     print(_breaks_table(items))
     counts: dict[str, int] = {}
