@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -29,6 +29,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
+from reckon.materiality import is_material, material_words
 from reckon.money import format_amount
 from reckon.reconcile import ReconStatus
 from reckon.signoff import REOPENED, review_words
@@ -121,13 +122,16 @@ def _when(moment: datetime | None) -> str:
 
 def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
                secure_cookies: bool = False, throttle: LoginThrottle | None = None,
-               required_approvers: int = 1) -> FastAPI:
+               required_approvers: int = 1,
+               material_gap: Mapping[str, Decimal] | None = None) -> FastAPI:
     """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append);
     ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits);
-    ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state)."""
+    ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state);
+    ``material_gap`` marks material breaks (the setting, reckon.materiality; empty: off)."""
     keys = SessionKeys(secret)
     app = FastAPI(title="reckon workbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.db, app.state.keys = db, keys
+    app.state.material = dict(material_gap or {})
     app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
     pages = Jinja2Templates(directory=_HERE / "templates")
     pages.env.filters.update(money=_money, when=_when, sqlquote=_sql_text)
@@ -303,8 +307,12 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
         result.seconds = time.perf_counter() - started
+        rule = request.app.state.material
+        for row in result.rows:  # the page's rows only: the mark costs nothing to paging
+            row["material"] = material_words(is_material(row["gap_amount"], row["currency"],
+                                                         rule))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
-                    facets=queries.facets(run))
+                    facets=queries.facets(run), material=bool(rule))
 
     @app.get("/break")
     def break_view(request: Request, who: Who, run: str, ws: str, key: str,

@@ -131,7 +131,8 @@ def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
     secret = load_secret(warehouse / "reports" / "_workbench_secret")
     app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
                      secure_cookies=args.secure_cookies,
-                     required_approvers=settings.required_approvers)
+                     required_approvers=settings.required_approvers,
+                     material_gap=settings.material_thresholds())
     serve(app, args.host, args.port, ready=lambda: print(
         f"reckon workbench on http://{args.host}:{args.port} (report database "
         f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True))
