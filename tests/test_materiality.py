@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import re
 import subprocess
@@ -103,6 +104,8 @@ def test_breaks_list_and_the_workbench_mark_the_same_breaks(warehouse: Path, mon
         first = sorted(marks)[:queries.PAGE_SIZE]  # the first page, in the page's order
         assert len(shown) == len(first) and shown.count("material") == sum(
             marks[k] for k in first) > 0
+        exported = csv.DictReader(io.StringIO(client.get(f"/day/{DAY}/breaks.csv").text))
+        assert sum(r["material"] == "material" for r in exported) == sum(marks.values())
         off = TestClient(create_app(db, secret=b"s" * 32))
         token = re.search(r'name="csrf" value="([^"]+)"', off.get("/login").text).group(1)
         off.post("/login", data={"name": "bob", "password": PASSWORD, "csrf": token})
