@@ -123,6 +123,9 @@ def _workbench_commands(sub: Any) -> None:
                    "reads)")
     p.add_argument("--password-env", dest="password_env", metavar="VAR",
                    help="read the password from this environment variable (else asked twice)")
+    p.add_argument("--password-stdin", dest="password_stdin", action="store_true",
+                   help="read the password from standard input, one line (e.g. piped from a "
+                   "password manager), as docker login does")
 
 
 def _generate_parser(sub: Any) -> None:

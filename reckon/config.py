@@ -44,6 +44,7 @@ from reckon.engine_config import (
 )
 from reckon.errors import ConfigError
 from reckon.eventtime import EventTimeRules
+from reckon.materiality import thresholds
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
 from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
@@ -112,6 +113,10 @@ class Settings:
     # sign-off: distinct reviewers (never the run's reconciler) whose standing approval signs a
     # run off (reckon.signoff.review_state)
     required_approvers: int = 1
+    # materiality (reckon.materiality): the minimum absolute gap per currency that makes a
+    # break material ("EUR=1000,JPY=100000"); a currency not named: every break material;
+    # empty: no break is marked
+    material_gap: Mapping[str, str] = field(default_factory=dict)
     # replay
     replay_broadcast_ids: int = 1_000_000  # repeated event_ids sent to every task (hashes)
     # nightly
@@ -175,6 +180,7 @@ class Settings:
         if self.required_approvers < 1:
             raise ConfigError(f"required_approvers={self.required_approvers} is not valid: the "
                               "number of distinct reviewers who sign a run off, 1 or more")
+        self.material_thresholds()  # each code bookable, each amount exact and >= 0
         parse_duration(self.watermark_wait_timeout, "watermark_wait_timeout")
         if parse_duration(self.sql_timeout, "sql_timeout") <= 0:
             raise ConfigError(f"sql_timeout={self.sql_timeout!r} is not valid: give a "
@@ -205,6 +211,14 @@ class Settings:
         if self.report_db_url:
             return self.report_db_url
         return f"sqlite:///{self.warehouse_path / 'reports' / 'reckon.db'}"
+
+    def material_thresholds(self) -> dict[str, Decimal]:
+        """``material_gap`` as the rule reckon.materiality applies: code -> minimum absolute
+        gap (empty: materiality off).
+
+        Example: ``Settings(material_gap={"EUR": "1000"}).material_thresholds()`` is
+        ``{"EUR": Decimal("1000")}``."""
+        return thresholds(self.material_gap)
 
     def event_time_rules(self) -> EventTimeRules:
         return EventTimeRules.parse(
@@ -290,7 +304,8 @@ class Settings:
         shown = self.public_dict()
         return ReportConfig(whatif=self.whatif_config(), report_db=self.report_db,
                             shown=tuple((k, shown[k]) for k in REPORTED_SETTINGS),
-                            required_approvers=self.required_approvers)
+                            required_approvers=self.required_approvers,
+                            material_gap=tuple(sorted(self.material_thresholds().items())))
 
     def with_overrides(self, **overrides: Any) -> Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),

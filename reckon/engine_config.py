@@ -235,6 +235,8 @@ class ReportConfig:
     report_db: str
     shown: tuple[tuple[str, Any], ...]
     required_approvers: int = 1  # reckon.signoff.review_state's ``required``
+    # the material_gap setting as reckon.materiality's rule: (code, minimum absolute gap)
+    material_gap: tuple[tuple[str, Decimal], ...] = ()
 
     @property
     def warehouse_path(self) -> Path:

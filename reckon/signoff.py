@@ -29,9 +29,9 @@ from typing import Final, Protocol, TypeVar
 from reckon.errors import invalid
 from reckon.identity import identity_key, same_person
 
-__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "OPEN", "REJECTED",
-           "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS", "Decided",
-           "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
+__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "NO_EVENTS", "OPEN",
+           "REJECTED", "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS",
+           "Decided", "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
            "impersonation_refusal", "is_break_action", "replaced_signoff", "review_state",
            "review_words", "signs_off"]
 
@@ -146,11 +146,14 @@ def replaced_signoff(entries: Sequence[Entry], run_id: str,
 
 # ----------------------------------------------------------------------------- review state
 
-#: The three states of a run's review (``ReviewState.state``).
+#: The states of a run's review (``ReviewState.state``). NO_EVENTS: the run reconciled no
+#: rows (a quiet day) and nobody has decided on it: there is nothing to sign, and no view
+#: lists it as waiting for a sign-off (a reviewer may still reject it, or approve it).
 OPEN: Final = "open"
 SIGNED_OFF: Final = "signed off"
 REJECTED: Final = "rejected"
-REVIEW_STATES = (OPEN, SIGNED_OFF, REJECTED)
+NO_EVENTS: Final = "no events"
+REVIEW_STATES = (OPEN, SIGNED_OFF, REJECTED, NO_EVENTS)
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,11 @@ class ReviewState:
     def signed_off(self) -> bool:
         return self.state == SIGNED_OFF
 
+    @property
+    def awaits_signoff(self) -> bool:
+        """Whether a reviewer is asked to sign the run (open: not a quiet day's run)."""
+        return self.state == OPEN
+
 
 def _standing(entries: Iterable[tuple[str, str]], reconciler: str
               ) -> tuple[dict[str, tuple[int, str, str]], int]:
@@ -200,19 +208,23 @@ def _standing(entries: Iterable[tuple[str, str]], reconciler: str
 
 
 def review_state(entries: Iterable[tuple[str, str]], *, reconciler: str,
-                 required: int = 1) -> ReviewState:
+                 required: int = 1, rows: int | None = None) -> ReviewState:
     """The review state of one run from its log entries ``(by, decision)``, oldest first.
 
     Each reviewer (names compared as reckon.identity does) has one standing decision: their
     latest, withdrawn by ``reopened``. Approving twice is one approval; 'accepted' and
     'resolved' approve too (``SIGNING_DECISIONS``). The run is *rejected* while any standing
     decision is a rejection, *signed off* with ``required`` or more standing approvers (none
-    of them the ``reconciler``), *open* otherwise.
+    of them the ``reconciler``), *no events* when the run reconciled no ``rows`` (0: a day
+    without events) and no reviewer's decision stands, *open* otherwise. ``rows`` None: not
+    known (a run is never taken for a quiet one by default).
 
     >>> review_state([("bob", "approved"), ("carol", "rejected")], reconciler="al").state
     'rejected'
     >>> review_state([("bob", "rejected"), ("bob", "reopened")], reconciler="al").state
     'open'
+    >>> review_state([], reconciler="al", rows=0).state
+    'no events'
     """
     if isinstance(required, bool) or not isinstance(required, int) or required < 1:
         raise invalid("required_approvers", required, "a whole number of approvers, 1 or more")
@@ -220,7 +232,8 @@ def review_state(entries: Iterable[tuple[str, str]], *, reconciler: str,
     ordered = sorted(standing.values())
     approvers = tuple(name for _, name, d in ordered if signs_off(d))
     rejecters = tuple(name for _, name, d in ordered if d == "rejected")
-    state = REJECTED if rejecters else SIGNED_OFF if len(approvers) >= required else OPEN
+    state = (REJECTED if rejecters else SIGNED_OFF if len(approvers) >= required
+             else NO_EVENTS if rows == 0 and not approvers else OPEN)
     return ReviewState(state=state, approvers=approvers, rejecters=rejecters,
                        required=required, decisions=counted)
 
@@ -233,7 +246,11 @@ def review_words(review: ReviewState) -> str:
     'Awaiting sign-off: 0 of 1 approvals'
     >>> review_words(ReviewState(REJECTED, ("carol",), ("bob",), 2, 3))
     'Rejected by bob: 1 of 2 approvals (carol)'
+    >>> review_words(ReviewState(NO_EVENTS, (), (), 2, 0))
+    'No events: nothing to sign'
     """
+    if review.state == NO_EVENTS:
+        return "No events: nothing to sign"
     head = {OPEN: "Awaiting sign-off", SIGNED_OFF: "Signed off",
             REJECTED: "Rejected by " + ", ".join(review.rejecters)}[review.state]
     tally = f"{review.approvals} of {review.required} approvals"

@@ -64,7 +64,7 @@ def approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
     the file there is no longer the bytes recorded for it."""
     runs, reports = AUDIT_RUNS, REPORTS
     with db.ready().connect() as conn:
-        run = conn.execute(sa.select(runs.c.day, runs.c.kind, runs.c.reconciler)
+        run = conn.execute(sa.select(runs.c.day, runs.c.kind, runs.c.reconciler, runs.c.rows)
                            .where(runs.c.run_id == run_id)).first()
         report = conn.execute(sa.select(reports.c.html_path, reports.c.sha256)
                               .where(reports.c.audit_run_id == run_id)
@@ -77,7 +77,7 @@ def approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
     if not html.is_file() or hashlib.sha256(html.read_bytes()).hexdigest() != report.sha256:
         return None  # not rendered here, or another rendering holds the place: not its report
     state = review_state([(e.by, e.decision) for e in decided], reconciler=str(run.reconciler),
-                         required=required_approvers)
+                         required=required_approvers, rows=int(run.rows))
     record = {
         "run_id": run_id, "day": run.day.isoformat(), "kind": run.kind,
         "reconciler": run.reconciler, "report": html.name,

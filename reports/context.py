@@ -241,6 +241,8 @@ class ReportContext:
     # that earlier run's review state as it stands (a re-audit leaves it as it was)
     superseded_review: ReviewState | None = None
     required_approvers: int = 1                    # reckon.signoff.review_state's ``required``
+    # the material_gap setting (reckon.materiality): (code, minimum absolute gap); empty: off
+    material_gap: tuple[tuple[str, Decimal], ...] = ()
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
     # the warehouse's event-time spec versions (spark.spec), oldest first, described
@@ -586,7 +588,7 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
         watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         **review_fields(db, run, config.required_approvers),
-        all_breaks=all_breaks, breaks_cap=breaks_cap,
+        all_breaks=all_breaks, breaks_cap=breaks_cap, material_gap=config.material_gap,
         spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 
 

@@ -56,12 +56,14 @@ def run_decisions(conn: sa.Connection, run_ids: Collection[str]) -> dict[str, li
 def review_states(db: ReportDB, run_ids: Collection[str], required_approvers: int = 1
                   ) -> dict[str, ReviewState]:
     """The review state of each known run of ``run_ids`` (reckon.signoff.review_state over its
-    log entries and its reconciler); an unknown run id is left out."""
+    log entries, its reconciler and its row count: a run of no rows has nothing to sign); an
+    unknown run id is left out."""
     runs = AUDIT_RUNS
     with db.ready().connect() as conn:
-        reconcilers = dict(conn.execute(sa.select(runs.c.run_id, runs.c.reconciler)
-                                        .where(runs.c.run_id.in_(list(run_ids)))).tuples().all())
-        decided = run_decisions(conn, list(reconcilers))
-    return {run_id: review_state([(e.by, e.decision) for e in decided[run_id]],
-                                 reconciler=str(reconciler), required=required_approvers)
-            for run_id, reconciler in reconcilers.items()}
+        known = conn.execute(sa.select(runs.c.run_id, runs.c.reconciler, runs.c.rows)
+                             .where(runs.c.run_id.in_(list(run_ids)))).all()
+        decided = run_decisions(conn, [r.run_id for r in known])
+    return {r.run_id: review_state([(e.by, e.decision) for e in decided[r.run_id]],
+                                   reconciler=str(r.reconciler), required=required_approvers,
+                                   rows=int(r.rows))
+            for r in known}

@@ -31,7 +31,7 @@ PACKAGES = ("reckon", "spark", "audits", "reports", "workbench", "dags", "bench"
 #: frozen values the others are handed instead (issue 40).
 CORE = frozenset(f"reckon.{m}" for m in (
     "__init__", "admission", "config", "dedup_state", "engine_config", "errors", "eventtime", "generate",
-    "identity", "landing", "money", "quality_verdict", "reconcile", "reference", "schema",
+    "identity", "landing", "materiality", "money", "quality_verdict", "reconcile", "reference", "schema",
     "signoff", "spec",
     "timeutil", "watermark", "whatif", "whatif_batches", "whatif_inputs", "windows",
     "writer_lock"))

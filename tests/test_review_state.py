@@ -35,7 +35,7 @@ from reckon.signoff import (
     review_state,
     review_words,
 )
-from reports.context import review_fields
+from reports.context import Headline, review_fields
 from reports.db.repository import ReportDB
 from reports.render import publish_report
 from reports.review import append_signoff
@@ -371,3 +371,53 @@ def test_what_the_audit_says_of_the_run_it_replaced(day) -> None:
     settings = load_settings(env={}, warehouse=str(wh), required_approvers=2)
     assert replaced_run_state(settings, RUN) == "Rejected by carol: 1 of 2 approvals (bob)"
     assert replaced_run_state(settings, "no-such-run") == "unknown run"
+
+
+QUIET = date(2026, 1, 2)
+
+
+def _quiet_words(wh: Path, client: TestClient, run_id: str, capsys) -> dict[str, str]:
+    """The state of a quiet day's run as each view that lists it shows it."""
+    day_page = client.get(f"/day/{QUIET}").text
+    state = re.search(r'<p class="[a-z]+" id="state">([^<]*)\.</p>', day_page)
+    row = client.get("/").text.split(f"<code>{run_id}</code>", 1)[1]
+    listed = re.search(r'<span class="[a-z]+ state">([^<]*)</span>', row)
+    folder = wh / "reports" / QUIET.isoformat()
+    in_record = re.search(r'<p id="state" class="[a-z-]+"><b>([^<]*)\.</b></p>',
+                          (folder / "approval.html").read_text())
+    in_report = re.search(r"<t[dh][^>]*>State when rendered</t[dh]>\s*<td[^>]*>([^<]*)</td>",
+                          (folder / "report.html").read_text())
+    assert main(["breaks", "list", "--date", QUIET.isoformat()]) == 0
+    listed_cli = capsys.readouterr().out.splitlines()
+    assert state and listed and in_record and in_report, (day_page, listed_cli)
+    assert listed_cli[0] == f"no breaks for {QUIET} in the current audit runs"
+    return {"day page": unescape(state.group(1)), "days list": unescape(listed.group(1)),
+            "approval.json": json.loads((folder / "approval.json").read_text())["words"],
+            "approval.html": unescape(in_record.group(1)),
+            "report's approval block": unescape(in_report.group(1)),
+            "breaks list": listed_cli[-1].removeprefix(f"run {run_id}: ")}
+
+
+def test_a_day_without_events_has_nothing_to_sign_in_every_view(day, capsys) -> None:
+    """A quiet day (its run reconciled no rows) was listed "Awaiting sign-off: 0 of 2" like a
+    day of breaks, asking reviewers to sign nothing."""
+    wh, db = day
+    quiet = sample_day(db, QUIET, breaks=0, reconciler="alice")
+    ctx = dataclasses.replace(_report(db, quiet), day=QUIET,
+                              headline=Headline(0, 0, None, ()))
+    publish_report(db, ctx, wh / "reports" / QUIET.isoformat(), 2)
+    bob = _login(create_app(db, secret=b"s" * 32, warehouse=wh, required_approvers=2), "bob")
+    nothing = "No events: nothing to sign"
+    assert set(_quiet_words(wh, bob, quiet, capsys).values()) == {nothing}
+    assert 'id="nothing-to-sign"' in bob.get(f"/day/{QUIET}").text
+    assert main(["breaks", "list", "--date", QUIET.isoformat(), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # no break, so no run_state to carry
+    # a reviewer may still decide; withdrawing it leaves nothing to sign again
+    said = _sign_in_cli(wh, quiet, "approved", capsys, as_reviewer=False)
+    assert said == f"Awaiting sign-off: 1 of 2 approvals ({os_principal()})"
+    assert _sign_in_cli(wh, quiet, "reopened", capsys, as_reviewer=False) == nothing
+    shown = _quiet_words(wh, bob, quiet, capsys)
+    shown.pop("report's approval block")  # as rendered, before the decisions: still the same
+    assert set(shown.values()) == {nothing}, shown
+    # the day with breaks beside it still waits for its sign-off
+    assert review_words(review_states(db, [RUN], 2)[RUN]) == "Awaiting sign-off: 0 of 2 approvals"

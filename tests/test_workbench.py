@@ -749,3 +749,42 @@ def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
         conn.exec_driver_sql("UPDATE signoff_log SET by = 'carl' WHERE seq = 1")
     for path in ("/", f"/day/{DAY}"):
         assert 'id="log-broken"' in bob.get(path).text, path
+
+
+def test_an_auditor_exports_the_filtered_breaks_as_csv_but_may_not_act(app, db: ReportDB
+                                                                       ) -> None:
+    """Breaks could not be exported. The CSV holds what the list's filters match, every page
+    of it, each amount exact in its currency's own digits; reading is every role's, acting is
+    not (checked on the server)."""
+    import csv
+    import io
+
+    carl = _client(app, "carl")  # an auditor
+    listed = carl.get(f"/day/{DAY}/breaks?currency=JPY&cause=UNEXPLAINED").text
+    link = re.search(r'id="export-csv" href="([^"]+)"', listed)
+    assert link and "currency=JPY" in link.group(1)
+    response = carl.get(link.group(1).replace("&amp;", "&"))
+    assert response.status_code == 200 and response.headers["content-type"].startswith(
+        "text/csv")
+    assert 'filename="reckon-breaks-2026-01-01-nightly.csv"' in response.headers[
+        "content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    count = re.search(r"<b>([\d,]+)</b> breaks match", listed)
+    assert count and len(rows) == int(count.group(1)) > 0
+    assert {(r["currency"], r["status"]) for r in rows} == {("JPY", "UNEXPLAINED")}
+    assert all(re.fullmatch(r"-?\d+", r["gap_amount"]) for r in rows)  # yen: no decimals
+    assert {r["run_state"] for r in rows} == {"Awaiting sign-off: 0 of 1 approvals"}
+    assert {r["review_status"] for r in rows} == {"open"} and {r["material"] for r in rows} == {""}
+    every = list(csv.DictReader(io.StringIO(carl.get(f"/day/{DAY}/breaks.csv").text)))
+    assert len(every) == 130  # every page of the list, not the first
+    places = {r["currency"]: len(r["gap_amount"].partition(".")[2]) for r in every}
+    assert places == {"EUR": 2, "JPY": 0, "KWD": 3}
+    target = {"run": RUN, "ws": rows[0]["window_start"], "key": rows[0]["key"], "cur": "JPY",
+              "action": "accept", "note": "fine"}
+    refused = carl.post("/break/action", data={**target, "csrf": _csrf(listed)})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    assert read_log(db) == []
+    assert _client(app).get(f"/day/{DAY}/breaks.csv", follow_redirects=False).headers[
+        "location"] == "/login"  # not logged in: nothing exported
+    wrong = carl.get(f"/day/{DAY}/breaks.csv?cause=NOPE")  # a mistake: one line, no file
+    assert wrong.status_code == 400 and "cause=&#39;NOPE&#39; is not valid" in wrong.text

@@ -246,3 +246,27 @@ def test_the_day_page_and_the_approval_record_show_the_state_offline(tmp_path: P
     assert browser.text("#report-sha256") == json.loads(
         (folder / "approval.json").read_text())["report_sha256"]
     assert (folder / "report.html").read_bytes() == signed_bytes
+
+
+def test_a_breaks_actions_are_above_the_fold_and_its_tables_scroll_in_their_box(served) -> None:
+    """On a break's page the comment and accept buttons sat ~3,000 px down, below the evidence
+    and the story, and the evidence table ran off the right edge: at 1280x800 the actions
+    are in the first screen and the document is no wider than the window."""
+    url, _db = served
+    with Browser(need("chromium"), width=1280, height=800) as page:
+        _login(page, url, "bob")
+        page.goto(f"{url}/day/{DAY}/breaks")
+        page.click("#breaks a.break")  # merchant-00's window: late events, a long story
+        assert page.eval("document.querySelectorAll('#explaining tbody tr').length") >= 1
+        view = page.eval("[window.innerWidth, window.innerHeight, window.scrollY,"
+                         " document.documentElement.scrollWidth]")
+        assert view[:3] == [1280, 800, 0] and view[3] <= view[0], view
+        boxes = page.eval("[...document.querySelectorAll('#action button, #action input"
+                          "[name=note]')].map(b => {const r = b.getBoundingClientRect();"
+                          " return [b.innerText || b.name, r.left, r.top, r.right, r.bottom]})")
+        assert [b[0] for b in boxes] == ["note", "Comment", "Accept", "Resolve"]
+        for name, left, top, right, bottom in boxes:
+            assert 0 <= left < right <= 1280 and 0 <= top < bottom <= 800, (name, boxes)
+        wide = page.eval("(() => {const d = document.getElementById('explaining-box');"
+                         " return [d.scrollWidth, d.clientWidth]})()")
+        assert wide[0] > wide[1], wide  # the evidence is wider than the window: it scrolls

@@ -12,9 +12,11 @@ Example:
 
 from __future__ import annotations
 
+import csv
+import io
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -29,7 +31,8 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
-from reckon.money import format_amount
+from reckon.materiality import is_material, material_words
+from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
 from reckon.signoff import REOPENED, review_words
 from reckon.timeutil import parse_date
@@ -106,6 +109,46 @@ Who = Annotated[Principal, Depends(principal)]
 Actor = Annotated[Principal, Depends(acting)]
 
 
+#: breaks.csv's columns: a break's identity, its figures in its currency's own digits, its
+#: material mark (reckon.materiality; empty when off) and its review status; the run's state
+BREAKS_CSV_COLUMNS = ("day", "window_start", "key", "currency", "status", "gap_amount",
+                      "late_amount", "duplicate_amount", "residual_amount", "material",
+                      "review_status", "age_days", "run_id", "run_state")
+
+
+def breaks_csv_text(db: ReportDB, run: dict[str, Any], filters: queries.BreakFilter, *,
+                    material: Mapping[str, Decimal]) -> str:
+    """The run's breaks that ``filters`` match, every page of them in the list's order, as
+    CSV: amounts exact in each currency's minor unit (``12.50`` EUR, ``1200`` JPY), never a
+    float, never a total across currencies.
+
+    Example: ``breaks_csv_text(db, run, BreakFilter(currency="JPY"), material={})``."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(BREAKS_CSV_COLUMNS)
+    words = run["review_words"]
+    after: queries.Cursor | None = None
+    while True:
+        page = queries.break_page(db, run["run_id"], run["day"], filters, after, limit=5_000)
+        for b in page.rows:
+            code = b["currency"]
+            writer.writerow([b["day"].isoformat(), b["window_start"].isoformat(), b["key"], code,
+                             b["status"],
+                             *(_exact(b[k], code) for k in ("gap_amount", "late_amount",
+                                                            "duplicate_amount",
+                                                            "residual_amount")),
+                             material_words(is_material(b["gap_amount"], code, material)),
+                             b["review_status"], b["age_days"], b["run_id"], words])
+        if page.next_cursor is None:
+            return out.getvalue()
+        after = queries.Cursor.decode(page.next_cursor)
+
+
+def _exact(value: Decimal | None, code: str) -> str:
+    """An amount as exact text in ``code``'s minor unit (``12.50``), empty for none."""
+    return "" if value is None else str(quantize_to_currency(value, code))
+
+
 def _money(value: Decimal | None, code: str) -> str:
     return "-" if value is None else format_amount(value, code)
 
@@ -121,13 +164,16 @@ def _when(moment: datetime | None) -> str:
 
 def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
                secure_cookies: bool = False, throttle: LoginThrottle | None = None,
-               required_approvers: int = 1) -> FastAPI:
+               required_approvers: int = 1,
+               material_gap: Mapping[str, Decimal] | None = None) -> FastAPI:
     """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append);
     ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits);
-    ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state)."""
+    ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state);
+    ``material_gap`` marks material breaks (the setting, reckon.materiality; empty: off)."""
     keys = SessionKeys(secret)
     app = FastAPI(title="reckon workbench", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.db, app.state.keys = db, keys
+    app.state.material = dict(material_gap or {})
     app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
     pages = Jinja2Templates(directory=_HERE / "templates")
     pages.env.filters.update(money=_money, when=_when, sqlquote=_sql_text)
@@ -281,10 +327,11 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         return FileResponse(wanted, media_type=kind_of,
                             headers={"Content-Security-Policy": "sandbox"})
 
-    @app.get("/day/{day}/breaks")
-    def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
-               cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-               partition: str = "", source: str = "", after: str = "") -> Response:
+    def day_and_filters(day: str, kind: str, status: str, cause: str, currency: str,
+                        merchant: str, age: int, partition: str, source: str
+                        ) -> tuple[dict[str, Any], queries.BreakFilter]:
+        """The day's current run and the break list's filters from its query, each checked
+        (a mistake is one line on the error page)."""
         run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
@@ -296,15 +343,38 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if partition and not partition.isdigit():
             raise UsageError(f"partition={partition!r} is not valid: a partition number "
                              "such as 3")
-        filters = queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age,
-                                      partition=str(int(partition)) if partition else "",
-                                      source=source.strip())
+        return run, queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age,
+                                        partition=str(int(partition)) if partition else "",
+                                        source=source.strip())
+
+    @app.get("/day/{day}/breaks.csv")
+    def breaks_csv(who: Who, day: str, kind: str = "nightly", status: str = "",
+                   cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
+                   partition: str = "", source: str = "") -> Response:
+        """Every break the list's filters match, as CSV (any role: it only reads)."""
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source)
+        body = breaks_csv_text(db, run, filters, material=app.state.material)
+        name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
+        return Response(body, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    @app.get("/day/{day}/breaks")
+    def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
+               cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
+               partition: str = "", source: str = "", after: str = "") -> Response:
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source)
         started = time.perf_counter()
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
         result.seconds = time.perf_counter() - started
+        rule = request.app.state.material
+        for row in result.rows:  # the page's rows only: the mark costs nothing to paging
+            row["material"] = material_words(is_material(row["gap_amount"], row["currency"],
+                                                         rule))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
-                    facets=queries.facets(run))
+                    facets=queries.facets(run), material=bool(rule))
 
     @app.get("/break")
     def break_view(request: Request, who: Who, run: str, ws: str, key: str,

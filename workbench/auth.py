@@ -36,6 +36,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from reckon.errors import UsageError, invalid
+from reckon.identity import same_person
 from reports.db.engine import write_tx
 from reports.db.models import WORKBENCH_LOGIN_FAILURES, WORKBENCH_SESSIONS, WORKBENCH_USERS
 from reports.db.repository import ReportDB
@@ -117,6 +118,7 @@ def put_user(db: ReportDB, name: str, role: str, password: str) -> tuple[User, U
     t = WORKBENCH_USERS
     values = {"password_hash": hash_password(password), "role": role, "enabled": True}
     with write_tx(db.ready()) as conn:  # the name is the key: a racing twin fails
+        _refuse_a_look_alike(who, [n for (n,) in conn.execute(sa.select(t.c.name))])
         row = conn.execute(sa.select(t.c.role, t.c.enabled).where(t.c.name == who)).first()
         if row is not None:
             conn.execute(sa.update(t).where(t.c.name == who).values(**values))
@@ -124,6 +126,20 @@ def put_user(db: ReportDB, name: str, role: str, password: str) -> tuple[User, U
             conn.execute(sa.insert(t).values(name=who, created_at=datetime.now(UTC), **values))
     end_sessions(db, who)
     return User(who, role, True), None if row is None else User(who, row.role, bool(row.enabled))
+
+
+def _refuse_a_look_alike(name: str, existing: list[str]) -> None:
+    """Refuse a new name that reckon.identity takes for an existing user's (the four-eyes rule
+    would see one person under two logins, and a reader of the log two people).
+
+    Example: with ``root`` a user, ``r\\u043e\\u043et`` (Cyrillic o) is refused: ``user name
+    'r\\u043e\\u043et' looks like the existing user 'root' ...``."""
+    for other in sorted(existing):
+        if other != name and same_person(other, name):
+            raise UsageError(f"user name {name!a} looks like the existing user "
+                             f"{other!a} (the four-eyes rule takes them for one person): "
+                             f"choose another name, or `reckon users add {other}` to update "
+                             "that user")
 
 
 def find_user(db: ReportDB, name: str, password: str | None = None) -> User | None:

@@ -3,6 +3,7 @@ users and their sessions).
 
 Example:
     $ reckon users add bob --role reviewer        # asks for the password twice
+    $ pass show wb/bob | reckon users add bob --password-stdin   # a script, as docker login
     $ reckon users revoke bob                     # log bob out everywhere, now
     $ reckon workbench --port 8088                # http://127.0.0.1:8088
 """
@@ -28,18 +29,41 @@ __all__ = ["cmd_users", "cmd_workbench"]
 
 
 def _password(args: argparse.Namespace) -> str:
-    """From ``--password-env VAR`` (scripts, compose) or asked twice on the terminal."""
+    """From ``--password-stdin`` (a pipe, as ``docker login`` takes it), ``--password-env VAR``
+    (compose), or asked twice on the terminal; one way only.
+
+    Example: ``printf 'a long passphrase\\n' | reckon users add bob --password-stdin``: the
+    final line ending is not part of the password."""
+    if args.password_stdin and args.password_env:
+        raise UsageError("give the password one way: --password-stdin or --password-env, "
+                         "not both")
+    if args.password_stdin:
+        return _password_from_stdin()
     if args.password_env:
         value = os.environ.get(args.password_env)
         if not value:
             raise UsageError(f"--password-env {args.password_env}: that variable is not set")
         return value
     if not sys.stdin.isatty():
-        raise UsageError("no terminal to ask the password on: give --password-env VAR")
+        raise UsageError("no terminal to ask the password on: give --password-stdin (and pipe "
+                         "it in) or --password-env VAR")
     first = getpass.getpass(f"password for {args.name}: ")
     if first != getpass.getpass("again: "):
         raise UsageError("the two passwords differ: nothing was changed")
     return first
+
+
+def _password_from_stdin() -> str:
+    """The password piped in: everything up to end of input, less one final line ending
+    (``echo`` adds it); a second line is a mistake (two passwords, or a file of them)."""
+    text = sys.stdin.read()
+    text = text.removesuffix("\n").removesuffix("\r")
+    if not text:
+        raise UsageError("--password-stdin: standard input was empty: pipe the password in")
+    if "\n" in text or "\r" in text:
+        raise UsageError("--password-stdin: standard input has more than one line: give "
+                         "the password alone on one line")
+    return text
 
 
 def cmd_users(args: argparse.Namespace, settings: Settings) -> int:
@@ -107,7 +131,8 @@ def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
     secret = load_secret(warehouse / "reports" / "_workbench_secret")
     app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
                      secure_cookies=args.secure_cookies,
-                     required_approvers=settings.required_approvers)
+                     required_approvers=settings.required_approvers,
+                     material_gap=settings.material_thresholds())
     serve(app, args.host, args.port, ready=lambda: print(
         f"reckon workbench on http://{args.host}:{args.port} (report database "
         f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True))

@@ -196,7 +196,7 @@ def sample_day(db: ReportDB, day: date, *, breaks: int, reconciler: str,
     story); returns its run id."""
     run_id = run_id or f"nightly-{day.isoformat()}"
     rows = list(_rows(run_id, day, breaks))
-    summaries = tuple(_summary(code, rows) for code in CURRENCIES)
+    summaries = tuple(_summary(code, rows) for code in CURRENCIES if rows)  # none: no events
     counts: dict[str, int] = {}
     for s in summaries:
         for k, n in s.status_counts.items():

@@ -19,6 +19,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import invalid
+from reckon.materiality import is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
 from reckon.signoff import review_words
 from reckon.timeutil import parse_date
@@ -113,10 +114,13 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
                           f"database (none of {day}: run `reckon audit --date {day}` first)")
         items = db.list_breaks(day=day, review_status=status, currency=currency, key=key,
                                min_gap=min_gap)
-        states = review_states(db, sorted({item["run_id"] for item in items}),
-                               settings.required_approvers)
+        current = db.current_audit_run(day) if day is not None else None
+        runs = {item["run_id"] for item in items} | ({current.run_id} if current else set())
+        states = review_states(db, sorted(runs), settings.required_approvers)
+    rule = settings.material_thresholds()
     for item in items:
         item["run_state"] = review_words(states[item["run_id"]])
+        item["material"] = is_material(item["gap_amount"], item["currency"], rule)
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
         return 0
@@ -127,8 +131,10 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         which += f" of key {key!r}" if key else ""
         which += f" with a gap of at least {min_gap}" if min_gap is not None else ""
         print(f"no breaks{where}{which} in the current audit runs")
+        for run_id in sorted(states):  # the day's run: a quiet day's has nothing to sign
+            print(f"run {run_id}: {review_words(states[run_id])}")
         return 0
-    print(_breaks_table(items))
+    print(_breaks_table(items, material=bool(rule)))
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
@@ -139,15 +145,17 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _breaks_table(items: list[dict[str, Any]]) -> str:
-    """The breaks as a terminal table, amounts right-aligned in their currency's digits."""
+def _breaks_table(items: list[dict[str, Any]], *, material: bool = False) -> str:
+    """The breaks as a terminal table, amounts right-aligned in their currency's digits;
+    ``material``: with the MATERIAL column (the material_gap setting is set)."""
     headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
-               "AGE (d)", "RUN"]
+               "AGE (d)", "RUN"] + (["MATERIAL"] if material else [])
     rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
              item["currency"] or "-", item["status"],
              _cell_amount(item["gap_amount"], item["currency"]),
              _cell_amount(item["residual_amount"], item["currency"]),
-             item["review_status"], str(item["age_days"]), item["run_id"]] for item in items]
+             item["review_status"], str(item["age_days"]), item["run_id"]]
+            + ([material_words(item["material"])] if material else []) for item in items]
     return _table(headers, rows, right={5, 6, 8})
 
 

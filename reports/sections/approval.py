@@ -46,7 +46,7 @@ def rendered_review(ctx: ReportContext) -> ReviewState:
     the decisions the context holds): all the report itself can truthfully say. Later
     decisions go to the approval record beside it (reports.approval_record)."""
     return review_state([(e.by, e.decision) for e in ctx.signoffs], reconciler=ctx.reconciler,
-                        required=ctx.required_approvers)
+                        required=ctx.required_approvers, rows=ctx.headline.rows)
 
 
 def signoff_text(ctx: ReportContext) -> str:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from audits.records import AttributionRow
+from reckon.materiality import is_material, material_words
 from reports import formatting as fmt
-from reports.context import ReportContext
+from reports.context import BreakLine, ReportContext
 from reports.sections.blocks import Block, Columns, Note, Section, Table
 from reports.summary import BreakSummary, summarise_breaks
 
@@ -57,10 +58,26 @@ _BREAK_COLUMNS = ("window (UTC)", "key", "currency", "provisional", "canonical",
 _BREAK_WIDTHS = (22.6, 17.5, 11.6, 15.2, 15.2, 12.6, 12.6, 10.8, 12.6, 26.9, 11.6, 5.6, 15.2)
 
 
+def _material(ctx: ReportContext, b: BreakLine) -> bool | None:
+    """Whether ``b`` is material under the report's ``material_gap`` (reckon.materiality)."""
+    return is_material(b.gap_amount, b.currency, dict(ctx.material_gap))
+
+
+def _materiality_note(ctx: ReportContext) -> str:
+    """``; 3 material (absolute gap at least EUR 1,000.00, JPY 100,000; ...)`` or nothing."""
+    if not ctx.material_gap:
+        return ""
+    n = sum(1 for b in (ctx.all_breaks or ctx.breaks) if _material(ctx, b))
+    rule = ", ".join(fmt.money(v, code) for code, v in ctx.material_gap)
+    return (f"; {n} material (absolute gap at least {rule}; any other currency: every "
+            "break), marked MATERIAL")
+
+
 def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     capped = ctx.breaks_total > ctx.breaks_shown
     note = Note(f"Showing {ctx.breaks_shown} of {ctx.breaks_total} breaks of "
                 f"{ctx.day.isoformat()} (every non-MATCHED row; windows in UTC)"
+                f"{_materiality_note(ctx)}"
                 f"{'; all of them are in ' if capped else ''}",
                 link=("breaks.csv", "breaks.csv") if capped else None, tail=".")
     if not ctx.breaks:
@@ -70,7 +87,8 @@ def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
                       b.provisional_amount, b.canonical_amount, b.gap_amount, b.late_amount,
                       b.duplicate_amount, b.residual_amount)),
                   b.status, b.review_status, "-" if b.age_days is None else str(b.age_days),
-                  b.explanation) for b in ctx.breaks)
+                  ("MATERIAL. " if _material(ctx, b) else "") + b.explanation)
+                 for b in ctx.breaks)
     return (note, Table(_BREAK_COLUMNS, rows, numeric=frozenset({3, 4, 5, 6, 7, 8, 11}),
                         widths=_BREAK_WIDTHS, size=6, pad=0.5, status_col=9))
 
@@ -82,7 +100,8 @@ def _breaks_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
              b.gap_count, fmt.exact(b.late_amount, b.currency),
              fmt.exact(b.duplicate_amount, b.currency),
              fmt.exact(b.residual_amount, b.currency), b.review_status, b.age_days,
-             b.explanation) for b in (ctx.all_breaks or ctx.breaks)]
+             b.explanation, material_words(_material(ctx, b)))
+            for b in (ctx.all_breaks or ctx.breaks)]
 
 
 # ----------------------------------------------------------------------------- gap
@@ -144,7 +163,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("breaks", "Breaks", "breaks.csv",
             ("window_start", "window_end", "key", "currency", "status", "provisional_amount",
              "canonical_amount", "gap_amount", "gap_count", "late_amount", "duplicate_amount",
-             "residual_amount", "review_status", "age_days", "explanation"),
+             "residual_amount", "review_status", "age_days", "explanation", "material"),
             _breaks_rows, _breaks_body,
             aside=lambda ctx: f"{ctx.breaks_shown} of {ctx.breaks_total} shown; all in "
                               "breaks.csv"),

@@ -1,0 +1,71 @@
+"""Which breaks are material: the one rule (pure, no I/O) every view marks breaks by.
+
+A reviewer triages by size, and size only means something inside one currency: a JPY 3 break
+and a EUR 30,000 break are not alike, and no threshold is ever converted or summed across
+currencies. The ``material_gap`` setting gives a minimum absolute gap per currency
+("EUR=1000,JPY=100000"); a break whose absolute gap reaches its currency's threshold is
+material. A currency the setting does not name has no threshold, so every break in it is
+material (the safe side: a threshold nobody set never hides a break). With the setting empty
+nothing is marked: materiality is off.
+
+Example:
+    >>> rule = thresholds({"EUR": "1000", "JPY": "100000"})
+    >>> is_material(Decimal("-30000.00"), "EUR", rule), is_material(Decimal("3"), "JPY", rule)
+    (True, False)
+    >>> is_material(Decimal("0.01"), "KWD", rule), is_material(Decimal("5"), "EUR", {})
+    (True, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+
+from reckon.errors import ConfigError
+from reckon.money import currency_problem
+
+__all__ = ["is_material", "material_words", "thresholds"]
+
+
+def thresholds(given: Mapping[str, str]) -> dict[str, Decimal]:
+    """The ``material_gap`` setting checked once: ISO 4217 code -> minimum absolute gap, an
+    exact, non-negative amount in that currency's units.
+
+    >>> thresholds({" eur ": "1000.50"})
+    {'EUR': Decimal('1000.50')}
+    """
+    out: dict[str, Decimal] = {}
+    for raw_code, raw_amount in given.items():
+        code = raw_code.strip().upper()
+        problem = currency_problem(code)
+        if problem is not None:
+            raise ConfigError(f"material_gap: {problem}; write CODE=AMOUNT pairs, e.g. "
+                              "EUR=1000,JPY=100000")
+        try:
+            amount = Decimal(str(raw_amount).strip())
+        except InvalidOperation:
+            amount = Decimal(-1)
+        if not amount.is_finite() or amount < 0:
+            raise ConfigError(f"material_gap: {code}={raw_amount!r} is not a non-negative "
+                              f"amount in {code}, e.g. {code}=1000")
+        out[code] = amount
+    return out
+
+
+def is_material(gap: Decimal | None, currency: str | None,
+                rule: Mapping[str, Decimal]) -> bool | None:
+    """Whether a break of ``gap`` in ``currency`` is material under ``rule`` (``thresholds``);
+    None when materiality is off (no threshold set at all)."""
+    if not rule:
+        return None
+    threshold = rule.get(currency or "", Decimal(0))
+    return abs(gap or Decimal(0)) >= threshold
+
+
+def material_words(mark: bool | None) -> str:
+    """How a view writes the mark: ``material``, ``-`` (below its threshold) or empty (off).
+
+    >>> material_words(True), material_words(False), material_words(None)
+    ('material', '-', '')
+    """
+    return "" if mark is None else "material" if mark else "-"
