@@ -1,8 +1,10 @@
 """``reckon sql | explain | lateness-curve | lateness``: look into a warehouse, change nothing.
 
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
-Spark when it needs it and calls one engine: ``reports.query.run_query``,
-``reports.explain.explain_window``, ``audits.lateness`` (the curve and its analysis). What it
+Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
+``reports.query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
+(or ``reports.explain.explain_window`` on ``--engine spark``), ``audits.lateness`` (the curve
+and its analysis, on Spark). What it
 prints is made here or by the engine's ``render_*``. Example::
 
     reckon explain --warehouse wh --key merchant-7 --window 2026-01-01T10:00:00Z
