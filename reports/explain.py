@@ -1,5 +1,8 @@
 """`reckon explain`: the postmortem story of one key's window(s), event by event.
 
+This is the Spark reader (``reckon explain --engine spark``); reports/explain_duck.py reads the
+same rows through DuckDB, the command's default, and both hand them to the same story builder.
+
 For every window containing the instant T (one for tumbling windows, size/slide for hopping
 ones) it reads, with small filtered Spark queries only:
 
