@@ -175,7 +175,9 @@ def _result(wh: Path, table: str, window: dict[str, str], repeats: int,
         "profile": {"what": "each run a fresh Python process (`python -m reckon.cli ...`, or "
                             "the bare read's `python -c`); the Spark path's time is mostly "
                             "the JVM's start and the session's"},
-        "settings": {"engines": list(ENGINES),
+        # each row against the floor of any answer: Python started, one table read by
+        # delta-rs and DuckDB (the rows ask different questions; "ratios" pairs them)
+        "settings": {"reference": "bare_deltalake_duckdb", "engines": list(ENGINES),
                      "questions": {q: sql.format(table=table) for q, (sql, _) in
                                    QUESTIONS.items()},
                      "explain": window},
