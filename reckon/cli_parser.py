@@ -380,13 +380,16 @@ def _sql_parser(sub: Any) -> None:
 def _explain_parser(sub: Any) -> None:
     """The flags of `reckon explain`:
 
-    ``reckon explain [--warehouse WAREHOUSE] --key KEY --window TIME [--currency CURRENCY]
-    [--json]``
+    ``reckon explain [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --key KEY --window TIME
+    [--currency CURRENCY] [--json]``
     """
     p = _add(sub, "explain", _lazy("reckon.commands.investigate:cmd_explain"),
              "tell the story of one window and key, per currency: every event and what "
              "became of it")
     _warehouse(p)
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default): reads the window's rows in about a second, no JVM; "
+                        "spark: the same story read with Spark")
     p.add_argument("--key", required=True, help="the account or merchant key, e.g. "
                    "merchant-0003")
     p.add_argument("--window", dest="window_at", metavar="TIME", required=True,

@@ -1,5 +1,8 @@
 """`reckon explain`: the postmortem story of one key's window(s), event by event.
 
+This is the Spark reader (``reckon explain --engine spark``); reports/explain_duck.py reads the
+same rows through DuckDB, the command's default, and both hand them to the same story builder.
+
 For every window containing the instant T (one for tumbling windows, size/slide for hopping
 ones) it reads, with small filtered Spark queries only:
 
@@ -53,7 +56,7 @@ from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import format_micros, from_micros
 
-__all__ = ["WindowStory", "explain_window"]
+__all__ = ["WindowStory", "explain_window", "no_events_error"]
 
 
 @dataclass(frozen=True)
@@ -346,8 +349,19 @@ def _refuse_unknown_key(spark: Any, wh: Path, key: str, instant: int,
     if currency is not None:
         rows = rows.filter(F.col("currency") == F.lit(currency))
     if rows.limit(1).count() == 0:
-        what = f"--key={key!r}" + (f" in {currency}" if currency else "")
-        raise UsageError(f"{what} has no events on {day} (the day of --window): check the key "
-                         "(keys are case-sensitive), the currency and the day, e.g. with "
-                         "`reckon sql \"SELECT DISTINCT key FROM event_log WHERE event_date = "
-                         f"'{day}'\"`")
+        raise no_events_error(key, instant, currency)
+
+
+def no_events_error(key: str, instant: int, currency: str | None) -> UsageError:
+    """The one line for a key (or currency) without a single event on the window's day,
+    the same on both engines (reports/explain_duck.py).
+
+    >>> str(no_events_error("m-x", 0, None)).split(":")[0]
+    "--key='m-x' has no events on 1970-01-01 (the day of --window)"
+    """
+    day = from_micros(instant).date()
+    what = f"--key={key!r}" + (f" in {currency}" if currency else "")
+    return UsageError(f"{what} has no events on {day} (the day of --window): check the key "
+                      "(keys are case-sensitive), the currency and the day, e.g. with "
+                      "`reckon sql \"SELECT DISTINCT key FROM event_log WHERE event_date = "
+                      f"'{day}'\"`")

@@ -1,8 +1,10 @@
 """``reckon sql | explain | lateness-curve | lateness``: look into a warehouse, change nothing.
 
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
-Spark when it needs it and calls one engine: ``reports.query.run_query``,
-``reports.explain.explain_window``, ``audits.lateness`` (the curve and its analysis). What it
+Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
+``reports.query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
+(or ``reports.explain.explain_window`` on ``--engine spark``), ``audits.lateness`` (the curve
+and its analysis, on Spark). What it
 prints is made here or by the engine's ``render_*``. Example::
 
     reckon explain --warehouse wh --key merchant-7 --window 2026-01-01T10:00:00Z
@@ -81,10 +83,11 @@ def _currency_arg(text: str | None) -> str | None:
 
 
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
-    """`reckon explain --warehouse WH --key K --window T [--currency C] [--json]`."""
-    from reports.explain import explain_window
+    """`reckon explain --warehouse WH [--engine duckdb|spark] --key K --window T [--currency C]
+    [--json]`. DuckDB (reports.explain_duck) by default: the window's rows without a JVM;
+    Spark (reports.explain) on ``--engine spark``. Both tell it with audits.chapters."""
+    from reports.explain import WindowStory
     from reports.terminal import print_json
-    from spark.session import get_spark
 
     instant = parse_timestamp(args.window_at, "--window")
     if not args.key:
@@ -94,8 +97,19 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     if not (wh / "event_log").is_dir():
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
                          "(run `reckon stream` first)")
-    spark = get_spark(settings, app_name="reckon-explain")
-    story = explain_window(spark, wh, settings.event_time_rules(), args.key, instant, currency)
+    story: WindowStory
+    if getattr(args, "engine", "duckdb") == "duckdb":
+        from reports.explain_duck import explain_window_duck
+
+        story = explain_window_duck(wh, settings.event_time_rules(), args.key, instant,
+                                    currency)
+    else:
+        from reports.explain import explain_window
+        from spark.session import get_spark
+
+        spark = get_spark(settings, app_name="reckon-explain")
+        story = explain_window(spark, wh, settings.event_time_rules(), args.key, instant,
+                               currency)
     if args.json:
         print_json(story.to_dict())
     else:
