@@ -60,7 +60,8 @@ def _day(micros: int) -> date:
 
 def _rows(conn: Any, sql: str, params: list[Any]) -> list[Any]:
     """The rows of ``sql`` as objects with the columns as attributes (what Spark's Row gives
-    reports/explain.py, so ``chapter_of`` reads both alike)."""
+    reports/explain.py, so ``chapter_of`` reads both alike). Every value is a bound
+    parameter: the text only ever names tables (``tb``'s constants) and placeholders."""
     cursor = conn.execute(sql, params)
     names = [d[0] for d in cursor.description or ()]
     return [SimpleNamespace(**dict(zip(names, row, strict=True))) for row in cursor.fetchall()]
@@ -124,9 +125,9 @@ def _provisional(conn: Any, key: str, start: int, rules: EventTimeRules,
     (``provisional_sql``) runs over this window's deltas only (a temporary table of a few
     rows): a row's fold reads its own deltas and the batches' watermarks, nothing else."""
     cur, args = _currency_sql(currency)
-    conn.execute(f"""CREATE TEMP TABLE window_deltas AS SELECT * FROM {tb.PROVISIONAL_DELTAS}
-                     WHERE window_date = ? AND window_start = ? AND key = ?{cur}""",
-                 [_day(start), _at(start), key, *args])
+    _rows(conn, f"""CREATE TEMP TABLE window_deltas AS SELECT * FROM {tb.PROVISIONAL_DELTAS}
+                    WHERE window_date = ? AND window_start = ? AND key = ?{cur}""",
+          [_day(start), _at(start), key, *args])
     now = _rows(conn, f"""
         SELECT currency, total_amount, event_count, status, revision, last_batch_id,
                closed_batch_id, finalized_batch_id, epoch_us(closed_at) AS closed_at,
@@ -153,10 +154,11 @@ def _watermarks_before(conn: Any, batch_ids: set[int]) -> dict[int, int | None]:
     """``watermark_before`` of each batch (reports/explain.py ``_watermarks_before``)."""
     if not batch_ids:
         return {}
-    rows = conn.execute(f"""
-        SELECT DISTINCT batch_id, epoch_us(watermark_before) FROM {tb.WATERMARK_PROGRESS}
-        WHERE list_contains(?::BIGINT[], batch_id)""", [sorted(batch_ids)]).fetchall()
-    return watermarks_before_of((b, w) for b, w in rows)
+    rows = _rows(conn, f"""
+        SELECT DISTINCT batch_id, epoch_us(watermark_before) AS watermark_before
+        FROM {tb.WATERMARK_PROGRESS} WHERE list_contains(?::BIGINT[], batch_id)""",
+                 [sorted(batch_ids)])
+    return watermarks_before_of((r.batch_id, r.watermark_before) for r in rows)
 
 
 def _per_currency(conn: Any, table: str, key: str, start: int, cols: list[str],
@@ -239,5 +241,5 @@ def explain_window_duck(wh: Path, configured: EventTimeRules, key: str, instant:
 def _key_on_day(conn: Any, key: str, instant: int, currency: str | None) -> bool:
     """Whether ``key`` (in ``currency``) has any event on the day of ``instant``."""
     cur, args = _currency_sql(currency)
-    return bool(conn.execute(f"SELECT 1 FROM {tb.EVENT_LOG} WHERE event_date = ? AND key = ?"
-                             f"{cur} LIMIT 1", [_day(instant), key, *args]).fetchall())
+    return bool(_rows(conn, f"SELECT 1 AS found FROM {tb.EVENT_LOG} WHERE event_date = ? "
+                            f"AND key = ?{cur} LIMIT 1", [_day(instant), key, *args]))
