@@ -182,7 +182,7 @@ class WatermarkSensor(BaseSensorOperator):
         newest = date.fromisoformat(plan["newest"])
         result = pipeline.check_watermark(settings, newest)
         if result is not None:
-            log.info("reckon watermark ready for %s: %s", newest, result.summary)
+            log.info("reckon watermark ready for %s: %s", newest, result.describe())
             return PokeReturnValue(is_done=True,
                                    xcom_value={**plan, "watermark": _small(result.summary)})
         first = context["ti"].get_first_reschedule_date(context)
@@ -227,7 +227,7 @@ def _run_step(step: str, plan: dict[str, Any],
         except Exception as exc:  # transient (Spark, a database): retried with backoff
             exc.add_note(f"reckon: {step} of {text} failed; the task is retried")
             raise
-        log.info("reckon %s %s: %s", step, text, result.summary)
+        log.info("reckon %s %s", step, result.describe())
         if result.summary.get("replaced_signed_off_run"):
             log.warning("reckon %s %s replaced run %s (%s): the day needs a new sign-off (its "
                         "report says what changed)", step, text,
