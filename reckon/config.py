@@ -104,6 +104,9 @@ class Settings:
     # batches between the stream's compactions of its open days (event_log's small files,
     # provisional_totals' settled windows); 0: never
     event_log_compact_every: int = 50
+    # `reckon stream` serves its batches' figures in the Prometheus text format on this
+    # loopback port while it runs (spark.metrics_exporter); 0: off
+    metrics_port: int = 0
     # audit
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")
@@ -152,6 +155,9 @@ class Settings:
         if self.event_log_compact_every < 0:
             raise ConfigError(f"event_log_compact_every={self.event_log_compact_every} must be "
                               ">= 0 (0: the stream never compacts its open days itself)")
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics_port={self.metrics_port} is not valid: a TCP port "
+                              "1-65535 for the stream's metrics, or 0 for none")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if parse_timestamp(self.min_event_time, "min_event_time") < 0:
