@@ -125,8 +125,9 @@ A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_da
 
 
 def _task_settings() -> Settings:
-    """The settings a task runs with: the worker's environment, and Spark's warnings on
-    stdout (Airflow files everything a task writes to stderr as ERROR)."""
+    """The settings a task runs with: the worker's environment, and Spark's log lines and
+    its JVM's stderr on stdout (Airflow files everything a task writes to stderr as
+    ERROR; spark.session)."""
     return load_settings(spark_log_to_stdout=True)
 
 

@@ -121,8 +121,9 @@ class Settings:
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"
     watermark_poll: str = "1m"  # how often the nightly run looks at the watermark
-    # Spark's JVM logging: below ERROR to stdout (Airflow files task stderr as ERROR; the
-    # nightly DAG turns this on); off, Spark's default (everything on stderr) for terminals
+    # Spark's JVM logging and the JVM's own stderr to stdout, each line with its level
+    # (Airflow files task stderr as ERROR; the nightly DAG turns this on); off, Spark's
+    # default (everything on stderr) for terminals
     spark_log_to_stdout: bool = False
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
