@@ -143,3 +143,33 @@ def test_a_running_stream_serves_what_its_progress_rows_record(spark, tmp_path: 
     partitions = {ls["partition"] for ls, _ in last["reckon_stream_rows_total"]}
     assert {"0", "1", "2"} <= partitions
     assert not any(math.isnan(v) for _, v in last["reckon_stream_watermark_lag_seconds"])
+
+
+def test_a_metrics_port_out_of_range_is_refused_in_one_line():
+    from reckon.config import load_settings
+    from reckon.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^metrics_port=70000 is not valid: a TCP port "
+                                          r"1-65535 for the stream's metrics, or 0 for none$"):
+        load_settings(env={"RECKON_METRICS_PORT": "70000"})
+
+
+@pytest.mark.spark
+def test_a_taken_metrics_port_is_refused_before_the_stream_starts(spark, tmp_path: Path):
+    """Another process on the port: one line naming it, before any batch runs."""
+    from reckon.errors import ConfigError
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
+    from tests.streamkit import stream_settings
+
+    (tmp_path / "landing").mkdir()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings = stream_settings(tmp_path / "wh", metrics_port=port)
+        with pytest.raises(ConfigError, match=rf"^metrics_port={port} is not valid: cannot "
+                           rf"serve metrics on 127.0.0.1:{port} \(Address already in use\)"):
+            run_stream(spark, settings, StreamSource(landing=str(tmp_path / "landing")),
+                       on_batch=None)
+    assert not (tmp_path / "wh" / "watermark_progress").exists()
