@@ -79,12 +79,16 @@ class StepResult(Generic[Detail]):
     def describe(self) -> str:
         """The step in one sentence a person reads (what day, how many rows, which table
         versions, how long): what ``reckon replay`` and its siblings print, and what the
-        nightly DAG's task logs say. A step without a typed result says its summary.
+        nightly DAG's task logs say. The wait and the gate, which have no typed result, say
+        theirs from the summary.
 
-        >>> StepResult(step="quality_gate", day="2026-01-01",
-        ...            summary={"verdicts": {"2026-01-01": "passed"}}, detail=None).describe()
-        "quality_gate 2026-01-01: {'verdicts': {'2026-01-01': 'passed'}}"
+        >>> StepResult(step="quality_gate", day="2026-01-01", detail=None,
+        ...            summary={"verdicts": {"2026-01-01": "passed"},
+        ...                     "check_runs": {"2026-01-01": "c1"}}).describe()
+        'quality gate passed: 2026-01-01 passed (check run c1)'
         """
+        if self.step in _SUMMARY_SENTENCES:
+            return _SUMMARY_SENTENCES[self.step](self.day, self.summary)
         words = _SENTENCES.get(self.step)
         if words is None or self.detail is None:
             return f"{self.step} {self.day}: {self.summary}"
@@ -392,6 +396,21 @@ def _compact_sentence(r: CompactionResult) -> str:
 def _vacuum_sentence(r: VacuumResult) -> str:
     return r.describe()
 
+
+def _watermark_sentence(day: str, summary: Mapping[str, Any]) -> str:
+    return (f"{day}: the stream's watermark {summary['watermark_iso']} has passed "
+            f"{summary['required_watermark_iso']}, the end of the day's last window + allowed "
+            "lateness")
+
+
+def _gate_sentence(day: str, summary: Mapping[str, Any]) -> str:
+    verdicts = "; ".join(f"{d} {v} (check run {summary['check_runs'][d]})"
+                         for d, v in summary["verdicts"].items())
+    return f"quality gate passed: {verdicts or 'no days'}"
+
+
+_SUMMARY_SENTENCES: dict[str, Callable[[str, Mapping[str, Any]], str]] = {
+    "wait_for_watermark": _watermark_sentence, "quality_gate": _gate_sentence}
 
 #: Each step's one sentence, by step name (StepResult.describe).
 _SENTENCES: dict[str, Callable[[Any], str]] = {
