@@ -90,9 +90,10 @@ def test_a_running_stream_serves_what_its_progress_rows_record(spark, tmp_path: 
     from tests.test_replay_audit import RULES, random_batches
 
     landing = tmp_path / "landing"
-    write_landing(landing, random_batches(9, n=30, batches=3, stragglers=2),
-                  extra_lines={1: ["not json at all", '{"event_id": "half"'],
-                               2: ['{"event_id": ""}']})
+    # two batches with re-deliveries and broken lines, then one of stragglers (late)
+    write_landing(landing, random_batches(9, n=30, batches=2, stragglers=2),
+                  extra_lines={0: ["not json at all", '{"event_id": "half"'],
+                               1: ['{"event_id": ""}']})
     port = _free_port()
     settings = stream_settings(tmp_path / "wh", **{**RULES, "dedup_horizon": "1h"},
                                metrics_port=port)
