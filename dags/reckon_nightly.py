@@ -125,8 +125,9 @@ A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_da
 
 
 def _task_settings() -> Settings:
-    """The settings a task runs with: the worker's environment, and Spark's warnings on
-    stdout (Airflow files everything a task writes to stderr as ERROR)."""
+    """The settings a task runs with: the worker's environment, and Spark's log lines and
+    its JVM's stderr on stdout (Airflow files everything a task writes to stderr as
+    ERROR; spark.session)."""
     return load_settings(spark_log_to_stdout=True)
 
 
@@ -182,7 +183,7 @@ class WatermarkSensor(BaseSensorOperator):
         newest = date.fromisoformat(plan["newest"])
         result = pipeline.check_watermark(settings, newest)
         if result is not None:
-            log.info("reckon watermark ready for %s: %s", newest, result.summary)
+            log.info("reckon wait_for_watermark %s", result.describe())
             return PokeReturnValue(is_done=True,
                                    xcom_value={**plan, "watermark": _small(result.summary)})
         first = context["ti"].get_first_reschedule_date(context)
@@ -227,7 +228,8 @@ def _run_step(step: str, plan: dict[str, Any],
         except Exception as exc:  # transient (Spark, a database): retried with backoff
             exc.add_note(f"reckon: {step} of {text} failed; the task is retried")
             raise
-        log.info("reckon %s %s: %s", step, text, result.summary)
+        sentence = result.describe()  # the CLI's words; a day's sentence gets the step's name
+        log.info("reckon %s", sentence if sentence.startswith(step) else f"{step} {sentence}")
         if result.summary.get("replaced_signed_off_run"):
             log.warning("reckon %s %s replaced run %s (%s): the day needs a new sign-off (its "
                         "report says what changed)", step, text,
@@ -323,6 +325,7 @@ def reckon_nightly() -> None:
 
         result = pipeline.quality_gate(_task_settings(),
                                        [date.fromisoformat(d) for d in plan["days"]])
+        log.info("reckon %s", result.describe())
         return {"newest": plan["newest"], "days": list(plan["days"]), "step": "quality_gate",
                 "results": _small(result.summary)}
 

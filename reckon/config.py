@@ -105,6 +105,9 @@ class Settings:
     # batches between the stream's compactions of its open days (event_log's small files,
     # provisional_totals' settled windows); 0: never
     event_log_compact_every: int = 50
+    # `reckon stream` serves its batches' figures in the Prometheus text format on this
+    # loopback port while it runs (spark.metrics_exporter); 0: off
+    metrics_port: int = 0
     # audit
     tolerance_abs: Decimal = Decimal("0.00")
     tolerance_rel: Decimal = Decimal("0")
@@ -123,8 +126,9 @@ class Settings:
     lookback_days: int = 1
     watermark_wait_timeout: str = "2h"
     watermark_poll: str = "1m"  # how often the nightly run looks at the watermark
-    # Spark's JVM logging: below ERROR to stdout (Airflow files task stderr as ERROR; the
-    # nightly DAG turns this on); off, Spark's default (everything on stderr) for terminals
+    # Spark's JVM logging and the JVM's own stderr to stdout, each line with its level
+    # (Airflow files task stderr as ERROR; the nightly DAG turns this on); off, Spark's
+    # default (everything on stderr) for terminals
     spark_log_to_stdout: bool = False
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
@@ -157,6 +161,9 @@ class Settings:
         if self.event_log_compact_every < 0:
             raise ConfigError(f"event_log_compact_every={self.event_log_compact_every} must be "
                               ">= 0 (0: the stream never compacts its open days itself)")
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"metrics_port={self.metrics_port} is not valid: a TCP port "
+                              "1-65535 for the stream's metrics, or 0 for none")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if parse_timestamp(self.min_event_time, "min_event_time") < 0:

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from reckon.config import Settings
@@ -74,6 +75,24 @@ class StepResult(Generic[Detail]):
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "day": self.day, "summary": self.summary}
+
+    def describe(self) -> str:
+        """The step in one sentence a person reads (what day, how many rows, which table
+        versions, how long): what ``reckon replay`` and its siblings print, and what the
+        nightly DAG's task logs say. The wait and the gate, which have no typed result, say
+        theirs from the summary.
+
+        >>> StepResult(step="quality_gate", day="2026-01-01", detail=None,
+        ...            summary={"verdicts": {"2026-01-01": "passed"},
+        ...                     "check_runs": {"2026-01-01": "c1"}}).describe()
+        'quality gate passed: 2026-01-01 passed (check run c1)'
+        """
+        if self.step in _SUMMARY_SENTENCES:
+            return _SUMMARY_SENTENCES[self.step](self.day, self.summary)
+        words = _SENTENCES.get(self.step)
+        if words is None or self.detail is None:
+            return f"{self.step} {self.day}: {self.summary}"
+        return words(self.detail)
 
 
 # Libraries that log every step at INFO: a task log a person reads keeps their warnings only
@@ -321,6 +340,82 @@ def run_vacuum(settings: Settings, day: date, *, dry_run: bool = False,
                               progress=progress)
     return StepResult(step="vacuum", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
+
+
+def replay_sentence(r: ReplayResult) -> str:
+    """A replayed day in one line, its totals in each currency's own digits (never added
+    across currencies). Example: ``2026-11-27: 1951 windows, 4511 events, totals EUR
+    72,492.27 | 0 duplicate copies, 0 conflicts, 3 quarantined, 12 arrived after the day |
+    event_log v7 | 19.7s``."""
+    from reckon.money import format_money
+
+    tail = f" | event_log v{r.event_log_version} | {r.duration_seconds:.1f}s"
+    if r.rows_read == 0:
+        return f"{r.day}: no events; the day's canonical totals are written empty{tail}"
+    totals = ", ".join(format_money(Decimal(amount), code)
+                       for code, amount in r.total_amounts.items())
+    return (f"{r.day}: {r.windows} windows, {r.valid_events} events, totals {totals}"
+            f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
+            f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day{tail}")
+
+
+def audit_sentence(r: AuditResult) -> str:
+    """An audit run in one line: its rows, breaks and completeness, the table versions it
+    read, how long. Example: ``audit 3f2a for 2026-11-27: 1951 (window, key, currency) rows;
+    completeness 0.998; unexplained breaks: 0; breaks recorded: 4 | canonical_totals v3,
+    event_log v7 | 2.1s``."""
+    versions = ", ".join(f"{table} v{v}" for table, v in sorted(r.table_versions.items()))
+    return (f"audit {r.run_id} for {r.day}: {r.rows} (window, key, currency) rows; "
+            f"{audit_closing(r)} | {versions} | {r.duration_seconds:.1f}s")
+
+
+def audit_closing(r: AuditResult) -> str:
+    """The audit's verdict words, the last line of ``reckon audit`` and part of its sentence."""
+    return (f"completeness {r.completeness}; unexplained breaks: {r.unexplained}; "
+            f"breaks recorded: {r.breaks_recorded}")
+
+
+def check_sentence(r: CheckResult) -> str:
+    """A check run in one line: the first line of ``reckon check`` (verdict, failures, how
+    long, the run), then each suite's table version."""
+    versions = ", ".join(f"{s.table} v{s.table_version}" for s in r.suites
+                         if s.table_version is not None)
+    return r.summary().splitlines()[0] + (f" | {versions}" if versions else "")
+
+
+def report_sentence(r: ReportResult) -> str:
+    """A rendered report in one line: where its files are and the HTML's SHA-256."""
+    return (f"report for {r.day}: {r.html_path} (sha256 {r.sha256}), {r.pdf_path}, "
+            f"{len(r.csv_paths)} CSV files in {r.out_dir}")
+
+
+def _compact_sentence(r: CompactionResult) -> str:
+    return r.describe()
+
+
+def _vacuum_sentence(r: VacuumResult) -> str:
+    return r.describe()
+
+
+def _watermark_sentence(day: str, summary: Mapping[str, Any]) -> str:
+    return (f"{day}: the stream's watermark {summary['watermark_iso']} has passed "
+            f"{summary['required_watermark_iso']}, the end of the day's last window + allowed "
+            "lateness")
+
+
+def _gate_sentence(day: str, summary: Mapping[str, Any]) -> str:
+    verdicts = "; ".join(f"{d} {v} (check run {summary['check_runs'][d]})"
+                         for d, v in summary["verdicts"].items())
+    return f"quality gate passed: {verdicts or 'no days'}"
+
+
+_SUMMARY_SENTENCES: dict[str, Callable[[str, Mapping[str, Any]], str]] = {
+    "wait_for_watermark": _watermark_sentence, "quality_gate": _gate_sentence}
+
+#: Each step's one sentence, by step name (StepResult.describe).
+_SENTENCES: dict[str, Callable[[Any], str]] = {
+    "compact": _compact_sentence, "replay": replay_sentence, "audit": audit_sentence,
+    "check": check_sentence, "report": report_sentence, "vacuum": _vacuum_sentence}
 
 
 def task_retries(env: Mapping[str, str]) -> int:

@@ -31,7 +31,7 @@ from reckon.timeutil import from_micros
 from spark import tables as tb
 from spark.constants import batch_timestamp
 
-__all__ = ["PROGRESS_COUNTS", "progress_row"]
+__all__ = ["PROGRESS_COUNTS", "partition_maxima", "progress_row"]
 
 #: The batch's counts the row carries (BatchMetrics' fields of the same names).
 PROGRESS_COUNTS = ("rows_in", "valid", "quarantined", "duplicates", "on_time", "revised",
@@ -43,12 +43,7 @@ def progress_row(spark: SparkSession, *, batch_id: int, query_id: str, processed
                  counts: Mapping[str, int | float]) -> DataFrame:
     """The batch's one row, as a DataFrame of watermark_progress's schema."""
     idle = list(after.idle_partitions(rules.watermark))
-    maxima: dict[int, int] = {}
-    arrivals: dict[int, int] = {}
-    for key, pr in after.partitions.items():  # per partition, over its inputs
-        p = input_partition(key)
-        maxima[p] = max(maxima.get(p, pr.max_event_time), pr.max_event_time)
-        arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
+    maxima, arrivals = partition_maxima(after)
     row = {
         "batch_id": batch_id, "query_id": query_id, "processed_at": processed_at,
         "watermark_before": _moment(watermark_before), "watermark": _moment(after.watermark),
@@ -62,6 +57,19 @@ def progress_row(spark: SparkSession, *, batch_id: int, query_id: str, processed
         **_hold_columns(after, rules.watermark),
     }
     return tb.single_row(spark, tb.WATERMARK_PROGRESS, row)
+
+
+def partition_maxima(after: WatermarkState) -> tuple[dict[int, int], dict[int, int]]:
+    """Per partition, over its inputs: the newest event time and the last arrival the
+    watermark state has seen (epoch microseconds). The progress row's two maps, and what the
+    stream's metrics export per partition (BatchMetrics)."""
+    maxima: dict[int, int] = {}
+    arrivals: dict[int, int] = {}
+    for key, pr in after.partitions.items():
+        p = input_partition(key)
+        maxima[p] = max(maxima.get(p, pr.max_event_time), pr.max_event_time)
+        arrivals[p] = max(arrivals.get(p, pr.last_arrival), pr.last_arrival)
+    return maxima, arrivals
 
 
 def _hold_columns(after: WatermarkState, policy: WatermarkPolicy) -> dict[str, object]:

@@ -148,9 +148,39 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
                                  os.environ.get("RECKON_EXECUTOR_PYTHON", sys.executable))
     for key, value in settings.extra_spark_conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _jvm_stderr_to_stdout(settings.spark_log_to_stdout):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def _jvm_stderr_to_stdout(on: bool) -> Iterator[None]:
+    """Under Airflow (``on``: setting ``spark_log_to_stdout``), the JVM Spark launches gets
+    this process's stdout as its stderr. pyspark starts ``spark-submit`` (and through it the
+    JVM) with the process's own file descriptors, and the java launcher writes ``WARNING:
+    Using incubator modules: jdk.incubator.vector`` to its stderr before log4j exists, which
+    Airflow files as ERROR in every Spark task. So fd 2 points at fd 1 while the JVM is
+    launched, and back afterwards: Python's own stderr (tracebacks, warnings) is untouched,
+    while everything the JVM writes to its stderr later (log4j's errors included) reads as
+    the task's stdout, with its level in the text. Off (a terminal) it does nothing, and once
+    a JVM runs there is nothing to launch.
+
+    Example: ``with _jvm_stderr_to_stdout(True): SparkSession.builder.getOrCreate()``.
+    """
+    if not on or SparkContext._gateway is not None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(1, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 _LOG4J_STDOUT = Path(__file__).with_name("log4j2-stdout.properties")
@@ -158,8 +188,9 @@ _LOG4J_STDOUT = Path(__file__).with_name("log4j2-stdout.properties")
 
 def _driver_java_options(settings: Settings) -> str:
     """The driver JVM's options: Derby inside the warehouse, and under Airflow (setting
-    ``spark_log_to_stdout``) a log4j configuration that keeps Spark's warnings off stderr,
-    which Airflow files as ERROR (see spark/log4j2-stdout.properties)."""
+    ``spark_log_to_stdout``) a log4j configuration that writes Spark's log lines with their
+    level in the text (see spark/log4j2-stdout.properties); the JVM's stderr itself is the
+    task's stdout then (``_jvm_stderr_to_stdout``), as Airflow files stderr as ERROR."""
     options = [f"-Dderby.system.home={settings.warehouse_path / '_derby'}"]
     if settings.spark_log_to_stdout:
         options.append(f"-Dlog4j2.configurationFile=file:{_LOG4J_STDOUT}")

@@ -52,7 +52,7 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from reckon.config import Settings
 from reckon.dedup_state import StateCoverage, state_suffices, state_ttl
 from reckon.engine_config import StreamConfig
-from reckon.errors import ConcurrentWriterError, UsageError
+from reckon.errors import ConcurrentWriterError, ConfigError, UsageError
 from reckon.eventtime import (
     Disposition,
     EventTimeRules,
@@ -65,12 +65,12 @@ from reckon.timeutil import from_micros, parse_duration, to_micros
 from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
 from spark import commits
 from spark import tables as tb
-from spark.batch_metrics import BatchMetrics, print_progress
+from spark.batch_metrics import BatchMetrics, input_metrics, print_progress
 from spark.concurrent_writes import ConcurrentWrites
 from spark.constants import batch_constant, batch_timestamp
 from spark.dedup import StateSeed, coverage_of_query, judge_by_archive, judged_stream
 from spark.parse import parse_events
-from spark.progress_row import PROGRESS_COUNTS, progress_row
+from spark.progress_row import PROGRESS_COUNTS, partition_maxima, progress_row
 from spark.rules import disposition_col, window_starts_col
 from spark.sources import (
     RAW_COLUMNS,
@@ -92,13 +92,14 @@ _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source
 class _BatchSummary:
     """What the batch's summary job found: counts, and per watermark input the maxima of its
     valid rows (``valid_rows``: the job's rows, ``observations``: as the watermark takes
-    them)."""
+    them); ``rows``: every row of the job, per input and quarantine reason (None: valid)."""
 
     rows_in: int
     valid: int
     quarantined: int
     valid_rows: list[Row]
     observations: list[PartitionObservation]
+    rows: list[Row]
 
 
 class BatchProcessor:
@@ -316,18 +317,22 @@ class BatchProcessor:
                  wm_before: int | None, processed_at: datetime, started: float) -> None:
         summary = self._summarise(parsed)
         after = advance_watermark(before, summary.observations, self.rules.watermark)
-        counts = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
+        counts, by_input = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
         every = self.config.compact_every
         compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
         if compacting and wm_before is not None:
             with self._step("compact"):
                 self.compact_open_days(wm_before)
+        maxima, arrivals = partition_maxima(after)
         metrics = BatchMetrics(
             batch_id=batch_id, rows_in=summary.rows_in, valid=summary.valid,
             quarantined=summary.quarantined, duplicates=counts["duplicate"],
             on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
             watermark=after.watermark, duration_seconds=time.monotonic() - started,
-            step_seconds=self._steps, dedup_by=self._dedup_by)
+            step_seconds=self._steps, dedup_by=self._dedup_by,
+            processed_at=to_micros(processed_at),
+            inputs=input_metrics(summary.rows, by_input, self.rules.watermark.by_source),
+            partition_max_event_time=maxima, partition_last_arrival=arrivals)
         with self._step("progress"):
             self._write_progress(metrics, after, wm_before, processed_at)
         if compacting:
@@ -346,28 +351,30 @@ class BatchProcessor:
             self.on_batch(metrics)
 
     def _summarise(self, parsed: DataFrame) -> _BatchSummary:
-        """One small job: per watermark input, the maxima of its valid rows, the counts and
-        the earliest arrival (the parse it computes stays cached for the writes)."""
+        """One small job: per watermark input, the maxima of its valid rows, the counts (of the
+        quarantined, per reason) and the earliest arrival (the parse it computes stays cached
+        for the writes)."""
         by_source = self.rules.watermark.by_source
         inputs = ["partition", "source"] if by_source else ["partition"]
         with self._step("parse+summary"):
-            rows = (parsed.groupBy(*inputs, F.col("reason").isNull().alias("ok"))
+            rows = (parsed.groupBy(*inputs, "reason")
                     .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
                          F.max("arrival_us").alias("max_arrival"),
                          F.min("arrival_us").alias("min_arrival"))
                     .collect())
-        valid_rows = [r for r in rows if r.ok]
+        valid_rows = [r for r in rows if r.reason is None]
         rows_in, valid = sum(r.n for r in rows), sum(r.n for r in valid_rows)
         observations = [PartitionObservation(r.partition, r.max_event, r.max_arrival,
                                              r.min_arrival, r.source if by_source else None)
                         for r in valid_rows]
         return _BatchSummary(rows_in=rows_in, valid=valid, quarantined=rows_in - valid,
-                             valid_rows=valid_rows, observations=observations)
+                             valid_rows=valid_rows, observations=observations, rows=rows)
 
     def _write_rows(self, parsed: DataFrame, batch_id: int, summary: _BatchSummary,
-                    wm_before: int | None, processed_at: datetime) -> dict[str, int]:
+                    wm_before: int | None,
+                    processed_at: datetime) -> tuple[dict[str, int], list[Row]]:
         """Write the batch's rows: quarantine, event_log, late_events, provisional_deltas.
-        Returns the count of each disposition.
+        Returns the count of each disposition, and its rows per input (the same job).
 
         The writes are independent (each is idempotent by its own batch mark), so they run
         concurrently: most of a small commit's time is Delta's driver-side bookkeeping, which
@@ -375,6 +382,8 @@ class BatchProcessor:
         writes = ConcurrentWrites(self._step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
+        agg: list[Row] = []
+        inputs = ["partition", "source"] if self.rules.watermark.by_source else ["partition"]
         try:
             if summary.quarantined:
                 writes.start("quarantine", self._write_quarantine, parsed, batch_id)
@@ -382,9 +391,10 @@ class BatchProcessor:
                 deduped = self._deduplicate(parsed, batch_id, summary.valid_rows)
                 classified = self._classify(deduped, wm_before)
                 with self._step("dedup+classify"):
-                    agg = (classified.groupBy("disposition")
+                    agg = (classified.groupBy(*inputs, "disposition")
                            .agg(F.count(F.lit(1)).alias("n")).collect())
-                counts.update({r.disposition: r.n for r in agg})
+                for r in agg:
+                    counts[r.disposition] += r.n
                 writes.start("event_log", self._write_event_log, deduped, batch_id)
                 if counts["late"]:
                     writes.start("late_events", self._write_late, classified, batch_id,
@@ -397,7 +407,7 @@ class BatchProcessor:
             if deduped is not None:
                 deduped.unpersist()
         writes.raise_first_error()
-        return counts
+        return counts, agg
 
     def _deduplicate(self, parsed: DataFrame, batch_id: int,
                      valid_rows: list[Row]) -> DataFrame:
@@ -541,14 +551,39 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     """Run the stream until the source is drained (available-now) or forever (trigger).
     ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
-    stream per warehouse (reckon.writer_lock): a second one is refused before it writes."""
+    stream per warehouse (reckon.writer_lock): a second one is refused before it writes.
+    With ``metrics_port`` set, its batches are served in the Prometheus text format on that
+    loopback port while it runs (spark.metrics_exporter)."""
     held = (nullcontext(writer_lock) if writer_lock
             else stream_lock(settings.warehouse_path, source))
-    with held as lock:
+    with held as lock, _metrics_served(settings.metrics_port, on_batch) as on_batch:
         return _run_stream(spark, settings, source, lock, interval=processing_time(trigger)
                            if trigger else None, available_now=available_now,
                            checkpoint=checkpoint, on_batch=on_batch,
                            timeout_seconds=timeout_seconds, change_spec=change_spec)
+
+
+@contextmanager
+def _metrics_served(port: int, on_batch: Callable[[BatchMetrics], None] | None,
+                    ) -> Iterator[Callable[[BatchMetrics], None] | None]:
+    """``on_batch``, filing each batch with a metrics endpoint on ``port`` first (0: none);
+    the endpoint stops with the stream. A port already taken is refused in one line."""
+    if not port:
+        yield on_batch
+        return
+    from spark.metrics_exporter import LOOPBACK, StreamExporter
+
+    try:
+        exporter = StreamExporter.serve(port)
+    except OSError as exc:
+        raise ConfigError(f"metrics_port={port} is not valid: cannot serve metrics on "
+                          f"{LOOPBACK}:{port} ({exc.strerror}); choose a free port "
+                          "(RECKON_METRICS_PORT) or 0 for none") from None
+    print(f"[stream] metrics on http://{LOOPBACK}:{port}/metrics", file=sys.stderr, flush=True)
+    try:
+        yield exporter.observing(on_batch)
+    finally:
+        exporter.close()
 
 
 @contextmanager

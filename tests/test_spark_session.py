@@ -99,11 +99,13 @@ def test_every_table_is_conformed_to_its_own_schema_in_one_session(spark):
 
 
 @pytest.mark.spark
-def test_under_airflow_sparks_warnings_go_to_stdout_and_errors_stay_on_stderr(tmp_path):
+def test_under_airflow_the_jvm_writes_nothing_to_stderr(tmp_path):
     """Airflow files a task's stderr as ERROR. With spark_log_to_stdout (the nightly DAG's
-    tasks), Spark's start-up warnings go to stdout with their own level in the text, its
-    errors to stderr; only the JVM launcher's one line about incubator modules is left on
-    stderr. On a terminal (the default), Spark keeps its own configuration."""
+    tasks), nothing the JVM writes reaches stderr: Spark's start-up warnings and errors go to
+    stdout with their own level in the text, and so does the java launcher's line about
+    incubator modules (written before log4j exists); Python's own stderr is back after the
+    launch. On a terminal (the default), Spark keeps its own configuration and the launcher's
+    line stays on stderr."""
     import subprocess
     import sys
 
@@ -113,13 +115,17 @@ def test_under_airflow_sparks_warnings_go_to_stdout_and_errors_stay_on_stderr(tm
             f"s = get_spark(load_settings(env={{}}, warehouse={str(tmp_path / 'wh')!r}, "
             "spark_log_to_stdout=sys.argv[1] == 'on'))\n"
             "s.sparkContext._jvm.org.apache.log4j.LogManager.getLogger('reckon.test')"
-            ".error('an error stays an error')\n")
+            ".error('an error keeps its level')\n"
+            "print('python stderr is back', file=sys.stderr)\n")
     runs = {mode: subprocess.run([sys.executable, "-c", code, mode], capture_output=True,
                                  text=True, timeout=300, cwd=tmp_path) for mode in ("on", "off")}
     on = runs["on"]
     assert on.returncode == 0, on.stderr
     assert "spark WARN NativeCodeLoader" in on.stdout
+    assert "WARNING: Using incubator modules: jdk.incubator.vector" in on.stdout
+    assert "spark ERROR test: an error keeps its level" in on.stdout
     assert [line for line in on.stderr.splitlines() if line.strip()] == [
-        "WARNING: Using incubator modules: jdk.incubator.vector",
-        "spark ERROR test: an error stays an error"]
-    assert "Using Spark's default log4j profile" in runs["off"].stderr
+        "python stderr is back"]
+    off = runs["off"]
+    assert "Using Spark's default log4j profile" in off.stderr
+    assert "WARNING: Using incubator modules: jdk.incubator.vector" in off.stderr

@@ -46,16 +46,8 @@ def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stderr, flush=True)
         r = pipeline.run_replay(settings, day, from_kafka=from_kafka).detail
         results.append(r)
-        if not args.json and r.rows_read == 0:
-            print(f"{r.day}: no events; the day's canonical totals are written empty "
-                  f"| event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
-        elif not args.json:
-            totals = ", ".join(format_money(Decimal(amount), code)
-                               for code, amount in r.total_amounts.items())
-            print(f"{r.day}: {r.windows} windows, {r.valid_events} events, totals {totals}"
-                  f" | {r.duplicate_copies} duplicate copies, {r.conflicts} conflicts, "
-                  f"{r.quarantined} quarantined, {r.arrived_after_day} arrived after the day"
-                  f" | event_log v{r.event_log_version} | {r.duration_seconds:.1f}s")
+        if not args.json:
+            print(pipeline.replay_sentence(r))
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     return 0
@@ -90,8 +82,7 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
         print("  no events: neither the stream nor the replay has a total for the day")
     for c in result.currencies:  # one line per currency: amounts are never added across them
         print(_currency_line(c))
-    print(f"  completeness {result.completeness}; unexplained breaks: {result.unexplained}; "
-          f"breaks recorded: {result.breaks_recorded}")
+    print(f"  {pipeline.audit_closing(result)}")
     return 0
 
 
@@ -133,8 +124,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return 0
-    print(f"report for {day}: {result.html_path} (sha256 {result.sha256}), {result.pdf_path}, "
-          f"{len(result.csv_paths)} CSV files in {result.out_dir}")
+    print(pipeline.report_sentence(result))
     return 0
 
 
