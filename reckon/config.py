@@ -74,6 +74,9 @@ class Settings:
     spark_driver_memory: str = "4g"
     shuffle_partitions: int = 4
     spark_ui: bool = False
+    # start the driver JVM from the class-data archive `make setup` trains (spark/class_archive.py);
+    # false: load every class from the jars at each start
+    spark_class_archive: bool = True
     # event time (see reckon.eventtime)
     window: str = "10s"
     slide: str = ""

@@ -83,6 +83,11 @@ build_reckon_jar() {
 }
 build_reckon_jar
 
+# 2c. the driver JVM's class-data archive (spark/class_archive.py): Spark's, Delta's and
+#     reckon's classes parsed once here instead of at every JVM start; trained again only
+#     when a jar or the JDK changes.
+"$VENV/bin/python" -m spark.class_archive build
+
 # 3. Services the tests start on loopback (Debian packages), only when asked.
 if [ "$TEST_SERVICES" = 1 ]; then
   need=()

@@ -190,8 +190,12 @@ def _driver_java_options(settings: Settings) -> str:
     """The driver JVM's options: Derby inside the warehouse, and under Airflow (setting
     ``spark_log_to_stdout``) a log4j configuration that writes Spark's log lines with their
     level in the text (see spark/log4j2-stdout.properties); the JVM's stderr itself is the
-    task's stdout then (``_jvm_stderr_to_stdout``), as Airflow files stderr as ERROR."""
-    options = [f"-Dderby.system.home={settings.warehouse_path / '_derby'}"]
+    task's stdout then (``_jvm_stderr_to_stdout``), as Airflow files stderr as ERROR; and
+    the class-data archive ``make setup`` trains (spark/class_archive.py), when there is one."""
+    from spark.class_archive import archive_java_options
+
+    options = [f"-Dderby.system.home={settings.warehouse_path / '_derby'}",
+               *archive_java_options(settings)]
     if settings.spark_log_to_stdout:
         options.append(f"-Dlog4j2.configurationFile=file:{_LOG4J_STDOUT}")
     return " ".join(options)
