@@ -17,11 +17,17 @@ demo: setup           ## the main job end to end on embedded defaults
 	$(VENV)/bin/reckon demo
 
 # Test workers: each is one pytest session with its own SparkSession; module fixtures stay on
-# one worker (--dist loadgroup, tests/conftest.py). 2 fits a 2-core, 8 GiB machine or more.
-TEST_WORKERS ?= 2
+# one worker (--dist loadgroup, tests/conftest.py). 3 on 2 cores: the tests that wait on a
+# real Airflow scheduler, a broker or a subprocess leave a core idle that a third worker uses
+# (needs about 12 GiB).
+TEST_WORKERS ?= 3
+# Each test's CPU seconds (its JVMs and subprocesses included; tests/cpu_profile.py): the 30
+# hungriest are printed after the 30 slowest, which on a shared machine say less.
+TEST_CPU_DIR ?= .cache/test-cpu
 
 test: setup-test      ## every test: fast tier, then the Spark tier, on $(TEST_WORKERS) workers
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	rm -rf $(TEST_CPU_DIR)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --cpu-profile $(TEST_CPU_DIR) $(PYTEST_ARGS)
 
 test-fast: setup      ## pure logic only, seconds
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not spark and not soak" $(PYTEST_ARGS)

@@ -1,9 +1,11 @@
 """CPU seconds per test, the JVMs and subprocesses it started included (``--cpu-profile DIR``).
 
 Why: on a shared two-core machine a test's wall time says more about its neighbours than about
-the test; the CPU its process tree burns does not. Each worker (or the lone process) reads its
-own process tree from /proc before and after every test and writes one JSON line per test phase
-to ``DIR/cpu-<worker>.jsonl``; the controller prints the 30 hungriest tests and the total.
+the test; the CPU its processes burn does not. Each worker (or the lone process) moves itself
+into a cgroup of its own where it can (cgroup v1 cpuacct, or v2), so every process a test starts
+is counted, the JVMs that outlive their launcher included; elsewhere it reads its live process
+tree from /proc (which misses processes reparented away from it). It writes one JSON line per
+test to ``DIR/cpu-<worker>.jsonl``; the controller prints the 30 hungriest tests and the total.
 
 Example::
 
@@ -58,6 +60,52 @@ def tree_cpu_seconds(root: int | None = None) -> float:
     return total
 
 
+class _Cgroup:
+    """A cgroup holding this process and everything it starts; None where none can be made."""
+
+    def __init__(self, usage: Path, parent_procs: Path) -> None:
+        self.usage, self.parent_procs = usage, parent_procs
+
+    @classmethod
+    def join(cls) -> _Cgroup | None:
+        for root, usage_name in ((Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage"),
+                                 (Path("/sys/fs/cgroup"), "cpu.stat")):
+            folder = root / f"pytest-cpu-{os.getpid()}"
+            try:
+                if not (root / "cgroup.procs").is_file():
+                    continue
+                for stale in root.glob("pytest-cpu-*"):  # earlier sessions' empty folders
+                    if not (stale / "cgroup.procs").read_text().strip():
+                        stale.rmdir()
+                folder.mkdir(exist_ok=True)
+                (folder / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                continue
+            return cls(folder / usage_name, root / "cgroup.procs")
+        return None
+
+    def seconds(self) -> float:
+        text = self.usage.read_text()
+        if self.usage.name == "cpu.stat":  # v2: usage_usec on the first line
+            return int(text.split()[1]) / 1e6
+        return int(text) / 1e9
+
+    def leave(self) -> None:
+        try:
+            self.parent_procs.write_text(str(os.getpid()))
+            self.usage.parent.rmdir()
+        except OSError:
+            pass  # a process it started outlives the session: the folder stays
+
+
+_METER: dict[str, _Cgroup | None] = {}
+
+
+def _cpu_now() -> float:
+    cgroup = _METER.get("cgroup")
+    return cgroup.seconds() if cgroup is not None else tree_cpu_seconds()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--cpu-profile", metavar="DIR", default=None,
                      help="write each test's CPU seconds (its JVMs and subprocesses included) "
@@ -69,15 +117,26 @@ def _out_dir(config: pytest.Config) -> Path | None:
     return Path(value) if value else None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if _out_dir(config) is not None and "cgroup" not in _METER:
+        _METER["cgroup"] = _Cgroup.join()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    cgroup = _METER.pop("cgroup", None)
+    if cgroup is not None:
+        cgroup.leave()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     out = _out_dir(item.config)
     if out is None:
         yield
         return
-    cpu0, wall0 = tree_cpu_seconds(), time.monotonic()
+    cpu0, wall0 = _cpu_now(), time.monotonic()
     yield
-    cpu1, wall1 = tree_cpu_seconds(), time.monotonic()
+    cpu1, wall1 = _cpu_now(), time.monotonic()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     out.mkdir(parents=True, exist_ok=True)
     with open(out / f"cpu-{worker}.jsonl", "a", encoding="utf-8") as sink:
