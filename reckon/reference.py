@@ -5,7 +5,8 @@ against it row for row on many random streams (tests/test_stream_properties.py);
 files run through both. All rules come from ``reckon.eventtime``.
 
 Batches are lists of already-parsed events; parsing and validation of raw lines is the
-parser's job (spark/parse.py), except the typed rules that need the event's fields together:
+parser's job (spark/parse.py), except the rules on a line's bytes (``landing_file_lines``:
+where a landing file's lines are; ``line_problem``: a line that is not valid UTF-8), and the typed rules that need the event's fields together:
 an amount that is not a whole number of its currency's minor units, a currency reckon does
 not book (reckon.money), and future-dated events (which would move the watermark) are
 quarantined here too, in the parser's order.
@@ -45,6 +46,8 @@ __all__ = [
     "arrival_order",
     "canonical_totals",
     "duplicate_overcount",
+    "landing_file_lines",
+    "line_problem",
     "reconcile_outcome",
     "stream_outcome",
     "typed_problem",
@@ -75,6 +78,40 @@ def arrival_order(event: Event) -> tuple[int, int, tuple[bool, str], int]:
     first, as Spark sorts nulls), then offset (spark/rules.py ``arrival_order``)."""
     file = (event.input_file is not None, event.input_file or "")
     return (event.arrival_time, event.partition, file, event.offset)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def landing_file_lines(content: bytes) -> list[bytes]:
+    """The lines of a landing file, byte for byte, as the landing source cuts them
+    (spark.sources.landing_lines): a UTF-8 byte order mark opening the file dropped, split on
+    ``\\n``, one final ``\\r`` of each line dropped, no line after a final newline. Bytes that
+    are not UTF-8 stay what they are (``line_problem`` judges them).
+
+    >>> landing_file_lines(b'\\xef\\xbb\\xbf{"a":1}\\r\\nmerchant-\\xff\\n')
+    [b'{"a":1}', b'merchant-\\xff']
+    """
+    lines = content.removeprefix(_BOM).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [ln.removesuffix(b"\r") for ln in lines]
+
+
+def line_problem(raw: bytes) -> str | None:
+    """``invalid_utf8`` when a line's bytes are not valid UTF-8 (its first rule, before any
+    shape rule: spark/parse.py), else None. Never decoded with replacement: ``merchant-\\xff``
+    and ``merchant-\\xfe`` read so would both be ``merchant-\\ufffd``, one key, while a real
+    U+FFFD (bytes ``ef bf bd``) is valid text.
+
+    >>> line_problem(b"merchant-\\xff"), line_problem("merchant-\\ufffd".encode())
+    ('invalid_utf8', None)
+    """
+    try:
+        raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    return None
 
 
 #: The grain of every total: (window, key, currency). Amounts of two currencies never meet.

@@ -74,7 +74,9 @@ def quarantine_payload() -> tuple[Column, Column]:
     """
     raw, bad = F.col("payload"), F.col("reason") == F.lit(INVALID_UTF8)
     return (F.when(bad, F.make_valid_utf8(raw)).otherwise(raw).alias("payload"),
-            F.when(bad, F.base64(raw.cast("binary"))).alias("payload_base64"))
+            # one line: Spark may wrap base64 text MIME-style (spark.sql.chunkBase64String)
+            F.when(bad, F.translate(F.base64(raw.cast("binary")), "\r\n", ""))
+            .alias("payload_base64"))
 
 
 def _plain_decimal(amount: Column) -> Column:

@@ -143,8 +143,10 @@ def landing_lines(files: DataFrame, shown_dir: str | None = None) -> DataFrame:
     parts = parts.select("*", F.size("parts").alias("n"))
     lines = parts.select("input_file", "transport_time", "n", "utf8",
                          F.posexplode("parts").alias("offset", "line"))
-    line = F.when(F.col("line").contains("\r"),
-                  F.regexp_replace("line", "\r$", "")).otherwise(F.col("line"))
+    # one final '\r' (a CRLF file); a regex '\r$' would also take a '\r' before a final
+    # U+0085 or U+2028, which Java's '$' counts as a line end
+    line = F.when(F.endswith("line", F.lit("\r")),
+                  F.col("line").substr(F.lit(1), F.length("line") - 1)).otherwise(F.col("line"))
     return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
             .select(F.when(F.col("utf8"), line)
                     .otherwise(F.encode(line, "ISO-8859-1").cast("string")).alias("payload"),
