@@ -199,3 +199,29 @@ def test_a_kafka_value_that_is_not_utf8_is_quarantined_with_its_bytes(spark):
             r.payload_base64 and base64.b64decode(r.payload_base64)) for r in rows.collect()]
     assert got == [("invalid_utf8", None, PROBE[0]), ("invalid_utf8", None, PROBE[1]),
                    (None, REAL, None)]
+
+
+@pytest.mark.spark
+def test_a_quarantine_table_from_before_the_column_takes_a_replays_write(spark, tmp_path):
+    """A warehouse written before ``payload_base64`` (the nightly replay may write its
+    quarantine before the upgraded stream's first batch): the replay's day overwrite adds the
+    column, the old rows read it as null, and the layout check accepts the old table."""
+    from pyspark.sql import types as T
+
+    from spark import tables as tb
+
+    wh = tmp_path / "wh"
+    before = T.StructType([f for f in tb.SCHEMAS[tb.QUARANTINE].fields
+                           if f.name != "payload_base64"])
+    at = datetime(2026, 1, 1, 0, 0, 9)
+    old = spark.createDataFrame([("bad_amount", "x", "{}", 0, 1, at, "f", 1, "stream", at,
+                                  "q1", None, DAY)], before)
+    tb.ensure_table(spark, wh, tb.QUARANTINE, before)
+    old.write.format("delta").mode("append").save(tb.table_path(wh, tb.QUARANTINE))
+    tb.require_layout(spark, wh, [tb.QUARANTINE])
+    replayed = old.withColumns({"origin": F.lit("replay:2026-01-01"), "event_id": F.lit("q2"),
+                                "payload_base64": F.lit("/w==")})
+    tb.replace_rows(tb.conform(replayed, tb.QUARANTINE), wh, tb.QUARANTINE,
+                    "origin = 'replay:2026-01-01'")
+    rows = tb.read_table(spark, wh, tb.QUARANTINE).orderBy("event_id").collect()
+    assert [(r.event_id, r.payload_base64) for r in rows] == [("q1", None), ("q2", "/w==")]
