@@ -16,6 +16,7 @@ Every total is kept per (window, key, currency): ``TotalKey``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -99,19 +100,44 @@ def landing_file_lines(content: bytes) -> list[bytes]:
 
 
 def line_problem(raw: bytes) -> str | None:
-    """``invalid_utf8`` when a line's bytes are not valid UTF-8 (its first rule, before any
-    shape rule: spark/parse.py), else None. Never decoded with replacement: ``merchant-\\xff``
-    and ``merchant-\\xfe`` read so would both be ``merchant-\\ufffd``, one key, while a real
-    U+FFFD (bytes ``ef bf bd``) is valid text.
+    """The rules on a line's text (spark/parse.py), or None: ``invalid_utf8`` when its bytes
+    are not valid UTF-8 (the first rule), ``lone_surrogate`` when it is one JSON object
+    (duplicate keys are the parser's ``invalid_json``) with a string, key or value, holding
+    half a UTF-16 surrogate pair (a ``\\ud800`` escape: no character). Never decoded with
+    replacement: ``merchant-\\xff`` and ``merchant-\\xfe`` read so would both be
+    ``merchant-\\ufffd``, one key, and ``merchant-\\ud800`` would be ``merchant-?``; a real
+    U+FFFD (bytes ``ef bf bd``) is valid text. The other shape rules are the parser's.
 
     >>> line_problem(b"merchant-\\xff"), line_problem("merchant-\\ufffd".encode())
     ('invalid_utf8', None)
+    >>> line_problem(b'{"key":"merchant-\\\\ud800"}'), line_problem(b'{"key":"\\\\ud83d\\\\ude00"}')
+    ('lone_surrogate', None)
     """
     try:
-        raw.decode("utf-8", errors="strict")
+        text = raw.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
         return "invalid_utf8"
-    return None
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except ValueError:
+        return None  # not one JSON object: the parser's shape rules
+    return "lone_surrogate" if isinstance(value, dict) and _has_surrogate(value) else None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate keys")
+    return dict(pairs)
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
 
 
 #: The grain of every total: (window, key, currency). Amounts of two currencies never meet.

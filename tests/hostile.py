@@ -270,6 +270,11 @@ def _transport_lines() -> list[HostileLine]:
         line("escaped-nul", event("escaped-nul", source="p\x00s"), None),
         line("utf8-in-string", event("utf8-in").encode().replace(b'"pos"', b'"p\xff\xfeos"'),
              "invalid_utf8", "not valid UTF-8"),
+        # half a surrogate pair escaped is no character (read, it was '?'); a whole pair is
+        line("lone-surrogate", event("lone-surrogate").replace('"acct-1"', '"acct-\\ud800"'),
+             "lone_surrogate", "\\ud800"),
+        line("surrogate-pair", event("surrogate-pair").replace('"acct-1"',
+                                                               '"acct-\\ud83d\\udcb6"'), None),
         # a real U+FFFD is text like any other
         line("real-replacement-char", event("real-fffd").replace('"pos"', '"p\ufffdos"'),
              None, event_id="h-real-fffd"),

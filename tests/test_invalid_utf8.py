@@ -68,7 +68,7 @@ def _file(draw: st.DrawFn) -> bytes:
 
 
 @pytest.mark.spark
-@settings(max_examples=8, deadline=None, database=None,
+@settings(max_examples=5, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(files=st.lists(_file(), min_size=3, max_size=6))
 def test_the_landing_source_cuts_and_judges_bytes_as_the_reference_does(spark, tmp_path_factory,
@@ -172,8 +172,7 @@ def test_reckon_sql_and_explain_show_the_quarantined_bytes(probe, capsys):
                  'FROM quarantine ORDER BY "offset"']) == 0
     out = json.loads(capsys.readouterr().out)
     rows = out["rows"] if isinstance(out, dict) else out
-    assert [r["hex"][-28:] for r in rows] == [b"merchant-\xff".hex().upper()[-28:],
-                                              b"merchant-\xfe".hex().upper()[-28:]], rows
+    assert [r["hex"] for r in rows] == [b.hex().upper() for b in PROBE[:2]], rows
     assert main(["explain", "--warehouse", wh, "--key", REAL,
                  "--window", "2026-01-01T00:00:00Z"]) == 0
     told = capsys.readouterr().out
@@ -225,3 +224,30 @@ def test_a_quarantine_table_from_before_the_column_takes_a_replays_write(spark, 
                     "origin = 'replay:2026-01-01'")
     rows = tb.read_table(spark, wh, tb.QUARANTINE).orderBy("event_id").collect()
     assert [(r.event_id, r.payload_base64) for r in rows] == [("q1", None), ("q2", "/w==")]
+
+
+@pytest.mark.spark
+def test_a_lone_surrogate_escape_is_quarantined_as_the_reference_says(spark):
+    """``"merchant-\\ud800"`` and ``"merchant-\\udfff"`` are no text (half a UTF-16 pair):
+    read, each became ``merchant-?`` and merged with a real ``merchant-?``. The parser
+    quarantines them as ``lone_surrogate`` exactly where the reference (Python's JSON reading)
+    finds a lone surrogate; a whole pair, an escaped backslash and a real ``?`` are keys."""
+    from reckon.config import load_settings
+    from spark.parse import parse_events
+
+    keys = ["merchant-\\ud800", "merchant-\\udfff", "merchant-?", "\\ud83d\\udcb6",
+            "\\\\ud800", "\\\\\\ud800", "\\udcb6\\ud83d", "\\u00e9"]
+    lines = [_line(i % 10, b"KEY").replace(b'"KEY"', f'"{k}"'.encode()) for i, k in enumerate(keys)]
+    lines.append(b'{"n":{"deep":["\\ud800"]},' + _line(0, b"k")[1:])
+    at = datetime(2026, 1, 1, 0, 0, 9, tzinfo=UTC)
+    raw = spark.createDataFrame([(ln.decode(), None, i, at, "f") for i, ln in enumerate(lines)],
+                                "payload string, transport_partition int, offset long, "
+                                "transport_time timestamp, input_file string")
+    got = {r.offset: (r.reason, r.key, r.detail)
+           for r in parse_events(raw, load_settings(env={}).parse_config()).collect()}
+    assert {i: got[i][0] for i in got} == {i: line_problem(b) for i, b in enumerate(lines)}
+    assert [got[i][0] for i in range(len(keys))] == [
+        "lone_surrogate", "lone_surrogate", None, None, None, "lone_surrogate",
+        "lone_surrogate", None]
+    assert got[2][1] == "merchant-?" and got[3][1] == "\U0001f4b6"
+    assert got[0][2] == "a \\u escape of a lone UTF-16 surrogate, which is no character: \\ud800"
