@@ -5,7 +5,8 @@ against it row for row on many random streams (tests/test_stream_properties.py);
 files run through both. All rules come from ``reckon.eventtime``.
 
 Batches are lists of already-parsed events; parsing and validation of raw lines is the
-parser's job (spark/parse.py), except the typed rules that need the event's fields together:
+parser's job (spark/parse.py), except the rules on a line's bytes (``landing_file_lines``:
+where a landing file's lines are; ``line_problem``: a line that is not valid UTF-8), and the typed rules that need the event's fields together:
 an amount that is not a whole number of its currency's minor units, a currency reckon does
 not book (reckon.money), and future-dated events (which would move the watermark) are
 quarantined here too, in the parser's order.
@@ -15,6 +16,7 @@ Every total is kept per (window, key, currency): ``TotalKey``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -45,6 +47,8 @@ __all__ = [
     "arrival_order",
     "canonical_totals",
     "duplicate_overcount",
+    "landing_file_lines",
+    "line_problem",
     "reconcile_outcome",
     "stream_outcome",
     "typed_problem",
@@ -75,6 +79,65 @@ def arrival_order(event: Event) -> tuple[int, int, tuple[bool, str], int]:
     first, as Spark sorts nulls), then offset (spark/rules.py ``arrival_order``)."""
     file = (event.input_file is not None, event.input_file or "")
     return (event.arrival_time, event.partition, file, event.offset)
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def landing_file_lines(content: bytes) -> list[bytes]:
+    """The lines of a landing file, byte for byte, as the landing source cuts them
+    (spark.sources.landing_lines): a UTF-8 byte order mark opening the file dropped, split on
+    ``\\n``, one final ``\\r`` of each line dropped, no line after a final newline. Bytes that
+    are not UTF-8 stay what they are (``line_problem`` judges them).
+
+    >>> landing_file_lines(b'\\xef\\xbb\\xbf{"a":1}\\r\\nmerchant-\\xff\\n')
+    [b'{"a":1}', b'merchant-\\xff']
+    """
+    lines = content.removeprefix(_BOM).split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [ln.removesuffix(b"\r") for ln in lines]
+
+
+def line_problem(raw: bytes) -> str | None:
+    """The rules on a line's text (spark/parse.py), or None: ``invalid_utf8`` when its bytes
+    are not valid UTF-8 (the first rule), ``lone_surrogate`` when it is one JSON object
+    (duplicate keys are the parser's ``invalid_json``) with a string, key or value, holding
+    half a UTF-16 surrogate pair (a ``\\ud800`` escape: no character). Never decoded with
+    replacement: ``merchant-\\xff`` and ``merchant-\\xfe`` read so would both be
+    ``merchant-\\ufffd``, one key, and ``merchant-\\ud800`` would be ``merchant-?``; a real
+    U+FFFD (bytes ``ef bf bd``) is valid text. The other shape rules are the parser's.
+
+    >>> line_problem(b"merchant-\\xff"), line_problem("merchant-\\ufffd".encode())
+    ('invalid_utf8', None)
+    >>> line_problem(b'{"key":"merchant-\\\\ud800"}'), line_problem(b'{"key":"\\\\ud83d\\\\ude00"}')
+    ('lone_surrogate', None)
+    """
+    try:
+        text = raw.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    try:
+        value = json.loads(text, object_pairs_hook=_unique_keys)
+    except ValueError:
+        return None  # not one JSON object: the parser's shape rules
+    return "lone_surrogate" if isinstance(value, dict) and _has_surrogate(value) else None
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("duplicate keys")
+    return dict(pairs)
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(v) for v in value)
+    return False
 
 
 #: The grain of every total: (window, key, currency). Amounts of two currencies never meet.

@@ -5,8 +5,15 @@ Input columns: ``payload`` (the raw line), ``transport_partition`` (Kafka's part
 ``input_file``. Output: the typed event columns plus ``reason``/``detail``; ``reason`` is null
 for a valid event. Nothing raises on bad input: every row comes out, valid or with a reason.
 
-Rules (first failure wins). Shape first: ``empty_line`` (only whitespace), ``invalid_json``
-(not exactly one JSON object on the line, or duplicate keys), ``missing_field``,
+Rules (first failure wins). First ``invalid_utf8``: the line's bytes are not valid UTF-8 (the
+landing source and the Kafka value hand them over as they came; decoding would turn every
+invalid byte into U+FFFD and merge ``merchant-\\xff`` with ``merchant-\\xfe`` and a real
+``merchant-\\ufffd``). The quarantine keeps its exact bytes in ``payload_base64`` and shows
+``payload`` with U+FFFD for them (``quarantine_payload``); a valid line holding a real U+FFFD
+is an ordinary line. Then the shape: ``empty_line`` (only whitespace), ``invalid_json``
+(not exactly one JSON object on the line, or duplicate keys), ``lone_surrogate`` (a ``\\u``
+escape of half a UTF-16 surrogate pair, ``"merchant-\\ud800"``: no character, and UTF-8
+cannot hold it; read, it became ``?`` and merged with a real ``merchant-?``), ``missing_field``,
 ``wrong_type`` (an object or array in a text field), ``field_too_long``, ``bad_amount`` (a
 plain decimal with at most 15 digits before the point and 3 after, the stored
 ``DECIMAL(18,3)``; a JSON number is judged by its exact value, never through a double:
@@ -45,17 +52,40 @@ from reckon.timeutil import parse_timestamp
 from spark.money import minor_unit_break_col
 from spark.session import built_once_per_jvm
 
-__all__ = ["MAX_FIELD_LENGTH", "QUARANTINE_REASONS", "first_failure",
-           "parse_events", "typed_checks"]
+__all__ = ["INVALID_UTF8", "LONE_SURROGATE", "MAX_FIELD_LENGTH", "QUARANTINE_REASONS",
+           "first_failure", "parse_events", "quarantine_payload", "typed_checks"]
 
 MAX_FIELD_LENGTH = 256
+INVALID_UTF8 = "invalid_utf8"
+LONE_SURROGATE = "lone_surrogate"
 QUARANTINE_REASONS = (
-    "empty_line", "invalid_json", "missing_field", "wrong_type", "field_too_long", "bad_amount",
+    INVALID_UTF8, "empty_line", "invalid_json", LONE_SURROGATE, "missing_field", "wrong_type",
+    "field_too_long", "bad_amount",
     "amount_out_of_range", "unknown_currency", "unsupported_currency", "exceeds_minor_unit",
     "bad_event_time", "event_time_out_of_range", "bad_partition", "bad_arrival_time",
     "future_dated",
 )
 Check = tuple[Column, str, Column]
+#: A JSON ``\\u`` escape (after an even run of backslashes) of a high surrogate not followed
+#: by a low one, or of a low surrogate not preceded by a high one (reckon.reference's rule).
+LONE_SURROGATE_ESCAPE = (r"(?<!\\)(?:\\\\)*(?:\\u[dD][89abAB][0-9a-fA-F]{2}"
+                         r"(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                         r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def quarantine_payload() -> tuple[Column, Column]:
+    """``payload`` and ``payload_base64`` of a quarantine row, from a parsed row's raw
+    ``payload`` and ``reason``: a line that is not valid UTF-8 keeps its exact bytes in
+    base64 (``unbase64(payload_base64)`` gives them back; ``base64 -d`` in a shell) and shows
+    its text with U+FFFD for the invalid bytes; any other line is its text, and no base64.
+
+    >>> bad.select(*quarantine_payload())  # doctest: +SKIP
+    """
+    raw, bad = F.col("payload"), F.col("reason") == F.lit(INVALID_UTF8)
+    return (F.when(bad, F.make_valid_utf8(raw)).otherwise(raw).alias("payload"),
+            # one line: Spark may wrap base64 text MIME-style (spark.sql.chunkBase64String)
+            F.when(bad, F.translate(F.base64(raw.cast("binary")), "\r\n", ""))
+            .alias("payload_base64"))
 
 
 def _plain_decimal(amount: Column) -> Column:
@@ -188,6 +218,7 @@ def _parse_plan(config: ParseConfig) -> _ParsePlan:
         ahead.alias("_ahead"),
         F.timestamp_micros(p["event_us"]).alias("_event_time"),
         F.coalesce(F.col("transport_partition"), p["partition"], F.lit(0)).alias("_partition"),
+        F.coalesce(F.is_valid_utf8("payload"), F.lit(True)).alias("_utf8"),
     )
     amount, event_time = p["amount"], F.col("_event_time")
     arrival_time = F.col("_arrival_time")
@@ -211,9 +242,22 @@ def _parse_plan(config: ParseConfig) -> _ParsePlan:
         *typed_checks(amount, p["currency"], event_time, arrival_time, config),
     ]
     reason, detail = first_failure(checks)
-    # a shape rule the JVM found comes first
-    reason = F.when(p["reason"].isNotNull(), p["reason"]).otherwise(reason)
-    detail = F.when(p["reason"].isNotNull(), p["detail"]).otherwise(detail)
+    # bytes that are not UTF-8 first (the JVM read them as U+FFFD: its fields are not what
+    # was sent), then the JVM's JSON shape rules, then a lone surrogate escape (the JVM's
+    # text, written back as UTF-8, has '?' for it), then the JVM's field rules
+    utf8, shape = F.col("_utf8"), p["reason"].isin("empty_line", "invalid_json")
+    lone = F.col("payload").contains("\\u") & F.col("payload").rlike(LONE_SURROGATE_ESCAPE)
+    reason = (F.when(~utf8, F.lit(INVALID_UTF8)).when(shape, p["reason"])
+              .when(lone, F.lit(LONE_SURROGATE))
+              .when(p["reason"].isNotNull(), p["reason"]).otherwise(reason))
+    detail = (F.when(~utf8, F.concat(
+        F.lit("line is not valid UTF-8 ("), F.octet_length("payload").cast("string"),
+        F.lit(" bytes): its exact bytes are in payload_base64, payload shows them as U+FFFD")))
+              .when(shape, p["detail"])
+              .when(lone, F.concat(
+                  F.lit("a \\u escape of a lone UTF-16 surrogate, which is no character: "),
+                  F.substring(F.regexp_extract("payload", LONE_SURROGATE_ESCAPE, 0), -6, 6)))
+              .when(p["reason"].isNotNull(), p["detail"]).otherwise(detail))
     events = (
         p["event_id"].alias("event_id"), p["key"].alias("key"), amount.alias("amount"),
         p["currency"].alias("currency"), event_time.alias("event_time"),

@@ -55,7 +55,7 @@ from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
 from spark.observe import observed
-from spark.parse import first_failure, parse_events, typed_checks
+from spark.parse import first_failure, parse_events, quarantine_payload, typed_checks
 from spark.rules import arrival_order, window_starts_col
 
 __all__ = ["ReplayResult", "day_log_rows", "day_totals_from_log", "replay_day",
@@ -413,7 +413,7 @@ def _quarantine_rejected(read: _DayRead, writes: ConcurrentWrites,
     any_rejected = read.from_kafka or any(
         observed(screen, {"rejected": 0})["rejected"] for screen in screens)
     bad = read.rows.filter(_rejected_in_day(read)).select(
-        "reason", "detail", "payload", "partition", "offset", "arrival_time", "input_file",
+        "reason", "detail", *quarantine_payload(), "partition", "offset", "arrival_time", "input_file",
         F.lit(None).cast("long").alias("batch_id"), F.lit(origin).alias("origin"),
         F.lit(read.started_at).alias("quarantined_at"), "event_id", "event_time",
         F.to_date("arrival_time").alias("arrival_date"))

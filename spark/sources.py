@@ -36,6 +36,8 @@ __all__ = ["RAW_COLUMNS", "StreamSource", "kafka_offsets", "kafka_partitions",
            "kafka_raw_columns", "keep_admitting", "landing_admitter", "landing_lines",
            "sweep_committed_admissions"]
 
+_BOM_LATIN = "\u00ef\u00bb\u00bf"  # a UTF-8 byte order mark's bytes, read as ISO-8859-1
+
 #: The columns every source yields, one row per line or record.
 RAW_COLUMNS = ("payload", "transport_partition", "offset", "transport_time", "input_file")
 
@@ -117,24 +119,37 @@ def landing_lines(files: DataFrame, shown_dir: str | None = None) -> DataFrame:
     if shown_dir is not None:
         path = F.concat(F.lit(shown_dir.rstrip("/") + "/"), F.substring_index(path, "/", -1))
     files = files.select("value", path.alias("input_file"),
-                         F.col("_metadata.file_modification_time").alias("transport_time"))
+                         F.col("_metadata.file_modification_time").alias("transport_time"),
+                         F.is_valid_utf8("value").alias("utf8"))
+    # A file that is not all valid UTF-8 is cut into lines byte for byte: read as ISO-8859-1
+    # (one character per byte; no UTF-8 sequence holds the bytes of '\n' or '\r'), split, and
+    # each line encoded back to its own bytes. Splitting the text itself would decode it, and
+    # every invalid byte would become U+FFFD: 'merchant-\xff' and 'merchant-\xfe' one key.
+    # Each line's bytes reach the parser as they landed (quarantined as invalid_utf8).
+    latin = F.decode(F.col("value").cast("binary"), "ISO-8859-1")
     # A UTF-8 byte order mark opens a file, not its first event (RFC 8259 section 8.1).
     # The file is split once, into a column: an expression over the whole text next
     # to the explode would be evaluated again for every line (quadratic in the file).
     # (Java tries a regex at every position of a text it does not match, even one
     # anchored with '^': both run only where a plain prefix or substring test says
     # they can match)
-    text = F.when(F.startswith("value", F.lit("\ufeff")),
-                  F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value"))
-    parts = files.select("input_file", "transport_time",
+    text = (F.when(~F.col("utf8"), F.when(F.startswith(latin, F.lit(_BOM_LATIN)),
+                                          F.substring(latin, len(_BOM_LATIN) + 1, 2**31 - 1))
+                   .otherwise(latin))
+            .when(F.startswith("value", F.lit("\ufeff")),
+                  F.regexp_replace("value", "^\\x{FEFF}", "")).otherwise(F.col("value")))
+    parts = files.select("input_file", "transport_time", "utf8",
                          F.split(text, "\n").alias("parts"))
     parts = parts.select("*", F.size("parts").alias("n"))
-    lines = parts.select("input_file", "transport_time", "n",
+    lines = parts.select("input_file", "transport_time", "n", "utf8",
                          F.posexplode("parts").alias("offset", "line"))
+    # one final '\r' (a CRLF file); a regex '\r$' would also take a '\r' before a final
+    # U+0085 or U+2028, which Java's '$' counts as a line end
+    line = F.when(F.endswith("line", F.lit("\r")),
+                  F.col("line").substr(F.lit(1), F.length("line") - 1)).otherwise(F.col("line"))
     return (lines.filter(~((F.col("offset") == F.col("n") - 1) & (F.col("line") == "")))
-            .select(F.when(F.col("line").contains("\r"),
-                           F.regexp_replace("line", "\r$", ""))
-                    .otherwise(F.col("line")).alias("payload"),
+            .select(F.when(F.col("utf8"), line)
+                    .otherwise(F.encode(line, "ISO-8859-1").cast("string")).alias("payload"),
                     F.lit(None).cast("int").alias("transport_partition"),
                     F.col("offset").cast("long").alias("offset"),
                     "transport_time", "input_file"))

@@ -66,10 +66,11 @@ from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
 from spark import commits
 from spark import tables as tb
 from spark.batch_metrics import BatchMetrics, input_metrics, print_progress
+from spark.checkpoint_paths import relocate_checkpoint
 from spark.concurrent_writes import ConcurrentWrites
 from spark.constants import batch_constant, batch_timestamp
 from spark.dedup import StateSeed, coverage_of_query, judge_by_archive, judged_stream
-from spark.parse import parse_events
+from spark.parse import parse_events, quarantine_payload
 from spark.progress_row import PROGRESS_COUNTS, partition_maxima, progress_row
 from spark.rules import disposition_col, window_starts_col
 from spark.sources import (
@@ -458,7 +459,7 @@ class BatchProcessor:
     # ------------------------------------------------------------------ writes
     def _write_quarantine(self, parsed: DataFrame, batch_id: int) -> None:
         bad = parsed.filter(F.col("reason").isNotNull()).select(
-            "reason", "detail", "payload", "partition", "offset", "arrival_time",
+            "reason", "detail", *quarantine_payload(), "partition", "offset", "arrival_time",
             "input_file", self._batch_id.alias("batch_id"),
             F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
             "event_id", "event_time",
@@ -630,6 +631,11 @@ def _run_stream(spark: SparkSession, settings: Settings, source: StreamSource,
                 checkpoint: str | None, on_batch: Callable[[BatchMetrics], None] | None,
                 timeout_seconds: float | None, change_spec: bool) -> str:
     cp = checkpoint or str(settings.warehouse_path / "_checkpoints" / f"stream-{source.name}")
+    moved = relocate_checkpoint(Path(cp)) if Path(cp).is_dir() else None
+    if moved is not None:  # a copied or restored warehouse: resume where it is now
+        print(f"[stream] checkpoint {cp} was copied from {moved.old}: resuming here "
+              f"({moved.files} of its log files now name this place)",
+              file=sys.stderr, flush=True)
     processor = BatchProcessor.of(spark, settings, checkpoint=cp, on_batch=on_batch,
                                   change_spec=change_spec, writer_lock=lock)
     admitter = landing_admitter(source, Path(cp))

@@ -119,6 +119,8 @@ SCHEMAS: dict[str, T.StructType] = {
         ("event_id", T.StringType(), True),         # when it could be read
         ("event_time", T.TimestampType(), True),
         ("arrival_date", T.DateType(), False),
+        # invalid_utf8 only: the line's exact bytes (payload shows them as U+FFFD)
+        ("payload_base64", T.StringType(), True),
     ),
     PROVISIONAL_TOTALS: _fields(
         *_GRAIN,
@@ -323,7 +325,8 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
 #: Columns added to an existing layout: a table written before them lacks them and is still
 #: this layout (they are added by the first append that carries them, with mergeSchema).
 ADDED_COLUMNS: Mapping[str, frozenset[str]] = {
-    WATERMARK_PROGRESS: frozenset({"held_by", "held_back_seconds"})}
+    WATERMARK_PROGRESS: frozenset({"held_by", "held_back_seconds"}),
+    QUARANTINE: frozenset({"payload_base64"})}
 
 
 def layout_problem(actual: T.StructType, name: str) -> str | None:
@@ -418,8 +421,10 @@ def replace_rows(df: DataFrame, warehouse: str | Path, name: str, condition: str
     """Overwrite the rows of table ``name`` that match ``condition`` (SQL) with ``df``, in one
     atomic commit (Delta replaceWhere): how the nightly jobs make a re-run of a day replace
     that day, never add to it."""
-    (df.write.format("delta").mode("overwrite").option("replaceWhere", condition)
-     .save(table_path(warehouse, name)))
+    writer = df.write.format("delta").mode("overwrite").option("replaceWhere", condition)
+    if name in ADDED_COLUMNS:  # a table written before them gains the added columns
+        writer = writer.option("mergeSchema", "true")
+    writer.save(table_path(warehouse, name))
 
 
 def window_day(day: date) -> str:

@@ -2,9 +2,10 @@
 
 Used by tests/test_hostile_input.py (the real stream over landing files, and BatchProcessor
 directly). ``HostileLine.raw`` is the line's bytes as written to disk (so invalid UTF-8, NUL,
-CR and BOM bytes are real); ``HostileLine.text`` is the line as the landing source hands it
-to the parser: decoded as UTF-8 with U+FFFD for invalid bytes (what Spark's text reader
-does), a final CR removed, a BOM at the very start of a file removed.
+CR and BOM bytes are real); ``HostileLine.line_bytes`` is the line as the landing source
+hands it to the parser (a final CR removed, a BOM at the very start of a file removed: bytes
+that are not UTF-8 kept, and quarantined as ``invalid_utf8``); ``HostileLine.text`` the
+payload the tables show (U+FFFD for bytes that are not UTF-8).
 
 Line counting, as the landing source defines it: a file's text is split on ``\\n``; a final
 empty piece after a trailing newline is not a line. So an empty file is 0 lines, a file
@@ -52,8 +53,15 @@ class HostileLine:
     amount: str | None = None  # for valid lines: the amount as DECIMAL(18,3) text
 
     @property
+    def line_bytes(self) -> bytes:
+        """The line's bytes as the landing source hands them to the parser."""
+        return self.raw.removesuffix(b"\r")
+
+    @property
     def text(self) -> str:
-        return self.raw.decode("utf-8", errors="replace").removesuffix("\r")
+        """The payload the tables show: bytes that are not UTF-8 as U+FFFD (the quarantine
+        keeps them exactly in payload_base64)."""
+        return self.line_bytes.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -129,8 +137,9 @@ def _json_lines() -> list[HostileLine]:
         line("duplicate-keys", dup, "invalid_json", "duplicate keys"),
         _unparsed("single-quotes", event("single-quotes").replace('"', "'"), "invalid_json"),
         _unparsed("raw-nul", event("raw-nul").replace("acct-1", "acct\x001"), "invalid_json"),
-        _unparsed("utf8-outside-string", event("utf8-out").encode()[:-1] + b"\xff}",
-             "invalid_json"),
+        # bytes that are not UTF-8: quarantined before any shape rule, never decoded to U+FFFD
+        line("utf8-outside-string", event("utf8-out").encode()[:-1] + b"\xff}",
+             "invalid_utf8", "payload_base64", arrival=None),
     ]
 
 
@@ -260,7 +269,15 @@ def _transport_lines() -> list[HostileLine]:
         _bad("partition-negative", "bad_partition", "-1", partition=-1),
         line("escaped-nul", event("escaped-nul", source="p\x00s"), None),
         line("utf8-in-string", event("utf8-in").encode().replace(b'"pos"', b'"p\xff\xfeos"'),
-             None, event_id="h-utf8-in"),
+             "invalid_utf8", "not valid UTF-8"),
+        # half a surrogate pair escaped is no character (read, it was '?'); a whole pair is
+        line("lone-surrogate", event("lone-surrogate").replace('"acct-1"', '"acct-\\ud800"'),
+             "lone_surrogate", "\\ud800"),
+        line("surrogate-pair", event("surrogate-pair").replace('"acct-1"',
+                                                               '"acct-\\ud83d\\udcb6"'), None),
+        # a real U+FFFD is text like any other
+        line("real-replacement-char", event("real-fffd").replace('"pos"', '"p\ufffdos"'),
+             None, event_id="h-real-fffd"),
         _unparsed("blank", "", "empty_line"),
         _unparsed("spaces-only", "   ", "empty_line"),
         _unparsed("tab-only", "\t", "empty_line"),

@@ -10,6 +10,7 @@ out exactly once: valid in ``event_log`` with its raw payload (extra fields kept
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
 from hashlib import md5
 from pathlib import Path
@@ -61,7 +62,8 @@ def _outcome(spark, warehouse: Path) -> dict[str, dict]:
         return out
 
     return {
-        "quarantine": rows(tb.QUARANTINE, "reason", F.substring("detail", 1, 200).alias("detail")),
+        "quarantine": rows(tb.QUARANTINE, "reason", F.substring("detail", 1, 200).alias("detail"),
+                           "payload_base64"),
         "event_log": rows(tb.EVENT_LOG, "event_id", F.col("amount").cast("string").alias("amount"),
                           "is_duplicate",
                           F.when(F.length("payload") < 1000, F.col("payload")).alias("payload")),
@@ -81,10 +83,14 @@ def streamed(spark, tmp_path_factory) -> tuple[dict, list[BatchMetrics]]:
 @pytest.fixture(scope="module")
 def processed(spark, tmp_path_factory) -> tuple[dict, list[BatchMetrics]]:
     wh = tmp_path_factory.mktemp("hostile-batch") / "wh"
-    rows = [(ln.text, None, offset, datetime.fromtimestamp(MTIMES[name] / 1e6, UTC), name)
+    # each line's bytes as the landing source hands them over (not decoded: a line that is
+    # not UTF-8 keeps its bytes)
+    rows = [(bytearray(ln.line_bytes), None, offset,
+             datetime.fromtimestamp(MTIMES[name] / 1e6, UTC), name)
             for name, offset, ln in LINES]
-    raw = spark.createDataFrame(rows, "payload string, transport_partition int, offset long, "
+    raw = spark.createDataFrame(rows, "payload binary, transport_partition int, offset long, "
                                       "transport_time timestamp, input_file string")
+    raw = raw.withColumn("payload", F.col("payload").cast("string"))
     metrics: list[BatchMetrics] = []
     BatchProcessor.of(spark, _settings(wh), query_id="hostile", on_batch=metrics.append)(
         raw.select(*RAW_COLUMNS), 0)
@@ -118,9 +124,13 @@ def _check_every_line(outcome: dict) -> None:
             if (name, offset) in quarantine:
                 have["reason"] = f"{got.reason}: {got.detail}"
         else:
-            want |= {"table": "quarantine", "reason": ln.reason}
+            # a line that is not UTF-8 keeps its exact bytes; no other line has a copy
+            exact = ln.line_bytes if ln.reason == "invalid_utf8" else None
+            kept = getattr(got, "payload_base64", None)
+            want |= {"table": "quarantine", "reason": ln.reason, "bytes": exact}
             have |= {"table": "quarantine" if (name, offset) in quarantine else "event_log",
-                     "reason": getattr(got, "reason", None)}
+                     "reason": getattr(got, "reason", None),
+                     "bytes": None if kept is None else base64.b64decode(kept)}
             if ln.detail_has and ln.detail_has not in (getattr(got, "detail", "") or ""):
                 have["detail"] = got.detail
                 want["detail"] = f"... {ln.detail_has} ..."

@@ -167,3 +167,98 @@ def test_paths_inside_the_warehouse_are_stored_relative_and_others_as_given(
     assert found.html_path == str(tmp_path / "wh2" / "reports/2026-01-01/report.html")
     assert found.csv_paths == [str(tmp_path / "wh2/reports/2026-01-01/summary.csv"),
                                "/elsewhere/x.csv"]
+
+
+def _stream_line(event_id: str, second: int) -> str:
+    import json
+
+    return json.dumps({"event_id": event_id, "key": "k", "amount": "1.00", "currency": "USD",
+                       "event_time": f"2026-01-01T00:00:{second:02d}Z", "source": "pos",
+                       "arrival_time": f"2026-01-01T00:00:{second + 1:02d}Z"}) + "\n"
+
+
+@pytest.mark.spark
+def test_a_copied_warehouse_resumes_its_stream_through_reckon_stream(spark, clean_env, capsys):
+    """Issue 60, point 8, as a user meets it: a stream's warehouse is copied with ``cp -a``
+    (its checkpoint inside) and the original moved away; a file lands; ``reckon stream`` on
+    the copy resumes (it failed with Spark's ``Wrong basePath``: the checkpoint named the old
+    place), reads only the new file and says in one line where the checkpoint came from."""
+    import os
+
+    from reckon.config import load_settings
+    from spark import tables as tb
+    from spark.sources import StreamSource
+    from spark.stream import run_stream
+
+    landing, wh = clean_env / "landing", clean_env / "old place" / "wh"
+    landing.mkdir()
+    (landing / "a.ndjson").write_text(_stream_line("m1", 1))
+    os.utime(landing / "a.ndjson", (1_767_225_630, 1_767_225_630))
+    run_stream(spark, load_settings(env={}, warehouse=str(wh), shuffle_partitions=2),
+               StreamSource(landing=str(landing)), on_batch=None)
+
+    copy = clean_env / "restored" / "wh"
+    copy.parent.mkdir()
+    subprocess.run(["cp", "-a", str(wh), str(copy)], check=True)
+    wh.rename(clean_env / "old place" / "moved-away")
+    (landing / "b.ndjson").write_text(_stream_line("m2", 5))
+    os.utime(landing / "b.ndjson", (1_767_225_640, 1_767_225_640))
+
+    code = main(["stream", "--landing", str(landing), "--warehouse", str(copy),
+                 "--available-now"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    cp = copy.resolve() / "_checkpoints" / "stream-landing"
+    assert (f"[stream] checkpoint {cp} was copied from "
+            f"{wh.resolve() / '_checkpoints' / 'stream-landing'}: resuming here") in out.err
+    log = tb.read_table(spark, copy, tb.EVENT_LOG).collect()
+    assert sorted((r.event_id, r.batch_id) for r in log) == [("m1", 0), ("m2", 1)]
+    # every path the checkpoint records is the copy's (the new batch's too)
+    recorded = [line for f in sorted((cp / "sources" / "0").glob("[0-9]*"))
+                for line in f.read_text().splitlines()[1:]]
+    assert len(recorded) == 2 and all(str(cp).replace(" ", "%20") in r for r in recorded)
+
+
+def test_relocating_a_checkpoint_rewrites_only_its_own_paths(tmp_path: Path) -> None:
+    """The rewrite itself, on a checkpoint's files as Spark 4.1 writes them: the source log's
+    file URIs (quoted: a space is %20) and the state operator's schema paths move to the new
+    place, a path outside the checkpoint stays, the stale checksums go; a second run changes
+    nothing; a checkpoint pieced together from two places is refused in one line."""
+    from reckon.errors import UsageError
+    from spark.checkpoint_paths import relocate_checkpoint
+
+    old = "/data/old wh/_checkpoints/stream-landing"
+    cp = tmp_path / "new wh" / "cp"
+    (cp / "sources" / "0").mkdir(parents=True)
+    (cp / "state" / "0" / "_metadata" / "v2").mkdir(parents=True)
+    q = old.replace(" ", "%20")
+    (cp / "sources" / "0" / "0").write_text(
+        "v1\n" + f'{{"path":"file://{q}/admitted/files/a%20b.ndjson","timestamp":1,"batchId":0}}')
+    (cp / "sources" / "0" / ".0.crc").write_bytes(b"stale")
+    (cp / "sources" / "0" / "1").write_text(
+        "v1\n" + '{"path":"file:///elsewhere/x.ndjson","timestamp":2,"batchId":1}')
+    meta = {"operatorInfo": {"operatorId": 0}, "stateStoreInfo": [{"stateSchemaFilePaths": [
+        f"file:{q}/state/0/_stateSchema/default/0_abc"]}]}
+    import json
+    (cp / "state" / "0" / "_metadata" / "v2" / "0").write_text("v2\n" + json.dumps(meta))
+
+    moved = relocate_checkpoint(cp)
+    assert moved is not None and (moved.old, moved.files) == (old, 2)
+    new = str(cp.resolve()).replace(" ", "%20")
+    first = (cp / "sources" / "0" / "0").read_text().splitlines()
+    assert first[0] == "v1"
+    assert json.loads(first[1]) == {"path": f"file://{new}/admitted/files/a%20b.ndjson",
+                                    "timestamp": 1, "batchId": 0}
+    assert not (cp / "sources" / "0" / ".0.crc").exists()
+    assert "file:///elsewhere/x.ndjson" in (cp / "sources" / "0" / "1").read_text()
+    state = json.loads((cp / "state/0/_metadata/v2/0").read_text().splitlines()[1])
+    assert state["stateStoreInfo"][0]["stateSchemaFilePaths"] == [
+        f"file:{new}/state/0/_stateSchema/default/0_abc"]
+    assert relocate_checkpoint(cp) is None  # done: nothing names another place
+
+    (cp / "sources" / "0" / "2").write_text(
+        "v1\n" + '{"path":"file:///third/cp/admitted/files/c.ndjson","timestamp":3,"batchId":2}')
+    (cp / "sources" / "0" / "3").write_text(
+        "v1\n" + '{"path":"file:///fourth/cp/admitted/files/d.ndjson","timestamp":4,"batchId":3}')
+    with pytest.raises(UsageError, match="records paths under 2 other locations"):
+        relocate_checkpoint(cp)

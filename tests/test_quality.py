@@ -87,7 +87,7 @@ def _quarantine(reason: str | None) -> dict[str, Any]:
     return {"reason": reason, "detail": "amount 'x'", "payload": "{}", "partition": 0,
             "offset": 7, "arrival_time": _t(3), "input_file": "f-0001.ndjson", "batch_id": 1,
             "origin": "stream", "quarantined_at": _t(3), "event_id": "q1", "event_time": None,
-            "arrival_date": DAY}
+            "arrival_date": DAY, "payload_base64": None}
 
 
 def _clean_rows() -> dict[str, list[dict[str, Any]]]:
