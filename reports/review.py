@@ -69,6 +69,7 @@ __all__ = [
     "DECISIONS",
     "GENESIS_HASH",
     "BreakTarget",
+    "LogTrust",
     "LogVerification",
     "SignoffEntry",
     "SignoffRefused",
@@ -130,6 +131,27 @@ class LogVerification:
     head_hash: str
     problems: list[str]
     legacy: int = 0  # unsigned entries accepted as written before signing keys
+
+
+@dataclass(frozen=True)
+class LogTrust:
+    """What a long-lived signer (the workbench) is handed to append and verify: its signing
+    key, the administrator's pinned public key, the last legacy seq and the published heads
+    file (the settings signing_key, signoff_admin_key, signoff_legacy_through,
+    signoff_heads).
+
+    Example: ``LogTrust(signer=SigningKey.load(path), admin_key="ed25519:...")``."""
+
+    signer: SigningKey | None = None
+    admin_key: str | None = None
+    legacy_through: int = 0
+    heads: Path | None = None
+
+    def verify(self, db: ReportDB, warehouse: Path | None,
+               figures_of: Collection[str] | None = None) -> LogVerification:
+        """verify_log with these keys and the last published head."""
+        return verify_log(db, published_head(self.heads), warehouse, figures_of,
+                          admin_key=self.admin_key, legacy_through=self.legacy_through)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,13 @@ import pytest
 
 from reckon.signing import DEFAULT_KEY_FILE, SigningKey
 from reports.db.repository import ReportDB
-from reports.review import LogVerification, SignoffEntry, append_signoff, verify_log
+from reports.review import (
+    LogTrust,
+    LogVerification,
+    SignoffEntry,
+    append_signoff,
+    verify_log,
+)
 from reports.signer_keys import register_key, registrations
 
 ADMIN = SigningKey.generate()
@@ -76,3 +82,10 @@ def give_key(home: Path, monkeypatch: pytest.MonkeyPatch, db: ReportDB, name: st
         key.save(path)
     enrol(db, name)
     return key
+
+
+def workbench_trust(db: ReportDB) -> LogTrust:
+    """What `reckon workbench` hands its app: its own key, registered with scope workbench
+    (it signs for the people it authenticated), and the pinned administrator key."""
+    return LogTrust(signer=enrol(db, "workbench", scope="workbench"),
+                    admin_key=ADMIN.public_text)

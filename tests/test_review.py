@@ -324,6 +324,12 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
 def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temp warehouse with one recorded run (reconciled by alice) and three breaks: acct-7's
     window breaks in EUR and in JPY (two breaks), acct-1's is explained."""
+    return make_cli_warehouse(tmp_path, monkeypatch)
+
+
+def make_cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """cli_warehouse's warehouse; this account signs with its own registered key (HOME is
+    ``tmp_path/home``)."""
     monkeypatch.chdir(tmp_path)
     for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
         monkeypatch.delenv(name, raising=False)

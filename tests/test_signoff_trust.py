@@ -34,11 +34,18 @@ from reports.review import (
     read_log,
 )
 from tests.accounts import REVIEWER, reckon_as_reviewer
-from tests.signers import ADMIN, enrol_reviewer, key_of
+from tests.signers import enrol_reviewer, key_of
 from tests.test_report_db import DAY, make_run
-from tests.test_review import _rechain, _tamper, cli_warehouse  # noqa: F401 (a fixture)
+from tests.test_review import _rechain, _tamper, make_cli_warehouse
 
 ME = os_principal()
+
+
+@pytest.fixture()
+def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """tests/test_review.py's warehouse: one run reconciled by alice, three breaks; this
+    account signs with its own registered key."""
+    return make_cli_warehouse(tmp_path, monkeypatch)
 
 
 def _db(wh: Path) -> ReportDB:
@@ -202,7 +209,8 @@ def test_reckon_keys_init_register_and_list(tmp_path: Path, monkeypatch, capsys)
     assert main(["keys", "register", "ana", "--public-key", public, "--warehouse", wh]) == 0
     assert "registered key" in capsys.readouterr().out
     assert main(["keys", "list", "--warehouse", wh]) == 0
-    assert "ana" in (out := capsys.readouterr().out) and "signed by the pinned administrator" in out
+    out = capsys.readouterr().out
+    assert "ana" in out and "signed by the pinned administrator" in out
     os.chmod(path, 0o644)
     assert main(["signoff", "--warehouse", wh, "--run", "r", "--note", "n"]) == 2
     assert "is readable by others" in capsys.readouterr().err
