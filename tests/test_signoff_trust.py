@@ -230,14 +230,37 @@ def test_a_breaks_row_edited_with_sqlite3_after_sign_off_is_named(cli_warehouse:
            "them" in out, out
 
 
-def test_a_report_html_edited_after_sign_off_is_named(cli_warehouse: Path, capsys) -> None:
-    html = cli_warehouse / "reports" / DAY.isoformat() / "report.html"
+def _rendered(wh: Path) -> Path:
+    """run-1's report.html in the warehouse's report folder, recorded with its SHA-256 as
+    `reckon report` records it."""
+    html = wh / "reports" / DAY.isoformat() / "report.html"
     html.parent.mkdir(parents=True)
     html.write_bytes(b"<html>EUR gap -1.25</html>")
-    with _db(cli_warehouse) as db:
+    with _db(wh) as db:
         db.record_report(ReportRecord(day=DAY, audit_run_id="run-1", created_at=datetime.now(UTC),
                                       html_path=str(html), pdf_path=str(html.with_suffix(".pdf")),
                                       sha256=hashlib.sha256(html.read_bytes()).hexdigest()))
+    return html
+
+
+def test_the_head_delivered_with_the_report_catches_a_later_erasure(cli_warehouse: Path,
+                                                                   capsys) -> None:
+    """The approval record beside the report (what goes out with it) carries the log's
+    head; a verifier holding it sees the log erased afterwards."""
+    html = _rendered(cli_warehouse)
+    head = str(_sign(cli_warehouse, capsys)["entry_hash"])
+    record = json.loads((html.parent / "approval.json").read_text())
+    assert record["log_head"] == head
+    assert head in (html.parent / "approval.html").read_text()
+    _tamper(cli_warehouse, "DELETE FROM signoff_log")
+    (cli_warehouse / ANCHOR_NAME).unlink()
+    assert _verify(cli_warehouse, capsys)[0] == 0  # nothing inside the warehouse can tell
+    code, out = _verify(cli_warehouse, capsys, "--expect-head", record["log_head"])
+    assert code == 1 and "no longer in the log" in out, out
+
+
+def test_a_report_html_edited_after_sign_off_is_named(cli_warehouse: Path, capsys) -> None:
+    html = _rendered(cli_warehouse)
     _sign(cli_warehouse, capsys)
     assert _verify(cli_warehouse, capsys)[0] == 0
     html.write_bytes(b"<html>EUR gap 0.00</html>")
