@@ -147,6 +147,23 @@ def test_roles_decide_who_acts(app, db: ReportDB) -> None:
     assert [(e.by, e.decision) for e in read_log(db)] == [("rita", "break-comment")]
 
 
+def test_a_workbench_without_a_signing_key_records_no_decision(db: ReportDB,
+                                                              tmp_path: Path) -> None:
+    """An unsigned entry would fail verify-log: the workbench refuses, saying how to fix it,
+    and the log stays empty; a workbench key registered for it signs for bob."""
+    keyless = _client(create_app(db, secret=b"s" * 32, warehouse=tmp_path), "bob")
+    token = _csrf(keyless.get(f"/day/{DAY}").text)
+    form = {"csrf": token, "run": RUN, "decision": "approved", "note": "ties out"}
+    response = keyless.post("/signoff", data=form)
+    assert response.status_code == 403 and "has no signing key" in response.text
+    assert "--scope workbench" in response.text and read_log(db) == []
+    keyed = _client(create_app(db, trust=workbench_trust(db), secret=b"s" * 32,
+                               warehouse=tmp_path), "bob")
+    form["csrf"] = _csrf(keyed.get(f"/day/{DAY}").text)
+    assert keyed.post("/signoff", data=form, follow_redirects=False).status_code == 303
+    assert [e.by for e in read_log(db)] == ["bob"] and verify(db).ok
+
+
 def test_a_post_without_a_csrf_token_changes_nothing(app, db: ReportDB) -> None:
     bob = _client(app, "bob")
     response = bob.post("/signoff", data={"run": RUN, "decision": "approved", "note": "x"})
