@@ -11,6 +11,14 @@ warehouse (``_signoff_anchor.jsonl``), outside the log's table: entries removed 
 or a chain recomputed after an edit, no longer match what the warehouse recorded. A run whose
 inputs a new replay rewrote after its audit cannot be signed (``changed_inputs``).
 
+Whoever can write the database can recompute a chain, so each entry is also signed: the
+signer's own ed25519 key (reckon.signing) signs ``entry_hash``, and verify-log checks it
+against the key the administrator registered for that name (reports.signer_keys; decision
+0011). The signed figures include a digest of the run's breaks rows (``breaks_digest``), and
+verify-log hashes the signed report's files again. The anchor (and the published heads file,
+``signoff_heads``, outside the warehouse) is written inside the append's transaction; a head
+published outside the warehouse (``--expect-head``) is what shows a log erased or cut.
+
 Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not sign it off;
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space); the rules live in reckon.signoff. Decisions
@@ -281,6 +289,8 @@ def _anchor_opened(warehouse: Path | None,
 
 
 def _opened(path: Path, warehouse: Path | None) -> Any:
+    """``path`` opened for appending, or one line naming it and the fix (a shared warehouse's
+    file another account created without the group setting)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("a", encoding="utf-8")
@@ -671,6 +681,8 @@ def _signature_problems(db: ReportDB, entries: list[SignoffEntry], admin_key: st
 
 
 def _entry_signature_problem(e: SignoffEntry, reg: Registration | None) -> list[str]:
+    """What is wrong with a signed entry's signature under its registration ``reg`` (none:
+    the key was never registered): a key for another name, or contents it did not sign."""
     if reg is None:
         return [f"seq {e.seq}: signed with key {e.key_id}, which the administrator never "
                 "registered (a forged entry?)"]
