@@ -31,10 +31,18 @@ def share_process(mode: str) -> None:
 
 
 def create_group_writable(path: Path, mode: str) -> None:
-    """Create the empty file ``path`` 0664 (under the umask) when ``mode`` is ``"group"`` and
-    it does not exist yet: SQLite creates a database 0644, which the group cannot write."""
+    """Create the empty file ``path`` group-writable when ``mode`` is ``"group"`` and it does
+    not exist yet: SQLite creates a database 0644, which the group cannot write (it keeps an
+    existing file's mode, and gives its journal the same).
+
+    >>> create_group_writable(Path("/nonexistent/reckon.db"), "")  # the setting is off
+    """
     if mode != "group" or path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):  # another account made it first
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:  # another account made it first
+        return
+    with contextlib.closing(os.fdopen(fd, "wb")):
+        os.fchmod(fd, os.fstat(fd).st_mode | 0o060)  # whatever this process's umask says
