@@ -668,16 +668,36 @@ def _signature_problems(db: ReportDB, entries: list[SignoffEntry], admin_key: st
         problems.append("no administrator key is pinned (signoff_admin_key), so no signer's "
                         "key can be trusted: set it to the administrator's public key")
         keys = {}
+    unsigned = [e for e in entries if e.signature is None and e.seq > legacy_through]
+    problems += [_unsigned_problem(run, legacy_through) for run in _runs_of(unsigned)]
     for e in entries:
-        if e.signature is None:
-            if e.seq > legacy_through:
-                problems.append(
-                    f"seq {e.seq}: not signed by any key (written without its signer's key: "
-                    f"forged in {e.by}'s name, or from before signing keys; those are accepted "
-                    f"only up to signoff_legacy_through, now {legacy_through})")
-        elif admin_key is not None:
+        if e.signature is not None and admin_key is not None:
             problems += _entry_signature_problem(e, keys.get(str(e.key_id)))
     return problems, legacy
+
+
+def _runs_of(entries: list[SignoffEntry]) -> list[list[SignoffEntry]]:
+    """``entries`` cut into runs of consecutive seqs (an old log's thousand unsigned entries
+    are one line, not a thousand)."""
+    runs: list[list[SignoffEntry]] = []
+    for e in entries:
+        if runs and runs[-1][-1].seq + 1 == e.seq:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _unsigned_problem(run: list[SignoffEntry], legacy_through: int) -> str:
+    """One line for a run of unsigned entries, naming the signer(s) they claim.
+
+    Example: ``seq 3: not signed by any key (... forged in bob's name, ...)``."""
+    first, last = run[0].seq, run[-1].seq
+    where = f"seq {first}" if first == last else f"seq {first} to {last}"
+    names = ", ".join(sorted({e.by for e in run}))
+    return (f"{where}: not signed by any key (written without its signer's key: forged in "
+            f"{names}'s name, or from before signing keys; those are accepted only up to "
+            f"signoff_legacy_through, now {legacy_through})")
 
 
 def _entry_signature_problem(e: SignoffEntry, reg: Registration | None) -> list[str]:
