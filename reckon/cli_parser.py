@@ -355,13 +355,16 @@ def _keys_parser(sub: Any) -> None:
     """The flags of `reckon keys`:
 
     ``reckon keys init [--key-file FILE]``; ``reckon keys register [--warehouse WAREHOUSE]
-    NAME --public-key KEY [--scope {self,workbench}]``; ``reckon keys list``
+    NAME --public-key KEY [--scope {self,workbench}]``; ``reckon keys revoke KEY_ID``;
+    ``reckon keys list``
     """
     p = _add(sub, "keys", _lazy("reckon.commands.keys:cmd_keys"),
-             "signing keys: make yours (init), register a signer's public key "
-             "(register, the administrator), list the registered keys (list)")
-    p.add_argument("action", choices=["init", "register", "list"], help="what to do")
-    p.add_argument("name", nargs="?", help="register: the signer's account name")
+             "signing keys: make yours (init), register a signer's public key or revoke a "
+             "lost one (register, revoke: the administrator), list the registered keys (list)")
+    p.add_argument("action", choices=["init", "register", "revoke", "list"],
+                   help="what to do")
+    p.add_argument("name", nargs="?", help="register: the signer's account name; revoke: "
+                   "the key id (`reckon keys list`)")
     _warehouse(p)
     p.add_argument("--public-key", help="register: the key `reckon keys init` printed")
     p.add_argument("--scope", default="self", choices=["self", "workbench"],

@@ -70,7 +70,12 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
-from reports.signer_keys import Registration, registered_keys, registration_problems
+from reports.signer_keys import (
+    Registration,
+    registered_keys,
+    registration_problems,
+    revocations,
+)
 
 __all__ = [
     "BREAK_ACTIONS",
@@ -513,6 +518,11 @@ def _refuse_unregistered(conn: sa.Connection, signer: SigningKey | None, who: st
         return
     reg = conn.execute(sa.select(SIGNER_KEYS.c.name, SIGNER_KEYS.c.scope).where(
         SIGNER_KEYS.c.key_id == signer.key_id).order_by(SIGNER_KEYS.c.seq.desc())).first()
+    if reg is not None and reg.scope == "revoked":
+        raise SignoffRefused(
+            f"your signing key {signer.key_id} was revoked: make a new one (`reckon keys init "
+            "--key-file FILE`, then point signing_key at it) and have the administrator "
+            "register it")
     if reg is None:
         raise SignoffRefused(
             f"your signing key {signer.key_id} is not registered: ask the administrator to run "
@@ -663,6 +673,7 @@ def _signature_problems(db: ReportDB, entries: list[SignoffEntry], admin_key: st
     with db.ready().connect() as conn:
         problems = registration_problems(conn, admin_key)
         keys = registered_keys(conn, admin_key)
+        revoked = revocations(conn, admin_key)
     legacy = sum(1 for e in entries if e.signature is None and e.seq <= legacy_through)
     if admin_key is None and any(e.signature is not None for e in entries):
         problems.append("no administrator key is pinned (signoff_admin_key), so no signer's "
@@ -672,7 +683,8 @@ def _signature_problems(db: ReportDB, entries: list[SignoffEntry], admin_key: st
     problems += [_unsigned_problem(run, legacy_through) for run in _runs_of(unsigned)]
     for e in entries:
         if e.signature is not None and admin_key is not None:
-            problems += _entry_signature_problem(e, keys.get(str(e.key_id)))
+            problems += _entry_signature_problem(e, keys.get(str(e.key_id)),
+                                                 revoked.get(str(e.key_id)))
     return problems, legacy
 
 
@@ -700,12 +712,17 @@ def _unsigned_problem(run: list[SignoffEntry], legacy_through: int) -> str:
             f"signoff_legacy_through, now {legacy_through})")
 
 
-def _entry_signature_problem(e: SignoffEntry, reg: Registration | None) -> list[str]:
+def _entry_signature_problem(e: SignoffEntry, reg: Registration | None,
+                             revoked_after: int | None = None) -> list[str]:
     """What is wrong with a signed entry's signature under its registration ``reg`` (none:
-    the key was never registered): a key for another name, or contents it did not sign."""
+    the key was never registered): a key for another name, one revoked before this entry
+    (``revoked_after``: the last seq it may sign), or contents it did not sign."""
     if reg is None:
         return [f"seq {e.seq}: signed with key {e.key_id}, which the administrator never "
                 "registered (a forged entry?)"]
+    if revoked_after is not None and e.seq > revoked_after:
+        return [f"seq {e.seq}: signed with {reg.name}'s key {e.key_id}, which was revoked "
+                f"after seq {revoked_after} (a lost or stolen key)"]
     if reg.scope != "workbench" and not same_person(reg.name, e.by):
         return [f"seq {e.seq}: names {e.by} as its signer but was signed with {reg.name}'s key "
                 "(an entry made in another's name)"]

@@ -223,6 +223,43 @@ def test_reckon_keys_init_register_and_list(tmp_path: Path, monkeypatch, capsys)
     assert "is readable by others" in capsys.readouterr().err
 
 
+def test_a_revoked_key_signs_nothing_after_its_revocation(cli_warehouse: Path, tmp_path: Path,
+                                                         monkeypatch, capsys) -> None:
+    """A lost key: the administrator revokes it (`reckon keys revoke`); what it signed before
+    stands, a new sign-off with it is refused, and an entry it signs afterwards, written
+    straight into the database, is named."""
+    from reckon.signing import DEFAULT_KEY_FILE
+    from tests.signers import ADMIN
+
+    _sign(cli_warehouse, capsys, "rejected")
+    own = key_of(ME)
+    home = tmp_path / "home"
+    (home / DEFAULT_KEY_FILE).rename(home / "mine.pem")  # the administrator's key, for a moment
+    ADMIN.save(home / DEFAULT_KEY_FILE)
+    assert main(["keys", "revoke", own.key_id, "--warehouse", str(cli_warehouse)]) == 0
+    assert f"revoked key {own.key_id} of {ME}: entries it signed up to seq 1 stand" in \
+        capsys.readouterr().out
+    (home / DEFAULT_KEY_FILE).unlink()
+    (home / "mine.pem").rename(home / DEFAULT_KEY_FILE)
+    assert main(["signoff", "--warehouse", str(cli_warehouse), "--run", "run-1",
+                 "--note", "n"]) == 2
+    assert f"your signing key {own.key_id} was revoked" in capsys.readouterr().err
+    assert _verify(cli_warehouse, capsys)[0] == 0  # seq 1 was signed before: it stands
+    with _db(cli_warehouse) as db:
+        e = read_log(db)[0]
+        at = e.at + timedelta(seconds=1)
+        digest = compute_entry_hash(seq=2, at=at, run_id="run-1", by=ME, decision="approved",
+                                    note="with a stolen key", prev_hash=e.entry_hash)
+        with db.engine.begin() as conn:
+            conn.execute(sa.insert(SIGNOFF_LOG).values(
+                seq=2, at=at, run_id="run-1", by=ME, decision="approved",
+                note="with a stolen key", prev_hash=e.entry_hash, entry_hash=digest,
+                key_id=own.key_id, signature=own.sign(digest.encode())))
+    code, out = _verify(cli_warehouse, capsys)
+    assert code == 1
+    assert f"seq 2: signed with {ME}'s key {own.key_id}, which was revoked after seq 1" in out
+
+
 # ------------------------------------------------------- point 4: edits after the sign-off
 
 

@@ -27,6 +27,8 @@ def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
         return _init(args, settings)
     if args.action == "register":
         return _register(args, settings)
+    if args.action == "revoke":
+        return _revoke(args, settings)
     return _list(settings)
 
 
@@ -49,11 +51,7 @@ def _register(args: argparse.Namespace, settings: Settings) -> int:
     if not args.name or not args.public_key:
         raise invalid("register", args.name, "NAME --public-key KEY (the key `reckon keys "
                       "init` printed for NAME)")
-    admin = SigningKey.load(key_file(settings.signing_key))
-    if admin.public_text != settings.signoff_admin_key.strip():
-        raise UsageError(f"your key {admin.key_id} is not the administrator's key pinned in "
-                         "signoff_admin_key: only the administrator registers keys (set "
-                         f"signoff_admin_key = \"{admin.public_text}\" if you are)")
+    admin = _administrator(settings)
     with ReportDB.from_settings(settings) as db:
         reg = register_key(db, args.name, args.public_key, admin=admin, scope=args.scope)
     print(f"registered key {reg.key_id} for {reg.name} (scope {reg.scope}, registration "
@@ -61,18 +59,43 @@ def _register(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _administrator(settings: Settings) -> SigningKey:
+    """This account's key, refused unless it is the administrator's pinned one."""
+    admin = SigningKey.load(key_file(settings.signing_key))
+    if admin.public_text != settings.signoff_admin_key.strip():
+        raise UsageError(f"your key {admin.key_id} is not the administrator's key pinned in "
+                         "signoff_admin_key: only the administrator registers and revokes "
+                         f"keys (set signoff_admin_key = \"{admin.public_text}\" if you are)")
+    return admin
+
+
+def _revoke(args: argparse.Namespace, settings: Settings) -> int:
+    from reports.db.repository import ReportDB
+    from reports.signer_keys import revoke_key
+
+    if not args.name:
+        raise invalid("revoke", args.name, "KEY_ID (the key id `reckon keys list` shows)")
+    admin = _administrator(settings)
+    with ReportDB.from_settings(settings) as db:
+        reg = revoke_key(db, args.name, admin=admin)
+    print(f"revoked key {reg.key_id} of {reg.name}: entries it signed up to seq "
+          f"{reg.through_seq} stand, any later one fails verify-log")
+    return 0
+
+
 def _list(settings: Settings) -> int:
     from reports.db.repository import ReportDB
-    from reports.signer_keys import registered_keys, registrations
+    from reports.signer_keys import genuine, registrations
 
     with ReportDB.from_settings(settings) as db, db.ready().connect() as conn:
         rows = registrations(conn)
-        genuine = registered_keys(conn, settings.signoff_admin_key or None)
     for reg in rows:
-        trust = ("signed by the pinned administrator key" if reg.key_id in genuine
-                 and genuine[reg.key_id].seq == reg.seq else "NOT signed by the pinned "
-                 "administrator key")
-        print(f"{reg.seq}  {reg.name}  {reg.key_id}  scope {reg.scope}  {trust}")
+        trust = ("signed by the pinned administrator key"
+                 if genuine(reg, settings.signoff_admin_key or None)
+                 else "NOT signed by the pinned administrator key")
+        what = (f"revoked after log seq {reg.through_seq}" if reg.scope == "revoked"
+                else f"scope {reg.scope}")
+        print(f"{reg.seq}  {reg.name}  {reg.key_id}  {what}  {trust}")
     if not rows:
         print("no signing keys registered (`reckon keys register NAME --public-key KEY`)")
     return 0

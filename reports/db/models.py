@@ -326,7 +326,8 @@ class SignerKeyModel(Base):
 
     __tablename__ = "signer_keys"
     __table_args__ = (
-        sa.CheckConstraint("scope IN ('self', 'workbench')", name="ck_signer_keys_scope"),
+        sa.CheckConstraint("scope IN ('self', 'workbench', 'revoked')",
+                           name="ck_signer_keys_scope"),
     )
 
     seq: Mapped[int] = mapped_column(sa.BigInteger(), primary_key=True, autoincrement=False)
@@ -337,6 +338,8 @@ class SignerKeyModel(Base):
     scope: Mapped[str] = mapped_column(sa.String(20))
     admin_key_id: Mapped[str] = mapped_column(sa.String(16))
     signature: Mapped[str] = mapped_column(sa.String(128))
+    # a revocation (scope 'revoked'): the last log seq the key may have signed
+    through_seq: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
 
 
 class WorkbenchUserModel(Base):

@@ -5,7 +5,8 @@
   another's name or recompute the chain after an edit. Entries written before: null (legacy,
   reported by verify-log as unsigned, docs/decisions/0011).
 * ``signer_keys``: each registered public key, its name and scope, signed by the
-  administrator's key (``signoff_admin_key``, pinned in the configuration).
+  administrator's key (``signoff_admin_key``, pinned in the configuration); a revocation is a
+  row of scope ``revoked`` naming the last log seq the key may have signed (``through_seq``).
 
 On PostgreSQL every reckon role may read the keys; only the owner (the administrator) writes
 them. The log's triggers (migrations 0006, 0007) stand as they are.
@@ -45,7 +46,9 @@ def upgrade() -> None:
         sa.Column("scope", sa.String(20), nullable=False),
         sa.Column("admin_key_id", sa.String(16), nullable=False),
         sa.Column("signature", sa.String(128), nullable=False),
-        sa.CheckConstraint("scope IN ('self', 'workbench')", name="ck_signer_keys_scope"),
+        sa.Column("through_seq", sa.BigInteger(), nullable=True),
+        sa.CheckConstraint("scope IN ('self', 'workbench', 'revoked')",
+                           name="ck_signer_keys_scope"),
     )
     op.create_index("ix_signer_keys_key_id", "signer_keys", ["key_id"])
     if op.get_bind().dialect.name == "postgresql":
