@@ -127,8 +127,13 @@ A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_da
 def _task_settings() -> Settings:
     """The settings a task runs with: the worker's environment, and Spark's log lines and
     its JVM's stderr on stdout (Airflow files everything a task writes to stderr as
-    ERROR; spark.session)."""
-    return load_settings(spark_log_to_stdout=True)
+    ERROR; spark.session). A warehouse shared by several OS accounts (``shared_warehouse =
+    "group"``) gets group-writable files from the task too, as from ``reckon``."""
+    from reckon.sharing import share_process
+
+    settings = load_settings(spark_log_to_stdout=True)
+    share_process(settings.shared_warehouse)
+    return settings
 
 
 def _on_failure(context: Any) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from reckon.cli_parser import build_parser
 from reckon.config import Settings, load_settings, warn_renamed
 from reckon.errors import ReckonError, UsageError
+from reckon.sharing import share_process
 
 __all__ = ["main", "require_existing"]
 
@@ -83,6 +84,11 @@ def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | N
     if not isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError
                       | sa_exc.ArgumentError):
         return None
+    if "readonly database" in cause and settings and settings.report_db.startswith("sqlite:"):
+        from reports.review import permission_fix
+
+        db_file = Path(settings.report_db.removeprefix("sqlite:///"))
+        return permission_fix(db_file, settings.warehouse_path)
     where = settings.public_dict()["report_db_url"] if settings else "the report database"
     return (f"cannot use the report database {where}: {cause}. Check report_db_url "
             "(RECKON_REPORT_DB_URL) and that the server is running and reachable")
@@ -140,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         quiet_libraries()
         settings = _settings(args)
+        share_process(settings.shared_warehouse)
         if args.command == "sql":  # a statement that may not run is refused first
             from reports.query import check_read_only
 

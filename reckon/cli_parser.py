@@ -339,12 +339,39 @@ def _signoff_parser(sub: Any) -> None:
 def _verify_log_parser(sub: Any) -> None:
     """The flags of `reckon verify-log`:
 
-    ``reckon verify-log [--warehouse WAREHOUSE] [--json]``
+    ``reckon verify-log [--warehouse WAREHOUSE] [--expect-head HASH] [--json]``
     """
     p = _add(sub, "verify-log", _lazy("reckon.commands.review:cmd_verify_log"),
-             "check the sign-off log's hash chain: detects edited or deleted entries")
+             "check the sign-off log: its hash chain, each signer's signature, the breaks "
+             "and report each entry signed, and the head published outside the warehouse")
     _warehouse(p)
+    p.add_argument("--expect-head", metavar="HASH",
+                   help="a head hash published earlier (with a report, a notification, or "
+                   "the signoff_heads file): it must still be in the log")
     p.add_argument("--json", action="store_true", help="machine-readable result")
+
+
+def _keys_parser(sub: Any) -> None:
+    """The flags of `reckon keys`:
+
+    ``reckon keys init [--key-file FILE]``; ``reckon keys register [--warehouse WAREHOUSE]
+    NAME --public-key KEY [--scope {self,workbench}]``; ``reckon keys revoke KEY_ID``;
+    ``reckon keys list``
+    """
+    p = _add(sub, "keys", _lazy("reckon.commands.keys:cmd_keys"),
+             "signing keys: make yours (init), register a signer's public key or revoke a "
+             "lost one (register, revoke: the administrator), list the registered keys (list)")
+    p.add_argument("action", choices=["init", "register", "revoke", "list"],
+                   help="what to do")
+    p.add_argument("name", nargs="?", help="register: the signer's account name; revoke: "
+                   "the key id (`reckon keys list`)")
+    _warehouse(p)
+    p.add_argument("--public-key", help="register: the key `reckon keys init` printed")
+    p.add_argument("--scope", default="self", choices=["self", "workbench"],
+                   help="register: self (signs as its name only, default) or workbench (the "
+                   "workbench's service key, which signs for its logged-in users)")
+    p.add_argument("--key-file", help="init: where to write the new private key (default: "
+                   "the signing_key setting, or ~/.reckon/signing_key.pem)")
 
 
 def _report_parser(sub: Any) -> None:
@@ -459,6 +486,7 @@ _PARSERS: tuple[Callable[[Any], None], ...] = (
     _breaks_parser,
     _signoff_parser,
     _verify_log_parser,
+    _keys_parser,
     _workbench_commands,
     _report_parser,
     _sql_parser,

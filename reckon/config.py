@@ -42,7 +42,7 @@ from reckon.engine_config import (
     TriggerLimits,
     WhatIfConfig,
 )
-from reckon.errors import ConfigError
+from reckon.errors import ConfigError, ReckonError
 from reckon.eventtime import EventTimeRules
 from reckon.materiality import thresholds
 from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
@@ -119,6 +119,19 @@ class Settings:
     # sign-off: distinct reviewers (never the run's reconciler) whose standing approval signs a
     # run off (reckon.signoff.review_state)
     required_approvers: int = 1
+    # the sign-off log's keys (reckon.signing, docs/decisions/0011): this account's private
+    # key (empty: ~/.reckon/signing_key.pem); the administrator's public key, pinned here,
+    # outside the warehouse ("ed25519:..."), which signs every signer's key registration;
+    # unsigned entries accepted as written before signing keys (seq 1 to this; 0: none); a
+    # file outside the warehouse that each sign-off's new log head is appended to, and that
+    # verify-log checks the log against (empty: none)
+    signing_key: str = ""
+    signoff_admin_key: str = ""
+    signoff_legacy_through: int = 0
+    signoff_heads: str = ""
+    # several OS accounts share the warehouse (like git's core.sharedRepository): "group"
+    # makes what reckon creates writable by the warehouse's group; empty: the umask decides
+    shared_warehouse: str = ""
     # materiality (reckon.materiality): the minimum absolute gap per currency that makes a
     # break material ("EUR=1000,JPY=100000"); a currency not named: every break material;
     # empty: no break is marked
@@ -187,6 +200,19 @@ class Settings:
                 f"{scheme.group(1)}:// URL (RECKON_WAREHOUSE or --warehouse)")
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
+        if self.shared_warehouse not in ("", "group"):
+            raise ConfigError(f"shared_warehouse={self.shared_warehouse!r} is not valid: "
+                              "\"group\" (files writable by the warehouse's group) or empty")
+        if self.signoff_legacy_through < 0:
+            raise ConfigError(f"signoff_legacy_through={self.signoff_legacy_through} must be "
+                              ">= 0 (the last unsigned legacy entry's seq; 0: none)")
+        if self.signoff_admin_key:
+            from reckon.signing import load_public
+
+            try:
+                load_public(self.signoff_admin_key)
+            except ReckonError as exc:
+                raise ConfigError(f"signoff_admin_key: {exc}") from None
         if self.required_approvers < 1:
             raise ConfigError(f"required_approvers={self.required_approvers} is not valid: the "
                               "number of distinct reviewers who sign a run off, 1 or more")

@@ -30,7 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from reckon.signoff import review_state, review_words
-from reports.db.models import AUDIT_RUNS, REPORTS
+from reports.db.models import AUDIT_RUNS, REPORTS, SIGNOFF_LOG
 from reports.db.repository import ReportDB
 from reports.review_state import RunDecision, run_decisions
 
@@ -71,6 +71,8 @@ def approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
                               .order_by(reports.c.created_at.desc(), reports.c.id.desc())
                               .limit(1)).first()
         decided = run_decisions(conn, [run_id])[run_id]
+        head = conn.execute(sa.select(SIGNOFF_LOG.c.entry_hash).order_by(
+            SIGNOFF_LOG.c.seq.desc()).limit(1)).scalar_one_or_none()
     if run is None or report is None:
         return None
     html = Path(db.resolve(report.html_path))  # relative to the warehouse when inside it
@@ -85,6 +87,9 @@ def approval_record(db: ReportDB, run_id: str, required_approvers: int = 1
         "approvers": list(state.approvers), "rejecters": list(state.rejecters),
         "approvals": state.approvals, "required_approvers": state.required,
         "decisions": [_decision(e) for e in decided],
+        # the log's head as this record was written: delivered with the report, outside the
+        # warehouse, it is what `reckon verify-log --expect-head` checks a later log against
+        "log_head": head or "0" * 64,
     }
     return html.parent, record
 
@@ -112,6 +117,9 @@ never the reconciler.</p>
 <p>Report: <a href="{report}">{report}</a>, SHA-256 <code id="report-sha256">{escape(record['report_sha256'])}</code>
 (as recorded in the report database; every decision below binds it; <code>reckon verify-log</code> checks
 them). This record is rewritten at each decision; the report's own bytes never change.</p>
+<p>Sign-off log head as this record was written: <code id="log-head">{escape(record['log_head'])}</code>.
+Keep it outside the warehouse (this file, mail): <code>reckon verify-log --expect-head</code> with it
+shows any later rewrite or erasure of the log.</p>
 <table><thead><tr><th>Seq</th><th>At (UTC)</th><th>By</th><th>Decision</th><th>Note</th>
 <th>Entry hash</th></tr></thead>
 <tbody>

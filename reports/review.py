@@ -11,6 +11,14 @@ warehouse (``_signoff_anchor.jsonl``), outside the log's table: entries removed 
 or a chain recomputed after an edit, no longer match what the warehouse recorded. A run whose
 inputs a new replay rewrote after its audit cannot be signed (``changed_inputs``).
 
+Whoever can write the database can recompute a chain, so each entry is also signed: the
+signer's own ed25519 key (reckon.signing) signs ``entry_hash``, and verify-log checks it
+against the key the administrator registered for that name (reports.signer_keys; decision
+0011). The signed figures include a digest of the run's breaks rows (``breaks_digest``), and
+verify-log hashes the signed report's files again. The anchor (and the published heads file,
+``signoff_heads``, outside the warehouse) is written inside the append's transaction; a head
+published outside the warehouse (``--expect-head``) is what shows a log erased or cut.
+
 Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not sign it off;
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space); the rules live in reckon.signoff. Decisions
@@ -24,10 +32,12 @@ and its amounts in that currency's own digits (``--json``: exact decimal text, s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Collection
+import stat
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -38,7 +48,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
+from reckon.identity import os_principal, same_person
 from reckon.money import quantize_to_currency
+from reckon.signing import SigningKey, verify_signature
 from reckon.signoff import (
     BREAK_ACTIONS,
     DECISIONS,
@@ -54,15 +66,23 @@ from reports.db.models import (
     BREAK_REVIEWS,
     BREAKS,
     REPORTS,
+    SIGNER_KEYS,
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
+from reports.signer_keys import (
+    Registration,
+    registered_keys,
+    registration_problems,
+    revocations,
+)
 
 __all__ = [
     "BREAK_ACTIONS",
     "DECISIONS",
     "GENESIS_HASH",
     "BreakTarget",
+    "LogTrust",
     "LogVerification",
     "SignoffEntry",
     "SignoffRefused",
@@ -96,12 +116,15 @@ class SignoffEntry:
     prev_hash: str
     entry_hash: str
     signed: str | None = None  # the figures signed (signed_figures), canonical JSON
+    key_id: str | None = None  # the signer's key (reckon.signing); None: an unsigned entry
+    signature: str | None = None  # its ed25519 signature of entry_hash, hex
 
     def to_json_dict(self) -> dict[str, Any]:
         """The entry as ``reckon signoff --json`` prints it (``at`` as the hash reads it)."""
         return {"seq": self.seq, "at": _format_at(self.at), "run_id": self.run_id,
                 "by": self.by, "decision": self.decision, "note": self.note,
-                "prev_hash": self.prev_hash, "entry_hash": self.entry_hash}
+                "prev_hash": self.prev_hash, "entry_hash": self.entry_hash,
+                "key_id": self.key_id}
 
     def recomputed_hash(self) -> str:
         """The hash the entry's current contents should carry."""
@@ -120,6 +143,28 @@ class LogVerification:
     entries: int
     head_hash: str
     problems: list[str]
+    legacy: int = 0  # unsigned entries accepted as written before signing keys
+
+
+@dataclass(frozen=True)
+class LogTrust:
+    """What a long-lived signer (the workbench) is handed to append and verify: its signing
+    key, the administrator's pinned public key, the last legacy seq and the published heads
+    file (the settings signing_key, signoff_admin_key, signoff_legacy_through,
+    signoff_heads).
+
+    Example: ``LogTrust(signer=SigningKey.load(path), admin_key="ed25519:...")``."""
+
+    signer: SigningKey | None = None
+    admin_key: str | None = None
+    legacy_through: int = 0
+    heads: Path | None = None
+
+    def verify(self, db: ReportDB, warehouse: Path | None,
+               figures_of: Collection[str] | None = None) -> LogVerification:
+        """verify_log with these keys and the last published head."""
+        return verify_log(db, published_head(self.heads), warehouse, figures_of,
+                          admin_key=self.admin_key, legacy_through=self.legacy_through)
 
 
 @dataclass(frozen=True)
@@ -195,24 +240,103 @@ def signed_figures(conn: sa.Connection, run_id: str) -> str | None:
     figures = {"run_id": run_id, "day": run.day.isoformat(), "kind": run.kind,
                "status_counts": dict(run.status_counts), "unexplained": int(run.unexplained),
                "table_versions": dict(run.table_versions or {}), "currencies": currencies,
-               "report_sha256": report}
+               "report_sha256": report, "breaks_sha256": breaks_digest(conn, run_id)}
     return json.dumps(figures, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def breaks_digest(conn: sa.Connection, run_id: str) -> str:
+    """SHA-256 of the run's ``breaks`` rows (every column but the row id; money as exact
+    text, times as ``_format_at``), in identity order: a sign-off binds the breaks it was
+    made on, so a row edited afterwards no longer matches. Review statuses live elsewhere
+    (break_reviews) and may move; the figures may not.
+
+    Example: ``breaks_digest(conn, "run-1")`` -> 64 hex digits, the same on every call."""
+    columns = [c for c in BREAKS.c if c.name != "id"]
+    rows = conn.execute(sa.select(*columns).where(BREAKS.c.run_id == run_id).order_by(
+        BREAKS.c.day, BREAKS.c.window_start, BREAKS.c.key, BREAKS.c.currency)).all()
+    digest = hashlib.sha256()
+    for row in rows:
+        values = [_format_at(v) if isinstance(v, datetime) else None if v is None else str(v)
+                  for v in row]
+        digest.update(json.dumps(values, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
 
 
 ANCHOR_NAME = "_signoff_anchor.jsonl"  # in the warehouse: the log's head, outside its table
 
 
-def _anchor(warehouse: Path | None, entry: SignoffEntry) -> None:
-    """Append the new head (seq, hash) to the warehouse's anchor file: truncating the log or
-    recomputing its chain in the database no longer matches what the warehouse recorded."""
-    if warehouse is None or not warehouse.is_dir():
-        return
-    line = json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash,
-                       "at": _format_at(entry.at)}, sort_keys=True)
-    with (warehouse / ANCHOR_NAME).open("a", encoding="utf-8") as anchor:
-        anchor.write(line + "\n")
-        anchor.flush()
-        os.fsync(anchor.fileno())
+@contextlib.contextmanager
+def _anchor_opened(warehouse: Path | None,
+                   heads: Path | None = None) -> Iterator[Callable[[SignoffEntry], None]]:
+    """The warehouse's anchor file (and the published heads file ``heads``, outside the
+    warehouse), opened for appending before the entry is inserted, so an append and its
+    anchor succeed or fail together: a file this account may not write stops the sign-off
+    before anything is written (one line naming the file and the fix), and a commit that
+    fails after the head was written takes the line back out.
+
+    Example: ``with _anchor_opened(wh) as anchor: ...insert...; anchor(entry)``."""
+    paths = [p for p in (None if warehouse is None or not warehouse.is_dir()
+                         else warehouse / ANCHOR_NAME, heads) if p is not None]
+    with contextlib.ExitStack() as stack:
+        handles = [stack.enter_context(_opened(p, warehouse)) for p in paths]
+        sizes: list[tuple[Any, int]] = []  # each file's end when its head was written
+
+        def anchor(entry: SignoffEntry) -> None:
+            for handle in handles:
+                _write_head(handle, entry, sizes)
+
+        try:
+            yield anchor
+        except BaseException:
+            for handle, size in sizes:
+                handle.truncate(size)  # the entry was not committed: neither is its head
+            raise
+
+
+def _opened(path: Path, warehouse: Path | None) -> Any:
+    """``path`` opened for appending, or one line naming it and the fix (a shared warehouse's
+    file another account created without the group setting)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("a", encoding="utf-8")
+    except PermissionError:
+        raise UsageError(permission_fix(path, warehouse if path.name == ANCHOR_NAME
+                                        else None)) from None
+
+
+def _write_head(handle: Any, entry: SignoffEntry, sizes: list[tuple[Any, int]]) -> None:
+    sizes.append((handle, handle.seek(0, os.SEEK_END)))
+    handle.write(json.dumps({"seq": entry.seq, "entry_hash": entry.entry_hash,
+                             "at": _format_at(entry.at)}, sort_keys=True) + "\n")
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def published_head(heads: Path | None) -> str | None:
+    """The last head a sign-off published to ``heads`` (None when there is none yet)."""
+    if heads is None or not heads.is_file():
+        return None
+    lines = [line for line in heads.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return str(json.loads(lines[-1])["entry_hash"]) if lines else None
+
+
+def permission_fix(path: Path, root: Path | None = None) -> str:
+    """The one line a signer reads when a shared warehouse's file is not writable to them.
+
+    >>> permission_fix(Path("/nonexistent/wh/_signoff_anchor.jsonl"))[:40]
+    'cannot write /nonexistent/wh/_signoff_an'
+    """
+    try:
+        info = path.stat()
+        owner = f" (mode {stat.S_IMODE(info.st_mode):04o}, owner uid {info.st_uid}, group gid " \
+                f"{info.st_gid})"
+    except OSError:
+        owner = ""
+    root = root or path.parent
+    return (f"cannot write {path}{owner} as {os_principal()}: in a warehouse several accounts "
+            f"sign, set shared_warehouse = \"group\" (RECKON_SHARED_WAREHOUSE=group) and give "
+            f"the warehouse to their group once: chgrp -R GROUP {root} && chmod -R g+rwX "
+            f"{root} && find {root} -type d -exec chmod g+s {{}} +")
 
 
 def _anchor_problems(warehouse: Path | None, entries: list[SignoffEntry]) -> list[str]:
@@ -270,8 +394,9 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
                    now: datetime | None = None, warehouse: Path | None = None,
-                   target: BreakTarget | None = None,
-                   required_approvers: int = 1) -> SignoffEntry:
+                   target: BreakTarget | None = None, required_approvers: int = 1,
+                   signer: SigningKey | None = None,
+                   heads: Path | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -286,6 +411,12 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
     the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
 
+    ``signer``: the signer's own key (reckon.signing), registered for ``by`` (or the
+    workbench's service key): the entry carries its signature of ``entry_hash``. Without
+    it the entry is unsigned, and verify-log reports it as such. ``heads``: a file outside
+    the warehouse (the ``signoff_heads`` setting) the new head is published to, with the
+    anchor.
+
     After a decision on the run, the approval record beside the run's report is rewritten
     (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
     approval without a re-render, and its own bytes never change.
@@ -296,14 +427,16 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
         try:
             # audit_runs too: an audit recording a new run of the day waits, so a decision is
             # never appended to a run that stopped being current before the commit
-            with write_tx(engine, "signoff_log", "audit_runs") as conn:
+            with _anchor_opened(warehouse, heads) as anchor, \
+                    write_tx(engine, "signoff_log", "audit_runs") as conn:
                 _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target)
+                _refuse_unregistered(conn, signer, who)
                 at = (now or datetime.now(UTC)).astimezone(UTC)
                 entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
-                                       note=text, at=at)
+                                       note=text, at=at, signer=signer)
                 _insert_entry(conn, entry)
                 _apply_to_breaks(conn, run_id, decision, target, at)
-            _anchor(warehouse, entry)
+                anchor(entry)  # written before the commit; taken back if it fails
             break
         except IntegrityError:
             if attempt == _APPEND_ATTEMPTS:
@@ -378,29 +511,53 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
         raise SignoffRefused(refusal)
 
 
+def _refuse_unregistered(conn: sa.Connection, signer: SigningKey | None, who: str) -> None:
+    """Refuse a signing key no registration gives to ``who`` (nor to the workbench): the
+    entry would be written, and then fail verify-log."""
+    if signer is None:
+        return
+    reg = conn.execute(sa.select(SIGNER_KEYS.c.name, SIGNER_KEYS.c.scope).where(
+        SIGNER_KEYS.c.key_id == signer.key_id).order_by(SIGNER_KEYS.c.seq.desc())).first()
+    if reg is not None and reg.scope == "revoked":
+        raise SignoffRefused(
+            f"your signing key {signer.key_id} was revoked: make a new one (`reckon keys init "
+            "--key-file FILE`, then point signing_key at it) and have the administrator "
+            "register it")
+    if reg is None:
+        raise SignoffRefused(
+            f"your signing key {signer.key_id} is not registered: ask the administrator to run "
+            f"`reckon keys register {who} --public-key {signer.public_text}`")
+    if reg.scope != "workbench" and not same_person(str(reg.name), who):
+        raise SignoffRefused(f"signing key {signer.key_id} is {reg.name}'s, not {who}'s: each "
+                             "person signs with their own key")
+
+
 def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, note: str,
-                   at: datetime) -> SignoffEntry:
+                   at: datetime, signer: SigningKey | None = None) -> SignoffEntry:
     """The next entry of the chain: the last entry's ``seq + 1`` and hash (the genesis hash
-    for the first), the run's signed figures, and its own hash over all of it."""
+    for the first), the run's signed figures, its own hash over all of it, and the signer's
+    signature of that hash."""
     log = SIGNOFF_LOG
     last = conn.execute(sa.select(log.c.seq, log.c.entry_hash)
                         .order_by(log.c.seq.desc()).limit(1)).first()
     seq = 1 if last is None else int(last.seq) + 1
     prev = GENESIS_HASH if last is None else str(last.entry_hash)
     signed = signed_figures(conn, run_id)
+    digest = compute_entry_hash(seq=seq, at=at, run_id=run_id, by=by, decision=decision,
+                                note=note, prev_hash=prev, signed=signed)
     return SignoffEntry(
-        seq=seq, at=at, run_id=run_id, by=by, decision=decision, note=note,
-        prev_hash=prev, signed=signed,
-        entry_hash=compute_entry_hash(seq=seq, at=at, run_id=run_id, by=by,
-                                      decision=decision, note=note,
-                                      prev_hash=prev, signed=signed))
+        seq=seq, at=at, run_id=run_id, by=by, decision=decision, note=note, prev_hash=prev,
+        signed=signed, entry_hash=digest,
+        key_id=None if signer is None else signer.key_id,
+        signature=None if signer is None else signer.sign(digest.encode("ascii")))
 
 
 def _insert_entry(conn: sa.Connection, entry: SignoffEntry) -> None:
     conn.execute(sa.insert(SIGNOFF_LOG).values(
         seq=entry.seq, at=entry.at, run_id=entry.run_id, by=entry.by,
         decision=entry.decision, note=entry.note, prev_hash=entry.prev_hash,
-        entry_hash=entry.entry_hash, signed=entry.signed))
+        entry_hash=entry.entry_hash, signed=entry.signed, key_id=entry.key_id,
+        signature=entry.signature))
 
 
 def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
@@ -457,12 +614,14 @@ def read_log(db: ReportDB) -> list[SignoffEntry]:
         rows = conn.execute(sa.select(log).order_by(log.c.seq)).all()
     return [SignoffEntry(seq=int(r.seq), at=r.at, run_id=r.run_id, by=r.by,
                          decision=r.decision, note=r.note, prev_hash=r.prev_hash,
-                         entry_hash=r.entry_hash, signed=r.signed) for r in rows]
+                         entry_hash=r.entry_hash, signed=r.signed, key_id=r.key_id,
+                         signature=r.signature) for r in rows]
 
 
 def verify_log(db: ReportDB, expected_head: str | None = None,
                warehouse: Path | None = None,
-               figures_of: Collection[str] | None = None) -> LogVerification:
+               figures_of: Collection[str] | None = None, *,
+               admin_key: str | None = None, legacy_through: int = 0) -> LogVerification:
     """Walk the chain from seq 1: every seq present, every ``prev_hash`` equal to the previous
     entry's ``entry_hash`` (genesis: 64 zeros), every ``entry_hash`` equal to the hash of the
     entry's contents. With ``expected_head`` (a head hash recorded earlier), that entry must
@@ -470,7 +629,12 @@ def verify_log(db: ReportDB, expected_head: str | None = None,
     the entries on the runs ``figures_of`` names (a page about one run: the chain costs
     microseconds an entry, the figures a query each).
 
-    Example: ``verify_log(db, figures_of={"nightly-2026-01-01"}).ok``."""
+    Every entry's signature is checked against the key the administrator (``admin_key``, the
+    pinned ``signoff_admin_key``) registered for its signer; an unsigned entry is a problem
+    unless its seq is at most ``legacy_through`` (entries from before signing keys, counted
+    in ``legacy``). The signed report's bytes are hashed again where its files are.
+
+    Example: ``verify_log(db, figures_of={"nightly-2026-01-01"}, admin_key=pinned).ok``."""
     entries = read_log(db)
     problems: list[str] = []
     expected_seq, expected_prev = 1, GENESIS_HASH
@@ -491,13 +655,113 @@ def verify_log(db: ReportDB, expected_head: str | None = None,
     rechecked = entries if figures_of is None else [e for e in entries
                                                     if e.run_id in figures_of]
     problems += _figure_problems(db, rechecked) + _anchor_problems(warehouse, entries)
+    signatures, legacy = _signature_problems(db, entries, admin_key, legacy_through)
+    problems += signatures + _report_problems(db, rechecked)
     head = entries[-1].entry_hash if entries else GENESIS_HASH
     if expected_head is not None and expected_head != GENESIS_HASH and \
             expected_head not in {e.entry_hash for e in entries}:
         problems.append(f"head hash {expected_head[:16]}... recorded earlier is no longer in "
                         "the log (entries removed from the end?)")
     return LogVerification(ok=not problems, entries=len(entries), head_hash=head,
-                           problems=problems)
+                           problems=problems, legacy=legacy)
+
+
+def _signature_problems(db: ReportDB, entries: list[SignoffEntry], admin_key: str | None,
+                        legacy_through: int) -> tuple[list[str], int]:
+    """Each entry not signed by the key registered for its signer, and how many unsigned
+    entries were accepted as legacy (seq <= ``legacy_through``)."""
+    with db.ready().connect() as conn:
+        problems = registration_problems(conn, admin_key)
+        keys = registered_keys(conn, admin_key)
+        revoked = revocations(conn, admin_key)
+    legacy = sum(1 for e in entries if e.signature is None and e.seq <= legacy_through)
+    if admin_key is None and any(e.signature is not None for e in entries):
+        problems.append("no administrator key is pinned (signoff_admin_key), so no signer's "
+                        "key can be trusted: set it to the administrator's public key")
+        keys = {}
+    unsigned = [e for e in entries if e.signature is None and e.seq > legacy_through]
+    problems += [_unsigned_problem(run, legacy_through) for run in _runs_of(unsigned)]
+    for e in entries:
+        if e.signature is not None and admin_key is not None:
+            problems += _entry_signature_problem(e, keys.get(str(e.key_id)),
+                                                 revoked.get(str(e.key_id)))
+    return problems, legacy
+
+
+def _runs_of(entries: list[SignoffEntry]) -> list[list[SignoffEntry]]:
+    """``entries`` cut into runs of consecutive seqs (an old log's thousand unsigned entries
+    are one line, not a thousand)."""
+    runs: list[list[SignoffEntry]] = []
+    for e in entries:
+        if runs and runs[-1][-1].seq + 1 == e.seq:
+            runs[-1].append(e)
+        else:
+            runs.append([e])
+    return runs
+
+
+def _unsigned_problem(run: list[SignoffEntry], legacy_through: int) -> str:
+    """One line for a run of unsigned entries, naming the signer(s) they claim.
+
+    Example: ``seq 3: not signed by any key (... forged in bob's name, ...)``."""
+    first, last = run[0].seq, run[-1].seq
+    where = f"seq {first}" if first == last else f"seq {first} to {last}"
+    names = ", ".join(sorted({e.by for e in run}))
+    return (f"{where}: not signed by any key (written without its signer's key: forged in "
+            f"{names}'s name, or from before signing keys; those are accepted only up to "
+            f"signoff_legacy_through, now {legacy_through})")
+
+
+def _entry_signature_problem(e: SignoffEntry, reg: Registration | None,
+                             revoked_after: int | None = None) -> list[str]:
+    """What is wrong with a signed entry's signature under its registration ``reg`` (none:
+    the key was never registered): a key for another name, one revoked before this entry
+    (``revoked_after``: the last seq it may sign), or contents it did not sign."""
+    if reg is None:
+        return [f"seq {e.seq}: signed with key {e.key_id}, which the administrator never "
+                "registered (a forged entry?)"]
+    if revoked_after is not None and e.seq > revoked_after:
+        return [f"seq {e.seq}: signed with {reg.name}'s key {e.key_id}, which was revoked "
+                f"after seq {revoked_after} (a lost or stolen key)"]
+    if reg.scope != "workbench" and not same_person(reg.name, e.by):
+        return [f"seq {e.seq}: names {e.by} as its signer but was signed with {reg.name}'s key "
+                "(an entry made in another's name)"]
+    if not verify_signature(reg.public_key, str(e.signature),
+                            e.recomputed_hash().encode("ascii")):
+        return [f"seq {e.seq}: its signature does not match its contents under {reg.name}'s "
+                "key (rewritten after it was signed)"]
+    return []
+
+
+def _report_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
+    """Each signed report whose recorded files no longer hold the bytes signed: an edited
+    ``report.html`` (or one gone) is named once, at the first entry that signed it."""
+    problems, seen = [], set()
+    with db.ready().connect() as conn:
+        for e in entries:
+            sha = json.loads(e.signed).get("report_sha256") if e.signed else None
+            if not sha or (e.run_id, sha) in seen:
+                continue
+            seen.add((e.run_id, sha))
+            paths = [Path(db.resolve(p)) for p in conn.execute(
+                sa.select(REPORTS.c.html_path).where(REPORTS.c.audit_run_id == e.run_id,
+                                                     REPORTS.c.sha256 == sha)).scalars()]
+            found = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in paths
+                     if p.is_file()}
+            if sha in found.values() or not paths:
+                continue
+            if found:
+                path, now = next(iter(found.items()))
+                problems.append(f"seq {e.seq}: run {e.run_id}'s report {path} was edited after "
+                                f"this entry signed it (SHA-256 {now[:16]}..., signed "
+                                f"{sha[:16]}...)")
+            else:
+                problems.append(f"seq {e.seq}: run {e.run_id}'s signed report {paths[0]} is "
+                                "gone")
+    return problems
+
+
+_FIGURE_WORDS = {"breaks_sha256": "breaks rows (their SHA-256)"}
 
 
 def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
@@ -513,21 +777,24 @@ def _figure_problems(db: ReportDB, entries: list[SignoffEntry]) -> list[str]:
                     REPORTS.c.audit_run_id == e.run_id,
                     REPORTS.c.sha256 == was["report_sha256"]).limit(1)).first():
                 is_["report_sha256"] = was["report_sha256"]  # still recorded; newer ones may be
+            is_ = {k: is_.get(k) for k in was}  # what the entry signed (older ones: less)
             if was != is_:
-                changed = sorted(k for k in was.keys() | is_.keys() if was.get(k) != is_.get(k))
+                changed = sorted(_FIGURE_WORDS.get(k, k) for k in was if was[k] != is_[k])
                 problems.append(f"seq {e.seq}: run {e.run_id}'s {', '.join(changed)} changed "
                                 "after this entry signed them")
     return problems
 
 
 def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | None = None,
-             warehouse: Path | None = None, required_approvers: int = 1) -> SignoffEntry:
+             warehouse: Path | None = None, required_approvers: int = 1,
+             key: SigningKey | None = None, heads: Path | None = None) -> SignoffEntry:
     """``reckon signoff``: append a decision signed by whoever runs it (``db.principal()``:
-    the OS account, or the login role on PostgreSQL). ``by``, when given, may only name that
-    identity: a sign-off is never made in another name.
+    the OS account, or the login role on PostgreSQL), with their own key ``key``. ``by``,
+    when given, may only name that identity: a sign-off is never made in another name.
 
-    Example: ``sign_off(db, "run-1", "approved", "figures match the bank", by="bob")``
-    refuses unless the session runs as bob (spelled any way reckon.identity folds).
+    Example: ``sign_off(db, "run-1", "approved", "figures match the bank", by="bob",
+    key=SigningKey.load(key_file("")))`` refuses unless the session runs as bob (spelled any
+    way reckon.identity folds) and the key is bob's.
     """
     signer = db.principal()
     identity = ("the database role it logged in as" if db.engine.dialect.name == "postgresql"
@@ -536,4 +803,4 @@ def sign_off(db: ReportDB, run_id: str, decision: str, note: str, *, by: str | N
     if refusal is not None:
         raise SignoffRefused(refusal)
     return append_signoff(db, run_id, signer, decision, note, warehouse=warehouse,
-                          required_approvers=required_approvers)
+                          required_approvers=required_approvers, signer=key, heads=heads)

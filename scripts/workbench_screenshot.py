@@ -24,8 +24,9 @@ sys.path.insert(0, str(ROOT))
 import sqlalchemy as sa  # noqa: E402
 
 from reports.db.repository import ReportDB  # noqa: E402
-from reports.review import append_signoff  # noqa: E402
+from reports.review import LogTrust  # noqa: E402
 from tests.cdp import Browser  # noqa: E402  (the browser tests' own driver)
+from tests.signers import append, workbench_trust  # noqa: E402  (throwaway keys, as the tests')
 from workbench.app import create_app  # noqa: E402
 from workbench.auth import add_user  # noqa: E402
 from workbench.sample import sample_day  # noqa: E402
@@ -47,9 +48,10 @@ def main() -> int:
         run_id = sample_day(db, DAY, breaks=600, reconciler="alice")
         sample_day(db, date(2026, 1, 2), breaks=240, reconciler="alice")
         add_user(db, "bob", "reviewer", PASSWORD)
-        append_signoff(db, run_id, "bob", "approved", "gaps explained by late events; "
-                       "UNEXPLAINED rows checked with the merchants")
-        with serve_in_thread(create_app(db, secret=secrets.token_bytes(32))) as url, \
+        append(db, run_id, "bob", "approved", "gaps explained by late events; "
+               "UNEXPLAINED rows checked with the merchants")
+        trust: LogTrust = workbench_trust(db)
+        with serve_in_thread(create_app(db, secret=secrets.token_bytes(32), trust=trust)) as url, \
                 Browser(chromium, width=1280, height=800) as page:
             page.goto(f"{url}/login")
             page.fill("input[name=name]", "bob")

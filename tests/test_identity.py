@@ -13,6 +13,7 @@ from reckon.cli import main
 from reckon.config import load_settings
 from reckon.identity import identity_key, os_principal, same_person
 from reports.db.repository import ReportDB
+from tests.signers import give_key
 from tests.test_report_db import DAY, make_run
 
 
@@ -85,6 +86,7 @@ def test_the_reconciler_cannot_sign_a_run_under_a_look_alike(tmp_path, monkeypat
             db.record_audit_run(replace(make_run(f"run-{days}", reconciler=reconciler,
                                                  day=DAY + timedelta(days=days)),
                                         table_versions={}), [])
+        give_key(tmp_path / "home", monkeypatch, db, me)
     assert main(["signoff", "--warehouse", str(wh), "--run", "run-1", "--note", "mine"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1

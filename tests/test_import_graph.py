@@ -32,13 +32,13 @@ PACKAGES = ("reckon", "spark", "audits", "reports", "workbench", "dags", "bench"
 CORE = frozenset(f"reckon.{m}" for m in (
     "__init__", "admission", "config", "dedup_state", "engine_config", "errors", "eventtime", "generate",
     "identity", "landing", "materiality", "money", "quality_verdict", "reconcile", "reference", "schema",
-    "signoff", "spec",
+    "sharing", "signing", "signoff", "spec",
     "timeutil", "watermark", "whatif", "whatif_batches", "whatif_inputs", "windows",
     "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in (
     "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
-    "commands.nightly", "commands.review", "commands.sample", "commands.stream", "demo",
+    "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream", "demo",
     "pipeline", "read", "submit_replay"))
 #: workbench (the reviewer's web app) reads the report database and sits below the CLI that
 #: starts it.

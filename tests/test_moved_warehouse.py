@@ -43,14 +43,14 @@ def _sha256(path: Path) -> str:
 
 @pytest.mark.spark
 def test_a_copied_warehouse_re_audits_keeps_the_signed_copy_and_verifies_its_log(
-        spark, streamed_scenario, clean_env, capsys):
+        spark, streamed_scenario, clean_env, capsys, monkeypatch):
     """As a user meets it: a day audited, reported and signed off; the warehouse is copied
     with ``cp -a`` and the original moved away (nothing can read it any more); on the copy the
     day is re-audited and re-rendered. The signed report is kept in ``signed/<run>/`` with the
     SHA-256 that was signed, the workbench's link leads to the copy's report, and
     ``reckon verify-log`` says OK."""
     from reckon.config import load_settings
-    from reports.review import append_signoff
+    from tests.signers import ADMIN, append
     from tests.streamkit import copy_warehouse
     from workbench import queries
 
@@ -65,7 +65,7 @@ def test_a_copied_warehouse_re_audits_keeps_the_signed_copy_and_verifies_its_log
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
         run = db.current_audit_run(DAY)
         assert run is not None
-        append_signoff(db, run.run_id, "bob", "approved", "ties out", warehouse=wh.resolve())
+        append(db, run.run_id, "bob", "approved", "ties out", warehouse=wh.resolve())
         signed = db.current_report(DAY)
     assert signed is not None
     folder = Path(signed.html_path).parent
@@ -89,6 +89,7 @@ def test_a_copied_warehouse_re_audits_keeps_the_signed_copy_and_verifies_its_log
         now = queries.run_of_day(db, DAY)
         assert now is not None and now["run_id"] != run.run_id
         assert now["report_path"] == str(copy.resolve() / "reports" / day / "report.html")
+    monkeypatch.setenv("RECKON_SIGNOFF_ADMIN_KEY", ADMIN.public_text)  # bob's key's registrar
     out = _cli(capsys, "verify-log", "--warehouse", str(copy))
     assert out.startswith("sign-off log OK: 1 entry"), out
 

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from reckon.signing import DEFAULT_KEY_FILE
 from reports.db.repository import ReportDB
-from reports.review import SignoffRefused, append_signoff, read_log, verify_log
+from reports.review import SignoffRefused, append_signoff, read_log
+from tests.signers import ADMIN, append, enrol, key_of, verify
 from tests.test_report_db import make_run
 
 pytestmark = pytest.mark.postgres
@@ -71,13 +73,15 @@ def test_each_role_may_do_only_its_part(owner_url: str) -> None:
         rita.record_audit_run(make_run("run-1", reconciler=RECONCILER), [])
         with pytest.raises(sa.exc.DBAPIError, match="names victor_reviews as its reconciler"):
             rita.record_audit_run(make_run("run-2", reconciler=REVIEWER), [])
+    with ReportDB(owner_url) as owner:  # the administrator registers the reviewer's key
+        enrol(owner, REVIEWER)
     with ReportDB(_as(owner_url, REVIEWER)) as victor:
         assert victor.principal() == REVIEWER
-        entry = append_signoff(victor, "run-1", REVIEWER, "approved", "ties out in EUR, JPY, KWD")
+        entry = append(victor, "run-1", REVIEWER, "approved", "ties out in EUR, JPY, KWD")
         assert entry.by == REVIEWER
         with pytest.raises(SignoffRefused, match="logged in as victor_reviews"):
             append_signoff(victor, "run-1", "carol", "approved", "signed in carol's name")
-        assert verify_log(victor).ok
+        assert verify(victor).ok
     # the reviewer cannot edit or delete the log, nor touch the runs
     assert "permission denied" in _refused(owner_url, REVIEWER,
                                            "UPDATE signoff_log SET decision = 'rejected'")
@@ -122,8 +126,14 @@ def test_one_person_in_both_roles_cannot_sign_their_own_run_even_in_raw_sql(
 
 
 def _signoff_cli(url: str, warehouse: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`reckon signoff` logged in by ``url``, with the reviewer's own key (in its home beside
+    the warehouse, registered by the owner)."""
+    home = warehouse.parent / "home"
+    if not (home / DEFAULT_KEY_FILE).exists():
+        key_of(REVIEWER).save(home / DEFAULT_KEY_FILE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
-    env.update(RECKON_REPORT_DB_URL=url, RECKON_WAREHOUSE=str(warehouse))
+    env.update(RECKON_REPORT_DB_URL=url, RECKON_WAREHOUSE=str(warehouse), HOME=str(home),
+               RECKON_SIGNOFF_ADMIN_KEY=ADMIN.public_text)
     return subprocess.run([sys.executable, "-m", "reckon.cli", "signoff", *argv],
                           capture_output=True, text=True, timeout=300, check=False, env=env)
 
@@ -135,6 +145,8 @@ def test_reckon_signoff_signs_as_the_role_it_logged_in_as(owner_url: str,
     with ReportDB(_as(owner_url, RECONCILER)) as rita:
         rita.record_audit_run(replace(make_run("run-1", reconciler=RECONCILER),
                                       table_versions={}), [])
+    with ReportDB(owner_url) as owner:
+        enrol(owner, REVIEWER)
     note = ["--run", "run-1", "--note", "reviewed the three currencies"]
     # the reconciler: refused, one line
     own = _signoff_cli(_as(owner_url, RECONCILER), warehouse, *note)

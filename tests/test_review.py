@@ -25,12 +25,11 @@ from reports.db.repository import ReportDB
 from reports.review import (
     GENESIS_HASH,
     SignoffRefused,
-    append_signoff,
     compute_entry_hash,
     read_log,
-    verify_log,
 )
 from reports.review_state import review_states
+from tests.signers import append, enrol, enrol_reviewer, give_key, verify
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
 
 LOG = SIGNOFF_LOG
@@ -45,15 +44,15 @@ def db(db_url: str) -> Iterator[ReportDB]:
 
 def _signed(db: ReportDB, count: int) -> None:
     for i in range(count):
-        append_signoff(db, "run-1", ["bob", "carol", "dave"][i % 3], "approved", f"note {i + 1}")
+        append(db, "run-1", ["bob", "carol", "dave"][i % 3], "approved", f"note {i + 1}")
 
 
 # ----------------------------------------------------------------------------- the chain
 
 
 def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
-    first = append_signoff(db, "run-1", "  Bob ", "approved", "totals tie out")
-    second = append_signoff(db, "run-1", "carol", "rejected", "k2 residual not explained ✓")
+    first = append(db, "run-1", "  Bob ", "approved", "totals tie out")
+    second = append(db, "run-1", "carol", "rejected", "k2 residual not explained ✓")
     assert (first.seq, second.seq) == (1, 2)
     assert first.prev_hash == GENESIS_HASH == "0" * 64
     assert second.prev_hash == first.entry_hash
@@ -68,20 +67,20 @@ def test_entries_chain_by_sha256_of_canonical_json(db: ReportDB) -> None:
         "run-1", DAY.isoformat(), ["EUR", "JPY", "KWD"])
     assert Decimal(signed["currencies"]["JPY"]["gap_total"]) == make_currency("JPY").gap_total
     assert read_log(db) == [first, second]  # stored exactly, `at` to the microsecond
-    result = verify_log(db)
+    result = verify(db)
     assert result.ok and result.problems == []
     assert (result.entries, result.head_hash) == (2, second.entry_hash)
 
 
 def test_empty_log_verifies(db: ReportDB) -> None:
-    result = verify_log(db)
+    result = verify(db)
     assert (result.ok, result.entries, result.head_hash) == (True, 0, GENESIS_HASH)
 
 
 def test_reconciler_cannot_sign_off_their_own_run(db: ReportDB) -> None:
     with pytest.raises(SignoffRefused, match=r"by='alice' may not sign off run 'run-1'.*"
                                              r"'Alice' reconciled it.*four-eyes"):
-        append_signoff(db, "run-1", " alice ", "approved", "looks fine to me")
+        append(db, "run-1", " alice ", "approved", "looks fine to me")
     assert read_log(db) == []
 
 
@@ -92,23 +91,23 @@ def test_the_reconciler_in_disguise_is_still_the_reconciler(db: ReportDB, disgui
     """A Cyrillic capital A, fullwidth letters, a zero-width space, a soft hyphen, a Ukrainian
     i, spaces: each looks like (or is) 'Alice', the run's reconciler."""
     with pytest.raises(SignoffRefused, match="four-eyes"):
-        append_signoff(db, "run-1", disguise, "approved", "looks fine to me")
+        append(db, "run-1", disguise, "approved", "looks fine to me")
     assert read_log(db) == []
 
 
 def test_a_different_person_may_sign(db: ReportDB) -> None:
-    assert append_signoff(db, "run-1", "Alicia", "approved", "checked the EUR breaks").seq == 1
+    assert append(db, "run-1", "Alicia", "approved", "checked the EUR breaks").seq == 1
 
 
 def test_unknown_run_and_bad_arguments_are_refused(db: ReportDB) -> None:
     with pytest.raises(SignoffRefused, match=r"run='run-404' is not valid: no audit run"):
-        append_signoff(db, "run-404", "bob", "approved", "x")
+        append(db, "run-404", "bob", "approved", "x")
     with pytest.raises(UsageError, match=r"decision='ok' is not valid: one of approved, rejected"):
-        append_signoff(db, "run-1", "bob", "ok", "x")
+        append(db, "run-1", "bob", "ok", "x")
     with pytest.raises(UsageError, match=r"note='  ' is not valid"):
-        append_signoff(db, "run-1", "bob", "approved", "  ")
+        append(db, "run-1", "bob", "approved", "  ")
     with pytest.raises(UsageError, match=r"by='' is not valid"):
-        append_signoff(db, "run-1", "", "approved", "x")
+        append(db, "run-1", "", "approved", "x")
     assert read_log(db) == []
 
 
@@ -130,11 +129,13 @@ def test_an_edited_note_is_detected_and_named(db: ReportDB) -> None:
     _signed(db, 3)
     with _by_hand(db) as conn:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(note="nothing to see"))
-    result = verify_log(db)
+    result = verify(db)
     assert not result.ok
     assert result.problems == [
         "seq 2: entry_hash does not match the entry's contents (the entry was edited after "
-        "it was written)"]
+        "it was written)",
+        "seq 2: its signature does not match its contents under carol's key (rewritten after "
+        "it was signed)"]
 
 
 def test_an_edit_with_a_recomputed_hash_breaks_the_next_link(db: ReportDB) -> None:
@@ -144,15 +145,16 @@ def test_an_edit_with_a_recomputed_hash_breaks_the_next_link(db: ReportDB) -> No
     with _by_hand(db) as conn:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(
             note="forged", entry_hash=forged.recomputed_hash()))
-    problems = verify_log(db).problems
-    assert len(problems) == 1 and problems[0].startswith("seq 3: prev_hash")
+    problems = verify(db).problems  # the chain links, and carol's signature, no longer hold
+    assert len(problems) == 2 and problems[0].startswith("seq 3: prev_hash")
+    assert problems[1].startswith("seq 2: its signature does not match")
 
 
 def test_a_deleted_middle_entry_is_detected(db: ReportDB) -> None:
     _signed(db, 3)
     with _by_hand(db) as conn:
         conn.execute(sa.delete(LOG).where(LOG.c.seq == 2))
-    result = verify_log(db)
+    result = verify(db)
     assert not result.ok and result.entries == 2
     assert result.problems[0] == "seq 2 missing: seq 3 follows seq 1 (entry deleted?)"
     assert result.problems[1].startswith("seq 3: prev_hash")
@@ -164,7 +166,7 @@ def test_reordered_entries_are_detected(db: ReportDB) -> None:
         conn.execute(sa.update(LOG).where(LOG.c.seq == 2).values(seq=99))
         conn.execute(sa.update(LOG).where(LOG.c.seq == 3).values(seq=2))
         conn.execute(sa.update(LOG).where(LOG.c.seq == 99).values(seq=3))
-    problems = verify_log(db).problems
+    problems = verify(db).problems
     named = {p.split(":")[0] for p in problems}
     assert named == {"seq 2", "seq 3", "seq 4"}
     assert any("edited" in p for p in problems)
@@ -172,11 +174,11 @@ def test_reordered_entries_are_detected(db: ReportDB) -> None:
 
 def test_truncation_is_detected_against_a_kept_head_hash(db: ReportDB) -> None:
     _signed(db, 3)
-    head = verify_log(db).head_hash
+    head = verify(db).head_hash
     with _by_hand(db) as conn:
         conn.execute(sa.delete(LOG).where(LOG.c.seq == 3))
-    assert verify_log(db).ok  # a chain alone cannot see a cut end...
-    result = verify_log(db, expected_head=head)  # ...a head hash kept elsewhere can
+    assert verify(db).ok  # a chain alone cannot see a cut end...
+    result = verify(db, expected_head=head)  # ...a head hash kept elsewhere can
     assert not result.ok and "no longer in the log" in result.problems[0]
 
 
@@ -192,16 +194,16 @@ def test_accepted_and_resolved_close_the_runs_open_breaks(db: ReportDB, db_url: 
     def review() -> dict[str, str]:
         return {b["key"]: b["review_status"] for b in db.list_breaks(DAY)}
 
-    append_signoff(db, "run-1", "bob", "approved", "approved totals")
+    append(db, "run-1", "bob", "approved", "approved totals")
     assert review() == {"k1": "explained", "k2": "open", "k3": "open"}
-    append_signoff(db, "run-1", "bob", "accepted", "k2 and k3 accepted as known issues")
+    append(db, "run-1", "bob", "accepted", "k2 and k3 accepted as known issues")
     assert review() == {"k1": "explained", "k2": "accepted", "k3": "accepted"}
 
     # re-audit: accepted breaks stay accepted, a new one is open, and 'resolved' closes it
     db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
     db.write_breaks("run-2", [make_break("run-2", "k2"), make_break("run-2", "k4", minute=3)])
     assert review() == {"k2": "accepted", "k4": "open"}
-    append_signoff(db, "run-2", "carol", "resolved", "k4 fixed upstream")
+    append(db, "run-2", "carol", "resolved", "k4 fixed upstream")
     assert review() == {"k2": "accepted", "k4": "resolved"}
     assert [b["key"] for b in db.list_breaks(review_status="resolved")] == ["k4"]
 
@@ -211,7 +213,7 @@ def test_a_decision_covers_the_figures_it_was_made_on(db: ReportDB) -> None:
     longer covers it and it is open again; k3, unchanged, stays accepted; k4 changed status."""
     db.write_breaks("run-1", [make_break("run-1", "k2"), make_break("run-1", "k3", minute=1),
                               make_break("run-1", "k4", minute=2)], now=T0)
-    append_signoff(db, "run-1", "bob", "accepted", "k2, k3, k4 accepted as known issues")
+    append(db, "run-1", "bob", "accepted", "k2, k3, k4 accepted as known issues")
     db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(days=1)), [])
     db.write_breaks("run-2", [make_break("run-2", "k2", residual="5000.00"),
                               make_break("run-2", "k3", minute=1),
@@ -227,9 +229,9 @@ def test_a_reviewer_reopens_their_rejection_in_the_chained_log(db: ReportDB) -> 
 
     db.write_breaks("run-1", [make_break("run-1", "k2")], now=T0)
     for by, decision in (("bob", "approved"), ("carol", "rejected"), ("carol", "reopened")):
-        append_signoff(db, "run-1", by, decision, f"{by} {decision}")
+        append(db, "run-1", by, decision, f"{by} {decision}")
     assert [e.decision for e in read_log(db)] == ["approved", "rejected", "reopened"]
-    assert verify_log(db).ok
+    assert verify(db).ok
     assert review_words(review_states(db, ["run-1", "run-9"])["run-1"]) == (
         "Signed off: 1 of 1 approvals (bob)")
     assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
@@ -247,7 +249,7 @@ def test_a_replaced_run_cannot_be_signed_off(db: ReportDB) -> None:
     db.write_breaks("run-2", [make_break("run-2", "k2")])
     with pytest.raises(SignoffRefused, match="replaced it; review and sign off the current "
                                              "run 'run-2'"):
-        append_signoff(db, "run-1", "bob", "accepted", "accepting the old run")
+        append(db, "run-1", "bob", "accepted", "accepting the old run")
     assert [b["review_status"] for b in db.list_breaks(DAY)] == ["open"]
     assert read_log(db) == []
 
@@ -288,6 +290,8 @@ def test_reviews_from_before_the_figures_were_kept_are_not_reopened(db_url: str)
 def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
     with ReportDB(db_url) as setup:
         setup.record_audit_run(make_run("run-1"), [])
+        for name in ("bob", "carol", "dave"):
+            enrol(setup, name)
     errors: list[BaseException] = []
     barrier = threading.Barrier(3)
 
@@ -297,7 +301,7 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
                 database.migrate()
                 barrier.wait()
                 for i in range(6):
-                    append_signoff(database, "run-1", name, "approved", f"{name} {i}")
+                    append(database, "run-1", name, "approved", f"{name} {i}")
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -308,7 +312,7 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
         t.join(timeout=120)
     assert errors == []
     with ReportDB(db_url) as database:
-        result = verify_log(database)
+        result = verify(database)
         assert (result.ok, result.entries) == (True, 18)
         assert [e.seq for e in read_log(database)] == list(range(1, 19))
 
@@ -320,6 +324,12 @@ def test_concurrent_appends_keep_one_chain(db_url: str) -> None:
 def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A temp warehouse with one recorded run (reconciled by alice) and three breaks: acct-7's
     window breaks in EUR and in JPY (two breaks), acct-1's is explained."""
+    return make_cli_warehouse(tmp_path, monkeypatch)
+
+
+def make_cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """cli_warehouse's warehouse; this account signs with its own registered key (HOME is
+    ``tmp_path/home``)."""
     monkeypatch.chdir(tmp_path)
     for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
         monkeypatch.delenv(name, raising=False)
@@ -337,6 +347,7 @@ def cli_warehouse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                         make_break("run-1", "acct-1", status="EXPLAINED",
                                                    residual="0.00")],
                               now=T0.astimezone(UTC))
+        give_key(tmp_path / "home", monkeypatch, database, os_principal())
     return wh
 
 
@@ -427,7 +438,7 @@ def test_cli_breaks_signoff_and_verify_log(cli_warehouse: Path,
     assert out.startswith("sign-off log OK: 2 entries, head hash ")
     assert main(["verify-log", "--warehouse", wh, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": [],
+        "ok": True, "entries": 2, "head_hash": entry["entry_hash"], "problems": [], "legacy": 0,
         "runs": {"run-1": f"Signed off: 1 of 1 approvals ({me})"}}
 
     with ReportDB.from_settings(load_settings(env={}, warehouse=wh)) as database, \
@@ -476,7 +487,7 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
     from audits.audit_record import _replaced_signed_off_run
     from reports.context import _signoffs
 
-    append_signoff(db, "run-1", "bob", "approved", "ties out")
+    append(db, "run-1", "bob", "approved", "ties out")
     first = db.get_audit_run("run-1")
     assert first is not None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-1") is None
@@ -496,9 +507,9 @@ def test_a_re_audit_that_replaces_a_signed_off_run_is_flagged_until_signed_again
         {"EUR": Decimal("-0.01"), "JPY": Decimal("1200"), "KWD": Decimal("0.125")}, 1)
     assert [e["run_id"] for e in db.signoffs_of_day(DAY)] == ["run-1"]
 
-    append_signoff(db, "run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing
+    append(db, "run-2", "carol", "rejected", "k2 moved")  # a rejection signs nothing
     assert _signoffs(db, second)[1] is not None
-    append_signoff(db, "run-2", "carol", "approved", "re-checked")
+    append(db, "run-2", "carol", "approved", "re-checked")
     own, prior = _signoffs(db, second)
     assert [e.decision for e in own] == ["rejected", "approved"] and prior is None
     assert _replaced_signed_off_run(db, DAY, "nightly", "run-2") is None
@@ -517,7 +528,7 @@ def test_a_sign_off_waits_for_an_audit_replacing_its_run_and_is_then_refused(
     def sign() -> None:
         started.set()
         try:
-            append_signoff(db, "run-1", "bob", "approved", "ties out")
+            append(db, "run-1", "bob", "approved", "ties out")
             outcome["result"] = "appended"
         except SignoffRefused as exc:
             outcome["result"] = str(exc)
@@ -613,15 +624,16 @@ def test_the_reconciler_account_cannot_sign_and_another_account_can(cli_warehous
     with ReportDB.from_settings(load_settings(env={}, warehouse=str(cli_warehouse))) as db:
         db.record_audit_run(replace(make_run("run-2", day=DAY + timedelta(days=1),
                                              reconciler=me), table_versions={}), [])
+        env = enrol_reviewer(db, cli_warehouse.parent)
     wh = str(cli_warehouse)
     assert main(["signoff", "--warehouse", wh, "--run", "run-2", "--note", "mine"]) == 2
     assert "four-eyes" in capsys.readouterr().err
     done = reckon_as_reviewer(cli_warehouse, "signoff", "--warehouse", wh, "--run", "run-2",
-                              "--note", "checked by a second person")
+                              "--note", "checked by a second person", env=env)
     assert done.returncode == 0, done.stderr
     assert f"run run-2 approved by {REVIEWER} (log seq 1" in done.stdout
     claimed = reckon_as_reviewer(cli_warehouse, "signoff", "--warehouse", wh, "--run", "run-2",
-                                 "--by", me, "--note", "pretending")
+                                 "--by", me, "--note", "pretending", env=env)
     assert claimed.returncode == 2
     assert f"this command signs as {REVIEWER!r}" in claimed.stderr
     assert main(["verify-log", "--warehouse", wh]) == 0

@@ -38,9 +38,9 @@ from reckon.signoff import (
 from reports.context import Headline, review_fields
 from reports.db.repository import ReportDB
 from reports.render import publish_report
-from reports.review import append_signoff
 from reports.review_state import review_states
 from tests.accounts import REVIEWER, reckon_as_reviewer
+from tests.signers import append, enrol, enrol_reviewer, give_key, workbench_trust
 from tests.test_report_render import _ctx
 from workbench.app import create_app
 from workbench.auth import add_user
@@ -142,6 +142,8 @@ def day(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path,
         publish_report(db, _report(db, RUN), wh / "reports" / DAY.isoformat(), 2)
         for name in ("bob", "carol"):
             add_user(db, name, "reviewer", PASSWORD)
+            enrol(db, name)
+        give_key(tmp_path / "home", monkeypatch, db, os_principal())
         yield wh, db
 
 
@@ -173,7 +175,9 @@ def _sign_in_cli(wh: Path, run_id: str, decision: str, capsys, *, as_reviewer: b
     """`reckon signoff --json` as this account or the reviewer account: the state it says."""
     argv = ["signoff", "--run", run_id, "--decision", decision, "--note", "checked", "--json"]
     if as_reviewer:
-        done = reckon_as_reviewer(wh, *argv)
+        with ReportDB(f"sqlite:///{wh / 'reports' / 'reckon.db'}") as db:
+            env = enrol_reviewer(db, wh.parent)
+        done = reckon_as_reviewer(wh, *argv, env=env)
         assert done.returncode == 0, done.stderr
         out = done.stdout
     else:
@@ -211,7 +215,7 @@ def _shown(wh: Path, client: TestClient, run_id: str, capsys) -> dict[str, str]:
 def test_every_view_says_the_same_words_after_every_step(day, capsys) -> None:
     wh, db = day
     me = os_principal()
-    app = create_app(db, secret=b"s" * 32, warehouse=wh, required_approvers=2)
+    app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=wh, required_approvers=2)
     bob, carol = _login(app, "bob"), _login(app, "carol")
     report = wh / "reports" / DAY.isoformat() / "report.html"
     signed_bytes = report.read_bytes()
@@ -273,8 +277,8 @@ def test_every_view_says_the_same_words_after_every_step(day, capsys) -> None:
 
 def test_the_export_writes_each_amount_in_its_currencys_minor_units(day) -> None:
     wh, db = day
-    append_signoff(db, RUN, "bob", "approved", "ties out", required_approvers=2)
-    app = create_app(db, secret=b"s" * 32, warehouse=wh, required_approvers=2)
+    append(db, RUN, "bob", "approved", "ties out", required_approvers=2)
+    app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=wh, required_approvers=2)
     export = _login(app, "bob").get("/log/export.json").json()
     signed = export["entries"][0]["signed"]["currencies"]
     stored = json.loads(export["entries"][0]["signed_text"])["currencies"]
@@ -349,11 +353,11 @@ def test_two_decisions_at_once_leave_the_record_with_both(day, monkeypatch) -> N
         return found
 
     monkeypatch.setattr(records, "approval_record", slow)
-    bob = threading.Thread(name="bob", target=lambda: append_signoff(
+    bob = threading.Thread(name="bob", target=lambda: append(
         db, RUN, "bob", "approved", "bob checked", required_approvers=2))
     bob.start()
     assert bob_read.wait(30)
-    append_signoff(db, RUN, "carol", "approved", "carol checked", required_approvers=2)
+    append(db, RUN, "carol", "approved", "carol checked", required_approvers=2)
     carol_done.set()
     bob.join(30)
     record = json.loads((wh / "reports" / DAY.isoformat() / "approval.json").read_text())
@@ -366,8 +370,8 @@ def test_what_the_audit_says_of_the_run_it_replaced(day) -> None:
     from reckon.pipeline import replaced_run_state
 
     wh, db = day
-    append_signoff(db, RUN, "bob", "approved", "ties out", required_approvers=2)
-    append_signoff(db, RUN, "carol", "rejected", "JPY is short", required_approvers=2)
+    append(db, RUN, "bob", "approved", "ties out", required_approvers=2)
+    append(db, RUN, "carol", "rejected", "JPY is short", required_approvers=2)
     settings = load_settings(env={}, warehouse=str(wh), required_approvers=2)
     assert replaced_run_state(settings, RUN) == "Rejected by carol: 1 of 2 approvals (bob)"
     assert replaced_run_state(settings, "no-such-run") == "unknown run"
@@ -406,7 +410,7 @@ def test_a_day_without_events_has_nothing_to_sign_in_every_view(day, capsys) -> 
     ctx = dataclasses.replace(_report(db, quiet), day=QUIET,
                               headline=Headline(0, 0, None, ()))
     publish_report(db, ctx, wh / "reports" / QUIET.isoformat(), 2)
-    bob = _login(create_app(db, secret=b"s" * 32, warehouse=wh, required_approvers=2), "bob")
+    bob = _login(create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=wh, required_approvers=2), "bob")
     nothing = "No events: nothing to sign"
     assert set(_quiet_words(wh, bob, quiet, capsys).values()) == {nothing}
     assert 'id="nothing-to-sign"' in bob.get(f"/day/{QUIET}").text

@@ -11,8 +11,10 @@ import pytest
 
 from reckon.cli import main
 from reckon.timeutil import from_micros
+from reports.db.repository import ReportDB
 from tests.accounts import REVIEWER, reckon_as_reviewer
 from tests.scenarios import BASE, ev
+from tests.signers import enrol_reviewer
 from tests.streamkit import write_landing
 
 DAY = from_micros(BASE).date().isoformat()
@@ -32,8 +34,10 @@ def _audit(capsys, wh: Path) -> str:
 
 def _signoff(wh: Path, run_id: str) -> tuple[int, str, str]:
     """Signed from a second OS account: the audit ran as this one (four-eyes)."""
+    with ReportDB(f"sqlite:///{wh / 'reports' / 'reckon.db'}") as db:
+        env = enrol_reviewer(db, wh.parent)
     done = reckon_as_reviewer(wh, "signoff", "--warehouse", str(wh), "--run", run_id,
-                              "--note", "figures checked")
+                              "--note", "figures checked", env=env)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -21,11 +21,10 @@ from reports.db.repository import ReportDB
 from reports.review import (
     BreakTarget,
     SignoffRefused,
-    append_signoff,
     read_log,
-    verify_log,
 )
 from reports.review_state import review_states
+from tests.signers import append, verify, workbench_trust
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import SessionKeys, add_user, check_password, find_user, hash_password
@@ -48,7 +47,7 @@ def db(tmp_path: Path) -> Iterator[ReportDB]:
 
 @pytest.fixture()
 def app(db: ReportDB, tmp_path: Path):
-    return create_app(db, secret=b"s" * 32, warehouse=tmp_path)
+    return create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=tmp_path)
 
 
 def _csrf(html: str) -> str:
@@ -148,6 +147,23 @@ def test_roles_decide_who_acts(app, db: ReportDB) -> None:
     assert [(e.by, e.decision) for e in read_log(db)] == [("rita", "break-comment")]
 
 
+def test_a_workbench_without_a_signing_key_records_no_decision(db: ReportDB,
+                                                              tmp_path: Path) -> None:
+    """An unsigned entry would fail verify-log: the workbench refuses, saying how to fix it,
+    and the log stays empty; a workbench key registered for it signs for bob."""
+    keyless = _client(create_app(db, secret=b"s" * 32, warehouse=tmp_path), "bob")
+    token = _csrf(keyless.get(f"/day/{DAY}").text)
+    form = {"csrf": token, "run": RUN, "decision": "approved", "note": "ties out"}
+    response = keyless.post("/signoff", data=form)
+    assert response.status_code == 403 and "has no signing key" in response.text
+    assert "--scope workbench" in response.text and read_log(db) == []
+    keyed = _client(create_app(db, trust=workbench_trust(db), secret=b"s" * 32,
+                               warehouse=tmp_path), "bob")
+    form["csrf"] = _csrf(keyed.get(f"/day/{DAY}").text)
+    assert keyed.post("/signoff", data=form, follow_redirects=False).status_code == 303
+    assert [e.by for e in read_log(db)] == ["bob"] and verify(db).ok
+
+
 def test_a_post_without_a_csrf_token_changes_nothing(app, db: ReportDB) -> None:
     bob = _client(app, "bob")
     response = bob.post("/signoff", data={"run": RUN, "decision": "approved", "note": "x"})
@@ -158,21 +174,21 @@ def test_a_post_without_a_csrf_token_changes_nothing(app, db: ReportDB) -> None:
 def test_break_actions_land_in_the_chained_log(db: ReportDB, tmp_path: Path) -> None:
     start = datetime(2026, 1, 1, tzinfo=UTC)
     target = BreakTarget(start, "merchant-00", "EUR")
-    comment = append_signoff(db, RUN, "bob", "break-comment", "looked", target=target)
+    comment = append(db, RUN, "bob", "break-comment", "looked", target=target)
     assert comment.note == "break 2026-01-01T00:00:00.000000Z merchant-00 EUR: looked"
-    append_signoff(db, RUN, "bob", "break-resolved", "fixed upstream", target=target)
+    append(db, RUN, "bob", "break-resolved", "fixed upstream", target=target)
     item = queries.break_detail(db, RUN, target)
     assert item is not None and item["review_status"] == "resolved"
     assert [e["decision"] for e in item["entries"]] == ["break-comment", "break-resolved"]
     assert review_states(db, [RUN])[RUN].state == "open"  # a break action signs nothing
-    assert verify_log(db).ok
+    assert verify(db).ok
     with pytest.raises(SignoffRefused, match="not a break of run"):
-        append_signoff(db, RUN, "bob", "break-comment", "x",
+        append(db, RUN, "bob", "break-comment", "x",
                        target=replace(target, key="merchant-99"))
     with pytest.raises(UsageError, match="target"):
-        append_signoff(db, RUN, "bob", "break-comment", "x")
+        append(db, RUN, "bob", "break-comment", "x")
     with pytest.raises(SignoffRefused, match="four-eyes"):
-        append_signoff(db, RUN, "alice", "break-accepted", "x", target=target)
+        append(db, RUN, "alice", "break-accepted", "x", target=target)
 
 
 # ----------------------------------------------------------------------------- paging
@@ -306,8 +322,8 @@ def test_the_report_lists_decisions_on_the_run_not_break_actions(db: ReportDB) -
     from reports.context import _signoffs
 
     target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-00", "EUR")
-    append_signoff(db, RUN, "bob", "break-comment", "looked", target=target)
-    append_signoff(db, RUN, "bob", "approved", "ties out")
+    append(db, RUN, "bob", "break-comment", "looked", target=target)
+    append(db, RUN, "bob", "approved", "ties out")
     run = db.get_audit_run(RUN)
     assert run is not None
     own, prior = _signoffs(db, run)
@@ -473,7 +489,7 @@ def test_repeated_failed_logins_are_throttled_with_a_clear_message(db: ReportDB,
                                                                    tmp_path: Path) -> None:
     from workbench.auth import LoginThrottle
 
-    app = create_app(db, secret=b"s" * 32, warehouse=tmp_path,
+    app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=tmp_path,
                      throttle=LoginThrottle(per_name=3, per_address=5))
     def post(name: str, password: str):
         client = TestClient(app)  # each from the same address ("testclient")
@@ -542,13 +558,14 @@ def test_the_reconciler_acting_on_a_break_is_told_so_not_about_signing(app, db) 
 def test_a_signer_is_named_once_and_a_broken_log_counts_its_problems(app, db: ReportDB) -> None:
     bob = _client(app, "bob")
     for note in ("figures checked", "checked again"):
-        append_signoff(db, RUN, "bob", "approved", note)
+        append(db, RUN, "bob", "approved", note)
     assert "Signed off: 1 of 1 approvals (bob)." in bob.get(f"/day/{DAY}").text
     assert "Signed off: 1 of 1 approvals (bob)<" in bob.get("/").text
     with db.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE signoff_log SET note = 'all fine' WHERE seq = 1")
     page = bob.get("/log").text
-    assert "BROKEN" in page and "(1 problem)" in page
+    # the edit breaks the entry's hash and bob's signature of it
+    assert "BROKEN" in page and "(2 problems)" in page
 
 
 def test_users_disable_or_revoke_without_a_name_says_so(tmp_path: Path, capsys) -> None:
@@ -613,10 +630,11 @@ from reports.db.repository import ReportDB
 from workbench.app import create_app
 from workbench.auth import add_user
 from workbench.sample import sample_day
+from tests.signers import workbench_trust
 with ReportDB("sqlite:///" + sys.argv[1]) as db:
     sample_day(db, date(2026, 1, 1), breaks=60, reconciler="alice")
     add_user(db, "bob", "reviewer", "correct horse battery staple")
-    client = TestClient(create_app(db, secret=b"s" * 32))
+    client = TestClient(create_app(db, secret=b"s" * 32, trust=workbench_trust(db)))
     token = re.search('name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
     client.post("/login", data={"name": "bob", "password": "correct horse battery staple",
                                 "csrf": token})
@@ -649,7 +667,7 @@ def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
     """After the lookback re-audited a signed day, the day page showed an unsigned run and
     nothing about the sign-off the re-audit undid (the day's report says it)."""
     bob = _client(app, "bob")
-    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    append(db, RUN, "bob", "approved", "figures checked")
     assert 'id="replaced"' not in bob.get(f"/day/{DAY}").text
     sample_day(db, DAY, breaks=130, reconciler="alice", run_id="nightly-2026-01-01-again",
                now=datetime.now(UTC) + timedelta(hours=1))
@@ -658,7 +676,7 @@ def test_a_day_whose_signed_run_was_replaced_says_it_needs_a_new_sign_off(app,
     assert '<p class="warn" id="state">Awaiting sign-off: 0 of 1 approvals.</p>' in page
     assert (f"A later audit replaced run <code>{RUN}</code> (Signed off: 1 of 1 approvals "
             "(bob)): a sign-off does not carry over" in page and "this run needs its own" in page)
-    append_signoff(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
+    append(db, "nightly-2026-01-01-again", "bob", "approved", "checked again")
     page = bob.get(f"/day/{DAY}").text
     assert 'id="replaced"' not in page and "Signed off: 1 of 1 approvals (bob)." in page
 
@@ -737,7 +755,7 @@ def test_a_day_signed_off_in_a_broken_log_says_the_log_fails_verification(app,
     """The day page said "Signed off" over a log entry edited (or figures changed) by
     hand; only the log page said BROKEN."""
     bob = _client(app, "bob")
-    append_signoff(db, RUN, "bob", "approved", "figures checked")
+    append(db, RUN, "bob", "approved", "figures checked")
     assert 'id="log-broken"' not in bob.get("/").text + bob.get(f"/day/{DAY}").text
     with db.engine.begin() as conn:  # the run's signed figures changed after the sign-off
         conn.exec_driver_sql("UPDATE audit_run_currencies SET gap_total = 0 "

@@ -23,6 +23,7 @@ from reports.db.repository import ReportDB
 from reports.review_state import review_states
 from tests.browser import need
 from tests.cdp import Browser
+from tests.signers import workbench_trust
 from workbench.app import create_app
 from workbench.auth import add_user
 from workbench.sample import sample_day
@@ -42,7 +43,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, ReportDB]]:
         sample_day(db, DAY, breaks=300, reconciler="alice")
         for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor")):
             add_user(db, name, role, PASSWORD)
-        app = create_app(db, secret=b"s" * 32, warehouse=warehouse)
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=warehouse)
         with serve_in_thread(app) as url:
             yield url, db
 
@@ -230,7 +231,7 @@ def test_the_day_page_and_the_approval_record_show_the_state_offline(tmp_path: P
                                                reconciler="alice",
                                                **review_fields(db, run, 1)), folder)
         signed_bytes = (folder / "report.html").read_bytes()
-        app = create_app(db, secret=b"s" * 32, warehouse=tmp_path / "warehouse")
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=tmp_path / "warehouse")
         with serve_in_thread(app) as url:
             _login(browser, url, "bob")
             browser.goto(f"{url}/day/{DAY}")

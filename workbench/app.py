@@ -34,17 +34,18 @@ from reckon.errors import ReckonError, UsageError
 from reckon.materiality import is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
+from reckon.signing import SigningKey
 from reckon.signoff import REOPENED, review_words
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import (
     BreakTarget,
+    LogTrust,
     SignoffRefused,
     append_signoff,
     figures_in_minor_units,
     read_log,
-    verify_log,
 )
 from reports.review_state import review_states
 from workbench import queries
@@ -165,8 +166,12 @@ def _when(moment: datetime | None) -> str:
 def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
                secure_cookies: bool = False, throttle: LoginThrottle | None = None,
                required_approvers: int = 1,
-               material_gap: Mapping[str, Decimal] | None = None) -> FastAPI:
+               material_gap: Mapping[str, Decimal] | None = None,
+               trust: LogTrust | None = None) -> FastAPI:
     """The workbench over ``db``; ``warehouse`` holds the log's anchor (verify and append);
+    ``trust`` the workbench's own signing key (registered with scope workbench: it signs for
+    the people it authenticated) and what verify-log checks against; without a key it
+    refuses every action (an unsigned entry would fail verify-log);
     ``throttle`` limits failed logins (default: :class:`LoginThrottle`'s limits);
     ``required_approvers`` sign a run off (the setting, reckon.signoff.review_state);
     ``material_gap`` marks material breaks (the setting, reckon.materiality; empty: off)."""
@@ -206,8 +211,8 @@ def create_app(db: ReportDB, *, secret: bytes, warehouse: Path | None = None,
                     error=f"{where} is not valid: {first.get('msg', 'malformed')}")
 
     _login_routes(app, db, keys, page, secure_cookies, throttle or LoginThrottle())
-    _read_routes(app, db, page, warehouse, required_approvers)
-    _action_routes(app, db, warehouse, required_approvers)
+    _read_routes(app, db, page, warehouse, required_approvers, trust or LogTrust())
+    _action_routes(app, db, warehouse, required_approvers, trust or LogTrust())
     return app
 
 
@@ -295,11 +300,11 @@ def _check_cause_and_age(cause: str, age: int) -> None:
 
 
 def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
-                 required: int) -> None:
+                 required: int, trust: LogTrust) -> None:
     @app.get("/")
     def home(request: Request, who: Who) -> Response:
         return page(request, "days.html", who, runs=queries.days(db, required_approvers=required),
-                    check=verify_log(db, warehouse=warehouse, figures_of=()))
+                    check=trust.verify(db, warehouse, figures_of=()))
 
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
@@ -309,7 +314,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         return page(request, "day.html", who, run=run,
                     entries=queries.log_entries(db, run["run_id"]),
                     replaced=queries.replaced_signoff(db, run, required),
-                    check=verify_log(db, warehouse=warehouse, figures_of={run["run_id"]}))
+                    check=trust.verify(db, warehouse, figures_of={run["run_id"]}))
 
     @app.get("/report/{day}/{kind}/{name}")
     def report(who: Who, day: str, kind: str, name: str) -> Response:
@@ -387,11 +392,11 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
     @app.get("/log")
     def log(request: Request, who: Who) -> Response:
         return page(request, "log.html", who, entries=read_log(db),
-                    check=verify_log(db, warehouse=warehouse))
+                    check=trust.verify(db, warehouse))
 
     @app.get("/log/export.json")
     def export(who: Who) -> Response:
-        check = verify_log(db, warehouse=warehouse)
+        check = trust.verify(db, warehouse)
         entries = read_log(db)
         signed = [{"seq": e.seq, "at": e.at.isoformat(), "run_id": e.run_id, "by": e.by,
                    "decision": e.decision, "note": e.note, "entry_hash": e.entry_hash,
@@ -410,7 +415,17 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
             "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
 
 
-def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required: int) -> None:
+def _signer(trust: LogTrust) -> SigningKey:
+    """The workbench's key, or a refusal: an action it cannot sign is not recorded."""
+    if trust.signer is None:
+        raise SignoffRefused("this workbench has no signing key, so it records no decision: "
+                             "run `reckon keys init` as the workbench's account and have the "
+                             "administrator register it with `--scope workbench`")
+    return trust.signer
+
+
+def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required: int,
+                   trust: LogTrust) -> None:
     @app.post("/break/action")
     def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
                      key: Annotated[str, Form()], cur: Annotated[str, Form()],
@@ -419,7 +434,7 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
             raise UsageError(f"action={action!r} is not valid: one of " + ", ".join(_ACTIONS))
         target = _target(ws, key, cur)
         append_signoff(db, run, who.user.name, _ACTIONS[action], note, warehouse=warehouse,
-                       target=target)
+                       target=target, signer=_signer(trust), heads=trust.heads)
         query = urlencode({"run": run, "ws": ws, "key": key, "cur": cur, "msg": f"{action} recorded"})
         return RedirectResponse(f"/break?{query}", status_code=303)
 
@@ -436,6 +451,6 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
         if found is None:
             raise UsageError(f"no audit run {run!r}")
         append_signoff(db, run, who.user.name, decision, note, warehouse=warehouse,
-                       required_approvers=required)
+                       required_approvers=required, signer=_signer(trust), heads=trust.heads)
         return RedirectResponse(f"/day/{found.day.isoformat()}?kind={found.kind}&msg=run+"
                                 f"{decision}", status_code=303)

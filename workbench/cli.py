@@ -23,6 +23,7 @@ from reckon.errors import UsageError, invalid
 from reports.db.engine import write_tx
 from reports.db.models import WORKBENCH_USERS
 from reports.db.repository import ReportDB
+from reports.review import LogTrust
 from workbench.auth import User, end_sessions, load_secret, put_user
 
 __all__ = ["cmd_users", "cmd_workbench"]
@@ -132,11 +133,24 @@ def cmd_workbench(args: argparse.Namespace, settings: Settings) -> int:
     app = create_app(db, secret=secret, warehouse=warehouse if warehouse.is_dir() else None,
                      secure_cookies=args.secure_cookies,
                      required_approvers=settings.required_approvers,
-                     material_gap=settings.material_thresholds())
+                     material_gap=settings.material_thresholds(), trust=_trust(settings))
     serve(app, args.host, args.port, ready=lambda: print(
         f"reckon workbench on http://{args.host}:{args.port} (report database "
         f"{settings.public_dict()['report_db_url']}); Ctrl-C stops it", flush=True))
     return 0
+
+
+def _trust(settings: Settings) -> LogTrust:
+    """The workbench's signing key (the signing_key setting of the account it runs as; none:
+    it serves pages but refuses each decision, saying how to make and register one) and what
+    verify-log checks."""
+    from reckon.signing import SigningKey, key_file
+
+    path = key_file(settings.signing_key)
+    signer = SigningKey.load(path) if path.exists() else None  # none: each action says so
+    heads = Path(settings.signoff_heads).expanduser() if settings.signoff_heads else None
+    return LogTrust(signer=signer, admin_key=settings.signoff_admin_key or None,
+                    legacy_through=settings.signoff_legacy_through, heads=heads)
 
 
 def _refuse_a_missing_sqlite_file(settings: Settings) -> None:

@@ -9,6 +9,7 @@ The modules are imported only when their command runs (reckon.cli_parser's ``_la
 - ``nightly``: compact, replay, audit, check, report, vacuum (the steps the DAGs run too);
 - ``stream``: the streaming aggregator;
 - ``review``: breaks, signoff, verify-log;
+- ``keys``: the signers' ed25519 keys (init, register, list);
 - ``investigate``: sql, explain, lateness-curve, lateness;
 - ``sample``: generate (sample landing data), demo (the whole flow on it).
 

@@ -21,12 +21,13 @@ from reckon.config import Settings
 from reckon.errors import invalid
 from reckon.materiality import is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
+from reckon.signing import SigningKey, key_file
 from reckon.signoff import review_words
 from reckon.timeutil import parse_date
 from reports.approval_record import APPROVAL_HTML, APPROVAL_JSON, approval_record
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
-from reports.review import read_log, sign_off, verify_log
+from reports.review import published_head, read_log, sign_off, verify_log
 from reports.review_state import review_states
 
 __all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]
@@ -163,9 +164,11 @@ def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon signoff --run R --note TEXT [--decision D] [--by NAME]``: signed by who runs
     it (reports.review.sign_off)."""
     required = settings.required_approvers
+    key = SigningKey.load(key_file(settings.signing_key))
     with ReportDB.from_settings(settings) as db:
         entry = sign_off(db, args.run, args.decision, args.note, by=args.by,
-                         warehouse=settings.warehouse_path, required_approvers=required)
+                         warehouse=settings.warehouse_path, required_approvers=required,
+                         key=key, heads=_heads(settings))
         state = review_states(db, [entry.run_id], required)[entry.run_id]
         found = approval_record(db, entry.run_id, required)
     record = None if found is None else found[0] / APPROVAL_HTML
@@ -203,10 +206,20 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+def _heads(settings: Settings) -> Path | None:
+    """The file outside the warehouse each sign-off publishes the log's head to, if set."""
+    return Path(settings.signoff_heads).expanduser() if settings.signoff_heads else None
+
+
 def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon verify-log``: exit 0 when the chain is intact, 1 with every problem otherwise."""
+    """``reckon verify-log [--expect-head H]``: exit 0 when the chain, the signatures and
+    what they signed are intact and the head published outside the warehouse (``H``, else
+    the last line of ``signoff_heads``) is still in the log; 1 with every problem otherwise."""
+    expected = (args.expect_head or "").strip() or published_head(_heads(settings))
     with ReportDB.from_settings(settings) as db:
-        result = verify_log(db, warehouse=settings.warehouse_path)
+        result = verify_log(db, expected_head=expected, warehouse=settings.warehouse_path,
+                            admin_key=settings.signoff_admin_key or None,
+                            legacy_through=settings.signoff_legacy_through)
         states = review_states(db, sorted({e.run_id for e in read_log(db)}),
                                settings.required_approvers)
     words = {run_id: review_words(state) for run_id, state in sorted(states.items())}
@@ -217,6 +230,10 @@ def cmd_verify_log(args: argparse.Namespace, settings: Settings) -> int:
     if result.ok:
         print(f"sign-off log OK: {_count(result.entries, 'entry', 'entries')}, head hash "
               f"{result.head_hash}")
+        if result.legacy:
+            print(f"  {_count(result.legacy, 'entry is', 'entries are')} unsigned legacy "
+                  f"(seq 1 to {settings.signoff_legacy_through}, written before signing keys): "
+                  "trusted only as far as the signed entries after them chain to them")
         if runs:
             print("\n".join(runs))
         return 0

@@ -35,6 +35,7 @@ __all__ = [
     "LATE_ATTRIBUTION",
     "REPORTS",
     "REVIEW_STATUSES",
+    "SIGNER_KEYS",
     "SIGNOFF_LOG",
     "WORKBENCH_LOGIN_FAILURES",
     "WORKBENCH_SESSIONS",
@@ -313,6 +314,32 @@ class SignoffModel(Base):
     # what was signed, as canonical JSON (reports.review.signed_figures), inside the hash;
     # null on entries written before migration 0005
     signed: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    # the signer's ed25519 signature of entry_hash and the id of the key that made it
+    # (reckon.signing); null on entries written before migration 0012
+    key_id: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    signature: Mapped[str | None] = mapped_column(sa.String(128), nullable=True)
+
+
+class SignerKeyModel(Base):
+    """A signer's public key, registered by the administrator (reports.signer_keys): the
+    registration is signed by the administrator's key pinned in ``signoff_admin_key``."""
+
+    __tablename__ = "signer_keys"
+    __table_args__ = (
+        sa.CheckConstraint("scope IN ('self', 'workbench', 'revoked')",
+                           name="ck_signer_keys_scope"),
+    )
+
+    seq: Mapped[int] = mapped_column(sa.BigInteger(), primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    name: Mapped[str] = mapped_column(sa.String(200))
+    public_key: Mapped[str] = mapped_column(sa.String(100))
+    key_id: Mapped[str] = mapped_column(sa.String(16), index=True)
+    scope: Mapped[str] = mapped_column(sa.String(20))
+    admin_key_id: Mapped[str] = mapped_column(sa.String(16))
+    signature: Mapped[str] = mapped_column(sa.String(128))
+    # a revocation (scope 'revoked'): the last log seq the key may have signed
+    through_seq: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
 
 
 class WorkbenchUserModel(Base):
@@ -375,6 +402,7 @@ CHECK_RUNS: sa.Table = Base.metadata.tables["check_runs"]
 EXPECTATION_RESULTS: sa.Table = Base.metadata.tables["expectation_results"]
 REPORTS: sa.Table = Base.metadata.tables["reports"]
 SIGNOFF_LOG: sa.Table = Base.metadata.tables["signoff_log"]
+SIGNER_KEYS: sa.Table = Base.metadata.tables["signer_keys"]
 WORKBENCH_USERS: sa.Table = Base.metadata.tables["workbench_users"]
 WORKBENCH_SESSIONS: sa.Table = Base.metadata.tables["workbench_sessions"]
 WORKBENCH_LOGIN_FAILURES: sa.Table = Base.metadata.tables["workbench_login_failures"]

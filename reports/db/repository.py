@@ -39,6 +39,7 @@ from audits.records import (
 )
 from reckon.errors import UsageError, invalid
 from reckon.identity import os_principal
+from reckon.sharing import create_group_writable
 from reports.db.engine import insert_for, make_engine, migrate_engine, note_migrated, write_tx
 from reports.db.executor_writes import insert_break_stories, insert_breaks
 from reports.db.models import (
@@ -135,6 +136,8 @@ class ReportDB:
         if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "",
                                                                              ":memory:"):
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            create_group_writable(Path(parsed.database).expanduser(),
+                                  str(getattr(settings, "shared_warehouse", "")))
         return cls(url, getattr(settings, "warehouse_path", None))
 
     def stored_path(self, path: str) -> str:
