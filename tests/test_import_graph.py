@@ -38,8 +38,8 @@ CORE = frozenset(f"reckon.{m}" for m in (
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in (
     "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
-    "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream", "demo",
-    "pipeline", "read", "submit_replay"))
+    "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream",
+    "demo", "jvm_archive", "pipeline", "read", "submit_replay"))
 #: workbench (the reviewer's web app) reads the report database and sits below the CLI that
 #: starts it.
 RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}
