@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -788,3 +789,83 @@ def test_an_auditor_exports_the_filtered_breaks_as_csv_but_may_not_act(app, db: 
         "location"] == "/login"  # not logged in: nothing exported
     wrong = carl.get(f"/day/{DAY}/breaks.csv?cause=NOPE")  # a mistake: one line, no file
     assert wrong.status_code == 400 and "cause=&#39;NOPE&#39; is not valid" in wrong.text
+
+
+# ----------------------------------------------------------------------------- materiality
+
+
+def _listed(client: TestClient, query: str) -> tuple[str, list[tuple[str, Decimal]]]:
+    """A break list page and its rows' (currency, gap) in the order shown."""
+    text = client.get(f"/day/{DAY}/breaks?{query}").text
+    rows = re.findall(r'</a></td>\s*<td>[^<]*</td><td>([A-Z]{3})</td><td>[A-Z_]+</td>'
+                      r'<td class="num">([^<]+)</td>', text)
+    return text, [(code, Decimal(gap.replace(",", ""))) for code, gap in rows]
+
+
+def test_a_reviewer_narrows_breaks_to_a_minimum_gap_per_currency_and_sorts_by_size(
+        db: ReportDB, tmp_path: Path) -> None:
+    """Issue 61: a minimum absolute gap per currency (exact, in that currency's own units; a
+    currency not named is not narrowed) and a sort by absolute gap, largest first within each
+    currency (a yen is not a euro), paged by keyset and exported as shown."""
+    import csv
+    import html
+    import io
+
+    app = create_app(db, secret=b"s" * 32, warehouse=tmp_path,
+                     material_gap={"EUR": Decimal("1.40"), "JPY": Decimal("140")})
+    bob = _client(app, "bob")
+    text, rows = _listed(bob, "min_gap=EUR%3D1.40%2CJPY%3D140")
+    count = int(re.search(r"<b>([\d,]+)</b> breaks match", text).group(1))  # type: ignore[union-attr]
+    every = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=1000).rows
+    floor = {"EUR": Decimal("1.40"), "JPY": Decimal("140")}
+    expected = [b for b in every if abs(b["gap_amount"]) >= floor.get(b["currency"], 0)]
+    assert count == len(expected) < 130 and {c for c, _ in rows} == {"EUR", "JPY", "KWD"}
+    assert all(abs(gap) >= floor.get(code, 0) for code, gap in rows)
+    assert "|gap| at least 1.40 EUR, 140 JPY; other currencies unnarrowed" in text
+    material = re.search(r'id="material-only" href="([^"]+)"', text)
+    assert material and "min_gap=EUR%3D1.40%2CJPY%3D140" in material.group(1)
+    # sorted by |gap|: every page, following 'next', holds the whole order once
+    url, seen = f"/day/{DAY}/breaks?sort=gap&min_gap=EUR%3D1.40%2CJPY%3D140", []
+    while url:
+        page_text, page_rows = _listed(bob, url.split("?", 1)[1])
+        seen += page_rows
+        found = re.search(r'<a id="next" href="([^"]+)"', page_text)
+        url = f"/day/{DAY}/breaks" + html.unescape(found.group(1)) if found else ""
+        assert not found or ("sort=gap" in url and "min_gap=" in url)
+    assert len(seen) == count
+    assert seen == sorted(seen, key=lambda r: (r[0], -abs(r[1])))
+    # the export holds the same breaks in the same order, each amount exact
+    link = re.search(r'id="export-csv" href="([^"]+)"',
+                     bob.get(f"/day/{DAY}/breaks?sort=gap&min_gap=EUR%3D1.40%2CJPY%3D140").text)
+    assert link and "sort=gap" in link.group(1)
+    exported = list(csv.DictReader(io.StringIO(bob.get(html.unescape(link.group(1))).text)))
+    assert [(r["currency"], Decimal(r["gap_amount"])) for r in exported] == seen
+    # a bare amount needs its currency; with one it is that currency's floor
+    _, yen = _listed(bob, "currency=JPY&min_gap=140&sort=gap")
+    assert yen and {c for c, _ in yen} == {"JPY"} and min(abs(g) for _, g in yen) >= 140
+    assert abs(yen[0][1]) == max(abs(g) for _, g in yen)
+
+
+def test_a_bad_minimum_gap_or_sort_is_one_clear_line(app) -> None:
+    carl = _client(app, "carl")  # an auditor reads, filters and sorts like anyone
+    for query, said in (
+            ("min_gap=140", "min_gap=&#39;140&#39; is not valid: an amount is in one currency"),
+            ("min_gap=JPY%3D0.5", "min_gap: JPY=0.5 is not valid: JPY has 0 decimal places"),
+            ("min_gap=EUR%3D-1", "is not valid: a non-negative amount in EUR"),
+            ("min_gap=XAU%3D1", "XAU has no minor unit"),
+            ("min_gap=EUR%3D1e40", "is not valid: a non-negative amount in EUR"),
+            ("sort=size", "sort=&#39;size&#39; is not valid: one of window, gap")):
+        for path in ("breaks", "breaks.csv"):
+            response = carl.get(f"/day/{DAY}/{path}?{query}")
+            assert response.status_code == 400 and said in response.text, response.text
+            assert "Traceback" not in response.text
+
+
+def test_a_cursor_of_one_order_is_refused_by_the_other(db: ReportDB) -> None:
+    by_window = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=5)
+    by_gap = queries.break_page(db, RUN, DAY, queries.BreakFilter(sort="gap"), limit=5)
+    assert by_window.next_cursor and by_gap.next_cursor
+    for cursor, sort in ((by_window.next_cursor, "gap"), (by_gap.next_cursor, "window")):
+        with pytest.raises(UsageError, match="not a page cursor of this order"):
+            queries.break_page(db, RUN, DAY, queries.BreakFilter(sort=sort),
+                               queries.Cursor.decode(cursor))

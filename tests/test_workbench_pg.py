@@ -98,3 +98,41 @@ def test_the_workbench_keeps_sessions_and_failed_logins_and_reads_stories(owner_
         assert again is not None and end_sessions(owner, "bob") == 1
     assert "permission denied" in _refused(
         owner_url, WORKBENCH, "DELETE FROM break_stories")
+
+
+def test_the_workbench_role_pages_breaks_by_size_and_minimum_gap(owner_url: str) -> None:
+    """Issue 61 on PostgreSQL: the reconciler's role writes each break's exact absolute gap
+    (NUMERIC, migration 0012) and the workbench's role pages them largest first per
+    currency, narrowed to a minimum gap per currency, by keyset, every match once."""
+    from datetime import date
+    from decimal import Decimal
+    from itertools import pairwise
+
+    from workbench import queries
+    from workbench.sample import sample_day
+
+    day = date(2026, 1, 1)
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, day, breaks=90, reconciler="alice", run_id="run-g")
+    floor = (("EUR", Decimal("1.20")), ("JPY", Decimal("120")))
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        every = queries.break_page(workbench, "run-g", day, queries.BreakFilter(),
+                                   limit=1000).rows
+        for sort in queries.SORTS:
+            filters = queries.BreakFilter(min_gap=floor, sort=sort)
+            seen, after = [], None
+            while True:
+                page = queries.break_page(workbench, "run-g", day, filters, after, limit=8)
+                seen += [(r["currency"], r["gap_magnitude"], r["window_start"], r["key"])
+                         for r in page.rows]
+                if page.next_cursor is None:
+                    break
+                after = queries.Cursor.decode(page.next_cursor)
+            wanted = [b for b in every
+                      if abs(b["gap_amount"]) >= dict(floor).get(b["currency"], 0)]
+            assert len(seen) == len(set(seen)) == len(wanted) == page.total < 90
+            assert all(m == abs(b["gap_amount"]) for b in every for c, m, w, k in seen
+                       if (c, w, k) == (b["currency"], b["window_start"], b["key"]))
+            if sort == "gap":  # per currency, largest first (ties: latest window, key)
+                assert all(a[0] < b[0] or (a[0] == b[0] and a[1:] > b[1:])
+                           for a, b in pairwise(seen))

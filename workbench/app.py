@@ -31,7 +31,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
-from reckon.materiality import is_material, material_words
+from reckon.materiality import gap_floors, is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
 from reckon.signoff import REOPENED, review_words
@@ -328,7 +328,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                             headers={"Content-Security-Policy": "sandbox"})
 
     def day_and_filters(day: str, kind: str, status: str, cause: str, currency: str,
-                        merchant: str, age: int, partition: str, source: str
+                        merchant: str, age: int, partition: str, source: str,
+                        min_gap: str = "", sort: str = ""
                         ) -> tuple[dict[str, Any], queries.BreakFilter]:
         """The day's current run and the break list's filters from its query, each checked
         (a mistake is one line on the error page)."""
@@ -343,17 +344,24 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if partition and not partition.isdigit():
             raise UsageError(f"partition={partition!r} is not valid: a partition number "
                              "such as 3")
-        return run, queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age,
+        if sort and sort not in queries.SORTS:
+            raise UsageError(f"sort={sort!r} is not valid: one of " + ", ".join(queries.SORTS))
+        code = currency.strip().upper()
+        return run, queries.BreakFilter(status, cause, code, merchant.strip(), age,
                                         partition=str(int(partition)) if partition else "",
-                                        source=source.strip())
+                                        source=source.strip(),
+                                        min_gap=gap_floors(min_gap[:2000], code),
+                                        sort=sort or "window")
 
     @app.get("/day/{day}/breaks.csv")
     def breaks_csv(who: Who, day: str, kind: str = "nightly", status: str = "",
                    cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-                   partition: str = "", source: str = "") -> Response:
-        """Every break the list's filters match, as CSV (any role: it only reads)."""
+                   partition: str = "", source: str = "", min_gap: str = "",
+                   sort: str = "") -> Response:
+        """Every break the list's filters match, in its order, as CSV (any role: it only
+        reads)."""
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source)
+                                       partition, source, min_gap, sort)
         body = breaks_csv_text(db, run, filters, material=app.state.material)
         name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
         return Response(body, media_type="text/csv; charset=utf-8",
@@ -362,9 +370,10 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
     @app.get("/day/{day}/breaks")
     def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
                cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-               partition: str = "", source: str = "", after: str = "") -> Response:
+               partition: str = "", source: str = "", min_gap: str = "", sort: str = "",
+               after: str = "") -> Response:
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source)
+                                       partition, source, min_gap, sort)
         started = time.perf_counter()
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
@@ -373,8 +382,11 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         for row in result.rows:  # the page's rows only: the mark costs nothing to paging
             row["material"] = material_words(is_material(row["gap_amount"], row["currency"],
                                                          rule))
+        kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
+        material_only = ",".join(f"{c}={a}" for c, a in sorted(rule.items()))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
-                    facets=queries.facets(run), material=bool(rule))
+                    facets=queries.facets(run), material=bool(rule), kept=kept,
+                    material_only=material_only)
 
     @app.get("/break")
     def break_view(request: Request, who: Who, run: str, ws: str, key: str,

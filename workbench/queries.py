@@ -17,6 +17,7 @@ import base64
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,11 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
-from reports.db.types import UTCDateTime
+from reports.db.types import Magnitude, UTCDateTime
 from reports.review import BreakTarget
 from reports.review_state import review_states
 
-__all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
+__all__ = ["SORTS", "BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
            "facets", "log_entries", "replaced_signoff", "run_of_day"]
 
 PAGE_SIZE = 50
@@ -53,15 +54,19 @@ COUNT_CAP = 10_000
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where a page of breaks ends: the last break's (window_start, key, currency)."""
+    """Where a page of breaks ends: the last break's (window_start, key, currency), and its
+    absolute gap when the list is sorted by it (``magnitude``)."""
 
     window_start: datetime
     key: str
     currency: str
+    magnitude: Decimal | None = None
 
     def encode(self) -> str:
-        raw = json.dumps([self.window_start.astimezone(UTC).isoformat(), self.key,
-                          self.currency], separators=(",", ":"))
+        parts = [self.window_start.astimezone(UTC).isoformat(), self.key, self.currency]
+        if self.magnitude is not None:
+            parts.append(str(self.magnitude))
+        raw = json.dumps(parts, separators=(",", ":"))
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     @classmethod
@@ -71,22 +76,35 @@ class Cursor:
         try:
             if len(text) > _MAX_CURSOR_CHARS:
                 raise ValueError("too long")
-            ws, key, currency = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-            return cls(datetime.fromisoformat(ws).astimezone(UTC), str(key), str(currency))
-        except (ValueError, TypeError, RecursionError):
+            parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            if not isinstance(parts, list) or len(parts) not in (3, 4):
+                raise ValueError("not a cursor")
+            magnitude = None if len(parts) == 3 else Decimal(str(parts[3]))
+            if magnitude is not None and (not magnitude.is_finite() or magnitude < 0):
+                raise ValueError("not a magnitude")
+            return cls(datetime.fromisoformat(parts[0]).astimezone(UTC), str(parts[1]),
+                       str(parts[2]), magnitude)
+        except (ValueError, TypeError, RecursionError, ArithmeticError):
             raise UsageError("after= is not a page cursor: follow the 'next page' link") from None
 
 
 _MAX_CURSOR_CHARS = 4096  # a real cursor: a time, a key and a currency, base64
 
 
+#: The break list's orders: by window (the default), or by absolute gap, largest first
+#: within each currency (a yen is not a euro: no order compares amounts across currencies).
+SORTS = ("window", "gap")
+
+
 @dataclass(frozen=True)
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
-    merchant (key, exact), minimal age in days, and an input that contributed to the break:
+    merchant (key, exact), minimal age in days, an input that contributed to the break:
     a partition and/or a source (audits.break_story.inputs_of: its late events or uncaught
-    duplicates explain the gap, or it had events in a cell nothing explains). Empty = no
-    filter."""
+    duplicates explain the gap, or it had events in a cell nothing explains), and a minimum
+    absolute gap per currency (``min_gap``: (code, amount in that currency's units) pairs; a
+    currency not named is not narrowed, as reckon.materiality treats a currency without a
+    threshold). Empty = no filter. ``sort``: one of SORTS."""
 
     review_status: str = ""
     cause: str = ""
@@ -95,6 +113,12 @@ class BreakFilter:
     min_age_days: int = 0
     partition: str = ""
     source: str = ""
+    min_gap: tuple[tuple[str, Decimal], ...] = ()
+    sort: str = "window"
+
+    def floor(self, currency: str) -> Decimal | None:
+        """The minimum absolute gap asked for in ``currency`` (None: not narrowed)."""
+        return dict(self.min_gap).get(currency)
 
     def where(self, now: datetime) -> list[sa.ColumnElement[bool]]:
         b, r = BREAKS, BREAK_REVIEWS
@@ -109,12 +133,32 @@ class BreakFilter:
             out.append(b.c.key == self.merchant)
         if self.min_age_days > 0:
             out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
+        if self.min_gap:
+            out.append(self._gap_floor())
         return out
+
+    def _gap_floor(self) -> sa.ColumnElement[bool]:
+        """Each named currency's breaks of at least its amount; the others as they are."""
+        b = BREAKS
+        if self.currency:
+            floor = self.floor(self.currency)
+            return sa.true() if floor is None else b.c.gap_magnitude >= floor
+        named = [code for code, _ in self.min_gap]
+        return sa.or_(*(sa.and_(b.c.currency == code, b.c.gap_magnitude >= amount)
+                        for code, amount in self.min_gap), b.c.currency.not_in(named))
 
     def inputs(self) -> list[tuple[str, str]]:
         """The (dimension, value) pairs asked for: partition first."""
         return [(d, v) for d, v in (("partition", self.partition), ("source", self.source))
                 if v]
+
+    def query(self) -> dict[str, str]:
+        """The filters as the list's URL carries them (a page link, the CSV export)."""
+        return {"status": self.review_status, "cause": self.cause, "currency": self.currency,
+                "merchant": self.merchant, "age": str(self.min_age_days),
+                "partition": self.partition, "source": self.source,
+                "min_gap": ",".join(f"{c}={a}" for c, a in self.min_gap),
+                "sort": "" if self.sort == "window" else self.sort}
 
 
 @dataclass
@@ -239,8 +283,13 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     """One page of the run's breaks after ``after``, and how many match in all."""
     b = BREAKS
     moment = now or datetime.now(UTC)
-    stmt, order = _narrowed(_break_select(), run_id, day, filters, moment)
-    if after is not None:
+    by_gap = filters.sort == "gap"
+    if after is not None and (after.magnitude is not None) != by_gap:
+        raise UsageError("after= is not a page cursor of this order: follow the 'next page' "
+                         "link")
+    base, order = _narrowed(_break_select(), run_id, day, filters, moment)
+    stmt = base
+    if after is not None and not by_gap:
         stmt = stmt.where(sa.tuple_(*order) > sa.tuple_(
             sa.literal(after.window_start, UTCDateTime()), sa.literal(after.key),
             sa.literal(after.currency)))
@@ -251,7 +300,8 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     counted, _ = _narrowed(counted, run_id, day, filters, moment)
     count = sa.select(sa.func.count()).select_from(counted.limit(COUNT_CAP + 1).subquery())
     with db.ready().connect() as conn:
-        rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        rows = (_largest_first(conn, base, run_id, day, filters, after, limit + 1) if by_gap
+                else [dict(r) for r in conn.execute(stmt).mappings()])
         total = int(conn.execute(count).scalar_one())
         _with_inputs(conn, run_id, day, rows)
     more = len(rows) > limit
@@ -259,9 +309,52 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     for row in rows:
         row["age_days"] = max(0, (moment - row["first_seen_at"]).days)
     last = rows[-1] if rows and more else None
-    cursor = None if last is None else Cursor(last["window_start"], last["key"],
-                                              last["currency"]).encode()
+    cursor = None if last is None else Cursor(
+        last["window_start"], last["key"], last["currency"],
+        last["gap_magnitude"] if by_gap else None).encode()
     return BreakPage(rows=rows, total=total, next_cursor=cursor)
+
+
+def _largest_first(conn: sa.Connection, base: sa.Select[Any], run_id: str, day: date,
+                   filters: BreakFilter, after: Cursor | None, wanted: int
+                   ) -> list[dict[str, Any]]:
+    """Up to ``wanted`` matches of ``base`` after ``after`` in the order currency, absolute
+    gap largest first, window and key latest first: one backward range of
+    ``ix_breaks_magnitude`` per currency (starting at a currency's minimum gap), so a deep
+    page costs what the first costs."""
+    b = BREAKS
+    rows: list[dict[str, Any]] = []
+    code: str | None = after.currency if after is not None else filters.currency or None
+    if code is None:
+        code = _next_currency(conn, run_id, day, None)
+    resume = after
+    while code is not None and len(rows) < wanted:
+        stmt = base.where(b.c.currency == code)
+        floor = filters.floor(code)
+        if floor is not None:
+            stmt = stmt.where(b.c.gap_magnitude >= floor)
+        if resume is not None:
+            stmt = stmt.where(sa.tuple_(b.c.gap_magnitude, b.c.window_start, b.c.key)
+                              < sa.tuple_(sa.literal(resume.magnitude, Magnitude()),
+                                          sa.literal(resume.window_start, UTCDateTime()),
+                                          sa.literal(resume.key)))
+            resume = None
+        stmt = stmt.order_by(b.c.gap_magnitude.desc(), b.c.window_start.desc(),
+                             b.c.key.desc()).limit(wanted - len(rows))
+        rows += [dict(r) for r in conn.execute(stmt).mappings()]
+        code = None if filters.currency else _next_currency(conn, run_id, day, code)
+    return rows
+
+
+def _next_currency(conn: sa.Connection, run_id: str, day: date, after: str | None
+                   ) -> str | None:
+    """The run's first currency with breaks after ``after`` (an index seek, not a scan)."""
+    b = BREAKS
+    where = [b.c.run_id == run_id, b.c.day == day]
+    if after is not None:
+        where.append(b.c.currency > after)
+    found = conn.execute(sa.select(sa.func.min(b.c.currency)).where(*where)).scalar_one()
+    return None if found is None else str(found)
 
 
 def _with_inputs(conn: sa.Connection, run_id: str, day: date,

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from reckon.signoff import decision_constraint
-from reports.db.types import ExactDecimal, Money, UTCDateTime, id_type, json_type
+from reports.db.types import ExactDecimal, Magnitude, Money, UTCDateTime, id_type, json_type
 
 __all__ = [
     "AUDIT_RUNS",
@@ -125,6 +125,10 @@ class BreakModel(Base):
         sa.UniqueConstraint("run_id", "day", "window_start", "key", "currency",
                             name="uq_breaks_run_identity"),
         sa.Index("ix_breaks_identity", "day", "window_start", "key", "currency"),
+        # the workbench's materiality filter and its sort by absolute gap: one range of this
+        # index per currency, read backwards (largest first); migration 0012
+        sa.Index("ix_breaks_magnitude", "run_id", "day", "currency", "gap_magnitude",
+                 "window_start", "key"),
     )
 
     id: Mapped[int] = mapped_column(id_type(), primary_key=True, autoincrement=True)
@@ -138,6 +142,8 @@ class BreakModel(Base):
     provisional_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     canonical_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     gap_amount: Mapped[Decimal] = mapped_column(Money())
+    # abs(gap_amount), exact and ordered as a number on both backends (types.Magnitude)
+    gap_magnitude: Mapped[Decimal] = mapped_column(Magnitude())
     gap_count: Mapped[int] = mapped_column(sa.BigInteger())
     late_amount: Mapped[Decimal] = mapped_column(Money())
     late_count: Mapped[int] = mapped_column(sa.BigInteger())
