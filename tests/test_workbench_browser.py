@@ -270,3 +270,41 @@ def test_a_breaks_actions_are_above_the_fold_and_its_tables_scroll_in_their_box(
         wide = page.eval("(() => {const d = document.getElementById('explaining-box');"
                          " return [d.scrollWidth, d.clientWidth]})()")
         assert wide[0] > wide[1], wide  # the evidence is wider than the window: it scrolls
+
+
+def test_a_reviewer_sees_the_material_breaks_largest_first(tmp_path: Path) -> None:
+    """Issue 61: a reviewer types a minimum gap per currency, sorts by absolute gap and sees
+    the largest breaks of each currency first, each at least its currency's floor, the floor
+    said above the list; 'material only' fills in the material_gap setting. The form fits a
+    1280 px window."""
+    from decimal import Decimal
+
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=300, reconciler="alice", told=0)
+        add_user(db, "bob", "reviewer", PASSWORD)
+        app = create_app(db, secret=b"s" * 32, material_gap={"EUR": Decimal("1.40"),
+                                                             "JPY": Decimal("140")})
+        with serve_in_thread(app) as url, Browser(need("chromium"), width=1280,
+                                                  height=800) as page:
+            _login(page, url, "bob")
+            page.goto(f"{url}/day/{DAY}/breaks")
+            page.fill("#min-gap", "EUR=1.40, JPY=140")
+            page.fill("#sort", "gap")
+            page.click("#filters button[type=submit]")
+            assert page.text("#gap-floor") == ("|gap| at least 1.40 EUR, 140 JPY; other "
+                                               "currencies unnarrowed"), page.text("main")
+            shown = page.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                              "[r.cells[2].innerText, r.cells[4].innerText, "
+                              "r.cells[11].innerText])")
+            gaps = [(code, abs(Decimal(gap.replace(",", "")))) for code, gap, _ in shown]
+            assert len(shown) == 50 and gaps[0][0] == "EUR"
+            assert gaps == sorted(gaps, key=lambda g: (g[0], -g[1])), gaps
+            assert all(g >= {"EUR": Decimal("1.40"), "JPY": Decimal(140)}.get(c, 0)
+                       for c, g in gaps)
+            assert {m for _, _, m in shown} == {"material"}  # the floor is the setting's
+            assert page.eval("document.documentElement.scrollWidth") <= 1280
+            listed = page.text("#count")
+            page.goto(f"{url}/day/{DAY}/breaks")
+            page.click("#material-only")
+            assert page.eval("document.querySelector('#min-gap').value") == "EUR=1.40,JPY=140"
+            assert page.text("#count").split(" (")[0] == listed.split(" (")[0]
