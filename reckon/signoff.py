@@ -29,11 +29,12 @@ from typing import Final, Protocol, TypeVar
 from reckon.errors import invalid
 from reckon.identity import identity_key, same_person
 
-__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "NO_EVENTS", "OPEN",
+__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "BREAK_REVIEW_STATUSES",
+           "BREAK_STATUS_AFTER", "DECISIONS", "NO_EVENTS", "OPEN",
            "REJECTED", "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS",
            "Decided", "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
            "impersonation_refusal", "is_break_action", "replaced_signoff", "review_state",
-           "review_words", "signs_off"]
+           "review_status_constraint", "review_words", "signs_off"]
 
 #: The decision that withdraws its reviewer's standing decision on a run (a rejection
 #: reopened, or an approval taken back): the run is as if that reviewer had not decided.
@@ -46,8 +47,16 @@ SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 BREAK_CLOSING_DECISIONS = ("accepted", "resolved")
 #: Actions on one break of a run (the workbench's): entries of the same log, the break named
 #: in the entry's note so the hash binds it. They decide nothing about the run: they do not
-#: sign it off.
-BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved")
+#: sign it off. A rejection (the break's explanation or acceptance is disputed) and a reopen
+#: (back to open) each need a reason, the entry's note (migration 0013 added both).
+BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved", "break-rejected",
+                 "break-reopened")
+#: The review status a break action leaves its break in (a comment leaves it as it was).
+BREAK_STATUS_AFTER: Final = {"break-accepted": "accepted", "break-resolved": "resolved",
+                             "break-rejected": "rejected", "break-reopened": "open"}
+#: The review statuses of a break, in workflow order (break_reviews.review_status): the audit
+#: sets open or explained; a reviewer's break action accepted, resolved, rejected or open.
+BREAK_REVIEW_STATUSES = ("open", "explained", "accepted", "resolved", "rejected")
 
 
 def signs_off(decision: str) -> bool:
@@ -64,6 +73,15 @@ def is_break_action(decision: str) -> bool:
 def closes_breaks(decision: str) -> bool:
     """Whether ``decision`` moves the run's open breaks to that review status."""
     return decision in BREAK_CLOSING_DECISIONS
+
+
+def review_status_constraint() -> str:
+    """The SQL check of break_reviews' ``review_status`` (the text migration 0013 created).
+
+    >>> review_status_constraint()
+    "review_status IN ('open', 'explained', 'accepted', 'resolved', 'rejected')"
+    """
+    return "review_status IN (" + ", ".join(f"'{s}'" for s in BREAK_REVIEW_STATUSES) + ")"
 
 
 def decision_constraint() -> str:

@@ -15,8 +15,10 @@ Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space); the rules live in reckon.signoff. Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
-The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve) are entries of
-the same log, under the same rules, with the break named in the note; they sign nothing.
+The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve, reject, reopen)
+are entries of the same log, under the same rules, with the break named in the note (for a
+rejection or a reopen, the note is its reason); they sign nothing. Reopening an open break is
+refused.
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
 and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
@@ -41,6 +43,7 @@ from reckon.errors import UsageError, invalid
 from reckon.money import quantize_to_currency
 from reckon.signoff import (
     BREAK_ACTIONS,
+    BREAK_STATUS_AFTER,
     DECISIONS,
     closes_breaks,
     four_eyes_refusal,
@@ -284,7 +287,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     invisible characters and Unicode confusables folded).
 
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
-    the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
+    the break's label, and every action but a comment moves that break's review status
+    (reckon.signoff.BREAK_STATUS_AFTER: accepted, resolved, rejected, open again).
 
     After a decision on the run, the approval record beside the run's report is rewritten
     (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
@@ -297,7 +301,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             # audit_runs too: an audit recording a new run of the day waits, so a decision is
             # never appended to a run that stopped being current before the commit
             with write_tx(engine, "signoff_log", "audit_runs") as conn:
-                _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target)
+                _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target,
+                                        decision=decision)
                 at = (now or datetime.now(UTC)).astimezone(UTC)
                 entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
                                        note=text, at=at)
@@ -343,7 +348,8 @@ def _checked_request(decision: str, by: str, note: str, target: BreakTarget | No
 
 
 def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
-                            warehouse: Path | None, target: BreakTarget | None) -> None:
+                            warehouse: Path | None, target: BreakTarget | None,
+                            decision: str = "") -> None:
     """Raise :class:`SignoffRefused` unless ``who`` may decide on ``run_id`` now: the run
     exists and is its day's current one, its inputs have not changed since it was audited
     (when ``warehouse`` is given), ``target`` is one of its breaks, and ``who`` is not its
@@ -372,6 +378,11 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
             f"{run.day}`) and sign off the new run")
     if target is not None and not _break_in_run(conn, run_id, target):
         raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
+    if decision == "break-reopened" and target is not None:
+        status = _break_status(conn, run_id, target)
+        if status == "open":
+            raise SignoffRefused(f"{target.label()} is open already: nothing to reopen (a "
+                                 "comment says something about it without moving it)")
     refusal = four_eyes_refusal(who, str(run.reconciler), run_id,
                                 on_break=target is not None)
     if refusal is not None:
@@ -406,12 +417,13 @@ def _insert_entry(conn: sa.Connection, entry: SignoffEntry) -> None:
 def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
                      target: BreakTarget | None, at: datetime) -> None:
     """What the decision does to the breaks' review status: 'accepted' / 'resolved' move every
-    open break of the run to that status, 'break-accepted' / 'break-resolved' the target; the
-    other decisions and a comment leave them as they are."""
+    open break of the run to that status, a break action the target (BREAK_STATUS_AFTER:
+    accepted, resolved, rejected, open); the other decisions and a comment leave them as they
+    are."""
     if closes_breaks(decision):
         _close_open_breaks(conn, run_id, decision, at)
-    elif target is not None and decision != "break-comment":
-        _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
+    elif target is not None and decision in BREAK_STATUS_AFTER:
+        _set_break_status(conn, run_id, target, BREAK_STATUS_AFTER[decision], at)
 
 
 def _sqlstate(error: object) -> str | None:
@@ -438,6 +450,15 @@ def _break_in_run(conn: sa.Connection, run_id: str, target: BreakTarget) -> bool
     return conn.execute(sa.select(b.c.id).where(
         b.c.run_id == run_id, b.c.window_start == target.window_start, b.c.key == target.key,
         b.c.currency == target.currency).limit(1)).first() is not None
+
+
+def _break_status(conn: sa.Connection, run_id: str, target: BreakTarget) -> str | None:
+    """The review status of one break (its identity's, as last seen in ``run_id``)."""
+    r = BREAK_REVIEWS
+    found = conn.execute(sa.select(r.c.review_status).where(
+        r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
+        r.c.key == target.key, r.c.currency == target.currency)).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 def _set_break_status(conn: sa.Connection, run_id: str, target: BreakTarget, status: str,

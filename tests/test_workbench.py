@@ -869,3 +869,102 @@ def test_a_cursor_of_one_order_is_refused_by_the_other(db: ReportDB) -> None:
         with pytest.raises(UsageError, match="not a page cursor of this order"):
             queries.break_page(db, RUN, DAY, queries.BreakFilter(sort=sort),
                                queries.Cursor.decode(cursor))
+
+
+# ----------------------------------------------------------------------------- reject / reopen
+
+
+def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 61: a break is rejected (its explanation disputed) and reopened, each with a
+    required reason, one signed log entry each; the workbench's page, list and CSV, and
+    `reckon breaks list` show the same status; a run's acceptance leaves a rejected break
+    rejected; an auditor and the run's reconciler are refused on the server."""
+    import csv
+    import io
+
+    from reckon.config import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    wh = tmp_path / "wh"
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=12, reconciler="alice", told=0)
+        for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor")):
+            add_user(db, name, role, PASSWORD)
+        app = create_app(db, secret=b"s" * 32)
+        target = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-01",
+                  "cur": "JPY"}  # nothing explains it: open
+        bob = _client(app, "bob")
+        page = bob.get("/break", params=target).text
+        assert 'value="reject">Reject</button>' in page and 'value="reopen"' not in page
+        token = _csrf(page)
+        missing = bob.post("/break/action", data={**target, "csrf": token, "action": "reject",
+                                                  "note": "  "})
+        assert missing.status_code == 400 and \
+            "note is missing: rejecting a break needs a reason" in missing.text
+        for who, said in (("carl", "read-only"), ("alice", "four-eyes")):
+            client = _client(app, who)
+            refused = client.post("/break/action", data={
+                **target, "csrf": _csrf(client.get("/").text), "action": "reject",
+                "note": "not mine to judge"})
+            assert refused.status_code == 403 and said in refused.text, who
+        done = bob.post("/break/action", data={**target, "csrf": token, "action": "reject",
+                                               "note": "the late event is from another day"})
+        assert done.status_code == 200 and "reject recorded" in done.text
+        assert '<b id="review-status">rejected</b>' in done.text
+        assert 'value="reopen">Reopen</button>' in done.text
+        assert ("break-rejected: break 2026-01-01T00:00:00.000000Z merchant-01 JPY: the late "
+                "event is from another day") in done.text
+        listed = bob.get(f"/day/{DAY}/breaks?status=rejected").text
+        assert "<b>1</b> breaks match" in listed
+        rows = list(csv.DictReader(io.StringIO(bob.get(
+            f"/day/{DAY}/breaks.csv?status=rejected").text)))
+        assert [(r["key"], r["review_status"]) for r in rows] == [("merchant-01", "rejected")]
+        append_signoff(db, RUN, "bob", "accepted", "the rest is fine")  # closes open breaks
+        assert queries.break_detail(db, RUN, _target_of(target))["review_status"] == "rejected"
+        capsys.readouterr()
+        assert main(["breaks", "list", "--warehouse", str(wh), "--status", "rejected"]) == 0
+        out = capsys.readouterr().out
+        assert "merchant-01" in out and "1 break: 1 rejected" in out, out
+        reopened = bob.post("/break/action", data={**target, "csrf": token,
+                                                   "action": "reopen",
+                                                   "note": "the other day's replay moved it"})
+        assert '<b id="review-status">open</b>' in reopened.text
+        again = bob.post("/break/action", data={**target, "csrf": token, "action": "reopen",
+                                                "note": "twice"})
+        assert again.status_code == 403 and "is open already: nothing to reopen" in again.text
+        assert [e.decision for e in read_log(db)] == ["break-rejected", "accepted",
+                                                      "break-reopened"]
+        assert verify_log(db).ok
+
+
+def _target_of(form: dict[str, str]) -> BreakTarget:
+    return BreakTarget(datetime.fromisoformat(form["ws"]), form["key"], form["cur"])
+
+
+def test_rejecting_or_reopening_a_run_needs_a_reason_and_a_reviewer(app, db: ReportDB) -> None:
+    """Issue 61: a run's rejection and reopening each need a reason (the note), are one log
+    entry each and show in the run's state words; an auditor and a reconciler are refused."""
+    bob = _client(app, "bob")
+    token = _csrf(bob.get(f"/day/{DAY}").text)
+    for decision, said in (("rejected", "rejecting a run"), ("reopened", "reopening a run")):
+        response = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": decision,
+                                              "note": ""})
+        assert response.status_code == 400 and f"note is missing: {said} needs a reason" \
+            in response.text
+    rejected = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": "rejected",
+                                          "note": "JPY gap unexplained"})
+    assert "Rejected by bob: 0 of 1 approvals." in rejected.text
+    assert "<b>bob</b> rejected: JPY gap unexplained" in rejected.text
+    for who, said in (("carl", "read-only"), ("rita", "only a reviewer")):
+        client = _client(app, who)
+        refused = client.post("/signoff", data={"csrf": _csrf(client.get("/").text),
+                                                "run": RUN, "decision": "reopened",
+                                                "note": "let me"})
+        assert refused.status_code == 403 and said in refused.text, who
+    reopened = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": "reopened",
+                                          "note": "the JPY feed was re-sent"})
+    assert "Awaiting sign-off: 0 of 1 approvals." in reopened.text
+    assert [e.decision for e in read_log(db)] == ["rejected", "reopened"]

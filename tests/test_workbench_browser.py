@@ -264,7 +264,8 @@ def test_a_breaks_actions_are_above_the_fold_and_its_tables_scroll_in_their_box(
         boxes = page.eval("[...document.querySelectorAll('#action button, #action input"
                           "[name=note]')].map(b => {const r = b.getBoundingClientRect();"
                           " return [b.innerText || b.name, r.left, r.top, r.right, r.bottom]})")
-        assert [b[0] for b in boxes] == ["note", "Comment", "Accept", "Resolve"]
+        assert [b[0] for b in boxes] == ["note", "Comment", "Accept", "Resolve", "Reject",
+                                        "Reopen"]  # explained: it may be reopened
         for name, left, top, right, bottom in boxes:
             assert 0 <= left < right <= 1280 and 0 <= top < bottom <= 800, (name, boxes)
         wide = page.eval("(() => {const d = document.getElementById('explaining-box');"
@@ -308,3 +309,24 @@ def test_a_reviewer_sees_the_material_breaks_largest_first(tmp_path: Path) -> No
             page.click("#material-only")
             assert page.eval("document.querySelector('#min-gap').value") == "EUR=1.40,JPY=140"
             assert page.text("#count").split(" (")[0] == listed.split(" (")[0]
+
+
+def test_a_reviewer_rejects_a_break_and_sees_it_rejected_then_reopens_it(served,
+                                                                        browser) -> None:
+    """Issue 61: Reject with a reason on a break's page: its status reads rejected, the
+    reason is the log entry's note, and Reopen (offered once it is not open) opens it again."""
+    url, _db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open&currency=JPY")
+    browser.click("#breaks a.break")
+    assert browser.text("#review-status") == "open"
+    assert browser.eval("document.querySelector('#action button[value=reopen]')") is None
+    browser.fill("#action input[name=note]", "the JPY feed was cut off at 23:59")
+    browser.click("#action button[value=reject]")
+    assert browser.text("#review-status") == "rejected", browser.text("main")
+    assert "bob break-rejected: break" in browser.text("#entries")
+    assert browser.text("#entries").endswith("JPY: the JPY feed was cut off at 23:59")
+    browser.fill("#action input[name=note]", "feed re-sent, gap is real")
+    browser.click("#action button[value=reopen]")
+    assert browser.text("#review-status") == "open"
+    assert "break-reopened" in browser.text("#entries")

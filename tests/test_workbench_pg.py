@@ -136,3 +136,27 @@ def test_the_workbench_role_pages_breaks_by_size_and_minimum_gap(owner_url: str)
             if sort == "gap":  # per currency, largest first (ties: latest window, key)
                 assert all(a[0] < b[0] or (a[0] == b[0] and a[1:] > b[1:])
                            for a, b in pairwise(seen))
+
+
+def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
+    """Issue 61 on PostgreSQL: migration 0013's checks take a break's rejection and reopen
+    (log entries by the workbench's role, in the user's name) and the 'rejected' status; the
+    database still refuses an auditor (its signer trigger) whatever the decision."""
+    from datetime import UTC, date, datetime
+
+    from reports.review import BreakTarget
+    from workbench import queries
+    from workbench.sample import sample_day
+
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, date(2026, 1, 5), breaks=6, reconciler="alice", run_id="run-r")
+    target = BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-01", "JPY")
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        append_signoff(workbench, "run-r", "bob", "break-rejected", "wrong day", target=target)
+        assert queries.break_detail(workbench, "run-r", target)["review_status"] == "rejected"
+        append_signoff(workbench, "run-r", "bob", "break-reopened", "re-sent", target=target)
+        assert queries.break_detail(workbench, "run-r", target)["review_status"] == "open"
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target)
+    with ReportDB(owner_url) as owner:
+        assert [e.decision for e in read_log(owner)] == ["break-rejected", "break-reopened"]

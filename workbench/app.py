@@ -66,7 +66,11 @@ LOGIN_COOKIE = "reckon_login"
 _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; "
                  "form-action 'self'", "X-Content-Type-Options": "nosniff",
                  "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
-_ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved"}
+_ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved",
+            "reject": "break-rejected", "reopen": "break-reopened"}
+#: The actions whose note is their reason, asked for by name when it is missing.
+_REASONED = {"reject": "rejecting", "reopen": "reopening", "rejected": "rejecting",
+             REOPENED: "reopening"}
 #: What the day page's sign-off form offers (the CLI offers every decision of reckon.signoff).
 _RUN_DECISIONS = ("approved", "rejected", REOPENED)
 
@@ -422,6 +426,14 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
             "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
 
 
+def _need_reason(action: str, note: str, what: str) -> None:
+    """A rejection or a reopen without its reason is refused in one line (the log would take
+    any note; this names what is missing)."""
+    if action in _REASONED and not note.strip():
+        raise UsageError(f"note is missing: {_REASONED[action]} {what} needs a reason, "
+                         "written in the note")
+
+
 def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required: int) -> None:
     @app.post("/break/action")
     def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
@@ -429,6 +441,7 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
                      action: Annotated[str, Form()], note: Annotated[str, Form()] = "") -> Response:
         if action not in _ACTIONS:
             raise UsageError(f"action={action!r} is not valid: one of " + ", ".join(_ACTIONS))
+        _need_reason(action, note, "a break")
         target = _target(ws, key, cur)
         append_signoff(db, run, who.user.name, _ACTIONS[action], note, warehouse=warehouse,
                        target=target)
@@ -444,6 +457,7 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
         if decision not in _RUN_DECISIONS:
             raise UsageError(f"decision={decision!r} is not valid: one of "
                              + ", ".join(_RUN_DECISIONS))
+        _need_reason(decision, note, "a run")
         found = db.get_audit_run(run)
         if found is None:
             raise UsageError(f"no audit run {run!r}")

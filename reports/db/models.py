@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from reckon.signoff import decision_constraint
+from reckon.signoff import BREAK_REVIEW_STATUSES, decision_constraint, review_status_constraint
 from reports.db.types import ExactDecimal, Magnitude, Money, UTCDateTime, id_type, json_type
 
 __all__ = [
@@ -56,8 +56,9 @@ __all__ = [
     "WorkbenchUserModel",
 ]
 
-#: The review status of a break identity (break_reviews.review_status), in workflow order.
-REVIEW_STATUSES = ("open", "explained", "accepted", "resolved")
+#: The review status of a break identity (break_reviews.review_status), in workflow order
+#: (reckon.signoff owns them).
+REVIEW_STATUSES = BREAK_REVIEW_STATUSES
 
 
 class Base(DeclarativeBase):
@@ -159,8 +160,7 @@ class BreakReviewModel(Base):
 
     __tablename__ = "break_reviews"
     __table_args__ = (
-        sa.CheckConstraint("review_status IN ('open', 'explained', 'accepted', 'resolved')",
-                           name="ck_break_reviews_status"),
+        sa.CheckConstraint(review_status_constraint(), name="ck_break_reviews_status"),
     )
 
     day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
