@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -63,12 +63,14 @@ from reports.db.repository import ReportDB
 
 __all__ = [
     "BREAK_ACTIONS",
+    "BULK_CAP",
     "DECISIONS",
     "GENESIS_HASH",
     "BreakTarget",
     "LogVerification",
     "SignoffEntry",
     "SignoffRefused",
+    "append_break_actions",
     "append_signoff",
     "changed_inputs",
     "compute_entry_hash",
@@ -323,6 +325,53 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     return entry
 
 
+#: The most breaks one bulk action takes (reckon's workbench asks for a narrower filter).
+BULK_CAP = 5_000
+
+
+def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note: str,
+                         targets: Sequence[BreakTarget], *, now: datetime | None = None,
+                         warehouse: Path | None = None) -> list[SignoffEntry]:
+    """One break action (BREAK_ACTIONS) on each of ``targets``, breaks of ``run_id``: one log
+    entry per break, each chained and hashed as :func:`append_signoff` writes it, all in one
+    transaction (all are appended, or none). The same rules, checked before anything is
+    written: the run is current and its inputs unchanged, every target is one of its breaks,
+    ``by`` is not its reconciler (four eyes); at most :data:`BULK_CAP` breaks.
+
+    Example: ``append_break_actions(db, "nightly-2026-01-01", "bob", "break-accepted",
+    "late events of partition 3", targets)`` appends ``len(targets)`` entries."""
+    if not targets:
+        raise invalid("targets", "[]", "one break or more")
+    if len(targets) > BULK_CAP:
+        raise invalid("targets", f"{len(targets):,} breaks", f"at most {BULK_CAP:,} at once")
+    if decision not in BREAK_ACTIONS:
+        raise invalid("decision", decision, "a break action: one of " + ", ".join(BREAK_ACTIONS))
+    checked = [_checked_request(decision, by, note, t) for t in targets]
+    who = checked[0][0]
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    entries: list[SignoffEntry] = []
+    try:
+        with write_tx(db.ready(), "signoff_log", "audit_runs") as conn:
+            for n, target in enumerate(targets):
+                _refuse_unless_signable(conn, run_id, who,
+                                        warehouse=warehouse if n == 0 else None,
+                                        target=target, decision=decision)
+            signed = signed_figures(conn, run_id)
+            for target, (_, text) in zip(targets, checked, strict=True):
+                entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
+                                       note=text, at=at, signed=signed)
+                _insert_entry(conn, entry)
+                _apply_to_breaks(conn, run_id, decision, target, at)
+                entries.append(entry)
+    except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
+        if _sqlstate(exc.orig) != "42501":
+            raise
+        cause = str(exc.orig).strip().splitlines()[0]
+        raise SignoffRefused(f"the report database refused the actions: {cause}") from None
+    _anchor(warehouse, entries[-1])
+    return entries
+
+
 def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
                      ) -> tuple[str, str]:
     """``(who, note)`` of a well-formed request, before the database is touched: a known
@@ -390,7 +439,7 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
 
 
 def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, note: str,
-                   at: datetime) -> SignoffEntry:
+                   at: datetime, signed: str | None = None) -> SignoffEntry:
     """The next entry of the chain: the last entry's ``seq + 1`` and hash (the genesis hash
     for the first), the run's signed figures, and its own hash over all of it."""
     log = SIGNOFF_LOG
@@ -398,7 +447,7 @@ def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, 
                         .order_by(log.c.seq.desc()).limit(1)).first()
     seq = 1 if last is None else int(last.seq) + 1
     prev = GENESIS_HASH if last is None else str(last.entry_hash)
-    signed = signed_figures(conn, run_id)
+    signed = signed if signed is not None else signed_figures(conn, run_id)
     return SignoffEntry(
         seq=seq, at=at, run_id=run_id, by=by, decision=decision, note=note,
         prev_hash=prev, signed=signed,

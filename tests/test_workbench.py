@@ -968,3 +968,85 @@ def test_rejecting_or_reopening_a_run_needs_a_reason_and_a_reviewer(app, db: Rep
                                           "note": "the JPY feed was re-sent"})
     assert "Awaiting sign-off: 0 of 1 approvals." in reopened.text
     assert [e.decision for e in read_log(db)] == ["rejected", "reopened"]
+
+
+# ----------------------------------------------------------------------------- bulk actions
+
+
+def _bulk_form(text: str, form_id: str) -> dict[str, str]:
+    """The hidden and filled fields of a form on the page (as a browser would post them)."""
+    import html
+
+    found = re.search(rf'<form method="post" action="[^"]+" id="{form_id}"[^>]*>(.*?)</form>',
+                      text, re.S)
+    assert found, text
+    return {html.unescape(k): html.unescape(v) for k, v in re.findall(
+        r'<input type="hidden" name="([^"]+)" value="([^"]*)">', found.group(1))}
+
+
+def test_a_reviewer_bulk_accepts_the_filtered_breaks_after_a_confirmation(
+        app, db: ReportDB) -> None:
+    """Issue 61: one action on every break the filters match: a confirmation names how many
+    and their total gap per currency (exact, each in its own digits, never added across),
+    then one log entry per break; a set that changed since the confirmation is refused."""
+    bob = _client(app, "bob")
+    listed = bob.get(f"/day/{DAY}/breaks?cause=UNEXPLAINED&currency=JPY").text
+    form = _bulk_form(listed, "bulk")
+    assert form["cause"] == "UNEXPLAINED" and form["currency"] == "JPY"
+    expected = queries.all_matches(db, RUN, DAY, queries.BreakFilter(cause="UNEXPLAINED",
+                                                                     currency="JPY"), cap=999)
+    total = sum(b["gap_amount"] for b in expected)
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "accept",
+                                                 "note": "JPY feed re-sent, gaps agreed"})
+    assert confirm.status_code == 200 and read_log(db) == []  # nothing yet
+    assert (f"You are about to <b>accept</b> <b>{len(expected)}</b> breaks of run "
+            f"<code>{RUN}</code>") in confirm.text
+    assert (f'<tr><td>JPY</td><td class="num">{len(expected)}</td><td class="num">'
+            f"{total:,.0f}</td></tr>") in confirm.text
+    final = _bulk_form(confirm.text, "bulk-confirm")
+    assert final["expect"] and final["note"] == "JPY feed re-sent, gaps agreed"
+    done = bob.post(f"/day/{DAY}/bulk", data=final)
+    assert done.status_code == 200 and f"accept recorded on {len(expected)} breaks" in done.text
+    log = read_log(db)
+    assert [e.decision for e in log] == ["break-accepted"] * len(expected)
+    assert all(e.by == "bob" and e.note.endswith(" JPY: JPY feed re-sent, gaps agreed")
+               for e in log)
+    assert {e.note.split(": ")[0] for e in log} == {
+        BreakTarget(b["window_start"], b["key"], b["currency"]).label() for b in expected}
+    assert verify_log(db).ok
+    accepted = queries.break_page(db, RUN, DAY, queries.BreakFilter(
+        cause="UNEXPLAINED", currency="JPY", review_status="accepted"), limit=999)
+    assert accepted.total == len(expected)
+    # the same confirmation again: the set is the same, but accepting twice is its own act;
+    # a confirmation of another set (one break commented since) is refused, nothing recorded
+    again = bob.post(f"/day/{DAY}/bulk", data={**form, "cause": "", "action": "comment",
+                                               "note": "all of JPY"})
+    stale = _bulk_form(again.text, "bulk-confirm")
+    sample_day(db, DAY, breaks=131, reconciler="alice", run_id=RUN)  # one break more
+    refused = bob.post(f"/day/{DAY}/bulk", data=stale)
+    assert refused.status_code == 400 and "changed since you confirmed" in refused.text
+    assert len(read_log(db)) == len(expected)
+
+
+def test_bulk_actions_refuse_the_runs_reconciler_an_auditor_and_no_note(app,
+                                                                       db: ReportDB) -> None:
+    """A reviewer who reconciled the run may not bulk-accept its breaks (four eyes, on the
+    server, before the confirmation and at it); an auditor may not act at all."""
+    form = {"kind": "nightly", "currency": "EUR", "action": "accept", "note": "mine"}
+    alice = _client(app, "alice")
+    token = _csrf(alice.get(f"/day/{DAY}/breaks").text)
+    for extra in ({}, {"expect": "0" * 64}):
+        refused = alice.post(f"/day/{DAY}/bulk", data={**form, **extra, "csrf": token})
+        assert refused.status_code == 403 and "four-eyes" in refused.text
+    carl = _client(app, "carl")
+    listed = carl.get(f"/day/{DAY}/breaks").text
+    assert 'id="bulk"' not in listed  # no form for an auditor, and the server refuses too
+    refused = carl.post(f"/day/{DAY}/bulk", data={**form, "csrf": _csrf(listed)})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    bob = _client(app, "bob")
+    token = _csrf(bob.get(f"/day/{DAY}/breaks").text)
+    empty = bob.post(f"/day/{DAY}/bulk", data={**form, "note": " ", "csrf": token})
+    assert empty.status_code == 400 and "note is missing" in empty.text
+    none = bob.post(f"/day/{DAY}/bulk", data={**form, "merchant": "nobody", "csrf": token})
+    assert none.status_code == 400 and "no break matches these filters" in none.text
+    assert read_log(db) == []

@@ -330,3 +330,29 @@ def test_a_reviewer_rejects_a_break_and_sees_it_rejected_then_reopens_it(served,
     browser.click("#action button[value=reopen]")
     assert browser.text("#review-status") == "open"
     assert "break-reopened" in browser.text("#entries")
+
+
+def test_a_reviewer_confirms_a_bulk_accept_seeing_its_count_and_totals(served,
+                                                                      browser) -> None:
+    """Issue 61: 'On all N: accept' on a filtered list asks first, naming how many breaks and
+    their total gap per currency, and records one entry per break once confirmed."""
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    count = browser.text("#count").split(" breaks match")[0]
+    browser.fill("#bulk select[name=action]", "accept")
+    browser.fill("#bulk input[name=note]", "KWD residuals agreed with the bank")
+    browser.click("#bulk button[type=submit]")
+    summary = browser.text("#bulk-summary")
+    assert summary.startswith(f"You are about to accept {count} breaks of run "
+                              "nightly-2026-01-01"), summary
+    totals = browser.eval("[...document.querySelectorAll('#bulk-totals tbody tr')]"
+                          ".map(r => [...r.cells].map(c => c.innerText))")
+    assert len(totals) == 1 and totals[0][:2] == ["KWD", count]
+    assert len(totals[0][2].split(".")[1]) == 3  # dinars: three places
+    assert read_log(db) == []
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == f"accept recorded on {count} breaks"
+    assert len(read_log(db)) == int(count)

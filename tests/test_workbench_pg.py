@@ -11,7 +11,13 @@ import pytest
 import sqlalchemy as sa
 
 from reports.db.repository import ReportDB
-from reports.review import SignoffRefused, append_signoff, read_log
+from reports.review import (
+    SignoffRefused,
+    append_break_actions,
+    append_signoff,
+    read_log,
+    verify_log,
+)
 from tests.test_pg_roles import _as, _refused
 from tests.test_report_db import make_run
 from workbench.auth import add_user
@@ -158,5 +164,13 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
         assert queries.break_detail(workbench, "run-r", target)["review_status"] == "open"
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
             append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target)
+        # a bulk action: one entry per break, in one transaction, under the same triggers
+        both = [target, BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-02", "KWD")]
+        assert len(append_break_actions(workbench, "run-r", "bob", "break-accepted",
+                                        "agreed", both)) == 2
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_break_actions(workbench, "run-r", "carl", "break-accepted", "x", both)
     with ReportDB(owner_url) as owner:
-        assert [e.decision for e in read_log(owner)] == ["break-rejected", "break-reopened"]
+        assert [e.decision for e in read_log(owner)] == ["break-rejected", "break-reopened",
+                                                         "break-accepted", "break-accepted"]
+        assert verify_log(owner).ok

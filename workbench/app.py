@@ -13,7 +13,9 @@ Example:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -34,13 +36,15 @@ from reckon.errors import ReckonError, UsageError
 from reckon.materiality import gap_floors, is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
-from reckon.signoff import REOPENED, review_words
+from reckon.signoff import REOPENED, four_eyes_refusal, review_words
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import (
+    BULK_CAP,
     BreakTarget,
     SignoffRefused,
+    append_break_actions,
     append_signoff,
     figures_in_minor_units,
     read_log,
@@ -392,6 +396,51 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                     facets=queries.facets(run), material=bool(rule), kept=kept,
                     material_only=material_only)
 
+    @app.post("/day/{day}/bulk")
+    def bulk(request: Request, who: Actor, day: str, action: Annotated[str, Form()],
+             note: Annotated[str, Form()] = "", expect: Annotated[str, Form()] = "",
+             kind: Annotated[str, Form()] = "nightly", status: Annotated[str, Form()] = "",
+             cause: Annotated[str, Form()] = "", currency: Annotated[str, Form()] = "",
+             merchant: Annotated[str, Form()] = "", age: Annotated[int, Form()] = 0,
+             partition: Annotated[str, Form()] = "", source: Annotated[str, Form()] = "",
+             min_gap: Annotated[str, Form()] = "", sort: Annotated[str, Form()] = ""
+             ) -> Response:
+        """One action on every break the list's filters match, one log entry each: first a
+        confirmation naming how many breaks and their total gap per currency, then (with its
+        ``expect`` digest, so the set acted on is the set confirmed) the entries."""
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source, min_gap, sort)
+        if action not in _BULK_ACTIONS:
+            raise UsageError(f"action={action!r} is not valid: one of "
+                             + ", ".join(_BULK_ACTIONS))
+        refusal = four_eyes_refusal(who.user.name, str(run["reconciler"]), run["run_id"],
+                                    on_break=True)
+        if refusal is not None:
+            raise Forbidden(refusal)
+        if not note.strip():
+            raise UsageError("note is missing: a bulk action needs a note, written in each "
+                             "break's entry")
+        rows = queries.all_matches(db, run["run_id"], run["day"], filters, cap=BULK_CAP)
+        if not rows:
+            raise UsageError("no break matches these filters: nothing to act on")
+        if len(rows) > BULK_CAP:
+            raise UsageError(f"more than {BULK_CAP:,} breaks match: narrow the filters "
+                             f"(a bulk action takes at most {BULK_CAP:,})")
+        digest = _bulk_digest(run["run_id"], action, note, rows)
+        kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
+        if not expect:
+            return page(request, "bulk.html", who, run=run, action=action, note=note.strip(),
+                        count=len(rows), totals=_totals(rows), kept=kept, expect=digest)
+        if not secrets.compare_digest(expect, digest):
+            raise UsageError(f"the breaks these filters match changed since you confirmed "
+                             f"({len(rows):,} now): nothing was recorded; review them again")
+        targets = [BreakTarget(r["window_start"], r["key"], r["currency"]) for r in rows]
+        append_break_actions(db, run["run_id"], who.user.name, _BULK_ACTIONS[action], note,
+                             targets, warehouse=warehouse)
+        done = f"{action} recorded on {len(rows):,} break{'s' if len(rows) != 1 else ''}"
+        return RedirectResponse(f"/day/{run['day']}/breaks?"
+                                + urlencode({**kept, "msg": done}), status_code=303)
+
     @app.get("/break")
     def break_view(request: Request, who: Who, run: str, ws: str, key: str,
                    cur: str) -> Response:
@@ -424,6 +473,28 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                 "exported_by": who.user.name, "runs": runs, "entries": signed}
         return JSONResponse(body, headers={
             "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
+
+
+#: What a bulk action on the filtered break list may do (each break: one log entry).
+_BULK_ACTIONS = {"comment": "break-comment", "accept": "break-accepted"}
+
+
+def _bulk_digest(run_id: str, action: str, note: str, rows: list[dict[str, Any]]) -> str:
+    """What a bulk confirmation stands for: the run, the action, its note and every break's
+    identity, in order (a break added, gone or reordered since gives another digest)."""
+    body = json.dumps([run_id, action, note.strip(),
+                       [[r["window_start"].isoformat(), r["key"], r["currency"]]
+                        for r in rows]], separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _totals(rows: list[dict[str, Any]]) -> list[tuple[str, int, Decimal]]:
+    """(currency, breaks, total gap) per currency, exact: never one total across them."""
+    out: dict[str, tuple[int, Decimal]] = {}
+    for r in rows:
+        n, total = out.get(r["currency"], (0, Decimal(0)))
+        out[r["currency"]] = (n + 1, total + r["gap_amount"])
+    return [(code, n, total) for code, (n, total) in sorted(out.items())]
 
 
 def _need_reason(action: str, note: str, what: str) -> None:

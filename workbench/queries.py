@@ -43,8 +43,20 @@ from reports.db.types import Magnitude, UTCDateTime
 from reports.review import BreakTarget
 from reports.review_state import review_states
 
-__all__ = ["SORTS", "BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
-           "facets", "log_entries", "replaced_signoff", "run_of_day"]
+__all__ = [
+    "SORTS",
+    "BreakFilter",
+    "BreakPage",
+    "Cursor",
+    "all_matches",
+    "break_detail",
+    "break_page",
+    "days",
+    "facets",
+    "log_entries",
+    "replaced_signoff",
+    "run_of_day",
+]
 
 PAGE_SIZE = 50
 #: A page counts the matches up to here and says "more than" beyond: the count then costs at
@@ -313,6 +325,21 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
         last["window_start"], last["key"], last["currency"],
         last["gap_magnitude"] if by_gap else None).encode()
     return BreakPage(rows=rows, total=total, next_cursor=cursor)
+
+
+def all_matches(db: ReportDB, run_id: str, day: date, filters: BreakFilter, *,
+                cap: int) -> list[dict[str, Any]]:
+    """Every break ``filters`` match, in the list's order, up to ``cap + 1`` (one more than
+    ``cap`` says there are more), read page by page by keyset."""
+    rows: list[dict[str, Any]] = []
+    after: Cursor | None = None
+    while len(rows) <= cap:
+        page = break_page(db, run_id, day, filters, after, limit=min(5_000, cap + 1 - len(rows)))
+        rows += page.rows
+        if page.next_cursor is None:
+            break
+        after = Cursor.decode(page.next_cursor)
+    return rows[:cap + 1]
 
 
 def _largest_first(conn: sa.Connection, base: sa.Select[Any], run_id: str, day: date,
