@@ -29,12 +29,33 @@ from typing import Final, Protocol, TypeVar
 from reckon.errors import invalid
 from reckon.identity import identity_key, same_person
 
-__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "BREAK_REVIEW_STATUSES",
-           "BREAK_STATUS_AFTER", "DECISIONS", "NO_EVENTS", "OPEN",
-           "REJECTED", "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS",
-           "Decided", "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
-           "impersonation_refusal", "is_break_action", "replaced_signoff", "review_state",
-           "review_status_constraint", "review_words", "signs_off"]
+__all__ = [
+    "BREAK_ACTIONS",
+    "BREAK_CLOSING_DECISIONS",
+    "BREAK_REVIEW_STATUSES",
+    "BREAK_STATUS_AFTER",
+    "DECISIONS",
+    "NO_EVENTS",
+    "OPEN",
+    "REJECTED",
+    "REOPENED",
+    "REVIEW_STATES",
+    "SIGNED_OFF",
+    "SIGNING_DECISIONS",
+    "UNSETTLED_STATUSES",
+    "Decided",
+    "ReviewState",
+    "closes_breaks",
+    "decision_constraint",
+    "four_eyes_refusal",
+    "impersonation_refusal",
+    "is_break_action",
+    "replaced_signoff",
+    "review_state",
+    "review_status_constraint",
+    "review_words",
+    "signs_off",
+]
 
 #: The decision that withdraws its reviewer's standing decision on a run (a rejection
 #: reopened, or an approval taken back): the run is as if that reviewer had not decided.
@@ -48,12 +69,15 @@ BREAK_CLOSING_DECISIONS = ("accepted", "resolved")
 #: Actions on one break of a run (the workbench's): entries of the same log, the break named
 #: in the entry's note so the hash binds it. They decide nothing about the run: they do not
 #: sign it off. A rejection (the break's explanation or acceptance is disputed) and a reopen
-#: (back to open) each need a reason, the entry's note (migration 0013 added both).
+#: (back to open) each need a reason, the entry's note (migration 0013 added both). An
+#: assignment names who is to review the break and by when, in its note (migration 0014).
 BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved", "break-rejected",
-                 "break-reopened")
+                 "break-reopened", "break-assigned")
 #: The review status a break action leaves its break in (a comment leaves it as it was).
 BREAK_STATUS_AFTER: Final = {"break-accepted": "accepted", "break-resolved": "resolved",
                              "break-rejected": "rejected", "break-reopened": "open"}
+#: The review statuses of a break still waiting for someone (an overdue break is one of them).
+UNSETTLED_STATUSES = ("open", "rejected")
 #: The review statuses of a break, in workflow order (break_reviews.review_status): the audit
 #: sets open or explained; a reviewer's break action accepted, resolved, rejected or open.
 BREAK_REVIEW_STATUSES = ("open", "explained", "accepted", "resolved", "rejected")

@@ -40,6 +40,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
+from reckon.identity import same_person
 from reckon.money import quantize_to_currency
 from reckon.signoff import (
     BREAK_ACTIONS,
@@ -58,6 +59,7 @@ from reports.db.models import (
     BREAKS,
     REPORTS,
     SIGNOFF_LOG,
+    WORKBENCH_USERS,
 )
 from reports.db.repository import ReportDB
 
@@ -66,6 +68,7 @@ __all__ = [
     "BULK_CAP",
     "DECISIONS",
     "GENESIS_HASH",
+    "Assignment",
     "BreakTarget",
     "LogVerification",
     "SignoffEntry",
@@ -141,6 +144,22 @@ class BreakTarget:
 
     def label(self) -> str:
         return f"break {_format_at(self.window_start)} {self.key} {self.currency}"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Who is to review a break and by when (a 'break-assigned' entry): a workbench user who
+    may act, never the run's reconciler; ``due_on`` None: no date.
+
+    Example: ``Assignment("bob", date(2026, 1, 9)).words()`` is
+    ``'assigned to bob, due 2026-01-09'``, the start of the entry's note after the label."""
+
+    assignee: str
+    due_on: date | None = None
+
+    def words(self) -> str:
+        due = "no due date" if self.due_on is None else f"due {self.due_on.isoformat()}"
+        return f"assigned to {self.assignee}, {due}"
 
 
 def _format_at(at: datetime) -> str:
@@ -276,7 +295,8 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
                    now: datetime | None = None, warehouse: Path | None = None,
                    target: BreakTarget | None = None,
-                   required_approvers: int = 1) -> SignoffEntry:
+                   required_approvers: int = 1,
+                   assignment: Assignment | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -296,7 +316,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
     approval without a re-render, and its own bytes never change.
     """
-    who, text = _checked_request(decision, by, note, target)
+    who, text = _checked_request(decision, by, note, target, assignment)
     engine = db.ready()
     for attempt in range(1, _APPEND_ATTEMPTS + 1):
         try:
@@ -305,11 +325,12 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             with write_tx(engine, "signoff_log", "audit_runs") as conn:
                 _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target,
                                         decision=decision)
+                _refuse_unless_assignable(conn, run_id, assignment)
                 at = (now or datetime.now(UTC)).astimezone(UTC)
                 entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
                                        note=text, at=at)
                 _insert_entry(conn, entry)
-                _apply_to_breaks(conn, run_id, decision, target, at)
+                _apply_to_breaks(conn, run_id, decision, target, at, assignment)
             _anchor(warehouse, entry)
             break
         except IntegrityError:
@@ -331,7 +352,8 @@ BULK_CAP = 5_000
 
 def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note: str,
                          targets: Sequence[BreakTarget], *, now: datetime | None = None,
-                         warehouse: Path | None = None) -> list[SignoffEntry]:
+                         warehouse: Path | None = None,
+                         assignment: Assignment | None = None) -> list[SignoffEntry]:
     """One break action (BREAK_ACTIONS) on each of ``targets``, breaks of ``run_id``: one log
     entry per break, each chained and hashed as :func:`append_signoff` writes it, all in one
     transaction (all are appended, or none). The same rules, checked before anything is
@@ -346,7 +368,7 @@ def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note
         raise invalid("targets", f"{len(targets):,} breaks", f"at most {BULK_CAP:,} at once")
     if decision not in BREAK_ACTIONS:
         raise invalid("decision", decision, "a break action: one of " + ", ".join(BREAK_ACTIONS))
-    checked = [_checked_request(decision, by, note, t) for t in targets]
+    checked = [_checked_request(decision, by, note, t, assignment) for t in targets]
     who = checked[0][0]
     at = (now or datetime.now(UTC)).astimezone(UTC)
     entries: list[SignoffEntry] = []
@@ -356,12 +378,13 @@ def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note
                 _refuse_unless_signable(conn, run_id, who,
                                         warehouse=warehouse if n == 0 else None,
                                         target=target, decision=decision)
+            _refuse_unless_assignable(conn, run_id, assignment)
             signed = signed_figures(conn, run_id)
             for target, (_, text) in zip(targets, checked, strict=True):
                 entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
                                        note=text, at=at, signed=signed)
                 _insert_entry(conn, entry)
-                _apply_to_breaks(conn, run_id, decision, target, at)
+                _apply_to_breaks(conn, run_id, decision, target, at, assignment)
                 entries.append(entry)
     except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
         if _sqlstate(exc.orig) != "42501":
@@ -372,8 +395,8 @@ def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note
     return entries
 
 
-def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
-                     ) -> tuple[str, str]:
+def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None,
+                     assignment: Assignment | None = None) -> tuple[str, str]:
     """``(who, note)`` of a well-formed request, before the database is touched: a known
     decision, a target exactly for a break action, a reviewer and a note (prefixed with the
     break's label for a break action); one line for the first mistake otherwise.
@@ -385,10 +408,15 @@ def _checked_request(decision: str, by: str, note: str, target: BreakTarget | No
         raise invalid("decision", decision, "one of " + ", ".join(DECISIONS + BREAK_ACTIONS))
     if (target is None) != (decision in DECISIONS):
         raise invalid("target", target, "a break exactly when the decision is a break action")
+    if (assignment is None) != (decision != "break-assigned"):
+        raise invalid("assignment", assignment, "who and by when exactly when the decision is "
+                      "break-assigned")
     who = (by or "").strip()
     if not who:
         raise invalid("by", by, "the reviewer's name (not empty)")
     text = (note or "").strip()
+    if assignment is not None:  # the assignment is what the entry says: its note may add why
+        text = assignment.words() + (f": {text}" if text else "")
     if not text:
         raise invalid("note", note, "a note saying what was reviewed and decided (not empty)")
     if target is not None:
@@ -438,6 +466,27 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
         raise SignoffRefused(refusal)
 
 
+def _refuse_unless_assignable(conn: sa.Connection, run_id: str,
+                              assignment: Assignment | None) -> None:
+    """Raise :class:`SignoffRefused` unless ``assignment`` (if any) names an enabled workbench
+    user who may act on the run's breaks: a reviewer or reconciler, not the run's reconciler
+    (four eyes: they could not act on what they were given)."""
+    if assignment is None:
+        return
+    users = WORKBENCH_USERS
+    user = conn.execute(sa.select(users.c.name, users.c.role, users.c.enabled)
+                        .where(users.c.name == assignment.assignee)).first()
+    if user is None or not user.enabled or user.role not in ("reviewer", "reconciler"):
+        raise SignoffRefused(f"assignee={assignment.assignee!r} is not valid: not an enabled "
+                             "workbench user who may act (a reviewer or a reconciler)")
+    reconciler = conn.execute(sa.select(AUDIT_RUNS.c.reconciler).where(
+        AUDIT_RUNS.c.run_id == run_id)).scalar_one()
+    if same_person(assignment.assignee, str(reconciler)):
+        raise SignoffRefused(f"assignee={assignment.assignee!r} is not valid: "
+                             f"{reconciler!r} reconciled run {run_id!r}, and its breaks need "
+                             "a second person's review (four-eyes rule)")
+
+
 def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, note: str,
                    at: datetime, signed: str | None = None) -> SignoffEntry:
     """The next entry of the chain: the last entry's ``seq + 1`` and hash (the genesis hash
@@ -464,7 +513,8 @@ def _insert_entry(conn: sa.Connection, entry: SignoffEntry) -> None:
 
 
 def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
-                     target: BreakTarget | None, at: datetime) -> None:
+                     target: BreakTarget | None, at: datetime,
+                     assignment: Assignment | None = None) -> None:
     """What the decision does to the breaks' review status: 'accepted' / 'resolved' move every
     open break of the run to that status, a break action the target (BREAK_STATUS_AFTER:
     accepted, resolved, rejected, open); the other decisions and a comment leave them as they
@@ -473,6 +523,12 @@ def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
         _close_open_breaks(conn, run_id, decision, at)
     elif target is not None and decision in BREAK_STATUS_AFTER:
         _set_break_status(conn, run_id, target, BREAK_STATUS_AFTER[decision], at)
+    elif target is not None and assignment is not None:
+        r = BREAK_REVIEWS
+        conn.execute(sa.update(r).where(
+            r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
+            r.c.key == target.key, r.c.currency == target.currency)
+            .values(assignee=assignment.assignee, due_on=assignment.due_on, updated_at=at))
 
 
 def _sqlstate(error: object) -> str | None:

@@ -1050,3 +1050,77 @@ def test_bulk_actions_refuse_the_runs_reconciler_an_auditor_and_no_note(app,
     none = bob.post(f"/day/{DAY}/bulk", data={**form, "merchant": "nobody", "csrf": token})
     assert none.status_code == 400 and "no break matches these filters" in none.text
     assert read_log(db) == []
+
+
+# ----------------------------------------------------------------------------- assignment
+
+
+def test_a_reviewer_assigns_breaks_with_a_due_date_and_finds_mine_and_overdue(
+        app, db: ReportDB) -> None:
+    """Issue 61: a break (or the filtered list, in bulk) is assigned to a user with a due
+    date, one log entry each naming both; "my breaks" and "overdue" are views of the list;
+    the list and the CSV show age, assignee and due date; a re-audit keeps the assignment;
+    the run's reconciler, an auditor or an unknown user cannot be assigned, an auditor
+    cannot assign."""
+    import csv
+    import io
+
+    today = datetime.now(UTC).date()
+    yesterday, tomorrow = today - timedelta(days=1), today + timedelta(days=1)
+    one = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-01", "cur": "JPY"}
+    bob = _client(app, "bob")
+    page = bob.get("/break", params=one).text
+    assert 'id="assigned">not assigned' in page and '<option value="rita">' in page
+    assert '<option value="alice">' not in page  # the run's reconciler is no choice
+    token = _csrf(page)
+    for name, said in (("alice", "four-eyes"), ("carl", "not an enabled workbench user who "
+                                                       "may act"), ("nobody", "not an enabled")):
+        refused = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                                  "assign_to": name})
+        assert refused.status_code == 403 and said in refused.text, name
+    bad = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                          "assign_to": "rita", "due": "soon"})
+    assert bad.status_code == 400 and "due" in bad.text
+    carl = _client(app, "carl")
+    refused = carl.post("/break/action", data={**one, "csrf": _csrf(carl.get("/").text),
+                                               "action": "assign", "assign_to": "rita"})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    done = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                           "assign_to": "rita", "due": yesterday.isoformat(),
+                                           "note": "you know the JPY feed"})
+    assert f"assigned to <b>rita</b>, due {yesterday}" in done.text
+    assert read_log(db)[-1].note == (f"break 2026-01-01T00:00:00.000000Z merchant-01 JPY: "
+                                     f"assigned to rita, due {yesterday}: you know the JPY feed")
+    # in bulk: the filtered list, after a confirmation that says to whom and by when
+    listed = bob.get(f"/day/{DAY}/breaks?cause=MISSING_IN_STREAM&currency=EUR").text
+    form = _bulk_form(listed, "bulk")
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "assign",
+                                                 "assign_to": "rita",
+                                                 "due": tomorrow.isoformat()})
+    assert f'<b id="bulk-assignment">assigned to rita, due {tomorrow}</b>' in confirm.text
+    bob.post(f"/day/{DAY}/bulk", data=_bulk_form(confirm.text, "bulk-confirm"))
+    bulk = queries.all_matches(db, RUN, DAY, queries.BreakFilter(cause="MISSING_IN_STREAM",
+                                                                 currency="EUR"), cap=999)
+    assert bulk and {(b["assignee"], b["due_on"]) for b in bulk} == {("rita", tomorrow)}
+    assert len(read_log(db)) == 1 + len(bulk)
+    # rita's views
+    rita = _client(app, "rita")
+    mine = rita.get(f"/day/{DAY}/breaks").text
+    assert re.search(r'<a id="my-breaks" href="\?kind=nightly&amp;assignee=rita">', mine)
+    mine = rita.get(f"/day/{DAY}/breaks?assignee=rita").text
+    assert f"<b>{1 + len(bulk)}</b> breaks match" in mine
+    overdue = rita.get(f"/day/{DAY}/breaks?overdue=1").text
+    assert "<b>1</b> breaks match" in overdue
+    assert f'<td class="assignee">rita</td><td class="bad due">{yesterday} overdue</td>' \
+        in overdue
+    rows = list(csv.DictReader(io.StringIO(rita.get(
+        f"/day/{DAY}/breaks.csv?assignee=rita").text)))
+    assert len(rows) == 1 + len(bulk)
+    assert {(r["assignee"], r["due_on"], r["overdue"]) for r in rows} == {
+        ("rita", yesterday.isoformat(), "overdue"), ("rita", tomorrow.isoformat(), "")}
+    assert all(r["age_days"] == "0" for r in rows)
+    # settled: no longer overdue; a re-audit of the day keeps who and when
+    append_signoff(db, RUN, "rita", "break-accepted", "fine", target=_target_of(one))
+    assert "<b>0</b> breaks match" in rita.get(f"/day/{DAY}/breaks?overdue=1").text
+    sample_day(db, DAY, breaks=130, reconciler="alice", run_id=RUN)
+    assert queries.break_detail(db, RUN, _target_of(one))["assignee"] == "rita"

@@ -150,7 +150,7 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
     database still refuses an auditor (its signer trigger) whatever the decision."""
     from datetime import UTC, date, datetime
 
-    from reports.review import BreakTarget
+    from reports.review import Assignment, BreakTarget
     from workbench import queries
     from workbench.sample import sample_day
 
@@ -164,6 +164,11 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
         assert queries.break_detail(workbench, "run-r", target)["review_status"] == "open"
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
             append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target)
+        # an assignment (migration 0014 grants the workbench's role its two columns)
+        append_signoff(workbench, "run-r", "bob", "break-assigned", "", target=target,
+                       assignment=Assignment("bob", date(2026, 1, 9)))
+        item = queries.break_detail(workbench, "run-r", target)
+        assert (item["assignee"], item["due_on"]) == ("bob", date(2026, 1, 9))
         # a bulk action: one entry per break, in one transaction, under the same triggers
         both = [target, BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-02", "KWD")]
         assert len(append_break_actions(workbench, "run-r", "bob", "break-accepted",
@@ -171,6 +176,7 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
             append_break_actions(workbench, "run-r", "carl", "break-accepted", "x", both)
     with ReportDB(owner_url) as owner:
-        assert [e.decision for e in read_log(owner)] == ["break-rejected", "break-reopened",
-                                                         "break-accepted", "break-accepted"]
+        assert [e.decision for e in read_log(owner)] == [
+            "break-rejected", "break-reopened", "break-assigned", "break-accepted",
+            "break-accepted"]
         assert verify_log(owner).ok

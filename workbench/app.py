@@ -33,6 +33,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
+from reckon.identity import same_person
 from reckon.materiality import gap_floors, is_material, material_words
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
@@ -42,6 +43,7 @@ from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import (
     BULK_CAP,
+    Assignment,
     BreakTarget,
     SignoffRefused,
     append_break_actions,
@@ -58,6 +60,7 @@ from workbench.auth import (
     User,
     end_session,
     find_user,
+    list_users,
     session_is_open,
     start_session,
 )
@@ -71,7 +74,7 @@ _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors
                  "form-action 'self'", "X-Content-Type-Options": "nosniff",
                  "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
 _ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved",
-            "reject": "break-rejected", "reopen": "break-reopened"}
+            "reject": "break-rejected", "reopen": "break-reopened", "assign": "break-assigned"}
 #: The actions whose note is their reason, asked for by name when it is missing.
 _REASONED = {"reject": "rejecting", "reopen": "reopening", "rejected": "rejecting",
              REOPENED: "reopening"}
@@ -121,7 +124,8 @@ Actor = Annotated[Principal, Depends(acting)]
 #: material mark (reckon.materiality; empty when off) and its review status; the run's state
 BREAKS_CSV_COLUMNS = ("day", "window_start", "key", "currency", "status", "gap_amount",
                       "late_amount", "duplicate_amount", "residual_amount", "material",
-                      "review_status", "age_days", "run_id", "run_state")
+                      "review_status", "age_days", "assignee", "due_on", "overdue", "run_id",
+                      "run_state")
 
 
 def breaks_csv_text(db: ReportDB, run: dict[str, Any], filters: queries.BreakFilter, *,
@@ -146,7 +150,9 @@ def breaks_csv_text(db: ReportDB, run: dict[str, Any], filters: queries.BreakFil
                                                             "duplicate_amount",
                                                             "residual_amount")),
                              material_words(is_material(b["gap_amount"], code, material)),
-                             b["review_status"], b["age_days"], b["run_id"], words])
+                             b["review_status"], b["age_days"], b["assignee"] or "",
+                             "" if b["due_on"] is None else b["due_on"].isoformat(),
+                             "overdue" if b["overdue"] else "", b["run_id"], words])
         if page.next_cursor is None:
             return out.getvalue()
         after = queries.Cursor.decode(page.next_cursor)
@@ -337,7 +343,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
 
     def day_and_filters(day: str, kind: str, status: str, cause: str, currency: str,
                         merchant: str, age: int, partition: str, source: str,
-                        min_gap: str = "", sort: str = ""
+                        min_gap: str = "", sort: str = "", assignee: str = "",
+                        overdue: str = ""
                         ) -> tuple[dict[str, Any], queries.BreakFilter]:
         """The day's current run and the break list's filters from its query, each checked
         (a mistake is one line on the error page)."""
@@ -359,17 +366,18 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                                         partition=str(int(partition)) if partition else "",
                                         source=source.strip(),
                                         min_gap=gap_floors(min_gap[:2000], code),
-                                        sort=sort or "window")
+                                        sort=sort or "window", assignee=assignee.strip(),
+                                        overdue_on=_today() if overdue else None)
 
     @app.get("/day/{day}/breaks.csv")
     def breaks_csv(who: Who, day: str, kind: str = "nightly", status: str = "",
                    cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
                    partition: str = "", source: str = "", min_gap: str = "",
-                   sort: str = "") -> Response:
+                   sort: str = "", assignee: str = "", overdue: str = "") -> Response:
         """Every break the list's filters match, in its order, as CSV (any role: it only
         reads)."""
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source, min_gap, sort)
+                                       partition, source, min_gap, sort, assignee, overdue)
         body = breaks_csv_text(db, run, filters, material=app.state.material)
         name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
         return Response(body, media_type="text/csv; charset=utf-8",
@@ -379,9 +387,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
     def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
                cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
                partition: str = "", source: str = "", min_gap: str = "", sort: str = "",
-               after: str = "") -> Response:
+               assignee: str = "", overdue: str = "", after: str = "") -> Response:
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source, min_gap, sort)
+                                       partition, source, min_gap, sort, assignee, overdue)
         started = time.perf_counter()
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
@@ -394,7 +402,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         material_only = ",".join(f"{c}={a}" for c, a in sorted(rule.items()))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
                     facets=queries.facets(run), material=bool(rule), kept=kept,
-                    material_only=material_only)
+                    material_only=material_only, assignees=_assignees(db, run))
 
     @app.post("/day/{day}/bulk")
     def bulk(request: Request, who: Actor, day: str, action: Annotated[str, Form()],
@@ -403,13 +411,15 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
              cause: Annotated[str, Form()] = "", currency: Annotated[str, Form()] = "",
              merchant: Annotated[str, Form()] = "", age: Annotated[int, Form()] = 0,
              partition: Annotated[str, Form()] = "", source: Annotated[str, Form()] = "",
-             min_gap: Annotated[str, Form()] = "", sort: Annotated[str, Form()] = ""
+             min_gap: Annotated[str, Form()] = "", sort: Annotated[str, Form()] = "",
+             assignee: Annotated[str, Form()] = "", overdue: Annotated[str, Form()] = "",
+             assign_to: Annotated[str, Form()] = "", due: Annotated[str, Form()] = ""
              ) -> Response:
         """One action on every break the list's filters match, one log entry each: first a
         confirmation naming how many breaks and their total gap per currency, then (with its
         ``expect`` digest, so the set acted on is the set confirmed) the entries."""
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source, min_gap, sort)
+                                       partition, source, min_gap, sort, assignee, overdue)
         if action not in _BULK_ACTIONS:
             raise UsageError(f"action={action!r} is not valid: one of "
                              + ", ".join(_BULK_ACTIONS))
@@ -417,7 +427,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                                     on_break=True)
         if refusal is not None:
             raise Forbidden(refusal)
-        if not note.strip():
+        assignment = _assignment(assign_to, due) if action == "assign" else None
+        if not note.strip() and assignment is None:
             raise UsageError("note is missing: a bulk action needs a note, written in each "
                              "break's entry")
         rows = queries.all_matches(db, run["run_id"], run["day"], filters, cap=BULK_CAP)
@@ -426,17 +437,20 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if len(rows) > BULK_CAP:
             raise UsageError(f"more than {BULK_CAP:,} breaks match: narrow the filters "
                              f"(a bulk action takes at most {BULK_CAP:,})")
-        digest = _bulk_digest(run["run_id"], action, note, rows)
+        digest = _bulk_digest(run["run_id"], action,
+                              note + ("" if assignment is None else "|" + assignment.words()),
+                              rows)
         kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
         if not expect:
             return page(request, "bulk.html", who, run=run, action=action, note=note.strip(),
-                        count=len(rows), totals=_totals(rows), kept=kept, expect=digest)
+                        count=len(rows), totals=_totals(rows), kept=kept, expect=digest,
+                        assignment=assignment, assign_to=assign_to.strip(), due=due.strip())
         if not secrets.compare_digest(expect, digest):
             raise UsageError(f"the breaks these filters match changed since you confirmed "
                              f"({len(rows):,} now): nothing was recorded; review them again")
         targets = [BreakTarget(r["window_start"], r["key"], r["currency"]) for r in rows]
         append_break_actions(db, run["run_id"], who.user.name, _BULK_ACTIONS[action], note,
-                             targets, warehouse=warehouse)
+                             targets, warehouse=warehouse, assignment=assignment)
         done = f"{action} recorded on {len(rows):,} break{'s' if len(rows) != 1 else ''}"
         return RedirectResponse(f"/day/{run['day']}/breaks?"
                                 + urlencode({**kept, "msg": done}), status_code=303)
@@ -447,7 +461,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         item = queries.break_detail(db, run, _target(ws, key, cur))
         if item is None:
             raise UsageError(f"no break {key} {cur} at {ws} in run {run}")
-        return page(request, "break.html", who, item=item)
+        found = db.get_audit_run(run)
+        return page(request, "break.html", who, item=item,
+                    assignees=_assignees(db, {"reconciler": found.reconciler if found else ""}))
 
     @app.get("/log")
     def log(request: Request, who: Who) -> Response:
@@ -476,7 +492,8 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
 
 
 #: What a bulk action on the filtered break list may do (each break: one log entry).
-_BULK_ACTIONS = {"comment": "break-comment", "accept": "break-accepted"}
+_BULK_ACTIONS = {"comment": "break-comment", "accept": "break-accepted",
+                 "assign": "break-assigned"}
 
 
 def _bulk_digest(run_id: str, action: str, note: str, rows: list[dict[str, Any]]) -> str:
@@ -497,6 +514,27 @@ def _totals(rows: list[dict[str, Any]]) -> list[tuple[str, int, Decimal]]:
     return [(code, n, total) for code, (n, total) in sorted(out.items())]
 
 
+def _today() -> date:
+    """Today in UTC: a break is overdue the day after its due date."""
+    return datetime.now(UTC).date()
+
+
+def _assignment(assign_to: str, due: str) -> Assignment:
+    """The assignment a form asks for: a user's name and an optional due date (YYYY-MM-DD);
+    one line for a mistake (the user is checked where the entry is written)."""
+    name = assign_to.strip()
+    if not name:
+        raise UsageError("assign_to is missing: name the user who is to review the breaks")
+    return Assignment(name[:200], parse_date(due.strip(), "due") if due.strip() else None)
+
+
+def _assignees(db: ReportDB, run: Mapping[str, Any]) -> list[str]:
+    """The users a break of ``run`` may be assigned to: enabled reviewers and reconcilers, but
+    its reconciler (the page's choices; the server checks again)."""
+    return [u.name for u in list_users(db) if u.enabled and u.may_act
+            and not same_person(u.name, str(run.get("reconciler") or ""))]
+
+
 def _need_reason(action: str, note: str, what: str) -> None:
     """A rejection or a reopen without its reason is refused in one line (the log would take
     any note; this names what is missing)."""
@@ -509,13 +547,16 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
     @app.post("/break/action")
     def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
                      key: Annotated[str, Form()], cur: Annotated[str, Form()],
-                     action: Annotated[str, Form()], note: Annotated[str, Form()] = "") -> Response:
+                     action: Annotated[str, Form()], note: Annotated[str, Form()] = "",
+                     assign_to: Annotated[str, Form()] = "",
+                     due: Annotated[str, Form()] = "") -> Response:
         if action not in _ACTIONS:
             raise UsageError(f"action={action!r} is not valid: one of " + ", ".join(_ACTIONS))
         _need_reason(action, note, "a break")
         target = _target(ws, key, cur)
         append_signoff(db, run, who.user.name, _ACTIONS[action], note, warehouse=warehouse,
-                       target=target)
+                       target=target,
+                       assignment=_assignment(assign_to, due) if action == "assign" else None)
         query = urlencode({"run": run, "ws": ws, "key": key, "cur": cur, "msg": f"{action} recorded"})
         return RedirectResponse(f"/break?{query}", status_code=303)
 

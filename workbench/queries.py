@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from reckon import signoff as signoff_rules
 from reckon.errors import UsageError
-from reckon.signoff import is_break_action, review_words
+from reckon.signoff import UNSETTLED_STATUSES, is_break_action, review_words
 from reports.approval_record import APPROVAL_HTML
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
@@ -127,6 +127,14 @@ class BreakFilter:
     source: str = ""
     min_gap: tuple[tuple[str, Decimal], ...] = ()
     sort: str = "window"
+    assignee: str = ""
+    overdue_on: date | None = None  # breaks still unsettled whose due date is before it
+
+    @property
+    def needs_review_row(self) -> bool:
+        """Whether a filter reads break_reviews' columns (the count then joins it too)."""
+        return bool(self.review_status or self.min_age_days > 0 or self.assignee
+                    or self.overdue_on)
 
     def floor(self, currency: str) -> Decimal | None:
         """The minimum absolute gap asked for in ``currency`` (None: not narrowed)."""
@@ -147,6 +155,10 @@ class BreakFilter:
             out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
         if self.min_gap:
             out.append(self._gap_floor())
+        if self.assignee:
+            out.append(r.c.assignee == self.assignee)
+        if self.overdue_on is not None:
+            out += [r.c.due_on < self.overdue_on, r.c.review_status.in_(UNSETTLED_STATUSES)]
         return out
 
     def _gap_floor(self) -> sa.ColumnElement[bool]:
@@ -170,7 +182,8 @@ class BreakFilter:
                 "merchant": self.merchant, "age": str(self.min_age_days),
                 "partition": self.partition, "source": self.source,
                 "min_gap": ",".join(f"{c}={a}" for c, a in self.min_gap),
-                "sort": "" if self.sort == "window" else self.sort}
+                "sort": "" if self.sort == "window" else self.sort,
+                "assignee": self.assignee, "overdue": "1" if self.overdue_on else ""}
 
 
 @dataclass
@@ -263,7 +276,8 @@ def days(db: ReportDB, limit: int = 120, required_approvers: int = 1) -> list[di
 
 def _break_select() -> sa.Select[Any]:
     b, r = BREAKS, BREAK_REVIEWS
-    return sa.select(b, r.c.review_status, r.c.first_seen_at).join(r, sa.and_(
+    return sa.select(b, r.c.review_status, r.c.first_seen_at, r.c.assignee,
+                     r.c.due_on).join(r, sa.and_(
         r.c.day == b.c.day, r.c.window_start == b.c.window_start, r.c.key == b.c.key,
         r.c.currency == b.c.currency))
 
@@ -307,8 +321,7 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
             sa.literal(after.currency)))
     stmt = stmt.order_by(*order).limit(limit + 1)
     # the review's columns need the join; else the count reads the breaks' index alone
-    counted = _break_select() if filters.review_status or filters.min_age_days > 0 \
-        else sa.select(b.c.id)
+    counted = _break_select() if filters.needs_review_row else sa.select(b.c.id)
     counted, _ = _narrowed(counted, run_id, day, filters, moment)
     count = sa.select(sa.func.count()).select_from(counted.limit(COUNT_CAP + 1).subquery())
     with db.ready().connect() as conn:
@@ -318,8 +331,11 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
         _with_inputs(conn, run_id, day, rows)
     more = len(rows) > limit
     rows = rows[:limit]
+    today = moment.date()
     for row in rows:
         row["age_days"] = max(0, (moment - row["first_seen_at"]).days)
+        row["overdue"] = (row["due_on"] is not None and row["due_on"] < today
+                          and row["review_status"] in UNSETTLED_STATUSES)
     last = rows[-1] if rows and more else None
     cursor = None if last is None else Cursor(
         last["window_start"], last["key"], last["currency"],

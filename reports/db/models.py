@@ -161,6 +161,8 @@ class BreakReviewModel(Base):
     __tablename__ = "break_reviews"
     __table_args__ = (
         sa.CheckConstraint(review_status_constraint(), name="ck_break_reviews_status"),
+        # "my breaks" and "overdue" (the workbench's views)
+        sa.Index("ix_break_reviews_assignee", "assignee", "due_on"),
     )
 
     day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
@@ -175,6 +177,9 @@ class BreakReviewModel(Base):
     # the figures of the last audit that saw the break: a decision covers these numbers only
     last_residual_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     last_residual_count: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
+    # who is to review it and by when (a 'break-assigned' log entry sets both; migration 0014)
+    assignee: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    due_on: Mapped[date | None] = mapped_column(sa.Date, nullable=True)
 
 
 class BreakStoryModel(Base):

@@ -334,6 +334,7 @@ class ReportDB:
                 if min_gap is not None and abs(item["gap_amount"]) < min_gap:
                     continue
                 item.pop("id", None)
+                item.pop("gap_magnitude", None)  # the workbench's sort key, not an amount
                 item["age_days"] = _age_days(item["first_seen_at"], moment)
                 out.append(item)
             return out
