@@ -356,3 +356,32 @@ def test_a_reviewer_confirms_a_bulk_accept_seeing_its_count_and_totals(served,
     browser.click("#bulk-confirm button[type=submit]")
     assert browser.text("#msg") == f"accept recorded on {count} breaks"
     assert len(read_log(db)) == int(count)
+
+
+def test_a_reviewer_assigns_a_break_and_finds_it_in_my_breaks_and_overdue(served,
+                                                                         browser) -> None:
+    """Issue 61: Assign on a break's page (to oneself, due yesterday); "my breaks" then lists
+    it with its assignee and due date, and "overdue" marks it so."""
+    from datetime import UTC, datetime, timedelta
+
+    url, _db = served
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open&currency=EUR")
+    browser.click("#breaks a.break")
+    assert browser.text("#assigned") == "not assigned"
+    browser.fill("#assign input[name=assign_to]", "bob")
+    browser.fill("#assign input[name=due]", yesterday)
+    browser.click("#assign button[type=submit]")
+    assert browser.text("#assigned") == f"assigned to bob, due {yesterday}"
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    browser.click("#my-breaks")
+    assert browser.text("#count").startswith("1 breaks match")
+    row = browser.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                       "[r.querySelector('.assignee').innerText, "
+                       "r.querySelector('.due').innerText])")
+    assert row == [["bob", f"{yesterday} overdue"]]
+    browser.click("#overdue")
+    assert browser.text("#count").startswith("1 breaks match")
+    assert browser.eval("getComputedStyle(document.querySelector('#breaks td.due')).color") \
+        != browser.eval("getComputedStyle(document.querySelector('#breaks td.assignee')).color")
