@@ -35,6 +35,7 @@ __all__ = [
     "BREAK_REVIEW_STATUSES",
     "BREAK_STATUS_AFTER",
     "DECISIONS",
+    "EXPORTED",
     "NO_EVENTS",
     "OPEN",
     "REJECTED",
@@ -73,6 +74,10 @@ BREAK_CLOSING_DECISIONS = ("accepted", "resolved")
 #: assignment names who is to review the break and by when, in its note (migration 0014).
 BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved", "break-rejected",
                  "break-reopened", "break-assigned")
+#: A record that someone exported a run's breaks (a CSV or a PDF of the workbench's list, a
+#: file of its report): an entry of the same log, by whoever exported (any workbench role,
+#: the run's reconciler too: it decides nothing), naming what was exported (migration 0015).
+EXPORTED: Final = "exported"
 #: The review status a break action leaves its break in (a comment leaves it as it was).
 BREAK_STATUS_AFTER: Final = {"break-accepted": "accepted", "break-resolved": "resolved",
                              "break-rejected": "rejected", "break-reopened": "open"}
@@ -109,13 +114,14 @@ def review_status_constraint() -> str:
 
 
 def decision_constraint() -> str:
-    """The SQL check of the log's ``decision`` column: every decision and break action (the
-    text migration 0010 created).
+    """The SQL check of the log's ``decision`` column: every decision, break action and the
+    export record (the text migration 0015 created).
 
     >>> decision_constraint()[:62]
     "decision IN ('approved', 'rejected', 'accepted', 'resolved', '"
     """
-    return "decision IN (" + ", ".join(f"'{d}'" for d in DECISIONS + BREAK_ACTIONS) + ")"
+    return "decision IN (" + ", ".join(f"'{d}'" for d in (*DECISIONS, *BREAK_ACTIONS,
+                                                           EXPORTED)) + ")"
 
 
 def four_eyes_refusal(signer: str, reconciler: str, run_id: str, *,

@@ -46,6 +46,7 @@ from reckon.signoff import (
     BREAK_ACTIONS,
     BREAK_STATUS_AFTER,
     DECISIONS,
+    EXPORTED,
     closes_breaks,
     four_eyes_refusal,
     impersonation_refusal,
@@ -79,6 +80,7 @@ __all__ = [
     "compute_entry_hash",
     "figures_in_minor_units",
     "read_log",
+    "record_export",
     "sign_off",
     "verify_log",
 ]
@@ -343,6 +345,38 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             raise SignoffRefused(f"the report database refused the sign-off: {cause}") from None
     if target is None:
         write_approval_record(db, run_id, required_approvers)
+    return entry
+
+
+def record_export(db: ReportDB, run_id: str, by: str, what: str, *,
+                  now: datetime | None = None, warehouse: Path | None = None) -> SignoffEntry:
+    """Record that ``by`` exported ``what`` of ``run_id``'s breaks (a CSV or PDF of the
+    filtered list, a file of the day's report): one ``exported`` entry of the chained log,
+    hashed and anchored like every other. It decides nothing, so neither the four-eyes rule
+    nor a role that may act applies (an auditor's export is recorded too); the run must exist.
+
+    Example: ``record_export(db, "nightly-2026-01-01", "carl", "breaks.csv: 12 breaks")``."""
+    who, text = (by or "").strip(), (what or "").strip()
+    if not who:
+        raise invalid("by", by, "who exported (not empty)")
+    if not text:
+        raise invalid("what", what, "what was exported (not empty)")
+    try:
+        with write_tx(db.ready(), "signoff_log") as conn:
+            if conn.execute(sa.select(AUDIT_RUNS.c.run_id).where(
+                    AUDIT_RUNS.c.run_id == run_id)).first() is None:
+                raise SignoffRefused(f"run={run_id!r} is not valid: no audit run has this id")
+            at = (now or datetime.now(UTC)).astimezone(UTC)
+            entry = _chained_entry(conn, run_id=run_id, by=who, decision=EXPORTED,
+                                   note=f"exported {text}", at=at)
+            _insert_entry(conn, entry)
+    except sa.exc.DBAPIError as exc:  # PostgreSQL's signer trigger (migration 0015)
+        if _sqlstate(exc.orig) != "42501":
+            raise
+        cause = str(exc.orig).strip().splitlines()[0]
+        raise SignoffRefused(f"the report database refused the export record: {cause}") \
+            from None
+    _anchor(warehouse, entry)
     return entry
 
 

@@ -344,6 +344,9 @@ def test_the_days_report_and_its_files_are_served_and_nothing_else(app, db: Repo
     assert bob.get(f"/report/{DAY}/nightly/breaks.csv").text == "day,key\n"
     for name in ("..%2Fsecret.txt", ".hidden", "nope.csv"):
         assert bob.get(f"/report/{DAY}/nightly/{name}").status_code in (400, 404), name
+    # the report's CSV is an export of the day's figures: recorded; its HTML is not
+    assert [(e.by, e.decision, e.note) for e in read_log(db)] == [
+        ("bob", "exported", "exported breaks.csv of the day's report")]
 
 
 def test_logging_out_needs_the_token_too(app) -> None:
@@ -784,10 +787,11 @@ def test_an_auditor_exports_the_filtered_breaks_as_csv_but_may_not_act(app, db: 
               "action": "accept", "note": "fine"}
     refused = carl.post("/break/action", data={**target, "csrf": _csrf(listed)})
     assert refused.status_code == 403 and "read-only" in refused.text
-    assert read_log(db) == []
+    assert [(e.by, e.decision) for e in read_log(db)] == [("carl", "exported")] * 2
     assert _client(app).get(f"/day/{DAY}/breaks.csv", follow_redirects=False).headers[
         "location"] == "/login"  # not logged in: nothing exported
     wrong = carl.get(f"/day/{DAY}/breaks.csv?cause=NOPE")  # a mistake: one line, no file
+    assert len(read_log(db)) == 2  # nothing exported, nothing recorded
     assert wrong.status_code == 400 and "cause=&#39;NOPE&#39; is not valid" in wrong.text
 
 
@@ -1124,3 +1128,55 @@ def test_a_reviewer_assigns_breaks_with_a_due_date_and_finds_mine_and_overdue(
     assert "<b>0</b> breaks match" in rita.get(f"/day/{DAY}/breaks?overdue=1").text
     sample_day(db, DAY, breaks=130, reconciler="alice", run_id=RUN)
     assert queries.break_detail(db, RUN, _target_of(one))["assignee"] == "rita"
+
+
+# ----------------------------------------------------------------------------- exports logged
+
+
+def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB) -> None:
+    """Issue 61: each CSV or PDF export of the filtered break list is one 'exported' entry of
+    the chained log (who, when, which file, how many breaks, which filters), made by whoever
+    exported: an auditor and the run's reconciler too (an export decides nothing, so the
+    review state stays as it was). The PDF, read back with poppler's pdftotext, holds the
+    breaks, their total per currency and who exported it when."""
+    import shutil
+    import subprocess
+
+    carl, alice, bob = (_client(app, n) for n in ("carl", "alice", "bob"))
+    before = datetime.now(UTC)
+    assert carl.get(f"/day/{DAY}/breaks.csv?currency=JPY&cause=UNEXPLAINED").status_code == 200
+    assert alice.get(f"/day/{DAY}/breaks.csv").status_code == 200
+    pdf = bob.get(f"/day/{DAY}/breaks.pdf?currency=KWD&sort=gap")
+    assert pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert 'filename="reckon-breaks-2026-01-01-nightly.pdf"' in pdf.headers[
+        "content-disposition"]
+    kwd = queries.all_matches(db, RUN, DAY, queries.BreakFilter(currency="KWD", sort="gap"),
+                              cap=999)
+    jpy = queries.break_page(db, RUN, DAY, queries.BreakFilter(currency="JPY",
+                                                               cause="UNEXPLAINED")).total
+    log = read_log(db)
+    assert [(e.by, e.decision, e.note) for e in log] == [
+        ("carl", "exported", f"exported reckon-breaks-2026-01-01-nightly.csv ({jpy} breaks; "
+                             "filters: cause=UNEXPLAINED, currency=JPY)"),
+        ("alice", "exported", "exported reckon-breaks-2026-01-01-nightly.csv (130 breaks; "
+                              "filters: none)"),
+        ("bob", "exported", f"exported reckon-breaks-2026-01-01-nightly.pdf ({len(kwd)} "
+                            "breaks; filters: currency=KWD, sort=gap)")]
+    assert all(before <= e.at <= datetime.now(UTC) for e in log) and verify_log(db).ok
+    assert review_states(db, [RUN])[RUN].state == "open"  # an export decides nothing
+    day = bob.get(f"/day/{DAY}").text
+    assert "<b>carl</b> exported: exported reckon-breaks-2026-01-01-nightly.csv" in day
+    pdftotext = shutil.which("pdftotext")
+    if pdftotext is None:
+        pytest.skip("poppler's pdftotext is not installed (scripts/setup.sh installs it)")
+    text = subprocess.run([pdftotext, "-layout", "-", "-"], input=pdf.content,
+                          capture_output=True, check=True).stdout.decode()
+    assert "Breaks of 2026-01-01 (nightly), audit run nightly-2026-01-01" in text
+    assert f"Exported by bob at {log[2].at.strftime('%Y-%m-%d %H:%M:%S')} UTC" in text
+    assert "Filters: currency=KWD, sort=gap." in text
+    total = sum(b["gap_amount"] for b in kwd)
+    assert f"{len(kwd)} breaks; total gap per currency: KWD {total:,.3f} ({len(kwd)})." in text
+    largest = f"{kwd[0]['gap_amount']:,.3f}"  # sorted by |gap|: the first row
+    assert re.search(rf"{kwd[0]['key']}\s+KWD\s+{kwd[0]['status']}\s+{re.escape(largest)}",
+                     text), text[:2000]
+    assert text.count(" KWD ") >= len(kwd)  # every break's row

@@ -180,3 +180,26 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
             "break-rejected", "break-reopened", "break-assigned", "break-accepted",
             "break-accepted"]
         assert verify_log(owner).ok
+
+
+def test_the_workbench_role_records_any_users_export_but_not_a_strangers(owner_url: str
+                                                                        ) -> None:
+    """Issue 61 on PostgreSQL: migration 0015's signer trigger takes an 'exported' entry by
+    any enabled workbench user (an auditor, the run's reconciler: an export decides nothing)
+    and still refuses a name that is no user, and every other decision by an auditor."""
+    from reports.review import record_export
+
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        for who in ("carl", "alice"):
+            assert record_export(workbench, "run-1", who, "breaks.csv (3 breaks)").by == who
+        with pytest.raises(SignoffRefused, match="not an enabled workbench user"):
+            record_export(workbench, "run-1", "mallory", "breaks.csv")
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_signoff(workbench, "run-1", "carl", "approved", "x")
+    raw = ("INSERT INTO signoff_log (seq, at, run_id, \"by\", decision, note, prev_hash, "
+           "entry_hash) VALUES (9, now(), 'run-1', 'alice', 'approved', 'raw', 'x', 'y')")
+    assert "four-eyes" in _refused(owner_url, WORKBENCH, raw)
+    with ReportDB(owner_url) as owner:
+        assert [(e.by, e.decision) for e in read_log(owner)] == [("carl", "exported"),
+                                                                 ("alice", "exported")]
+        assert verify_log(owner).ok

@@ -50,6 +50,7 @@ from reports.review import (
     append_signoff,
     figures_in_minor_units,
     read_log,
+    record_export,
     verify_log,
 )
 from reports.review_state import review_states
@@ -64,6 +65,7 @@ from workbench.auth import (
     session_is_open,
     start_session,
 )
+from workbench.pdf import breaks_pdf
 
 __all__ = ["create_app"]
 
@@ -331,13 +333,16 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         relative links resolve here. Only plain names in the report's own folder."""
         run = queries.run_of_day(db, _day(day), kind, required)
         html = Path(run["report_path"]) if run and run["report_path"] else None
-        if html is None or not html.is_file():
+        if run is None or html is None or not html.is_file():
             raise UsageError(f"no rendered report of {day} on this server "
                              "(`reckon report --date D` renders it)")
         wanted = html.parent / name
         if name != Path(name).name or name.startswith(".") or not wanted.is_file():
             raise UsageError(f"{name!r} is not a file of the report of {day}")
         kind_of = "text/html" if name.endswith(".html") else None
+        if wanted.suffix in (".csv", ".pdf"):  # an export of the day's figures: recorded
+            record_export(db, run["run_id"], who.user.name, f"{name} of the day's report",
+                          warehouse=warehouse)
         return FileResponse(wanted, media_type=kind_of,
                             headers={"Content-Security-Policy": "sandbox"})
 
@@ -380,7 +385,34 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                                        partition, source, min_gap, sort, assignee, overdue)
         body = breaks_csv_text(db, run, filters, material=app.state.material)
         name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
+        count = body.count("\n") - 1
+        record_export(db, run["run_id"], who.user.name,
+                      f"{name} ({count:,} break{'s' if count != 1 else ''}; "
+                      f"{_filter_words(filters)})", warehouse=warehouse)
         return Response(body, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    @app.get("/day/{day}/breaks.pdf")
+    def breaks_pdf_export(who: Who, day: str, kind: str = "nightly", status: str = "",
+                          cause: str = "", currency: str = "", merchant: str = "",
+                          age: int = 0, partition: str = "", source: str = "",
+                          min_gap: str = "", sort: str = "", assignee: str = "",
+                          overdue: str = "") -> Response:
+        """The filtered break list as a PDF (any role; recorded in the log like the CSV)."""
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source, min_gap, sort, assignee, overdue)
+        rows = queries.all_matches(db, run["run_id"], run["day"], filters, cap=BULK_CAP)
+        if len(rows) > BULK_CAP:
+            raise UsageError(f"more than {BULK_CAP:,} breaks match: narrow the filters (a PDF "
+                             f"holds at most {BULK_CAP:,}; the CSV holds every one)")
+        name = f"reckon-breaks-{run['day']}-{run['kind']}.pdf"
+        words = _filter_words(filters)
+        entry = record_export(db, run["run_id"], who.user.name,
+                              f"{name} ({len(rows):,} break{'s' if len(rows) != 1 else ''}; "
+                              f"{words})", warehouse=warehouse)
+        body = breaks_pdf(run, rows, filters=words, by=who.user.name, at=entry.at,
+                          totals=_totals(rows))
+        return Response(body, media_type="application/pdf",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     @app.get("/day/{day}/breaks")
@@ -533,6 +565,12 @@ def _assignees(db: ReportDB, run: Mapping[str, Any]) -> list[str]:
     its reconciler (the page's choices; the server checks again)."""
     return [u.name for u in list_users(db) if u.enabled and u.may_act
             and not same_person(u.name, str(run.get("reconciler") or ""))]
+
+
+def _filter_words(filters: queries.BreakFilter) -> str:
+    """The filters an export used, as the log and the PDF say them (``filters: none``)."""
+    used = {k: v for k, v in filters.query().items() if v and not (k == "age" and v == "0")}
+    return "filters: " + (", ".join(f"{k}={v}" for k, v in used.items()) or "none")
 
 
 def _need_reason(action: str, note: str, what: str) -> None:

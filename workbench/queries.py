@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from reckon import signoff as signoff_rules
 from reckon.errors import UsageError
-from reckon.signoff import UNSETTLED_STATUSES, is_break_action, review_words
+from reckon.signoff import DECISIONS, UNSETTLED_STATUSES, review_words
 from reports.approval_record import APPROVAL_HTML
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
@@ -254,7 +254,7 @@ def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int 
     ``replaced_signoff(db, run_of_day(db, day))["run_id"] == "nightly-1"``."""
     raw = db.signoffs_of_day(run["day"], run["kind"])
     entries = [_Decision(e["run_id"], e["decision"]) for e in raw
-               if not is_break_action(e["decision"])]
+               if e["decision"] in DECISIONS]  # not a break action nor an export
     started = {e["run_id"]: e["started_at"] for e in raw} | {run["run_id"]: run["started_at"]}
     replaced = signoff_rules.replaced_signoff(entries, run["run_id"], started)
     if replaced is None:
