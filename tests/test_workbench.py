@@ -939,8 +939,8 @@ def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
         again = bob.post("/break/action", data={**target, "csrf": token, "action": "reopen",
                                                 "note": "twice"})
         assert again.status_code == 403 and "is open already: nothing to reopen" in again.text
-        assert [e.decision for e in read_log(db)] == ["break-rejected", "accepted",
-                                                      "break-reopened"]
+        assert [e.decision for e in read_log(db)] == ["break-rejected", "exported",
+                                                      "accepted", "break-reopened"]
         assert verify_log(db).ok
 
 
