@@ -296,7 +296,7 @@ def test_a_reviewer_sees_the_material_breaks_largest_first(tmp_path: Path) -> No
                                                "currencies unnarrowed"), page.text("main")
             shown = page.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
                               "[r.cells[2].innerText, r.cells[4].innerText, "
-                              "r.cells[11].innerText])")
+                              "r.querySelector('td.material').innerText])")
             gaps = [(code, abs(Decimal(gap.replace(",", "")))) for code, gap, _ in shown]
             assert len(shown) == 50 and gaps[0][0] == "EUR"
             assert gaps == sorted(gaps, key=lambda g: (g[0], -g[1])), gaps
