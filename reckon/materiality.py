@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from reckon.errors import ConfigError, UsageError
 from reckon.money import currency_problem, minor_unit, minor_unit_violation
 
-__all__ = ["gap_floors", "is_material", "material_words", "thresholds"]
+__all__ = ["gap_floors", "is_material", "material_words", "run_rule", "thresholds"]
 
 
 def thresholds(given: Mapping[str, str]) -> dict[str, Decimal]:
@@ -116,3 +116,20 @@ def gap_floors(text: str, currency: str = "") -> tuple[tuple[str, Decimal], ...]
             raise UsageError(f"min_gap={text!r} is not valid: {code} is named twice")
         out[code] = amount
     return tuple(sorted(out.items()))
+
+
+def run_rule(recorded: Mapping[str, str] | None,
+             setting: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The rule a run's breaks are marked by: the ``material_gap`` recorded with the run when
+    it was audited (``{}``: materiality was off), so every view agrees however the setting
+    changed since; the current ``setting`` only for a run recorded before runs kept it
+    (``recorded`` None).
+
+    >>> run_rule({"EUR": "1000"}, {"EUR": Decimal("5")})
+    {'EUR': Decimal('1000')}
+    >>> run_rule(None, {"EUR": Decimal("5")}), run_rule({}, {"EUR": Decimal("5")})
+    ({'EUR': Decimal('5')}, {})
+    """
+    if recorded is None:
+        return dict(setting)
+    return {code: Decimal(str(amount)) for code, amount in recorded.items()}

@@ -432,7 +432,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent.parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0015_exports_logged"
+        assert context.get_current_revision() == head == "0016_run_material_gap"
 
 
 def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(

@@ -1180,3 +1180,53 @@ def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB
     assert re.search(rf"{kwd[0]['key']}\s+KWD\s+{kwd[0]['status']}\s+{re.escape(largest)}",
                      text), text[:2000]
     assert text.count(" KWD ") >= len(kwd)  # every break's row
+
+
+# ----------------------------------------------------------------------------- recorded materiality
+
+
+def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 61: a run keeps the material_gap it was audited under; the workbench's list, its
+    CSV and `reckon breaks list` mark its breaks by it after the setting changed (EUR 1.40
+    then, EUR 100 now); a run recorded before runs kept it falls back to the setting."""
+    import csv
+    import io
+
+    from reckon.config import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RECKON_MATERIAL_GAP", "EUR=100,JPY=10000,KWD=100")  # changed since
+    wh = tmp_path / "wh"
+    then = {"EUR": "1.40", "JPY": "140", "KWD": "0.140"}
+    later = date(2026, 1, 2)
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=30, reconciler="alice", told=0, material_gap=then)
+        sample_day(db, later, breaks=30, reconciler="alice", told=0)  # before runs kept it
+        add_user(db, "bob", "reviewer", PASSWORD)
+        now = {"EUR": Decimal(100), "JPY": Decimal(10000), "KWD": Decimal(100)}
+        app = create_app(db, secret=b"s" * 32, material_gap=now)
+        every = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=100).rows
+        expected = {(b["key"], b["currency"], b["window_start"]):
+                    "material" if abs(b["gap_amount"]) >= Decimal(then[b["currency"]]) else "-"
+                    for b in every}
+        assert set(expected.values()) == {"material", "-"}
+        bob = _client(app, "bob")
+        listed = bob.get(f"/day/{DAY}/breaks").text
+        marks = re.findall(r'<td class="(?:bad material|material)">([^<]*)</td>', listed)
+        assert sorted(marks) == sorted(expected.values())
+        assert "min_gap=EUR%3D1.40%2CJPY%3D140%2CKWD%3D0.140" in listed  # 'material only'
+        rows = list(csv.DictReader(io.StringIO(bob.get(f"/day/{DAY}/breaks.csv").text)))
+        assert {(r["key"], r["currency"], r["window_start"]): r["material"] for r in rows} == {
+            (k, c, w.isoformat()): m for (k, c, w), m in expected.items()}
+        fallback = list(csv.DictReader(io.StringIO(bob.get(f"/day/{later}/breaks.csv").text)))
+        assert {r["material"] for r in fallback} == {"-"}  # nothing reaches EUR 100 etc.
+    capsys.readouterr()
+    assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat(),
+                 "--json"]) == 0
+    import json
+
+    shown = [b["material"] for b in json.loads(capsys.readouterr().out)]
+    assert len(shown) == 30 and sum(shown) == list(expected.values()).count("material") > 0

@@ -34,7 +34,7 @@ from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
 from reckon.identity import same_person
-from reckon.materiality import gap_floors, is_material, material_words
+from reckon.materiality import gap_floors, is_material, material_words, run_rule
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
 from reckon.signoff import REOPENED, four_eyes_refusal, review_words
@@ -383,7 +383,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         reads)."""
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
                                        partition, source, min_gap, sort, assignee, overdue)
-        body = breaks_csv_text(db, run, filters, material=app.state.material)
+        body = breaks_csv_text(db, run, filters, material=_rule_of(run, app.state.material))
         name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
         count = body.count("\n") - 1
         record_export(db, run["run_id"], who.user.name,
@@ -426,7 +426,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
         result.seconds = time.perf_counter() - started
-        rule = request.app.state.material
+        rule = _rule_of(run, request.app.state.material)  # the run's own, as it was audited
         for row in result.rows:  # the page's rows only: the mark costs nothing to paging
             row["material"] = material_words(is_material(row["gap_amount"], row["currency"],
                                                          rule))
@@ -565,6 +565,12 @@ def _assignees(db: ReportDB, run: Mapping[str, Any]) -> list[str]:
     its reconciler (the page's choices; the server checks again)."""
     return [u.name for u in list_users(db) if u.enabled and u.may_act
             and not same_person(u.name, str(run.get("reconciler") or ""))]
+
+
+def _rule_of(run: Mapping[str, Any], setting: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The material rule of ``run``'s breaks: the one recorded with it (reckon.materiality's
+    run_rule), the setting only for a run recorded before runs kept it."""
+    return run_rule(run.get("material_gap"), setting)
 
 
 def _filter_words(filters: queries.BreakFilter) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import invalid
-from reckon.materiality import is_material, material_words
+from reckon.materiality import is_material, material_words, run_rule
 from reckon.money import format_amount, quantize_to_currency
 from reckon.signoff import review_words
 from reckon.timeutil import parse_date
@@ -117,10 +117,15 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         current = db.current_audit_run(day) if day is not None else None
         runs = {item["run_id"] for item in items} | ({current.run_id} if current else set())
         states = review_states(db, sorted(runs), settings.required_approvers)
-    rule = settings.material_thresholds()
+    setting = settings.material_thresholds()
+    rules = {run_id: run_rule(recorded, setting) for run_id, recorded in (
+        (item["run_id"], item.pop("run_material_gap", None)) for item in items)}
+    marked = any(rules.values()) if rules else bool(setting)  # the MATERIAL column shown
     for item in items:
         item["run_state"] = review_words(states[item["run_id"]])
-        item["material"] = is_material(item["gap_amount"], item["currency"], rule)
+        # by the rule recorded with the item's run (reckon.materiality.run_rule)
+        item["material"] = is_material(item["gap_amount"], item["currency"],
+                                       rules[item["run_id"]])
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
         return 0
@@ -134,7 +139,7 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         for run_id in sorted(states):  # the day's run: a quiet day's has nothing to sign
             print(f"run {run_id}: {review_words(states[run_id])}")
         return 0
-    print(_breaks_table(items, material=bool(rule)))
+    print(_breaks_table(items, material=marked))
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1

@@ -88,6 +88,8 @@ class AuditRunModel(Base):
     completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
     is_current: Mapped[bool] = mapped_column(sa.Boolean())
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # the material_gap it was audited under (migration 0016; null: recorded before)
+    material_gap: Mapped[dict[str, str] | None] = mapped_column(json_type(), nullable=True)
 
 
 class AuditRunCurrencyModel(Base):
