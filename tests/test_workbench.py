@@ -1230,3 +1230,54 @@ def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
 
     shown = [b["material"] for b in json.loads(capsys.readouterr().out)]
     assert len(shown) == 30 and sum(shown) == list(expected.values()).count("material") > 0
+
+
+# ----------------------------------------------------------------------------- period view
+
+
+def test_the_month_view_shows_each_days_state_unsettled_breaks_by_age_and_days_to_sign(
+        app, db: ReportDB) -> None:
+    """Issue 61: a month at a glance: each day's state in the words every view shows, its
+    unsettled (open or rejected) breaks, those by age bucket and currency (counts, never an
+    amount across currencies), and the days still to sign: awaiting sign-off, rejected, or
+    never audited. Any role reads it."""
+    now = datetime.now(UTC)
+    for n, age in ((2, 5), (3, 10)):  # days audited 5 and 10 days ago
+        sample_day(db, date(2026, 1, n), breaks=9, reconciler="alice", told=0,
+                   now=now - timedelta(days=age))
+    append_signoff(db, RUN, "bob", "approved", "fine")           # Jan 1: signed off
+    append_signoff(db, "nightly-2026-01-02", "bob", "rejected", "KWD feed incomplete")
+    carl = _client(app, "carl")
+    text = carl.get("/period?month=2026-01").text
+    assert "<h1>2026-01-01 to 2026-01-31 <small>nightly</small></h1>" in text
+    to_sign = re.search(r'<p id="to-sign"[^>]*>(.*?)</p>', text, re.S).group(1)  # type: ignore[union-attr]
+    assert "<b>30 days still to sign</b>" in to_sign
+    assert ">2026-01-02</a>, <a" in to_sign and ">2026-01-03</a>" in to_sign
+    assert ">2026-01-01</a>" not in to_sign and ">2026-01-31</a>" in to_sign  # never audited
+    days = re.findall(r'<tr>\s*<td><a href="/day/(2026-01-0[1-4])[^"]*">[^<]*</a></td>\s*'
+                      r'(?:<td><code>[^<]*</code></td><td class="[^"]*">([^<]*)</td>|'
+                      r'<td colspan="2" class="warn state">(Not audited)</td>)', text)
+    assert [(d, state or missing) for d, state, missing in days] == [
+        ("2026-01-01", "Signed off: 1 of 1 approvals (bob)"),
+        ("2026-01-02", "Rejected by bob: 0 of 1 approvals"),
+        ("2026-01-03", "Awaiting sign-off: 0 of 1 approvals"),
+        ("2026-01-04", "Not audited")]
+    view = queries.period(db, date(2026, 1, 1), date(2026, 1, 31), now=now)
+    unsettled = {d["day"]: d["unsettled"] for d in view["days"] if d["run"]}
+    open_of = {day: queries.break_page(db, run_id, day, queries.BreakFilter(
+        review_status="open")).total for day, run_id in (
+        (DAY, RUN), (date(2026, 1, 2), "nightly-2026-01-02"),
+        (date(2026, 1, 3), "nightly-2026-01-03"))}
+    assert unsettled == open_of and all(unsettled.values())
+    ages = dict(view["buckets"])
+    assert view["currencies"] == ["EUR", "JPY", "KWD"]
+    assert sum(ages["new today"]) == open_of[DAY]
+    assert sum(ages["3-7 days"]) == open_of[date(2026, 1, 2)]
+    assert sum(ages["over a week"]) == open_of[date(2026, 1, 3)]
+    assert sum(ages["1-2 days"]) == 0
+    assert '<table class="grid" id="ages">' in text and "<th class=\"num\">KWD</th>" in text
+    for query, said in (("month=2026-13", "month=&#39;2026-13&#39; is not valid"),
+                        ("start=2026-02-01&end=2026-01-01", "on or after start"),
+                        ("start=2024-01-01&end=2026-01-01", "at most 366 days")):
+        bad = carl.get(f"/period?{query}")
+        assert bad.status_code == 400 and said in bad.text, query

@@ -385,3 +385,19 @@ def test_a_reviewer_assigns_a_break_and_finds_it_in_my_breaks_and_overdue(served
     assert browser.text("#count").startswith("1 breaks match")
     assert browser.eval("getComputedStyle(document.querySelector('#breaks td.due')).color") \
         != browser.eval("getComputedStyle(document.querySelector('#breaks td.assignee')).color")
+
+
+def test_the_month_view_shows_what_is_left_to_sign(served, browser) -> None:
+    """Issue 61: the Month link shows a month's days with their state, the unsettled breaks by
+    age and currency, and the days still to sign, each a link to its day."""
+    url, _db = served
+    _login(browser, url, "carl")  # an auditor reads it too
+    browser.goto(f"{url}/period?month=2026-01")
+    assert browser.text("h1") == "2026-01-01 to 2026-01-31 nightly"
+    assert browser.text("#to-sign").startswith("31 days still to sign: 2026-01-01, 2026-01-02")
+    first = browser.eval("[...document.querySelectorAll('#period-days tbody tr')][0].innerText")
+    assert "2026-01-01" in first and "Awaiting sign-off: 0 of 1 approvals" in first
+    ages = browser.eval("[...document.querySelectorAll('#ages tr')].map(r => r.innerText)")
+    assert ages[0].split() == ["Age", "EUR", "JPY", "KWD"] and ages[1].startswith("new today")
+    browser.click("#to-sign a")
+    assert browser.url.endswith("/day/2026-01-01?kind=nightly")

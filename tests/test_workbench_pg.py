@@ -117,7 +117,7 @@ def test_the_workbench_role_pages_breaks_by_size_and_minimum_gap(owner_url: str)
     from workbench import queries
     from workbench.sample import sample_day
 
-    day = date(2026, 1, 1)
+    day = date(2026, 1, 7)  # run-1 (the fixture's) is 2026-01-01's current run
     with ReportDB(owner_url) as owner:
         sample_day(owner, day, breaks=90, reconciler="alice", run_id="run-g")
     floor = (("EUR", Decimal("1.20")), ("JPY", Decimal("120")))
@@ -142,6 +142,12 @@ def test_the_workbench_role_pages_breaks_by_size_and_minimum_gap(owner_url: str)
             if sort == "gap":  # per currency, largest first (ties: latest window, key)
                 assert all(a[0] < b[0] or (a[0] == b[0] and a[1:] > b[1:])
                            for a, b in pairwise(seen))
+        # the month view's counts on PostgreSQL (its age buckets are SQL CASEs on times)
+        month = queries.period(workbench, date(2026, 1, 1), date(2026, 1, 31))
+        opened = queries.break_page(workbench, "run-g", day,
+                                    queries.BreakFilter(review_status="open")).total
+        assert dict(month["buckets"])["new today"] and month["unsettled"] == opened
+        assert [d["run"]["run_id"] for d in month["days"] if d["run"]] == ["run-1", "run-g"]
 
 
 def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:

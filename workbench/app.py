@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -317,6 +317,17 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         return page(request, "days.html", who, runs=queries.days(db, required_approvers=required),
                     check=verify_log(db, warehouse=warehouse, figures_of=()))
 
+    @app.get("/period")
+    def period_view(request: Request, who: Who, start: str = "", end: str = "",
+                    month: str = "", kind: str = "nightly") -> Response:
+        """A month (``month=2026-01``) or a range (``start``, ``end``): each day's state, its
+        unsettled breaks, those by age and currency, the days still to sign."""
+        first, last = _period_bounds(month, start, end)
+        view = queries.period(db, first, last, kind=kind, required_approvers=required)
+        before = (first.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")
+        after = (last.replace(day=28) + timedelta(days=4)).strftime("%Y-%m")
+        return page(request, "period.html", who, period=view, previous=before, following=after)
+
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
         run = queries.run_of_day(db, _day(day), kind, required)
@@ -571,6 +582,28 @@ def _rule_of(run: Mapping[str, Any], setting: Mapping[str, Decimal]) -> dict[str
     """The material rule of ``run``'s breaks: the one recorded with it (reckon.materiality's
     run_rule), the setting only for a run recorded before runs kept it."""
     return run_rule(run.get("material_gap"), setting)
+
+
+def _period_bounds(month: str, start: str, end: str) -> tuple[date, date]:
+    """The days a period view shows: ``month`` (YYYY-MM), or ``start``..``end``, or this
+    month (UTC); a mistake is one line."""
+    if month:
+        try:
+            first = datetime.strptime(month.strip(), "%Y-%m").date()
+        except ValueError:
+            raise UsageError(f"month={month!r} is not valid: a month such as 2026-01") from None
+        last = (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+        return first, last
+    if not start and not end:
+        return _period_bounds(_today().strftime("%Y-%m"), "", "")
+    first = parse_date(start, "start") if start else parse_date(end, "end")
+    last = parse_date(end, "end") if end else first
+    if last < first:
+        raise UsageError(f"end={end!r} is not valid: on or after start={start!r}")
+    if (last - first).days >= queries.PERIOD_MAX_DAYS:
+        raise UsageError(f"end={end!r} is not valid: a period is at most "
+                         f"{queries.PERIOD_MAX_DAYS} days")
+    return first, last
 
 
 def _filter_words(filters: queries.BreakFilter) -> str:

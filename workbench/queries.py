@@ -54,6 +54,7 @@ __all__ = [
     "days",
     "facets",
     "log_entries",
+    "period",
     "replaced_signoff",
     "run_of_day",
 ]
@@ -478,3 +479,57 @@ def log_entries(db: ReportDB, run_id: str,
         stmt = stmt.where(log.c.note.startswith(target.label() + ":", autoescape=True))
     with db.ready().connect() as conn:
         return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+#: The longest period the period view shows at once, in days (a year and a day).
+PERIOD_MAX_DAYS = 366
+
+
+def period(db: ReportDB, start: date, end: date, *, kind: str = "nightly",
+           required_approvers: int = 1, now: datetime | None = None) -> dict[str, Any]:
+    """Each day of ``start``..``end`` (inclusive) with its current ``kind`` run and review
+    state (None: never audited), how many of its breaks are still unsettled (open or
+    rejected), those breaks counted by age bucket (reports.summary.AGE_BUCKETS) and currency
+    (counts only: no amount is added, let alone across currencies), and the days still to
+    sign: audited and awaiting sign-off or rejected, or never audited.
+
+    Example: ``period(db, date(2026, 1, 1), date(2026, 1, 31))["to_sign"]``."""
+    from reports.summary import AGE_BUCKETS
+
+    moment = now or datetime.now(UTC)
+    a, b, r = AUDIT_RUNS, BREAKS, BREAK_REVIEWS
+    with db.ready().connect() as conn:
+        found = [dict(row) for row in conn.execute(sa.select(a).where(
+            a.c.day >= start, a.c.day <= end, a.c.kind == kind,
+            a.c.is_current.is_(True)).order_by(a.c.day)).mappings()]
+        age = sa.case(*((r.c.first_seen_at > moment - timedelta(days=(hi or 0) + 1), n)
+                        for n, (_, _, hi) in enumerate(AGE_BUCKETS) if hi is not None),
+                      else_=len(AGE_BUCKETS) - 1)
+        joined = sa.select(b.c.day, b.c.currency, age.label("bucket"),
+                           sa.func.count().label("n")).select_from(b.join(
+            a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True), a.c.kind == kind))
+            .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
+                             r.c.key == b.c.key, r.c.currency == b.c.currency))).where(
+            b.c.day >= start, b.c.day <= end, r.c.review_status.in_(UNSETTLED_STATUSES)
+        ).group_by(b.c.day, b.c.currency, age)
+        counted = conn.execute(joined).all()
+    runs = {run["day"]: run for run in _with_reviews(db, found, required_approvers)}
+    unsettled: dict[date, int] = {}
+    buckets: dict[tuple[str, str], int] = {}
+    for row in counted:
+        unsettled[row.day] = unsettled.get(row.day, 0) + int(row.n)
+        label = AGE_BUCKETS[int(row.bucket)][0]
+        buckets[(label, row.currency)] = buckets.get((label, row.currency), 0) + int(row.n)
+    days_out, to_sign = [], []
+    for offset in range((end - start).days + 1):
+        day = start + timedelta(days=offset)
+        run = runs.get(day)
+        days_out.append({"day": day, "run": run, "unsettled": unsettled.get(day, 0)})
+        if run is None or run["review"].awaits_signoff or run["review"].state == "rejected":
+            to_sign.append(day)
+    currencies = sorted({code for _, code in buckets})
+    return {"start": start, "end": end, "kind": kind, "days": days_out, "to_sign": to_sign,
+            "runs": runs, "currencies": currencies,
+            "buckets": [(label, [buckets.get((label, code), 0) for code in currencies])
+                        for label, _, _ in AGE_BUCKETS],
+            "unsettled": sum(unsettled.values())}
