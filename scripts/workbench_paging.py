@@ -3,8 +3,8 @@ second"). Fills a fresh SQLite report database through the project's writers
 (workbench.sample), serves the workbench on loopback with uvicorn, logs in over HTTP and
 times whole page requests: the first page, a page deep in the day (keyset cursor), filtered
 pages (by cause, currency, merchant, review status and age, by a contributing partition
-or source, and by a minimum absolute gap per currency), and pages sorted by absolute gap
-(first and deep). Prints one line per case (median of 5) and exits 1 if any exceeds the budget.
+or source, by a minimum absolute gap per currency, and a user's assigned and overdue
+breaks: 2,000 of the day's are assigned), and pages sorted by absolute gap (first and deep). Prints one line per case (median of 5) and exits 1 if any exceeds the budget.
 
 Not in bench/: that harness compares Spark engines side by side; this is one web request.
 
@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reports.db.repository import ReportDB
+from reports.review import BULK_CAP, Assignment, BreakTarget, append_break_actions
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import add_user
@@ -67,6 +68,12 @@ def main() -> int:
         started = time.perf_counter()
         run_id = sample_day(db, DAY, breaks=args.breaks, reconciler="alice")
         add_user(db, "bob", "reviewer", PASSWORD)
+        # 2,000 open breaks assigned to bob, due long ago (one log entry each, as in bulk)
+        assigned = queries.break_page(db, run_id, DAY, queries.BreakFilter(),
+                                      limit=args.breaks).rows[1::50][:BULK_CAP]
+        append_break_actions(db, run_id, "bob", "break-assigned", "", [
+            BreakTarget(r["window_start"], r["key"], r["currency"]) for r in assigned],
+            assignment=Assignment("bob", date(2026, 1, 5)))
         print(f"filled {args.breaks} breaks in {time.perf_counter() - started:.1f} s")
         last = queries.break_page(db, run_id, DAY, queries.BreakFilter(), limit=args.breaks)
         deep = queries.Cursor(**{k: last.rows[-60][k] for k in ("window_start", "key",
@@ -88,7 +95,11 @@ def main() -> int:
                  "sorted by |gap|": "sort=gap",
                  "sorted by |gap|, deep": f"sort=gap&after={deep_gap}",
                  "min |gap| JPY, sorted": "currency=JPY&min_gap=140&sort=gap",
-                 "min |gap| + partition": "min_gap=EUR%3D1.4&partition=4&sort=gap"}
+                 "min |gap| + partition": "min_gap=EUR%3D1.4&partition=4&sort=gap",
+                 "my breaks": "assignee=bob",
+                 "my breaks, overdue": "assignee=bob&overdue=1",
+                 "nobody's breaks (none)": "assignee=carol",
+                 "overdue": "overdue=1"}
         worst = 0.0
         with serve_in_thread(create_app(db, secret=secrets.token_bytes(32))) as url:
             opener = _login(url)

@@ -133,9 +133,9 @@ class BreakFilter:
 
     @property
     def needs_review_row(self) -> bool:
-        """Whether a filter reads break_reviews' columns (the count then joins it too)."""
-        return bool(self.review_status or self.min_age_days > 0 or self.assignee
-                    or self.overdue_on)
+        """Whether a filter reads the joined break_reviews' columns (the count then joins it
+        too; assignee and overdue ask their own index, ``_assigned``)."""
+        return bool(self.review_status or self.min_age_days > 0)
 
     def floor(self, currency: str) -> Decimal | None:
         """The minimum absolute gap asked for in ``currency`` (None: not narrowed)."""
@@ -156,11 +156,25 @@ class BreakFilter:
             out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
         if self.min_gap:
             out.append(self._gap_floor())
-        if self.assignee:
-            out.append(r.c.assignee == self.assignee)
-        if self.overdue_on is not None:
-            out += [r.c.due_on < self.overdue_on, r.c.review_status.in_(UNSETTLED_STATUSES)]
+        if self.assignee or self.overdue_on is not None:
+            out.append(self._assigned())
         return out
+
+    def _assigned(self) -> sa.ColumnElement[bool]:
+        """The breaks whose review is assigned to ``assignee`` and/or overdue, as an IN over
+        break_reviews' own index (assignee, or due date): the page then seeks only those
+        breaks' entries of the list's index instead of walking the run's every break (a
+        "my breaks" of none among 100,000 took 0.6 s)."""
+        b, own = BREAKS, BREAK_REVIEWS.alias("assigned")
+        where = []
+        if self.assignee:
+            where.append(own.c.assignee == self.assignee)
+        if self.overdue_on is not None:
+            where += [own.c.due_on < self.overdue_on,
+                      own.c.review_status.in_(UNSETTLED_STATUSES)]
+        chosen = sa.select(own.c.day, own.c.window_start, own.c.key, own.c.currency).where(
+            *where)
+        return sa.tuple_(b.c.day, b.c.window_start, b.c.key, b.c.currency).in_(chosen)
 
     def _gap_floor(self) -> sa.ColumnElement[bool]:
         """Each named currency's breaks of at least its amount; the others as they are."""

@@ -165,6 +165,7 @@ class BreakReviewModel(Base):
         sa.CheckConstraint(review_status_constraint(), name="ck_break_reviews_status"),
         # "my breaks" and "overdue" (the workbench's views)
         sa.Index("ix_break_reviews_assignee", "assignee", "due_on"),
+        sa.Index("ix_break_reviews_due", "due_on"),
     )
 
     day: Mapped[date] = mapped_column(sa.Date, primary_key=True)

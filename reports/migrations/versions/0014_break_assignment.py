@@ -3,7 +3,8 @@
 * ``break_reviews.assignee`` and ``break_reviews.due_on``: who is to review the break and by
   when, set by a ``break-assigned`` entry of the sign-off log (its note says both, so the
   hash binds them); kept through re-audits (a new audit's upsert leaves them as they are).
-  Index ``ix_break_reviews_assignee (assignee, due_on)`` serves "my breaks" and "overdue".
+  Indexes ``ix_break_reviews_assignee (assignee, due_on)`` and ``ix_break_reviews_due
+  (due_on)`` serve "my breaks" and "overdue".
 * The log's decision CHECK takes ``break-assigned``.
 * On PostgreSQL the reviewer and workbench roles may update the two columns, as they may the
   review status (migrations 0006, 0007); the triggers check signer and four eyes as before.
@@ -45,6 +46,7 @@ def upgrade() -> None:
     op.add_column("break_reviews", sa.Column("assignee", sa.String(200), nullable=True))
     op.add_column("break_reviews", sa.Column("due_on", sa.Date(), nullable=True))
     op.create_index("ix_break_reviews_assignee", "break_reviews", ["assignee", "due_on"])
+    op.create_index("ix_break_reviews_due", "break_reviews", ["due_on"])
     _decisions(_NEW)
     if op.get_bind().dialect.name == "postgresql":
         op.execute(_GRANTS)
@@ -60,6 +62,7 @@ def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute(_REVOKES)
     _decisions(_OLD)
+    op.drop_index("ix_break_reviews_due", table_name="break_reviews")
     op.drop_index("ix_break_reviews_assignee", table_name="break_reviews")
     with op.batch_alter_table("break_reviews") as batch:
         batch.drop_column("due_on")
