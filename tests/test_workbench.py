@@ -1281,3 +1281,35 @@ def test_the_month_view_shows_each_days_state_unsettled_breaks_by_age_and_days_t
                         ("start=2024-01-01&end=2026-01-01", "at most 366 days")):
         bad = carl.get(f"/period?{query}")
         assert bad.status_code == 400 and said in bad.text, query
+
+
+def test_reckon_breaks_list_shows_who_has_a_break_and_by_when(tmp_path: Path, monkeypatch,
+                                                              capsys) -> None:
+    """Issue 61: `reckon breaks list` shows ASSIGNEE and DUE once a listed break is assigned
+    (`--json`: assignee, due_on), as the workbench's list and CSV do."""
+    import json
+
+    from reckon.config import load_settings
+    from reports.review import Assignment
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE",
+                 "RECKON_MATERIAL_GAP"):
+        monkeypatch.delenv(name, raising=False)
+    wh = tmp_path / "wh"
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=6, reconciler="alice", told=0)
+        add_user(db, "rita", "reconciler", PASSWORD)
+        target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-01", "JPY")
+        append_signoff(db, RUN, "bob", "break-assigned", "", target=target,
+                       assignment=Assignment("rita", date(2026, 1, 9)))
+    capsys.readouterr()
+    assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat()]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[11:14] == ["ASSIGNEE", "DUE", "RUN"]
+    row = next(line.split() for line in out if "merchant-01" in line)
+    assert row[9:11] == ["rita", "2026-01-09"]
+    assert main(["breaks", "list", "--warehouse", str(wh), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {(b["key"], b["assignee"], b["due_on"]) for b in listed if b["assignee"]} == {
+        ("merchant-01", "rita", "2026-01-09")}

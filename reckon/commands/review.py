@@ -139,7 +139,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         for run_id in sorted(states):  # the day's run: a quiet day's has nothing to sign
             print(f"run {run_id}: {review_words(states[run_id])}")
         return 0
-    print(_breaks_table(items, material=marked))
+    print(_breaks_table(items, material=marked,
+                        assigned=any(item.get("assignee") for item in items)))
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
@@ -150,18 +151,27 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _breaks_table(items: list[dict[str, Any]], *, material: bool = False) -> str:
+def _breaks_table(items: list[dict[str, Any]], *, material: bool = False,
+                  assigned: bool = False) -> str:
     """The breaks as a terminal table, amounts right-aligned in their currency's digits;
-    ``material``: with the MATERIAL column (the material_gap setting is set)."""
+    ``material``: with the MATERIAL column (the material_gap setting is set); ``assigned``:
+    with ASSIGNEE and DUE (a listed break is assigned in the workbench)."""
     headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
-               "AGE (d)", "RUN"] + (["MATERIAL"] if material else [])
+               "AGE (d)"] + (["ASSIGNEE", "DUE"] if assigned else []) + ["RUN"] + (
+        ["MATERIAL"] if material else [])
     rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
              item["currency"] or "-", item["status"],
              _cell_amount(item["gap_amount"], item["currency"]),
              _cell_amount(item["residual_amount"], item["currency"]),
-             item["review_status"], str(item["age_days"]), item["run_id"]]
+             item["review_status"], str(item["age_days"])]
+            + ([item.get("assignee") or "-", _due(item.get("due_on"))] if assigned else [])
+            + [item["run_id"]]
             + ([material_words(item["material"])] if material else []) for item in items]
     return _table(headers, rows, right={5, 6, 8})
+
+
+def _due(due_on: date | None) -> str:
+    return "-" if due_on is None else due_on.isoformat()
 
 
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:

@@ -310,7 +310,7 @@ class ReportDB:
         b, r, a = BREAKS, BREAK_REVIEWS, AUDIT_RUNS
         stmt = (
             sa.select(b, a.c.kind, a.c.material_gap.label("run_material_gap"), r.c.review_status,
-                      r.c.first_seen_at, r.c.last_seen_run_id,
+                      r.c.first_seen_at, r.c.last_seen_run_id, r.c.assignee, r.c.due_on,
                       r.c.updated_at.label("review_updated_at"))
             .join(a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True)))
             .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
