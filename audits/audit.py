@@ -159,7 +159,8 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
             reconciler=recorder.ledger.principal(),
             params={**tolerance.to_config(), **rules.to_config()},
             status_counts=counts, rows=sum(counts.values()), unexplained=unexplained,
-            table_versions=versions, currencies=currencies, completeness=completeness)
+            table_versions=versions, currencies=currencies, completeness=completeness,
+            material_gap={code: str(amount) for code, amount in config.material_gap})
         reads = StoryInputs(
             provisional=day_rows(tb.PROVISIONAL_TOTALS), late=day_rows(tb.LATE_EVENTS),
             canonical=day_rows(tb.CANONICAL_TOTALS), event_log_version=pinned,

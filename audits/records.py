@@ -71,6 +71,9 @@ class AuditRun:
     currencies: tuple[CurrencySummary, ...] = ()  # one per currency, by code; the money
     completeness: Decimal | None = None  # share of canonical events the stream counted
     is_current: bool = True
+    # the material_gap the run was audited under (code -> exact amount text; {}: off; None:
+    # recorded before runs kept it): every view marks the run's breaks by it
+    material_gap: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -305,7 +305,7 @@ def _breaks_parser(sub: Any) -> None:
     _warehouse(p)
     p.add_argument("--date", help="only this day (YYYY-MM-DD)")
     p.add_argument("--status", help="only breaks in this review status (open, explained, "
-                                    "accepted, resolved)")
+                                    "accepted, resolved, rejected)")
     p.add_argument("--currency", help="only breaks in this currency (ISO 4217, e.g. JPY)")
     p.add_argument("--key", help="only breaks of this account or merchant key")
     p.add_argument("--min-gap", metavar="AMOUNT",

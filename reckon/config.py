@@ -273,7 +273,8 @@ class Settings:
         Example: ``audit_day(spark, settings.audit_config(), day, recorder=None)``.
         """
         return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
-                           tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel))
+                           tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel),
+                           material_gap=tuple(sorted(self.material_thresholds().items())))
 
     def check_config(self) -> CheckConfig:
         """What the data-quality suites check against, built once here at the edge and

@@ -56,6 +56,8 @@ class AuditConfig:
     warehouse: Path
     rules: EventTimeRules
     tolerance: Tolerance
+    # the material_gap setting (reckon.materiality), recorded with the run it audits
+    material_gap: tuple[tuple[str, Decimal], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,34 @@ from typing import Final, Protocol, TypeVar
 from reckon.errors import invalid
 from reckon.identity import identity_key, same_person
 
-__all__ = ["BREAK_ACTIONS", "BREAK_CLOSING_DECISIONS", "DECISIONS", "NO_EVENTS", "OPEN",
-           "REJECTED", "REOPENED", "REVIEW_STATES", "SIGNED_OFF", "SIGNING_DECISIONS",
-           "Decided", "ReviewState", "closes_breaks", "decision_constraint", "four_eyes_refusal",
-           "impersonation_refusal", "is_break_action", "replaced_signoff", "review_state",
-           "review_words", "signs_off"]
+__all__ = [
+    "BREAK_ACTIONS",
+    "BREAK_CLOSING_DECISIONS",
+    "BREAK_REVIEW_STATUSES",
+    "BREAK_STATUS_AFTER",
+    "DECISIONS",
+    "EXPORTED",
+    "NO_EVENTS",
+    "OPEN",
+    "REJECTED",
+    "REOPENED",
+    "REVIEW_STATES",
+    "SIGNED_OFF",
+    "SIGNING_DECISIONS",
+    "UNSETTLED_STATUSES",
+    "Decided",
+    "ReviewState",
+    "closes_breaks",
+    "decision_constraint",
+    "four_eyes_refusal",
+    "impersonation_refusal",
+    "is_break_action",
+    "replaced_signoff",
+    "review_state",
+    "review_status_constraint",
+    "review_words",
+    "signs_off",
+]
 
 #: The decision that withdraws its reviewer's standing decision on a run (a rejection
 #: reopened, or an approval taken back): the run is as if that reviewer had not decided.
@@ -46,8 +69,23 @@ SIGNING_DECISIONS = ("approved", "accepted", "resolved")
 BREAK_CLOSING_DECISIONS = ("accepted", "resolved")
 #: Actions on one break of a run (the workbench's): entries of the same log, the break named
 #: in the entry's note so the hash binds it. They decide nothing about the run: they do not
-#: sign it off.
-BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved")
+#: sign it off. A rejection (the break's explanation or acceptance is disputed) and a reopen
+#: (back to open) each need a reason, the entry's note (migration 0014 added both). An
+#: assignment names who is to review the break and by when, in its note (migration 0015).
+BREAK_ACTIONS = ("break-comment", "break-accepted", "break-resolved", "break-rejected",
+                 "break-reopened", "break-assigned")
+#: A record that someone exported a run's breaks (a CSV or a PDF of the workbench's list, a
+#: file of its report): an entry of the same log, by whoever exported (any workbench role,
+#: the run's reconciler too: it decides nothing), naming what was exported (migration 0016).
+EXPORTED: Final = "exported"
+#: The review status a break action leaves its break in (a comment leaves it as it was).
+BREAK_STATUS_AFTER: Final = {"break-accepted": "accepted", "break-resolved": "resolved",
+                             "break-rejected": "rejected", "break-reopened": "open"}
+#: The review statuses of a break still waiting for someone (an overdue break is one of them).
+UNSETTLED_STATUSES = ("open", "rejected")
+#: The review statuses of a break, in workflow order (break_reviews.review_status): the audit
+#: sets open or explained; a reviewer's break action accepted, resolved, rejected or open.
+BREAK_REVIEW_STATUSES = ("open", "explained", "accepted", "resolved", "rejected")
 
 
 def signs_off(decision: str) -> bool:
@@ -66,14 +104,24 @@ def closes_breaks(decision: str) -> bool:
     return decision in BREAK_CLOSING_DECISIONS
 
 
+def review_status_constraint() -> str:
+    """The SQL check of break_reviews' ``review_status`` (the text migration 0014 created).
+
+    >>> review_status_constraint()
+    "review_status IN ('open', 'explained', 'accepted', 'resolved', 'rejected')"
+    """
+    return "review_status IN (" + ", ".join(f"'{s}'" for s in BREAK_REVIEW_STATUSES) + ")"
+
+
 def decision_constraint() -> str:
-    """The SQL check of the log's ``decision`` column: every decision and break action (the
-    text migration 0010 created).
+    """The SQL check of the log's ``decision`` column: every decision, break action and the
+    export record (the text migration 0016 created).
 
     >>> decision_constraint()[:62]
     "decision IN ('approved', 'rejected', 'accepted', 'resolved', '"
     """
-    return "decision IN (" + ", ".join(f"'{d}'" for d in DECISIONS + BREAK_ACTIONS) + ")"
+    return "decision IN (" + ", ".join(f"'{d}'" for d in (*DECISIONS, *BREAK_ACTIONS,
+                                                           EXPORTED)) + ")"
 
 
 def four_eyes_refusal(signer: str, reconciler: str, run_id: str, *,

@@ -25,8 +25,9 @@ from audits.records import AttributionRow, AuditRun, CurrencySummary
 from reckon.engine_config import ReportConfig, WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
+from reckon.materiality import run_rule
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
-from reckon.signoff import ReviewState, is_break_action, replaced_signoff
+from reckon.signoff import DECISIONS, ReviewState, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
 
@@ -490,7 +491,7 @@ def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | No
     entries = [Signoff(e["run_id"], e["decision"], e["by"], _utc(e["at"]),
                        {code: Decimal(gap) for code, gap in sorted(e["gap_totals"].items())},
                        int(e["unexplained"])) for e in raw
-               if not is_break_action(e["decision"])]  # the workbench's: not on the run
+               if e["decision"] in DECISIONS]  # break actions, exports: not decisions
     own = tuple(e for e in entries if e.run_id == run.run_id)
     started = {e["run_id"]: _utc(e["started_at"]) for e in raw}
     started[run.run_id] = _utc(run.started_at)
@@ -588,7 +589,9 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
         watermark_series=_watermarks(spark, warehouse, rules, day),
         quality=quality, data_docs=str(docs) if docs.is_file() else None,
         **review_fields(db, run, config.required_approvers),
-        all_breaks=all_breaks, breaks_cap=breaks_cap, material_gap=config.material_gap,
+        all_breaks=all_breaks, breaks_cap=breaks_cap,
+        material_gap=tuple(sorted(run_rule(run.material_gap,
+                                           dict(config.material_gap)).items())),
         spec_versions=tuple(v.describe() for v in recorded_versions(warehouse)))
 
 

@@ -23,8 +23,10 @@ Four-eyes rule: the run's reconciler (the OS account that ran the audit) may not
 the signer is the OS account that runs ``reckon signoff``, and a name is compared under any
 spelling that looks the same (reckon.identity: a Cyrillic or fullwidth letter, a zero-width space); the rules live in reckon.signoff. Decisions
 'accepted' and 'resolved' also move the run's *open* breaks to that review status ('explained' breaks stay explained).
-The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve) are entries of
-the same log, under the same rules, with the break named in the note; they sign nothing.
+The workbench's actions on one break (BREAK_ACTIONS: comment, accept, resolve, reject, reopen)
+are entries of the same log, under the same rules, with the break named in the note (for a
+rejection or a reopen, the note is its reason); they sign nothing. Reopening an open break is
+refused.
 
 A break is a (day, window, key, currency): ``reckon breaks list`` shows each with its currency
 and its amounts in that currency's own digits (``--json``: exact decimal text, same digits).
@@ -37,7 +39,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -53,7 +55,9 @@ from reckon.money import quantize_to_currency
 from reckon.signing import SigningKey, verify_signature
 from reckon.signoff import (
     BREAK_ACTIONS,
+    BREAK_STATUS_AFTER,
     DECISIONS,
+    EXPORTED,
     closes_breaks,
     four_eyes_refusal,
     impersonation_refusal,
@@ -68,6 +72,7 @@ from reports.db.models import (
     REPORTS,
     SIGNER_KEYS,
     SIGNOFF_LOG,
+    WORKBENCH_USERS,
 )
 from reports.db.repository import ReportDB
 from reports.signer_keys import (
@@ -79,18 +84,22 @@ from reports.signer_keys import (
 
 __all__ = [
     "BREAK_ACTIONS",
+    "BULK_CAP",
     "DECISIONS",
     "GENESIS_HASH",
+    "Assignment",
     "BreakTarget",
     "LogTrust",
     "LogVerification",
     "SignoffEntry",
     "SignoffRefused",
+    "append_break_actions",
     "append_signoff",
     "changed_inputs",
     "compute_entry_hash",
     "figures_in_minor_units",
     "read_log",
+    "record_export",
     "sign_off",
     "verify_log",
 ]
@@ -181,6 +190,22 @@ class BreakTarget:
 
     def label(self) -> str:
         return f"break {_format_at(self.window_start)} {self.key} {self.currency}"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Who is to review a break and by when (a 'break-assigned' entry): a workbench user who
+    may act, never the run's reconciler; ``due_on`` None: no date.
+
+    Example: ``Assignment("bob", date(2026, 1, 9)).words()`` is
+    ``'assigned to bob, due 2026-01-09'``, the start of the entry's note after the label."""
+
+    assignee: str
+    due_on: date | None = None
+
+    def words(self) -> str:
+        due = "no due date" if self.due_on is None else f"due {self.due_on.isoformat()}"
+        return f"assigned to {self.assignee}, {due}"
 
 
 def _format_at(at: datetime) -> str:
@@ -395,8 +420,8 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
 def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str, *,
                    now: datetime | None = None, warehouse: Path | None = None,
                    target: BreakTarget | None = None, required_approvers: int = 1,
-                   signer: SigningKey | None = None,
-                   heads: Path | None = None) -> SignoffEntry:
+                   signer: SigningKey | None = None, heads: Path | None = None,
+                   assignment: Assignment | None = None) -> SignoffEntry:
     """Append a decision on ``run_id`` to the log and return the new entry.
 
     Serialised against concurrent appenders and audits of the run's day (SQLite ``BEGIN
@@ -409,7 +434,8 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     invisible characters and Unicode confusables folded).
 
     A break action (BREAK_ACTIONS) needs ``target``, a break of the run: its note starts with
-    the break's label, and 'break-accepted' / 'break-resolved' move that break's review status.
+    the break's label, and every action but a comment moves that break's review status
+    (reckon.signoff.BREAK_STATUS_AFTER: accepted, resolved, rejected, open again).
 
     ``signer``: the signer's own key (reckon.signing), registered for ``by`` (or the
     workbench's service key): the entry carries its signature of ``entry_hash``. Without
@@ -421,7 +447,7 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     (reports.approval_record, ``required_approvers`` deciding its state): the report shows its
     approval without a re-render, and its own bytes never change.
     """
-    who, text = _checked_request(decision, by, note, target)
+    who, text = _checked_request(decision, by, note, target, assignment)
     engine = db.ready()
     for attempt in range(1, _APPEND_ATTEMPTS + 1):
         try:
@@ -429,13 +455,15 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
             # never appended to a run that stopped being current before the commit
             with _anchor_opened(warehouse, heads) as anchor, \
                     write_tx(engine, "signoff_log", "audit_runs") as conn:
-                _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target)
+                _refuse_unless_signable(conn, run_id, who, warehouse=warehouse, target=target,
+                                        decision=decision)
                 _refuse_unregistered(conn, signer, who)
+                _refuse_unless_assignable(conn, run_id, assignment)
                 at = (now or datetime.now(UTC)).astimezone(UTC)
                 entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
                                        note=text, at=at, signer=signer)
                 _insert_entry(conn, entry)
-                _apply_to_breaks(conn, run_id, decision, target, at)
+                _apply_to_breaks(conn, run_id, decision, target, at, assignment)
                 anchor(entry)  # written before the commit; taken back if it fails
             break
         except IntegrityError:
@@ -451,8 +479,96 @@ def append_signoff(db: ReportDB, run_id: str, by: str, decision: str, note: str,
     return entry
 
 
-def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None
-                     ) -> tuple[str, str]:
+def record_export(db: ReportDB, run_id: str, by: str, what: str, *,
+                  now: datetime | None = None, warehouse: Path | None = None,
+                  signer: SigningKey | None = None, heads: Path | None = None) -> SignoffEntry:
+    """Record that ``by`` exported ``what`` of ``run_id``'s breaks (a CSV or PDF of the
+    filtered list, a file of the day's report): one ``exported`` entry of the chained log,
+    hashed and anchored like every other. It decides nothing, so neither the four-eyes rule
+    nor a role that may act applies (an auditor's export is recorded too); the run must exist.
+
+    Example: ``record_export(db, "nightly-2026-01-01", "carl", "breaks.csv: 12 breaks")``."""
+    who, text = (by or "").strip(), (what or "").strip()
+    if not who:
+        raise invalid("by", by, "who exported (not empty)")
+    if not text:
+        raise invalid("what", what, "what was exported (not empty)")
+    try:
+        with _anchor_opened(warehouse, heads) as anchor, \
+                write_tx(db.ready(), "signoff_log") as conn:
+            if conn.execute(sa.select(AUDIT_RUNS.c.run_id).where(
+                    AUDIT_RUNS.c.run_id == run_id)).first() is None:
+                raise SignoffRefused(f"run={run_id!r} is not valid: no audit run has this id")
+            _refuse_unregistered(conn, signer, who)
+            at = (now or datetime.now(UTC)).astimezone(UTC)
+            entry = _chained_entry(conn, run_id=run_id, by=who, decision=EXPORTED,
+                                   note=f"exported {text}", at=at, signer=signer)
+            _insert_entry(conn, entry)
+            anchor(entry)
+    except sa.exc.DBAPIError as exc:  # PostgreSQL's signer trigger (migration 0016)
+        if _sqlstate(exc.orig) != "42501":
+            raise
+        cause = str(exc.orig).strip().splitlines()[0]
+        raise SignoffRefused(f"the report database refused the export record: {cause}") \
+            from None
+    return entry
+
+
+#: The most breaks one bulk action takes (reckon's workbench asks for a narrower filter).
+BULK_CAP = 5_000
+
+
+def append_break_actions(db: ReportDB, run_id: str, by: str, decision: str, note: str,
+                         targets: Sequence[BreakTarget], *, now: datetime | None = None,
+                         warehouse: Path | None = None,
+                         assignment: Assignment | None = None,
+                         signer: SigningKey | None = None,
+                         heads: Path | None = None) -> list[SignoffEntry]:
+    """One break action (BREAK_ACTIONS) on each of ``targets``, breaks of ``run_id``: one log
+    entry per break, each chained and hashed as :func:`append_signoff` writes it, all in one
+    transaction (all are appended, or none). The same rules, checked before anything is
+    written: the run is current and its inputs unchanged, every target is one of its breaks,
+    ``by`` is not its reconciler (four eyes); at most :data:`BULK_CAP` breaks.
+
+    Example: ``append_break_actions(db, "nightly-2026-01-01", "bob", "break-accepted",
+    "late events of partition 3", targets)`` appends ``len(targets)`` entries."""
+    if not targets:
+        raise invalid("targets", "[]", "one break or more")
+    if len(targets) > BULK_CAP:
+        raise invalid("targets", f"{len(targets):,} breaks", f"at most {BULK_CAP:,} at once")
+    if decision not in BREAK_ACTIONS:
+        raise invalid("decision", decision, "a break action: one of " + ", ".join(BREAK_ACTIONS))
+    checked = [_checked_request(decision, by, note, t, assignment) for t in targets]
+    who = checked[0][0]
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    entries: list[SignoffEntry] = []
+    try:
+        with _anchor_opened(warehouse, heads) as anchor, \
+                write_tx(db.ready(), "signoff_log", "audit_runs") as conn:
+            for n, target in enumerate(targets):
+                _refuse_unless_signable(conn, run_id, who,
+                                        warehouse=warehouse if n == 0 else None,
+                                        target=target, decision=decision)
+            _refuse_unless_assignable(conn, run_id, assignment)
+            _refuse_unregistered(conn, signer, who)
+            signed = signed_figures(conn, run_id)
+            for target, (_, text) in zip(targets, checked, strict=True):
+                entry = _chained_entry(conn, run_id=run_id, by=who, decision=decision,
+                                       note=text, at=at, signer=signer, signed=signed)
+                _insert_entry(conn, entry)
+                _apply_to_breaks(conn, run_id, decision, target, at, assignment)
+                entries.append(entry)
+            anchor(entries[-1])  # written before the commit; taken back if it fails
+    except sa.exc.DBAPIError as exc:  # PostgreSQL's grants and triggers (migration 0006)
+        if _sqlstate(exc.orig) != "42501":
+            raise
+        cause = str(exc.orig).strip().splitlines()[0]
+        raise SignoffRefused(f"the report database refused the actions: {cause}") from None
+    return entries
+
+
+def _checked_request(decision: str, by: str, note: str, target: BreakTarget | None,
+                     assignment: Assignment | None = None) -> tuple[str, str]:
     """``(who, note)`` of a well-formed request, before the database is touched: a known
     decision, a target exactly for a break action, a reviewer and a note (prefixed with the
     break's label for a break action); one line for the first mistake otherwise.
@@ -464,10 +580,15 @@ def _checked_request(decision: str, by: str, note: str, target: BreakTarget | No
         raise invalid("decision", decision, "one of " + ", ".join(DECISIONS + BREAK_ACTIONS))
     if (target is None) != (decision in DECISIONS):
         raise invalid("target", target, "a break exactly when the decision is a break action")
+    if (assignment is None) != (decision != "break-assigned"):
+        raise invalid("assignment", assignment, "who and by when exactly when the decision is "
+                      "break-assigned")
     who = (by or "").strip()
     if not who:
         raise invalid("by", by, "the reviewer's name (not empty)")
     text = (note or "").strip()
+    if assignment is not None:  # the assignment is what the entry says: its note may add why
+        text = assignment.words() + (f": {text}" if text else "")
     if not text:
         raise invalid("note", note, "a note saying what was reviewed and decided (not empty)")
     if target is not None:
@@ -476,7 +597,8 @@ def _checked_request(decision: str, by: str, note: str, target: BreakTarget | No
 
 
 def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
-                            warehouse: Path | None, target: BreakTarget | None) -> None:
+                            warehouse: Path | None, target: BreakTarget | None,
+                            decision: str = "") -> None:
     """Raise :class:`SignoffRefused` unless ``who`` may decide on ``run_id`` now: the run
     exists and is its day's current one, its inputs have not changed since it was audited
     (when ``warehouse`` is given), ``target`` is one of its breaks, and ``who`` is not its
@@ -505,6 +627,11 @@ def _refuse_unless_signable(conn: sa.Connection, run_id: str, who: str, *,
             f"{run.day}`) and sign off the new run")
     if target is not None and not _break_in_run(conn, run_id, target):
         raise SignoffRefused(f"{target.label()} is not a break of run {run_id!r}")
+    if decision == "break-reopened" and target is not None:
+        status = _break_status(conn, run_id, target)
+        if status == "open":
+            raise SignoffRefused(f"{target.label()} is open already: nothing to reopen (a "
+                                 "comment says something about it without moving it)")
     refusal = four_eyes_refusal(who, str(run.reconciler), run_id,
                                 on_break=target is not None)
     if refusal is not None:
@@ -532,8 +659,30 @@ def _refuse_unregistered(conn: sa.Connection, signer: SigningKey | None, who: st
                              "person signs with their own key")
 
 
+def _refuse_unless_assignable(conn: sa.Connection, run_id: str,
+                              assignment: Assignment | None) -> None:
+    """Raise :class:`SignoffRefused` unless ``assignment`` (if any) names an enabled workbench
+    user who may act on the run's breaks: a reviewer or reconciler, not the run's reconciler
+    (four eyes: they could not act on what they were given)."""
+    if assignment is None:
+        return
+    users = WORKBENCH_USERS
+    user = conn.execute(sa.select(users.c.name, users.c.role, users.c.enabled)
+                        .where(users.c.name == assignment.assignee)).first()
+    if user is None or not user.enabled or user.role not in ("reviewer", "reconciler"):
+        raise SignoffRefused(f"assignee={assignment.assignee!r} is not valid: not an enabled "
+                             "workbench user who may act (a reviewer or a reconciler)")
+    reconciler = conn.execute(sa.select(AUDIT_RUNS.c.reconciler).where(
+        AUDIT_RUNS.c.run_id == run_id)).scalar_one()
+    if same_person(assignment.assignee, str(reconciler)):
+        raise SignoffRefused(f"assignee={assignment.assignee!r} is not valid: "
+                             f"{reconciler!r} reconciled run {run_id!r}, and its breaks need "
+                             "a second person's review (four-eyes rule)")
+
+
 def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, note: str,
-                   at: datetime, signer: SigningKey | None = None) -> SignoffEntry:
+                   at: datetime, signer: SigningKey | None = None,
+                   signed: str | None = None) -> SignoffEntry:
     """The next entry of the chain: the last entry's ``seq + 1`` and hash (the genesis hash
     for the first), the run's signed figures, its own hash over all of it, and the signer's
     signature of that hash."""
@@ -542,7 +691,7 @@ def _chained_entry(conn: sa.Connection, *, run_id: str, by: str, decision: str, 
                         .order_by(log.c.seq.desc()).limit(1)).first()
     seq = 1 if last is None else int(last.seq) + 1
     prev = GENESIS_HASH if last is None else str(last.entry_hash)
-    signed = signed_figures(conn, run_id)
+    signed = signed if signed is not None else signed_figures(conn, run_id)
     digest = compute_entry_hash(seq=seq, at=at, run_id=run_id, by=by, decision=decision,
                                 note=note, prev_hash=prev, signed=signed)
     return SignoffEntry(
@@ -561,14 +710,22 @@ def _insert_entry(conn: sa.Connection, entry: SignoffEntry) -> None:
 
 
 def _apply_to_breaks(conn: sa.Connection, run_id: str, decision: str,
-                     target: BreakTarget | None, at: datetime) -> None:
+                     target: BreakTarget | None, at: datetime,
+                     assignment: Assignment | None = None) -> None:
     """What the decision does to the breaks' review status: 'accepted' / 'resolved' move every
-    open break of the run to that status, 'break-accepted' / 'break-resolved' the target; the
-    other decisions and a comment leave them as they are."""
+    open break of the run to that status, a break action the target (BREAK_STATUS_AFTER:
+    accepted, resolved, rejected, open); the other decisions and a comment leave them as they
+    are."""
     if closes_breaks(decision):
         _close_open_breaks(conn, run_id, decision, at)
-    elif target is not None and decision != "break-comment":
-        _set_break_status(conn, run_id, target, decision.removeprefix("break-"), at)
+    elif target is not None and decision in BREAK_STATUS_AFTER:
+        _set_break_status(conn, run_id, target, BREAK_STATUS_AFTER[decision], at)
+    elif target is not None and assignment is not None:
+        r = BREAK_REVIEWS
+        conn.execute(sa.update(r).where(
+            r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
+            r.c.key == target.key, r.c.currency == target.currency)
+            .values(assignee=assignment.assignee, due_on=assignment.due_on, updated_at=at))
 
 
 def _sqlstate(error: object) -> str | None:
@@ -595,6 +752,15 @@ def _break_in_run(conn: sa.Connection, run_id: str, target: BreakTarget) -> bool
     return conn.execute(sa.select(b.c.id).where(
         b.c.run_id == run_id, b.c.window_start == target.window_start, b.c.key == target.key,
         b.c.currency == target.currency).limit(1)).first() is not None
+
+
+def _break_status(conn: sa.Connection, run_id: str, target: BreakTarget) -> str | None:
+    """The review status of one break (its identity's, as last seen in ``run_id``)."""
+    r = BREAK_REVIEWS
+    found = conn.execute(sa.select(r.c.review_status).where(
+        r.c.last_seen_run_id == run_id, r.c.window_start == target.window_start,
+        r.c.key == target.key, r.c.currency == target.currency)).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 def _set_break_status(conn: sa.Connection, run_id: str, target: BreakTarget, status: str,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from reckon.signoff import BREAK_REVIEW_STATUSES
+
 if TYPE_CHECKING:
     from reports.context import BreakLine
 
@@ -104,5 +106,5 @@ def summarise_breaks(breaks: Sequence[BreakLine], statuses: Sequence[str] = ()) 
         by_age=_roll_up(breaks, lambda b: _age_bucket(b.age_days),
                         [label for label, _lo, _hi in AGE_BUCKETS]),
         by_review=_roll_up(breaks, lambda b: b.review_status,
-                           ("open", "explained", "accepted", "resolved")),
+                           BREAK_REVIEW_STATUSES),
         total=len(breaks))

@@ -7,6 +7,7 @@ must be explained as duplicate over-count."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from datetime import date
@@ -334,14 +335,19 @@ def test_a_straggler_that_lands_after_the_replay_waits_for_the_next_replay(spark
         return sum(r.late_events for r in db.attribution(run_id) if r.dimension == "partition")
 
     assert late_attributed(now.run_id) == 0
+    # the run keeps the material_gap it was audited under (issue 61): {} when it was off
+    recorded = db.get_audit_run(now.run_id)
+    assert recorded is not None and recorded.material_gap == {}
 
     latest = DeltaTable.forPath(spark, str(tmp_path / "wh" / tb.LATE_EVENTS)).history(1).first()
     assert now.table_versions[tb.LATE_EVENTS] < latest.version  # read before the straggler
     replay_day(spark, settings.replay_config(), DAY1)
-    after = audit_day(spark, settings.audit_config(), DAY1, recorder=audit_recorder(settings))
+    material = dataclasses.replace(settings, material_gap={"USD": "3.00"})
+    after = audit_day(spark, material.audit_config(), DAY1, recorder=audit_recorder(settings))
     assert (after.unexplained, _figures(after, "late_total", "canonical_total")) == (
         0, {"USD": ("4.000", "5.000")})
     assert late_attributed(after.run_id) == 1
+    assert db.get_audit_run(after.run_id).material_gap == {"USD": "3.00"}  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

@@ -432,7 +432,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent.parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0012_signed_signoffs"
+        assert context.get_current_revision() == head == "0017_run_material_gap"
 
 
 def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
@@ -486,6 +486,41 @@ def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
         assert upgraded.signoffs_of_day(DAY) == []
         with pytest.raises(LayoutError, match=r"reckon audit --date 2026-01-01"):
             headline_from_run(run)
+
+
+def test_breaks_recorded_before_0013_get_their_exact_absolute_gap_in_order(
+        db_url: str) -> None:
+    """Migration 0013 on breaks written before it: each gets abs(gap) exactly (SQLite's text
+    of 3 places in SQL, any other text in Python) and the index orders them as numbers (text
+    order would put 9 after 10)."""
+    from alembic import command
+
+    from reports.db.engine import alembic_config
+
+    engine = sa.create_engine(db_url)
+    pg = engine.dialect.name == "postgresql"
+    at = T0 if pg else T0.replace(tzinfo=None)
+    gaps = ["-30000.000", "9.000", "10.000", "0.000", "-0.500", "12345678901234567890.125"]
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0012_signed_signoffs")
+        breaks = sa.Table("breaks", sa.MetaData(), autoload_with=conn)
+        rows = [*gaps, "-7.5"]  # the last: text as no writer of reckon's stores it
+        conn.execute(sa.insert(breaks), [dict(
+            run_id="run-old", day=DAY, window_start=at, window_end=at, key=f"k{n}",
+            currency="EUR", status="UNEXPLAINED", provisional_amount=None,
+            canonical_amount=None, gap_amount=Decimal(g) if pg else g, gap_count=1,
+            late_amount=0, late_count=0, duplicate_amount=0, duplicate_count=0,
+            residual_amount=0, residual_count=1, explanation="old") for n, g in enumerate(rows)])
+    engine.dispose()
+    with ReportDB(db_url) as upgraded, upgraded.ready().connect() as conn:
+        b = BREAKS
+        ordered = conn.execute(sa.select(b.c.key, b.c.gap_magnitude)
+                               .order_by(b.c.gap_magnitude.desc())).all()
+        above = conn.execute(sa.select(sa.func.count()).where(
+            b.c.gap_magnitude >= Decimal("9.5"))).scalar_one()
+    assert [m for _, m in ordered] == sorted(
+        (abs(Decimal(g)).quantize(Decimal("0.001")) for g in rows), reverse=True)
+    assert ordered[0] == ("k5", Decimal("12345678901234567890.125")) and above == 3
 
 
 def test_schema_comparison_notices_a_missing_column(db: ReportDB) -> None:

@@ -445,6 +445,17 @@ def test_the_break_summary_rolls_breaks_up_per_currency_never_across():
     assert sum(r.breaks for r in many.by_key if r.group == OTHER_KEYS) == 15 - TOP_KEYS
 
 
+def test_a_rejected_break_is_its_own_review_group_after_the_closed_ones():
+    """Issue 61: a break a reviewer rejected shows as 'rejected' in the report's review
+    roll-up (after open, explained, accepted, resolved), as in the workbench and the CLI."""
+    from reports.summary import summarise_breaks
+
+    lines = [dataclasses.replace(_break(i), review_status=status) for i, status in
+             enumerate(("rejected", "open", "accepted", "rejected"))]
+    groups = [(r.group, r.currency, r.breaks) for r in summarise_breaks(lines).by_review]
+    assert groups == [("open", "JPY", 1), ("accepted", "KWD", 1), ("rejected", "EUR", 2)]
+
+
 def test_pdf_renders_and_carries_the_headline(tmp_path):
     pdftoppm, pdftotext = _need("pdftoppm"), _need("pdftotext")
     result = render_context(_ctx(), tmp_path / "r")

@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -359,6 +360,9 @@ def test_the_days_report_and_its_files_are_served_and_nothing_else(app, db: Repo
     assert bob.get(f"/report/{DAY}/nightly/breaks.csv").text == "day,key\n"
     for name in ("..%2Fsecret.txt", ".hidden", "nope.csv"):
         assert bob.get(f"/report/{DAY}/nightly/{name}").status_code in (400, 404), name
+    # the report's CSV is an export of the day's figures: recorded; its HTML is not
+    assert [(e.by, e.decision, e.note) for e in read_log(db)] == [
+        ("bob", "exported", "exported breaks.csv of the day's report")]
 
 
 def test_logging_out_needs_the_token_too(app) -> None:
@@ -801,8 +805,529 @@ def test_an_auditor_exports_the_filtered_breaks_as_csv_but_may_not_act(app, db: 
               "action": "accept", "note": "fine"}
     refused = carl.post("/break/action", data={**target, "csrf": _csrf(listed)})
     assert refused.status_code == 403 and "read-only" in refused.text
-    assert read_log(db) == []
+    assert [(e.by, e.decision) for e in read_log(db)] == [("carl", "exported")] * 2
     assert _client(app).get(f"/day/{DAY}/breaks.csv", follow_redirects=False).headers[
         "location"] == "/login"  # not logged in: nothing exported
     wrong = carl.get(f"/day/{DAY}/breaks.csv?cause=NOPE")  # a mistake: one line, no file
+    assert len(read_log(db)) == 2  # nothing exported, nothing recorded
     assert wrong.status_code == 400 and "cause=&#39;NOPE&#39; is not valid" in wrong.text
+
+
+# ----------------------------------------------------------------------------- materiality
+
+
+def _listed(client: TestClient, query: str) -> tuple[str, list[tuple[str, Decimal]]]:
+    """A break list page and its rows' (currency, gap) in the order shown."""
+    text = client.get(f"/day/{DAY}/breaks?{query}").text
+    rows = re.findall(r'</a></td>\s*<td>[^<]*</td><td>([A-Z]{3})</td><td>[A-Z_]+</td>'
+                      r'<td class="num">([^<]+)</td>', text)
+    return text, [(code, Decimal(gap.replace(",", ""))) for code, gap in rows]
+
+
+def test_a_reviewer_narrows_breaks_to_a_minimum_gap_per_currency_and_sorts_by_size(
+        db: ReportDB, tmp_path: Path) -> None:
+    """Issue 61: a minimum absolute gap per currency (exact, in that currency's own units; a
+    currency not named is not narrowed) and a sort by absolute gap, largest first within each
+    currency (a yen is not a euro), paged by keyset and exported as shown."""
+    import csv
+    import html
+    import io
+
+    app = create_app(db, secret=b"s" * 32, warehouse=tmp_path,
+                     material_gap={"EUR": Decimal("1.40"), "JPY": Decimal("140")})
+    bob = _client(app, "bob")
+    text, rows = _listed(bob, "min_gap=EUR%3D1.40%2CJPY%3D140")
+    count = int(re.search(r"<b>([\d,]+)</b> breaks match", text).group(1))  # type: ignore[union-attr]
+    every = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=1000).rows
+    floor = {"EUR": Decimal("1.40"), "JPY": Decimal("140")}
+    expected = [b for b in every if abs(b["gap_amount"]) >= floor.get(b["currency"], 0)]
+    assert count == len(expected) < 130 and {c for c, _ in rows} == {"EUR", "JPY", "KWD"}
+    assert all(abs(gap) >= floor.get(code, 0) for code, gap in rows)
+    assert "|gap| at least 1.40 EUR, 140 JPY; other currencies unnarrowed" in text
+    material = re.search(r'id="material-only" href="([^"]+)"', text)
+    assert material and "min_gap=EUR%3D1.40%2CJPY%3D140" in material.group(1)
+    # sorted by |gap|: every page, following 'next', holds the whole order once
+    url, seen = f"/day/{DAY}/breaks?sort=gap&min_gap=EUR%3D1.40%2CJPY%3D140", []
+    while url:
+        page_text, page_rows = _listed(bob, url.split("?", 1)[1])
+        seen += page_rows
+        found = re.search(r'<a id="next" href="([^"]+)"', page_text)
+        url = f"/day/{DAY}/breaks" + html.unescape(found.group(1)) if found else ""
+        assert not found or ("sort=gap" in url and "min_gap=" in url)
+    assert len(seen) == count
+    assert seen == sorted(seen, key=lambda r: (r[0], -abs(r[1])))
+    # the export holds the same breaks in the same order, each amount exact
+    link = re.search(r'id="export-csv" href="([^"]+)"',
+                     bob.get(f"/day/{DAY}/breaks?sort=gap&min_gap=EUR%3D1.40%2CJPY%3D140").text)
+    assert link and "sort=gap" in link.group(1)
+    exported = list(csv.DictReader(io.StringIO(bob.get(html.unescape(link.group(1))).text)))
+    assert [(r["currency"], Decimal(r["gap_amount"])) for r in exported] == seen
+    # a bare amount needs its currency; with one it is that currency's floor
+    _, yen = _listed(bob, "currency=JPY&min_gap=140&sort=gap")
+    assert yen and {c for c, _ in yen} == {"JPY"} and min(abs(g) for _, g in yen) >= 140
+    assert abs(yen[0][1]) == max(abs(g) for _, g in yen)
+
+
+def test_a_bad_minimum_gap_or_sort_is_one_clear_line(app) -> None:
+    carl = _client(app, "carl")  # an auditor reads, filters and sorts like anyone
+    for query, said in (
+            ("min_gap=140", "min_gap=&#39;140&#39; is not valid: an amount is in one currency"),
+            ("min_gap=JPY%3D0.5", "min_gap: JPY=0.5 is not valid: JPY has 0 decimal places"),
+            ("min_gap=EUR%3D-1", "is not valid: a non-negative amount in EUR"),
+            ("min_gap=XAU%3D1", "XAU has no minor unit"),
+            ("min_gap=EUR%3D1e40", "is not valid: a non-negative amount in EUR"),
+            ("sort=size", "sort=&#39;size&#39; is not valid: one of window, gap")):
+        for path in ("breaks", "breaks.csv"):
+            response = carl.get(f"/day/{DAY}/{path}?{query}")
+            assert response.status_code == 400 and said in response.text, response.text
+            assert "Traceback" not in response.text
+
+
+def test_a_cursor_of_one_order_is_refused_by_the_other(db: ReportDB) -> None:
+    by_window = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=5)
+    by_gap = queries.break_page(db, RUN, DAY, queries.BreakFilter(sort="gap"), limit=5)
+    assert by_window.next_cursor and by_gap.next_cursor
+    for cursor, sort in ((by_window.next_cursor, "gap"), (by_gap.next_cursor, "window")):
+        with pytest.raises(UsageError, match="not a page cursor of this order"):
+            queries.break_page(db, RUN, DAY, queries.BreakFilter(sort=sort),
+                               queries.Cursor.decode(cursor))
+
+
+# ----------------------------------------------------------------------------- reject / reopen
+
+
+def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 61: a break is rejected (its explanation disputed) and reopened, each with a
+    required reason, one signed log entry each; the workbench's page, list and CSV, and
+    `reckon breaks list` show the same status; a run's acceptance leaves a rejected break
+    rejected; an auditor and the run's reconciler are refused on the server."""
+    import csv
+    import io
+
+    from reckon.config import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    wh = tmp_path / "wh"
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=12, reconciler="alice", told=0)
+        for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor")):
+            add_user(db, name, role, PASSWORD)
+        app = create_app(db, secret=b"s" * 32)
+        target = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-01",
+                  "cur": "JPY"}  # nothing explains it: open
+        bob = _client(app, "bob")
+        page = bob.get("/break", params=target).text
+        assert 'value="reject">Reject</button>' in page and 'value="reopen"' not in page
+        token = _csrf(page)
+        missing = bob.post("/break/action", data={**target, "csrf": token, "action": "reject",
+                                                  "note": "  "})
+        assert missing.status_code == 400 and \
+            "note is missing: rejecting a break needs a reason" in missing.text
+        for who, said in (("carl", "read-only"), ("alice", "four-eyes")):
+            client = _client(app, who)
+            refused = client.post("/break/action", data={
+                **target, "csrf": _csrf(client.get("/").text), "action": "reject",
+                "note": "not mine to judge"})
+            assert refused.status_code == 403 and said in refused.text, who
+        done = bob.post("/break/action", data={**target, "csrf": token, "action": "reject",
+                                               "note": "the late event is from another day"})
+        assert done.status_code == 200 and "reject recorded" in done.text
+        assert '<b id="review-status">rejected</b>' in done.text
+        assert 'value="reopen">Reopen</button>' in done.text
+        assert ("break-rejected: break 2026-01-01T00:00:00.000000Z merchant-01 JPY: the late "
+                "event is from another day") in done.text
+        listed = bob.get(f"/day/{DAY}/breaks?status=rejected").text
+        assert "<b>1</b> breaks match" in listed
+        rows = list(csv.DictReader(io.StringIO(bob.get(
+            f"/day/{DAY}/breaks.csv?status=rejected").text)))
+        assert [(r["key"], r["review_status"]) for r in rows] == [("merchant-01", "rejected")]
+        append_signoff(db, RUN, "bob", "accepted", "the rest is fine")  # closes open breaks
+        assert queries.break_detail(db, RUN, _target_of(target))["review_status"] == "rejected"
+        capsys.readouterr()
+        assert main(["breaks", "list", "--warehouse", str(wh), "--status", "rejected"]) == 0
+        out = capsys.readouterr().out
+        assert "merchant-01" in out and "1 break: 1 rejected" in out, out
+        reopened = bob.post("/break/action", data={**target, "csrf": token,
+                                                   "action": "reopen",
+                                                   "note": "the other day's replay moved it"})
+        assert '<b id="review-status">open</b>' in reopened.text
+        again = bob.post("/break/action", data={**target, "csrf": token, "action": "reopen",
+                                                "note": "twice"})
+        assert again.status_code == 403 and "is open already: nothing to reopen" in again.text
+        assert [e.decision for e in read_log(db)] == ["break-rejected", "exported",
+                                                      "accepted", "break-reopened"]
+        assert verify_log(db).ok
+
+
+def _target_of(form: dict[str, str]) -> BreakTarget:
+    return BreakTarget(datetime.fromisoformat(form["ws"]), form["key"], form["cur"])
+
+
+def test_rejecting_or_reopening_a_run_needs_a_reason_and_a_reviewer(app, db: ReportDB) -> None:
+    """Issue 61: a run's rejection and reopening each need a reason (the note), are one log
+    entry each and show in the run's state words; an auditor and a reconciler are refused."""
+    bob = _client(app, "bob")
+    token = _csrf(bob.get(f"/day/{DAY}").text)
+    for decision, said in (("rejected", "rejecting a run"), ("reopened", "reopening a run")):
+        response = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": decision,
+                                              "note": ""})
+        assert response.status_code == 400 and f"note is missing: {said} needs a reason" \
+            in response.text
+    rejected = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": "rejected",
+                                          "note": "JPY gap unexplained"})
+    assert "Rejected by bob: 0 of 1 approvals." in rejected.text
+    assert "<b>bob</b> rejected: JPY gap unexplained" in rejected.text
+    for who, said in (("carl", "read-only"), ("rita", "only a reviewer")):
+        client = _client(app, who)
+        refused = client.post("/signoff", data={"csrf": _csrf(client.get("/").text),
+                                                "run": RUN, "decision": "reopened",
+                                                "note": "let me"})
+        assert refused.status_code == 403 and said in refused.text, who
+    reopened = bob.post("/signoff", data={"csrf": token, "run": RUN, "decision": "reopened",
+                                          "note": "the JPY feed was re-sent"})
+    assert "Awaiting sign-off: 0 of 1 approvals." in reopened.text
+    assert [e.decision for e in read_log(db)] == ["rejected", "reopened"]
+
+
+# ----------------------------------------------------------------------------- bulk actions
+
+
+def _bulk_form(text: str, form_id: str) -> dict[str, str]:
+    """The hidden and filled fields of a form on the page (as a browser would post them)."""
+    import html
+
+    found = re.search(rf'<form method="post" action="[^"]+" id="{form_id}"[^>]*>(.*?)</form>',
+                      text, re.S)
+    assert found, text
+    return {html.unescape(k): html.unescape(v) for k, v in re.findall(
+        r'<input type="hidden" name="([^"]+)" value="([^"]*)">', found.group(1))}
+
+
+def test_a_reviewer_bulk_accepts_the_filtered_breaks_after_a_confirmation(
+        app, db: ReportDB) -> None:
+    """Issue 61: one action on every break the filters match: a confirmation names how many
+    and their total gap per currency (exact, each in its own digits, never added across),
+    then one log entry per break; a set that changed since the confirmation is refused."""
+    bob = _client(app, "bob")
+    listed = bob.get(f"/day/{DAY}/breaks?cause=UNEXPLAINED&currency=JPY").text
+    form = _bulk_form(listed, "bulk")
+    assert form["cause"] == "UNEXPLAINED" and form["currency"] == "JPY"
+    expected = queries.all_matches(db, RUN, DAY, queries.BreakFilter(cause="UNEXPLAINED",
+                                                                     currency="JPY"), cap=999)
+    total = sum(b["gap_amount"] for b in expected)
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "accept",
+                                                 "note": "JPY feed re-sent, gaps agreed"})
+    assert confirm.status_code == 200 and read_log(db) == []  # nothing yet
+    assert (f"You are about to <b>accept</b> <b>{len(expected)}</b> breaks of run "
+            f"<code>{RUN}</code>") in confirm.text
+    assert (f'<tr><td>JPY</td><td class="num">{len(expected)}</td><td class="num">'
+            f"{total:,.0f}</td></tr>") in confirm.text
+    final = _bulk_form(confirm.text, "bulk-confirm")
+    assert final["expect"] and final["note"] == "JPY feed re-sent, gaps agreed"
+    done = bob.post(f"/day/{DAY}/bulk", data=final)
+    assert done.status_code == 200 and f"accept recorded on {len(expected)} breaks" in done.text
+    log = read_log(db)
+    assert [e.decision for e in log] == ["break-accepted"] * len(expected)
+    assert all(e.by == "bob" and e.note.endswith(" JPY: JPY feed re-sent, gaps agreed")
+               for e in log)
+    assert {e.note.split(": ")[0] for e in log} == {
+        BreakTarget(b["window_start"], b["key"], b["currency"]).label() for b in expected}
+    assert verify_log(db).ok
+    accepted = queries.break_page(db, RUN, DAY, queries.BreakFilter(
+        cause="UNEXPLAINED", currency="JPY", review_status="accepted"), limit=999)
+    assert accepted.total == len(expected)
+    # the same confirmation again: the set is the same, but accepting twice is its own act;
+    # a confirmation of another set (one break commented since) is refused, nothing recorded
+    again = bob.post(f"/day/{DAY}/bulk", data={**form, "cause": "", "action": "comment",
+                                               "note": "all of JPY"})
+    stale = _bulk_form(again.text, "bulk-confirm")
+    sample_day(db, DAY, breaks=131, reconciler="alice", run_id=RUN)  # one break more
+    refused = bob.post(f"/day/{DAY}/bulk", data=stale)
+    assert refused.status_code == 400 and "changed since you confirmed" in refused.text
+    assert len(read_log(db)) == len(expected)
+
+
+def test_bulk_actions_refuse_the_runs_reconciler_an_auditor_and_no_note(app,
+                                                                       db: ReportDB) -> None:
+    """A reviewer who reconciled the run may not bulk-accept its breaks (four eyes, on the
+    server, before the confirmation and at it); an auditor may not act at all."""
+    form = {"kind": "nightly", "currency": "EUR", "action": "accept", "note": "mine"}
+    alice = _client(app, "alice")
+    token = _csrf(alice.get(f"/day/{DAY}/breaks").text)
+    for extra in ({}, {"expect": "0" * 64}):
+        refused = alice.post(f"/day/{DAY}/bulk", data={**form, **extra, "csrf": token})
+        assert refused.status_code == 403 and "four-eyes" in refused.text
+    carl = _client(app, "carl")
+    listed = carl.get(f"/day/{DAY}/breaks").text
+    assert 'id="bulk"' not in listed  # no form for an auditor, and the server refuses too
+    refused = carl.post(f"/day/{DAY}/bulk", data={**form, "csrf": _csrf(listed)})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    bob = _client(app, "bob")
+    token = _csrf(bob.get(f"/day/{DAY}/breaks").text)
+    empty = bob.post(f"/day/{DAY}/bulk", data={**form, "note": " ", "csrf": token})
+    assert empty.status_code == 400 and "note is missing" in empty.text
+    none = bob.post(f"/day/{DAY}/bulk", data={**form, "merchant": "nobody", "csrf": token})
+    assert none.status_code == 400 and "no break matches these filters" in none.text
+    assert read_log(db) == []
+
+
+# ----------------------------------------------------------------------------- assignment
+
+
+def test_a_reviewer_assigns_breaks_with_a_due_date_and_finds_mine_and_overdue(
+        app, db: ReportDB) -> None:
+    """Issue 61: a break (or the filtered list, in bulk) is assigned to a user with a due
+    date, one log entry each naming both; "my breaks" and "overdue" are views of the list;
+    the list and the CSV show age, assignee and due date; a re-audit keeps the assignment;
+    the run's reconciler, an auditor or an unknown user cannot be assigned, an auditor
+    cannot assign."""
+    import csv
+    import io
+
+    today = datetime.now(UTC).date()
+    yesterday, tomorrow = today - timedelta(days=1), today + timedelta(days=1)
+    one = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-01", "cur": "JPY"}
+    bob = _client(app, "bob")
+    page = bob.get("/break", params=one).text
+    assert 'id="assigned">not assigned' in page and '<option value="rita">' in page
+    assert '<option value="alice">' not in page  # the run's reconciler is no choice
+    token = _csrf(page)
+    for name, said in (("alice", "four-eyes"), ("carl", "not an enabled workbench user who "
+                                                       "may act"), ("nobody", "not an enabled")):
+        refused = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                                  "assign_to": name})
+        assert refused.status_code == 403 and said in refused.text, name
+    bad = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                          "assign_to": "rita", "due": "soon"})
+    assert bad.status_code == 400 and "due" in bad.text
+    carl = _client(app, "carl")
+    refused = carl.post("/break/action", data={**one, "csrf": _csrf(carl.get("/").text),
+                                               "action": "assign", "assign_to": "rita"})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    done = bob.post("/break/action", data={**one, "csrf": token, "action": "assign",
+                                           "assign_to": "rita", "due": yesterday.isoformat(),
+                                           "note": "you know the JPY feed"})
+    assert f"assigned to <b>rita</b>, due {yesterday}" in done.text
+    assert read_log(db)[-1].note == (f"break 2026-01-01T00:00:00.000000Z merchant-01 JPY: "
+                                     f"assigned to rita, due {yesterday}: you know the JPY feed")
+    # in bulk: the filtered list, after a confirmation that says to whom and by when
+    listed = bob.get(f"/day/{DAY}/breaks?cause=MISSING_IN_STREAM&currency=EUR").text
+    form = _bulk_form(listed, "bulk")
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "assign",
+                                                 "assign_to": "rita",
+                                                 "due": tomorrow.isoformat()})
+    assert f'<b id="bulk-assignment">assigned to rita, due {tomorrow}</b>' in confirm.text
+    bob.post(f"/day/{DAY}/bulk", data=_bulk_form(confirm.text, "bulk-confirm"))
+    bulk = queries.all_matches(db, RUN, DAY, queries.BreakFilter(cause="MISSING_IN_STREAM",
+                                                                 currency="EUR"), cap=999)
+    assert bulk and {(b["assignee"], b["due_on"]) for b in bulk} == {("rita", tomorrow)}
+    assert len(read_log(db)) == 1 + len(bulk)
+    # rita's views
+    rita = _client(app, "rita")
+    mine = rita.get(f"/day/{DAY}/breaks").text
+    assert re.search(r'<a id="my-breaks" href="\?kind=nightly&amp;assignee=rita">', mine)
+    mine = rita.get(f"/day/{DAY}/breaks?assignee=rita").text
+    assert f"<b>{1 + len(bulk)}</b> breaks match" in mine
+    overdue = rita.get(f"/day/{DAY}/breaks?overdue=1").text
+    assert "<b>1</b> breaks match" in overdue
+    assert f'<td class="assignee">rita</td><td class="bad due">{yesterday} overdue</td>' \
+        in overdue
+    rows = list(csv.DictReader(io.StringIO(rita.get(
+        f"/day/{DAY}/breaks.csv?assignee=rita").text)))
+    assert len(rows) == 1 + len(bulk)
+    assert {(r["assignee"], r["due_on"], r["overdue"]) for r in rows} == {
+        ("rita", yesterday.isoformat(), "overdue"), ("rita", tomorrow.isoformat(), "")}
+    assert all(r["age_days"] == "0" for r in rows)
+    # settled: no longer overdue; a re-audit of the day keeps who and when
+    append_signoff(db, RUN, "rita", "break-accepted", "fine", target=_target_of(one))
+    assert "<b>0</b> breaks match" in rita.get(f"/day/{DAY}/breaks?overdue=1").text
+    sample_day(db, DAY, breaks=130, reconciler="alice", run_id=RUN)
+    assert queries.break_detail(db, RUN, _target_of(one))["assignee"] == "rita"
+
+
+# ----------------------------------------------------------------------------- exports logged
+
+
+def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB) -> None:
+    """Issue 61: each CSV or PDF export of the filtered break list is one 'exported' entry of
+    the chained log (who, when, which file, how many breaks, which filters), made by whoever
+    exported: an auditor and the run's reconciler too (an export decides nothing, so the
+    review state stays as it was). The PDF, read back with poppler's pdftotext, holds the
+    breaks, their total per currency and who exported it when."""
+    import shutil
+    import subprocess
+
+    carl, alice, bob = (_client(app, n) for n in ("carl", "alice", "bob"))
+    before = datetime.now(UTC)
+    assert carl.get(f"/day/{DAY}/breaks.csv?currency=JPY&cause=UNEXPLAINED").status_code == 200
+    assert alice.get(f"/day/{DAY}/breaks.csv").status_code == 200
+    pdf = bob.get(f"/day/{DAY}/breaks.pdf?currency=KWD&sort=gap")
+    assert pdf.status_code == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert 'filename="reckon-breaks-2026-01-01-nightly.pdf"' in pdf.headers[
+        "content-disposition"]
+    kwd = queries.all_matches(db, RUN, DAY, queries.BreakFilter(currency="KWD", sort="gap"),
+                              cap=999)
+    jpy = queries.break_page(db, RUN, DAY, queries.BreakFilter(currency="JPY",
+                                                               cause="UNEXPLAINED")).total
+    log = read_log(db)
+    assert [(e.by, e.decision, e.note) for e in log] == [
+        ("carl", "exported", f"exported reckon-breaks-2026-01-01-nightly.csv ({jpy} breaks; "
+                             "filters: cause=UNEXPLAINED, currency=JPY)"),
+        ("alice", "exported", "exported reckon-breaks-2026-01-01-nightly.csv (130 breaks; "
+                              "filters: none)"),
+        ("bob", "exported", f"exported reckon-breaks-2026-01-01-nightly.pdf ({len(kwd)} "
+                            "breaks; filters: currency=KWD, sort=gap)")]
+    assert all(before <= e.at <= datetime.now(UTC) for e in log) and verify_log(db).ok
+    assert review_states(db, [RUN])[RUN].state == "open"  # an export decides nothing
+    day = bob.get(f"/day/{DAY}").text
+    assert "<b>carl</b> exported: exported reckon-breaks-2026-01-01-nightly.csv" in day
+    pdftotext = shutil.which("pdftotext")
+    if pdftotext is None:
+        pytest.skip("poppler's pdftotext is not installed (scripts/setup.sh installs it)")
+    text = subprocess.run([pdftotext, "-layout", "-", "-"], input=pdf.content,
+                          capture_output=True, check=True).stdout.decode()
+    assert "Breaks of 2026-01-01 (nightly), audit run nightly-2026-01-01" in text
+    assert f"Exported by bob at {log[2].at.strftime('%Y-%m-%d %H:%M:%S')} UTC" in text
+    assert "Filters: currency=KWD, sort=gap." in text
+    total = sum(b["gap_amount"] for b in kwd)
+    assert f"{len(kwd)} breaks; total gap per currency: KWD {total:,.3f} ({len(kwd)})." in text
+    largest = f"{kwd[0]['gap_amount']:,.3f}"  # sorted by |gap|: the first row
+    assert re.search(rf"{kwd[0]['key']}\s+KWD\s+{kwd[0]['status']}\s+{re.escape(largest)}",
+                     text), text[:2000]
+    assert text.count(" KWD ") >= len(kwd)  # every break's row
+
+
+# ----------------------------------------------------------------------------- recorded materiality
+
+
+def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    """Issue 61: a run keeps the material_gap it was audited under; the workbench's list, its
+    CSV and `reckon breaks list` mark its breaks by it after the setting changed (EUR 1.40
+    then, EUR 100 now); a run recorded before runs kept it falls back to the setting."""
+    import csv
+    import io
+
+    from reckon.config import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RECKON_MATERIAL_GAP", "EUR=100,JPY=10000,KWD=100")  # changed since
+    wh = tmp_path / "wh"
+    then = {"EUR": "1.40", "JPY": "140", "KWD": "0.140"}
+    later = date(2026, 1, 2)
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=30, reconciler="alice", told=0, material_gap=then)
+        sample_day(db, later, breaks=30, reconciler="alice", told=0)  # before runs kept it
+        add_user(db, "bob", "reviewer", PASSWORD)
+        now = {"EUR": Decimal(100), "JPY": Decimal(10000), "KWD": Decimal(100)}
+        app = create_app(db, secret=b"s" * 32, material_gap=now)
+        every = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=100).rows
+        expected = {(b["key"], b["currency"], b["window_start"]):
+                    "material" if abs(b["gap_amount"]) >= Decimal(then[b["currency"]]) else "-"
+                    for b in every}
+        assert set(expected.values()) == {"material", "-"}
+        bob = _client(app, "bob")
+        listed = bob.get(f"/day/{DAY}/breaks").text
+        marks = re.findall(r'<td class="(?:bad material|material)">([^<]*)</td>', listed)
+        assert sorted(marks) == sorted(expected.values())
+        assert "min_gap=EUR%3D1.40%2CJPY%3D140%2CKWD%3D0.140" in listed  # 'material only'
+        rows = list(csv.DictReader(io.StringIO(bob.get(f"/day/{DAY}/breaks.csv").text)))
+        assert {(r["key"], r["currency"], r["window_start"]): r["material"] for r in rows} == {
+            (k, c, w.isoformat()): m for (k, c, w), m in expected.items()}
+        fallback = list(csv.DictReader(io.StringIO(bob.get(f"/day/{later}/breaks.csv").text)))
+        assert {r["material"] for r in fallback} == {"-"}  # nothing reaches EUR 100 etc.
+    capsys.readouterr()
+    assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat(),
+                 "--json"]) == 0
+    import json
+
+    shown = [b["material"] for b in json.loads(capsys.readouterr().out)]
+    assert len(shown) == 30 and sum(shown) == list(expected.values()).count("material") > 0
+
+
+# ----------------------------------------------------------------------------- period view
+
+
+def test_the_month_view_shows_each_days_state_unsettled_breaks_by_age_and_days_to_sign(
+        app, db: ReportDB) -> None:
+    """Issue 61: a month at a glance: each day's state in the words every view shows, its
+    unsettled (open or rejected) breaks, those by age bucket and currency (counts, never an
+    amount across currencies), and the days still to sign: awaiting sign-off, rejected, or
+    never audited. Any role reads it."""
+    now = datetime.now(UTC)
+    for n, age in ((2, 5), (3, 10)):  # days audited 5 and 10 days ago
+        sample_day(db, date(2026, 1, n), breaks=9, reconciler="alice", told=0,
+                   now=now - timedelta(days=age))
+    append_signoff(db, RUN, "bob", "approved", "fine")           # Jan 1: signed off
+    append_signoff(db, "nightly-2026-01-02", "bob", "rejected", "KWD feed incomplete")
+    carl = _client(app, "carl")
+    text = carl.get("/period?month=2026-01").text
+    assert "<h1>2026-01-01 to 2026-01-31 <small>nightly</small></h1>" in text
+    to_sign = re.search(r'<p id="to-sign"[^>]*>(.*?)</p>', text, re.S).group(1)  # type: ignore[union-attr]
+    assert "<b>30 days still to sign</b>" in to_sign
+    assert ">2026-01-02</a>, <a" in to_sign and ">2026-01-03</a>" in to_sign
+    assert ">2026-01-01</a>" not in to_sign and ">2026-01-31</a>" in to_sign  # never audited
+    days = re.findall(r'<tr>\s*<td><a href="/day/(2026-01-0[1-4])[^"]*">[^<]*</a></td>\s*'
+                      r'(?:<td><code>[^<]*</code></td><td class="[^"]*">([^<]*)</td>|'
+                      r'<td colspan="2" class="warn state">(Not audited)</td>)', text)
+    assert [(d, state or missing) for d, state, missing in days] == [
+        ("2026-01-01", "Signed off: 1 of 1 approvals (bob)"),
+        ("2026-01-02", "Rejected by bob: 0 of 1 approvals"),
+        ("2026-01-03", "Awaiting sign-off: 0 of 1 approvals"),
+        ("2026-01-04", "Not audited")]
+    view = queries.period(db, date(2026, 1, 1), date(2026, 1, 31), now=now)
+    unsettled = {d["day"]: d["unsettled"] for d in view["days"] if d["run"]}
+    open_of = {day: queries.break_page(db, run_id, day, queries.BreakFilter(
+        review_status="open")).total for day, run_id in (
+        (DAY, RUN), (date(2026, 1, 2), "nightly-2026-01-02"),
+        (date(2026, 1, 3), "nightly-2026-01-03"))}
+    assert unsettled == open_of and all(unsettled.values())
+    ages = dict(view["buckets"])
+    assert view["currencies"] == ["EUR", "JPY", "KWD"]
+    assert sum(ages["new today"]) == open_of[DAY]
+    assert sum(ages["3-7 days"]) == open_of[date(2026, 1, 2)]
+    assert sum(ages["over a week"]) == open_of[date(2026, 1, 3)]
+    assert sum(ages["1-2 days"]) == 0
+    assert '<table class="grid" id="ages">' in text and "<th class=\"num\">KWD</th>" in text
+    for query, said in (("month=2026-13", "month=&#39;2026-13&#39; is not valid"),
+                        ("start=2026-02-01&end=2026-01-01", "on or after start"),
+                        ("start=2024-01-01&end=2026-01-01", "at most 366 days")):
+        bad = carl.get(f"/period?{query}")
+        assert bad.status_code == 400 and said in bad.text, query
+
+
+def test_reckon_breaks_list_shows_who_has_a_break_and_by_when(tmp_path: Path, monkeypatch,
+                                                              capsys) -> None:
+    """Issue 61: `reckon breaks list` shows ASSIGNEE and DUE once a listed break is assigned
+    (`--json`: assignee, due_on), as the workbench's list and CSV do."""
+    import json
+
+    from reckon.config import load_settings
+    from reports.review import Assignment
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE",
+                 "RECKON_MATERIAL_GAP"):
+        monkeypatch.delenv(name, raising=False)
+    wh = tmp_path / "wh"
+    with ReportDB.from_settings(load_settings(env={}, warehouse=str(wh))) as db:
+        sample_day(db, DAY, breaks=6, reconciler="alice", told=0)
+        add_user(db, "rita", "reconciler", PASSWORD)
+        target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-01", "JPY")
+        append_signoff(db, RUN, "bob", "break-assigned", "", target=target,
+                       assignment=Assignment("rita", date(2026, 1, 9)))
+    capsys.readouterr()
+    assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat()]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[11:14] == ["ASSIGNEE", "DUE", "RUN"]
+    row = next(line.split() for line in out if "merchant-01" in line)
+    assert row[9:11] == ["rita", "2026-01-09"]
+    assert main(["breaks", "list", "--warehouse", str(wh), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert {(b["key"], b["assignee"], b["due_on"]) for b in listed if b["assignee"]} == {
+        ("merchant-01", "rita", "2026-01-09")}

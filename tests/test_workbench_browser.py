@@ -265,9 +265,140 @@ def test_a_breaks_actions_are_above_the_fold_and_its_tables_scroll_in_their_box(
         boxes = page.eval("[...document.querySelectorAll('#action button, #action input"
                           "[name=note]')].map(b => {const r = b.getBoundingClientRect();"
                           " return [b.innerText || b.name, r.left, r.top, r.right, r.bottom]})")
-        assert [b[0] for b in boxes] == ["note", "Comment", "Accept", "Resolve"]
+        assert [b[0] for b in boxes] == ["note", "Comment", "Accept", "Resolve", "Reject",
+                                        "Reopen"]  # explained: it may be reopened
         for name, left, top, right, bottom in boxes:
             assert 0 <= left < right <= 1280 and 0 <= top < bottom <= 800, (name, boxes)
         wide = page.eval("(() => {const d = document.getElementById('explaining-box');"
                          " return [d.scrollWidth, d.clientWidth]})()")
         assert wide[0] > wide[1], wide  # the evidence is wider than the window: it scrolls
+
+
+def test_a_reviewer_sees_the_material_breaks_largest_first(tmp_path: Path) -> None:
+    """Issue 61: a reviewer types a minimum gap per currency, sorts by absolute gap and sees
+    the largest breaks of each currency first, each at least its currency's floor, the floor
+    said above the list; 'material only' fills in the material_gap setting. The form fits a
+    1280 px window."""
+    from decimal import Decimal
+
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=300, reconciler="alice", told=0)
+        add_user(db, "bob", "reviewer", PASSWORD)
+        app = create_app(db, secret=b"s" * 32, material_gap={"EUR": Decimal("1.40"),
+                                                             "JPY": Decimal("140")})
+        with serve_in_thread(app) as url, Browser(need("chromium"), width=1280,
+                                                  height=800) as page:
+            _login(page, url, "bob")
+            page.goto(f"{url}/day/{DAY}/breaks")
+            page.fill("#min-gap", "EUR=1.40, JPY=140")
+            page.fill("#sort", "gap")
+            page.click("#filters button[type=submit]")
+            assert page.text("#gap-floor") == ("|gap| at least 1.40 EUR, 140 JPY; other "
+                                               "currencies unnarrowed"), page.text("main")
+            shown = page.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                              "[r.cells[2].innerText, r.cells[4].innerText, "
+                              "r.querySelector('td.material').innerText])")
+            gaps = [(code, abs(Decimal(gap.replace(",", "")))) for code, gap, _ in shown]
+            assert len(shown) == 50 and gaps[0][0] == "EUR"
+            assert gaps == sorted(gaps, key=lambda g: (g[0], -g[1])), gaps
+            assert all(g >= {"EUR": Decimal("1.40"), "JPY": Decimal(140)}.get(c, 0)
+                       for c, g in gaps)
+            assert {m for _, _, m in shown} == {"material"}  # the floor is the setting's
+            assert page.eval("document.documentElement.scrollWidth") <= 1280
+            listed = page.text("#count")
+            page.goto(f"{url}/day/{DAY}/breaks")
+            page.click("#material-only")
+            assert page.eval("document.querySelector('#min-gap').value") == "EUR=1.40,JPY=140"
+            assert page.text("#count").split(" (")[0] == listed.split(" (")[0]
+
+
+def test_a_reviewer_rejects_a_break_and_sees_it_rejected_then_reopens_it(served,
+                                                                        browser) -> None:
+    """Issue 61: Reject with a reason on a break's page: its status reads rejected, the
+    reason is the log entry's note, and Reopen (offered once it is not open) opens it again."""
+    url, _db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open&currency=JPY")
+    browser.click("#breaks a.break")
+    assert browser.text("#review-status") == "open"
+    assert browser.eval("document.querySelector('#action button[value=reopen]')") is None
+    browser.fill("#action input[name=note]", "the JPY feed was cut off at 23:59")
+    browser.click("#action button[value=reject]")
+    assert browser.text("#review-status") == "rejected", browser.text("main")
+    assert "bob break-rejected: break" in browser.text("#entries")
+    assert browser.text("#entries").endswith("JPY: the JPY feed was cut off at 23:59")
+    browser.fill("#action input[name=note]", "feed re-sent, gap is real")
+    browser.click("#action button[value=reopen]")
+    assert browser.text("#review-status") == "open"
+    assert "break-reopened" in browser.text("#entries")
+
+
+def test_a_reviewer_confirms_a_bulk_accept_seeing_its_count_and_totals(served,
+                                                                      browser) -> None:
+    """Issue 61: 'On all N: accept' on a filtered list asks first, naming how many breaks and
+    their total gap per currency, and records one entry per break once confirmed."""
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    count = browser.text("#count").split(" breaks match")[0]
+    browser.fill("#bulk select[name=action]", "accept")
+    browser.fill("#bulk input[name=note]", "KWD residuals agreed with the bank")
+    browser.click("#bulk button[type=submit]")
+    summary = browser.text("#bulk-summary")
+    assert summary.startswith(f"You are about to accept {count} breaks of run "
+                              "nightly-2026-01-01"), summary
+    totals = browser.eval("[...document.querySelectorAll('#bulk-totals tbody tr')]"
+                          ".map(r => [...r.cells].map(c => c.innerText))")
+    assert len(totals) == 1 and totals[0][:2] == ["KWD", count]
+    assert len(totals[0][2].split(".")[1]) == 3  # dinars: three places
+    assert read_log(db) == []
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == f"accept recorded on {count} breaks"
+    assert len(read_log(db)) == int(count)
+
+
+def test_a_reviewer_assigns_a_break_and_finds_it_in_my_breaks_and_overdue(served,
+                                                                         browser) -> None:
+    """Issue 61: Assign on a break's page (to oneself, due yesterday); "my breaks" then lists
+    it with its assignee and due date, and "overdue" marks it so."""
+    from datetime import UTC, datetime, timedelta
+
+    url, _db = served
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open&currency=EUR")
+    browser.click("#breaks a.break")
+    assert browser.text("#assigned") == "not assigned"
+    browser.fill("#assign input[name=assign_to]", "bob")
+    browser.fill("#assign input[name=due]", yesterday)
+    browser.click("#assign button[type=submit]")
+    assert browser.text("#assigned") == f"assigned to bob, due {yesterday}"
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    browser.click("#my-breaks")
+    assert browser.text("#count").startswith("1 breaks match")
+    row = browser.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                       "[r.querySelector('.assignee').innerText, "
+                       "r.querySelector('.due').innerText])")
+    assert row == [["bob", f"{yesterday} overdue"]]
+    browser.click("#overdue")
+    assert browser.text("#count").startswith("1 breaks match")
+    assert browser.eval("getComputedStyle(document.querySelector('#breaks td.due')).color") \
+        != browser.eval("getComputedStyle(document.querySelector('#breaks td.assignee')).color")
+
+
+def test_the_month_view_shows_what_is_left_to_sign(served, browser) -> None:
+    """Issue 61: the Month link shows a month's days with their state, the unsettled breaks by
+    age and currency, and the days still to sign, each a link to its day."""
+    url, _db = served
+    _login(browser, url, "carl")  # an auditor reads it too
+    browser.goto(f"{url}/period?month=2026-01")
+    assert browser.text("h1") == "2026-01-01 to 2026-01-31 nightly"
+    assert browser.text("#to-sign").startswith("31 days still to sign: 2026-01-01, 2026-01-02")
+    first = browser.eval("[...document.querySelectorAll('#period-days tbody tr')][0].innerText")
+    assert "2026-01-01" in first and "Awaiting sign-off: 0 of 1 approvals" in first
+    ages = browser.eval("[...document.querySelectorAll('#ages tr')].map(r => r.innerText)")
+    assert ages[0].split() == ["Age", "EUR", "JPY", "KWD"] and ages[1].startswith("new today")
+    browser.click("#to-sign a")
+    assert browser.url.endswith("/day/2026-01-01?kind=nightly")

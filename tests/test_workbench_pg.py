@@ -11,7 +11,13 @@ import pytest
 import sqlalchemy as sa
 
 from reports.db.repository import ReportDB
-from reports.review import SignoffRefused, append_signoff, read_log
+from reports.review import (
+    SignoffRefused,
+    append_break_actions,
+    append_signoff,
+    read_log,
+    verify_log,
+)
 from tests.test_pg_roles import _as, _refused
 from tests.test_report_db import make_run
 from workbench.auth import add_user
@@ -98,3 +104,108 @@ def test_the_workbench_keeps_sessions_and_failed_logins_and_reads_stories(owner_
         assert again is not None and end_sessions(owner, "bob") == 1
     assert "permission denied" in _refused(
         owner_url, WORKBENCH, "DELETE FROM break_stories")
+
+
+def test_the_workbench_role_pages_breaks_by_size_and_minimum_gap(owner_url: str) -> None:
+    """Issue 61 on PostgreSQL: the reconciler's role writes each break's exact absolute gap
+    (NUMERIC, migration 0013) and the workbench's role pages them largest first per
+    currency, narrowed to a minimum gap per currency, by keyset, every match once."""
+    from datetime import date
+    from decimal import Decimal
+    from itertools import pairwise
+
+    from workbench import queries
+    from workbench.sample import sample_day
+
+    day = date(2026, 1, 7)  # run-1 (the fixture's) is 2026-01-01's current run
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, day, breaks=90, reconciler="alice", run_id="run-g")
+    floor = (("EUR", Decimal("1.20")), ("JPY", Decimal("120")))
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        every = queries.break_page(workbench, "run-g", day, queries.BreakFilter(),
+                                   limit=1000).rows
+        for sort in queries.SORTS:
+            filters = queries.BreakFilter(min_gap=floor, sort=sort)
+            seen, after = [], None
+            while True:
+                page = queries.break_page(workbench, "run-g", day, filters, after, limit=8)
+                seen += [(r["currency"], r["gap_magnitude"], r["window_start"], r["key"])
+                         for r in page.rows]
+                if page.next_cursor is None:
+                    break
+                after = queries.Cursor.decode(page.next_cursor)
+            wanted = [b for b in every
+                      if abs(b["gap_amount"]) >= dict(floor).get(b["currency"], 0)]
+            assert len(seen) == len(set(seen)) == len(wanted) == page.total < 90
+            assert all(m == abs(b["gap_amount"]) for b in every for c, m, w, k in seen
+                       if (c, w, k) == (b["currency"], b["window_start"], b["key"]))
+            if sort == "gap":  # per currency, largest first (ties: latest window, key)
+                assert all(a[0] < b[0] or (a[0] == b[0] and a[1:] > b[1:])
+                           for a, b in pairwise(seen))
+        # the month view's counts on PostgreSQL (its age buckets are SQL CASEs on times)
+        month = queries.period(workbench, date(2026, 1, 1), date(2026, 1, 31))
+        opened = queries.break_page(workbench, "run-g", day,
+                                    queries.BreakFilter(review_status="open")).total
+        assert dict(month["buckets"])["new today"] and month["unsettled"] == opened
+        assert [d["run"]["run_id"] for d in month["days"] if d["run"]] == ["run-1", "run-g"]
+
+
+def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
+    """Issue 61 on PostgreSQL: migration 0014's checks take a break's rejection and reopen
+    (log entries by the workbench's role, in the user's name) and the 'rejected' status; the
+    database still refuses an auditor (its signer trigger) whatever the decision."""
+    from datetime import UTC, date, datetime
+
+    from reports.review import Assignment, BreakTarget
+    from workbench import queries
+    from workbench.sample import sample_day
+
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, date(2026, 1, 5), breaks=6, reconciler="alice", run_id="run-r")
+    target = BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-01", "JPY")
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        append_signoff(workbench, "run-r", "bob", "break-rejected", "wrong day", target=target)
+        assert queries.break_detail(workbench, "run-r", target)["review_status"] == "rejected"
+        append_signoff(workbench, "run-r", "bob", "break-reopened", "re-sent", target=target)
+        assert queries.break_detail(workbench, "run-r", target)["review_status"] == "open"
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target)
+        # an assignment (migration 0015 grants the workbench's role its two columns)
+        append_signoff(workbench, "run-r", "bob", "break-assigned", "", target=target,
+                       assignment=Assignment("bob", date(2026, 1, 9)))
+        item = queries.break_detail(workbench, "run-r", target)
+        assert (item["assignee"], item["due_on"]) == ("bob", date(2026, 1, 9))
+        # a bulk action: one entry per break, in one transaction, under the same triggers
+        both = [target, BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-02", "KWD")]
+        assert len(append_break_actions(workbench, "run-r", "bob", "break-accepted",
+                                        "agreed", both)) == 2
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_break_actions(workbench, "run-r", "carl", "break-accepted", "x", both)
+    with ReportDB(owner_url) as owner:
+        assert [e.decision for e in read_log(owner)] == [
+            "break-rejected", "break-reopened", "break-assigned", "break-accepted",
+            "break-accepted"]
+        assert verify_log(owner).ok
+
+
+def test_the_workbench_role_records_any_users_export_but_not_a_strangers(owner_url: str
+                                                                        ) -> None:
+    """Issue 61 on PostgreSQL: migration 0016's signer trigger takes an 'exported' entry by
+    any enabled workbench user (an auditor, the run's reconciler: an export decides nothing)
+    and still refuses a name that is no user, and every other decision by an auditor."""
+    from reports.review import record_export
+
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        for who in ("carl", "alice"):
+            assert record_export(workbench, "run-1", who, "breaks.csv (3 breaks)").by == who
+        with pytest.raises(SignoffRefused, match="not an enabled workbench user"):
+            record_export(workbench, "run-1", "mallory", "breaks.csv")
+        with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
+            append_signoff(workbench, "run-1", "carl", "approved", "x")
+    raw = ("INSERT INTO signoff_log (seq, at, run_id, \"by\", decision, note, prev_hash, "
+           "entry_hash) VALUES (9, now(), 'run-1', 'alice', 'approved', 'raw', 'x', 'y')")
+    assert "four-eyes" in _refused(owner_url, WORKBENCH, raw)
+    with ReportDB(owner_url) as owner:
+        assert [(e.by, e.decision) for e in read_log(owner)] == [("carl", "exported"),
+                                                                 ("alice", "exported")]
+        assert verify_log(owner).ok

@@ -13,12 +13,14 @@ Example:
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
@@ -31,21 +33,26 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from reckon.errors import ReckonError, UsageError
-from reckon.materiality import is_material, material_words
+from reckon.identity import same_person
+from reckon.materiality import gap_floors, is_material, material_words, run_rule
 from reckon.money import format_amount, quantize_to_currency
 from reckon.reconcile import ReconStatus
 from reckon.signing import SigningKey
-from reckon.signoff import REOPENED, review_words
+from reckon.signoff import REOPENED, four_eyes_refusal, review_words
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import (
+    BULK_CAP,
+    Assignment,
     BreakTarget,
     LogTrust,
     SignoffRefused,
+    append_break_actions,
     append_signoff,
     figures_in_minor_units,
     read_log,
+    record_export,
 )
 from reports.review_state import review_states
 from workbench import queries
@@ -55,9 +62,11 @@ from workbench.auth import (
     User,
     end_session,
     find_user,
+    list_users,
     session_is_open,
     start_session,
 )
+from workbench.pdf import breaks_pdf
 
 __all__ = ["create_app"]
 
@@ -67,7 +76,11 @@ LOGIN_COOKIE = "reckon_login"
 _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; "
                  "form-action 'self'", "X-Content-Type-Options": "nosniff",
                  "Referrer-Policy": "same-origin", "Cache-Control": "no-store"}
-_ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved"}
+_ACTIONS = {"comment": "break-comment", "accept": "break-accepted", "resolve": "break-resolved",
+            "reject": "break-rejected", "reopen": "break-reopened", "assign": "break-assigned"}
+#: The actions whose note is their reason, asked for by name when it is missing.
+_REASONED = {"reject": "rejecting", "reopen": "reopening", "rejected": "rejecting",
+             REOPENED: "reopening"}
 #: What the day page's sign-off form offers (the CLI offers every decision of reckon.signoff).
 _RUN_DECISIONS = ("approved", "rejected", REOPENED)
 
@@ -114,7 +127,8 @@ Actor = Annotated[Principal, Depends(acting)]
 #: material mark (reckon.materiality; empty when off) and its review status; the run's state
 BREAKS_CSV_COLUMNS = ("day", "window_start", "key", "currency", "status", "gap_amount",
                       "late_amount", "duplicate_amount", "residual_amount", "material",
-                      "review_status", "age_days", "run_id", "run_state")
+                      "review_status", "age_days", "assignee", "due_on", "overdue", "run_id",
+                      "run_state")
 
 
 def breaks_csv_text(db: ReportDB, run: dict[str, Any], filters: queries.BreakFilter, *,
@@ -139,7 +153,9 @@ def breaks_csv_text(db: ReportDB, run: dict[str, Any], filters: queries.BreakFil
                                                             "duplicate_amount",
                                                             "residual_amount")),
                              material_words(is_material(b["gap_amount"], code, material)),
-                             b["review_status"], b["age_days"], b["run_id"], words])
+                             b["review_status"], b["age_days"], b["assignee"] or "",
+                             "" if b["due_on"] is None else b["due_on"].isoformat(),
+                             "overdue" if b["overdue"] else "", b["run_id"], words])
         if page.next_cursor is None:
             return out.getvalue()
         after = queries.Cursor.decode(page.next_cursor)
@@ -306,6 +322,17 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         return page(request, "days.html", who, runs=queries.days(db, required_approvers=required),
                     check=trust.verify(db, warehouse, figures_of=()))
 
+    @app.get("/period")
+    def period_view(request: Request, who: Who, start: str = "", end: str = "",
+                    month: str = "", kind: str = "nightly") -> Response:
+        """A month (``month=2026-01``) or a range (``start``, ``end``): each day's state, its
+        unsettled breaks, those by age and currency, the days still to sign."""
+        first, last = _period_bounds(month, start, end)
+        view = queries.period(db, first, last, kind=kind, required_approvers=required)
+        before = (first.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")
+        after = (last.replace(day=28) + timedelta(days=4)).strftime("%Y-%m")
+        return page(request, "period.html", who, period=view, previous=before, following=after)
+
     @app.get("/day/{day}")
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
         run = queries.run_of_day(db, _day(day), kind, required)
@@ -322,18 +349,23 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         relative links resolve here. Only plain names in the report's own folder."""
         run = queries.run_of_day(db, _day(day), kind, required)
         html = Path(run["report_path"]) if run and run["report_path"] else None
-        if html is None or not html.is_file():
+        if run is None or html is None or not html.is_file():
             raise UsageError(f"no rendered report of {day} on this server "
                              "(`reckon report --date D` renders it)")
         wanted = html.parent / name
         if name != Path(name).name or name.startswith(".") or not wanted.is_file():
             raise UsageError(f"{name!r} is not a file of the report of {day}")
         kind_of = "text/html" if name.endswith(".html") else None
+        if wanted.suffix in (".csv", ".pdf"):  # an export of the day's figures: recorded
+            record_export(db, run["run_id"], who.user.name, f"{name} of the day's report",
+                          warehouse=warehouse, signer=_signer(trust), heads=trust.heads)
         return FileResponse(wanted, media_type=kind_of,
                             headers={"Content-Security-Policy": "sandbox"})
 
     def day_and_filters(day: str, kind: str, status: str, cause: str, currency: str,
-                        merchant: str, age: int, partition: str, source: str
+                        merchant: str, age: int, partition: str, source: str,
+                        min_gap: str = "", sort: str = "", assignee: str = "",
+                        overdue: str = ""
                         ) -> tuple[dict[str, Any], queries.BreakFilter]:
         """The day's current run and the break list's filters from its query, each checked
         (a mistake is one line on the error page)."""
@@ -348,38 +380,131 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if partition and not partition.isdigit():
             raise UsageError(f"partition={partition!r} is not valid: a partition number "
                              "such as 3")
-        return run, queries.BreakFilter(status, cause, currency.upper(), merchant.strip(), age,
+        if sort and sort not in queries.SORTS:
+            raise UsageError(f"sort={sort!r} is not valid: one of " + ", ".join(queries.SORTS))
+        code = currency.strip().upper()
+        return run, queries.BreakFilter(status, cause, code, merchant.strip(), age,
                                         partition=str(int(partition)) if partition else "",
-                                        source=source.strip())
+                                        source=source.strip(),
+                                        min_gap=gap_floors(min_gap[:2000], code),
+                                        sort=sort or "window", assignee=assignee.strip(),
+                                        overdue_on=_today() if overdue else None)
 
     @app.get("/day/{day}/breaks.csv")
     def breaks_csv(who: Who, day: str, kind: str = "nightly", status: str = "",
                    cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-                   partition: str = "", source: str = "") -> Response:
-        """Every break the list's filters match, as CSV (any role: it only reads)."""
+                   partition: str = "", source: str = "", min_gap: str = "",
+                   sort: str = "", assignee: str = "", overdue: str = "") -> Response:
+        """Every break the list's filters match, in its order, as CSV (any role: it only
+        reads)."""
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source)
-        body = breaks_csv_text(db, run, filters, material=app.state.material)
+                                       partition, source, min_gap, sort, assignee, overdue)
+        body = breaks_csv_text(db, run, filters, material=_rule_of(run, app.state.material))
         name = f"reckon-breaks-{run['day']}-{run['kind']}.csv"
+        count = body.count("\n") - 1
+        record_export(db, run["run_id"], who.user.name,
+                      f"{name} ({count:,} break{'s' if count != 1 else ''}; "
+                      f"{_filter_words(filters)})", warehouse=warehouse,
+                      signer=_signer(trust), heads=trust.heads)
         return Response(body, media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    @app.get("/day/{day}/breaks.pdf")
+    def breaks_pdf_export(who: Who, day: str, kind: str = "nightly", status: str = "",
+                          cause: str = "", currency: str = "", merchant: str = "",
+                          age: int = 0, partition: str = "", source: str = "",
+                          min_gap: str = "", sort: str = "", assignee: str = "",
+                          overdue: str = "") -> Response:
+        """The filtered break list as a PDF (any role; recorded in the log like the CSV)."""
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source, min_gap, sort, assignee, overdue)
+        rows = queries.all_matches(db, run["run_id"], run["day"], filters, cap=BULK_CAP)
+        if len(rows) > BULK_CAP:
+            raise UsageError(f"more than {BULK_CAP:,} breaks match: narrow the filters (a PDF "
+                             f"holds at most {BULK_CAP:,}; the CSV holds every one)")
+        name = f"reckon-breaks-{run['day']}-{run['kind']}.pdf"
+        words = _filter_words(filters)
+        entry = record_export(db, run["run_id"], who.user.name,
+                              f"{name} ({len(rows):,} break{'s' if len(rows) != 1 else ''}; "
+                              f"{words})", warehouse=warehouse, signer=_signer(trust),
+                              heads=trust.heads)
+        body = breaks_pdf(run, rows, filters=words, by=who.user.name, at=entry.at,
+                          totals=_totals(rows))
+        return Response(body, media_type="application/pdf",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     @app.get("/day/{day}/breaks")
     def breaks(request: Request, who: Who, day: str, kind: str = "nightly", status: str = "",
                cause: str = "", currency: str = "", merchant: str = "", age: int = 0,
-               partition: str = "", source: str = "", after: str = "") -> Response:
+               partition: str = "", source: str = "", min_gap: str = "", sort: str = "",
+               assignee: str = "", overdue: str = "", after: str = "") -> Response:
         run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
-                                       partition, source)
+                                       partition, source, min_gap, sort, assignee, overdue)
         started = time.perf_counter()
         result = queries.break_page(db, run["run_id"], run["day"], filters,
                                     queries.Cursor.decode(after) if after else None)
         result.seconds = time.perf_counter() - started
-        rule = request.app.state.material
+        rule = _rule_of(run, request.app.state.material)  # the run's own, as it was audited
         for row in result.rows:  # the page's rows only: the mark costs nothing to paging
             row["material"] = material_words(is_material(row["gap_amount"], row["currency"],
                                                          rule))
+        kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
+        material_only = ",".join(f"{c}={a}" for c, a in sorted(rule.items()))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
-                    facets=queries.facets(run), material=bool(rule))
+                    facets=queries.facets(run), material=bool(rule), kept=kept,
+                    material_only=material_only, assignees=_assignees(db, run))
+
+    @app.post("/day/{day}/bulk")
+    def bulk(request: Request, who: Actor, day: str, action: Annotated[str, Form()],
+             note: Annotated[str, Form()] = "", expect: Annotated[str, Form()] = "",
+             kind: Annotated[str, Form()] = "nightly", status: Annotated[str, Form()] = "",
+             cause: Annotated[str, Form()] = "", currency: Annotated[str, Form()] = "",
+             merchant: Annotated[str, Form()] = "", age: Annotated[int, Form()] = 0,
+             partition: Annotated[str, Form()] = "", source: Annotated[str, Form()] = "",
+             min_gap: Annotated[str, Form()] = "", sort: Annotated[str, Form()] = "",
+             assignee: Annotated[str, Form()] = "", overdue: Annotated[str, Form()] = "",
+             assign_to: Annotated[str, Form()] = "", due: Annotated[str, Form()] = ""
+             ) -> Response:
+        """One action on every break the list's filters match, one log entry each: first a
+        confirmation naming how many breaks and their total gap per currency, then (with its
+        ``expect`` digest, so the set acted on is the set confirmed) the entries."""
+        run, filters = day_and_filters(day, kind, status, cause, currency, merchant, age,
+                                       partition, source, min_gap, sort, assignee, overdue)
+        if action not in _BULK_ACTIONS:
+            raise UsageError(f"action={action!r} is not valid: one of "
+                             + ", ".join(_BULK_ACTIONS))
+        refusal = four_eyes_refusal(who.user.name, str(run["reconciler"]), run["run_id"],
+                                    on_break=True)
+        if refusal is not None:
+            raise Forbidden(refusal)
+        assignment = _assignment(assign_to, due) if action == "assign" else None
+        if not note.strip() and assignment is None:
+            raise UsageError("note is missing: a bulk action needs a note, written in each "
+                             "break's entry")
+        rows = queries.all_matches(db, run["run_id"], run["day"], filters, cap=BULK_CAP)
+        if not rows:
+            raise UsageError("no break matches these filters: nothing to act on")
+        if len(rows) > BULK_CAP:
+            raise UsageError(f"more than {BULK_CAP:,} breaks match: narrow the filters "
+                             f"(a bulk action takes at most {BULK_CAP:,})")
+        digest = _bulk_digest(run["run_id"], action,
+                              note + ("" if assignment is None else "|" + assignment.words()),
+                              rows)
+        kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
+        if not expect:
+            return page(request, "bulk.html", who, run=run, action=action, note=note.strip(),
+                        count=len(rows), totals=_totals(rows), kept=kept, expect=digest,
+                        assignment=assignment, assign_to=assign_to.strip(), due=due.strip())
+        if not secrets.compare_digest(expect, digest):
+            raise UsageError(f"the breaks these filters match changed since you confirmed "
+                             f"({len(rows):,} now): nothing was recorded; review them again")
+        targets = [BreakTarget(r["window_start"], r["key"], r["currency"]) for r in rows]
+        append_break_actions(db, run["run_id"], who.user.name, _BULK_ACTIONS[action], note,
+                             targets, warehouse=warehouse, assignment=assignment,
+                             signer=_signer(trust), heads=trust.heads)
+        done = f"{action} recorded on {len(rows):,} break{'s' if len(rows) != 1 else ''}"
+        return RedirectResponse(f"/day/{run['day']}/breaks?"
+                                + urlencode({**kept, "msg": done}), status_code=303)
 
     @app.get("/break")
     def break_view(request: Request, who: Who, run: str, ws: str, key: str,
@@ -387,7 +512,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         item = queries.break_detail(db, run, _target(ws, key, cur))
         if item is None:
             raise UsageError(f"no break {key} {cur} at {ws} in run {run}")
-        return page(request, "break.html", who, item=item)
+        found = db.get_audit_run(run)
+        return page(request, "break.html", who, item=item,
+                    assignees=_assignees(db, {"reconciler": found.reconciler if found else ""}))
 
     @app.get("/log")
     def log(request: Request, who: Who) -> Response:
@@ -415,6 +542,92 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
             "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
 
 
+#: What a bulk action on the filtered break list may do (each break: one log entry).
+_BULK_ACTIONS = {"comment": "break-comment", "accept": "break-accepted",
+                 "assign": "break-assigned"}
+
+
+def _bulk_digest(run_id: str, action: str, note: str, rows: list[dict[str, Any]]) -> str:
+    """What a bulk confirmation stands for: the run, the action, its note and every break's
+    identity, in order (a break added, gone or reordered since gives another digest)."""
+    body = json.dumps([run_id, action, note.strip(),
+                       [[r["window_start"].isoformat(), r["key"], r["currency"]]
+                        for r in rows]], separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _totals(rows: list[dict[str, Any]]) -> list[tuple[str, int, Decimal]]:
+    """(currency, breaks, total gap) per currency, exact: never one total across them."""
+    out: dict[str, tuple[int, Decimal]] = {}
+    for r in rows:
+        n, total = out.get(r["currency"], (0, Decimal(0)))
+        out[r["currency"]] = (n + 1, total + r["gap_amount"])
+    return [(code, n, total) for code, (n, total) in sorted(out.items())]
+
+
+def _today() -> date:
+    """Today in UTC: a break is overdue the day after its due date."""
+    return datetime.now(UTC).date()
+
+
+def _assignment(assign_to: str, due: str) -> Assignment:
+    """The assignment a form asks for: a user's name and an optional due date (YYYY-MM-DD);
+    one line for a mistake (the user is checked where the entry is written)."""
+    name = assign_to.strip()
+    if not name:
+        raise UsageError("assign_to is missing: name the user who is to review the breaks")
+    return Assignment(name[:200], parse_date(due.strip(), "due") if due.strip() else None)
+
+
+def _assignees(db: ReportDB, run: Mapping[str, Any]) -> list[str]:
+    """The users a break of ``run`` may be assigned to: enabled reviewers and reconcilers, but
+    its reconciler (the page's choices; the server checks again)."""
+    return [u.name for u in list_users(db) if u.enabled and u.may_act
+            and not same_person(u.name, str(run.get("reconciler") or ""))]
+
+
+def _rule_of(run: Mapping[str, Any], setting: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """The material rule of ``run``'s breaks: the one recorded with it (reckon.materiality's
+    run_rule), the setting only for a run recorded before runs kept it."""
+    return run_rule(run.get("material_gap"), setting)
+
+
+def _period_bounds(month: str, start: str, end: str) -> tuple[date, date]:
+    """The days a period view shows: ``month`` (YYYY-MM), or ``start``..``end``, or this
+    month (UTC); a mistake is one line."""
+    if month:
+        try:
+            first = datetime.strptime(month.strip(), "%Y-%m").date()
+        except ValueError:
+            raise UsageError(f"month={month!r} is not valid: a month such as 2026-01") from None
+        last = (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+        return first, last
+    if not start and not end:
+        return _period_bounds(_today().strftime("%Y-%m"), "", "")
+    first = parse_date(start, "start") if start else parse_date(end, "end")
+    last = parse_date(end, "end") if end else first
+    if last < first:
+        raise UsageError(f"end={end!r} is not valid: on or after start={start!r}")
+    if (last - first).days >= queries.PERIOD_MAX_DAYS:
+        raise UsageError(f"end={end!r} is not valid: a period is at most "
+                         f"{queries.PERIOD_MAX_DAYS} days")
+    return first, last
+
+
+def _filter_words(filters: queries.BreakFilter) -> str:
+    """The filters an export used, as the log and the PDF say them (``filters: none``)."""
+    used = {k: v for k, v in filters.query().items() if v and not (k == "age" and v == "0")}
+    return "filters: " + (", ".join(f"{k}={v}" for k, v in used.items()) or "none")
+
+
+def _need_reason(action: str, note: str, what: str) -> None:
+    """A rejection or a reopen without its reason is refused in one line (the log would take
+    any note; this names what is missing)."""
+    if action in _REASONED and not note.strip():
+        raise UsageError(f"note is missing: {_REASONED[action]} {what} needs a reason, "
+                         "written in the note")
+
+
 def _signer(trust: LogTrust) -> SigningKey:
     """The workbench's key, or a refusal: an action it cannot sign is not recorded."""
     if trust.signer is None:
@@ -429,12 +642,16 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
     @app.post("/break/action")
     def break_action(who: Actor, run: Annotated[str, Form()], ws: Annotated[str, Form()],
                      key: Annotated[str, Form()], cur: Annotated[str, Form()],
-                     action: Annotated[str, Form()], note: Annotated[str, Form()] = "") -> Response:
+                     action: Annotated[str, Form()], note: Annotated[str, Form()] = "",
+                     assign_to: Annotated[str, Form()] = "",
+                     due: Annotated[str, Form()] = "") -> Response:
         if action not in _ACTIONS:
             raise UsageError(f"action={action!r} is not valid: one of " + ", ".join(_ACTIONS))
+        _need_reason(action, note, "a break")
         target = _target(ws, key, cur)
         append_signoff(db, run, who.user.name, _ACTIONS[action], note, warehouse=warehouse,
-                       target=target, signer=_signer(trust), heads=trust.heads)
+                       target=target, signer=_signer(trust), heads=trust.heads,
+                       assignment=_assignment(assign_to, due) if action == "assign" else None)
         query = urlencode({"run": run, "ws": ws, "key": key, "cur": cur, "msg": f"{action} recorded"})
         return RedirectResponse(f"/break?{query}", status_code=303)
 
@@ -447,6 +664,7 @@ def _action_routes(app: FastAPI, db: ReportDB, warehouse: Path | None, required:
         if decision not in _RUN_DECISIONS:
             raise UsageError(f"decision={decision!r} is not valid: one of "
                              + ", ".join(_RUN_DECISIONS))
+        _need_reason(decision, note, "a run")
         found = db.get_audit_run(run)
         if found is None:
             raise UsageError(f"no audit run {run!r}")

@@ -43,7 +43,7 @@ from reports.db.repository import ReportDB
 
 __all__ = ["ROLES", "LoginThrottle", "Session", "SessionKeys", "User", "add_user",
            "check_password", "end_session", "end_sessions", "find_user", "hash_password",
-           "load_secret", "put_user", "session_is_open", "start_session"]
+           "list_users", "load_secret", "put_user", "session_is_open", "start_session"]
 
 ROLES = ("reconciler", "reviewer", "auditor")
 SESSION_SECONDS = 8 * 3600  # a working day; then log in again
@@ -140,6 +140,14 @@ def _refuse_a_look_alike(name: str, existing: list[str]) -> None:
                              f"{other!a} (the four-eyes rule takes them for one person): "
                              f"choose another name, or `reckon users add {other}` to update "
                              "that user")
+
+
+def list_users(db: ReportDB) -> list[User]:
+    """Every user, by name (no hash)."""
+    t = WORKBENCH_USERS
+    with db.ready().connect() as conn:
+        rows = conn.execute(sa.select(t.c.name, t.c.role, t.c.enabled).order_by(t.c.name))
+        return [User(r.name, r.role, bool(r.enabled)) for r in rows]
 
 
 def find_user(db: ReportDB, name: str, password: str | None = None) -> User | None:

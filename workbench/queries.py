@@ -17,6 +17,7 @@ import base64
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import sqlalchemy as sa
 
 from reckon import signoff as signoff_rules
 from reckon.errors import UsageError
-from reckon.signoff import is_break_action, review_words
+from reckon.signoff import DECISIONS, UNSETTLED_STATUSES, review_words
 from reports.approval_record import APPROVAL_HTML
 from reports.db.models import (
     AUDIT_RUN_CURRENCIES,
@@ -38,12 +39,25 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.db.repository import ReportDB
-from reports.db.types import UTCDateTime
+from reports.db.types import Magnitude, UTCDateTime
 from reports.review import BreakTarget
 from reports.review_state import review_states
 
-__all__ = ["BreakFilter", "BreakPage", "Cursor", "break_detail", "break_page", "days",
-           "facets", "log_entries", "replaced_signoff", "run_of_day"]
+__all__ = [
+    "SORTS",
+    "BreakFilter",
+    "BreakPage",
+    "Cursor",
+    "all_matches",
+    "break_detail",
+    "break_page",
+    "days",
+    "facets",
+    "log_entries",
+    "period",
+    "replaced_signoff",
+    "run_of_day",
+]
 
 PAGE_SIZE = 50
 #: A page counts the matches up to here and says "more than" beyond: the count then costs at
@@ -53,15 +67,19 @@ COUNT_CAP = 10_000
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where a page of breaks ends: the last break's (window_start, key, currency)."""
+    """Where a page of breaks ends: the last break's (window_start, key, currency), and its
+    absolute gap when the list is sorted by it (``magnitude``)."""
 
     window_start: datetime
     key: str
     currency: str
+    magnitude: Decimal | None = None
 
     def encode(self) -> str:
-        raw = json.dumps([self.window_start.astimezone(UTC).isoformat(), self.key,
-                          self.currency], separators=(",", ":"))
+        parts = [self.window_start.astimezone(UTC).isoformat(), self.key, self.currency]
+        if self.magnitude is not None:
+            parts.append(str(self.magnitude))
+        raw = json.dumps(parts, separators=(",", ":"))
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     @classmethod
@@ -71,22 +89,35 @@ class Cursor:
         try:
             if len(text) > _MAX_CURSOR_CHARS:
                 raise ValueError("too long")
-            ws, key, currency = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-            return cls(datetime.fromisoformat(ws).astimezone(UTC), str(key), str(currency))
-        except (ValueError, TypeError, RecursionError):
+            parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            if not isinstance(parts, list) or len(parts) not in (3, 4):
+                raise ValueError("not a cursor")
+            magnitude = None if len(parts) == 3 else Decimal(str(parts[3]))
+            if magnitude is not None and (not magnitude.is_finite() or magnitude < 0):
+                raise ValueError("not a magnitude")
+            return cls(datetime.fromisoformat(parts[0]).astimezone(UTC), str(parts[1]),
+                       str(parts[2]), magnitude)
+        except (ValueError, TypeError, RecursionError, ArithmeticError):
             raise UsageError("after= is not a page cursor: follow the 'next page' link") from None
 
 
 _MAX_CURSOR_CHARS = 4096  # a real cursor: a time, a key and a currency, base64
 
 
+#: The break list's orders: by window (the default), or by absolute gap, largest first
+#: within each currency (a yen is not a euro: no order compares amounts across currencies).
+SORTS = ("window", "gap")
+
+
 @dataclass(frozen=True)
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
-    merchant (key, exact), minimal age in days, and an input that contributed to the break:
+    merchant (key, exact), minimal age in days, an input that contributed to the break:
     a partition and/or a source (audits.break_story.inputs_of: its late events or uncaught
-    duplicates explain the gap, or it had events in a cell nothing explains). Empty = no
-    filter."""
+    duplicates explain the gap, or it had events in a cell nothing explains), and a minimum
+    absolute gap per currency (``min_gap``: (code, amount in that currency's units) pairs; a
+    currency not named is not narrowed, as reckon.materiality treats a currency without a
+    threshold). Empty = no filter. ``sort``: one of SORTS."""
 
     review_status: str = ""
     cause: str = ""
@@ -95,6 +126,20 @@ class BreakFilter:
     min_age_days: int = 0
     partition: str = ""
     source: str = ""
+    min_gap: tuple[tuple[str, Decimal], ...] = ()
+    sort: str = "window"
+    assignee: str = ""
+    overdue_on: date | None = None  # breaks still unsettled whose due date is before it
+
+    @property
+    def needs_review_row(self) -> bool:
+        """Whether a filter reads the joined break_reviews' columns (the count then joins it
+        too; assignee and overdue ask their own index, ``_assigned``)."""
+        return bool(self.review_status or self.min_age_days > 0)
+
+    def floor(self, currency: str) -> Decimal | None:
+        """The minimum absolute gap asked for in ``currency`` (None: not narrowed)."""
+        return dict(self.min_gap).get(currency)
 
     def where(self, now: datetime) -> list[sa.ColumnElement[bool]]:
         b, r = BREAKS, BREAK_REVIEWS
@@ -109,12 +154,51 @@ class BreakFilter:
             out.append(b.c.key == self.merchant)
         if self.min_age_days > 0:
             out.append(r.c.first_seen_at <= now - timedelta(days=self.min_age_days))
+        if self.min_gap:
+            out.append(self._gap_floor())
+        if self.assignee or self.overdue_on is not None:
+            out.append(self._assigned())
         return out
+
+    def _assigned(self) -> sa.ColumnElement[bool]:
+        """The breaks whose review is assigned to ``assignee`` and/or overdue, as an IN over
+        break_reviews' own index (assignee, or due date): the page then seeks only those
+        breaks' entries of the list's index instead of walking the run's every break (a
+        "my breaks" of none among 100,000 took 0.6 s)."""
+        b, own = BREAKS, BREAK_REVIEWS.alias("assigned")
+        where = []
+        if self.assignee:
+            where.append(own.c.assignee == self.assignee)
+        if self.overdue_on is not None:
+            where += [own.c.due_on < self.overdue_on,
+                      own.c.review_status.in_(UNSETTLED_STATUSES)]
+        chosen = sa.select(own.c.day, own.c.window_start, own.c.key, own.c.currency).where(
+            *where)
+        return sa.tuple_(b.c.day, b.c.window_start, b.c.key, b.c.currency).in_(chosen)
+
+    def _gap_floor(self) -> sa.ColumnElement[bool]:
+        """Each named currency's breaks of at least its amount; the others as they are."""
+        b = BREAKS
+        if self.currency:
+            floor = self.floor(self.currency)
+            return sa.true() if floor is None else b.c.gap_magnitude >= floor
+        named = [code for code, _ in self.min_gap]
+        return sa.or_(*(sa.and_(b.c.currency == code, b.c.gap_magnitude >= amount)
+                        for code, amount in self.min_gap), b.c.currency.not_in(named))
 
     def inputs(self) -> list[tuple[str, str]]:
         """The (dimension, value) pairs asked for: partition first."""
         return [(d, v) for d, v in (("partition", self.partition), ("source", self.source))
                 if v]
+
+    def query(self) -> dict[str, str]:
+        """The filters as the list's URL carries them (a page link, the CSV export)."""
+        return {"status": self.review_status, "cause": self.cause, "currency": self.currency,
+                "merchant": self.merchant, "age": str(self.min_age_days),
+                "partition": self.partition, "source": self.source,
+                "min_gap": ",".join(f"{c}={a}" for c, a in self.min_gap),
+                "sort": "" if self.sort == "window" else self.sort,
+                "assignee": self.assignee, "overdue": "1" if self.overdue_on else ""}
 
 
 @dataclass
@@ -185,7 +269,7 @@ def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int 
     ``replaced_signoff(db, run_of_day(db, day))["run_id"] == "nightly-1"``."""
     raw = db.signoffs_of_day(run["day"], run["kind"])
     entries = [_Decision(e["run_id"], e["decision"]) for e in raw
-               if not is_break_action(e["decision"])]
+               if e["decision"] in DECISIONS]  # not a break action nor an export
     started = {e["run_id"]: e["started_at"] for e in raw} | {run["run_id"]: run["started_at"]}
     replaced = signoff_rules.replaced_signoff(entries, run["run_id"], started)
     if replaced is None:
@@ -207,7 +291,8 @@ def days(db: ReportDB, limit: int = 120, required_approvers: int = 1) -> list[di
 
 def _break_select() -> sa.Select[Any]:
     b, r = BREAKS, BREAK_REVIEWS
-    return sa.select(b, r.c.review_status, r.c.first_seen_at).join(r, sa.and_(
+    return sa.select(b, r.c.review_status, r.c.first_seen_at, r.c.assignee,
+                     r.c.due_on).join(r, sa.and_(
         r.c.day == b.c.day, r.c.window_start == b.c.window_start, r.c.key == b.c.key,
         r.c.currency == b.c.currency))
 
@@ -239,29 +324,95 @@ def break_page(db: ReportDB, run_id: str, day: date, filters: BreakFilter,
     """One page of the run's breaks after ``after``, and how many match in all."""
     b = BREAKS
     moment = now or datetime.now(UTC)
-    stmt, order = _narrowed(_break_select(), run_id, day, filters, moment)
-    if after is not None:
+    by_gap = filters.sort == "gap"
+    if after is not None and (after.magnitude is not None) != by_gap:
+        raise UsageError("after= is not a page cursor of this order: follow the 'next page' "
+                         "link")
+    base, order = _narrowed(_break_select(), run_id, day, filters, moment)
+    stmt = base
+    if after is not None and not by_gap:
         stmt = stmt.where(sa.tuple_(*order) > sa.tuple_(
             sa.literal(after.window_start, UTCDateTime()), sa.literal(after.key),
             sa.literal(after.currency)))
     stmt = stmt.order_by(*order).limit(limit + 1)
     # the review's columns need the join; else the count reads the breaks' index alone
-    counted = _break_select() if filters.review_status or filters.min_age_days > 0 \
-        else sa.select(b.c.id)
+    counted = _break_select() if filters.needs_review_row else sa.select(b.c.id)
     counted, _ = _narrowed(counted, run_id, day, filters, moment)
     count = sa.select(sa.func.count()).select_from(counted.limit(COUNT_CAP + 1).subquery())
     with db.ready().connect() as conn:
-        rows = [dict(r) for r in conn.execute(stmt).mappings()]
+        rows = (_largest_first(conn, base, run_id, day, filters, after, limit + 1) if by_gap
+                else [dict(r) for r in conn.execute(stmt).mappings()])
         total = int(conn.execute(count).scalar_one())
         _with_inputs(conn, run_id, day, rows)
     more = len(rows) > limit
     rows = rows[:limit]
+    today = moment.date()
     for row in rows:
         row["age_days"] = max(0, (moment - row["first_seen_at"]).days)
+        row["overdue"] = (row["due_on"] is not None and row["due_on"] < today
+                          and row["review_status"] in UNSETTLED_STATUSES)
     last = rows[-1] if rows and more else None
-    cursor = None if last is None else Cursor(last["window_start"], last["key"],
-                                              last["currency"]).encode()
+    cursor = None if last is None else Cursor(
+        last["window_start"], last["key"], last["currency"],
+        last["gap_magnitude"] if by_gap else None).encode()
     return BreakPage(rows=rows, total=total, next_cursor=cursor)
+
+
+def all_matches(db: ReportDB, run_id: str, day: date, filters: BreakFilter, *,
+                cap: int) -> list[dict[str, Any]]:
+    """Every break ``filters`` match, in the list's order, up to ``cap + 1`` (one more than
+    ``cap`` says there are more), read page by page by keyset."""
+    rows: list[dict[str, Any]] = []
+    after: Cursor | None = None
+    while len(rows) <= cap:
+        page = break_page(db, run_id, day, filters, after, limit=min(5_000, cap + 1 - len(rows)))
+        rows += page.rows
+        if page.next_cursor is None:
+            break
+        after = Cursor.decode(page.next_cursor)
+    return rows[:cap + 1]
+
+
+def _largest_first(conn: sa.Connection, base: sa.Select[Any], run_id: str, day: date,
+                   filters: BreakFilter, after: Cursor | None, wanted: int
+                   ) -> list[dict[str, Any]]:
+    """Up to ``wanted`` matches of ``base`` after ``after`` in the order currency, absolute
+    gap largest first, window and key latest first: one backward range of
+    ``ix_breaks_magnitude`` per currency (starting at a currency's minimum gap), so a deep
+    page costs what the first costs."""
+    b = BREAKS
+    rows: list[dict[str, Any]] = []
+    code: str | None = after.currency if after is not None else filters.currency or None
+    if code is None:
+        code = _next_currency(conn, run_id, day, None)
+    resume = after
+    while code is not None and len(rows) < wanted:
+        stmt = base.where(b.c.currency == code)
+        floor = filters.floor(code)
+        if floor is not None:
+            stmt = stmt.where(b.c.gap_magnitude >= floor)
+        if resume is not None:
+            stmt = stmt.where(sa.tuple_(b.c.gap_magnitude, b.c.window_start, b.c.key)
+                              < sa.tuple_(sa.literal(resume.magnitude, Magnitude()),
+                                          sa.literal(resume.window_start, UTCDateTime()),
+                                          sa.literal(resume.key)))
+            resume = None
+        stmt = stmt.order_by(b.c.gap_magnitude.desc(), b.c.window_start.desc(),
+                             b.c.key.desc()).limit(wanted - len(rows))
+        rows += [dict(r) for r in conn.execute(stmt).mappings()]
+        code = None if filters.currency else _next_currency(conn, run_id, day, code)
+    return rows
+
+
+def _next_currency(conn: sa.Connection, run_id: str, day: date, after: str | None
+                   ) -> str | None:
+    """The run's first currency with breaks after ``after`` (an index seek, not a scan)."""
+    b = BREAKS
+    where = [b.c.run_id == run_id, b.c.day == day]
+    if after is not None:
+        where.append(b.c.currency > after)
+    found = conn.execute(sa.select(sa.func.min(b.c.currency)).where(*where)).scalar_one()
+    return None if found is None else str(found)
 
 
 def _with_inputs(conn: sa.Connection, run_id: str, day: date,
@@ -342,3 +493,57 @@ def log_entries(db: ReportDB, run_id: str,
         stmt = stmt.where(log.c.note.startswith(target.label() + ":", autoescape=True))
     with db.ready().connect() as conn:
         return [dict(r) for r in conn.execute(stmt).mappings()]
+
+
+#: The longest period the period view shows at once, in days (a year and a day).
+PERIOD_MAX_DAYS = 366
+
+
+def period(db: ReportDB, start: date, end: date, *, kind: str = "nightly",
+           required_approvers: int = 1, now: datetime | None = None) -> dict[str, Any]:
+    """Each day of ``start``..``end`` (inclusive) with its current ``kind`` run and review
+    state (None: never audited), how many of its breaks are still unsettled (open or
+    rejected), those breaks counted by age bucket (reports.summary.AGE_BUCKETS) and currency
+    (counts only: no amount is added, let alone across currencies), and the days still to
+    sign: audited and awaiting sign-off or rejected, or never audited.
+
+    Example: ``period(db, date(2026, 1, 1), date(2026, 1, 31))["to_sign"]``."""
+    from reports.summary import AGE_BUCKETS
+
+    moment = now or datetime.now(UTC)
+    a, b, r = AUDIT_RUNS, BREAKS, BREAK_REVIEWS
+    with db.ready().connect() as conn:
+        found = [dict(row) for row in conn.execute(sa.select(a).where(
+            a.c.day >= start, a.c.day <= end, a.c.kind == kind,
+            a.c.is_current.is_(True)).order_by(a.c.day)).mappings()]
+        age = sa.case(*((r.c.first_seen_at > moment - timedelta(days=(hi or 0) + 1), n)
+                        for n, (_, _, hi) in enumerate(AGE_BUCKETS) if hi is not None),
+                      else_=len(AGE_BUCKETS) - 1)
+        joined = sa.select(b.c.day, b.c.currency, age.label("bucket"),
+                           sa.func.count().label("n")).select_from(b.join(
+            a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True), a.c.kind == kind))
+            .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
+                             r.c.key == b.c.key, r.c.currency == b.c.currency))).where(
+            b.c.day >= start, b.c.day <= end, r.c.review_status.in_(UNSETTLED_STATUSES)
+        ).group_by(b.c.day, b.c.currency, age)
+        counted = conn.execute(joined).all()
+    runs = {run["day"]: run for run in _with_reviews(db, found, required_approvers)}
+    unsettled: dict[date, int] = {}
+    buckets: dict[tuple[str, str], int] = {}
+    for row in counted:
+        unsettled[row.day] = unsettled.get(row.day, 0) + int(row.n)
+        label = AGE_BUCKETS[int(row.bucket)][0]
+        buckets[(label, row.currency)] = buckets.get((label, row.currency), 0) + int(row.n)
+    days_out, to_sign = [], []
+    for offset in range((end - start).days + 1):
+        day = start + timedelta(days=offset)
+        run = runs.get(day)
+        days_out.append({"day": day, "run": run, "unsettled": unsettled.get(day, 0)})
+        if run is None or run["review"].awaits_signoff or run["review"].state == "rejected":
+            to_sign.append(day)
+    currencies = sorted({code for _, code in buckets})
+    return {"start": start, "end": end, "kind": kind, "days": days_out, "to_sign": to_sign,
+            "runs": runs, "currencies": currencies,
+            "buckets": [(label, [buckets.get((label, code), 0) for code in currencies])
+                        for label, _, _ in AGE_BUCKETS],
+            "unsettled": sum(unsettled.values())}

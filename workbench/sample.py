@@ -191,9 +191,10 @@ def _stories(rows: list[BreakRow], told: int) -> Iterator[BreakStory]:
 
 def sample_day(db: ReportDB, day: date, *, breaks: int, reconciler: str,
                run_id: str | None = None, now: datetime | None = None,
-               told: int = 2_000) -> str:
+               told: int = 2_000, material_gap: dict[str, str] | None = None) -> str:
     """Record one audited day with ``breaks`` breaks (the first ``told`` with their whole
-    story); returns its run id."""
+    story), audited under ``material_gap`` (code -> amount text; None: as runs recorded before
+    they kept it); returns its run id."""
     run_id = run_id or f"nightly-{day.isoformat()}"
     rows = list(_rows(run_id, day, breaks))
     summaries = tuple(_summary(code, rows) for code in CURRENCIES if rows)  # none: no events
@@ -207,7 +208,7 @@ def sample_day(db: ReportDB, day: date, *, breaks: int, reconciler: str,
                    params={"window": "10s", "watermark_bound": "3s"}, status_counts=counts,
                    rows=len(rows), unexplained=sum(s.unexplained for s in summaries),
                    table_versions={},  # no Delta table behind a sample
-                   currencies=summaries)
+                   currencies=summaries, material_gap=material_gap)
     db.write_breaks(run_id, rows, now=now)
     db.write_break_stories(run_id, _stories(rows, told))
     db.record_audit_run(run, _attribution())

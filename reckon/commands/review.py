@@ -19,7 +19,7 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import invalid
-from reckon.materiality import is_material, material_words
+from reckon.materiality import is_material, material_words, run_rule
 from reckon.money import format_amount, quantize_to_currency
 from reckon.signing import SigningKey, key_file
 from reckon.signoff import review_words
@@ -118,10 +118,15 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         current = db.current_audit_run(day) if day is not None else None
         runs = {item["run_id"] for item in items} | ({current.run_id} if current else set())
         states = review_states(db, sorted(runs), settings.required_approvers)
-    rule = settings.material_thresholds()
+    setting = settings.material_thresholds()
+    rules = {run_id: run_rule(recorded, setting) for run_id, recorded in (
+        (item["run_id"], item.pop("run_material_gap", None)) for item in items)}
+    marked = any(rules.values()) if rules else bool(setting)  # the MATERIAL column shown
     for item in items:
         item["run_state"] = review_words(states[item["run_id"]])
-        item["material"] = is_material(item["gap_amount"], item["currency"], rule)
+        # by the rule recorded with the item's run (reckon.materiality.run_rule)
+        item["material"] = is_material(item["gap_amount"], item["currency"],
+                                       rules[item["run_id"]])
     if args.json:
         print(json.dumps([_break_json(item) for item in items], indent=2, sort_keys=True))
         return 0
@@ -135,7 +140,8 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
         for run_id in sorted(states):  # the day's run: a quiet day's has nothing to sign
             print(f"run {run_id}: {review_words(states[run_id])}")
         return 0
-    print(_breaks_table(items, material=bool(rule)))
+    print(_breaks_table(items, material=marked,
+                        assigned=any(item.get("assignee") for item in items)))
     counts: dict[str, int] = {}
     for item in items:
         counts[item["review_status"]] = counts.get(item["review_status"], 0) + 1
@@ -146,18 +152,27 @@ def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _breaks_table(items: list[dict[str, Any]], *, material: bool = False) -> str:
+def _breaks_table(items: list[dict[str, Any]], *, material: bool = False,
+                  assigned: bool = False) -> str:
     """The breaks as a terminal table, amounts right-aligned in their currency's digits;
-    ``material``: with the MATERIAL column (the material_gap setting is set)."""
+    ``material``: with the MATERIAL column (the material_gap setting is set); ``assigned``:
+    with ASSIGNEE and DUE (a listed break is assigned in the workbench)."""
     headers = ["DAY", "WINDOW START", "KEY", "CURRENCY", "STATUS", "GAP", "RESIDUAL", "REVIEW",
-               "AGE (d)", "RUN"] + (["MATERIAL"] if material else [])
+               "AGE (d)"] + (["ASSIGNEE", "DUE"] if assigned else []) + ["RUN"] + (
+        ["MATERIAL"] if material else [])
     rows = [[item["day"].isoformat(), _short_time(item["window_start"]), item["key"],
              item["currency"] or "-", item["status"],
              _cell_amount(item["gap_amount"], item["currency"]),
              _cell_amount(item["residual_amount"], item["currency"]),
-             item["review_status"], str(item["age_days"]), item["run_id"]]
+             item["review_status"], str(item["age_days"])]
+            + ([item.get("assignee") or "-", _due(item.get("due_on"))] if assigned else [])
+            + [item["run_id"]]
             + ([material_words(item["material"])] if material else []) for item in items]
     return _table(headers, rows, right={5, 6, 8})
+
+
+def _due(due_on: date | None) -> str:
+    return "-" if due_on is None else due_on.isoformat()
 
 
 def cmd_signoff(args: argparse.Namespace, settings: Settings) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import fields
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,7 +40,11 @@ def _now() -> datetime:
 def _break_values(run_id: str, row: BreakRow) -> dict[str, Any]:
     if row.run_id != run_id:
         raise invalid("BreakRow.run_id", row.run_id, f"the run being written ({run_id!r})")
-    return {f.name: getattr(row, f.name) for f in fields(BreakRow)}
+    values = {f.name: getattr(row, f.name) for f in fields(BreakRow)}
+    # the absolute gap the workbench filters and sorts by (exact: Decimal's abs of an amount
+    # that fits DECIMAL(38,3) is exact at 80 digits)
+    values["gap_magnitude"] = Decimal(values["gap_amount"]).copy_abs()
+    return values
 
 
 def _identity(values: dict[str, Any]) -> tuple[date, datetime, str, str]:

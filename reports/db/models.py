@@ -20,8 +20,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from reckon.signoff import decision_constraint
-from reports.db.types import ExactDecimal, Money, UTCDateTime, id_type, json_type
+from reckon.signoff import BREAK_REVIEW_STATUSES, decision_constraint, review_status_constraint
+from reports.db.types import ExactDecimal, Magnitude, Money, UTCDateTime, id_type, json_type
 
 __all__ = [
     "AUDIT_RUNS",
@@ -57,8 +57,9 @@ __all__ = [
     "WorkbenchUserModel",
 ]
 
-#: The review status of a break identity (break_reviews.review_status), in workflow order.
-REVIEW_STATUSES = ("open", "explained", "accepted", "resolved")
+#: The review status of a break identity (break_reviews.review_status), in workflow order
+#: (reckon.signoff owns them).
+REVIEW_STATUSES = BREAK_REVIEW_STATUSES
 
 
 class Base(DeclarativeBase):
@@ -88,6 +89,8 @@ class AuditRunModel(Base):
     completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
     is_current: Mapped[bool] = mapped_column(sa.Boolean())
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # the material_gap it was audited under (migration 0017; null: recorded before)
+    material_gap: Mapped[dict[str, str] | None] = mapped_column(json_type(), nullable=True)
 
 
 class AuditRunCurrencyModel(Base):
@@ -126,6 +129,10 @@ class BreakModel(Base):
         sa.UniqueConstraint("run_id", "day", "window_start", "key", "currency",
                             name="uq_breaks_run_identity"),
         sa.Index("ix_breaks_identity", "day", "window_start", "key", "currency"),
+        # the workbench's materiality filter and its sort by absolute gap: one range of this
+        # index per currency, read backwards (largest first); migration 0013
+        sa.Index("ix_breaks_magnitude", "run_id", "day", "currency", "gap_magnitude",
+                 "window_start", "key"),
     )
 
     id: Mapped[int] = mapped_column(id_type(), primary_key=True, autoincrement=True)
@@ -139,6 +146,8 @@ class BreakModel(Base):
     provisional_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     canonical_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     gap_amount: Mapped[Decimal] = mapped_column(Money())
+    # abs(gap_amount), exact and ordered as a number on both backends (types.Magnitude)
+    gap_magnitude: Mapped[Decimal] = mapped_column(Magnitude())
     gap_count: Mapped[int] = mapped_column(sa.BigInteger())
     late_amount: Mapped[Decimal] = mapped_column(Money())
     late_count: Mapped[int] = mapped_column(sa.BigInteger())
@@ -154,8 +163,10 @@ class BreakReviewModel(Base):
 
     __tablename__ = "break_reviews"
     __table_args__ = (
-        sa.CheckConstraint("review_status IN ('open', 'explained', 'accepted', 'resolved')",
-                           name="ck_break_reviews_status"),
+        sa.CheckConstraint(review_status_constraint(), name="ck_break_reviews_status"),
+        # "my breaks" and "overdue" (the workbench's views)
+        sa.Index("ix_break_reviews_assignee", "assignee", "due_on"),
+        sa.Index("ix_break_reviews_due", "due_on"),
     )
 
     day: Mapped[date] = mapped_column(sa.Date, primary_key=True)
@@ -170,6 +181,9 @@ class BreakReviewModel(Base):
     # the figures of the last audit that saw the break: a decision covers these numbers only
     last_residual_amount: Mapped[Decimal | None] = mapped_column(Money(), nullable=True)
     last_residual_count: Mapped[int | None] = mapped_column(sa.BigInteger(), nullable=True)
+    # who is to review it and by when (a 'break-assigned' log entry sets both; migration 0015)
+    assignee: Mapped[str | None] = mapped_column(sa.String(200), nullable=True)
+    due_on: Mapped[date | None] = mapped_column(sa.Date, nullable=True)
 
 
 class BreakStoryModel(Base):

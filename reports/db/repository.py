@@ -312,7 +312,8 @@ class ReportDB:
         moment = now or _now()
         b, r, a = BREAKS, BREAK_REVIEWS, AUDIT_RUNS
         stmt = (
-            sa.select(b, a.c.kind, r.c.review_status, r.c.first_seen_at, r.c.last_seen_run_id,
+            sa.select(b, a.c.kind, a.c.material_gap.label("run_material_gap"), r.c.review_status,
+                      r.c.first_seen_at, r.c.last_seen_run_id, r.c.assignee, r.c.due_on,
                       r.c.updated_at.label("review_updated_at"))
             .join(a, sa.and_(a.c.run_id == b.c.run_id, a.c.is_current.is_(True)))
             .join(r, sa.and_(r.c.day == b.c.day, r.c.window_start == b.c.window_start,
@@ -337,6 +338,7 @@ class ReportDB:
                 if min_gap is not None and abs(item["gap_amount"]) < min_gap:
                     continue
                 item.pop("id", None)
+                item.pop("gap_magnitude", None)  # the workbench's sort key, not an amount
                 item["age_days"] = _age_days(item["first_seen_at"], moment)
                 out.append(item)
             return out

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 
 from reckon.errors import invalid
 
-__all__ = ["ExactDecimal", "Money", "UTCDateTime", "id_type", "json_type"]
+__all__ = ["ExactDecimal", "Magnitude", "Money", "UTCDateTime", "id_type", "json_type"]
 
 _STORED = Decimal("0.001")  # the stored scale: every accepted currency's minor unit fits
 _MONEY_LIMIT = Decimal(10) ** 35  # DECIMAL(38,3): 35 digits before the point
@@ -74,6 +74,35 @@ class Money(sa.types.TypeDecorator[Decimal]):
         if value is None:
             return None
         return Decimal(str(value)).quantize(_STORED, context=_EXACT)
+
+
+#: A magnitude's stored text on SQLite: 35 digits, the point, 3 places (DECIMAL(38,3)'s range).
+MAGNITUDE_CHARS = 39
+
+
+class Magnitude(Money):
+    """A non-negative exact amount that the database orders and compares as a number (a
+    break's absolute gap, for the workbench's materiality filter and sort): ``NUMERIC(38,3)``
+    on PostgreSQL; on SQLite TEXT zero-padded to a fixed width (``000...0001234.500``), whose
+    byte order is the numeric order, so an index range answers ``>=`` and ``ORDER BY`` exactly
+    (Money's plain text would sort ``9.000`` after ``10.000``). A negative value is refused.
+
+    >>> from sqlalchemy.dialects import sqlite
+    >>> Magnitude().process_bind_param(Decimal("12.5"), sqlite.dialect())[-8:]
+    '0012.500'
+    """
+
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        stored = super().process_bind_param(value, dialect)
+        if stored is None or dialect.name == "postgresql":
+            if stored is not None and stored < 0:
+                raise invalid("magnitude", value, "an amount of 0 or more")
+            return stored
+        if stored.startswith("-"):
+            raise invalid("magnitude", value, "an amount of 0 or more")
+        return stored.rjust(MAGNITUDE_CHARS, "0")
 
 
 class ExactDecimal(sa.types.TypeDecorator[Decimal]):
