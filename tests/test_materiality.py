@@ -24,6 +24,7 @@ from reckon.errors import ConfigError
 from reckon.materiality import is_material
 from reports.db.repository import ReportDB
 from reports.render import render_context
+from tests.signers import workbench_trust
 from tests.test_report_render import _ctx, _need
 from workbench import queries
 from workbench.app import create_app
@@ -95,7 +96,8 @@ def test_breaks_list_and_the_workbench_mark_the_same_breaks(warehouse: Path, mon
 
     with ReportDB(f"sqlite:///{warehouse / 'reports' / 'reckon.db'}") as db:
         rule = load_settings(env={"RECKON_MATERIAL_GAP": RULE}).material_thresholds()
-        client = TestClient(create_app(db, secret=b"s" * 32, material_gap=rule))
+        client = TestClient(create_app(db, trust=workbench_trust(db), secret=b"s" * 32,
+                                           material_gap=rule))
         token = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
         client.post("/login", data={"name": "bob", "password": PASSWORD, "csrf": token})
         page = client.get(f"/day/{DAY}/breaks").text
@@ -106,7 +108,7 @@ def test_breaks_list_and_the_workbench_mark_the_same_breaks(warehouse: Path, mon
             marks[k] for k in first) > 0
         exported = csv.DictReader(io.StringIO(client.get(f"/day/{DAY}/breaks.csv").text))
         assert sum(r["material"] == "material" for r in exported) == sum(marks.values())
-        off = TestClient(create_app(db, secret=b"s" * 32))
+        off = TestClient(create_app(db, trust=workbench_trust(db), secret=b"s" * 32))
         token = re.search(r'name="csrf" value="([^"]+)"', off.get("/login").text).group(1)
         off.post("/login", data={"name": "bob", "password": PASSWORD, "csrf": token})
         assert ">Material</th>" not in off.get(f"/day/{DAY}/breaks").text

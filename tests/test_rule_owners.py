@@ -74,10 +74,11 @@ def test_the_decisions_and_what_each_means():
     assert [d for d in DECISIONS if signs_off(d)] == ["approved", "accepted", "resolved"]
     assert [d for d in DECISIONS if closes_breaks(d)] == ["accepted", "resolved"]
     assert not any(signs_off(a) or closes_breaks(a) for a in BREAK_ACTIONS)
-    # the text migration 0010 created: the model and the migration stay the same constraint
+    # the text the latest migration of the constraint created (0016, which added the export
+    # record): the model and the migration stay the same constraint
     from importlib import import_module
 
-    migration = import_module("reports.migrations.versions.0010_reopened_decision")
+    migration = import_module("reports.migrations.versions.0016_exports_logged")
     assert decision_constraint() == migration._NEW
 
 

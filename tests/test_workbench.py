@@ -833,7 +833,7 @@ def test_a_reviewer_narrows_breaks_to_a_minimum_gap_per_currency_and_sorts_by_si
     import html
     import io
 
-    app = create_app(db, secret=b"s" * 32, warehouse=tmp_path,
+    app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, warehouse=tmp_path,
                      material_gap={"EUR": Decimal("1.40"), "JPY": Decimal("140")})
     bob = _client(app, "bob")
     text, rows = _listed(bob, "min_gap=EUR%3D1.40%2CJPY%3D140")
@@ -915,7 +915,7 @@ def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
         sample_day(db, DAY, breaks=12, reconciler="alice", told=0)
         for name, role in (("bob", "reviewer"), ("alice", "reviewer"), ("carl", "auditor")):
             add_user(db, name, role, PASSWORD)
-        app = create_app(db, secret=b"s" * 32)
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32)
         target = {"run": RUN, "ws": "2026-01-01T00:00:00+00:00", "key": "merchant-01",
                   "cur": "JPY"}  # nothing explains it: open
         bob = _client(app, "bob")
@@ -944,7 +944,7 @@ def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
         rows = list(csv.DictReader(io.StringIO(bob.get(
             f"/day/{DAY}/breaks.csv?status=rejected").text)))
         assert [(r["key"], r["review_status"]) for r in rows] == [("merchant-01", "rejected")]
-        append_signoff(db, RUN, "bob", "accepted", "the rest is fine")  # closes open breaks
+        append(db, RUN, "bob", "accepted", "the rest is fine")  # closes open breaks
         assert queries.break_detail(db, RUN, _target_of(target))["review_status"] == "rejected"
         capsys.readouterr()
         assert main(["breaks", "list", "--warehouse", str(wh), "--status", "rejected"]) == 0
@@ -959,7 +959,7 @@ def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
         assert again.status_code == 403 and "is open already: nothing to reopen" in again.text
         assert [e.decision for e in read_log(db)] == ["break-rejected", "exported",
                                                       "accepted", "break-reopened"]
-        assert verify_log(db).ok
+        assert verify(db).ok
 
 
 def _target_of(form: dict[str, str]) -> BreakTarget:
@@ -1035,7 +1035,7 @@ def test_a_reviewer_bulk_accepts_the_filtered_breaks_after_a_confirmation(
                for e in log)
     assert {e.note.split(": ")[0] for e in log} == {
         BreakTarget(b["window_start"], b["key"], b["currency"]).label() for b in expected}
-    assert verify_log(db).ok
+    assert verify(db).ok
     accepted = queries.break_page(db, RUN, DAY, queries.BreakFilter(
         cause="UNEXPLAINED", currency="JPY", review_status="accepted"), limit=999)
     assert accepted.total == len(expected)
@@ -1142,7 +1142,7 @@ def test_a_reviewer_assigns_breaks_with_a_due_date_and_finds_mine_and_overdue(
         ("rita", yesterday.isoformat(), "overdue"), ("rita", tomorrow.isoformat(), "")}
     assert all(r["age_days"] == "0" for r in rows)
     # settled: no longer overdue; a re-audit of the day keeps who and when
-    append_signoff(db, RUN, "rita", "break-accepted", "fine", target=_target_of(one))
+    append(db, RUN, "rita", "break-accepted", "fine", target=_target_of(one))
     assert "<b>0</b> breaks match" in rita.get(f"/day/{DAY}/breaks?overdue=1").text
     sample_day(db, DAY, breaks=130, reconciler="alice", run_id=RUN)
     assert queries.break_detail(db, RUN, _target_of(one))["assignee"] == "rita"
@@ -1180,7 +1180,7 @@ def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB
                               "filters: none)"),
         ("bob", "exported", f"exported reckon-breaks-2026-01-01-nightly.pdf ({len(kwd)} "
                             "breaks; filters: currency=KWD, sort=gap)")]
-    assert all(before <= e.at <= datetime.now(UTC) for e in log) and verify_log(db).ok
+    assert all(before <= e.at <= datetime.now(UTC) for e in log) and verify(db).ok
     assert review_states(db, [RUN])[RUN].state == "open"  # an export decides nothing
     day = bob.get(f"/day/{DAY}").text
     assert "<b>carl</b> exported: exported reckon-breaks-2026-01-01-nightly.csv" in day
@@ -1225,7 +1225,7 @@ def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
         sample_day(db, later, breaks=30, reconciler="alice", told=0)  # before runs kept it
         add_user(db, "bob", "reviewer", PASSWORD)
         now = {"EUR": Decimal(100), "JPY": Decimal(10000), "KWD": Decimal(100)}
-        app = create_app(db, secret=b"s" * 32, material_gap=now)
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32, material_gap=now)
         every = queries.break_page(db, RUN, DAY, queries.BreakFilter(), limit=100).rows
         expected = {(b["key"], b["currency"], b["window_start"]):
                     "material" if abs(b["gap_amount"]) >= Decimal(then[b["currency"]]) else "-"
@@ -1263,8 +1263,8 @@ def test_the_month_view_shows_each_days_state_unsettled_breaks_by_age_and_days_t
     for n, age in ((2, 5), (3, 10)):  # days audited 5 and 10 days ago
         sample_day(db, date(2026, 1, n), breaks=9, reconciler="alice", told=0,
                    now=now - timedelta(days=age))
-    append_signoff(db, RUN, "bob", "approved", "fine")           # Jan 1: signed off
-    append_signoff(db, "nightly-2026-01-02", "bob", "rejected", "KWD feed incomplete")
+    append(db, RUN, "bob", "approved", "fine")           # Jan 1: signed off
+    append(db, "nightly-2026-01-02", "bob", "rejected", "KWD feed incomplete")
     carl = _client(app, "carl")
     text = carl.get("/period?month=2026-01").text
     assert "<h1>2026-01-01 to 2026-01-31 <small>nightly</small></h1>" in text
@@ -1319,7 +1319,7 @@ def test_reckon_breaks_list_shows_who_has_a_break_and_by_when(tmp_path: Path, mo
         sample_day(db, DAY, breaks=6, reconciler="alice", told=0)
         add_user(db, "rita", "reconciler", PASSWORD)
         target = BreakTarget(datetime(2026, 1, 1, tzinfo=UTC), "merchant-01", "JPY")
-        append_signoff(db, RUN, "bob", "break-assigned", "", target=target,
+        append(db, RUN, "bob", "break-assigned", "", target=target,
                        assignment=Assignment("rita", date(2026, 1, 9)))
     capsys.readouterr()
     assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat()]) == 0

@@ -16,8 +16,8 @@ from reports.review import (
     append_break_actions,
     append_signoff,
     read_log,
-    verify_log,
 )
+from tests.signers import verify, workbench_trust
 from tests.test_pg_roles import _as, _refused
 from tests.test_report_db import make_run
 from workbench.auth import add_user
@@ -162,30 +162,32 @@ def test_the_workbench_role_rejects_and_reopens_a_break(owner_url: str) -> None:
 
     with ReportDB(owner_url) as owner:
         sample_day(owner, date(2026, 1, 5), breaks=6, reconciler="alice", run_id="run-r")
+        key = workbench_trust(owner).signer  # the workbench signs for its users
     target = BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-01", "JPY")
     with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
-        append_signoff(workbench, "run-r", "bob", "break-rejected", "wrong day", target=target)
+        append_signoff(workbench, "run-r", "bob", "break-rejected", "wrong day", target=target, signer=key)
         assert queries.break_detail(workbench, "run-r", target)["review_status"] == "rejected"
-        append_signoff(workbench, "run-r", "bob", "break-reopened", "re-sent", target=target)
+        append_signoff(workbench, "run-r", "bob", "break-reopened", "re-sent", target=target, signer=key)
         assert queries.break_detail(workbench, "run-r", target)["review_status"] == "open"
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
-            append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target)
+            append_signoff(workbench, "run-r", "carl", "break-rejected", "x", target=target, signer=key)
         # an assignment (migration 0015 grants the workbench's role its two columns)
         append_signoff(workbench, "run-r", "bob", "break-assigned", "", target=target,
-                       assignment=Assignment("bob", date(2026, 1, 9)))
+                       assignment=Assignment("bob", date(2026, 1, 9)), signer=key)
         item = queries.break_detail(workbench, "run-r", target)
         assert (item["assignee"], item["due_on"]) == ("bob", date(2026, 1, 9))
         # a bulk action: one entry per break, in one transaction, under the same triggers
         both = [target, BreakTarget(datetime(2026, 1, 5, tzinfo=UTC), "merchant-02", "KWD")]
         assert len(append_break_actions(workbench, "run-r", "bob", "break-accepted",
-                                        "agreed", both)) == 2
+                                        "agreed", both, signer=key)) == 2
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
-            append_break_actions(workbench, "run-r", "carl", "break-accepted", "x", both)
+            append_break_actions(workbench, "run-r", "carl", "break-accepted", "x", both,
+                                 signer=key)
     with ReportDB(owner_url) as owner:
         assert [e.decision for e in read_log(owner)] == [
             "break-rejected", "break-reopened", "break-assigned", "break-accepted",
             "break-accepted"]
-        assert verify_log(owner).ok
+        assert verify(owner).ok
 
 
 def test_the_workbench_role_records_any_users_export_but_not_a_strangers(owner_url: str
@@ -195,17 +197,20 @@ def test_the_workbench_role_records_any_users_export_but_not_a_strangers(owner_u
     and still refuses a name that is no user, and every other decision by an auditor."""
     from reports.review import record_export
 
+    with ReportDB(owner_url) as owner:
+        key = workbench_trust(owner).signer  # the workbench signs for its users
     with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
         for who in ("carl", "alice"):
-            assert record_export(workbench, "run-1", who, "breaks.csv (3 breaks)").by == who
+            assert record_export(workbench, "run-1", who, "breaks.csv (3 breaks)",
+                                 signer=key).by == who
         with pytest.raises(SignoffRefused, match="not an enabled workbench user"):
-            record_export(workbench, "run-1", "mallory", "breaks.csv")
+            record_export(workbench, "run-1", "mallory", "breaks.csv", signer=key)
         with pytest.raises(SignoffRefused, match="not a workbench user who may act"):
-            append_signoff(workbench, "run-1", "carl", "approved", "x")
+            append_signoff(workbench, "run-1", "carl", "approved", "x", signer=key)
     raw = ("INSERT INTO signoff_log (seq, at, run_id, \"by\", decision, note, prev_hash, "
            "entry_hash) VALUES (9, now(), 'run-1', 'alice', 'approved', 'raw', 'x', 'y')")
     assert "four-eyes" in _refused(owner_url, WORKBENCH, raw)
     with ReportDB(owner_url) as owner:
         assert [(e.by, e.decision) for e in read_log(owner)] == [("carl", "exported"),
                                                                  ("alice", "exported")]
-        assert verify_log(owner).ok
+        assert verify(owner).ok
