@@ -396,7 +396,8 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
         rows = base.count()
         has_events = rows > 0 if day_has_events is None else day_has_events
         parameters = {MIN_ROWS: min_rows(has_events)}
-        in_memory = rows <= config.in_memory_rows and is_flat(base.schema)
+        bound = config.in_memory_rows  # 0: always Spark
+        in_memory = bound > 0 and rows <= bound and is_flat(base.schema)
         data: Any
         if in_memory:  # at most the configured rows: one Arrow transfer, then no Spark job
             data = driver_frame(base)
