@@ -449,8 +449,9 @@ def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str, asset_names: dict
     every suite and every stored validation), and serve the pages' browser assets from the
     site (``audits.datadocs``). Incremental: older runs keep their pages.
 
-    GX's Spark dataframe batches leave ``batch_spec.data_asset_name`` empty, which the
-    validation page prints as "Data asset: None"; this run's stored results get the name from
+    GX's dataframe batches (Spark's, and pandas' in memory) do not name the table, day and
+    version checked (Spark leaves ``batch_spec.data_asset_name`` empty, which the validation
+    page prints as "Data asset: None"); this run's stored results get the name from
     ``asset_names`` (suite -> name) before they are rendered. Their ``success`` is reckon's
     verdict of the suite (``verdicts``: suite -> reckon.quality_verdict's), kept in ``meta``
     too: GX calls a suite failed on a warning, reckon only on a blocking failure, and the
