@@ -1,8 +1,10 @@
 """Data-quality checks of one day with Great Expectations (GX Core), and ``reckon check``.
 
 ``run_checks`` validates the day's partition of every warehouse table against its suite
-(``audits.suites``) as a Spark DataFrame (GX's Spark datasource, one whole-dataframe batch per
-table; nothing is collected to the driver but GX's capped samples), stores the GX validation
+(``audits.suites``), one whole-dataframe batch per table: a day of at most
+``check_in_memory_rows`` rows in the driver's memory (GX's pandas datasource), a bigger one as
+a Spark DataFrame (GX's Spark datasource; nothing is collected to the driver but GX's capped
+samples), with the same expectations and the same records either way; it stores the GX validation
 results and rebuilds the GX Data Docs, and records a ``CheckRun`` with one
 ``ExpectationResult`` per expectation in the report database. ``check_day`` does the same and
 raises ``DataQualityError`` when a blocking expectation failed; warnings never fail a run.
@@ -41,6 +43,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from audits.driver_frame import driver_frame, is_flat
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
 from audits.suite_model import MIN_ROWS, DayScope, TableSuite
@@ -69,6 +72,7 @@ __all__ = [
 
 _SITE = "reckon_data_docs"
 _DATASOURCE = "reckon_warehouse"
+_IN_MEMORY_DATASOURCE = "reckon_warehouse_in_memory"  # GX's pandas engine (check_in_memory_rows)
 _BATCH = "day"
 _SAMPLE = 5
 _MISSING = "expect_table_to_exist"
@@ -103,6 +107,7 @@ class SuiteOutcome:
     results: tuple[ExpectationResult, ...]
     table_version: int | None = None   # the Delta version checked (None: the table is missing)
     day_has_events: bool = True        # the day's event_log had rows (else a quiet day)
+    engine: str = "spark"              # GX's engine: "pandas" (in memory) or "spark"
     passed: int = field(init=False)
     blocking_failures: tuple[ExpectationResult, ...] = field(init=False)
     warnings: tuple[ExpectationResult, ...] = field(init=False)
@@ -122,7 +127,7 @@ class SuiteOutcome:
         return {"suite": self.suite, "table": self.table, "rows": self.rows,
                 "verdict": self.verdict.text,
                 "table_exists": self.table_exists, "table_version": self.table_version,
-                "expectations": len(self.results),
+                "engine": self.engine, "expectations": len(self.results),
                 "passed": self.passed, "blocking_failures": len(self.blocking_failures),
                 "warnings": len(self.warnings),
                 "results": [_result_dict(r) for r in self.results]}
@@ -266,11 +271,15 @@ def _gx_context(warehouse: Path) -> Any:
     return ctx
 
 
-def _batch_definition(ctx: Any, asset_name: str) -> Any:
+def _batch_definition(ctx: Any, asset_name: str, in_memory: bool) -> Any:
+    """The whole-dataframe batch of the table's asset on the Spark datasource, or on the
+    pandas one when the day is validated in the driver's memory (``in_memory``)."""
+    name = _IN_MEMORY_DATASOURCE if in_memory else _DATASOURCE
     try:
-        datasource = ctx.data_sources.get(_DATASOURCE)
+        datasource = ctx.data_sources.get(name)
     except (KeyError, LookupError, ValueError):
-        datasource = ctx.data_sources.add_spark(name=_DATASOURCE)
+        datasource = (ctx.data_sources.add_pandas(name=name) if in_memory
+                      else ctx.data_sources.add_spark(name=name))
     try:
         asset = datasource.get_asset(asset_name)
     except LookupError:
@@ -346,18 +355,23 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
     ``day_has_events`` sets the suites' ``MIN_ROWS`` parameter (None: this is the event log,
     which tells: its own rows).
 
+    Where: the derived rows are persisted and counted once. A day of at most
+    ``config.in_memory_rows`` rows (the setting ``check_in_memory_rows``) is brought to the
+    driver in one Arrow transfer (``audits.driver_frame``: object columns holding what
+    ``collect`` gives, Decimals kept) and validated by GX's pandas engine; a bigger day is
+    validated on Spark, where every expectation's metrics are Spark jobs. Why: on a day of
+    ordinary size those jobs' scheduling is nearly all of a check's CPU, the rows are not;
+    both engines give the same records (tests/test_quality.py compares them), and the
+    validation page's "Batch Spec" says which ran (``PandasDataFrame``/``SparkDataFrame``).
+    E.g. with the default 200,000, a demo day's 5,000 events go to pandas; with 0, Spark.
+
     One pass on a passing suite: ``_PASSING_RESULT_FORMAT`` (``SUMMARY`` without index
     columns, so a passing page shows observed values), stored. Only a failing suite runs a
-    second pass, ``SUMMARY`` with the offending rows' index columns (several jobs per
-    expectation), stored under the same key (the run, its time, the one batch), so it
-    replaces the first. A ``BOOLEAN_ONLY`` pre-pass used to decide the format first: one pass
-    more on every passing suite (bench/CHANGELOG.md, 2026-11-28: the demo day's check 117.2
-    -> 107.9 CPU s). Earlier, on the tests' 7-suite day (2 cores, median of 3): 16.1-16.8 s
-    with a ``BOOLEAN_ONLY`` stored pass, 21.8-22.0 s with ``SUMMARY`` (``BASIC`` costs the
-    same, 21.9 s: the extra jobs are the per-expectation unexpected-value queries), 25.5 s
-    for one ``SUMMARY`` pass with index columns and no pre-pass.
-    The day's rows are persisted once; small days are read as one partition so that GX's
-    ``limit`` sample queries run one job each instead of scanning partition by partition.
+    second pass, ``SUMMARY`` with the offending rows' index columns, stored under the same key
+    (the run, its time, the one batch), so it replaces the first (a pre-pass that decided the
+    format cost one pass more on every passing suite: bench/CHANGELOG.md). On Spark, small
+    days are read as one partition so that GX's ``limit`` sample queries run one job each
+    instead of scanning partition by partition.
     """
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
@@ -382,13 +396,20 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
         rows = base.count()
         has_events = rows > 0 if day_has_events is None else day_has_events
         parameters = {MIN_ROWS: min_rows(has_events)}
-        data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
+        bound = config.in_memory_rows  # 0: always Spark
+        in_memory = bound > 0 and rows <= bound and is_flat(base.schema)
+        data: Any
+        if in_memory:  # at most the configured rows: one Arrow transfer, then no Spark job
+            data = driver_frame(base)
+            base.unpersist()
+        else:
+            data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
         gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
             name=suite.name, expectations=[c.to_gx() for c in suite.checks],
             meta={"table": suite.table, "partition_column": suite.partition_column,
                   "owner": "audits.suites"}))
         definition = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(
-            name=f"{suite.name}_{_BATCH}", data=_batch_definition(ctx, suite.table),
+            name=f"{suite.name}_{_BATCH}", data=_batch_definition(ctx, suite.table, in_memory),
             suite=gx_suite))
         run: dict[str, Any] = {"batch_parameters": {"dataframe": data},
                                "expectation_parameters": parameters,
@@ -412,7 +433,7 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
                           "stream`, `replay`, `audit`), or check --warehouse"]),
             kwargs=_json({"path": path})))
     return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version,
-                        day_has_events=has_events)
+                        day_has_events=has_events, engine="pandas" if in_memory else "spark")
 
 
 def _asset_name(suite: TableSuite, day: date, version: int | None) -> str:
@@ -428,8 +449,9 @@ def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str, asset_names: dict
     every suite and every stored validation), and serve the pages' browser assets from the
     site (``audits.datadocs``). Incremental: older runs keep their pages.
 
-    GX's Spark dataframe batches leave ``batch_spec.data_asset_name`` empty, which the
-    validation page prints as "Data asset: None"; this run's stored results get the name from
+    GX's dataframe batches (Spark's, and pandas' in memory) do not name the table, day and
+    version checked (Spark leaves ``batch_spec.data_asset_name`` empty, which the validation
+    page prints as "Data asset: None"); this run's stored results get the name from
     ``asset_names`` (suite -> name) before they are rendered. Their ``success`` is reckon's
     verdict of the suite (``verdicts``: suite -> reckon.quality_verdict's), kept in ``meta``
     too: GX calls a suite failed on a warning, reckon only on a blocking failure, and the

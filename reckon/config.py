@@ -116,6 +116,9 @@ class Settings:
     tolerance_rel: Decimal = Decimal("0")
     target_completeness: Decimal = Decimal("0.999")
     allow_unexplained: bool = False  # data-quality: UNEXPLAINED/MISSING_* rows only warn
+    # data-quality: a table's day of at most this many rows is validated in the driver's
+    # memory (GX on pandas, one Arrow transfer) instead of as Spark jobs; 0: always Spark
+    check_in_memory_rows: int = 200_000
     # sign-off: distinct reviewers (never the run's reconciler) whose standing approval signs a
     # run off (reckon.signoff.review_state)
     required_approvers: int = 1
@@ -180,6 +183,9 @@ class Settings:
         if not 0 <= self.metrics_port <= 65535:
             raise ConfigError(f"metrics_port={self.metrics_port} is not valid: a TCP port "
                               "1-65535 for the stream's metrics, or 0 for none")
+        if self.check_in_memory_rows < 0:
+            raise ConfigError(f"check_in_memory_rows={self.check_in_memory_rows} must be >= 0 "
+                              "(0: every table is validated on Spark)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if parse_timestamp(self.min_event_time, "min_event_time") < 0:
@@ -333,7 +339,8 @@ class Settings:
         """What a data-quality run reads, handed to ``audits.quality.run_checks``
         (reckon/engine_config.py)."""
         return CheckRunConfig(checks=self.check_config(), replay=self.replay_config(),
-                              jars_dir=Path(self.jars_dir))
+                              jars_dir=Path(self.jars_dir),
+                              in_memory_rows=self.check_in_memory_rows)
 
     def report_config(self) -> ReportConfig:
         """What the report of a day reads and shows, handed to ``reports.render.render_day``

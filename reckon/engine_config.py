@@ -204,7 +204,9 @@ class CheckRunConfig:
     """What a data-quality run reads besides the report database (``audits.quality.run_checks``):
     what the suites check against (``checks``), how the replay reads the event log that the
     canonical totals are compared with (``replay``), and the jars folder where the Data Docs'
-    browser assets are cached. Built by ``Settings.check_run_config()``.
+    browser assets are cached, and up to how many rows a table's day is validated in the
+    driver's memory rather than on Spark (``in_memory_rows``, 0: always Spark; the setting
+    ``check_in_memory_rows``). Built by ``Settings.check_run_config()``.
 
     Example:
         >>> from reckon.config import load_settings
@@ -216,6 +218,7 @@ class CheckRunConfig:
     checks: CheckConfig
     replay: ReplayConfig
     jars_dir: Path
+    in_memory_rows: int
 
 
 @dataclass(frozen=True)

@@ -310,3 +310,12 @@ def test_every_setting_the_parse_reads_changes_the_key_of_its_cached_columns(ove
     assert changed != base.parse_config()
     assert len({base.parse_config(), changed}) == 2
     assert base.with_overrides(window="1m").parse_config() == base.parse_config()
+
+
+def test_check_in_memory_rows_reaches_the_check_and_refuses_a_negative_bound():
+    settings = load_settings(env={"RECKON_CHECK_IN_MEMORY_ROWS": "0"})
+    assert settings.check_run_config().in_memory_rows == 0  # 0: every table on Spark
+    assert load_settings(env={}).check_run_config().in_memory_rows == 200_000
+    with pytest.raises(ConfigError, match=r"^check_in_memory_rows=-1 must be >= 0 \(0: every "
+                                          r"table is validated on Spark\)$"):
+        load_settings(env={}, check_in_memory_rows=-1)

@@ -8,6 +8,7 @@ has a key with EUR and JPY in one window, each its own row in every per-grain ta
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -404,6 +405,99 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
         "reckon_uncaught_duplicates": "FAILED (2 blocking)",
         "reckon_reconciliation": "FAILED (1 blocking)"}
     assert _index_status(faulty_wh, run.run_id) == dict.fromkeys(SUITES, "Failed")
+
+
+# ----------------------------------------------------------------------------- engines
+
+
+def _what_it_says(result: Any) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """A run without its id: each suite's figures and verdict, and every record as stored."""
+    suites = [(s.suite, s.table, s.rows, s.table_exists, s.table_version, s.day_has_events,
+               s.verdict.text) for s in result.suites]
+    return suites, [dataclasses.replace(r, run_id="") for r in result.results]
+
+
+def _validation_pages(warehouse: Path, run_id: str) -> dict[str, list[str]]:
+    """suite -> the text of ``run_id``'s validation page, without the run's name and time and
+    the "Show more info" lines that say how the batch was loaded (GX's load time, the pandas
+    fingerprint, and the engine itself: ``PandasDataFrame`` or ``SparkDataFrame``)."""
+    pages = {}
+    site = warehouse / "reports" / "data_docs" / "validations"
+    for page in site.glob(f"*/{run_id}/*/*.html"):
+        html = re.sub(r"<(script|style)\b.*?</\1>", "", page.read_text(encoding="utf-8"),
+                      flags=re.S)
+        lines = [" ".join(line.split()) for line in re.sub(r"<[^>]+>", "\n", html).splitlines()]
+        lines = [re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>",
+                        line.replace(run_id, "<run>")) for line in lines if line]
+        cut = lines.index("Batch Markers"), lines.index("data_asset_name")
+        pages[page.parts[-4]] = lines[:cut[0]] + lines[cut[1]:]
+    return pages
+
+
+@pytest.fixture(scope="module")
+def on_spark_runs() -> dict[str, Any]:
+    """The module's warehouses' check runs on Spark, by case: each is run once."""
+    return {}
+
+
+@pytest.mark.parametrize("case, bound", [("clean", 200_000), ("faulty", 200_000), ("faulty", 3),
+                                         ("tables missing", 200_000)])
+def test_in_memory_and_spark_validations_say_the_same(spark: Any, clean_wh: Path,
+                                                      faulty_wh: Path, warehouse: Path,
+                                                      on_spark_runs: dict[str, Any],
+                                                      case: str, bound: int) -> None:
+    """The pandas engine (a day of at most ``check_in_memory_rows`` rows, in the driver's
+    memory) and the Spark engine (``check_in_memory_rows = 0``) give the same suites, verdicts,
+    unexpected counts, samples (index columns, Decimals as text, timestamps, nulls) and Data
+    Docs pages, on the clean day, on each suite's fault, with the engines mixed (bound 3: the
+    3-row tables in memory, the rest on Spark) and on missing tables (empty frames of the
+    schema, ``MIN_ROWS`` 0)."""
+    if case == "tables missing":
+        _write(spark, warehouse, {"reconciliation": _clean_rows()["reconciliation"]})
+    wh = {"clean": clean_wh, "faulty": faulty_wh}.get(case, warehouse)
+    if case not in on_spark_runs or case == "tables missing":  # that warehouse is the test's
+        on_spark_runs[case] = _run_checks(spark, _settings(wh, check_in_memory_rows=0), DAY,
+                                          record=False)
+    on_spark = on_spark_runs[case]
+    in_memory = _run_checks(spark, _settings(wh, check_in_memory_rows=bound), DAY, record=False)
+
+    assert {s.engine for s in on_spark.suites} == {"spark"}
+    engines = {s.table: s.engine for s in in_memory.suites}
+    assert engines == {s.table: "pandas" if s.rows <= bound else "spark"
+                       for s in in_memory.suites}
+    if bound == 3:
+        assert set(engines.values()) == {"pandas", "spark"}, engines
+    assert _what_it_says(in_memory) == _what_it_says(on_spark)
+    assert in_memory.verdict == on_spark.verdict
+    if case == "faulty":
+        assert {(r.table, r.expectation, r.column, r.severity)
+                for r in in_memory.results if not r.success} == EXPECTED_FAILURES
+        (late,) = [r for r in in_memory.results if r.column == "beyond_grace"]
+        assert '"lateness_seconds": "-2.000000"' in late.sample  # a Decimal, as text
+    pages = _validation_pages(wh, in_memory.run_id)
+    assert sorted(pages) == sorted(SUITES)
+    assert pages == _validation_pages(wh, on_spark.run_id)
+
+
+def test_the_driver_frame_holds_what_collect_gives(spark: Any) -> None:
+    """Every column of the in-memory frame holds Python objects equal to ``collect``'s:
+    Decimals with their scale (never floats), a nullable integer as int and None (not NaN),
+    naive timestamps to the microsecond, dates, booleans and nulls."""
+    from audits.driver_frame import driver_frame, is_flat
+
+    df = spark.createDataFrame(
+        [(Decimal("10.500"), 3, _t(1.25), DAY, True, "a"),
+         (None, None, None, None, None, None)],
+        "amount decimal(38,3), n long, at timestamp, d date, ok boolean, s string")
+    frame = driver_frame(df)
+    assert {str(t) for t in frame.dtypes} == {"object"}
+    assert frame.to_dict("records") == [r.asDict() for r in df.collect()]
+    (first, empty) = frame.to_dict("records")
+    assert type(first["amount"]) is Decimal and str(first["amount"]) == "10.500"
+    assert type(first["n"]) is int and empty["n"] is None and empty["amount"] is None
+    assert first["at"] == datetime(2026, 1, 1, 0, 0, 1, 250_000)  # naive, as collect gives
+    assert is_flat(df.schema) and not is_flat(spark.range(1).selectExpr("array(id) a").schema)
+    assert list(driver_frame(df.limit(0)).columns) == df.columns
 
 
 def _index_status(warehouse: Path, run_id: str) -> dict[str, str]:
