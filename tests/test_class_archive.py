@@ -46,4 +46,4 @@ def test_the_session_jvm_maps_the_archive_setup_trained(spark, spark_settings):
     archive = archive_path(spark_settings)
     assert archive.is_file(), f"{archive} is missing: `make setup` trains it"
     jvm = spark.sparkContext._gateway.proc.pid
-    assert str(archive) in Path(f"/proc/{jvm}/maps").read_text()
+    assert str(archive.resolve()) in Path(f"/proc/{jvm}/maps").read_text()
