@@ -167,7 +167,7 @@ class DuckReads:
                                             for c, v in columns.items()}))
         starts = ", ".join(str(ws) for ws in rules.windows.window_starts(SqlExpr("event_us")))
         size, grace = rules.windows.size, rules.grace
-        slack = [f"(m.before{k} - we - {grace})" for k in range(len(walks))]
+        slack = [f"(before{k} - we - {grace})" for k in range(len(walks))]
         sums = [f"sum(CASE WHEN {slack[k]} >= {int(b)} THEN 1 ELSE 0 END) AS d{k}_{i}"
                 for k, walk_bounds in enumerate(bounds) for i, b in enumerate(walk_bounds)]
         pairs = (f"SELECT m.*, ws + {size} AS we FROM (SELECT j.*, unnest([{starts}]) AS ws "

@@ -27,9 +27,9 @@ from tests.scenarios import SCENARIOS
 IDLE = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
 GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 CURRENCIES = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
-OWN_RULES = {"WINDOW": "10s", "LATENESS": "2s", "GRACE": "1s", "IDLE_TIMEOUT": "1h",
-             "WATERMARK_INPUTS": "source", "WATERMARK_BOUND_BY_SOURCE": "sat=6s",
-             "EXPECTED_PARTITIONS": "", "SLIDE": ""}
+OWN_RULES = {"WINDOW": "10s", "WATERMARK_BOUND": "2s", "ALLOWED_LATENESS": "1s",
+             "IDLE_TIMEOUT": "1h", "WATERMARK_INPUTS": "source",
+             "WATERMARK_BOUND_BY_SOURCE": "sat=6s"}
 
 
 @pytest.fixture(scope="module")
@@ -45,25 +45,34 @@ def sources_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> t
                if rng.random() < 0.35 else e for e in batch]
               for batch in random_batches(58, n=30, partitions=2, batches=3, stragglers=3)]
     wh = tmp_path_factory.mktemp("lateness-duck") / "wh"
-    rules = {k.lower(): v for k, v in OWN_RULES.items() if v}
+    rules = {_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items() if v}
     run_batches(spark, stream_settings(wh, **rules), stream)
     return wh, DAY2.isoformat()
 
 
+#: the settings' environment names of the scenarios' rules (the old names still work, with
+#: a warning on stderr)
+_NAMES = {"WATERMARK_BOUND": "LATENESS", "ALLOWED_LATENESS": "GRACE"}
+_RULES = ("WINDOW", "WATERMARK_BOUND", "ALLOWED_LATENESS", "IDLE_TIMEOUT", "SLIDE",
+          "EXPECTED_PARTITIONS", "WATERMARK_INPUTS", "WATERMARK_BOUND_BY_SOURCE")
+
+
 def _env(monkeypatch: Any, tmp_path: Path, rules: dict[str, str]) -> None:
+    """Each rule from the environment, every other one unset (its default)."""
     monkeypatch.chdir(tmp_path)  # no stray ./reckon.toml; the rules come from the environment
     monkeypatch.delenv("RECKON_CONFIG", raising=False)
-    for name, value in rules.items():
-        monkeypatch.setenv(f"RECKON_{name}", value)
+    for name in _RULES:
+        if name in rules:
+            monkeypatch.setenv(f"RECKON_{name}", rules[name])
+        else:
+            monkeypatch.delenv(f"RECKON_{name}", raising=False)
 
 
 def _scenario_env(rules: dict[str, object]) -> dict[str, str]:
-    env = {"WINDOW": "", "LATENESS": "", "GRACE": "", "IDLE_TIMEOUT": "", "SLIDE": "",
-           "EXPECTED_PARTITIONS": "", "WATERMARK_INPUTS": "", "WATERMARK_BOUND_BY_SOURCE": ""}
-    for name, value in rules.items():
-        env[name.upper()] = (",".join(map(str, value)) if isinstance(value, tuple)
-                             else str(value))
-    return {k: v for k, v in env.items() if v}
+    by_rule = {old.lower(): new for new, old in _NAMES.items()}
+    return {by_rule.get(name, name.upper()): (",".join(map(str, value))
+                                              if isinstance(value, tuple) else str(value))
+            for name, value in rules.items()}
 
 
 def _lateness(capsys: Any, wh: Path, engine: str, *flags: str) -> tuple[int, str, str]:
@@ -103,7 +112,7 @@ def test_lateness_per_source_and_who_is_late_are_the_same_on_both(spark, sources
                                                                   capsys, monkeypatch,
                                                                   tmp_path):
     wh, day = sources_warehouse
-    _env(monkeypatch, tmp_path, {k: v for k, v in OWN_RULES.items() if v})
+    _env(monkeypatch, tmp_path, OWN_RULES)
     payload = _same_on_both(capsys, wh, "--date", day, text=True)
     late = {(a["dimension"], a["value"]): a for a in payload["attribution"]}
     assert late and {v for (d, v) in late if d == "currency"} <= {"EUR", "JPY", "KWD"}
