@@ -218,12 +218,12 @@ def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
 
     rules = config.rules
     goal = _as_target(target, config.target)
+    run = curve_groups(config, bounds)  # bad bounds refused before the log is read
     # Landing lines without their own arrival time share their file's: such ties are broken
     # by file name, then line, as the stream read them (_day_log ranks the day's files).
     log = _day_log(spark, config, day).drop("source")
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
-    run = curve_groups(config, bounds)
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
     return analysis_of_rows(rows, day, goal, rules.watermark.lateness,
                             tables.table_path(config.warehouse, "event_log"))

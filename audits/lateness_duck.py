@@ -253,10 +253,10 @@ def analyze_inputs_duck(reads: DuckReads, config: WhatIfConfig, day: date,
     """``audits.lateness.analyze_inputs`` on DuckDB (the same ``per_input_group``).
 
     Example: ``analyze_inputs_duck(DuckReads(wh), config, day).bounds[0].unit``."""
+    run = per_input_group(config, bounds, _as_target(target, config.target), by_source)
     log = _day_log(reads, day)
     if not len(log):
         raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
-    run = per_input_group(config, bounds, _as_target(target, config.target), by_source)
     return PerInputRecommendation.from_json_dict(json.loads(run(log)["json"].iloc[0]))
 
 
