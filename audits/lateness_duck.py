@@ -9,7 +9,7 @@ a second. Every rule stays where it lives, so both engines answer alike:
 * the per-event curves (the day's, one per partition) and the per-input recommendation are
   the same functions the Spark path runs inside ``applyInPandas`` (``curve_groups``,
   ``per_input_group``: ``reckon.whatif``'s numpy walk), fed the same columns in the same
-  arrival order; only the day's six numeric columns are read, into numpy arrays, never
+  arrival order; only the day's six columns are read, into numpy arrays, never
   Python lists; their rows become the analysis through ``analysis_of_rows``;
 * the per-batch walks are ``audits.lateness_batches``' (``BatchReads``): this module only
   reads the judged events' span, the batches' summaries, the start state and counts the late
