@@ -27,11 +27,11 @@ collected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal, localcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from audits.records import AttributionRow
 from reckon.eventtime import EventTimeRules
@@ -40,7 +40,7 @@ from reckon.timeutil import MICROS_PER_DAY, from_micros
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["DIMENSIONS", "LATENESS_BUCKETS", "late_attribution"]
+__all__ = ["DIMENSIONS", "LATENESS_BUCKETS", "attribution_of_rows", "late_attribution"]
 
 DIMENSIONS = ("partition", "source", "currency", "lateness_bucket", "arrival_hour")
 
@@ -118,6 +118,18 @@ def late_attribution(spark: SparkSession, wh: Path, rules: EventTimeRules, day: 
     event_agg = event_long.groupBy("dimension", "value", "currency").agg(
         F.count(F.lit(1)).alias("all_events"))
     rows = late_agg.join(event_agg, ["dimension", "value", "currency"], "full_outer").collect()
+    return attribution_of_rows(rows)
+
+
+def attribution_of_rows(rows: Iterable[Any]) -> list[AttributionRow]:
+    """The attribution rows from per (dimension, value, currency) counts, whichever engine
+    aggregated them (Spark here, DuckDB in ``reports.lateness_duck``): each row has
+    ``late_events``, ``late_amount`` (exact, that currency's only) and ``all_events``, any of
+    them null. Counts are added per (dimension, value); amounts stay per currency.
+
+    Example: ``attribution_of_rows([{"dimension": "partition", "value": "0", "currency":
+    "EUR", "late_events": 1, "late_amount": Decimal("2.500"), "all_events": 4}])``.
+    """
     counts: dict[tuple[str, str], tuple[int, dict[str, Decimal], int]] = {}
     for r in rows:
         n_late, amounts, n_all = counts.get((r["dimension"], r["value"]), (0, {}, 0))

@@ -217,19 +217,29 @@ def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
     from spark import tables
 
     rules = config.rules
-    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
     goal = _as_target(target, config.target)
+    run = curve_groups(config, bounds)  # bad bounds refused before the log is read
     # Landing lines without their own arrival time share their file's: such ties are broken
     # by file name, then line, as the stream read them (_day_log ranks the day's files).
     log = _day_log(spark, config, day).drop("source")
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
-    run = _curve_group(rules.windows, candidates, rules.grace, rules.watermark.idle_timeout,
-                       rules.watermark.expected_partitions)
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
+    return analysis_of_rows(rows, day, goal, rules.watermark.lateness,
+                            tables.table_path(config.warehouse, "event_log"))
+
+
+def analysis_of_rows(rows: Sequence[Mapping[str, Any]], day: date, goal: Decimal,
+                     configured_bound: int, log_path: str) -> LatenessAnalysis:
+    """The analysis from the curve rows of every scope (``_CURVE_SCHEMA``: the day's, "all",
+    and one per partition), whichever engine grouped them: Spark's ``applyInPandas`` or
+    ``reports.lateness_duck`` on DuckDB. No rows is ``NoEventsError``.
+
+    Example: ``analysis_of_rows([], day, Decimal("0.99"), 0, "wh/event_log")`` raises
+    ``NoEventsError`` ("no events of 2026-01-01 in wh/event_log").
+    """
     if not rows:
-        raise NoEventsError(day, f"no events of {day.isoformat()} in "
-                            f"{tables.table_path(config.warehouse, 'event_log')}")
+        raise NoEventsError(day, f"no events of {day.isoformat()} in {log_path}")
     curves: dict[str, list[CurvePoint]] = {}
     events: dict[str, int] = {}
     for r in sorted(rows, key=lambda r: (r["scope"], r["bound_us"])):
@@ -243,9 +253,23 @@ def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
         PartitionCurve(int(scope), events[scope], tuple(points), recommend(points, goal))
         for scope, points in sorted(curves.items(), key=lambda kv: int(kv[0])))
     return LatenessAnalysis(
-        day=day, target=goal, configured_bound=rules.watermark.lateness,
+        day=day, target=goal, configured_bound=configured_bound,
         events=events[_OVERALL], points=overall, recommended=recommend(overall, goal),
         partitions=partitions)
+
+
+def curve_groups(config: WhatIfConfig, bounds: Iterable[int | str] | None
+                 ) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The function that turns one group of the day's log (columns of ``_day_log`` and
+    ``scope``: "all" or a partition) into its curve rows, for the candidate ``bounds``.
+
+    Example: ``curve_groups(config, None)(day_frame.assign(scope="all"))`` has one row per
+    candidate bound (``analysis_of_rows`` reads them).
+    """
+    rules = config.rules
+    return _curve_group(rules.windows, candidate_bounds(bounds, rules.watermark.lateness),
+                        rules.grace, rules.watermark.idle_timeout,
+                        rules.watermark.expected_partitions)
 
 
 def completeness_target(value: Decimal | float | str | None, default: Decimal) -> Decimal:
@@ -309,9 +333,23 @@ def analyze_inputs(spark: SparkSession, config: WhatIfConfig, day: date,
     recommendation (JSON, a few hundred bytes) reaches the driver."""
     from pyspark.sql import functions as F
 
+    run = per_input_group(config, bounds, _as_target(target, config.target), by_source)
+    rows = (_day_log(spark, config, day).withColumn("scope", F.lit(_OVERALL))
+            .groupBy("scope").applyInPandas(run, schema="json string").collect())
+    if not rows:
+        raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
+    return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
+
+
+def per_input_group(config: WhatIfConfig, bounds: Iterable[int | str] | None, goal: Decimal,
+                    by_source: bool) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    """The function that turns the whole day's log (columns of ``_day_log``) into one row,
+    the per-input recommendation as JSON, whichever engine read the day.
+
+    Example: ``per_input_group(config, None, Decimal("0.99"), True)(day_frame)["json"][0]``.
+    """
     rules = config.rules
-    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
-    goal = _as_target(target, config.target)
+    candidates = candidate_bounds(bounds, rules.watermark.lateness)
 
     def run(group: pd.DataFrame) -> pd.DataFrame:
         arrival = group["arrival_us"].to_numpy(np.int64)
@@ -326,11 +364,7 @@ def analyze_inputs(spark: SparkSession, config: WhatIfConfig, day: date,
             running=True)
         return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
 
-    rows = (_day_log(spark, config, day).withColumn("scope", F.lit(_OVERALL))
-            .groupBy("scope").applyInPandas(run, schema="json string").collect())
-    if not rows:
-        raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
-    return PerInputRecommendation.from_json_dict(json.loads(rows[0]["json"]))
+    return run
 
 
 def render_per_input(rec: PerInputRecommendation, day: date,

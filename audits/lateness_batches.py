@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
@@ -205,11 +205,68 @@ class _DayBatches:
     summaries, the state the stream judged the first of them with and the default bound it
     recorded that state at."""
 
-    judged: DataFrame
+    judged: Any  # the judged events, as the engine that read them holds them
     events: int
     summaries: list[tuple[int, list[PartitionObservation]]]
     start: WatermarkState
     start_bound: int
+
+
+class BatchReads(Protocol):
+    """What the per-batch walks read from a warehouse, per engine: Spark (``_SparkReads``, the
+    functions above) or DuckDB (``reports.lateness_duck.DuckReads``). The walks themselves
+    (``batch_steps``, ``curve_points``) are pure and shared, so both engines replay alike.
+
+    Example: ``analyze_day_batches(DuckReads(wh), config, day)`` runs without a JVM.
+    """
+
+    def day_batches(self, config: WhatIfConfig, the_day: date) -> _DayBatches:
+        """The day's judged events, their batches' summaries and the start state."""
+
+    def dropped(self, judged: Any, walks: list[list[BatchStep]], config: WhatIfConfig,
+                day: date, bounds: list[list[int]]
+                ) -> tuple[int, list[dict[int, int]], list[int]]:
+        """(judged pairs, late pairs per bound of each walk, distinct window ends)."""
+
+    def rules_json(self, config: WhatIfConfig, day: date) -> set[str]:
+        """The distinct ``rules_json`` recorded for the day's batches (at most two)."""
+
+
+class _SparkReads:
+    """``BatchReads`` on a Spark session."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def day_batches(self, config: WhatIfConfig, the_day: date) -> _DayBatches:
+        return _day_batches(self.spark, config, the_day)
+
+    def dropped(self, judged: Any, walks: list[list[BatchStep]], config: WhatIfConfig,
+                day: date, bounds: list[list[int]]
+                ) -> tuple[int, list[dict[int, int]], list[int]]:
+        return _dropped(judged, walks, config, day, bounds, self.spark)
+
+    def rules_json(self, config: WhatIfConfig, day: date) -> set[str]:
+        from pyspark.sql import functions as F
+
+        from spark import tables as tb
+
+        span = (_judged_events(self.spark, config, day)
+                .agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi")).first())
+        if span is None or span.lo is None:
+            return set()
+        return {r.rules_json for r in tb.read_table(self.spark, config.warehouse,
+                                                    tb.WATERMARK_PROGRESS)
+                .filter(F.col("batch_id").between(int(span.lo), int(span.hi))
+                        & F.col("rules_json").isNotNull())
+                .select("rules_json").distinct().limit(2).collect()}
+
+
+def _reads(engine: SparkSession | BatchReads) -> BatchReads:
+    """The engine's reads: a ``BatchReads`` as it is, a Spark session wrapped."""
+    if hasattr(engine, "day_batches"):
+        return cast("BatchReads", engine)
+    return _SparkReads(cast("SparkSession", engine))
 
 
 def _day_batches(spark: SparkSession, config: WhatIfConfig, the_day: date) -> _DayBatches:
@@ -249,7 +306,7 @@ def _start_under(db: _DayBatches, policy: WatermarkPolicy, configured: Watermark
     return state_under(db.start, policy)
 
 
-def analyze_day_batches(spark: SparkSession, config: WhatIfConfig, day: date,
+def analyze_day_batches(spark: SparkSession | BatchReads, config: WhatIfConfig, day: date,
                         bounds: Iterable[int | str] | None = None) -> BatchCurve:
     """The per-batch what-if of ``day`` for ``bounds`` (default: the standard ladder plus the
     configured bound), each one bound for every configured input. A day without
@@ -267,14 +324,15 @@ def analyze_day_batches(spark: SparkSession, config: WhatIfConfig, day: date,
     candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
     if bounds is None:  # and the day's bound: the configured row is one of the rows
         candidates = normalize_bounds([*candidates, configured.lateness])
-    db = _day_batches(spark, ran, day)
+    reads = _reads(spark)
+    db = reads.day_batches(ran, day)
     zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
                            by_source=configured.by_source)
     walks = [batch_steps(db.summaries, zero, _start_under(db, zero, configured))]
     if not configured.uniform:  # what the stream did is none of the rows: walk it too
         walks.append(batch_steps(db.summaries, configured, db.start))
-    pairs, dropped, ends = _dropped(db.judged, walks, ran, day,
-                                    [candidates, [0]][:len(walks)], spark)
+    pairs, dropped, ends = reads.dropped(db.judged, walks, ran, day,
+                                         [candidates, [0]][:len(walks)])
     return BatchCurve(day=day, configured_bound=configured.lateness,
                       batches=len(walks[0]), events=db.events,
                       points=tuple(curve_points(walks[0], candidates, pairs, dropped[0], ends)),
@@ -282,7 +340,7 @@ def analyze_day_batches(spark: SparkSession, config: WhatIfConfig, day: date,
                           walks[1], configured, pairs, dropped[1][0], ends))
 
 
-def batch_points(spark: SparkSession, config: WhatIfConfig, day: date,
+def batch_points(spark: SparkSession | BatchReads, config: WhatIfConfig, day: date,
                  policies: Mapping[str, WatermarkPolicy]) -> dict[str, CurvePoint]:
     """The day's batches, as the stream ran them, replayed under each of ``policies`` (bounds
     per input and all; by name): completeness and average emit latency per micro-batch, what
@@ -294,12 +352,13 @@ def batch_points(spark: SparkSession, config: WhatIfConfig, day: date,
     ``analyze_day_batches(...).configured``.
     """
     configured = config.rules.watermark
-    db = _day_batches(spark, config, day)
+    reads = _reads(spark)
+    db = reads.day_batches(config, day)
     names = list(policies)
     walks = [batch_steps(db.summaries, policies[n], _start_under(db, policies[n], configured))
              for n in names]
-    pairs, dropped, ends = _dropped(db.judged, walks, config, day,
-                                    [[0]] * len(walks), spark)
+    pairs, dropped, ends = reads.dropped(db.judged, walks, config, day,
+                                         [[0]] * len(walks))
     return {n: policy_point(walks[k], policies[n], pairs, dropped[k][0], ends)
             for k, n in enumerate(names)}
 
@@ -330,7 +389,8 @@ def per_source_policies(rec: PerInputRecommendation, configured: WatermarkPolicy
     return policies
 
 
-def whatif_of_day(spark: SparkSession, config: WhatIfConfig, day: date) -> WhatIfConfig:
+def whatif_of_day(spark: SparkSession | BatchReads, config: WhatIfConfig, day: date
+                  ) -> WhatIfConfig:
     """``config`` with the event-time rules the stream ran the day's batches with (the
     ``rules_json`` its ``watermark_progress`` recorded for them), when they ran under one
     version; unchanged when they ran under several (a ``--change-spec`` during the day), or
@@ -344,28 +404,19 @@ def whatif_of_day(spark: SparkSession, config: WhatIfConfig, day: date) -> WhatI
     """
     from dataclasses import replace
 
-    from pyspark.sql import functions as F
-
     from reckon.spec import rules_of
-    from spark import tables as tb
+    from spark import table_names as tb
 
     wh = config.warehouse
     if not (tb.table_exists(wh, tb.EVENT_LOG) and tb.table_exists(wh, tb.WATERMARK_PROGRESS)):
         return config
-    span = (_judged_events(spark, config, day)
-            .agg(F.min("batch_id").alias("lo"), F.max("batch_id").alias("hi")).first())
-    if span is None or span.lo is None:
-        return config
-    ran = {r.rules_json for r in tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
-           .filter(F.col("batch_id").between(int(span.lo), int(span.hi))
-                   & F.col("rules_json").isNotNull())
-           .select("rules_json").distinct().limit(2).collect()}
+    ran = _reads(spark).rules_json(config, day)
     if len(ran) != 1:
         return config
     return replace(config, rules=rules_of(json.loads(ran.pop()), config.rules))
 
 
-def per_source_batches(spark: SparkSession, config: WhatIfConfig, day: date,
+def per_source_batches(spark: SparkSession | BatchReads, config: WhatIfConfig, day: date,
                        rec: PerInputRecommendation,
                        bounds: Iterable[int | str] | None = None
                        ) -> tuple[dict[str, CurvePoint], str | None]:

@@ -442,14 +442,17 @@ def _lateness_curve_parser(sub: Any) -> None:
 def _lateness_parser(sub: Any) -> None:
     """The flags of `reckon lateness`:
 
-    ``reckon lateness [--warehouse WAREHOUSE] --date DATE [--bounds BOUNDS] [--target
-    TARGET] [--json]``
+    ``reckon lateness [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
+    BOUNDS] [--target TARGET] [--per-source] [--json]``
     """
     p = _add(sub, "lateness", _lazy("reckon.commands.investigate:cmd_lateness_warehouse"),
              "lateness analysis of the warehouse's event log for a day: completeness per "
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
              "partition, who is late")
     _warehouse(p)
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                   help="duckdb (default): read the Delta tables without a JVM; spark: the "
+                   "same analysis on Spark")
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
     p.add_argument("--bounds", help="comma-separated durations (default: a standard ladder)")
     p.add_argument("--target", help="target completeness, e.g. 0.999 (default from config)")

@@ -248,7 +248,9 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
     monkeypatch.setattr(spark.session, "get_spark", lambda *a, **k: object())
     monkeypatch.setattr(audits.lateness, "analyze_day", no_events)
     monkeypatch.setattr(audits.lateness, "analyze_inputs", no_events)
+    (tmp_path / "wh" / "event_log" / "_delta_log").mkdir(parents=True)
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
+    flags = [*flags, "--engine", "spark"]  # DuckDB's quiet day: tests/test_lateness_duck.py
     args = build_parser().parse_args(["lateness", "--date", "2026-11-25", *flags])
     assert cmd_lateness_warehouse(args, settings) == 0
     assert capsys.readouterr().out == "no events on 2026-11-25: nothing to analyse\n"

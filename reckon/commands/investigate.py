@@ -3,8 +3,8 @@
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
 Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
 ``reports.query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
-(or ``reports.explain.explain_window`` on ``--engine spark``), ``audits.lateness`` (the curve
-and its analysis, on Spark). What it
+(or ``reports.explain.explain_window`` on ``--engine spark``), ``reports.lateness_duck`` (the
+curves and their analysis; ``audits.lateness`` on ``--engine spark``). What it
 prints is made here or by the engine's ``render_*``. Example::
 
     reckon explain --warehouse wh --key merchant-7 --window 2026-01-01T10:00:00Z
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -162,50 +164,99 @@ def _quiet_day(day: date, as_json: bool) -> int:
     return 0
 
 
-def _warn_unseen(spark: Any, whatif: WhatIfConfig, day: date) -> None:
+def _warn_unseen(engine: _LatenessEngine, whatif: WhatIfConfig, day: date) -> None:
     """One warning line on stderr for a configured bound of an input that sent nothing on
-    ``day`` (reckon.spec ``unseen_bounds``); no Spark job without bounds per input."""
-    from audits.lateness import inputs_of_day
-
+    ``day`` (reckon.spec ``unseen_bounds``); no read without bounds per input."""
     policy = whatif.rules.watermark
     if policy.partition_bounds or policy.source_bounds:
-        warning = unseen_bounds(policy, *inputs_of_day(spark, whatif, day),
+        warning = unseen_bounds(policy, *engine.inputs_of_day(whatif, day),
                                 f"on {day.isoformat()}")
         if warning:
             print(f"reckon lateness: {warning}", file=sys.stderr)
 
 
-def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness --warehouse WH --date D [--bounds B1,B2] [--target T] [--json]``:
-    both what-if curves of the day, per micro-batch (what the stream did) and per event,
-    labelled as the report labels them, then the recommendation and who is late. With
-    ``--per-source``: a bound per source against the best single bound."""
+@dataclass(frozen=True)
+class _LatenessEngine:
+    """The reads of ``reckon lateness`` on one engine; everything else (the walks, the
+    recommendation, the rendering) is shared. ``batches`` is what ``audits.lateness_batches``
+    reads through: a Spark session or ``reports.lateness_duck.DuckReads``.
+
+    Example: ``_lateness_engine("duckdb", settings).analyze_day(whatif, day, None, target)``.
+    """
+
+    batches: Any
+    analyze_day: Callable[..., Any]
+    analyze_inputs: Callable[..., Any]
+    inputs_of_day: Callable[[WhatIfConfig, date], tuple[set[int], set[str]]]
+    batch_curve: Callable[..., tuple[Any, str | None]]
+    attribution: Callable[[Settings, date], list[Any]]
+
+
+def _lateness_engine(name: str, settings: Settings) -> _LatenessEngine:
+    """DuckDB (``reports.lateness_duck``, no JVM) or Spark (``audits.lateness``)."""
+    if name == "duckdb":
+        from reports import lateness_duck as duck
+
+        reads = duck.open_reads(settings.warehouse_path)
+        return _LatenessEngine(
+            batches=reads,
+            analyze_day=lambda *a, **k: duck.analyze_day_duck(reads, *a, **k),
+            analyze_inputs=lambda *a, **k: duck.analyze_inputs_duck(reads, *a, **k),
+            inputs_of_day=lambda _whatif, day: duck.inputs_of_day_duck(reads, day),
+            batch_curve=lambda *a: duck.batch_curve_of_day_duck(reads, *a),
+            attribution=lambda s, day: duck.late_attribution_duck(
+                reads, s.event_time_rules(), day))
+    from audits import lateness as spark_lateness
     from audits.attribution import late_attribution
+    from spark import tables
+    from spark.session import get_spark
+
+    spark = get_spark(settings, app_name="reckon-lateness")
+
+    def attribution(s: Settings, day: date) -> list[Any]:
+        wh = s.warehouse_path
+        return (late_attribution(spark, wh, s.event_time_rules(), day)
+                if tables.table_exists(wh, tables.LATE_EVENTS) else [])
+
+    return _LatenessEngine(
+        batches=spark,
+        analyze_day=lambda *a, **k: spark_lateness.analyze_day(spark, *a, **k),
+        analyze_inputs=lambda *a, **k: spark_lateness.analyze_inputs(spark, *a, **k),
+        inputs_of_day=lambda whatif, day: spark_lateness.inputs_of_day(spark, whatif, day),
+        batch_curve=lambda *a: spark_lateness.batch_curve_of_day(spark, *a),
+        attribution=attribution)
+
+
+def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon lateness --warehouse WH [--engine duckdb|spark] --date D [--bounds B1,B2]
+    [--target T] [--json]``: both what-if curves of the day, per micro-batch (what the stream
+    did) and per event, labelled as the report labels them, then the recommendation and who is
+    late. With ``--per-source``: a bound per source against the best single bound. DuckDB
+    (reports.lateness_duck) by default, no JVM; Spark on ``--engine spark``; the same output."""
     from audits.lateness import (
         analysis_json,
-        analyze_day,
-        analyze_inputs,
-        batch_curve_of_day,
         completeness_target,
         render_analysis,
         render_per_input,
     )
-    from spark import tables
-    from spark.session import get_spark
 
     day = parse_date(args.date, "--date")
     bounds = None if args.bounds is None else _bounds_arg(args.bounds)
     target = completeness_target(args.target, settings.target_completeness)
     whatif = settings.whatif_config()
-    spark = get_spark(settings, app_name="reckon-lateness")
+    _require_warehouse_dir(settings)
+    if not (settings.warehouse_path / "event_log" / "_delta_log").is_dir():
+        raise invalid("--warehouse", str(settings.warehouse_path),
+                      "a warehouse with an event_log table (run `reckon stream` first)")
+    engine = _lateness_engine(getattr(args, "engine", "duckdb"), settings)
     try:
         if getattr(args, "per_source", False):
             from audits.lateness_batches import per_source_batches, whatif_of_day
 
-            rec = analyze_inputs(spark, whatif, day, bounds=bounds, target=target)
-            _warn_unseen(spark, whatif, day)
-            ran = whatif_of_day(spark, whatif, day)  # not a spec changed since
-            replayed, unavailable = per_source_batches(spark, ran, day, rec)
+            rec = engine.analyze_inputs(whatif, day, bounds=bounds, target=target)
+            _warn_unseen(engine, whatif, day)
+            ran = whatif_of_day(engine.batches, whatif, day)  # not a spec changed since
+            replayed, unavailable = per_source_batches(engine.batches, ran, day, rec)
             policy = ran.rules.watermark
             unheard = unseen_inputs(policy, (), [b.unit for b in rec.bounds])[0]
             print(json.dumps({"day": day.isoformat(), **rec.to_json_dict(),
@@ -217,14 +268,12 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
                   else render_per_input(rec, day, replayed, unavailable, policy.describe(),
                                         unheard))
             return 0
-        analysis = analyze_day(spark, whatif, day, bounds=bounds, target=target)
+        analysis = engine.analyze_day(whatif, day, bounds=bounds, target=target)
     except NoEventsError:
         return _quiet_day(day, args.json)
-    _warn_unseen(spark, whatif, day)
-    batches, why_not = batch_curve_of_day(spark, whatif, day, bounds)
-    wh = settings.warehouse_path
-    attribution = (late_attribution(spark, wh, settings.event_time_rules(), day)
-                   if tables.table_exists(wh, tables.LATE_EVENTS) else [])
+    _warn_unseen(engine, whatif, day)
+    batches, why_not = engine.batch_curve(whatif, day, bounds)
+    attribution = engine.attribution(settings, day)
     if args.json:
         print(json.dumps(analysis_json(analysis, attribution, batches, why_not), indent=2,
                          sort_keys=True))
