@@ -3,8 +3,9 @@
 Like git's ``core.sharedRepository=group``: the reconciler and each reviewer sign as their
 own OS account, and each must be able to append to the report database and the log's anchor
 that the first of them created. With the setting, this process creates files group-writable
-(its umask loses the group bits) and the SQLite database is created 0664 (SQLite itself asks
-for 0644); the warehouse's folders carry the group and its set-group-id bit (an
+(its umask loses the group bits), the SQLite database is created 0664 (SQLite itself asks
+for 0644), and Spark writes under Hadoop's umask 002 (spark.session: Hadoop sets each file's
+mode itself); the warehouse's folders carry the group and its set-group-id bit (an
 administrator's one-time ``chgrp -R G wh && chmod -R g+rwX wh && find wh -type d -exec chmod
 g+s {} +``), so every new file belongs to the group.
 
