@@ -40,7 +40,15 @@ public final class NoForkLocalFileSystem extends LocalFileSystem {
   public static final class Raw extends RawLocalFileSystem {
     @Override
     public void setPermission(Path p, FsPermission permission) throws IOException {
-      Files.setPosixFilePermissions(pathToFile(p).toPath(), posix(permission));
+      java.nio.file.Path path = pathToFile(p).toPath();
+      int mode = (Integer) Files.getAttribute(path, "unix:mode");
+      if ((mode & SET_GROUP_ID) != 0) {
+        // a folder of a group-shared warehouse passes its group on to what is made in it
+        // (chmod g+s); setting the permission bits alone would clear that
+        Files.setAttribute(path, "unix:mode", SET_GROUP_ID | (permission.toShort() & 0777));
+        return;
+      }
+      Files.setPosixFilePermissions(path, posix(permission));
     }
 
     /** A regular file's or folder's status needs no link lookup; a symlink (rare in a
@@ -57,6 +65,9 @@ public final class NoForkLocalFileSystem extends LocalFileSystem {
 
   /** The POSIX permissions of a Hadoop permission (user, group, other; the sticky bit, which
    * java.nio cannot set, is dropped: Hadoop never sets it on a file it creates). */
+  /** The set-group-id bit of a file's mode. */
+  static final int SET_GROUP_ID = 02000;
+
   static Set<PosixFilePermission> posix(FsPermission permission) {
     short mode = permission.toShort();
     PosixFilePermission[] bits = {
