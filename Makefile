@@ -17,10 +17,10 @@ demo: setup           ## the main job end to end on embedded defaults
 	$(VENV)/bin/reckon demo
 
 # Test workers: each is one pytest session with its own SparkSession; module fixtures stay on
-# one worker (--dist loadgroup, tests/conftest.py). 3 on 2 cores: the tests that wait on a
-# real Airflow scheduler, a broker or a subprocess leave a core idle that a third worker uses
-# (needs about 12 GiB).
-TEST_WORKERS ?= 3
+# one worker (--dist loadgroup, tests/conftest.py). 2 fits a 2-core, 8 GiB machine or more; 3
+# on 2 cores made the suite 72 minutes (2026-11-29: the tests are CPU-bound, and three JVMs
+# thrash two cores).
+TEST_WORKERS ?= 2
 # Each test's CPU seconds (its JVMs and subprocesses included; tests/cpu_profile.py): the 30
 # hungriest are printed after the 30 slowest, which on a shared machine say less.
 TEST_CPU_DIR ?= .cache/test-cpu
