@@ -222,8 +222,10 @@ def test_every_view_says_the_same_words_after_every_step(day, capsys) -> None:
 
     def agree(expected: str, run_id: str = RUN) -> None:
         shown = _shown(wh, bob, run_id, capsys)
-        if expected.startswith("Awaiting sign-off: 0 of"):  # the log has nothing on the run
-            assert shown.pop("verify-log") == shown.pop("export") == "-"
+        if expected.startswith("Awaiting sign-off: 0 of"):  # no decision on the run: the
+            # log has nothing on it but the JSON export's own record (filed under the run of
+            # the log's last entry, issue 61), which the new run of a re-audit does not get
+            assert {shown.pop("verify-log"), shown.pop("export")} <= {"-", expected}
         assert set(shown.values()) == {expected}, shown
 
     agree("Awaiting sign-off: 0 of 2 approvals")

@@ -1331,3 +1331,93 @@ def test_reckon_breaks_list_shows_who_has_a_break_and_by_when(tmp_path: Path, mo
     listed = json.loads(capsys.readouterr().out)
     assert {(b["key"], b["assignee"], b["due_on"]) for b in listed if b["assignee"]} == {
         ("merchant-01", "rita", "2026-01-09")}
+
+
+# ----------------------------------------------------------------------------- bulk resolve, reject
+
+
+def test_a_reviewer_bulk_rejects_with_a_reason_and_bulk_resolves_the_filtered_breaks(
+        app, db: ReportDB) -> None:
+    """Issue 61: resolve and reject on every break the filters match, as accept does: a
+    confirmation naming how many and their total per currency, then one signed log entry
+    per break in one transaction; a rejection without its reason is refused in one line."""
+    bob = _client(app, "bob")
+    listed = bob.get(f"/day/{DAY}/breaks?cause=UNEXPLAINED&currency=EUR").text
+    assert '<option value="reject">' in listed and '<option value="resolve">' in listed
+    form = _bulk_form(listed, "bulk")
+    bare = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "reject", "note": " "})
+    assert bare.status_code == 400 and "rejecting the breaks of 2026-01-01 in bulk needs a " \
+        "reason" in bare.text
+    eur = queries.all_matches(db, RUN, DAY, queries.BreakFilter(cause="UNEXPLAINED",
+                                                                currency="EUR"), cap=999)
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**form, "action": "reject",
+                                                 "note": "the EUR feed is not in yet"})
+    assert f"You are about to <b>reject</b> <b>{len(eur)}</b> breaks" in confirm.text
+    total = sum(b["gap_amount"] for b in eur)
+    assert (f'<tr><td>EUR</td><td class="num">{len(eur)}</td><td class="num">{total:,.2f}'
+            "</td></tr>") in confirm.text and read_log(db) == []
+    done = bob.post(f"/day/{DAY}/bulk", data=_bulk_form(confirm.text, "bulk-confirm"))
+    assert f"reject recorded on {len(eur)} breaks" in done.text
+    log = read_log(db)
+    assert [(e.by, e.decision) for e in log] == [("bob", "break-rejected")] * len(eur)
+    assert all(e.note.endswith(" EUR: the EUR feed is not in yet") and e.signature
+               for e in log)
+    rejected = queries.BreakFilter(cause="UNEXPLAINED", currency="EUR",
+                                   review_status="rejected")
+    assert queries.break_page(db, RUN, DAY, rejected, limit=999).total == len(eur)
+    # the rejected ones, resolved in bulk once the feed came
+    listed = bob.get(f"/day/{DAY}/breaks?status=rejected").text
+    confirm = bob.post(f"/day/{DAY}/bulk", data={**_bulk_form(listed, "bulk"),
+                                                 "action": "resolve", "note": "feed in"})
+    bob.post(f"/day/{DAY}/bulk", data=_bulk_form(confirm.text, "bulk-confirm"))
+    assert [e.decision for e in read_log(db)[len(eur):]] == ["break-resolved"] * len(eur)
+    resolved = queries.BreakFilter(cause="UNEXPLAINED", currency="EUR",
+                                   review_status="resolved")
+    assert queries.break_page(db, RUN, DAY, resolved, limit=999).total == len(eur)
+    assert verify(db).ok
+
+
+@pytest.mark.parametrize("action", ["resolve", "reject"])
+def test_bulk_resolve_and_reject_refuse_the_runs_reconciler_and_an_auditor(
+        app, db: ReportDB, action: str) -> None:
+    """Four eyes and roles on the server, as for a bulk accept: the run's reconciler (a
+    reviewer too) and an auditor are refused before and at the confirmation."""
+    form = {"kind": "nightly", "currency": "EUR", "action": action, "note": "mine"}
+    alice = _client(app, "alice")
+    token = _csrf(alice.get(f"/day/{DAY}/breaks").text)
+    for extra in ({}, {"expect": "0" * 64}):
+        refused = alice.post(f"/day/{DAY}/bulk", data={**form, **extra, "csrf": token})
+        assert refused.status_code == 403 and "four-eyes" in refused.text
+    carl = _client(app, "carl")
+    refused = carl.post(f"/day/{DAY}/bulk",
+                        data={**form, "csrf": _csrf(carl.get(f"/day/{DAY}/breaks").text)})
+    assert refused.status_code == 403 and "read-only" in refused.text
+    assert read_log(db) == []
+
+
+def test_the_logs_json_export_is_recorded_in_the_log_with_who_and_when(
+        app, db: ReportDB) -> None:
+    """Issue 61: exporting the sign-off log as JSON is one 'exported' entry, as the CSV and
+    PDF exports are, made by whoever exported (an auditor too); the file carries its own
+    entry, and the head it names covers it."""
+    append(db, RUN, "bob", "approved", "ties out")
+    carl = _client(app, "carl")
+    before = datetime.now(UTC)
+    response = carl.get("/log/export.json")
+    assert response.status_code == 200
+    assert 'filename="reckon-signoff-log.json"' in response.headers["content-disposition"]
+    export = response.json()
+    log = read_log(db)
+    assert [(e.by, e.decision) for e in log] == [("bob", "approved"), ("carl", "exported")]
+    assert log[1].run_id == RUN and log[1].note.startswith(
+        "exported reckon-signoff-log.json (the whole sign-off log: 1 entry before this one, "
+        f"head {log[0].entry_hash[:16]}...)")
+    assert before <= log[1].at <= datetime.now(UTC)
+    assert export["exported_by"] == "carl" and export["export_seq"] == 2
+    assert export["exported_at"] == log[1].at.isoformat()
+    assert export["entries"][-1]["decision"] == "exported" and export["verified"]
+    assert export["head_hash"] == log[1].entry_hash
+    assert export["runs"][RUN]["words"] == "Signed off: 1 of 1 approvals (bob)"
+    page = carl.get("/log").text
+    assert "<td>carl</td><td>exported</td><td>exported reckon-signoff-log.json" in page
+    assert verify(db).ok

@@ -47,6 +47,7 @@ from reports.review import (
     Assignment,
     BreakTarget,
     LogTrust,
+    SignoffEntry,
     SignoffRefused,
     append_break_actions,
     append_signoff,
@@ -478,6 +479,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if refusal is not None:
             raise Forbidden(refusal)
         assignment = _assignment(assign_to, due) if action == "assign" else None
+        _need_reason(action, note, f"the breaks of {run['day']} in bulk")
         if not note.strip() and assignment is None:
             raise UsageError("note is missing: a bulk action needs a note, written in each "
                              "break's entry")
@@ -523,6 +525,10 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
 
     @app.get("/log/export.json")
     def export(who: Who) -> Response:
+        """The whole sign-off log and each run's state as JSON (any role). The export is
+        itself recorded first, like a CSV or PDF export (who, when, how many entries), so the
+        file carries its own record and the head it names covers it."""
+        recorded = _record_log_export(db, who.user.name, warehouse, trust)
         check = trust.verify(db, warehouse)
         entries = read_log(db)
         signed = [{"seq": e.seq, "at": e.at.isoformat(), "run_id": e.run_id, "by": e.by,
@@ -537,14 +543,40 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                          "approvals": s.approvals, "required_approvers": s.required}
                 for run_id, s in states.items()}
         body = {"verified": check.ok, "problems": check.problems, "head_hash": check.head_hash,
-                "exported_by": who.user.name, "runs": runs, "entries": signed}
+                "exported_by": who.user.name,
+                "exported_at": None if recorded is None else recorded.at.isoformat(),
+                "export_seq": None if recorded is None else recorded.seq,
+                "runs": runs, "entries": signed}
         return JSONResponse(body, headers={
-            "Content-Disposition": 'attachment; filename="reckon-signoff-log.json"'})
+            "Content-Disposition": f'attachment; filename="{LOG_EXPORT_NAME}"'})
 
 
-#: What a bulk action on the filtered break list may do (each break: one log entry).
-_BULK_ACTIONS = {"comment": "break-comment", "accept": "break-accepted",
-                 "assign": "break-assigned"}
+LOG_EXPORT_NAME = "reckon-signoff-log.json"
+
+
+def _record_log_export(db: ReportDB, by: str, warehouse: Path | None,
+                       trust: LogTrust) -> SignoffEntry | None:
+    """Record that ``by`` exported the whole sign-off log: one ``exported`` entry, filed
+    under the run of the log's last entry (each entry names a run; the note says it was the
+    whole log), or under the newest audit run when the log is empty; None when there is no
+    run at all (an empty log of an empty database: nothing of any run went out).
+
+    Example: the note reads ``exported reckon-signoff-log.json (the whole sign-off log: 12
+    entries before this one, head 3f2a...)``."""
+    entries = read_log(db)
+    run_id = entries[-1].run_id if entries else queries.newest_run_id(db)
+    if run_id is None:
+        return None
+    head = entries[-1].entry_hash[:16] + "..." if entries else "none"
+    count = f"{len(entries):,} entr{'ies' if len(entries) != 1 else 'y'}"
+    return record_export(db, run_id, by, f"{LOG_EXPORT_NAME} (the whole sign-off log: "
+                                         f"{count} before this one, head {head})",
+                         warehouse=warehouse, signer=_signer(trust), heads=trust.heads)
+
+
+#: What a bulk action on the filtered break list may do (each break: one log entry); the
+#: same words as a break page's actions (``_ACTIONS``), a rejection with its reason.
+_BULK_ACTIONS = {a: _ACTIONS[a] for a in ("comment", "accept", "resolve", "reject", "assign")}
 
 
 def _bulk_digest(run_id: str, action: str, note: str, rows: list[dict[str, Any]]) -> str:

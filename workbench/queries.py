@@ -278,6 +278,18 @@ def replaced_signoff(db: ReportDB, run: dict[str, Any], required_approvers: int 
     return {"run_id": replaced.run_id, "review_words": review_words(state)}
 
 
+def newest_run_id(db: ReportDB) -> str | None:
+    """The id of the audit run started last (any day, kind or currency), None on an empty
+    database: what an export of the whole, still empty, sign-off log is filed under.
+
+    Example: ``newest_run_id(db) == "nightly-2026-01-31"`` after the month's last audit."""
+    a = AUDIT_RUNS
+    with db.ready().connect() as conn:
+        found = conn.execute(sa.select(a.c.run_id).order_by(a.c.started_at.desc(),
+                                                            a.c.run_id.desc()).limit(1))
+        return found.scalar_one_or_none()
+
+
 def days(db: ReportDB, limit: int = 120, required_approvers: int = 1) -> list[dict[str, Any]]:
     """The current runs, newest day first, each with its per-currency figures and review
     state."""
