@@ -5,6 +5,7 @@ migrations (0004: runs recorded before per-currency figures keep their counts, n
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -634,3 +635,78 @@ def test_quality_gate_names_every_failed_or_unchecked_day_after_the_reports(tmp_
     assert quality_gate(settings, days[:2]).summary == {
         "check_runs": {"2026-01-01": "chk-ok", "2026-01-02": "chk-fixed"},
         "verdicts": {"2026-01-01": "passed", "2026-01-02": "passed"}}  # as recorded
+
+
+#: Issue 61's migrations, newest first: what each downgrade takes back.
+_ISSUE_61_STEPS = (("0017_run_material_gap", "audit_runs", "material_gap"),
+                   ("0016_exports_logged", None, None),
+                   ("0015_break_assignment", "break_reviews", "assignee"),
+                   ("0014_break_reject_reopen", None, None),
+                   ("0013_break_gap_magnitude", "breaks", "gap_magnitude"))
+
+
+@contextlib.contextmanager
+def _writing(engine: sa.Engine) -> Iterator[sa.Connection]:
+    """One transaction as reckon migrates in (reports.db.engine.migrate_engine)."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(reckon_write=True)
+        with conn.begin():
+            yield conn
+
+
+def _columns(conn: sa.Connection, table: str) -> set[str]:
+    return {c["name"] for c in sa.inspect(conn).get_columns(table)}
+
+
+def test_issue_61s_migrations_downgrade_step_by_step_and_upgrade_again(db_url: str) -> None:
+    """0017 down to 0012 one step at a time (each step's column gone, the run and its breaks
+    kept), then up to head again: the schema is the models' once more and each break gets
+    back its exact absolute gap (0013 fills it in). A downgrade below 0016 is refused while
+    the log holds an export record (the log is append-only), and nothing is undone."""
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from reports.db.engine import alembic_config, make_engine
+
+    with ReportDB(db_url) as db:
+        db.record_audit_run(make_run(), [])
+        db.write_breaks("run-1", [make_break(key="k1"), make_break(key="k2", minute=1)])
+    # reckon's own engine: on SQLite its transactions are BEGUN by reckon, so a migration's
+    # DDL is inside them and a refused step takes back the steps before it too
+    engine = make_engine(db_url, pooled=False)
+    try:
+        for revision, table, column in _ISSUE_61_STEPS:
+            with _writing(engine) as conn:
+                assert MigrationContext.configure(conn).get_current_revision() == revision
+                assert table is None or column in _columns(conn, table)
+                command.downgrade(alembic_config(conn), "-1")
+                assert table is None or column not in _columns(conn, table)
+        with _writing(engine) as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == \
+                "0012_signed_signoffs"
+            assert conn.execute(sa.text("SELECT count(*) FROM breaks")).scalar_one() == 2
+            command.upgrade(alembic_config(conn), "head")
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            assert compare_metadata(context, Base.metadata) == []
+            assert context.get_current_revision() == "0017_run_material_gap"
+            gaps = conn.execute(sa.select(BREAKS.c.key, BREAKS.c.gap_magnitude)
+                                .order_by(BREAKS.c.key)).all()
+        assert gaps == [("k1", Decimal("1.250")), ("k2", Decimal("1.250"))]
+    finally:
+        engine.dispose()
+    if not db_url.startswith("sqlite"):
+        return  # on PostgreSQL the log's triggers let only a signer append: shown on SQLite
+    with ReportDB(db_url) as db:
+        from reports.review import record_export
+
+        record_export(db, "run-1", "carl", "breaks.csv (2 breaks)")
+    with pytest.raises(RuntimeError, match="cannot downgrade below 0016"), \
+            _writing(engine) as conn:  # the refusal rolls back 0017's step too
+        command.downgrade(alembic_config(conn), "0015_break_assignment")
+    with engine.connect() as conn:
+        assert MigrationContext.configure(conn).get_current_revision() == \
+            "0017_run_material_gap"
+        assert "material_gap" in _columns(conn, "audit_runs")
+    engine.dispose()

@@ -31,5 +31,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("audit_runs") as batch:
-        batch.drop_column("material_gap")
+    """A plain ``ALTER TABLE ... DROP COLUMN`` (SQLite has it since 3.35), not a batch copy:
+    SQLite's copy-and-move drops ``audit_runs``, which breaks, reviews and the sign-off log
+    reference, and with foreign keys on (reckon's engine) that DROP failed once any run had
+    a break."""
+    import sqlite3
+
+    if op.get_bind().dialect.name == "sqlite" and sqlite3.sqlite_version_info < (3, 35):
+        with op.batch_alter_table("audit_runs") as batch:  # an old SQLite: no DROP COLUMN
+            batch.drop_column("material_gap")
+        return
+    op.drop_column("audit_runs", "material_gap")
