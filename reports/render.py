@@ -250,7 +250,9 @@ def render_pdf(ctx: ReportContext, laid: Sequence[Laid], charts: Sequence[Chart]
     pdf = _document(ctx)
     _pdf_front(pdf, ctx)
     drawn = {c.name: c for c in charts}
+    turned = False
     for s in laid:
+        turned = _turn_for(pdf, s.blocks, turned)
         beside = [drawn[name] for name in s.charts if name in drawn]
         short = all(isinstance(b, Note) for b in s.blocks)  # a heading, a note and a chart
         if beside and short and not _fits(pdf, 25 + _chart_height(beside[0])):
@@ -268,6 +270,25 @@ def render_pdf(ctx: ReportContext, laid: Sequence[Laid], charts: Sequence[Chart]
 
 
 _CHART_WIDTH = 180  # mm: the page's width inside its margins
+
+
+def _is_landscape(blocks: Sequence[Block]) -> bool:
+    """Whether a section holds a table drawn on landscape pages (the break list)."""
+    tables = [t for b in blocks for t in (b.tables if isinstance(b, Columns) else (b,))]
+    return any(isinstance(t, Table) and t.landscape for t in tables)
+
+
+def _turn_for(pdf: Any, blocks: Sequence[Block], turned: bool) -> bool:
+    """Start a landscape page for a section with a landscape table, and a portrait one for
+    the first section after it; returns whether the pages are now landscape. A wide table
+    on its own pages keeps one line a row; the sections around it stay portrait, charts at
+    their width.
+
+    Example: the break list of 108 breaks fits two landscape pages at one line a break."""
+    wide = _is_landscape(blocks)
+    if wide != turned:
+        pdf.add_page(orientation="L" if wide else "P")
+    return wide
 
 
 def _chart_height(chart: Chart) -> float:

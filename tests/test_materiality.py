@@ -122,15 +122,24 @@ def test_the_reports_breaks_section_marks_them_in_html_pdf_and_csv(tmp_path: Pat
     result = render_context(ctx, tmp_path / "r")
     html = Path(result.html_path).read_text()
     assert "2 material (absolute gap at least EUR 10.00, JPY 5,000; any other currency: every " \
-           "break), marked MATERIAL" in html
-    assert html.count("MATERIAL. ") == 2
+           "break), marked in the material column" in html
+    section = html[html.index('id="breaks"'):html.index('id="gap"')]
+    assert "<th>material</th><th>explanation</th>" in section
+    marks = re.findall(r"<td>(material|-)</td><td>(?:late events|nothing explains it)</td>",
+                       section)
     with (Path(result.out_dir) / "breaks.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["currency"], r["material"]) for r in rows] == [
         ("EUR", "material"), ("JPY", "-"), ("KWD", "material")]
-    text = subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
+    assert marks == [r["material"] for r in rows]  # the HTML's column is the CSV's
+    text = subprocess.run([_need("pdftotext"), "-layout", result.pdf_path, "-"], check=True,
                           capture_output=True, text=True).stdout
     assert "; 2 material (absolute gap at least EUR 10.00" in " ".join(text.split())
-    assert text.splitlines().count("MATERIAL.") == 2  # the explanation column's first word
+    header = next(line for line in text.splitlines() if line.startswith("window (UTC)"))
+    assert header.split()[-2:] == ["material", "explanation"], header
+    listed = [line.split() for line in text.splitlines() if line.startswith("00:00:")]
+    explained = [cells[:-2] if cells[-1] == "events" else cells[:-3] for cells in listed]
+    assert [(cells[2], cells[-1]) for cells in explained] == [
+        (r["currency"], r["material"]) for r in rows]  # one line a break, as in the CSV
     plain = render_context(_ctx(breaks=3), tmp_path / "plain")
-    assert "MATERIAL" not in Path(plain.html_path).read_text()
+    assert ">material<" not in Path(plain.html_path).read_text()

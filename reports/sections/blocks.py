@@ -51,7 +51,9 @@ class Heading:
 class Table:
     """A table of display text. ``numeric`` columns are right-aligned in both formats;
     ``widths`` (mm) and ``size`` (pt) are the PDF's; ``row_heads``: the first cell of a row
-    is its heading; ``marked`` rows (the configured bound) are highlighted in HTML."""
+    is its heading; ``marked`` rows (the configured bound) are highlighted in HTML;
+    ``landscape``: too wide for a portrait page at one line a row (the break list), so the
+    PDF turns the page for its section (277 mm inside the margins instead of 190)."""
 
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
@@ -64,6 +66,7 @@ class Table:
     status_col: int | None = None            # cells holding a ReconStatus, coloured in HTML
     marked: frozenset[int] = frozenset()
     pad: float | None = None                 # PDF cell padding left and right, mm (None: 1)
+    landscape: bool = False                  # the PDF draws its section on landscape pages
 
 
 @dataclass(frozen=True)

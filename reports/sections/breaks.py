@@ -49,13 +49,33 @@ def _break_summary_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
 
 _BREAK_COLUMNS = ("window (UTC)", "key", "currency", "provisional", "canonical", "gap", "late",
                   "dup.", "residual", "status", "review", "age (d)", "explanation")
+#: The column a material break is marked in (reckon.materiality's words, as breaks.csv's
+#: ``material`` column and the workbench write them: ``material`` or ``-``), before the
+#: explanation; only while the run has a material_gap.
+_MATERIAL_COLUMN = "material"
+
+# mm, at 6 pt with 0.5 mm padding, on a landscape page (277 mm inside the margins): one line
+# holds each of "23:51:20\u201323:51:30Z", "merchant-0001", "1,234,567.89" (provisional,
+# canonical), "-12,345.67" (gap, late, residual), "1,234.56" duplicated,
+# "MISSING_IN_CANONICAL", "explained", "999" days, "material" and every header word; the
+# explanation gets the rest, so a demo break's ("late side output explains 1 event (JPY
+# 4,583)") is one line too: the list is one line a break
+_BREAK_WIDTHS = (22.6, 17.5, 11.6, 15.2, 15.2, 12.6, 12.6, 10.8, 12.6, 26.9, 11.6, 9.6)
+_MATERIAL_WIDTH = 11.1
+_LANDSCAPE_WIDTH = 277.0
 
 
-# mm of the portrait page's 190, at 6 pt with 0.5 mm padding: one line holds each of
-# "23:51:20\u201323:51:30Z", "merchant-0001", "1,234,567.89" (provisional, canonical),
-# "-12,345.67" (gap, late, residual), "1,234.56" duplicated, "MISSING_IN_CANONICAL",
-# "explained", "999" days and every header word; the explanation wraps between words
-_BREAK_WIDTHS = (22.6, 17.5, 11.6, 15.2, 15.2, 12.6, 12.6, 10.8, 12.6, 26.9, 11.6, 5.6, 15.2)
+def _break_table_shape(marked: bool) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The break list's header and PDF widths, with the material column when ``marked``.
+
+    >>> header, widths = _break_table_shape(True)
+    >>> header[-2:], round(sum(widths), 1)
+    (('material', 'explanation'), 277.0)
+    """
+    extra = ((_MATERIAL_COLUMN,), (_MATERIAL_WIDTH,)) if marked else ((), ())
+    fixed = (*_BREAK_WIDTHS, *extra[1])
+    return ((*_BREAK_COLUMNS[:-1], *extra[0], _BREAK_COLUMNS[-1]),
+            (*fixed, round(_LANDSCAPE_WIDTH - sum(fixed), 1)))
 
 
 def _material(ctx: ReportContext, b: BreakLine) -> bool | None:
@@ -70,7 +90,7 @@ def _materiality_note(ctx: ReportContext) -> str:
     n = sum(1 for b in (ctx.all_breaks or ctx.breaks) if _material(ctx, b))
     rule = ", ".join(fmt.money(v, code) for code, v in ctx.material_gap)
     return (f"; {n} material (absolute gap at least {rule}; any other currency: every "
-            "break), marked MATERIAL")
+            "break), marked in the material column")
 
 
 def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
@@ -82,15 +102,17 @@ def _breaks_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
                 link=("breaks.csv", "breaks.csv") if capped else None, tail=".")
     if not ctx.breaks:
         return (note,)
+    marked = bool(ctx.material_gap)
+    header, widths = _break_table_shape(marked)
     rows = tuple((fmt.window(b.window_start, b.window_end, ctx.day), b.key, b.currency,
                   *(fmt.amount(v, b.currency) for v in (
                       b.provisional_amount, b.canonical_amount, b.gap_amount, b.late_amount,
                       b.duplicate_amount, b.residual_amount)),
                   b.status, b.review_status, "-" if b.age_days is None else str(b.age_days),
-                  ("MATERIAL. " if _material(ctx, b) else "") + b.explanation)
+                  *((material_words(_material(ctx, b)),) if marked else ()), b.explanation)
                  for b in ctx.breaks)
-    return (note, Table(_BREAK_COLUMNS, rows, numeric=frozenset({3, 4, 5, 6, 7, 8, 11}),
-                        widths=_BREAK_WIDTHS, size=6, pad=0.5, status_col=9))
+    return (note, Table(header, rows, numeric=frozenset({3, 4, 5, 6, 7, 8, 11}),
+                        widths=widths, size=6, pad=0.5, status_col=9, landscape=True))
 
 
 def _breaks_rows(ctx: ReportContext) -> list[tuple[Any, ...]]:
