@@ -3,8 +3,9 @@
 headless Chromium with the network off but loopback, driven like a reviewer: a sample day in
 a fresh report database (workbench.sample, no Spark), the workbench served on loopback,
 log in, the days, the breaks filtered by cause, currency and a partition that contributed,
-one break's evidence with its recorded ``reckon explain`` story, the sign-off log, and the log
-again after a row was edited by hand in the database.
+one break's actions (above the fold) and evidence with its recorded ``reckon explain`` story,
+a bulk rejection's confirmation, the month view, the sign-off log, and the log again after a
+row was edited by hand in the database.
 
 Usage: .venv/bin/python scripts/workbench_screenshot.py [out-dir]   (default docs/images)
 """
@@ -34,6 +35,17 @@ from workbench.server import serve_in_thread  # noqa: E402
 
 DAY = date(2026, 1, 1)
 PASSWORD = secrets.token_urlsafe(16)  # throwaway: the database is too
+
+
+def _bulk_confirmation(page: Browser, url: str, out: Path) -> None:
+    """The confirmation a bulk rejection asks for (how many breaks, their total gap per
+    currency), left unconfirmed so the log pictured next is as it was."""
+    page.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=JPY")
+    page.fill("#bulk select[name=action]", "reject")
+    page.fill("#bulk input[name=note]", "the JPY partner batch is not in yet")
+    page.click("#bulk button[type=submit]")
+    page.screenshot(out / "workbench-bulk.png")
+    print(f"{out / 'workbench-bulk.png'} <- a bulk rejection's confirmation")
 
 
 def main() -> int:
@@ -68,7 +80,11 @@ def main() -> int:
             page.goto(f"{url}/day/{DAY}/breaks?cause=EXPLAINED&currency=EUR")
             page.click("#breaks a.break")
             page.screenshot(out / "workbench-break.png")
-            print(f"{out / 'workbench-break.png'} <- a break's evidence and story")
+            print(f"{out / 'workbench-break.png'} <- a break's actions, evidence and story")
+            _bulk_confirmation(page, url, out)
+            page.goto(f"{url}/period?month={DAY:%Y-%m}")
+            page.screenshot(out / "workbench-period.png")
+            print(f"{out / 'workbench-period.png'} <- the month view")
             with db.engine.begin() as conn:  # what an edit by hand in the database looks like
                 conn.execute(sa.text("UPDATE signoff_log SET decision = 'approved', "
                                      "note = 'all fine' WHERE seq = 1"))
