@@ -402,3 +402,32 @@ def test_the_month_view_shows_what_is_left_to_sign(served, browser) -> None:
     assert ages[0].split() == ["Age", "EUR", "JPY", "KWD"] and ages[1].startswith("new today")
     browser.click("#to-sign a")
     assert browser.url.endswith("/day/2026-01-01?kind=nightly")
+
+
+def test_a_reviewer_bulk_rejects_with_a_reason_after_seeing_count_and_totals(served,
+                                                                            browser) -> None:
+    """Issue 61: 'On all N: reject' without a reason is refused in one line; with one, the
+    confirmation names how many breaks and their total per currency, then each break is
+    rejected by its own signed entry, and the list filtered by 'rejected' shows them."""
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=EUR")
+    count = browser.text("#count").split(" breaks match")[0]
+    browser.fill("#bulk select[name=action]", "reject")
+    browser.click("#bulk button[type=submit]")
+    assert "rejecting the breaks of 2026-01-01 in bulk needs a reason" in browser.text()
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=EUR")
+    browser.fill("#bulk select[name=action]", "reject")
+    browser.fill("#bulk input[name=note]", "the EUR partner batch is not in yet")
+    browser.click("#bulk button[type=submit]")
+    assert browser.text("#bulk-summary").startswith(f"You are about to reject {count} breaks")
+    totals = browser.eval("[...document.querySelectorAll('#bulk-totals tbody tr')]"
+                          ".map(r => [...r.cells].map(c => c.innerText))")
+    assert len(totals) == 1 and totals[0][:2] == ["EUR", count]
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == f"reject recorded on {count} breaks"
+    assert [e.decision for e in read_log(db)] == ["break-rejected"] * int(count)
+    browser.goto(f"{url}/day/{DAY}/breaks?status=rejected")
+    assert browser.text("#count").startswith(f"{count} breaks match")

@@ -214,3 +214,57 @@ def test_the_workbench_role_records_any_users_export_but_not_a_strangers(owner_u
         assert [(e.by, e.decision) for e in read_log(owner)] == [("carl", "exported"),
                                                                  ("alice", "exported")]
         assert verify(owner).ok
+
+
+def test_the_workbench_role_bulk_rejects_and_resolves_and_records_the_logs_export(
+        owner_url: str) -> None:
+    """Issue 61 on PostgreSQL, over HTTP as the workbench's login role: a bulk rejection (its
+    reason in each entry) and a bulk resolve pass the log's triggers, one entry a break in
+    one transaction; the run's reconciler is refused; an auditor's JSON export of the log is
+    recorded (who, when) and the file carries its own entry."""
+    import re
+    from datetime import date
+
+    from fastapi.testclient import TestClient
+
+    from workbench.app import create_app
+    from workbench.sample import sample_day
+
+    with ReportDB(owner_url) as owner:
+        sample_day(owner, date(2026, 1, 5), breaks=6, reconciler="alice", run_id="run-b")
+        trust = workbench_trust(owner)
+    with ReportDB(_as(owner_url, WORKBENCH)) as workbench:
+        app = create_app(workbench, trust=trust, secret=b"s" * 32)
+
+        def login(name: str) -> tuple[TestClient, str]:
+            client = TestClient(app)
+            token = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text)
+            client.post("/login", data={"name": name, "password": PASSWORD,
+                                        "csrf": token.group(1)}, follow_redirects=False)
+            page = client.get("/day/2026-01-05/breaks").text
+            return client, re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+        def bulk(client: TestClient, token: str, action: str, note: str) -> str:
+            form = {"csrf": token, "kind": "nightly", "currency": "JPY", "action": action,
+                    "note": note}
+            confirm = client.post("/day/2026-01-05/bulk", data=form)
+            if confirm.status_code != 200:
+                return confirm.text
+            expect = re.search(r'name="expect" value="([^"]+)"', confirm.text).group(1)
+            return client.post("/day/2026-01-05/bulk", data={**form, "expect": expect}).text
+
+        alice, token = login("alice")
+        assert "four-eyes" in bulk(alice, token, "reject", "mine")
+        bob, token = login("bob")
+        assert "reject recorded on 2 breaks" in bulk(bob, token, "reject", "not in yet")
+        assert "resolve recorded on 2 breaks" in bulk(bob, token, "resolve", "in now")
+        carl = login("carl")[0]
+        export = carl.get("/log/export.json").json()
+    with ReportDB(owner_url) as owner:
+        log = read_log(owner)
+        assert [(e.by, e.decision) for e in log] == [
+            ("bob", "break-rejected"), ("bob", "break-rejected"), ("bob", "break-resolved"),
+            ("bob", "break-resolved"), ("carl", "exported")]
+        assert all(e.note.endswith(": not in yet") for e in log[:2])
+        assert export["export_seq"] == 5 and export["entries"][-1]["by"] == "carl"
+        assert verify(owner).ok
