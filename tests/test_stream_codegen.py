@@ -11,11 +11,16 @@ from __future__ import annotations
 import pytest
 
 from spark import tables as tb
+from spark.session import session_conf
 from spark.stream import BatchProcessor
 from tests.scenarios import ev
 from tests.test_replay_audit import _raw
 
 pytestmark = pytest.mark.spark
+
+#: Spark's defaults, which the tests' session turns off (tests/conftest.py)
+GENERATED_CODE = {"spark.sql.codegen.wholeStage": "true",
+                  "spark.sql.codegen.factoryMode": "FALLBACK"}
 
 
 def _compilations(spark) -> int:
@@ -54,13 +59,14 @@ def test_a_steady_batch_compiles_no_new_code(spark, tmp_path):
     from tests.streamkit import stream_settings
 
     settings = stream_settings(tmp_path / "wh", window="1m", watermark_bound="5s")
-    processor = BatchProcessor.of(spark, settings, query_id="codegen")
-    compiled = []
-    for batch_id in range(6):
-        before = _compilations(spark)
-        processor(_raw(spark, _batch(batch_id)), batch_id)
-        compiled.append(_compilations(spark) - before)
-    late = tb.read_table(spark, settings.warehouse_path, tb.LATE_EVENTS).count()
-    assert late >= 3, "the feed must exercise the late side output"
-    _probe_counts_a_new_plan(spark)
+    with session_conf(spark, GENERATED_CODE):  # the product's default; the session interprets
+        processor = BatchProcessor.of(spark, settings, query_id="codegen")
+        compiled = []
+        for batch_id in range(6):
+            before = _compilations(spark)
+            processor(_raw(spark, _batch(batch_id)), batch_id)
+            compiled.append(_compilations(spark) - before)
+        late = tb.read_table(spark, settings.warehouse_path, tb.LATE_EVENTS).count()
+        assert late >= 3, "the feed must exercise the late side output"
+        _probe_counts_a_new_plan(spark)
     assert compiled[-2:] == [0, 0], f"compilations per batch: {compiled}"
