@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 from reckon.eventtime import Disposition, EventTimeRules, classify
-from reckon.money import currency_problem, format_money, quantize_to_currency
+from reckon.money import currency_problem, format_money, money_context, quantize_to_currency
 from reckon.timeutil import format_micros
 
 __all__ = [
@@ -139,8 +139,9 @@ def history_of(deltas: list[Any], after: dict[tuple[str, int], int | None],
     told: list[ProvisionalVersion] = []
     total, count, revision = Decimal(0), 0, 0
     for d in deltas:
-        total, count, revision = total + d.total_amount, count + d.event_count, \
-            revision + d.revised
+        with money_context():
+            total = total + d.total_amount
+        count, revision = count + d.event_count, revision + d.revised
         status = window_status(window_end, after.get((d.query_id, d.batch_id)), grace).value
         told.append(ProvisionalVersion(d.batch_id, d.processed_at, "counted", d.batch_id,
                                        quantize_to_currency(total, d.currency), count, status,

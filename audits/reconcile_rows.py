@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from audits.records import CurrencySummary
 from reckon.errors import UsageError
+from reckon.money import money_context
 from reckon.reconcile import UNEXPLAINED_STATUSES, Measure, ReconStatus, Tolerance, residual
 from reckon.reconcile import within_tolerance as within_tolerance_rule
 from reckon.schema import TOTAL_IDENTITY
@@ -169,7 +170,8 @@ def currency_summary(row: Any) -> CurrencySummary:
     counts = {status.value: int(row[status.value]) for status in ReconStatus}
 
     def money(name: str) -> Decimal:  # at the stored scale, 0.000 included
-        return Decimal(row[name] if row[name] is not None else 0).quantize(_STORED)
+        with money_context():  # DECIMAL(38,3) has more digits than the default context
+            return Decimal(row[name] if row[name] is not None else 0).quantize(_STORED)
 
     return CurrencySummary(
         currency=row["currency"], rows=sum(counts.values()), status_counts=counts,

@@ -165,7 +165,7 @@ class Settings:
         if self.amount_min > self.amount_max:
             raise ConfigError(f"amount_min={self.amount_min} is above amount_max={self.amount_max}")
         for name in ("amount_min", "amount_max"):
-            if abs(getattr(self, name)) >= MAX_EVENT_AMOUNT:
+            if Decimal(getattr(self, name)).copy_abs() >= MAX_EVENT_AMOUNT:  # abs() rounds
                 raise ConfigError(
                     f"{name}={getattr(self, name)} is not valid: an event's amount is stored as "
                     f"DECIMAL({AMOUNT_PRECISION},{AMOUNT_SCALE}), so its magnitude must stay "

@@ -59,7 +59,7 @@ def is_material(gap: Decimal | None, currency: str | None,
     if not rule:
         return None
     threshold = rule.get(currency or "", Decimal(0))
-    return abs(gap or Decimal(0)) >= threshold
+    return (gap or Decimal(0)).copy_abs() >= threshold  # exact: abs() rounds to 28 digits
 
 
 def material_words(mark: bool | None) -> str:

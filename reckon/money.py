@@ -20,6 +20,14 @@ currencies are never added. The rules that make that true live here, on plain Py
   reach, so a total, and any day figure summed over windows, stays below 10**34; a gap or a
   residual combines at most four of them, below 4 * 10**34. Nothing can overflow. An amount
   beyond ``DECIMAL(18,3)`` is refused at parse time (``bad_amount``), never overflowed.
+- **Exact to 38 digits and beyond**: Python's default decimal context keeps 28 significant
+  digits, fewer than ``DECIMAL(38,3)`` holds (35 before the point, 3 after), and it rounds
+  silently. Every operation on money (a sum, a gap, a residual, a quantize, a ``%``, a
+  negation or an ``abs``, the formatting) runs in ``MONEY_CONTEXT`` (``with
+  money_context():``, ``money_sum``): ``MONEY_DIGITS`` significant digits and ``Inexact``
+  trapped, so a result that would not be exact raises ``decimal.Inexact`` instead of being
+  rounded. It is a local context, never the process's global one (other libraries keep
+  theirs). An absolute value is ``copy_abs()``, which never rounds (``abs()`` does).
 
 Example:
 
@@ -37,7 +45,17 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from contextlib import AbstractContextManager
+from decimal import (
+    ROUND_HALF_EVEN,
+    Context,
+    Decimal,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from functools import cache
 from typing import Any
 
@@ -48,6 +66,8 @@ __all__ = [
     "MAX_DAY_PAIRS",
     "MAX_EVENT_AMOUNT",
     "MAX_MINOR_UNIT",
+    "MONEY_CONTEXT",
+    "MONEY_DIGITS",
     "CurrencyTotals",
     "accepted_currencies",
     "breaks_minor_unit",
@@ -58,6 +78,8 @@ __all__ = [
     "minor_unit",
     "minor_unit_step",
     "minor_unit_violation",
+    "money_context",
+    "money_sum",
     "quantize_to_currency",
 ]
 
@@ -70,6 +92,40 @@ MAX_EVENT_AMOUNT = Decimal(10) ** AMOUNT_INTEGER_DIGITS
 #: The (event, window) pairs of the largest day reckon supports: 4 sums of that many addends
 #: below ``MAX_EVENT_AMOUNT`` stay below 10**35, which ``DECIMAL(38,3)`` holds.
 MAX_DAY_PAIRS = 10**19
+#: Significant digits of every money operation: ``DECIMAL(38,3)`` holds 38, a gap or residual
+#: of four such values 39, a sum of many breaks' gaps a few more, and a relative tolerance
+#: times an amount the digits of both; 80 leaves room for all of them. Python's default is 28.
+MONEY_DIGITS = 80
+#: The one decimal context money is computed in (``money_context``): ``MONEY_DIGITS`` digits,
+#: and ``Inexact`` trapped besides the default traps, so nothing is ever rounded silently (a
+#: result that needs more digits raises ``decimal.Inexact``). ``Rounded`` alone is not trapped:
+#: quantizing ``1.500`` to ``1.50`` drops a zero, which changes no value.
+MONEY_CONTEXT = Context(prec=MONEY_DIGITS, rounding=ROUND_HALF_EVEN,
+                        traps=[InvalidOperation, DivisionByZero, Overflow, Inexact])
+
+
+def money_context() -> AbstractContextManager[Context]:
+    """``with money_context():`` runs the block's Decimal arithmetic in (a copy of)
+    ``MONEY_CONTEXT``: exact for every value ``DECIMAL(38,3)`` holds, and for their sums.
+    Local to the block (and thread), never the process's global context.
+
+    >>> big = Decimal("99999999999999999999999999999999999.999")
+    >>> with money_context():
+    ...     big + Decimal("0.001")
+    Decimal('100000000000000000000000000000000000.000')
+    """
+    return localcontext(MONEY_CONTEXT)
+
+
+def money_sum(amounts: Iterable[Decimal | int], start: Decimal = Decimal(0)) -> Decimal:
+    """``start`` plus every amount, exactly (in ``MONEY_CONTEXT``). Amounts of one currency."""
+    total = start
+    with money_context():
+        for amount in amounts:
+            if isinstance(amount, float):
+                raise TypeError("money is never a float: give a Decimal")
+            total = total + Decimal(amount)
+    return total
 
 
 @cache
@@ -129,7 +185,11 @@ def minor_unit_step(exponent: int) -> Decimal:
 
 def breaks_minor_unit(amount: Any, step: Any) -> Any:
     """``amount`` is not a whole number of minor units of size ``step``. Only ``%`` and ``!=``:
-    the same predicate applies to Decimals and to Spark Columns (spark/parse.py)."""
+    the same predicate applies to Decimals and to Spark Columns (spark/parse.py); on Decimals
+    it runs in ``MONEY_CONTEXT`` (the default context cannot divide a 38-digit amount)."""
+    if isinstance(amount, Decimal):
+        with money_context():
+            return amount % step != 0
     return amount % step != 0
 
 
@@ -150,7 +210,8 @@ def quantize_to_currency(amount: Decimal, code: str) -> Decimal:
     if exponent is None or exponent > MAX_MINOR_UNIT:
         return amount
     step = minor_unit_step(exponent)
-    return amount.quantize(step) if amount % step == 0 else amount
+    with money_context():
+        return amount.quantize(step) if amount % step == 0 else amount
 
 
 def _places(amount: Decimal) -> int:
@@ -183,8 +244,9 @@ def format_amount(amount: Decimal, code: str, locale: str = "en_US") -> str:
     exact = quantize_to_currency(amount, code)
     places = _places(exact)
     pattern = "#,##0" + ("." + "0" * places if places else "")
-    return str(_babel_pattern(pattern).apply(exact, _babel_locale(locale),
-                                             decimal_quantization=False))
+    with money_context():  # Babel's abs(), normalize() and quantize() would round at 28 digits
+        return str(_babel_pattern(pattern).apply(exact, _babel_locale(locale),
+                                                 decimal_quantization=False))
 
 
 def format_money(amount: Decimal, code: str, locale: str = "en_US") -> str:
@@ -194,17 +256,16 @@ def format_money(amount: Decimal, code: str, locale: str = "en_US") -> str:
     exact = quantize_to_currency(amount, code)
     places = _places(exact)
     pattern = "\u00a4\u00a4\u00a0#,##0" + ("." + "0" * places if places else "")
-    text = _babel_pattern(pattern).apply(exact, _babel_locale(locale), currency=code,
-                                         currency_digits=False, decimal_quantization=False)
+    with money_context():  # as in format_amount
+        text = _babel_pattern(pattern).apply(exact, _babel_locale(locale), currency=code,
+                                             currency_digits=False, decimal_quantization=False)
     return str(text).replace("\u00a0", " ")
 
 
 class CurrencyTotals(dict[str, Decimal]):
     """Exact sums kept apart per currency: the only way reckon adds amounts for a headline.
-    ``add`` returns the object so sums can be chained."""
+    ``add`` returns the object so sums can be chained; sums are taken in ``MONEY_CONTEXT``."""
 
     def add(self, code: str, amount: Decimal | int) -> CurrencyTotals:
-        if isinstance(amount, float):
-            raise TypeError("money is never a float: give a Decimal")
-        self[code] = self.get(code, Decimal(0)) + Decimal(amount)
+        self[code] = money_sum((amount,), self.get(code, Decimal(0)))
         return self

@@ -9,6 +9,8 @@ The formulas (docs/semantics.md, "Reconciliation"), all exact (Decimal amounts, 
   counted more than once (copies of an event_id it did not recognise as duplicates);
 - the residual is *within tolerance* when its count is exactly 0 and
   ``|residual_amount| <= max(tolerance.absolute, tolerance.relative * |canonical_amount|)``;
+- on Python values the arithmetic runs in ``reckon.money.money_context`` (exact for every
+  ``DECIMAL(38,3)`` amount; a result that would need rounding raises ``decimal.Inexact``);
 - the status is the first rule of ``STATUS_RULES`` that holds:
   MATCHED (both sides present, gap 0 and residual 0), EXPLAINED (residual within tolerance),
   MISSING_IN_STREAM (only canonical has the row), MISSING_IN_CANONICAL (only the stream has
@@ -29,6 +31,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from reckon.errors import ConfigError
+from reckon.money import money_context
 
 __all__ = [
     "FALLBACK_STATUS",
@@ -152,10 +155,11 @@ def reconcile_row(provisional: tuple[Decimal, int] | None, canonical: tuple[Deci
     """The reference: one (window, key, currency) on plain Python values."""
     p_amt, p_cnt = provisional or (ZERO, 0)
     c_amt, c_cnt = canonical or (ZERO, 0)
-    gap = (c_amt - p_amt, c_cnt - p_cnt)
-    res = (residual(gap[0], late[0], duplicate[0]), residual(gap[1], late[1], duplicate[1]))
-    m = Measure(provisional is not None, canonical is not None, gap[0], gap[1], res[0], res[1],
-                within_tolerance(res[0], res[1], c_amt, tolerance))
+    with money_context():  # exact for every DECIMAL(38,3) amount (the default keeps 28 digits)
+        gap = (c_amt - p_amt, c_cnt - p_cnt)
+        res = (residual(gap[0], late[0], duplicate[0]), residual(gap[1], late[1], duplicate[1]))
+        m = Measure(provisional is not None, canonical is not None, gap[0], gap[1], res[0],
+                    res[1], within_tolerance(res[0], res[1], c_amt, tolerance))
     status = next((s for rule, s in STATUS_RULES if rule(m)), FALLBACK_STATUS)
     return ReconRow(provisional, canonical, late, duplicate, gap, res, status)
 

@@ -34,7 +34,7 @@ from reckon.eventtime import (
     is_future_dated,
     window_status,
 )
-from reckon.money import currency_problem, minor_unit_violation
+from reckon.money import currency_problem, minor_unit_violation, money_sum
 from reckon.reconcile import ReconRow, Tolerance, reconcile
 
 __all__ = [
@@ -236,7 +236,7 @@ def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) ->
                     continue
                 grain = (window, event.key, event.currency)
                 row = out.totals.setdefault(grain, TotalRow(window, event.key, event.currency))
-                row.total += event.amount
+                row.total = money_sum((event.amount,), row.total)
                 row.count += 1
                 if row.first_batch is None:
                     row.first_batch = batch_id
@@ -303,7 +303,7 @@ def canonical_totals(events: Iterable[Event], rules: EventTimeRules
     for e in first.values():
         for w in rules.windows.assign(e.event_time):
             total, count = sums.get((w, e.key, e.currency), (Decimal("0.00"), 0))
-            sums[(w, e.key, e.currency)] = (total + e.amount, count + 1)
+            sums[(w, e.key, e.currency)] = (money_sum((e.amount,), total), count + 1)
     rows = {k: CanonicalRow(k[0], k[1], k[2], t, c) for k, (t, c) in sums.items()}
     return rows, sorted(conflicts)
 
@@ -324,7 +324,7 @@ def duplicate_overcount(out: StreamOutcome, rules: EventTimeRules) -> dict[Total
         for w in rules.windows.assign(event.event_time):
             grain = (w, event.key, event.currency)
             amount, count = over.get(grain, (Decimal("0.00"), 0))
-            over[grain] = (amount + event.amount, count + 1)
+            over[grain] = (money_sum((event.amount,), amount), count + 1)
     return over
 
 
@@ -337,7 +337,7 @@ def reconcile_outcome(out: StreamOutcome, events: Iterable[Event], rules: EventT
     for row in out.late:
         grain = (row.window, row.event.key, row.event.currency)
         amount, count = late.get(grain, (Decimal("0.00"), 0))
-        late[grain] = (amount + row.event.amount, count + 1)
+        late[grain] = (money_sum((row.event.amount,), amount), count + 1)
     return reconcile(
         {k: (r.total, r.count) for k, r in out.totals.items()},
         {k: (r.total, r.count) for k, r in canonical.items()},

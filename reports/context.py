@@ -26,6 +26,7 @@ from reckon.engine_config import ReportConfig, WhatIfConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.materiality import run_rule
+from reckon.money import money_context
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import DECISIONS, ReviewState, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
@@ -74,7 +75,8 @@ class Headline:
 def unexplained_amount(summary: CurrencySummary) -> Decimal:
     """The residual of one currency's UNEXPLAINED / MISSING_* rows: its residual less the part
     a tolerance let pass on EXPLAINED rows (MATCHED rows have no residual)."""
-    return summary.residual_total - summary.tolerated_total
+    with money_context():
+        return summary.residual_total - summary.tolerated_total
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from reckon.money import money_context
 from reckon.signoff import BREAK_REVIEW_STATUSES
 
 if TYPE_CHECKING:
@@ -78,8 +79,9 @@ def _roll_up(breaks: Iterable[BreakLine], group_of: Callable[[BreakLine], str],
     for b in breaks:
         cell = sums.setdefault((group_of(b), b.currency), _Sums())
         cell.breaks += 1
-        cell.gap += b.gap_amount
-        cell.residual += b.residual_amount
+        with money_context():
+            cell.gap += b.gap_amount
+            cell.residual += b.residual_amount
     rank = {name: i for i, name in enumerate(order)}
     ordered = sorted(sums, key=lambda gc: (rank.get(gc[0], len(rank)), gc[0], gc[1]))
     return tuple(SummaryRow(group=g, currency=c, breaks=sums[(g, c)].breaks,

@@ -35,7 +35,7 @@ from fastapi.templating import Jinja2Templates
 from reckon.errors import ReckonError, UsageError
 from reckon.identity import same_person
 from reckon.materiality import gap_floors, is_material, material_words, run_rule
-from reckon.money import format_amount, quantize_to_currency
+from reckon.money import format_amount, money_sum, quantize_to_currency
 from reckon.reconcile import ReconStatus
 from reckon.signing import SigningKey
 from reckon.signoff import REOPENED, four_eyes_refusal, review_words
@@ -593,7 +593,7 @@ def _totals(rows: list[dict[str, Any]]) -> list[tuple[str, int, Decimal]]:
     out: dict[str, tuple[int, Decimal]] = {}
     for r in rows:
         n, total = out.get(r["currency"], (0, Decimal(0)))
-        out[r["currency"]] = (n + 1, total + r["gap_amount"])
+        out[r["currency"]] = (n + 1, money_sum((r["gap_amount"],), total))
     return [(code, n, total) for code, (n, total) in sorted(out.items())]
 
 

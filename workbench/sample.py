@@ -24,7 +24,7 @@ from audits.break_story import story_of
 from audits.chapters import WindowReads, chapter_of
 from audits.records import AttributionRow, AuditRun, BreakRow, BreakStory, CurrencySummary
 from reckon.eventtime import EventTimeRules
-from reckon.money import minor_unit
+from reckon.money import minor_unit, money_sum
 from reckon.timeutil import to_micros
 from reports.db.repository import ReportDB
 
@@ -142,7 +142,7 @@ def _summary(code: str, rows: list[BreakRow]) -> CurrencySummary:
         counts[r.status] = counts.get(r.status, 0) + 1
 
     def total(name: str) -> Decimal:
-        return sum((getattr(r, name) or Decimal(0) for r in mine), Decimal(0))
+        return money_sum(getattr(r, name) or Decimal(0) for r in mine)
 
     unexplained = sum(n for s, n in counts.items() if s != "EXPLAINED")
     return CurrencySummary(

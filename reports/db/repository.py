@@ -335,7 +335,8 @@ class ReportDB:
             for row in conn.execute(stmt).mappings():
                 item = dict(row)
                 # amounts are exact decimal text in the database: compared here, as Decimals
-                if min_gap is not None and abs(item["gap_amount"]) < min_gap:
+                # (copy_abs: exact; abs() would round a 38-digit amount to 28 digits)
+                if min_gap is not None and item["gap_amount"].copy_abs() < min_gap:
                     continue
                 item.pop("id", None)
                 item.pop("gap_magnitude", None)  # the workbench's sort key, not an amount

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from decimal import Context, Decimal, InvalidOperation
+from decimal import Decimal, Inexact, InvalidOperation
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,12 +27,12 @@ from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.engine import Dialect
 
 from reckon.errors import invalid
+from reckon.money import MONEY_CONTEXT
 
 __all__ = ["ExactDecimal", "Magnitude", "Money", "UTCDateTime", "id_type", "json_type"]
 
 _STORED = Decimal("0.001")  # the stored scale: every accepted currency's minor unit fits
 _MONEY_LIMIT = Decimal(10) ** 35  # DECIMAL(38,3): 35 digits before the point
-_EXACT = Context(prec=80)  # the default 28 digits cannot quantize DECIMAL(38,3) values
 
 
 def _to_decimal(value: Any, what: str) -> Decimal:
@@ -63,9 +63,14 @@ class Money(sa.types.TypeDecorator[Decimal]):
         if value is None:
             return None
         number = _to_decimal(value, "money")
-        stored = number.quantize(_STORED, context=_EXACT)
-        if stored != number:
-            raise invalid("money", value, "an amount with at most 3 decimal places")
+        if not number.is_finite():
+            raise invalid("money", value, "an amount that fits DECIMAL(38,3)")
+        try:  # MONEY_CONTEXT: 38 digits and more are exact, and rounding raises Inexact
+            stored = number.quantize(_STORED, context=MONEY_CONTEXT)
+        except Inexact:
+            raise invalid("money", value, "an amount with at most 3 decimal places") from None
+        except InvalidOperation:  # more digits than MONEY_CONTEXT keeps: far too large
+            raise invalid("money", value, "an amount that fits DECIMAL(38,3)") from None
         if stored.copy_abs() >= _MONEY_LIMIT:  # exact: abs() rounds to 28 digits
             raise invalid("money", value, "an amount that fits DECIMAL(38,3)")
         return stored if dialect.name == "postgresql" else str(stored)
@@ -73,7 +78,7 @@ class Money(sa.types.TypeDecorator[Decimal]):
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         if value is None:
             return None
-        return Decimal(str(value)).quantize(_STORED, context=_EXACT)
+        return Decimal(str(value)).quantize(_STORED, context=MONEY_CONTEXT)
 
 
 #: A magnitude's stored text on SQLite: 35 digits, the point, 3 places (DECIMAL(38,3)'s range).
