@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import signal
@@ -54,11 +55,17 @@ from reckon.errors import ReckonError
 __all__ = ["COMPONENTS", "LocalAirflow", "local_airflow_config", "start_local_airflow"]
 
 # started in this order; the api-server first because workers and the triggerer call it
+log = logging.getLogger(__name__)
+
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 USERNAME = "reckon"
 _TERMINAL = frozenset({"success", "failed"})
 _TAIL_LINES = 20
 _HTTP_TIMEOUT = 30.0
+#: A read (GET) that times out is asked again while every component is alive: on a busy
+#: machine (a replay's JVM on both cores) the api-server can miss one 30 s timeout, and a
+#: demo or a test following a run must not fail on that. Writes are never repeated.
+_READ_ATTEMPTS = 4
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -181,7 +188,7 @@ def _spawn(name: str, env: Mapping[str, str], log_dir: Path) -> subprocess.Popen
 
 
 def _http(method: str, url: str, *, token: str | None = None, body: Any = None,
-          timeout: float = _HTTP_TIMEOUT) -> tuple[int, Any]:
+          timeout: float | None = None) -> tuple[int, Any]:
     """(status, parsed JSON or text) of one request; HTTP errors are returned, not raised."""
     data = None if body is None else json.dumps(body, default=str).encode()
     headers = {"Accept": "application/json"}
@@ -191,7 +198,7 @@ def _http(method: str, url: str, *, token: str | None = None, body: Any = None,
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout or _HTTP_TIMEOUT) as response:
             status, raw = response.status, response.read()
     except urllib.error.HTTPError as exc:
         status, raw = exc.code, exc.read()
@@ -268,13 +275,23 @@ class LocalAirflow:
         """One REST call under ``/api/v2`` with the token (renewed once on 401); a status not
         in ``ok`` raises ReckonError with Airflow's detail. Example: ``api("GET", "/dags")``."""
         url = f"{self.base_url}/api/v2{path}"
-        try:
-            status, data = _http(method, url, token=self.token(), body=body)
-            if status == 401:
-                status, data = _http(method, url, token=self.token(renew=True), body=body)
-        except OSError as exc:  # refused, reset, timed out: say which component died, if one
-            self.check_alive()
-            raise ReckonError(f"Airflow API {method} {path} unreachable: {exc}") from exc
+        attempts = _READ_ATTEMPTS if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                status, data = _http(method, url, token=self.token(), body=body)
+                if status == 401:
+                    status, data = _http(method, url, token=self.token(renew=True), body=body)
+                break
+            except OSError as exc:  # refused, reset, timed out: say which component died
+                self.check_alive()
+                if attempt == attempts:
+                    tried = (f"asked {attempts} times" if attempts > 1
+                             else "a write is never repeated")
+                    raise ReckonError(f"Airflow API {method} {path} unreachable: {exc} ({tried}"
+                                      f"; process logs in {self.home / 'process-logs'})"
+                                      ) from exc
+                log.info("Airflow API %s %s: %s; asking again (%d of %d)", method, path, exc,
+                         attempt + 1, attempts)
         if status not in ok:
             detail = data.get("detail", data) if isinstance(data, dict) else data
             raise ReckonError(f"Airflow API {method} {path}: HTTP {status}: {detail}")

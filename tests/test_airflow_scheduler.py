@@ -6,6 +6,7 @@ API, the LocalExecutor running the tasks. Asserts on the run's final state and t
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import socket
@@ -230,3 +231,52 @@ def _a_day_not_closed_fails_in_time(af, yesterday: date) -> None:
     said = re.search(r"after waiting (\d+) seconds \(the limit is 30 seconds\)", text)
     assert said and int(said.group(1)) >= 30  # the sensor's own clock: not before its time
     assert "Traceback" not in text.split("is not closed yet")[0][-2000:]
+
+
+def test_a_read_the_busy_api_server_misses_is_asked_again_and_a_write_never(tmp_path,
+                                                                              monkeypatch):
+    """A real HTTP server on loopback that answers the first request only after the client's
+    timeout (an api-server on a machine whose cores a replay holds): a GET is asked again and
+    succeeds; a POST that times out is not repeated (a trigger must not start two runs), and
+    says so in one line."""
+    import http.server
+    import threading
+
+    from reckon import airflow_local
+    from reckon.airflow_local import LocalAirflow
+    from reckon.errors import ReckonError
+
+    seen: list[str] = []
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            if len(seen) == 1 or self.command == "POST":
+                time.sleep(1.5)  # past the client's timeout
+            body = json.dumps({"state": "running"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *_args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(airflow_local, "_HTTP_TIMEOUT", 0.5)
+    try:
+        af = LocalAirflow(home=tmp_path, base_url=f"http://127.0.0.1:{server.server_port}",
+                          password="x")
+        af._token = "token"  # no login round trip: the API calls are what is tested
+        assert af.api("GET", "/dags/d/dagRuns/r") == {"state": "running"}
+        assert seen == ["GET /api/v2/dags/d/dagRuns/r"] * 2
+        with pytest.raises(ReckonError, match=r"^Airflow API POST /dags/d/dagRuns unreachable: "
+                                              r".*timed out \(a write is never repeated"):
+            af.api("POST", "/dags/d/dagRuns", {"conf": {}})
+        assert seen.count("POST /api/v2/dags/d/dagRuns") == 1
+    finally:
+        server.shutdown()
