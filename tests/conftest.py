@@ -4,7 +4,9 @@ UI); a fresh temporary warehouse per test. Tests that use the ``spark`` fixture 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,28 +77,55 @@ def spark(spark_settings) -> Iterator[object]:
     session.stop()
 
 
+def _scenarios_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this session's streamed scenarios live. Under pytest-xdist, the folder every
+    worker's temporary folder is in (one per session, the controller's): a scenario is then
+    streamed once per session, not once per worker (~5 CPU s a micro-batch). Alone, this
+    process's own temporary folder."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "scenarios"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+@contextlib.contextmanager
+def _exclusive(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` (flock, released when the file is closed):
+    the workers of one session build a scenario one at a time, the second waits for it."""
+    import fcntl
+
+    with lock_file.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def streamed_scenario(spark, tmp_path_factory: pytest.TempPathFactory):
     """``get(name)``: the settings of a warehouse that the real streaming job produced from the
     semantics scenario ``name`` (tests/scenarios.py). Each scenario is streamed at most once per
-    session (~6 s a micro-batch); tests only read it, or ``copy_warehouse`` it to write."""
+    session, by whichever worker needs it first (``_scenarios_root``); tests only read it, or
+    ``copy_warehouse`` it to write."""
+    import hashlib
+
     from spark.sources import StreamSource
     from spark.stream import run_stream
     from tests.scenarios import SCENARIOS
     from tests.streamkit import stream_settings, write_landing
 
-    streamed: dict[str, object] = {}
+    root = _scenarios_root(tmp_path_factory)
 
     def get(name: str):
-        if name not in streamed:
-            case = next(c for c in SCENARIOS if c.name == name)
-            root = tmp_path_factory.mktemp("scenario")
-            write_landing(root / "landing", case.batches)
-            settings = stream_settings(root / "wh", **case.rules)
-            run_stream(spark, settings, StreamSource(landing=str(root / "landing")),
-                       on_batch=None)
-            streamed[name] = settings
-        return streamed[name]
+        case = next(c for c in SCENARIOS if c.name == name)
+        folder = root / hashlib.sha1(name.encode()).hexdigest()[:12]
+        settings = stream_settings(folder / "wh", **case.rules)
+        with _exclusive(root / f"{folder.name}.lock"):
+            if not (folder / "streamed").exists():  # not yet, or a build that failed midway
+                shutil.rmtree(folder, ignore_errors=True)
+                write_landing(folder / "landing", case.batches)
+                run_stream(spark, settings, StreamSource(landing=str(folder / "landing")),
+                           on_batch=None)
+                (folder / "streamed").touch()
+        return settings
 
     return get
 
