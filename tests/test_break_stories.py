@@ -7,16 +7,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import date
+from itertools import pairwise
+from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
+from reckon.config import Settings
+from reckon.eventtime import EventTimeRules
 from reckon.reference import Event
 from reckon.timeutil import format_micros
 from reports.db.models import BREAK_INPUTS, BREAK_STORIES
 from reports.db.repository import ReportDB
 from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
-from tests.streamkit import stream_settings
+from tests.streamkit import copy_warehouse, stream_settings
 
 
 def explain(spark, settings, key, instant, currency=None):
@@ -26,6 +31,28 @@ def explain(spark, settings, key, instant, currency=None):
 
 
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+
+
+def _worked_example_in_five_batches() -> list[list[Event]]:
+    """GRACE_CASE's events (same ids, times and arrivals) in 5 batches instead of 9: [1, 3, 7],
+    [12, 15] (watermark 12: [0,10) closed, within grace), [8] (revises it), [22, 26]
+    (watermark 23: [0,10) final), [4] (late by 13 s). Every event meets the watermark it met
+    one batch at a time, so the stream judges each the same; the four batches saved only
+    moved the watermark by steps the story does not tell."""
+    events = [e for [e] in GRACE_CASE.batches]  # one event a batch
+    return [events[a:b] for a, b in pairwise([0, 3, 5, 6, 8, len(events)])]
+
+
+def _judged(batches: list[list[Event]], rules: EventTimeRules) -> tuple[dict, list]:
+    """The reference stream's totals (amount, count, status, revision) and late events
+    (id, window, lateness): what the batching must not change."""
+    from reckon.reference import stream_outcome
+
+    out = stream_outcome(batches, rules)
+    return ({k: (r.total, r.count, r.status, r.revision) for k, r in out.totals.items()},
+            [(r.event.event_id, r.window, r.lateness) for r in out.late])
+
+
 DAY = date.fromisoformat(format_micros(BASE)[:10])
 
 
@@ -57,7 +84,10 @@ def test_a_recorded_story_is_the_one_explain_prints(spark, tmp_path) -> None:
     from spark.replay import replay_day
 
     settings = stream_settings(tmp_path / "wh", **GRACE_CASE.rules)
-    _stream(spark, settings, GRACE_CASE.batches, "stories-grace")
+    batches = _worked_example_in_five_batches()
+    rules = settings.event_time_rules()  # the worked example's outcome, in fewer batches:
+    assert _judged(batches, rules) == _judged(GRACE_CASE.batches, rules)
+    _stream(spark, settings, batches, "stories-grace")
     replay_day(spark, settings.replay_config(), DAY)
     result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     assert result.breaks_recorded == 1
@@ -101,29 +131,48 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
                   for i in inputs) == [("partition", "1", 1, 1), ("source", "kiosk", 1, 1)]
 
 
-def test_every_break_of_a_run_is_told_once_in_either_database(spark, tmp_path, db_url
-                                                              ) -> None:
+#: Three keys, each in a window of its own, each counted twice: a copy arrives 30 s after the
+#: first, past the 5 s dedup horizon of ``_counted_twice_settings``.
+FIRSTS = [ev(1 + 10 * i, 2 + 10 * i, key=key, amount=f"{i + 1}.25")
+          for i, key in enumerate(("A", "C", "D"))]
+
+
+def _counted_twice_settings(warehouse: Path) -> Settings:
+    """A 5 s dedup horizon, and lateness so wide that no copy is late."""
+    return stream_settings(warehouse, window="10s", lateness="1h", dedup_horizon="5s")
+
+
+@pytest.fixture(scope="module")
+def counted_twice(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """FIRSTS and their copies streamed and the day replayed, once for both report databases:
+    neither the stream nor the replay touches the report database, so each database's test
+    audits (and records into its database from) a copy of the same replayed warehouse."""
+    from spark.replay import replay_day
+
+    settings = _counted_twice_settings(tmp_path_factory.mktemp("counted-twice") / "wh")
+    again = [replace(e, arrival_time=e.arrival_time + 30 * S, offset=e.offset + 50,
+                     partition=1) for e in FIRSTS]
+    _stream(spark, settings, [FIRSTS, again], "stories-many")
+    replay_day(spark, settings.replay_config(), DAY)
+    return settings.warehouse_path
+
+
+def test_every_break_of_a_run_is_told_once_in_either_database(spark, counted_twice, tmp_path,
+                                                              db_url) -> None:
     """Three keys each counted twice (a copy past a 5 s dedup horizon), in windows of their
     own: three breaks, told in parallel on the executors and written into SQLite by one
     writer (gathered) or into PostgreSQL by each partition; each recorded story is, line for
     line, what ``reckon explain`` prints for its window."""
     from audits.audit import audit_day
     from reports.db.repository import audit_recorder
-    from spark.replay import replay_day
 
-    settings = replace(stream_settings(tmp_path / "wh", window="10s", lateness="1h",
-                                       dedup_horizon="5s"), report_db_url=db_url)
-    firsts = [ev(1 + 10 * i, 2 + 10 * i, key=key, amount=f"{i + 1}.25")
-              for i, key in enumerate(("A", "C", "D"))]
-    again = [replace(e, arrival_time=e.arrival_time + 30 * S, offset=e.offset + 50,
-                     partition=1) for e in firsts]
-    _stream(spark, settings, [firsts, again], "stories-many")
-    replay_day(spark, settings.replay_config(), DAY)
+    settings = replace(_counted_twice_settings(copy_warehouse(counted_twice, tmp_path)),
+                       report_db_url=db_url)
     result = audit_day(spark, settings.audit_config(), DAY, recorder=audit_recorder(settings))
     stories, _ = _recorded(settings, result.run_id)
     assert result.breaks_recorded == 3
     assert [(s["key"], s["events"]) for s in stories] == [("A", 2), ("C", 2), ("D", 2)]
-    for story, event in zip(stories, firsts, strict=True):
+    for story, event in zip(stories, FIRSTS, strict=True):
         told = explain(spark, settings, story["key"], event.event_time, "USD")
         assert story["lines"] == list(told.lines)
 

@@ -34,7 +34,7 @@ from reckon.timeutil import day_bounds, to_micros
 from reports.db.repository import audit_recorder
 from spark import commits
 from spark import tables as tb
-from spark.replay import replay_day
+from spark.replay import ReplayResult, replay_day
 from spark.stream import BatchProcessor
 from tests.scenarios import CURRENCIES, minor_units
 from tests.streamkit import (
@@ -359,11 +359,30 @@ def streamed(spark, tmp_path_factory) -> Path:
     return warehouse
 
 
-def test_replay_is_idempotent_and_leaves_other_days_alone(spark, streamed, tmp_path):
-    warehouse = copy_warehouse(streamed, tmp_path)
+@dataclasses.dataclass(frozen=True)
+class Replayed:
+    """``streamed`` with both days replayed; ``day1`` is the result of DAY1's replay."""
+
+    warehouse: Path
+    day1: ReplayResult
+
+
+@pytest.fixture(scope="module")
+def replayed(spark, streamed: Path, tmp_path_factory: pytest.TempPathFactory) -> Replayed:
+    """A copy of ``streamed`` with DAY1 and DAY2 replayed, once for the tests whose own steps
+    start after both replays (re-replaying, tampering, auditing): each works on its own copy,
+    so each starts from exactly the warehouse its own two replays left."""
+    warehouse = copy_warehouse(streamed, tmp_path_factory.mktemp("replayed"))
     settings = stream_settings(warehouse, **RULES)
-    first = replay_day(spark, settings.replay_config(), DAY1)
+    day1 = replay_day(spark, settings.replay_config(), DAY1)
     replay_day(spark, settings.replay_config(), DAY2)
+    return Replayed(warehouse, day1)
+
+
+def test_replay_is_idempotent_and_leaves_other_days_alone(spark, replayed, tmp_path):
+    warehouse = copy_warehouse(replayed.warehouse, tmp_path)
+    settings = stream_settings(warehouse, **RULES)
+    first = replayed.day1
     canonical = spark.read.format("delta").load(str(warehouse / tb.CANONICAL_TOTALS))
     before = sorted(tuple(r) for r in canonical.collect())
     day2_files = sorted(p.name for p in (warehouse / tb.CANONICAL_TOTALS).glob(
@@ -486,14 +505,12 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
     assert result.unexplained == 1
 
 
-def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, streamed, tmp_path):
+def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, replayed, tmp_path):
     from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    warehouse = copy_warehouse(streamed, tmp_path)
+    warehouse = copy_warehouse(replayed.warehouse, tmp_path)
     settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings.replay_config(), DAY1)
-    replay_day(spark, settings.replay_config(), DAY2)
     table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_DELTAS))
     victim = (table.toDF().filter("window_date = '2026-01-02'")
               .orderBy("window_start", "key", "currency", "batch_id").first())
@@ -976,17 +993,14 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
     assert len(db.breaks(earlier.run_id)) == earlier.breaks_recorded
 
 
-def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, streamed, tmp_path,
+def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, replayed, tmp_path,
                                                                 monkeypatch, capsys):
     """The stream's watermark has passed midnight but not the end of day 2: auditing day 2 by
     hand is allowed, with a warning that its provisional totals can still change; day 1 is
     closed and audits without one."""
     from reckon.cli import main
 
-    warehouse = copy_warehouse(streamed, tmp_path)
-    settings = stream_settings(warehouse, **RULES)
-    replay_day(spark, settings.replay_config(), DAY1)
-    replay_day(spark, settings.replay_config(), DAY2)
+    warehouse = copy_warehouse(replayed.warehouse, tmp_path)
     for key, value in RULES.items():
         monkeypatch.setenv(f"RECKON_{key.upper()}", value)
     assert main(["audit", "--warehouse", str(warehouse), "--date", "2026-01-02"]) == 0

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from audits.records import AttributionRow, CurrencySummary
+from reckon.config import Settings
 from reckon.errors import LayoutError
 from reckon.money import format_money
 from reckon.reconcile import ReconStatus
@@ -582,7 +583,35 @@ def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
 # ----------------------------------------------------------------------------- Spark tier
 
 
-def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
+#: Streamed once a session (two late events: their windows are the day's breaks).
+WORKED_GRACE_0 = "worked example, grace 0"
+
+
+@pytest.fixture(scope="module")
+def replayed_worked_example(spark, streamed_scenario,
+                            tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worked example (grace 0) streamed and its day replayed, once for the tests that
+    audit it: each starts from the same replay, so each copies this warehouse and audits (and
+    renders) its own copy; the replay itself is not what they assert."""
+    from spark.replay import replay_day
+    from tests.streamkit import copy_warehouse
+
+    streamed = streamed_scenario(WORKED_GRACE_0).warehouse_path
+    warehouse = copy_warehouse(streamed, tmp_path_factory.mktemp("replayed-worked"))
+    replay_day(spark, _worked_settings(warehouse).replay_config(), DAY)
+    return warehouse
+
+
+def _worked_settings(warehouse: Path) -> Settings:
+    """The settings the worked example (grace 0) was streamed with, on ``warehouse``."""
+    from tests.scenarios import SCENARIOS
+    from tests.streamkit import stream_settings
+
+    case = next(c for c in SCENARIOS if c.name == WORKED_GRACE_0)
+    return stream_settings(warehouse, **case.rules)
+
+
+def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_path):
     """Stream the worked example (grace 0: two late events), replay, audit, then render the
     day: the report shows the audit's figures and is recorded with its HTML's SHA-256."""
     import hashlib
@@ -590,15 +619,11 @@ def test_render_day_from_a_real_warehouse(spark, streamed_scenario, tmp_path):
     from audits.audit import audit_day
     from reports.db.repository import ReportDB, audit_recorder
     from reports.render import render_day
-    from spark.replay import replay_day
-    from tests.scenarios import SCENARIOS
-    from tests.streamkit import copy_warehouse, stream_settings
+    from tests.streamkit import copy_warehouse
 
-    case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
-    streamed = streamed_scenario(case.name).warehouse_path
-    warehouse = copy_warehouse(streamed, tmp_path)  # replay, audit and render write to it
-    settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings.replay_config(), DAY)
+    # audit and render write to it
+    warehouse = copy_warehouse(replayed_worked_example, tmp_path)
+    settings = _worked_settings(warehouse)
     audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
 
     result = render_day(spark, settings.report_config(), DAY)
@@ -686,7 +711,8 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
 
 
-def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streamed_scenario,
+def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark,
+                                                                  replayed_worked_example,
                                                                   tmp_path):
     """A run becomes current only once its breaks are stored: when the report database
     refuses them (a trigger aborts every insert, as a full disk would), the audit fails and the
@@ -695,14 +721,9 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
 
     from audits.audit import audit_day
     from reports.db.repository import ReportDB, audit_recorder
-    from spark.replay import replay_day
-    from tests.scenarios import SCENARIOS
-    from tests.streamkit import copy_warehouse, stream_settings
+    from tests.streamkit import copy_warehouse
 
-    case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
-    warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
-    settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings.replay_config(), DAY)
+    settings = _worked_settings(copy_warehouse(replayed_worked_example, tmp_path))
     first = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert first.breaks_recorded > 0  # the two late events' windows
     db = ReportDB.from_settings(settings)
@@ -717,7 +738,8 @@ def test_a_failed_breaks_insert_leaves_the_previous_audit_current(spark, streame
     assert len(db.breaks(first.run_id)) == first.breaks_recorded
 
 
-def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scenario, tmp_path):
+def test_the_report_refuses_rows_another_audit_run_replaced(spark, replayed_worked_example,
+                                                            tmp_path):
     """An ad hoc audit of the day replaces the day's reconciliation rows while the nightly run
     stays current: the nightly report would take its headline from one run and its
     unexplained amount and gap chart from the other, so it refuses and names the re-run."""
@@ -725,14 +747,9 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, streamed_scen
     from reckon.errors import UsageError
     from reports.context import build_context
     from reports.db.repository import audit_recorder
-    from spark.replay import replay_day
-    from tests.scenarios import SCENARIOS
-    from tests.streamkit import copy_warehouse, stream_settings
+    from tests.streamkit import copy_warehouse
 
-    case = next(c for c in SCENARIOS if c.name == "worked example, grace 0")
-    warehouse = copy_warehouse(streamed_scenario(case.name).warehouse_path, tmp_path)
-    settings = stream_settings(warehouse, **case.rules)
-    replay_day(spark, settings.replay_config(), DAY)
+    settings = _worked_settings(copy_warehouse(replayed_worked_example, tmp_path))
     nightly = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert build_context(spark, settings.report_config(), DAY).audit_run_id == nightly.run_id
     adhoc = audit_day(spark, settings.audit_config(), DAY, kind="adhoc", recorder=audit_recorder(settings))
