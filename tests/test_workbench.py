@@ -1050,16 +1050,22 @@ def test_a_reviewer_bulk_accepts_the_filtered_breaks_after_a_confirmation(
     assert len(read_log(db)) == len(expected)
 
 
-def test_bulk_actions_refuse_the_runs_reconciler_an_auditor_and_no_note(app,
-                                                                       db: ReportDB) -> None:
-    """A reviewer who reconciled the run may not bulk-accept its breaks (four eyes, on the
-    server, before the confirmation and at it); an auditor may not act at all."""
-    form = {"kind": "nightly", "currency": "EUR", "action": "accept", "note": "mine"}
+def _the_reconciler_is_refused_a_bulk(app, form: dict[str, str]) -> None:
+    """alice reconciled the day's run: her bulk action is refused on the server, before the
+    confirmation and at it (four eyes)."""
     alice = _client(app, "alice")
     token = _csrf(alice.get(f"/day/{DAY}/breaks").text)
     for extra in ({}, {"expect": "0" * 64}):
         refused = alice.post(f"/day/{DAY}/bulk", data={**form, **extra, "csrf": token})
         assert refused.status_code == 403 and "four-eyes" in refused.text
+
+
+def test_bulk_actions_refuse_the_runs_reconciler_an_auditor_and_no_note(app,
+                                                                       db: ReportDB) -> None:
+    """A reviewer who reconciled the run may not bulk-accept its breaks (four eyes, on the
+    server, before the confirmation and at it); an auditor may not act at all."""
+    form = {"kind": "nightly", "currency": "EUR", "action": "accept", "note": "mine"}
+    _the_reconciler_is_refused_a_bulk(app, form)
     carl = _client(app, "carl")
     listed = carl.get(f"/day/{DAY}/breaks").text
     assert 'id="bulk"' not in listed  # no form for an auditor, and the server refuses too
@@ -1253,6 +1259,26 @@ def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
 # ----------------------------------------------------------------------------- period view
 
 
+def test_days_not_over_yet_are_open_not_still_to_sign(app, db: ReportDB) -> None:
+    """The current month, looked at mid-month: the days from today on have no run because
+    they have not ended, not because nobody audited them; they say so and are not counted as
+    still to sign (the default month view used to list every future day)."""
+    now = datetime(2026, 1, 20, 9, 30, tzinfo=UTC)
+    view = queries.period(db, date(2026, 1, 1), date(2026, 1, 31), now=now)
+    opened = [d["day"] for d in view["days"] if d["open"]]
+    assert opened == [date(2026, 1, day) for day in range(20, 32)]  # today to the 31st
+    assert view["to_sign"] == [date(2026, 1, day) for day in range(1, 20)]  # never audited
+    yesterday = datetime.now(UTC).date() - timedelta(days=1)
+    month = f"{yesterday:%Y-%m}"
+    text = _client(app, "carl").get(f"/period?month={month}").text
+    today_row = re.search(rf'/day/{yesterday + timedelta(days=1)}[^"]*">[^<]*</a></td>\s*'
+                          r'<td colspan="2" class="([^"]*)">([^<]*)</td>', text)
+    if yesterday.month == (yesterday + timedelta(days=1)).month:  # today is in that month
+        assert today_row and today_row.groups() == ("state", "Day not over yet")
+    assert re.search(rf'/day/{yesterday}[^"]*">[^<]*</a></td>\s*<td colspan="2" '
+                     r'class="warn state">Not audited</td>', text)
+
+
 def test_the_month_view_shows_each_days_state_unsettled_breaks_by_age_and_days_to_sign(
         app, db: ReportDB) -> None:
     """Issue 61: a month at a glance: each day's state in the words every view shows, its
@@ -1383,11 +1409,7 @@ def test_bulk_resolve_and_reject_refuse_the_runs_reconciler_and_an_auditor(
     """Four eyes and roles on the server, as for a bulk accept: the run's reconciler (a
     reviewer too) and an auditor are refused before and at the confirmation."""
     form = {"kind": "nightly", "currency": "EUR", "action": action, "note": "mine"}
-    alice = _client(app, "alice")
-    token = _csrf(alice.get(f"/day/{DAY}/breaks").text)
-    for extra in ({}, {"expect": "0" * 64}):
-        refused = alice.post(f"/day/{DAY}/bulk", data={**form, **extra, "csrf": token})
-        assert refused.status_code == 403 and "four-eyes" in refused.text
+    _the_reconciler_is_refused_a_bulk(app, form)
     carl = _client(app, "carl")
     refused = carl.post(f"/day/{DAY}/bulk",
                         data={**form, "csrf": _csrf(carl.get(f"/day/{DAY}/breaks").text)})

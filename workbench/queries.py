@@ -517,7 +517,8 @@ def period(db: ReportDB, start: date, end: date, *, kind: str = "nightly",
     state (None: never audited), how many of its breaks are still unsettled (open or
     rejected), those breaks counted by age bucket (reports.summary.AGE_BUCKETS) and currency
     (counts only: no amount is added, let alone across currencies), and the days still to
-    sign: audited and awaiting sign-off or rejected, or never audited.
+    sign: audited and awaiting sign-off or rejected, or never audited. A day not over yet
+(today or later, UTC) without a run is ``open``: nothing to audit or sign.
 
     Example: ``period(db, date(2026, 1, 1), date(2026, 1, 31))["to_sign"]``."""
     from reports.summary import AGE_BUCKETS
@@ -547,11 +548,15 @@ def period(db: ReportDB, start: date, end: date, *, kind: str = "nightly",
         label = AGE_BUCKETS[int(row.bucket)][0]
         buckets[(label, row.currency)] = buckets.get((label, row.currency), 0) + int(row.n)
     days_out, to_sign = [], []
+    today = moment.astimezone(UTC).date()
     for offset in range((end - start).days + 1):
         day = start + timedelta(days=offset)
         run = runs.get(day)
-        days_out.append({"day": day, "run": run, "unsettled": unsettled.get(day, 0)})
-        if run is None or run["review"].awaits_signoff or run["review"].state == "rejected":
+        open_day = run is None and day >= today  # not over yet: nothing to audit or sign
+        days_out.append({"day": day, "run": run, "unsettled": unsettled.get(day, 0),
+                         "open": open_day})
+        if not open_day and (run is None or run["review"].awaits_signoff
+                             or run["review"].state == "rejected"):
             to_sign.append(day)
     currencies = sorted({code for _, code in buckets})
     return {"start": start, "end": end, "kind": kind, "days": days_out, "to_sign": to_sign,
