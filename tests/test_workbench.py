@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
@@ -1157,15 +1159,22 @@ def test_a_reviewer_assigns_breaks_with_a_due_date_and_finds_mine_and_overdue(
 # ----------------------------------------------------------------------------- exports logged
 
 
+def _pdf_text(content: bytes) -> str:
+    """A PDF's text as poppler's ``pdftotext -layout`` reads it (a reader's view of its lines).
+    Missing poppler fails the test with the fix, never skips it."""
+    pdftotext = shutil.which("pdftotext")
+    if pdftotext is None:
+        pytest.fail("poppler's pdftotext is not installed: run scripts/setup.sh", pytrace=False)
+    return subprocess.run([pdftotext, "-layout", "-", "-"], input=content,
+                          capture_output=True, check=True).stdout.decode()
+
+
 def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB) -> None:
     """Issue 61: each CSV or PDF export of the filtered break list is one 'exported' entry of
     the chained log (who, when, which file, how many breaks, which filters), made by whoever
     exported: an auditor and the run's reconciler too (an export decides nothing, so the
     review state stays as it was). The PDF, read back with poppler's pdftotext, holds the
     breaks, their total per currency and who exported it when."""
-    import shutil
-    import subprocess
-
     carl, alice, bob = (_client(app, n) for n in ("carl", "alice", "bob"))
     before = datetime.now(UTC)
     assert carl.get(f"/day/{DAY}/breaks.csv?currency=JPY&cause=UNEXPLAINED").status_code == 200
@@ -1190,11 +1199,7 @@ def test_every_export_is_recorded_in_the_log_with_who_and_when(app, db: ReportDB
     assert review_states(db, [RUN])[RUN].state == "open"  # an export decides nothing
     day = bob.get(f"/day/{DAY}").text
     assert "<b>carl</b> exported: exported reckon-breaks-2026-01-01-nightly.csv" in day
-    pdftotext = shutil.which("pdftotext")
-    if pdftotext is None:
-        pytest.skip("poppler's pdftotext is not installed (scripts/setup.sh installs it)")
-    text = subprocess.run([pdftotext, "-layout", "-", "-"], input=pdf.content,
-                          capture_output=True, check=True).stdout.decode()
+    text = _pdf_text(pdf.content)
     assert "Breaks of 2026-01-01 (nightly), audit run nightly-2026-01-01" in text
     assert f"Exported by bob at {log[2].at.strftime('%Y-%m-%d %H:%M:%S')} UTC" in text
     assert "Filters: currency=KWD, sort=gap." in text
@@ -1247,6 +1252,13 @@ def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
             (k, c, w.isoformat()): m for (k, c, w), m in expected.items()}
         fallback = list(csv.DictReader(io.StringIO(bob.get(f"/day/{later}/breaks.csv").text)))
         assert {r["material"] for r in fallback} == {"-"}  # nothing reaches EUR 100 etc.
+        # the PDF export marks the same breaks (read back with poppler, one line a break)
+        text = _pdf_text(bob.get(f"/day/{DAY}/breaks.pdf").content)
+        cells = [line.split() for line in text.splitlines()
+                 if re.match(r"\s*2026-01-01 \d\d:\d\d:\d\d ", line)]
+        assert "Material" in text and {(f"{c[0]} {c[1]}", c[2], c[3]): c[7] for c in cells} \
+            == {(f"{w.astimezone(UTC):%Y-%m-%d %H:%M:%S}", k, c): m
+                for (k, c, w), m in expected.items()}
     capsys.readouterr()
     assert main(["breaks", "list", "--warehouse", str(wh), "--date", DAY.isoformat(),
                  "--json"]) == 0

@@ -430,7 +430,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                               f"{words})", warehouse=warehouse, signer=_signer(trust),
                               heads=trust.heads)
         body = breaks_pdf(run, rows, filters=words, by=who.user.name, at=entry.at,
-                          totals=_totals(rows))
+                          totals=_totals(rows), material=_rule_of(run, app.state.material))
         return Response(body, media_type="application/pdf",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 

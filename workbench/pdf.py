@@ -4,26 +4,29 @@ one across currencies), who exported it and when. Recorded in the sign-off log l
 export (workbench.app).
 
 Example:
-    >>> breaks_pdf(run, rows, filters="currency=JPY", by="carl", at=now)  # doctest: +SKIP
+    >>> breaks_pdf(run, rows, filters="currency=JPY", by="carl", at=now,
+    ...            totals=[("JPY", 3, Decimal(-420))], material={"JPY": Decimal(140)})
+    ... # doctest: +SKIP
     b'%PDF-1.4...'
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from reckon.materiality import is_material, material_words
 from reckon.money import format_amount
 
 __all__ = ["PDF_COLUMNS", "breaks_pdf"]
 
 #: The PDF's columns (a landscape A4 page): a break's identity, figures, review and who has it.
-PDF_COLUMNS = ("Window start", "Merchant", "Cur", "Cause", "Gap", "Residual", "Review",
-               "Age (d)", "Assignee", "Due")
-_WIDTHS = (36, 40, 12, 34, 30, 30, 22, 16, 26, 22)
-_NUMERIC = {4, 5, 7}
+PDF_COLUMNS = ("Window start", "Merchant", "Cur", "Cause", "Gap", "Residual", "Material",
+               "Review", "Age (d)", "Assignee", "Due")
+_WIDTHS = (34, 36, 11, 32, 29, 29, 16, 22, 14, 26, 22)
+_NUMERIC = {4, 5, 8}
 
 
 def _money(value: Decimal | None, code: str) -> str:
@@ -31,9 +34,12 @@ def _money(value: Decimal | None, code: str) -> str:
 
 
 def breaks_pdf(run: dict[str, Any], rows: Sequence[dict[str, Any]], *, filters: str, by: str,
-               at: datetime, totals: Sequence[tuple[str, int, Decimal]]) -> bytes:
+               at: datetime, totals: Sequence[tuple[str, int, Decimal]],
+               material: Mapping[str, Decimal]) -> bytes:
     """The PDF of ``rows`` (breaks of ``run``, in the list's order) with ``totals`` (currency,
-    breaks, total gap), saying which filters chose them, who exported them and when."""
+    breaks, total gap), saying which filters chose them, who exported them and when.
+    ``material`` is the run's own rule (reckon.materiality): each break's mark in the words the
+    list, its CSV and the report use (``material``, ``-``; empty when the rule is off)."""
     from fpdf import FPDF
     from fpdf.fonts import FontFace
 
@@ -79,7 +85,9 @@ def breaks_pdf(run: dict[str, Any], rows: Sequence[dict[str, Any]], *, filters: 
             code = b["currency"]
             table.row([b["window_start"].astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
                        b["key"], code, b["status"], _money(b["gap_amount"], code),
-                       _money(b["residual_amount"], code), b["review_status"],
+                       _money(b["residual_amount"], code),
+                       material_words(is_material(b["gap_amount"], code, material)),
+                       b["review_status"],
                        str(b["age_days"]), b["assignee"] or "-",
                        "-" if b["due_on"] is None else b["due_on"].isoformat()
                        + (" overdue" if b["overdue"] else "")])
