@@ -226,11 +226,15 @@ def run_replay(settings: Settings, day: date, *,
     """Canonical totals for ``day`` from the full event log (replaceWhere of that day only);
     ``from_kafka``: from the Kafka topic, earliest to latest, instead (``reckon replay
     --kafka``)."""
+    from reckon.writer_lock import replay_lock
     from spark.replay import replay_day
 
     settings = _with_spec(settings, "replay")
-    result = replay_day(_spark(settings, "reckon-replay"), settings.replay_config(), day,
-                        from_kafka=from_kafka)
+    # the lock first: a replay another one already runs, or a mistyped warehouse, is one
+    # line before Spark starts
+    with replay_lock(settings.warehouse_path, day, from_kafka=from_kafka) as held:
+        result = replay_day(_spark(settings, "reckon-replay"), settings.replay_config(), day,
+                            from_kafka=from_kafka, held=held)
     return StepResult(step="replay", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 

@@ -27,14 +27,14 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reckon.errors import ConcurrentWriterError, UsageError
 
-__all__ = ["Holder", "WriterLock", "stream_refusal", "writer_scope"]
+__all__ = ["Holder", "WriterLock", "replay_lock", "stream_refusal", "writer_scope"]
 
 
 def writer_scope(step: str, day: object | None = None) -> str:
@@ -147,3 +147,16 @@ def _holder(fd: int) -> Holder:
         return Holder()
     return Holder(what=str(info.get("what", "another process")), pid=info.get("pid"),
                   host=info.get("host"), user=info.get("user"), since=info.get("since"))
+
+
+def replay_lock(warehouse: Path, day: object, *,
+                from_kafka: bool = False) -> AbstractContextManager[WriterLock]:
+    """The one-replay-of-a-day-at-a-time lock of ``warehouse``, to hold for the whole
+    replay; refused in one line while another replay of ``day`` holds it. Taken before Spark
+    starts (reckon.pipeline), a refused replay costs no JVM.
+    A replay from the topic may be the warehouse's first writer: it makes the folder first.
+
+    Example: ``with replay_lock(wh, day) as lock: replay_day(spark, cfg, day, held=lock)``."""
+    if from_kafka:
+        warehouse.mkdir(parents=True, exist_ok=True)
+    return WriterLock.take(warehouse, writer_scope("replay", day), f"replay of {day}")

@@ -37,6 +37,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -50,7 +51,7 @@ from reckon.eventtime import WindowSpec
 from reckon.money import CurrencyTotals
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between
-from reckon.writer_lock import WriterLock, writer_scope
+from reckon.writer_lock import WriterLock, replay_lock
 from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
@@ -270,18 +271,18 @@ def _replay_id(day: date, source: str, version: int | None, config: ReplayConfig
 
 
 def replay_day(spark: SparkSession, config: ReplayConfig, day: date, *,
-               from_kafka: bool = False) -> ReplayResult:
+               from_kafka: bool = False, held: WriterLock | None = None) -> ReplayResult:
     """Recompute ``canonical_totals`` for ``day`` and record the run in ``replay_runs``.
 
     ``from_kafka`` reads the configured topic (config.kafka_bootstrap / kafka_topic) from
     earliest to latest instead of the event log. One replay of a day at a time
-    (reckon.writer_lock): a second one is refused before it writes.
+    (reckon.writer_lock): a second one is refused before it writes. ``held``: the day's
+    replay lock, already taken by the caller (``replay_lock``; reckon.pipeline takes it
+    before starting Spark, so a refused replay costs no JVM).
 
     Example: ``replay_day(spark, settings.replay_config(), date(2026, 1, 1)).valid_events``."""
-    if from_kafka:  # a replay from the topic may be the warehouse's first writer
-        config.warehouse.mkdir(parents=True, exist_ok=True)
-    with WriterLock.take(config.warehouse, writer_scope("replay", day),
-                         f"replay of {day}"):
+    with nullcontext(held) if held is not None else replay_lock(config.warehouse, day,
+                                                                  from_kafka=from_kafka):
         return _replay_day(spark, config, day, from_kafka=from_kafka)
 
 

@@ -127,6 +127,30 @@ def _race(args: list[str], cwd: Path) -> tuple[list[int], list[str]]:
     return codes, last_lines
 
 
+def test_a_replay_refused_by_the_running_one_starts_no_spark(tmp_path: Path) -> None:
+    """`reckon replay` takes the day's lock before it starts Spark: while another replay of
+    the day holds it, the command is refused in one line and no JVM starts (Spark's start-up
+    line never appears; a refused replay used to cost a JVM start). A replay of another day
+    is not held up by it."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from reckon.writer_lock import replay_lock
+
+    warehouse = tmp_path / "wh"  # a warehouse the CLI accepts: a Delta table, made without Spark
+    write_deltalake(str(warehouse / "event_log"), pa.table({"event_id": ["e1"]}))
+    with replay_lock(warehouse, date(2026, 1, 1)):
+        proc = _start(["replay", "--warehouse", str(warehouse), "--date", "2026-01-01"],
+                      tmp_path)
+        _, err = proc.communicate(timeout=120)
+        with replay_lock(warehouse, date(2026, 1, 2)):
+            pass  # another day's lock is free
+    assert proc.returncode == 4, err
+    assert err.strip().splitlines()[-1].startswith(
+        "reckon replay: error: replay of 2026-01-01 refused: replay of 2026-01-01 (pid "), err
+    assert "log4j" not in err and "SparkContext" not in err  # Spark never started
+
+
 @pytest.mark.slow
 def test_two_streams_and_two_replays_started_together(spark, tmp_path):
     """One wins, the other exits with one line and writes nothing; the tables equal a single
