@@ -151,6 +151,20 @@ class Browser:
         self.eval(f"document.querySelector({json.dumps(selector)}).click()")
         self._wait_load()
 
+    def download(self, selector: str, into: Path, timeout: float = 30) -> Path:
+        """Click what ``selector`` finds, a link answered by an attachment, as a user would,
+        and wait for the file Chromium saves in ``into`` (made here, empty): its path."""
+        into.mkdir(parents=True)
+        self._send("Browser.setDownloadBehavior", behavior="allow", downloadPath=str(into))
+        self.eval(f"document.querySelector({json.dumps(selector)}).click()")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            saved = [p for p in into.iterdir() if not p.name.endswith(".crdownload")]
+            if saved:
+                return saved[0]
+            time.sleep(0.05)
+        raise TimeoutError(f"clicking {selector} saved no file in {timeout} s")
+
     def text(self, selector: str = "body") -> str:
         return str(self.eval(f"(e => e ? e.innerText : '')"
                              f"(document.querySelector({json.dumps(selector)}))"))

@@ -12,8 +12,9 @@ copied before logging out no longer opens a page; repeated wrong passwords are t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -431,3 +432,87 @@ def test_a_reviewer_bulk_rejects_with_a_reason_after_seeing_count_and_totals(ser
     assert [e.decision for e in read_log(db)] == ["break-rejected"] * int(count)
     browser.goto(f"{url}/day/{DAY}/breaks?status=rejected")
     assert browser.text("#count").startswith(f"{count} breaks match")
+
+
+# ----------------------------------------------------------------------------- issue 61, as met
+
+
+_PLACES = {"EUR": 2, "JPY": 0, "KWD": 3}  # each currency's minor unit
+
+
+def _places(amount: str) -> int:
+    return len(amount.split(".")[1]) if "." in amount else 0
+
+
+def _listed(page: Browser) -> list[list[str]]:
+    """The break list on screen: window start, merchant, currency, cause, gap of each row."""
+    return page.eval("[...document.querySelectorAll('#breaks tbody tr')]"
+                     ".map(r => [...r.cells].slice(0, 5).map(c => c.innerText))")
+
+
+def _log_rows(page: Browser, url: str) -> list[list[str]]:
+    """The log page's rows: seq, at, run, by, decision, note."""
+    page.goto(f"{url}/log")
+    return page.eval("[...document.querySelectorAll('table.grid tbody tr')]"
+                     ".map(r => [...r.cells].slice(0, 6).map(c => c.innerText))")
+
+
+def test_a_reviewer_exports_the_filtered_list_as_csv_and_pdf_and_the_log_says_so(
+        served, browser, tmp_path: Path) -> None:
+    """Issue 61: a reviewer filters the list, clicks 'Export these as CSV' then 'as PDF' and
+    gets the very rows on screen, in its order, each amount in its currency's own minor unit
+    (the PDF read back with poppler); each export is a log line naming who and when, which
+    the log page shows, and the PDF's 'exported at' is that line's time."""
+    import csv
+    import io
+    from decimal import Decimal
+
+    from tests.test_workbench import _pdf_text
+
+    url, _db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    browser.fill("select[name=cause]", "UNEXPLAINED")
+    browser.fill("input[name=merchant]", "merchant-03")
+    browser.fill("#sort", "gap")
+    browser.click("#filters button[type=submit]")
+    count = int(browser.text("#count").split(" breaks match")[0])
+    screen = _listed(browser)
+    assert 0 < count == len(screen) < 50 and {r[2] for r in screen} == set(_PLACES), screen
+    assert all(_places(gap) == _PLACES[code] for _, _, code, _, gap in screen)
+    before = datetime.now(UTC).replace(microsecond=0)
+
+    saved = browser.download("#export-csv", tmp_path / "csv")
+    assert saved.name == "reckon-breaks-2026-01-01-nightly.csv"
+    rows = list(csv.DictReader(io.StringIO(saved.read_text())))
+    assert [[datetime.fromisoformat(r["window_start"]).strftime("%Y-%m-%d %H:%M:%S UTC"),
+             r["key"], r["currency"], r["status"], r["gap_amount"]] for r in rows] == \
+        [[*s[:4], s[4].replace(",", "")] for s in screen]
+    assert all(_places(r[k]) == _PLACES[r["currency"]] for r in rows
+               for k in ("gap_amount", "residual_amount"))
+
+    saved = browser.download("#export-pdf", tmp_path / "pdf")
+    assert saved.name == "reckon-breaks-2026-01-01-nightly.pdf"
+    text = _pdf_text(saved.read_bytes())
+    cells = [line.split() for line in text.splitlines()
+             if re.match(r"\s*2026-01-01 \d\d:\d\d:\d\d ", line)]
+    assert [[f"{c[0]} {c[1]} UTC", *c[2:6]] for c in cells] == screen, text
+    totals: dict[str, list[Decimal]] = {}
+    for _, _, code, _, gap in screen:
+        totals.setdefault(code, []).append(Decimal(gap.replace(",", "")))
+    assert (f"{count} breaks; total gap per currency: " + "; ".join(
+        f"{code} {sum(gaps):,.{_PLACES[code]}f} ({len(gaps)})"
+        for code, gaps in sorted(totals.items())) + ".") in text, text
+    words = "filters: cause=UNEXPLAINED, merchant=merchant-03, sort=gap"
+    assert f"F{words[1:]}." in text
+
+    log = _log_rows(browser, url)
+    assert browser.text("#verify").startswith("Verified: 2 entries")
+    assert [row[3:] for row in log] == [
+        ["bob", "exported", f"exported reckon-breaks-2026-01-01-nightly.{ext} ({count} "
+                            f"breaks; {words})"] for ext in ("csv", "pdf")]
+    after = datetime.now(UTC)
+    for row in log:
+        at = datetime.strptime(row[1], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC)
+        assert before <= at <= after, (row, before, after)
+    assert f"Exported by bob at {log[1][1]}; recorded in the sign-off log." in text
