@@ -516,3 +516,132 @@ def test_a_reviewer_exports_the_filtered_list_as_csv_and_pdf_and_the_log_says_so
         at = datetime.strptime(row[1], "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC)
         assert before <= at <= after, (row, before, after)
     assert f"Exported by bob at {log[1][1]}; recorded in the sign-off log." in text
+
+
+def test_a_reviewer_rejects_the_run_with_a_reason_then_reopens_it(served, browser) -> None:
+    """Issue 61: on the day page the run is rejected, then reopened, each only with a reason:
+    the page will not send an empty note, a blank one is refused by the server in one line
+    naming what is missing (nothing recorded), and with a reason the state and the log say
+    who rejected it and why, then that it is open again."""
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "bob")
+    for decision, reason, state in (
+            ("rejected", "EUR canonical total is short of the bank's by 1,204 events",
+             "Rejected by bob: 0 of 1 approvals."),
+            ("reopened", "the bank re-sent its file; the run is to be reviewed again",
+             "Awaiting sign-off: 0 of 1 approvals.")):
+        browser.goto(f"{url}/day/{DAY}")
+        assert browser.eval("document.querySelector('#signoff').checkValidity()") is False
+        browser.fill("#signoff select[name=decision]", decision)
+        browser.fill("#signoff input[name=note]", "   ")
+        browser.click("#signoff button[type=submit]")
+        what = "rejecting" if decision == "rejected" else "reopening"
+        assert browser.text("#error") == (f"note is missing: {what} a run needs a reason, "
+                                          "written in the note"), browser.text()
+        browser.goto(f"{url}/day/{DAY}")
+        browser.fill("#signoff select[name=decision]", decision)
+        browser.fill("#signoff input[name=note]", reason)
+        browser.click("#signoff button[type=submit]")
+        assert browser.text("#state") == state, browser.text("main")
+        assert browser.text("ul.entries").splitlines()[-1].endswith(
+            f"bob {decision}: {reason}")
+    assert [(e.by, e.decision) for e in read_log(db)] == [("bob", "rejected"),
+                                                         ("bob", "reopened")]
+    assert not _signed_off(db, "nightly-2026-01-01")
+
+
+def test_a_reviewer_assigns_then_comments_on_the_filtered_set_one_signed_line_each(
+        served, browser, tmp_path: Path) -> None:
+    """Issue 61: 'On all N: assign' to a user with a due date, then 'On all N: comment', on a
+    filtered list: each confirmed, each one log line per break naming that break, signed by
+    the workbench's key (the log page verifies them; its JSON export lists them with the
+    figures signed); "my breaks" lists the set with its assignee and due date."""
+    import json
+    from datetime import timedelta
+
+    from reports.review import read_log
+
+    url, db = served
+    due = (datetime.now(UTC) + timedelta(days=7)).date().isoformat()
+    _login(browser, url, "bob")
+    listed = f"{url}/day/{DAY}/breaks?cause=MISSING_IN_STREAM&currency=KWD"
+    browser.goto(listed)
+    count = int(browser.text("#count").split(" breaks match")[0])
+    screen = _listed(browser)
+    assert count == len(screen) == 20
+    browser.fill("#bulk select[name=action]", "assign")
+    browser.fill("#bulk input[name=assign_to]", "bob")
+    browser.fill("#bulk input[name=due]", due)
+    browser.click("#bulk button[type=submit]")
+    assert browser.text("#bulk-assignment") == f"assigned to bob, due {due}"
+    assert browser.text("#bulk-summary").startswith(f"You are about to assign {count} breaks")
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == f"assign recorded on {count} breaks"
+    browser.goto(listed)
+    browser.fill("#bulk select[name=action]", "comment")
+    browser.fill("#bulk input[name=note]", "asked the bank for its KWD statement")
+    browser.click("#bulk button[type=submit]")
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == f"comment recorded on {count} breaks"
+    browser.click("#my-breaks")
+    assert browser.text("#count").startswith(f"{count} breaks match")
+    assert browser.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                        "r.querySelector('.assignee').innerText + ' ' + "
+                        "r.querySelector('.due').innerText)") == [f"bob {due}"] * count
+
+    log = _log_rows(browser, url)
+    assert browser.text("#verify").startswith(f"Verified: {2 * count} entries")
+    labels = [f"break {datetime.strptime(ws, '%Y-%m-%d %H:%M:%S UTC'):%Y-%m-%dT%H:%M:%S}"
+              f".000000Z {key} {code}" for ws, key, code, _, _ in screen]
+    assert [row[3:] for row in log] == [
+        ["bob", "break-assigned", f"{label}: assigned to bob, due {due}"] for label in labels
+    ] + [["bob", "break-comment", f"{label}: asked the bank for its KWD statement"]
+         for label in labels]
+    assert all(e.key_id and e.signature for e in read_log(db))  # each line signed
+    exported = json.loads(browser.download("#export", tmp_path / "log").read_text())
+    assert exported["verified"] and exported["exported_by"] == "bob"
+    assert exported["export_seq"] == 2 * count + 1
+    entries = exported["entries"]
+    assert [(e["decision"], e["note"]) for e in entries[:-1]] == [
+        (row[4], row[5]) for row in log]
+    assert all(e["signed"]["run_id"] == "nightly-2026-01-01" for e in entries[:-1])
+    assert entries[-1]["decision"] == "exported" and entries[-1]["by"] == "bob"
+
+
+def test_a_reviewer_filters_by_materiality_and_bulk_accepts_exactly_50(served,
+                                                                       browser) -> None:
+    """Issue 61's walk: the KWD breaks whose |gap| is at least 0.142 KWD are 50; 'On all 50:
+    accept' asks first with their count and their total in fils (three places), then accepts
+    exactly those 50, each by its own entry; the list filtered by 'accepted' shows them."""
+    from decimal import Decimal
+
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    browser.fill("select[name=currency]", "KWD")
+    browser.fill("#min-gap", "0.142")
+    browser.click("#filters button[type=submit]")
+    assert browser.text("#count").startswith("50 breaks match")
+    assert browser.text("#gap-floor") == "|gap| at least 0.142 KWD"
+    screen = _listed(browser)
+    assert len(screen) == 50 and all(abs(Decimal(r[4])) >= Decimal("0.142") for r in screen)
+    browser.fill("#bulk select[name=action]", "accept")
+    browser.fill("#bulk input[name=note]", "within the bank's KWD rounding agreement")
+    browser.click("#bulk button[type=submit]")
+    assert browser.text("#bulk-summary").startswith(
+        "You are about to accept 50 breaks of run nightly-2026-01-01")
+    total = sum(Decimal(r[4]) for r in screen)
+    assert browser.eval("[...document.querySelectorAll('#bulk-totals tbody tr')]"
+                        ".map(r => [...r.cells].map(c => c.innerText))") == [
+        ["KWD", "50", f"{total:,.3f}"]]
+    assert read_log(db) == []
+    browser.click("#bulk-confirm button[type=submit]")
+    assert browser.text("#msg") == "accept recorded on 50 breaks"
+    assert [e.decision for e in read_log(db)] == ["break-accepted"] * 50
+    browser.goto(f"{url}/day/{DAY}/breaks?status=accepted")
+    assert browser.text("#count").startswith("50 breaks match")
+    assert sorted(_listed(browser)) == sorted(screen)
