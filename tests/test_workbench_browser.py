@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -645,3 +646,132 @@ def test_a_reviewer_filters_by_materiality_and_bulk_accepts_exactly_50(served,
     browser.goto(f"{url}/day/{DAY}/breaks?status=accepted")
     assert browser.text("#count").startswith("50 breaks match")
     assert sorted(_listed(browser)) == sorted(screen)
+
+
+_POST = """(async ([path, fields]) => {
+  const body = new URLSearchParams({csrf: document.querySelector('input[name=csrf]').value,
+                                    ...fields});
+  const r = await fetch(path, {method: 'POST', body, redirect: 'manual'});
+  const doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+  const error = doc.querySelector('#error');
+  return [r.status, error ? error.innerText : ''];
+})"""
+
+
+def _post(page: Browser, path: str, fields: dict[str, str]) -> list[Any]:
+    """A POST made by hand from the page (the session's cookie and its own CSRF token), as a
+    user who knows the form's fields would: the status and the error page's line."""
+    import json
+
+    return list(page.eval(f"{_POST}({json.dumps([path, fields])})"))
+
+
+def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, browser,
+                                                                         tmp_path: Path
+                                                                         ) -> None:
+    """Issue 61: an auditor sees no bulk form, no break action or assignment, no sign-off
+    form; each of those POSTed by hand with the session's own CSRF token (bulk accept,
+    comment, assign, reject, resolve; a break's accept, comment, reject, reopen, assign; the
+    run's approve, reject, reopen) is refused by the server with one line (403) and nothing
+    is recorded. Exporting only reads, so the auditor may: the export is the log's one line,
+    in the auditor's name."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "carl")
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open")
+    still_open = browser.text("#count").split(" (")[0]
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open&currency=EUR")
+    assert browser.eval("document.querySelector('#bulk') === null")
+    link = browser.eval("document.querySelector('#breaks a.break').href")
+    target = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    browser.goto(link)
+    assert browser.eval("[document.querySelector('#action'), document.querySelector('#assign'),"
+                        " document.querySelector('#review button')]") == [None, None, None]
+    assert "Read-only for your role (auditor)" in browser.text("#review")
+    browser.goto(f"{url}/day/{DAY}")
+    assert browser.eval("document.querySelector('#signoff') === null")
+    refused = "carl is an auditor: the workbench is read-only for this role"
+    listed = {"kind": "nightly", "status": "open", "currency": "EUR"}
+    for action in ("accept", "comment", "assign", "reject", "resolve"):
+        fields = {**listed, "action": action, "note": "x", "assign_to": "bob"}
+        assert _post(browser, f"/day/{DAY}/bulk", fields) == [403, refused], action
+        assert _post(browser, f"/day/{DAY}/bulk", {**fields, "expect": "0" * 64}) == [
+            403, refused]
+    break_fields = {"run": target["run"], "ws": target["ws"], "key": target["key"],
+                    "cur": target["cur"], "note": "x", "assign_to": "bob"}
+    for action in ("accept", "comment", "reject", "reopen", "assign"):
+        assert _post(browser, "/break/action", {**break_fields, "action": action}) == [
+            403, refused], action
+    for decision in ("approved", "rejected", "reopened"):
+        assert _post(browser, "/signoff", {"run": "nightly-2026-01-01", "decision": decision,
+                                           "note": "x"}) == [403, refused], decision
+    assert read_log(db) == []
+    browser.goto(f"{url}/day/{DAY}/breaks?status=open")
+    assert browser.text("#count").split(" (")[0] == still_open  # none acted on
+    browser.goto(f"{url}/day/{DAY}/breaks")
+    saved = browser.download("#export-csv", tmp_path / "csv")
+    assert saved.read_text().count("\n") == 301
+    assert [(e.by, e.decision) for e in read_log(db)] == [("carl", "exported")]
+    assert not _signed_off(db, "nightly-2026-01-01")
+
+
+def test_the_reconciler_cannot_bulk_accept_the_breaks_of_her_run(served, browser) -> None:
+    """Issue 61: alice, a reviewer who reconciled the run, is refused a bulk accept of its
+    breaks on the server (four-eyes), before any confirmation; nothing is recorded."""
+    from reports.review import read_log
+
+    url, db = served
+    _login(browser, url, "alice")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    browser.fill("#bulk select[name=action]", "accept")
+    browser.fill("#bulk input[name=note]", "my own residuals look fine")
+    browser.click("#bulk button[type=submit]")
+    assert browser.text("#error").startswith(
+        "by='alice' may not act on the breaks of run 'nightly-2026-01-01': 'alice' "
+        "reconciled it"), browser.text()
+    assert "four-eyes rule" in browser.text("#error")
+    assert read_log(db) == []
+
+
+def test_a_bulk_action_over_5000_breaks_is_refused_until_the_filters_narrow_it(
+        tmp_path: Path, browser) -> None:
+    """Issue 61: a bulk action takes at most 5,000 breaks: on a day of 5,001, 'On all 5,001:
+    accept' is refused in one line saying to narrow the filters (nothing recorded), and so is
+    the PDF of them (the CSV holds every one); narrowed to one currency, the bulk action is
+    offered for confirmation."""
+    from reports.review import read_log
+
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, DAY, breaks=5_001, reconciler="alice", told=0)
+        add_user(db, "bob", "reviewer", PASSWORD)
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32)
+        with serve_in_thread(app) as url:
+            _login(browser, url, "bob")
+            browser.goto(f"{url}/day/{DAY}/breaks")
+            assert browser.text("#count").startswith("5,001 breaks match")
+            browser.fill("#bulk select[name=action]", "accept")
+            browser.fill("#bulk input[name=note]", "all agreed with the bank")
+            browser.click("#bulk button[type=submit]")
+            assert browser.text("#error") == ("more than 5,000 breaks match: narrow the "
+                                              "filters (a bulk action takes at most 5,000)")
+            browser.goto(f"{url}/day/{DAY}/breaks")
+            browser.click("#export-pdf")
+            assert browser.text("#error") == ("more than 5,000 breaks match: narrow the "
+                                              "filters (a PDF holds at most 5,000; the CSV "
+                                              "holds every one)")
+            assert read_log(db) == []
+            browser.goto(f"{url}/day/{DAY}/breaks")
+            saved = browser.download("#export-csv", tmp_path / "csv")
+            assert saved.read_text().count("\n") == 5_002
+            assert [e.decision for e in read_log(db)] == ["exported"]
+            browser.goto(f"{url}/day/{DAY}/breaks?currency=EUR")
+            assert browser.text("#count").startswith("1,667 breaks match")
+            browser.fill("#bulk select[name=action]", "accept")
+            browser.fill("#bulk input[name=note]", "all agreed with the bank")
+            browser.click("#bulk button[type=submit]")
+            assert browser.text("#bulk-summary").startswith(
+                "You are about to accept 1,667 breaks"), browser.text()
+            assert browser.eval("document.querySelector('#bulk-confirm') !== null")
