@@ -775,3 +775,52 @@ def test_a_bulk_action_over_5000_breaks_is_refused_until_the_filters_narrow_it(
             assert browser.text("#bulk-summary").startswith(
                 "You are about to accept 1,667 breaks"), browser.text()
             assert browser.eval("document.querySelector('#bulk-confirm') !== null")
+
+
+def test_the_period_view_over_several_days_shows_each_days_state_and_the_open_breaks_age(
+        tmp_path: Path, browser) -> None:
+    """Issue 61: four days, chosen with the period form's range: one signed off (by the
+    reviewer, in the browser), one awaiting sign-off, one with no events (nothing to sign),
+    one never audited. Each day says so; the days still to sign are the open one and the
+    unaudited one; the unsettled breaks count by age (first seen 10 and 4 days ago) and
+    currency; a day's unsettled count links to those breaks."""
+    from datetime import timedelta
+
+    now = datetime.now(UTC)
+    days = [date(2026, 1, d) for d in (1, 2, 3, 4)]
+    with ReportDB(f"sqlite:///{tmp_path / 'reckon.db'}") as db:
+        sample_day(db, days[0], breaks=20, reconciler="alice", told=0,
+                   now=now - timedelta(days=10))
+        sample_day(db, days[1], breaks=20, reconciler="alice", told=0,
+                   now=now - timedelta(days=4))
+        sample_day(db, days[2], breaks=0, reconciler="alice", told=0)
+        add_user(db, "bob", "reviewer", PASSWORD)
+        app = create_app(db, trust=workbench_trust(db), secret=b"s" * 32)
+        with serve_in_thread(app) as url:
+            _login(browser, url, "bob")
+            browser.goto(f"{url}/day/{days[0]}")
+            browser.fill("#signoff input[name=note]", "totals tie out")
+            browser.click("#signoff button[type=submit]")
+            browser.goto(f"{url}/period?month=2026-01")
+            browser.fill("#range input[name=start]", "2026-01-01")
+            browser.fill("#range input[name=end]", "2026-01-04")
+            browser.click("#range button[type=submit]")
+            assert browser.text("h1") == "2026-01-01 to 2026-01-04 nightly"
+            shown = browser.eval("[...document.querySelectorAll('#period-days tbody tr')]"
+                                 ".map(r => [...r.cells].map(c => c.innerText))")
+            assert shown == [
+                ["2026-01-01", "nightly-2026-01-01", "Signed off: 1 of 1 approvals (bob)",
+                 "20", "12"],
+                ["2026-01-02", "nightly-2026-01-02", "Awaiting sign-off: 0 of 1 approvals",
+                 "20", "12"],
+                ["2026-01-03", "nightly-2026-01-03", "No events: nothing to sign", "0", "0"],
+                ["2026-01-04", "Not audited", "-", "-"]], shown
+            assert browser.text("#to-sign") == "2 days still to sign: 2026-01-02, 2026-01-04"
+            ages = browser.eval("[...document.querySelectorAll('#ages tr')]"
+                                ".map(r => [...r.cells].map(c => c.innerText))")
+            assert ages == [["Age", "EUR", "JPY", "KWD"], ["new today", "0", "0", "0"],
+                            ["1-2 days", "0", "0", "0"], ["3-7 days", "4", "5", "3"],
+                            ["over a week", "4", "5", "3"]], ages
+            browser.click("#period-days tbody tr:nth-child(2) td:nth-child(5) a")
+            assert browser.url.endswith("/day/2026-01-02/breaks?kind=nightly&status=open")
+            assert browser.text("#count").startswith("12 breaks match")
