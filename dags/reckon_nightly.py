@@ -246,6 +246,7 @@ def _run_step(step: str, plan: dict[str, Any],
                                  "report": pipeline.run_report}
     settings = _task_settings()
     results: dict[str, dict[str, Any]] = {}
+    summaries: list[dict[str, Any]] = []
     for text in plan["days"]:
         kwargs = per_day(text) if per_day else {}
         try:
@@ -265,9 +266,16 @@ def _run_step(step: str, plan: dict[str, Any],
                         result.summary["replaced_signed_off_run"],
                         result.summary.get("replaced_run_state", "signed off"))
         results[text] = _small(result.summary)
+        summaries.append(result.summary)
         if after is not None:
             after(settings, result)
     _mark_assets(plan, results)
+    from reckon import lineage
+
+    written = {d: str(s["html_path"]) for d, s in zip(plan["days"], summaries, strict=True)
+               if s.get("html_path")}
+    lineage.attach(get_current_context()["task"],
+                   lineage.step_lineage(settings.warehouse_path, step, summaries, written))
     return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
             "results": results}
 

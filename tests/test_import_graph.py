@@ -39,7 +39,7 @@ CORE = frozenset(f"reckon.{m}" for m in (
 APP = frozenset(f"reckon.{m}" for m in (
     "airflow_assets", "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
     "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream",
-    "demo", "jvm_archive", "notify", "pipeline", "read", "submit_replay"))
+    "demo", "jvm_archive", "lineage", "notify", "pipeline", "read", "submit_replay"))
 #: workbench (the reviewer's web app) reads the report database and sits below the CLI that
 #: starts it.
 RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}

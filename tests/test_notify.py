@@ -150,3 +150,39 @@ def test_the_nightly_dag_declares_its_assets_and_the_example_is_scheduled_on_one
     downstream = bag.dags["reckon_after_reconciliation"]
     assert "reckon.reconciliation" in str(downstream.timetable.asset_condition)
     assert dag.task_dict["audit"].outlets[0].uri.endswith("/wh/reconciliation")
+
+
+def test_a_steps_lineage_names_its_tables_with_the_delta_versions_it_read_and_wrote(tmp_path):
+    """The replay's COMPLETE event as the OpenLineage provider builds it: the operator's
+    on-complete method (what the provider's DefaultExtractor calls) answers event_log at the
+    version the replay read and canonical_totals at the version its Delta log now has."""
+    from airflow.providers.openlineage.extractors.manager import ExtractorManager
+    from airflow.sdk import dag, task
+
+    from reckon import lineage
+
+    log = tmp_path / "canonical_totals" / "_delta_log"
+    log.mkdir(parents=True)
+    for version in range(3):
+        (log / f"{version:020d}.json").write_text('{"commitInfo": {}}\n')
+
+    @dag(schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC))
+    def one() -> None:
+        @task(task_id="replay")
+        def replay() -> None:
+            pass
+
+        replay()
+
+    operator = one().task_dict["replay"]
+    found = lineage.step_lineage(tmp_path, "replay", [{"event_log_version": 4},
+                                                      {"event_log_version": 7}])
+    lineage.attach(operator, found)
+    extractor = ExtractorManager()._get_extractor(operator)
+    assert extractor is not None
+    got = extractor.extract_on_complete(None)
+    assert [(d.name, d.facets["version"].datasetVersion) for d in got.inputs] == [
+        (str(tmp_path / "event_log"), "7")]  # the newest day's read
+    assert [(d.name, (d.facets.get("version") or SimpleNamespace(datasetVersion=None))
+             .datasetVersion) for d in got.outputs] == [
+        (str(tmp_path / "canonical_totals"), "2"), (str(tmp_path / "uncaught_duplicates"), None)]
