@@ -73,8 +73,8 @@ DOC_MD = f"""
    API with `"logical_date": "D"`, and `dag.test(logical_date=D)`;
 3. else (a run triggered without a logical date) the last complete UTC day before the trigger.
 
-**Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}'` (a new run, any
-time; or `--logical-date D` if no run of D exists yet), or clear its run:
+**Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}' --run-id manual__day-D`
+(a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists yet), or clear its run:
 `airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.
 
 **Lookback.** Each step runs for every day of `[D - lookback_days, D]` (oldest first):
@@ -162,7 +162,7 @@ def _day_of(context: Any) -> str:
 
 
 def _on_failure(context: Any) -> None:
-    """One greppable line per failed task; no connections needed (alerting reads logs)."""
+    """One greppable line per failed task try (the notice, if on, is the FailureNotifier's)."""
     ti = context.get("task_instance") or context.get("ti")
     day = _day_of(context)
     log.error("reckon_nightly FAILED: dag=%s task=%s logical_date=%s day=%s try=%s error=%s",

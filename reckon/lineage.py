@@ -32,8 +32,8 @@ __all__ = ["STEP_TABLES", "attach", "step_lineage"]
 STEP_TABLES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "compact": ((), ("event_log", "quarantine", "late_events", "provisional_deltas")),
     "replay": (("event_log",), ("canonical_totals", "uncaught_duplicates")),
-    "audit": (("canonical_totals", "provisional_deltas", "event_log"), ("reconciliation",)),
-    "check": (("event_log", "canonical_totals", "reconciliation"), ()),
+    "audit": (("canonical_totals", "provisional_deltas"), ("reconciliation",)),
+    "check": ((), ()),  # every table its suites checked, from its result
     "report": (("reconciliation", "canonical_totals"), ()),
 }
 
@@ -45,13 +45,24 @@ def _read_versions(step: str, summary: Mapping[str, Any]) -> dict[str, int]:
     versions = summary.get("table_versions")
     if isinstance(versions, Mapping):
         return {str(k): int(v) for k, v in versions.items() if v is not None}
+    suites = summary.get("suites")  # a check run: each suite's table and the version it checked
+    if isinstance(suites, Sequence):
+        return {str(s["table"]): int(s["table_version"]) for s in suites
+                if isinstance(s, Mapping) and s.get("table_version") is not None}
     return {}
+
+
+#: tables only the nightly steps write: the version at a step's end is the one it read
+_NIGHTLY_WRITTEN = frozenset({"canonical_totals", "uncaught_duplicates", "reconciliation"})
 
 
 def step_lineage(warehouse: Path, step: str, summaries: Sequence[Mapping[str, Any]],
                  written: Mapping[str, str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """{"inputs": [...], "outputs": [...]} of one step over the days it ran (``summaries``,
     oldest day first): each {"namespace": "file", "name": <table path>, "version": N | None}.
+    An input's version is the one the step recorded reading; else, for a table only the
+    nightly steps write, its version at the step's end; else (a table the stream appends to)
+    None rather than a guess.
     ``written``: extra output files by name -> path (the report's HTML).
 
     >>> step_lineage(Path("/wh"), "replay", [{"event_log_version": 7}])["inputs"]
@@ -64,7 +75,9 @@ def step_lineage(warehouse: Path, step: str, summaries: Sequence[Mapping[str, An
     for summary in summaries:  # the newest day's record wins
         seen.update(_read_versions(step, summary))
     names = list(reads) + [t for t in seen if t not in reads]
-    inputs = [{"namespace": "file", "name": str(warehouse / t), "version": seen.get(t)}
+    inputs = [{"namespace": "file", "name": str(warehouse / t),
+               "version": seen[t] if t in seen else
+               current_version(warehouse, t) if t in _NIGHTLY_WRITTEN else None}
               for t in names]
     outputs = [{"namespace": "file", "name": str(warehouse / t),
                 "version": current_version(warehouse, t)} for t in writes]

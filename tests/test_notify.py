@@ -186,3 +186,11 @@ def test_a_steps_lineage_names_its_tables_with_the_delta_versions_it_read_and_wr
     assert [(d.name, (d.facets.get("version") or SimpleNamespace(datasetVersion=None))
              .datasetVersion) for d in got.outputs] == [
         (str(tmp_path / "canonical_totals"), "2"), (str(tmp_path / "uncaught_duplicates"), None)]
+    checked = lineage.step_lineage(tmp_path, "check", [{"suites": [
+        {"table": "reconciliation", "table_version": 3}, {"table": "late_events"}]}])
+    assert checked["inputs"] == [{"namespace": "file", "name": str(tmp_path / "reconciliation"),
+                                  "version": 3}]
+    report = lineage.step_lineage(tmp_path, "report", [{}], {"2026-01-01": "/r/report.html"})
+    assert [(d["name"], d["version"]) for d in report["inputs"]] == [
+        (str(tmp_path / "reconciliation"), None), (str(tmp_path / "canonical_totals"), 2)]
+    assert report["outputs"] == [{"namespace": "file", "name": "/r/report.html", "version": None}]
