@@ -26,8 +26,16 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException
 
+from reckon import notify
+from reckon.airflow_assets import nightly_assets
 from reckon.config import PROJECT_ROOT, Settings, load_settings
-from reckon.errors import ConcurrentAuditError, ConcurrentWriterError, ConfigError, ReckonError
+from reckon.errors import (
+    ConcurrentAuditError,
+    ConcurrentWriterError,
+    ConfigError,
+    DataQualityError,
+    ReckonError,
+)
 from reckon.pipeline import nightly_days, task_retries
 from reckon.timeutil import MICROS_PER_SECOND, describe_duration, parse_duration
 
@@ -50,6 +58,7 @@ _SETTINGS: Settings = load_settings()  # env + optional TOML only: no Spark, no 
 _WAIT_SECONDS = parse_duration(_SETTINGS.watermark_wait_timeout) // MICROS_PER_SECOND
 _POLL_SECONDS = max(1, parse_duration(_SETTINGS.watermark_poll) // MICROS_PER_SECOND)
 _SMALL_LIST = 20  # lists longer than this stay out of XCom
+ASSETS = nightly_assets(_SETTINGS)
 
 
 DOC_MD = f"""
@@ -64,8 +73,8 @@ DOC_MD = f"""
    API with `"logical_date": "D"`, and `dag.test(logical_date=D)`;
 3. else (a run triggered without a logical date) the last complete UTC day before the trigger.
 
-**Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}'` (a new run, any
-time; or `--logical-date D` if no run of D exists yet), or clear its run:
+**Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}' --run-id manual__day-D`
+(a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists yet), or clear its run:
 `airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.
 
 **Lookback.** Each step runs for every day of `[D - lookback_days, D]` (oldest first):
@@ -117,7 +126,15 @@ It uses the Airflow connection `RECKON_SPARK_CONN_ID` (default `reckon_spark`), 
 Current mode: **{REPLAY_MODE}**.
 
 A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_date=... day=...`
-(logger `reckon.airflow`) for alerting.
+(logger `reckon.airflow`). **Notifications** (mail through the SMTP connection, a Slack incoming
+webhook), each off until turned on: a task's final failure (`RECKON_NOTIFY_ON_FAILURE`), unexplained
+or material breaks (`RECKON_NOTIFY_ON_BREAKS`), a failed quality gate
+(`RECKON_NOTIFY_ON_QUALITY_GATE`), a day's report ready (`RECKON_NOTIFY_REPORT_READY`); see the
+README, Notifications.
+
+**Assets**: `replay` updates `reckon.canonical_totals`, `audit` `reckon.reconciliation`, `report`
+`reckon.report`; each event's extra has the `day` (D) and the lookback's `days`, so a DAG
+scheduled on them knows which day is ready (example: `reckon_after_reconciliation`).
 """
 
 
@@ -136,13 +153,18 @@ def _task_settings() -> Settings:
     return settings
 
 
-def _on_failure(context: Any) -> None:
-    """One greppable line per failed task; no connections needed (alerting reads logs)."""
-    ti = context.get("task_instance") or context.get("ti")
+def _day_of(context: Any) -> str:
+    """The run's day D for a message, or "?" when it cannot be told."""
     try:
-        day = _window(context)[0].isoformat()
+        return _window(context)[0].isoformat()
     except (ReckonError, KeyError, TypeError, ValueError):
-        day = "?"
+        return "?"
+
+
+def _on_failure(context: Any) -> None:
+    """One greppable line per failed task try (the notice, if on, is the FailureNotifier's)."""
+    ti = context.get("task_instance") or context.get("ti")
+    day = _day_of(context)
     log.error("reckon_nightly FAILED: dag=%s task=%s logical_date=%s day=%s try=%s error=%s",
               getattr(ti, "dag_id", DAG_ID), getattr(ti, "task_id", "?"),
               context.get("logical_date"), day, getattr(ti, "try_number", "?"),
@@ -212,9 +234,11 @@ def _small(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_step(step: str, plan: dict[str, Any],
-              per_day: Callable[[str], dict[str, Any]] | None = None) -> dict[str, Any]:
+              per_day: Callable[[str], dict[str, Any]] | None = None,
+              after: Callable[[Settings, Any], None] | None = None) -> dict[str, Any]:
     """Call one reckon.pipeline step for every day of the plan (``per_day(day)``: that day's
-    extra arguments); pass on dates and summaries."""
+    extra arguments; ``after(settings, result)``: told each day's StepResult); pass on dates
+    and summaries, and mark the task's assets' events with the day."""
     from reckon import pipeline
 
     functions: dict[str, Any] = {"compact": pipeline.run_compact, "replay": pipeline.run_replay,
@@ -222,6 +246,7 @@ def _run_step(step: str, plan: dict[str, Any],
                                  "report": pipeline.run_report}
     settings = _task_settings()
     results: dict[str, dict[str, Any]] = {}
+    summaries: list[dict[str, Any]] = []
     for text in plan["days"]:
         kwargs = per_day(text) if per_day else {}
         try:
@@ -241,8 +266,68 @@ def _run_step(step: str, plan: dict[str, Any],
                         result.summary["replaced_signed_off_run"],
                         result.summary.get("replaced_run_state", "signed off"))
         results[text] = _small(result.summary)
+        summaries.append(result.summary)
+        if after is not None:
+            after(settings, result)
+    _mark_assets(plan, results)
+    from reckon import lineage
+
+    written = {d: str(s["html_path"]) for d, s in zip(plan["days"], summaries, strict=True)
+               if s.get("html_path")}
+    lineage.attach(get_current_context()["task"],
+                   lineage.step_lineage(settings.warehouse_path, step, summaries, written))
     return {"newest": plan["newest"], "days": list(plan["days"]), "step": step,
             "results": results}
+
+
+def _mark_assets(plan: dict[str, Any], results: dict[str, dict[str, Any]]) -> None:
+    """The extra of each asset event the running task emits: the day D, the lookback's days,
+    and for D what the step recorded (versions, the report's path)."""
+    context = get_current_context()
+    outlets = getattr(context.get("task"), "outlets", None) or []
+    newest = results.get(plan["newest"], {})
+    keep = ("event_log_version", "run_id", "html_path", "out_dir", "sha256", "windows",
+            "unexplained", "rows")
+    extra = {"day": plan["newest"], "days": list(plan["days"]),
+             **{k: newest[k] for k in keep if k in newest}}
+    for asset in outlets:
+        context["outlet_events"][asset].extra.update(extra)
+
+
+def _notify_breaks(settings: Settings, result: Any) -> None:
+    """The ``breaks`` notice of an audited day (unexplained or material breaks), if on."""
+    if not notify.enabled(settings, "breaks"):
+        return
+    from reckon.materiality import thresholds
+
+    audit = result.detail
+    material: dict[str, int] = {}
+    rule = thresholds(settings.material_gap)
+    if rule and audit.breaks_recorded:
+        from reports.db.repository import ReportDB
+
+        with ReportDB.from_settings(settings) as db:
+            material = notify.material_counts(db.breaks(audit.run_id), rule)
+    notify.send(settings, notify.breaks_notice(day=audit.day, run_id=audit.run_id,
+                                               unexplained=audit.unexplained,
+                                               material=material),
+                get_current_context())
+
+
+def _notify_report(settings: Settings, result: Any) -> None:
+    """The ``report_ready`` notice of a rendered day: its per-currency headline, its path."""
+    if not notify.enabled(settings, "report_ready"):
+        return
+    from reports.db.repository import ReportDB
+
+    report = result.detail
+    with ReportDB.from_settings(settings) as db:
+        run = db.current_audit_run(date.fromisoformat(result.day))
+    notice = notify.report_ready_notice(
+        day=result.day, run_id=report.audit_run_id,
+        headline=notify.currency_headline(run.currencies if run else ()),
+        path=report.html_path, unexplained=run.unexplained if run else 0)
+    notify.send(settings, notice, get_current_context())
 
 
 def report_folder(base: str, day: str) -> str | None:
@@ -287,7 +372,10 @@ def _reckon_jars() -> str:
         "retry_exponential_backoff": 2.0,
         "max_retry_delay": timedelta(hours=1),
         "execution_timeout": timedelta(hours=2),
-        "on_failure_callback": _on_failure,
+        "on_failure_callback": [_on_failure, *(
+            [notify.FailureNotifier(_SETTINGS, _day_of, skip=("quality_gate",)
+                                    if _SETTINGS.notify_on_quality_gate else ())]
+            if _SETTINGS.notify_on_failure else [])],
     },
 )
 def reckon_nightly() -> None:
@@ -301,26 +389,29 @@ def reckon_nightly() -> None:
         """Each day's small files of the stream tables rewritten into a few large ones."""
         return _run_step("compact", plan)
 
-    @task(task_id="replay", execution_timeout=timedelta(hours=3))
+    @task(task_id="replay", execution_timeout=timedelta(hours=3),
+          outlets=[ASSETS["canonical_totals"]])
     def replay(plan: dict[str, Any]) -> dict[str, Any]:
         """canonical_totals for each day from the full event log (replaceWhere that day)."""
         return _run_step("replay", plan)
 
-    @task(task_id="audit", execution_timeout=timedelta(hours=1))
+    @task(task_id="audit", execution_timeout=timedelta(hours=1),
+          outlets=[ASSETS["reconciliation"]])
     def audit(plan: dict[str, Any]) -> dict[str, Any]:
         """Reconciliation of provisional vs canonical totals, recorded in the report DB."""
-        return _run_step("audit", plan)
+        return _run_step("audit", plan, after=_notify_breaks)
 
     @task(task_id="check", execution_timeout=timedelta(hours=1))
     def check(plan: dict[str, Any]) -> dict[str, Any]:
         """Great Expectations suites of every day, recorded; failures are the gate's to raise."""
         return _run_step("check", plan, lambda day: {"fail_on_blocking": False})
 
-    @task(task_id="report", execution_timeout=timedelta(hours=1))
+    @task(task_id="report", execution_timeout=timedelta(hours=1), outlets=[ASSETS["report"]])
     def report(plan: dict[str, Any]) -> dict[str, Any]:
         """HTML/PDF/CSV report of each day, hashed and recorded in the report DB."""
         base = str(get_current_context()["params"].get("report_out") or "").strip()
-        return _run_step("report", plan, lambda day: {"out": report_folder(base, day)})
+        return _run_step("report", plan, lambda day: {"out": report_folder(base, day)},
+                         after=_notify_report)
 
     # a data-quality failure is the data's, not the machine's: a retry finds the same
     @task(task_id="quality_gate", retries=0, execution_timeout=timedelta(minutes=15))
@@ -328,8 +419,15 @@ def reckon_nightly() -> None:
         """Fails the run when a day's checks had a blocking failure (after its report)."""
         from reckon import pipeline
 
-        result = pipeline.quality_gate(_task_settings(),
-                                       [date.fromisoformat(d) for d in plan["days"]])
+        settings = _task_settings()
+        try:
+            result = pipeline.quality_gate(settings,
+                                           [date.fromisoformat(d) for d in plan["days"]])
+        except DataQualityError as exc:
+            notify.send(settings, notify.quality_gate_notice(days=list(plan["days"]),
+                                                             reason=str(exc)),
+                        get_current_context())
+            raise
         log.info("reckon %s", result.describe())
         return {"newest": plan["newest"], "days": list(plan["days"]), "step": "quality_gate",
                 "results": _small(result.summary)}
@@ -344,6 +442,7 @@ def reckon_nightly() -> None:
             conn_id=os.environ.get("RECKON_SPARK_CONN_ID", "reckon_spark"),
             jars="{{ reckon_jars() }}",
             name="reckon-replay-{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
+            outlets=[ASSETS["canonical_totals"]],
             application_args=["--date",
                               "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
                               "--lookback-days", "{{ params.lookback_days }}"],

@@ -303,16 +303,23 @@ class LocalAirflow:
         self.api("PATCH", f"/dags/{_q(dag_id)}", {"is_paused": False})
 
     def trigger(self, dag_id: str = DAG_ID, logical_date: date | datetime | None = None,
-                conf: Mapping[str, Any] | None = None) -> str:
+                conf: Mapping[str, Any] | None = None, note: str | None = None) -> str:
         """Trigger a run through ``POST /api/v2/dags/{dag_id}/dagRuns``; returns its run id.
 
         The data interval is inferred from ``logical_date`` by the DAG's timetable, as in the
         UI (``reckon.airflow_env.logical_date_for_day`` gives the one for a day). ``None``
         makes a run without logical date or data interval (the nightly DAG refuses those).
+        A run whose ``conf`` names a ``day`` gets the note ``day <day>`` (or ``note``), which
+        the UI's grid and run page show.
         Example: ``af.trigger("reckon_nightly", datetime(2026, 1, 2, tzinfo=UTC))``.
         """
-        body = {"logical_date": None if logical_date is None else _iso(logical_date),
-                "conf": dict(conf or {})}
+        body: dict[str, Any] = {"logical_date": None if logical_date is None
+                                else _iso(logical_date), "conf": dict(conf or {})}
+        day = (conf or {}).get("day")
+        if note is None and day:
+            note = f"day {day}"  # the grid shows which day a manual run is for
+        if note:
+            body["note"] = note
         run = self.api("POST", f"/dags/{_q(dag_id)}/dagRuns", body)
         return str(run["dag_run_id"])
 

@@ -149,6 +149,20 @@ class Settings:
     # (Airflow files task stderr as ERROR; the nightly DAG turns this on); off, Spark's
     # default (everything on stderr) for terminals
     spark_log_to_stdout: bool = False
+    # notifications of the nightly DAG (reckon.notify), sent with Airflow's notifiers; each
+    # is off until turned on: a task's final failure, an audit with unexplained or material
+    # breaks, a failed quality gate, a day's report ready for review. They go to every
+    # channel set: mail to notify_email through the SMTP connection notify_smtp_conn
+    # (AIRFLOW_CONN_SMTP_DEFAULT), and the Slack incoming webhook of the connection
+    # notify_slack_conn (empty: none)
+    notify_on_failure: bool = False
+    notify_on_breaks: bool = False
+    notify_on_quality_gate: bool = False
+    notify_report_ready: bool = False
+    notify_email: tuple[str, ...] = ()
+    notify_email_from: str = ""  # empty: the SMTP connection's from_email
+    notify_smtp_conn: str = "smtp_default"
+    notify_slack_conn: str = ""
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
     # reckon sql on DuckDB (reports.duck): a query is stopped after this long, and may ask
@@ -183,6 +197,12 @@ class Settings:
         if not 0 <= self.metrics_port <= 65535:
             raise ConfigError(f"metrics_port={self.metrics_port} is not valid: a TCP port "
                               "1-65535 for the stream's metrics, or 0 for none")
+        on = [n for n in ("notify_on_failure", "notify_on_breaks", "notify_on_quality_gate",
+                          "notify_report_ready") if getattr(self, n)]
+        if on and not (self.notify_email or self.notify_slack_conn):
+            raise ConfigError(f"{on[0]} is on but nothing would receive it: set notify_email "
+                              "(mail through the SMTP connection notify_smtp_conn) or "
+                              "notify_slack_conn (a Slack incoming webhook connection)")
         if self.check_in_memory_rows < 0:
             raise ConfigError(f"check_in_memory_rows={self.check_in_memory_rows} must be >= 0 "
                               "(0: every table is validated on Spark)")

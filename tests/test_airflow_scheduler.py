@@ -161,7 +161,22 @@ def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(sp
     succeeds: the defaults are not exported as if set, so no step finds them disagreeing with
     the warehouse's spec (it used to fail at wait_for_watermark: "spec has
     expected_partitions=[0,1,2,3], but RECKON_EXPECTED_PARTITIONS gives []"). SIGTERM stops
-    every process it started."""
+    every process it started.
+
+    Operations as a user turns them on (issue 62): the failure, breaks and report-ready
+    notices on, mail and webhook to loopback receivers through AIRFLOW_CONN_*, OpenLineage to
+    a file. The failed sensor sends one mail and one webhook; the clean streamed day sends
+    only "report ready" (no breaks notice), its run's note names the day, its audit's Asset
+    event starts the example downstream DAG, which reads the day from the event, and the
+    lineage file follows event_log -> canonical_totals -> reconciliation with versions."""
+    from tests.notify_receivers import receivers
+
+    settings = _streamed_warehouse(spark, tmp_path)
+    with receivers() as got:
+        _run_the_local_airflow_script(settings, tmp_path, got)
+
+
+def _run_the_local_airflow_script(settings, tmp_path: Path, got) -> None:
     import signal
     import subprocess
 
@@ -169,7 +184,7 @@ def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(sp
     from reckon.airflow_local import LocalAirflow
     from reckon.config import PROJECT_ROOT
 
-    settings = _streamed_warehouse(spark, tmp_path)
+    downstream = "reckon_after_reconciliation"
     home = tmp_path / "airflow"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     # what a user sets: the warehouse, and a short wait. A look takes well under a second
@@ -177,7 +192,12 @@ def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(sp
     # processed the last one's end and failed the sensor as "changed externally" (an Airflow
     # race, not the sensor's own timeout); 15 s keeps the looks apart as the default (1m) does
     env.update(RECKON_WAREHOUSE=str(settings.warehouse_path),
-               RECKON_WATERMARK_WAIT_TIMEOUT="30s", RECKON_WATERMARK_POLL="15s")
+               RECKON_WATERMARK_WAIT_TIMEOUT="30s", RECKON_WATERMARK_POLL="15s",
+               RECKON_NOTIFY_ON_FAILURE="true", RECKON_NOTIFY_ON_BREAKS="true",
+               RECKON_NOTIFY_REPORT_READY="true", **got.env(),
+               AIRFLOW__OPENLINEAGE__TRANSPORT=json.dumps(
+                   {"type": "file", "log_file_path": str(tmp_path / "lineage.jsonl"),
+                    "append": True}))
     yesterday = (datetime.now(UTC) - timedelta(days=1)).date()
     script = subprocess.Popen([str(PROJECT_ROOT / "scripts" / "airflow-local"), str(home)],
                               env=env, stdout=subprocess.PIPE, text=True)
@@ -188,16 +208,58 @@ def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(sp
         af = LocalAirflow(home=home, base_url=said.group(1), username=said.group(2),
                           password=said.group(3))
         _a_day_not_closed_fails_in_time(af, yesterday)
-        run_id = af.trigger(DAG_ID, logical_date_for_day(DAY), conf={"lookback_days": 0})
+        got.wait(1, 1)
+        assert got.subjects() == [f"{DAG_ID}: wait_for_watermark failed for {yesterday}"]
+        assert len(got.hooks) == 1 and f"day {yesterday} is not closed yet" in got.hooks[0]["text"]
+        af.unpause(downstream)
+        run_id = af.trigger(DAG_ID, logical_date_for_day(DAY),
+                            conf={"lookback_days": 0, "day": DAY.isoformat()})
         deadline = time.monotonic() + RUN_TIMEOUT
         while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
             assert time.monotonic() < deadline, af.task_states(DAG_ID, run_id)
             time.sleep(2)
         assert state == "success", _failure_detail(af, DAG_ID, run_id)
+        assert af.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")["note"] == f"day {DAY}"
+        got.wait(2, 2)
+        assert got.subjects()[1:] == [f"reckon: report of {DAY} ready for review"]
+        assert "ready for review: no unexplained breaks" in got.body(got.mails[1])
+        assert re.search(r"[A-Z]{3}: canonical [A-Z]{3} [\d,.]+, provisional", got.body(got.mails[1]))
+        assert "report.html" in got.hooks[1]["text"]
+        [after] = _wait_for(lambda: af.runs(downstream), 120)
+        assert af.wait(downstream, after["dag_run_id"], timeout=300) == "success"
+        text = _wait_for(lambda: (t := af.task_log(downstream, after["dag_run_id"],
+                                                   "days_ready")) and DAY.isoformat() in t
+                         and t, 60)
+        assert f"reckon reconciliation ready for {DAY}" in text
     finally:
         script.send_signal(signal.SIGTERM)
         script.wait(120)
     _wait_for(lambda: _processes_of_home(home) == [] or None, 60)
+    _lineage_follows_the_tables_with_versions(tmp_path / "lineage.jsonl", settings)
+    assert len(got.mails) == 2 and len(got.hooks) == 2  # nothing more, no breaks notice
+
+
+def _lineage_follows_the_tables_with_versions(path: Path, settings) -> None:
+    """The COMPLETE events of the nightly run's replay and audit name their tables with the
+    Delta versions: event_log vN -> canonical_totals vM -> reconciliation vK."""
+    wh = settings.warehouse_path.resolve()
+    complete = {}
+    for line in path.read_text().splitlines():
+        event = json.loads(line)
+        name = event.get("job", {}).get("name", "")
+        if event.get("eventType") == "COMPLETE" and name.startswith("reckon_nightly."):
+            complete[name.split(".", 1)[1]] = event
+
+    def tables(event, side):
+        return {Path(d["name"]).name: d.get("facets", {}).get("version", {}).get(
+            "datasetVersion") for d in event[side] if d["name"].startswith(str(wh))}
+
+    replay, audit = complete["replay"], complete["audit"]
+    assert tables(replay, "inputs")["event_log"] is not None
+    canonical = tables(replay, "outputs")["canonical_totals"]
+    assert canonical is not None
+    assert tables(audit, "inputs")["canonical_totals"] == canonical
+    assert tables(audit, "outputs")["reconciliation"] is not None
 
 
 def _a_day_not_closed_fails_in_time(af, yesterday: date) -> None:

@@ -59,7 +59,7 @@ def test_dag_folder_imports_cleanly_with_the_expected_shape(airflow_env):
 
     bag = _bag()
     assert bag.import_errors == {}
-    assert set(bag.dag_ids) == {"reckon_nightly", "reckon_vacuum"}
+    assert set(bag.dag_ids) == {"reckon_nightly", "reckon_vacuum", "reckon_after_reconciliation"}
     dag = bag.dags["reckon_nightly"]
     assert {t: set(dag.task_dict[t].upstream_task_ids) for t in dag.task_dict} \
         == EXPECTED_UPSTREAM

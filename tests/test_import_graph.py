@@ -37,9 +37,9 @@ CORE = frozenset(f"reckon.{m}" for m in (
     "writer_lock"))
 #: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
 APP = frozenset(f"reckon.{m}" for m in (
-    "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
+    "airflow_assets", "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
     "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream",
-    "demo", "jvm_archive", "pipeline", "read", "submit_replay"))
+    "demo", "jvm_archive", "lineage", "notify", "pipeline", "read", "submit_replay"))
 #: workbench (the reviewer's web app) reads the report database and sits below the CLI that
 #: starts it.
 RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}
