@@ -77,6 +77,11 @@ class Settings:
     # start the driver JVM from the class-data archive `make setup` trains (spark/class_archive.py);
     # false: load every class from the jars at each start
     spark_class_archive: bool = True
+    # a nightly step (compact, replay, audit, check) over days of at most this many events runs
+    # Spark's expressions interpreted instead of generating and compiling Java for each query
+    # (spark.execution_mode: on a small day the compiling is most of the step); 0: always
+    # generate code
+    interpreted_max_rows: int = 200_000
     # event time (see reckon.eventtime)
     window: str = "10s"
     slide: str = ""
@@ -203,6 +208,9 @@ class Settings:
             raise ConfigError(f"{on[0]} is on but nothing would receive it: set notify_email "
                               "(mail through the SMTP connection notify_smtp_conn) or "
                               "notify_slack_conn (a Slack incoming webhook connection)")
+        if self.interpreted_max_rows < 0:
+            raise ConfigError(f"interpreted_max_rows={self.interpreted_max_rows} must be >= 0 "
+                              "(0: Spark always generates code)")
         if self.check_in_memory_rows < 0:
             raise ConfigError(f"check_in_memory_rows={self.check_in_memory_rows} must be >= 0 "
                               "(0: every table is validated on Spark)")

@@ -12,8 +12,9 @@ Example: ``run_replay(settings, date(2026, 1, 1)).summary["windows"]``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -118,6 +119,19 @@ def _spark(settings: Settings, app: str) -> Any:
     return get_spark(settings, app_name=app)
 
 
+@contextlib.contextmanager
+def _spark_for_day(settings: Settings, app: str, day: date) -> Iterator[Any]:
+    """The session for one day of a nightly step, interpreting Spark's expressions when the
+    day is small (spark.execution_mode, setting ``interpreted_max_rows``), and as it was after.
+    Example: ``with _spark_for_day(settings, "reckon-audit", day) as spark: ...``."""
+    from spark.execution_mode import execution_for_days
+
+    spark = _spark(settings, app)
+    with execution_for_days(spark, settings.warehouse_path, [day],
+                            max_rows=settings.interpreted_max_rows):
+        yield spark
+
+
 def _with_spec(settings: Settings, step: str) -> Settings:
     """The settings with the warehouse's event-time spec (reckon.spec): a nightly step never
     windows a day differently from the stream that wrote it."""
@@ -216,7 +230,8 @@ def run_compact(settings: Settings, day: date) -> StepResult[CompactionResult]:
     from spark.compaction import compact_day
 
     settings = _with_spec(settings, "compact")
-    result = compact_day(_spark(settings, "reckon-compact"), settings.compaction_config(), day)
+    with _spark_for_day(settings, "reckon-compact", day) as spark:
+        result = compact_day(spark, settings.compaction_config(), day)
     return StepResult(step="compact", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -232,9 +247,10 @@ def run_replay(settings: Settings, day: date, *,
     settings = _with_spec(settings, "replay")
     # the lock first: a replay another one already runs, or a mistyped warehouse, is one
     # line before Spark starts
-    with replay_lock(settings.warehouse_path, day, from_kafka=from_kafka) as held:
-        result = replay_day(_spark(settings, "reckon-replay"), settings.replay_config(), day,
-                            from_kafka=from_kafka, held=held)
+    with replay_lock(settings.warehouse_path, day, from_kafka=from_kafka) as held, \
+            _spark_for_day(settings, "reckon-replay", day) as spark:
+        result = replay_day(spark, settings.replay_config(), day, from_kafka=from_kafka,
+                            held=held)
     return StepResult(step="replay", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 
@@ -256,16 +272,16 @@ def run_audit(settings: Settings, day: date, *, kind: str = "nightly",
     from reports.db.repository import audit_recorder
 
     settings = _with_spec(settings, "audit")
-    spark = _spark(settings, "reckon-audit")
-    if on_open_day is not None:
-        from spark.progress import latest_watermark
+    with _spark_for_day(settings, "reckon-audit", day) as spark:
+        if on_open_day is not None:
+            from spark.progress import latest_watermark
 
-        rules = settings.event_time_rules()
-        seen = latest_watermark(spark, settings.warehouse_path)
-        if seen is not None and not rules.is_day_final(day, seen):
-            on_open_day(seen, rules.day_final_at(day))
-    result = audit_day(spark, settings.audit_config(), day, kind=kind,
-                       recorder=audit_recorder(settings))
+            rules = settings.event_time_rules()
+            seen = latest_watermark(spark, settings.warehouse_path)
+            if seen is not None and not rules.is_day_final(day, seen):
+                on_open_day(seen, rules.day_final_at(day))
+        result = audit_day(spark, settings.audit_config(), day, kind=kind,
+                           recorder=audit_recorder(settings))
     summary = result.to_dict()
     if result.replaced_signed_off_run:  # a re-audit leaves that run's state as it was
         summary["replaced_run_state"] = replaced_run_state(settings,
@@ -294,9 +310,9 @@ def run_check(settings: Settings, day: date, *,
     from reports.db.repository import ReportDB
 
     settings = _with_spec(settings, "check")
-    with ReportDB.from_settings(settings) as db:
-        result = run_checks(_spark(settings, "reckon-check"), settings.check_run_config(), day,
-                            ledger=db)
+    with ReportDB.from_settings(settings) as db, \
+            _spark_for_day(settings, "reckon-check", day) as spark:
+        result = run_checks(spark, settings.check_run_config(), day, ledger=db)
     if fail_on_blocking:
         result.raise_for_failures()
     return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),

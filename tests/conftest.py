@@ -40,16 +40,17 @@ SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_LIVED_JVM_OPTIONS)
 
 
-#: The session's own JVM runs Spark's expressions interpreted, not as generated Java. A test's
-#: batches hold a few rows, and Spark generates (and strips with regular expressions) the
-#: source of every stage and of each task's projections before its cache can find the compiled
-#: class: a fifth of the session JVM's samples (JFR, tests/test_explain.py and test_spec.py),
-#: and 220 -> 185 CPU s for those two files. Spark keeps both paths equal by contract and runs
-#: its own suites in both; reckon's generated path stays covered where a user meets it: every
-#: CLI, Airflow task, stream process and demo a test starts runs with the product's defaults,
-#: and tests/test_stream_codegen.py turns code generation back on for its own session.
-INTERPRETED_EXPRESSIONS = {"spark.sql.codegen.wholeStage": "false",
-                           "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+#: The session's own JVM runs Spark's expressions interpreted, not as generated Java
+#: (spark.execution_mode, which the nightly steps also use on a small day). A test's batches
+#: hold a few rows, and Spark generates (and strips with regular expressions) the source of
+#: every stage and of each task's projections before its cache can find the compiled class:
+#: a fifth of the session JVM's samples (JFR, tests/test_explain.py and test_spec.py), and
+#: 220 -> 185 CPU s for those two files. Spark keeps both paths equal by contract and runs its
+#: own suites in both; reckon's generated path stays covered where a user meets it: the
+#: stream processes a test starts run with the product's defaults, a nightly step over a
+#: bigger day generates code, and tests/test_stream_codegen.py turns code generation back on
+#: for its own session.
+from spark.execution_mode import INTERPRETED_EXPRESSIONS  # noqa: E402
 
 
 @pytest.fixture(scope="session")
