@@ -49,7 +49,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
         "stream": lambda: BatchProcessor.of(spark, settings, query_id="q"),
         "replay": lambda: replay_day(spark, settings.replay_config(), date(2026, 1, 1)),
         "audit": lambda: audit_day(spark, settings.audit_config(), date(2026, 1, 1), recorder=None),
-        "report": lambda: render_day(spark, settings.report_config(), date(2026, 1, 1),
+        "report": lambda: render_day(settings.report_config(), date(2026, 1, 1),
                                      out=tmp_path / "r"),
     }
     for step, run in steps.items():
