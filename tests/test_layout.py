@@ -70,6 +70,9 @@ def test_the_current_layout_passes_and_a_missing_table_is_no_problem(spark, tmp_
     tb.require_layout(spark, warehouse)  # nothing exists yet
     tb.ensure_table(spark, warehouse, tb.PROVISIONAL_DELTAS)
     tb.require_layout(spark, warehouse)
+    tb.require_logged_layout(warehouse)  # the report's check, from the Delta log, agrees
+    assert tb.logged_schema(warehouse, tb.PROVISIONAL_DELTAS).simpleString() == tb.read_table(
+        spark, warehouse, tb.PROVISIONAL_DELTAS).schema.simpleString()
     assert tb.layout_problem(tb.SCHEMAS[tb.RECONCILIATION], tb.RECONCILIATION) is None
     assert tb.layout_problem(_OLD_TOTALS, tb.CANONICAL_TOTALS) == (
         "canonical_totals has no column currency")
