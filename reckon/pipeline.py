@@ -453,18 +453,18 @@ def task_retries(env: Mapping[str, str]) -> int:
 
 def run_report(settings: Settings, day: date,
                out: str | None = None) -> StepResult[ReportResult]:
-    """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB."""
+    """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB.
+    Starts no Spark: the report reads small aggregates through DuckDB (reports/context.py)."""
     from reports.db.repository import ReportDB
     from reports.render import render_day
 
     settings = _with_spec(settings, "report")
-    with ReportDB.from_settings(settings) as db:  # said at once, not after Spark starts
+    with ReportDB.from_settings(settings) as db:  # said before any table is read
         if db.current_audit_run(day) is None:
             raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "
                              "day in the report database (run `reckon audit --date "
                              f"{day}` first)")
-    result = render_day(_spark(settings, "reckon-report"), settings.report_config(), day,
-                        out=out)
+    result = render_day(settings.report_config(), day, out=out)  # no JVM: DuckDB reads
     return StepResult(step="report", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)
 

@@ -2,8 +2,9 @@
 
 The renderer (reports/render.py) sees only a ``ReportContext``: frozen values, exact Decimals,
 aware UTC datetimes, series already reduced to a few hundred points. ``build_context`` is the
-only place that touches Spark and the report database, and it reads small aggregates only
-(groupBy / limit; never a whole table to the driver). Sections follow what reviewers read
+only place that reads the warehouse and the report database, and it reads small aggregates
+only (GROUP BY / LIMIT), through DuckDB over the Delta tables (delta-rs: no JVM, since a
+report only reads; reports/duck.py). Sections follow what reviewers read
 first: configuration, row counts, per-status counts, the breaks, capped samples.
 
 Money is per currency everywhere (docs/decisions/0001-money-per-currency.md): the headline is
@@ -31,6 +32,7 @@ from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import DECISIONS, ReviewState, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
+from spark import table_names as tb
 
 __all__ = [
     "BREAKS_CAP",
@@ -276,130 +278,156 @@ def _dec(value: Any) -> Decimal:
     return _ZERO if value is None else Decimal(value)
 
 
-# ----------------------------------------------------------------------------- Spark reads
+# ---------------------------------------------------------------------------- DuckDB reads
+# The warehouse's small aggregates, read through DuckDB over the Delta tables (delta-rs,
+# reports.duck): a report reads, it never needs a JVM. Orders are Spark's (ascending: nulls
+# first), amounts stay DECIMAL(38, 3) (Decimal, never a float), times are UTC microseconds.
+# tests/test_report_render.py compares each piece with the same figures computed by Spark.
 
 
-def _recon_day(spark: Any, wh: Path, day: date, run: AuditRun) -> Any:
-    """The day's reconciliation rows written by ``run``, the run the report's headline and
+class _Reads:
+    """One locked DuckDB connection over the report's tables of ``warehouse`` (those that
+    exist), and the what-ifs' ``DuckReads`` on it when the warehouse has an event_log."""
+
+    def __init__(self, warehouse: Path) -> None:
+        from reports.duck import TableRef, _load, connect, lock
+        from reports.lateness_duck import DuckReads
+
+        self.batch = DuckReads(warehouse) if tb.table_exists(warehouse, tb.EVENT_LOG) else None
+        self.conn = connect() if self.batch is None else self.batch.conn
+        self.present = {t for t in _READ if tb.table_exists(warehouse, t)}
+        for name in sorted(self.present - (set() if self.batch is None
+                                           else self.batch.present)):
+            self.conn.register(name, _load(warehouse, TableRef(name=name)))
+        lock(self.conn)
+
+    def rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        """The rows of ``sql`` as dicts; every value is a bound parameter."""
+        cursor = self.conn.execute(sql, params)
+        names = [d[0] for d in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def columns(self, table: str) -> set[str]:
+        return {d[0] for d in self.conn.execute(f"SELECT * FROM {table} LIMIT 0").description}
+
+
+_READ = (tb.RECONCILIATION, tb.EVENT_LOG, tb.LATE_EVENTS, tb.WATERMARK_PROGRESS)
+_RUN_ROWS = f"FROM {tb.RECONCILIATION} WHERE window_date = ? AND audit_run_id = ?"
+
+
+def _recon_day(reads: _Reads, day: date, run: AuditRun) -> bool:
+    """Whether the day has reconciliation rows of ``run``, the run the report's headline and
     breaks come from. Another audit of the day (an ad hoc run, a late retry) replaces the
     day's rows; the report then refuses to mix two runs' figures and says what to re-run."""
-    from pyspark.sql import functions as F
-
-    from spark import tables as tb
-
-    if not tb.table_exists(wh, tb.RECONCILIATION):
-        return None
-    day_rows = (tb.read_table(spark, wh, tb.RECONCILIATION)
-                .filter(F.col("window_date") == F.lit(day)))
-    rows = day_rows.filter(F.col("audit_run_id") == F.lit(run.run_id))
-    if run.rows and not rows.limit(1).count():
-        other = [r.audit_run_id for r in day_rows.select("audit_run_id").limit(1).collect()]
-        now = f"audit run {other[0]}" if other else "no audit run"
+    if tb.RECONCILIATION not in reads.present:
+        return False
+    if run.rows and not reads.rows(f"SELECT 1 AS one {_RUN_ROWS} LIMIT 1", [day, run.run_id]):
+        other = reads.rows(f"SELECT audit_run_id FROM {tb.RECONCILIATION} "
+                           "WHERE window_date = ? LIMIT 1", [day])
+        now = f"audit run {other[0]['audit_run_id']}" if other else "no audit run"
         raise UsageError(
             f"--date={day.isoformat()!r}: the day's reconciliation rows now belong to {now}, "
             f"not to the current {run.kind} run {run.run_id} the report describes; re-run "
             f"`reckon audit --date {day} --kind {run.kind}` so the rows and the run agree")
-    return rows
+    return True
 
 
-def _gap_series(recon: Any, window_us: int, currencies: int
+def _gap_series(reads: _Reads, day: date, run: AuditRun, window_us: int, currencies: int
                 ) -> tuple[tuple[GapPoint, ...], int]:
-    """Reconciliation rows of the day in at most GAP_POINTS buckets, each a whole number of
-    windows wide, summed per (bucket, currency): one series per currency, never a sum of
-    two currencies. ``currencies``: how many the run has (bounds the rows collected)."""
-    from pyspark.sql import functions as F
-
-    if recon is None:
+    """Reconciliation rows of the run's day in at most GAP_POINTS buckets, each a whole
+    number of windows wide, summed per (bucket, currency): one series per currency, never a
+    sum of two currencies. ``currencies``: how many the run has (bounds the rows read)."""
+    if not _recon_day(reads, day, run):
         return (), 0
-    span = recon.agg(F.min(F.unix_micros("window_start")).alias("lo"),
-                     F.max(F.unix_micros("window_start")).alias("hi")).collect()[0]
-    if span.lo is None:
+    (span,) = reads.rows(f"SELECT min(epoch_us(window_start)) AS lo, "
+                         f"max(epoch_us(window_start)) AS hi {_RUN_ROWS}", [day, run.run_id])
+    if span["lo"] is None:
         return (), 0
-    windows = (span.hi - span.lo) // window_us + 1
-    per_bucket = -(-windows // GAP_POINTS)
-    width = per_bucket * window_us
-    bucket = (F.floor((F.unix_micros("window_start") - F.lit(span.lo)) / F.lit(width))
-              * F.lit(width) + F.lit(span.lo)).cast("long")
-    unexplained = F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES])
-    rows = (recon.groupBy("currency", bucket.alias("b"))
-            .agg(F.count(F.lit(1)).alias("n"),
-                 F.sum(F.coalesce("provisional_amount", F.lit(_ZERO))).alias("p"),
-                 F.sum(F.coalesce("canonical_amount", F.lit(_ZERO))).alias("c"),
-                 F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
-                 F.sum("residual_amount").alias("res"),
-                 F.sum(F.when(unexplained, 1).otherwise(0)).alias("u"))
-            .orderBy("currency", "b").limit((GAP_POINTS + 1) * max(currencies, 1)).collect())
-    return tuple(GapPoint(from_micros(r.b), r.currency, r.n, _dec(r.p), _dec(r.c), _dec(r.gap),
-                          _dec(r.late), _dec(r.res), int(r.u)) for r in rows), \
-        width // MICROS_PER_SECOND
+    lo = int(span["lo"])
+    windows = (int(span["hi"]) - lo) // window_us + 1
+    width = -(-windows // GAP_POINTS) * window_us
+    unexplained = [s.value for s in UNEXPLAINED_STATUSES]
+    total = "CAST(0 AS DECIMAL(38, 3))"
+    rows = reads.rows(f"""
+        SELECT currency, (epoch_us(window_start) - ?) // ? * ? + ? AS b, count(*) AS n,
+               sum(coalesce(provisional_amount, {total})) AS p,
+               sum(coalesce(canonical_amount, {total})) AS c, sum(gap_amount) AS gap,
+               sum(late_amount) AS late, sum(residual_amount) AS res,
+               sum(CASE WHEN status IN ({", ".join("?" * len(unexplained))}) THEN 1 ELSE 0 END)
+                 AS u
+        {_RUN_ROWS} GROUP BY ALL ORDER BY currency NULLS FIRST, b NULLS FIRST LIMIT ?""",
+                      [lo, width, width, lo, *unexplained, day, run.run_id,
+                       (GAP_POINTS + 1) * max(currencies, 1)])
+    return tuple(GapPoint(from_micros(r["b"]), r["currency"], int(r["n"]), _dec(r["p"]),
+                          _dec(r["c"]), _dec(r["gap"]), _dec(r["late"]), _dec(r["res"]),
+                          int(r["u"])) for r in rows), width // MICROS_PER_SECOND
 
 
-def _bucket_col(seconds: Any) -> Any:
-    from pyspark.sql import functions as F
+def _bucket_sql(seconds: str) -> str:
+    """The LATENESS_BUCKETS edge ``seconds`` falls in: the largest edge it reaches, else the
+    first (below 0: clock skew, or unknown: null)."""
+    whens = " ".join(f"WHEN {seconds} >= {edge} THEN {edge}"
+                     for edge in reversed(LATENESS_BUCKETS[1:]))
+    return f"CASE {whens} ELSE {LATENESS_BUCKETS[0]} END"
 
-    expr = F.lit(LATENESS_BUCKETS[0])
-    for edge in LATENESS_BUCKETS[1:]:
-        expr = F.when(seconds >= F.lit(edge), F.lit(edge)).otherwise(expr)
-    return expr
 
-
-def _histogram(spark: Any, wh: Path, day: date) -> tuple[HistogramBucket, ...]:
-    from pyspark.sql import functions as F
-
-    from spark import tables as tb
-
+def _histogram(reads: _Reads, day: date) -> tuple[HistogramBucket, ...]:
+    """The day's events (not flagged duplicates) by arrival delay, and its late side-output
+    rows by how far past their window's close they came, in LATENESS_BUCKETS."""
     events: dict[int, int] = {}
     late: dict[int, int] = {}
-    if tb.table_exists(wh, tb.EVENT_LOG):
-        delay = (F.unix_micros("arrival_time") - F.unix_micros("event_time")) / F.lit(
-            MICROS_PER_SECOND)
-        events = {r.b: r.n for r in (
-            tb.read_table(spark, wh, tb.EVENT_LOG)
-            .filter((F.col("event_date") == F.lit(day))
-                    & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
-            .groupBy(_bucket_col(delay).alias("b")).agg(F.count(F.lit(1)).alias("n"))
-            .collect())}
-    if tb.table_exists(wh, tb.LATE_EVENTS):
-        late = {r.b: r.n for r in (
-            tb.read_table(spark, wh, tb.LATE_EVENTS)
-            .filter(F.col("window_date") == F.lit(day))
-            .groupBy(_bucket_col(F.col("lateness_seconds")).alias("b"))
-            .agg(F.count(F.lit(1)).alias("n")).collect())}
+    if tb.EVENT_LOG in reads.present:
+        delay = f"(epoch_us(arrival_time) - epoch_us(event_time)) / {MICROS_PER_SECOND}"
+        events = {r["b"]: r["n"] for r in reads.rows(
+            f"SELECT {_bucket_sql(delay)} AS b, count(*) AS n FROM {tb.EVENT_LOG} "
+            "WHERE event_date = ? AND NOT coalesce(is_duplicate, false) GROUP BY ALL", [day])}
+    if tb.LATE_EVENTS in reads.present:
+        late = {r["b"]: r["n"] for r in reads.rows(
+            f"SELECT {_bucket_sql('lateness_seconds')} AS b, count(*) AS n "
+            f"FROM {tb.LATE_EVENTS} WHERE window_date = ? GROUP BY ALL", [day])}
     edges = list(LATENESS_BUCKETS)
     return tuple(HistogramBucket(lo, edges[i + 1] if i + 1 < len(edges) else None,
                                  int(events.get(lo, 0)), int(late.get(lo, 0)))
                  for i, lo in enumerate(edges))
 
 
-def _curve(spark: Any, whatif: WhatIfConfig, day: date
+def _line(p: Any) -> CurveLine:
+    return CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
+                     p.avg_emit_latency)
+
+
+def _curve(reads: _Reads, whatif: WhatIfConfig, day: date
            ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
-    try:
-        from audits.lateness import analyze_day
-    except ImportError:  # the lateness analysis has not landed: the report goes without it
+    """The per-event what-if of the day (audits.lateness, through reports.lateness_duck),
+    or nothing on a day without events."""
+    from reports.lateness_duck import analyze_day_duck
+
+    if reads.batch is None:
         return (), None, None, None
     try:
-        analysis = analyze_day(spark, whatif, day)
+        analysis = analyze_day_duck(reads.batch, whatif, day)
     except UsageError:  # no events that day
         return (), None, None, None
-
-    points = tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                             p.avg_emit_latency) for p in analysis.points)
     rec = None if analysis.recommended is None else _seconds(analysis.recommended.bound)
-    return points, _seconds(analysis.configured_bound), rec, analysis.target
+    return (tuple(_line(p) for p in analysis.points), _seconds(analysis.configured_bound), rec,
+            analysis.target)
 
 
-def _per_source(spark: Any, whatif: WhatIfConfig, day: date) -> PerInputRecommendation | None:
+def _per_source(reads: _Reads, whatif: WhatIfConfig, day: date
+                ) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
-    from audits.lateness import analyze_inputs
+    from reports.lateness_duck import analyze_inputs_duck
 
+    if reads.batch is None:
+        return None
     try:
-        rec = analyze_inputs(spark, whatif, day)
+        rec = analyze_inputs_duck(reads.batch, whatif, day)
     except UsageError:  # no events that day
         return None
     return rec if len(rec.bounds) > 1 else None
 
 
-def _per_source_batches(spark: Any, whatif: WhatIfConfig, day: date,
+def _per_source_batches(reads: _Reads, whatif: WhatIfConfig, day: date,
                         rec: PerInputRecommendation | None
                         ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None, str]:
     """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
@@ -407,27 +435,27 @@ def _per_source_batches(spark: Any, whatif: WhatIfConfig, day: date,
     one the day's batches ran with (``whatif_of_day``), not a spec changed since."""
     from audits.lateness_batches import per_source_batches, whatif_of_day
 
-    if rec is None:
+    if rec is None or reads.batch is None:
         return (), None, whatif.rules.watermark.describe()
-    ran = whatif_of_day(spark, whatif, day)
-    points, why_not = per_source_batches(spark, ran, day, rec)
-    return (tuple((name, CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                                   p.avg_emit_latency)) for name, p in points.items()),
-            why_not, ran.rules.watermark.describe())
+    ran = whatif_of_day(reads.batch, whatif, day)
+    points, why_not = per_source_batches(reads.batch, ran, day, rec)
+    return (tuple((name, _line(p)) for name, p in points.items()), why_not,
+            ran.rules.watermark.describe())
 
 
-def _batch_curve(spark: Any, whatif: WhatIfConfig, day: date
+def _batch_curve(reads: _Reads, whatif: WhatIfConfig, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch what-if (audits.lateness_batches), or no points and the one line that
     says why (no archived events that day, batches of several stream queries)."""
     from audits.lateness_batches import analyze_day_batches
 
+    if reads.batch is None:
+        return (), f"the warehouse has no {tb.EVENT_LOG}"
     try:
-        curve = analyze_day_batches(spark, whatif, day)
+        curve = analyze_day_batches(reads.batch, whatif, day)
     except UsageError as exc:
         return (), str(exc)
-    return tuple(CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                           p.avg_emit_latency) for p in curve.points), None
+    return tuple(_line(p) for p in curve.points), None
 
 
 def _seconds(us: int) -> Decimal:
@@ -435,55 +463,57 @@ def _seconds(us: int) -> Decimal:
     return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
 
 
-def _watermarks(spark: Any, wh: Path, rules: EventTimeRules, day: date
+def _watermarks(reads: _Reads, rules: EventTimeRules, day: date
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
     of its last window plus grace: ``EventTimeRules.day_final_at``), sampled evenly to at
     most WATERMARK_POINTS batches; per partition: max event time - the partition's bound
     (``rules.watermark.bound``); the global point says which input held the watermark back."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from spark import tables as tb
-
-    policy = rules.watermark
-    if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
+    if tb.WATERMARK_PROGRESS not in reads.present:
         return ()
-    d0, _ = day_bounds(day)
-    wm = F.col("watermark")
-    progress = tb.read_table(spark, wh, tb.WATERMARK_PROGRESS)
-    required = F.timestamp_micros(F.lit(rules.day_final_at(day)))
-    closing = progress.filter(wm >= required).agg(F.min("watermark").alias("at")).first()
-    upper = (wm < required) if closing is None or closing.at is None else (wm <= F.lit(closing.at))
-    rows = progress.filter((wm >= F.timestamp_micros(F.lit(d0))) & upper)
-    n = rows.count()
+    progress, wm = tb.WATERMARK_PROGRESS, "epoch_us(watermark)"
+    required = rules.day_final_at(day)
+    (closing,) = reads.rows(f"SELECT min({wm}) AS at FROM {progress} WHERE {wm} >= ?",
+                            [required])
+    upper, bound = (f"{wm} < ?", required) if closing["at"] is None else \
+        (f"{wm} <= ?", int(closing["at"]))
+    rows = f"SELECT * FROM {progress} WHERE {wm} >= ? AND {upper}"
+    params = [day_bounds(day)[0], bound]
+    (count,) = reads.rows(f"SELECT count(*) AS n FROM ({rows})", params)
+    n = int(count["n"])
     if n == 0:
         return ()
     step = -(-n // WATERMARK_POINTS)
-    numbered = rows.withColumn("_i", F.row_number().over(
-        Window.orderBy("processed_at", "batch_id")))
-    picked = (numbered.filter(((F.col("_i") - 1) % F.lit(step) == 0) | (F.col("_i") == F.lit(n)))
-              .select("batch_id", F.unix_micros("processed_at").alias("at"),
-                      F.unix_micros("watermark").alias("wm"),
-                      F.map_entries("partition_max_event_time").alias("parts"),
-                      F.col("idle_partitions").alias("idle"),
-                      *[(F.col(c) if c in progress.columns else F.lit(None)).alias(c)
-                        for c in ("held_by", "held_back_seconds")])
-              .orderBy("at", "batch_id").limit(WATERMARK_POINTS + 1).collect())
-    out: list[WatermarkPoint] = []
-    for r in picked:
-        at = from_micros(r.at)
-        out.append(WatermarkPoint(
-            r.batch_id, at, None, None if r.wm is None else from_micros(r.wm),
-            held_by=r.held_by,
-            held_back_seconds=None if r.held_back_seconds is None
-            else Decimal(r.held_back_seconds)))
-        for entry in sorted(r.parts or [], key=lambda e: e[0]):
-            partition = int(entry[0])
-            out.append(WatermarkPoint(r.batch_id, at, partition,
-                                      from_micros(to_micros(entry[1]) - policy.bound(partition)),
-                                      idle=partition in set(r.idle or ())))
-    return tuple(out)
+    have = reads.columns(progress)
+    held = ", ".join(c if c in have else f"NULL AS {c}" for c in ("held_by", "held_back_seconds"))
+    picked = reads.rows(f"""
+        SELECT batch_id, epoch_us(processed_at) AS at_us, {wm} AS wm, {held},
+               list_transform(map_entries(partition_max_event_time),
+                              lambda e: [CAST(e.key AS BIGINT), epoch_us(e.value)]) AS parts,
+               idle_partitions AS idle
+        FROM (SELECT *, row_number() OVER (ORDER BY processed_at ASC NULLS FIRST,
+                                                    batch_id ASC NULLS FIRST) AS _i
+              FROM ({rows}))
+        WHERE (_i - 1) % ? = 0 OR _i = ?
+        ORDER BY at_us NULLS FIRST, batch_id NULLS FIRST LIMIT ?""",
+                        [*params, step, n, WATERMARK_POINTS + 1])
+    return tuple(point for r in picked for point in _batch_points(r, rules))
+
+
+def _batch_points(r: dict[str, Any], rules: EventTimeRules) -> list[WatermarkPoint]:
+    """One sampled batch: its global point, then one per partition in partition order."""
+    at = from_micros(r["at_us"])
+    idle = set(r["idle"] or ())
+    out = [WatermarkPoint(
+        r["batch_id"], at, None, None if r["wm"] is None else from_micros(r["wm"]),
+        held_by=r["held_by"],
+        held_back_seconds=None if r["held_back_seconds"] is None
+        else Decimal(r["held_back_seconds"]))]
+    for partition, max_us in sorted(r["parts"] or [], key=lambda e: e[0]):
+        out.append(WatermarkPoint(r["batch_id"], at, int(partition),
+                                  from_micros(max_us - rules.watermark.bound(int(partition))),
+                                  idle=int(partition) in idle))
+    return out
 
 
 def _signoffs(db: Any, run: AuditRun) -> tuple[tuple[Signoff, ...], Signoff | None]:
@@ -535,13 +565,15 @@ def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     return tuple(lines)
 
 
-def build_context(spark: Any, config: ReportConfig, day: date, *,
+def build_context(config: ReportConfig, day: date, *,
                   breaks_cap: int = BREAKS_CAP) -> ReportContext:
     """Everything the report of ``day`` shows, from the current audit run of the day in the
-    report database and small aggregates of the warehouse's Delta tables.
+    report database and small aggregates of the warehouse's Delta tables, read through DuckDB
+    (no JVM: a report only reads).
 
-    Example: ``build_context(spark, settings.report_config(), date(2026, 1, 1)).audit_run_id``.
+    Example: ``build_context(settings.report_config(), date(2026, 1, 1)).audit_run_id``.
     """
+    from audits.quality import data_docs_dir
     from reports.db.repository import ReportDB
     from spark.spec import recorded_versions
 
@@ -553,43 +585,36 @@ def build_context(spark: Any, config: ReportConfig, day: date, *,
     whatif = config.whatif
     warehouse, rules = whatif.warehouse, whatif.rules
     params = {**dict(config.shown), **run.params}
-    configuration = tuple((k, _config_text(params[k])) for k in sorted(params))
     headline = headline_from_run(run)  # refuses a run without per-currency figures, first
-    recon = _recon_day(spark, warehouse, day, run)
+    reads = _Reads(warehouse)
+    gap, width = _gap_series(reads, day, run, rules.windows.step, len(headline.currencies))
     all_breaks = _breaks(db, run)
-    gap, width = _gap_series(recon, rules.windows.step, len(headline.currencies))
-    curve, configured, recommended, target = _curve(spark, whatif, day)
-    batch_curve, batch_note = _batch_curve(spark, whatif, day)
-    per_source = _per_source(spark, whatif, day)
-    per_source_batches, per_source_note, ran_policy = _per_source_batches(spark, whatif, day,
+    curve, configured, recommended, target = _curve(reads, whatif, day)
+    batch_curve, batch_note = _batch_curve(reads, whatif, day)
+    per_source = _per_source(reads, whatif, day)
+    per_source_batches, per_source_note, ran_policy = _per_source_batches(reads, whatif, day,
                                                                           per_source)
     check = db.current_check_run(day)
-    quality = None if check is None else QualitySummary.of(check)
-    docs: Path | None = None
-    try:
-        from audits.quality import data_docs_dir
-
-        docs = data_docs_dir(warehouse) / "index.html"
-    except ImportError:
-        docs = warehouse / "reports" / "data_docs" / "index.html"
-    statuses = tuple((s.value, int(run.status_counts.get(s.value, 0))) for s in ReconStatus)
+    docs = data_docs_dir(warehouse) / "index.html"
     return ReportContext(
         day=day, audit_run_id=run.run_id, audit_kind=run.kind,
         audit_started_at=_utc(run.started_at), reconciler=run.reconciler,
-        configuration=configuration,
+        configuration=tuple((k, _config_text(params[k])) for k in sorted(params)),
         table_versions=tuple(sorted((k, int(v)) for k, v in run.table_versions.items())),
-        headline=headline, status_counts=statuses, breaks=all_breaks[:breaks_cap],
-        breaks_total=len(all_breaks),
+        headline=headline,
+        status_counts=tuple((s.value, int(run.status_counts.get(s.value, 0)))
+                            for s in ReconStatus),
+        breaks=all_breaks[:breaks_cap], breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
-        gap_bucket_seconds=width,
-        lateness_histogram=_histogram(spark, warehouse, day),
+        gap_bucket_seconds=width, lateness_histogram=_histogram(reads, day),
         lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
         per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
         configured_policy=ran_policy,
         batch_curve_note=batch_note, configured_bound_seconds=configured,
         recommended_bound_seconds=recommended, target_completeness=target,
-        watermark_series=_watermarks(spark, warehouse, rules, day),
-        quality=quality, data_docs=str(docs) if docs.is_file() else None,
+        watermark_series=_watermarks(reads, rules, day),
+        quality=None if check is None else QualitySummary.of(check),
+        data_docs=str(docs) if docs.is_file() else None,
         **review_fields(db, run, config.required_approvers),
         all_breaks=all_breaks, breaks_cap=breaks_cap,
         material_gap=tuple(sorted(run_rule(run.material_gap,

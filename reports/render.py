@@ -1,8 +1,8 @@
 """Render a day's reconciliation report: one HTML file, a PDF of the same content, and CSVs.
 
-``render_day`` builds the typed context (reports/context.py: the only step that reads Spark and
-the report database), then ``render_context`` writes, into ``<warehouse>/reports/<day>/`` by
-default:
+``render_day`` builds the typed context (reports/context.py: the only step that reads the
+warehouse, through DuckDB, and the report database), then ``render_context`` writes, into
+``<warehouse>/reports/<day>/`` by default:
 
 The sections are declared once, in ``reports.sections.SECTIONS`` (id, title, blocks built
 from the context, the CSV it writes, the charts beside it), and every format iterates that list:
@@ -19,7 +19,7 @@ from the context, the CSV it writes, the charts beside it), and every format ite
   ``watermark_progress.csv``, ``quality.csv``, ``approval.csv``): exact decimal text, stable
   order, ``\\n`` line ends: byte-identical on a re-run.
 
-Nothing here reads Spark or the report database except ``render_day``, which asks
+Nothing here reads the warehouse or the report database except ``render_day``, which asks
 reports/context.py for the context first; ``render_context`` only draws.
 
 Money is per currency (docs/decisions/0001-money-per-currency.md): the headline has one group
@@ -397,21 +397,23 @@ def keep_data_docs(copy: Path, folder: Path) -> Path | None:
     return target
 
 
-def render_day(spark: Any, config: ReportConfig, day: date,
+def render_day(config: ReportConfig, day: date,
                out: str | Path | None = None) -> ReportResult:
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
     record the report, with the SHA-256 of its HTML, in the report database. A signed-off
     report of another run in that folder is kept aside first (``keep_signed_report``).
+    Starts no JVM: the tables' layouts come from their Delta logs and the context is read
+    through DuckDB (reports/context.py).
 
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
-    e.g. ``render_day(spark, settings.report_config(), date(2026, 1, 1))``."""
+    e.g. ``render_day(settings.report_config(), date(2026, 1, 1))``."""
     from reports.db.repository import ReportDB
     from spark import tables as tb
 
     # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
     warehouse = config.whatif.warehouse
-    tb.require_layout(spark, warehouse, tb.TABLES)
-    ctx = build_context(spark, config, day)
+    tb.require_logged_layout(warehouse, tb.TABLES)
+    ctx = build_context(config, day)
     folder = Path(out) if out else warehouse / "reports" / day.isoformat()
     db = ReportDB.from_settings(config)  # the database at config.report_db
     return publish_report(db, ctx, folder, config.required_approvers)

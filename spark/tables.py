@@ -11,7 +11,7 @@ The commit-file readers and batch marks live in ``spark.commits``, the side-by-s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
 
@@ -59,10 +59,12 @@ __all__ = [
     "ensure_table",
     "is_missing_file_error",
     "layout_problem",
+    "logged_schema",
     "marked_append",
     "read_table",
     "replace_rows",
     "require_layout",
+    "require_logged_layout",
     "single_row",
     "table_exists",
     "table_path",
@@ -350,9 +352,33 @@ def require_layout(spark: SparkSession, warehouse: str | Path,
     (window, key) that added currencies together, amounts at scale 2): their rows can never be
     mixed with per-currency totals. Tables that do not exist yet are fine (they are created in
     the current layout). Reads each table's schema from its Delta log (no data)."""
+    _refuse_layout(warehouse, names, lambda name: spark.read.format("delta").load(
+        table_path(warehouse, name)).schema)
+
+
+def require_logged_layout(warehouse: str | Path, names: Iterable[str] = TABLES) -> None:
+    """``require_layout`` without Spark, for a reader that starts no JVM (the report): each
+    table's schema as its Delta log records it (``logged_schema``), the same refusal."""
+    _refuse_layout(warehouse, names, lambda name: logged_schema(warehouse, name))
+
+
+def logged_schema(warehouse: str | Path, name: str) -> T.StructType:
+    """Table ``name``'s schema from its Delta log (its newest metaData, checkpoint included),
+    read by delta-rs: the StructType Spark would load, without a JVM and without data."""
+    import json
+
+    from deltalake import DeltaTable
+
+    schema = DeltaTable(table_path(warehouse, name)).schema().to_json()
+    return T.StructType.fromJson(json.loads(schema))
+
+
+def _refuse_layout(warehouse: str | Path, names: Iterable[str],
+                   schema_of: Callable[[str], T.StructType]) -> None:
+    """LayoutError naming every table whose schema (``schema_of(name)``) is not this layout's
+    (``layout_problem``), and a provisional_totals table (now derived on read)."""
     problems = [problem for name in names if table_exists(warehouse, name)
-                and (problem := layout_problem(
-                    spark.read.format("delta").load(table_path(warehouse, name)).schema, name))]
+                and (problem := layout_problem(schema_of(name), name))]
     if table_exists(warehouse, PROVISIONAL_TOTALS):
         problems.insert(0, "provisional_totals is a table, which this reckon derives from "
                            "provisional_deltas")

@@ -327,7 +327,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     ratio = Decimal(per_batch.admitted) / Decimal(per_batch.admitted + per_batch.dropped)
     assert ratio.quantize(Decimal("0.000001")) == Decimal(audit.completeness) \
         == Decimal("0.789474")
-    result = render_day(spark, settings_.report_config(), DAY)
+    result = render_day(settings_.report_config(), DAY)
     _assert_per_batch_row_is_the_headline(result, Decimal(audit.completeness), late)
 
 

@@ -49,7 +49,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
         "stream": lambda: BatchProcessor.of(spark, settings, query_id="q"),
         "replay": lambda: replay_day(spark, settings.replay_config(), date(2026, 1, 1)),
         "audit": lambda: audit_day(spark, settings.audit_config(), date(2026, 1, 1), recorder=None),
-        "report": lambda: render_day(spark, settings.report_config(), date(2026, 1, 1),
+        "report": lambda: render_day(settings.report_config(), date(2026, 1, 1),
                                      out=tmp_path / "r"),
     }
     for step, run in steps.items():
@@ -70,6 +70,9 @@ def test_the_current_layout_passes_and_a_missing_table_is_no_problem(spark, tmp_
     tb.require_layout(spark, warehouse)  # nothing exists yet
     tb.ensure_table(spark, warehouse, tb.PROVISIONAL_DELTAS)
     tb.require_layout(spark, warehouse)
+    tb.require_logged_layout(warehouse)  # the report's check, from the Delta log, agrees
+    assert tb.logged_schema(warehouse, tb.PROVISIONAL_DELTAS).simpleString() == tb.read_table(
+        spark, warehouse, tb.PROVISIONAL_DELTAS).schema.simpleString()
     assert tb.layout_problem(tb.SCHEMAS[tb.RECONCILIATION], tb.RECONCILIATION) is None
     assert tb.layout_problem(_OLD_TOTALS, tb.CANONICAL_TOTALS) == (
         "canonical_totals has no column currency")

@@ -28,6 +28,7 @@ from reckon.errors import LayoutError
 from reckon.money import format_money
 from reckon.reconcile import ReconStatus
 from reckon.signoff import review_state
+from reckon.timeutil import from_micros
 from reports.context import (
     BreakLine,
     CurveLine,
@@ -626,7 +627,7 @@ def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_pa
     settings = _worked_settings(warehouse)
     audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
 
-    result = render_day(spark, settings.report_config(), DAY)
+    result = render_day(settings.report_config(), DAY)
     assert Path(result.out_dir) == warehouse.resolve() / "reports" / "2026-01-01"
     html = Path(result.html_path).read_text()
     [usd] = audit.currencies
@@ -650,9 +651,39 @@ def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_pa
     assert late_total == 2
     _assert_per_batch_row_is_the_headline(result, D(audit.completeness), late_total)
     before = {p: Path(p).read_bytes() for p in result.csv_paths}
-    again = render_day(spark, settings.report_config(), DAY)
+    again = render_day(settings.report_config(), DAY)
     assert again.sha256 == result.sha256
     assert all(Path(p).read_bytes() == data for p, data in before.items())
+    _assert_context_is_sparks(spark, settings, ReportDB.from_settings(settings)
+                              .current_audit_run(DAY))
+    _assert_cli_report_starts_no_jvm(warehouse, result)
+
+
+def _assert_cli_report_starts_no_jvm(warehouse: Path, result) -> None:
+    """`reckon report` in a process of its own renders the same bytes as ``result`` (the same
+    run rendered in-process into the same folder) and never starts Spark: no JVM's start-up
+    lines, no py4j gateway in the process when it ends."""
+    import os
+    import sys
+
+    code = ("import runpy, sys\nsys.argv = ['reckon', *sys.argv[1:]]\ntry:\n"
+            "    runpy.run_module('reckon.cli', run_name='__main__')\n"
+            "except SystemExit as exc:\n    rc = exc.code\n"
+            "ctx = sys.modules.get('pyspark.context')\n"
+            "print('gateway', ctx is not None and ctx.SparkContext._gateway is not None)\n"
+            "sys.exit(rc)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
+    html = Path(result.html_path).read_bytes()
+    out = subprocess.run(
+        [sys.executable, "-c", code, "report", "--warehouse", str(warehouse), "--date",
+         DAY.isoformat(), "--out", result.out_dir], cwd=warehouse.parent, capture_output=True,
+        text=True, timeout=300, check=False,
+        env={**env, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert out.returncode == 0, out.stderr
+    assert "gateway False" in out.stdout
+    assert "log4j" not in out.stderr and "Setting default log level" not in out.stderr
+    assert result.sha256 in out.stdout
+    assert Path(result.html_path).read_bytes() == html
 
 
 def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streamed_scenario,
@@ -660,7 +691,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     """Key m0's window holds EUR, JPY and KWD events (streamed, replayed, audited): the report
     has three headline groups in their own digits, the CSVs a currency column, no sum."""
     from audits.audit import audit_day
-    from reports.db.repository import audit_recorder
+    from reports.db.repository import ReportDB, audit_recorder
     from reports.render import render_day
     from spark.replay import replay_day
     from tests.scenarios import SCENARIOS
@@ -672,7 +703,7 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     replay_day(spark, settings.replay_config(), DAY)
     audit = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
     assert [c["currency"] for c in audit.currencies] == ["EUR", "JPY", "KWD"]
-    result = render_day(spark, settings.report_config(), DAY)
+    result = render_day(settings.report_config(), DAY)
     html = Path(result.html_path).read_text()
     groups = _groups(html)
     assert list(groups) == ["", "EUR", "JPY", "KWD"]
@@ -686,6 +717,8 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
     gap = (Path(result.out_dir) / "gap_by_window.csv").read_text().splitlines()
     assert gap[0].split(",")[2] == "currency"
     assert sorted(line.split(",")[2] for line in gap[1:]) == ["EUR", "JPY", "KWD"]
+    _assert_context_is_sparks(spark, settings, ReportDB.from_settings(settings)
+                              .current_audit_run(DAY))
 
 
 def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_path):
@@ -693,7 +726,7 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
     passed the end of the day's last window plus grace (hopping 10 s every 5 s, grace 2 s:
     the last window ends 00:00:05, so the day closes at 00:00:07), and nothing after it."""
     from reckon.config import load_settings
-    from reports.context import _watermarks
+    from reports.context import _Reads, _watermarks
     from tests.test_progress import _append_progress
 
     wh = tmp_path / "wh"
@@ -707,7 +740,7 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
         _append_progress(spark, wh, batch_id, mark)
     rules = settings.event_time_rules()
     rules = dataclasses.replace(rules, watermark=dataclasses.replace(rules.watermark, lateness=0))
-    series = _watermarks(spark, wh, rules, DAY)
+    series = _watermarks(_Reads(wh), rules, DAY)
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
 
 
@@ -751,15 +784,15 @@ def test_the_report_refuses_rows_another_audit_run_replaced(spark, replayed_work
 
     settings = _worked_settings(copy_warehouse(replayed_worked_example, tmp_path))
     nightly = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
-    assert build_context(spark, settings.report_config(), DAY).audit_run_id == nightly.run_id
+    assert build_context(settings.report_config(), DAY).audit_run_id == nightly.run_id
     adhoc = audit_day(spark, settings.audit_config(), DAY, kind="adhoc", recorder=audit_recorder(settings))
     with pytest.raises(UsageError) as err:
-        build_context(spark, settings.report_config(), DAY)
+        build_context(settings.report_config(), DAY)
     message = str(err.value)
     assert adhoc.run_id in message and nightly.run_id in message
     assert "reckon audit --date 2026-01-01 --kind nightly" in message
     again = audit_day(spark, settings.audit_config(), DAY, kind="nightly", recorder=audit_recorder(settings))
-    assert build_context(spark, settings.report_config(), DAY).audit_run_id == again.run_id
+    assert build_context(settings.report_config(), DAY).audit_run_id == again.run_id
 
 
 def test_the_report_says_whether_the_day_is_signed_off_and_when_a_re_audit_undid_it(tmp_path):
@@ -1165,3 +1198,148 @@ def test_the_status_counts_are_grouped_as_the_headline_writes_them():
 
     _header, rows = status_table(_ctx())
     assert rows[0][:2] == ("(window, key, currency) rows", "1,234")
+
+
+# ------------------------------------------- the DuckDB-built context against Spark's figures
+# build_context reads the warehouse through DuckDB (reports/context.py). The functions below
+# are the Spark reads the report ran before (kept here, as the oracle only): each piece of the
+# context must be equal, value and Decimal scale alike (compared by repr), on real warehouses.
+
+
+def _spark_gap(spark, settings: Settings, run, day: date) -> tuple:
+    from pyspark.sql import functions as F
+
+    from reckon.reconcile import UNEXPLAINED_STATUSES
+    from reports.context import GAP_POINTS, GapPoint
+    from spark import tables as tb
+
+    recon = (tb.read_table(spark, settings.warehouse_path, tb.RECONCILIATION)
+             .filter((F.col("window_date") == F.lit(day))
+                     & (F.col("audit_run_id") == F.lit(run.run_id))))
+    span = recon.agg(F.min(F.unix_micros("window_start")).alias("lo"),
+                     F.max(F.unix_micros("window_start")).alias("hi")).collect()[0]
+    window_us = settings.event_time_rules().windows.step
+    width = -(-((span.hi - span.lo) // window_us + 1) // GAP_POINTS) * window_us
+    bucket = (F.floor((F.unix_micros("window_start") - F.lit(span.lo)) / F.lit(width))
+              * F.lit(width) + F.lit(span.lo)).cast("long")
+    zero = F.lit(D("0.000"))
+    rows = (recon.groupBy("currency", bucket.alias("b"))
+            .agg(F.count(F.lit(1)).alias("n"),
+                 F.sum(F.coalesce("provisional_amount", zero)).alias("p"),
+                 F.sum(F.coalesce("canonical_amount", zero)).alias("c"),
+                 F.sum("gap_amount").alias("gap"), F.sum("late_amount").alias("late"),
+                 F.sum("residual_amount").alias("res"),
+                 F.sum(F.when(F.col("status").isin(*[s.value for s in UNEXPLAINED_STATUSES]),
+                              1).otherwise(0)).alias("u"))
+            .orderBy("currency", "b").collect())
+    return tuple(GapPoint(from_micros(r.b), r.currency, r.n, r.p, r.c, r.gap, r.late, r.res,
+                          int(r.u)) for r in rows), width // 1_000_000
+
+
+def _spark_histogram(spark, warehouse: Path, day: date) -> tuple:
+    from pyspark.sql import functions as F
+
+    from reports.context import LATENESS_BUCKETS, HistogramBucket
+    from spark import tables as tb
+
+    def bucket(seconds):
+        expr = F.lit(LATENESS_BUCKETS[0])
+        for edge in LATENESS_BUCKETS[1:]:
+            expr = F.when(seconds >= F.lit(edge), F.lit(edge)).otherwise(expr)
+        return expr
+
+    delay = (F.unix_micros("arrival_time") - F.unix_micros("event_time")) / F.lit(1_000_000)
+    events = {r.b: r.n for r in (
+        tb.read_table(spark, warehouse, tb.EVENT_LOG)
+        .filter((F.col("event_date") == F.lit(day))
+                & ~F.coalesce(F.col("is_duplicate"), F.lit(False)))
+        .groupBy(bucket(delay).alias("b")).count().withColumnRenamed("count", "n").collect())}
+    late = {r.b: r.n for r in (
+        tb.read_table(spark, warehouse, tb.LATE_EVENTS).filter(F.col("window_date") == F.lit(day))
+        .groupBy(bucket(F.col("lateness_seconds")).alias("b")).count()
+        .withColumnRenamed("count", "n").collect())} \
+        if tb.table_exists(warehouse, tb.LATE_EVENTS) else {}
+    edges = [*LATENESS_BUCKETS, None]
+    return tuple(HistogramBucket(lo, edges[i + 1], events.get(lo, 0), late.get(lo, 0))
+                 for i, lo in enumerate(LATENESS_BUCKETS))
+
+
+def _spark_watermarks(spark, warehouse: Path, rules, day: date) -> tuple:
+    """Every batch up to the one that closed the day (these warehouses have fewer than
+    WATERMARK_POINTS of them, so none is sampled out), with its partitions' points."""
+
+    from reckon.timeutil import day_bounds, to_micros
+    from reports.context import WatermarkPoint
+    from spark import tables as tb
+
+    progress = tb.read_table(spark, warehouse, tb.WATERMARK_PROGRESS)
+    final = rules.day_final_at(day)
+    rows = sorted(progress.collect(), key=lambda r: (r.processed_at, r.batch_id))
+    marks = [to_micros(r.watermark) for r in rows if r.watermark is not None]
+    closing = min((m for m in marks if m >= final), default=None)
+    out = []
+    for r in rows:
+        wm = None if r.watermark is None else to_micros(r.watermark)
+        if wm is None or wm < day_bounds(day)[0] or \
+                (wm >= final if closing is None else wm > closing):
+            continue
+        at = from_micros(to_micros(r.processed_at))
+        held = getattr(r, "held_back_seconds", None)
+        out.append(WatermarkPoint(r.batch_id, at, None, from_micros(wm),
+                                  held_by=getattr(r, "held_by", None),
+                                  held_back_seconds=None if held is None else D(held)))
+        out += [WatermarkPoint(r.batch_id, at, p, from_micros(
+                    to_micros(t) - rules.watermark.bound(p)), idle=p in set(r.idle_partitions))
+                for p, t in sorted(r.partition_max_event_time.items())]
+    assert len({p.batch_id for p in out}) < 300
+    return tuple(out)
+
+
+def _spark_whatifs(spark, settings: Settings, day: date) -> tuple:
+    """The report's what-ifs as Spark computes them (audits.lateness, .lateness_batches)."""
+    from audits.lateness import analyze_day, analyze_inputs
+    from audits.lateness_batches import analyze_day_batches, per_source_batches, whatif_of_day
+    from reports.context import _line, _seconds
+
+    whatif = settings.whatif_config()
+    analysis = analyze_day(spark, whatif, day)
+    rec = analyze_inputs(spark, whatif, day)
+    rec = rec if len(rec.bounds) > 1 else None
+    ran = whatif_of_day(spark, whatif, day)
+    by_source = () if rec is None else tuple(
+        (name, _line(p)) for name, p in per_source_batches(spark, ran, day, rec)[0].items())
+    return (tuple(_line(p) for p in analysis.points), _seconds(analysis.configured_bound),
+            tuple(_line(p) for p in analyze_day_batches(spark, whatif, day).points),
+            rec, by_source)
+
+
+def _assert_context_is_sparks(spark, settings: Settings, run=None, day: date = DAY) -> None:
+    """The DuckDB reads of reports/context.py equal Spark's figures on this warehouse: the gap
+    series of ``run`` (when given), the histogram, the watermarks, every what-if."""
+    from reports import context as c
+
+    reads = c._Reads(settings.warehouse_path)
+    rules, whatif = settings.event_time_rules(), settings.whatif_config()
+    pairs = [(c._histogram(reads, day), _spark_histogram(spark, settings.warehouse_path, day)),
+             (c._watermarks(reads, rules, day),
+              _spark_watermarks(spark, settings.warehouse_path, rules, day))]
+    if run is not None:
+        pairs.append((c._gap_series(reads, day, run, rules.windows.step, 3),
+                      _spark_gap(spark, settings, run, day)))
+    rec = c._per_source(reads, whatif, day)
+    duck = (c._curve(reads, whatif, day)[0], c._curve(reads, whatif, day)[1],
+            c._batch_curve(reads, whatif, day)[0], rec,
+            c._per_source_batches(reads, whatif, day, rec)[0])
+    pairs.append((duck, _spark_whatifs(spark, settings, day)))
+    for ours, sparks in pairs:
+        assert ours and ours == sparks and repr(ours) == repr(sparks)
+
+
+def test_the_duckdb_context_equals_sparks_with_an_idle_partition_and_a_late_event(
+        spark, streamed_scenario):
+    """Two partitions, one idle for a while, a late event: the watermark series has idle
+    points and the histogram a late row; DuckDB's figures are Spark's."""
+    from tests.scenarios import SCENARIOS
+
+    case = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
+    _assert_context_is_sparks(spark, streamed_scenario(case.name))
