@@ -308,7 +308,7 @@ class _Reads:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def columns(self, table: str) -> set[str]:
-        return {d[0] for d in self.conn.execute(f"SELECT * FROM {table} LIMIT 0").description}
+        return set(self.conn.table(table).columns)  # a registered view: no SQL text built
 
 
 _READ = (tb.RECONCILIATION, tb.EVENT_LOG, tb.LATE_EVENTS, tb.WATERMARK_PROGRESS)
