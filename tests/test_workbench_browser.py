@@ -719,21 +719,32 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
 
 
 def test_the_reconciler_cannot_bulk_accept_the_breaks_of_her_run(served, browser) -> None:
-    """Issue 61: alice, a reviewer who reconciled the run, is refused a bulk accept of its
-    breaks on the server (four-eyes), before any confirmation; nothing is recorded."""
+    """Issue 61: alice, a reviewer who reconciled the run, is not offered the bulk form on its
+    breaks: the page says why (four-eyes), as the day page does for sign-off. The same bulk
+    accept POSTed by hand with her session's CSRF token is refused on the server, before
+    any confirmation; nothing is recorded. Bob, who did not reconcile it, has the form."""
     from reports.review import read_log
 
     url, db = served
     _login(browser, url, "alice")
+    listed = {"kind": "nightly", "cause": "UNEXPLAINED", "currency": "KWD"}
     browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
-    browser.fill("#bulk select[name=action]", "accept")
-    browser.fill("#bulk input[name=note]", "my own residuals look fine")
-    browser.click("#bulk button[type=submit]")
-    assert browser.text("#error").startswith(
+    assert browser.eval("document.querySelector('#bulk') === null")
+    assert browser.text("#bulk-refused") == (
+        "You reconciled this run (alice): its breaks need another person's review "
+        "(four-eyes rule), so no bulk action is offered.")
+    status, error = _post(browser, f"/day/{DAY}/bulk", {
+        **listed, "action": "accept", "note": "my own residuals look fine"})
+    assert status == 403 and error.startswith(
         "by='alice' may not act on the breaks of run 'nightly-2026-01-01': 'alice' "
-        "reconciled it"), browser.text()
-    assert "four-eyes rule" in browser.text("#error")
+        "reconciled it"), error
+    assert "four-eyes rule" in error
     assert read_log(db) == []
+    browser.click("header form.who button")  # Log out; bob is offered the form
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    assert browser.eval("document.querySelector('#bulk') !== null")
+    assert browser.eval("document.querySelector('#bulk-refused') === null")
 
 
 def test_a_bulk_action_over_5000_breaks_is_refused_until_the_filters_narrow_it(

@@ -451,9 +451,12 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                                                          rule))
         kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
         material_only = ",".join(f"{c}={a}" for c, a in sorted(rule.items()))
+        # the bulk form is not offered to the run's reconciler (the server refuses it anyway)
+        own_run = same_person(who.user.name, str(run["reconciler"]))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
                     facets=queries.facets(run), material=bool(rule), kept=kept,
-                    material_only=material_only, assignees=_assignees(db, run))
+                    material_only=material_only, assignees=_assignees(db, run),
+                    own_run=own_run)
 
     @app.post("/day/{day}/bulk")
     def bulk(request: Request, who: Actor, day: str, action: Annotated[str, Form()],
