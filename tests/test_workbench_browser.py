@@ -673,11 +673,12 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
     form; each of those POSTed by hand with the session's own CSRF token (bulk accept,
     comment, assign, reject, resolve; a break's accept, comment, reject, reopen, assign; the
     run's approve, reject, reopen) is refused by the server with one line (403) and nothing
-    is recorded. Exporting only reads, so the auditor may: the export is the log's one line,
-    in the auditor's name."""
+    is recorded. Exporting only reads, so the auditor may: the CSV and the PDF (read back with
+    poppler) are each the log's one line, in the auditor's name."""
     from urllib.parse import parse_qs, urlsplit
 
     from reports.review import read_log
+    from tests.test_workbench import _pdf_text
 
     url, db = served
     _login(browser, url, "carl")
@@ -715,6 +716,17 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
     saved = browser.download("#export-csv", tmp_path / "csv")
     assert saved.read_text().count("\n") == 301
     assert [(e.by, e.decision) for e in read_log(db)] == [("carl", "exported")]
+    saved = browser.download("#export-pdf", tmp_path / "pdf")
+    assert saved.name == "reckon-breaks-2026-01-01-nightly.pdf"
+    text = _pdf_text(saved.read_bytes())
+    assert len([line for line in text.splitlines()
+                if re.match(r"\s*2026-01-01 \d\d:\d\d:\d\d ", line)]) == 300, text
+    assert "300 breaks; total gap per currency: " in text
+    exports = read_log(db)
+    assert [(e.by, e.decision) for e in exports] == [("carl", "exported")] * 2
+    assert exports[1].note.startswith("exported reckon-breaks-2026-01-01-nightly.pdf (300 "
+                                      "breaks")
+    assert f"Exported by carl at {exports[1].at:%Y-%m-%d %H:%M:%S} UTC" in text, text
     assert not _signed_off(db, "nightly-2026-01-01")
 
 
