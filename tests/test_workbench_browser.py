@@ -845,5 +845,5 @@ def test_the_period_view_over_several_days_shows_each_days_state_and_the_open_br
                             ["1-2 days", "0", "0", "0"], ["3-7 days", "4", "5", "3"],
                             ["over a week", "4", "5", "3"]], ages
             browser.click("#period-days tbody tr:nth-child(2) td:nth-child(5) a")
-            assert browser.url.endswith("/day/2026-01-02/breaks?kind=nightly&status=open")
+            assert browser.url.endswith("/day/2026-01-02/breaks?kind=nightly&status=unsettled")
             assert browser.text("#count").startswith("12 breaks match")

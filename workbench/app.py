@@ -373,9 +373,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
-        if status and status not in REVIEW_STATUSES:
+        if status and status not in (*REVIEW_STATUSES, queries.UNSETTLED):
             raise UsageError(f"status={status!r} is not valid: one of "
-                             + ", ".join(REVIEW_STATUSES))
+                             + ", ".join((*REVIEW_STATUSES, queries.UNSETTLED)))
         _check_cause_and_age(cause, age)
         partition = partition.strip()
         if partition and not partition.isdigit():
