@@ -732,9 +732,12 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
 
 def test_the_reconciler_cannot_bulk_accept_the_breaks_of_her_run(served, browser) -> None:
     """Issue 61: alice, a reviewer who reconciled the run, is not offered the bulk form on its
-    breaks: the page says why (four-eyes), as the day page does for sign-off. The same bulk
-    accept POSTed by hand with her session's CSRF token is refused on the server, before
-    any confirmation; nothing is recorded. Bob, who did not reconcile it, has the form."""
+    breaks, nor a break's actions on its page: each page says why (four-eyes). The same
+    accepts POSTed by hand with her session's CSRF token are refused on the server (the bulk
+    one before any confirmation); nothing is recorded. Bob, who did not reconcile it, has
+    the form."""
+    from urllib.parse import parse_qs, urlsplit
+
     from reports.review import read_log
 
     url, db = served
@@ -745,6 +748,16 @@ def test_the_reconciler_cannot_bulk_accept_the_breaks_of_her_run(served, browser
     assert browser.text("#bulk-refused") == (
         "You reconciled this run (alice): its breaks need another person's review "
         "(four-eyes rule), so no bulk action is offered.")
+    link = browser.eval("document.querySelector('#breaks a.break').href")
+    browser.click("#breaks a.break")  # nor one break's actions, on its page
+    assert browser.eval("[document.querySelector('#action'), document.querySelector("
+                        "'#assign')]") == [None, None]
+    assert browser.text("#action-refused").endswith("so no action is offered.")
+    target = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    status, error = _post(browser, "/break/action", {**target, "action": "accept",
+                                                     "note": "mine"})
+    assert status == 403 and "four-eyes rule" in error, error
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
     status, error = _post(browser, f"/day/{DAY}/bulk", {
         **listed, "action": "accept", "note": "my own residuals look fine"})
     assert status == 403 and error.startswith(

@@ -518,8 +518,10 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if item is None:
             raise UsageError(f"no break {key} {cur} at {ws} in run {run}")
         found = db.get_audit_run(run)
-        return page(request, "break.html", who, item=item,
-                    assignees=_assignees(db, {"reconciler": found.reconciler if found else ""}))
+        reconciler = found.reconciler if found else ""
+        return page(request, "break.html", who, item=item, reconciler=reconciler,
+                    own_run=same_person(who.user.name, str(reconciler or "")),
+                    assignees=_assignees(db, {"reconciler": reconciler}))
 
     @app.get("/log")
     def log(request: Request, who: Who) -> Response:
