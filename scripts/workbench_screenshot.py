@@ -4,8 +4,8 @@ headless Chromium with the network off but loopback, driven like a reviewer: a s
 a fresh report database (workbench.sample, no Spark), the workbench served on loopback,
 log in, the days, the breaks filtered by cause, currency and a partition that contributed,
 one break's actions (above the fold) and evidence with its recorded ``reckon explain`` story,
-a bulk rejection's confirmation, the month view, the sign-off log, and the log again after a
-row was edited by hand in the database.
+a bulk rejection's confirmation, the month view, and the sign-off log after a row was edited
+by hand in the database. Each picture it takes is one the README shows.
 
 Usage: .venv/bin/python scripts/workbench_screenshot.py [out-dir]   (default docs/images)
 """
@@ -71,8 +71,7 @@ def main() -> int:
             page.click("#login button[type=submit]")
             shots = {"workbench-days.png": "/",
                      "workbench-breaks.png": f"/day/{DAY}/breaks?cause=EXPLAINED&currency=EUR"
-                                             "&partition=1",
-                     "workbench-log.png": "/log"}
+                                             "&partition=1"}
             for name, path in shots.items():
                 page.goto(url + path)
                 page.screenshot(out / name)

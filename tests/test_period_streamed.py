@@ -9,26 +9,37 @@ then the break reopened with a reason: a signed day can still hold an unsettled 
 and 2026-01-04 (never audited: still to sign). One event of 2026-01-05 moves the watermark
 past 2026-01-03, as the next day's traffic would. The cheapest real path: one session
 SparkSession, the processor called per batch without a streaming query's trigger loop.
+
+The same warehouse, served by uvicorn on loopback (workbench.server), is then looked at in
+headless Chromium (tests/cdp.py) as a reviewer looks: log in, choose the range in the period
+form, read each day's state, the days to sign and the unsettled breaks by age, and follow a
+day's unsettled count to those breaks (the rejected EUR one among them).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from reckon.reference import Event
 from reports.db.repository import ReportDB, audit_recorder
 from reports.review import BreakTarget
+from tests.browser import need
+from tests.cdp import Browser
 from tests.scenarios import SCENARIOS, S, ev
 from tests.signers import append, workbench_trust
 from tests.streamkit import stream_settings
 from workbench import queries
 from workbench.app import create_app
 from workbench.auth import add_user
+from workbench.server import serve_in_thread
 
 GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
 DAYS = [date(2026, 1, d) for d in (1, 2, 3, 4)]
@@ -94,10 +105,12 @@ def _rows(html: str, table_id: str) -> list[list[str]]:
             for row in re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)]
 
 
-def test_the_period_view_over_streamed_days(spark, tmp_path: Path) -> None:
-    """Each day's state in the words every view shows, unsettled breaks by age bucket and
-    currency, the days still to sign; the quiet day says so and is not to sign."""
-    settings, runs = _stream_replay_audit(spark, tmp_path)
+@pytest.fixture(scope="module")
+def reviewed(spark, tmp_path_factory) -> Iterator[tuple[Any, dict[date, str]]]:
+    """The four streamed days as a reviewer left them (01 signed off by bob, then its break
+    reopened; 03's break rejected), the workbench app over them and each day's run id: built
+    once for this module's tests (the stream, the replays and audits are the cost)."""
+    settings, runs = _stream_replay_audit(spark, tmp_path_factory.mktemp("period"))
     with ReportDB.from_settings(settings) as db:
         for name, role in (("bob", "reviewer"), ("carl", "auditor")):
             add_user(db, name, role, PASSWORD)
@@ -111,8 +124,15 @@ def test_the_period_view_over_streamed_days(spark, tmp_path: Path) -> None:
                "disputed by the merchant", target=_target(usd))
         append(db, runs[DAYS[2]], "bob", "break-rejected", "the EUR feed is not in yet",
                target=_target(eur))
-        page = _login(app, "carl").get("/period", params={"start": "2026-01-01",
-                                                          "end": "2026-01-04"})
+        yield app, runs
+
+
+def test_the_period_view_over_streamed_days(reviewed) -> None:
+    """Each day's state in the words every view shows, unsettled breaks by age bucket and
+    currency, the days still to sign; the quiet day says so and is not to sign."""
+    app, runs = reviewed
+    page = _login(app, "carl").get("/period", params={"start": "2026-01-01",
+                                                      "end": "2026-01-04"})
     assert page.status_code == 200, page.text
     html = page.text
     days = {row[0]: row[1:] for row in _rows(html, "period-days")}
@@ -128,3 +148,49 @@ def test_the_period_view_over_streamed_days(spark, tmp_path: Path) -> None:
     ages = {row[0]: row[1:] for row in _rows(html, "ages")}
     assert ages["new today"] == ["1", "1"]  # one reopened USD, one rejected EUR: unsettled
     assert all(counts == ["0", "0"] for label, counts in ages.items() if label != "new today")
+
+
+@pytest.mark.browser
+def test_the_period_view_over_streamed_days_in_chromium(reviewed) -> None:
+    """The same period page in headless Chromium, as a reviewer meets it: log in, choose the
+    range in the period form, read each day's state, the days to sign and the unsettled
+    breaks by age and currency; 2026-01-03's unsettled count leads to its rejected EUR
+    break, and its link under 'still to sign' to its day page, awaiting sign-off."""
+    app, runs = reviewed
+    with serve_in_thread(app) as url, Browser(need("chromium"), width=1280,
+                                              height=800) as page:
+        page.goto(f"{url}/login")
+        page.fill("input[name=name]", "bob")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("#login button[type=submit]")
+        assert page.text("#whoami").startswith("bob"), page.text()
+        page.goto(f"{url}/period?month=2026-01")
+        page.fill("#range input[name=start]", "2026-01-01")
+        page.fill("#range input[name=end]", "2026-01-04")
+        page.click("#range button[type=submit]")
+        assert page.text("h1") == "2026-01-01 to 2026-01-04 nightly"
+        shown = page.eval("[...document.querySelectorAll('#period-days tbody tr')]"
+                          ".map(r => [...r.cells].map(c => c.innerText))")
+        assert shown == [
+            ["2026-01-01", runs[DAYS[0]], "Signed off: 1 of 1 approvals (bob)", "1", "1"],
+            ["2026-01-02", runs[DAYS[1]], "No events: nothing to sign", "0", "0"],
+            ["2026-01-03", runs[DAYS[2]], "Awaiting sign-off: 0 of 1 approvals", "1", "1"],
+            ["2026-01-04", "Not audited", "-", "-"]], shown
+        assert page.text("#to-sign") == "2 days still to sign: 2026-01-03, 2026-01-04"
+        ages = page.eval("[...document.querySelectorAll('#ages tr')]"
+                         ".map(r => [...r.cells].map(c => c.innerText))")
+        assert ages == [["Age", "EUR", "USD"], ["new today", "1", "1"],
+                        ["1-2 days", "0", "0"], ["3-7 days", "0", "0"],
+                        ["over a week", "0", "0"]], ages
+        assert page.eval("document.documentElement.scrollWidth") <= 1280
+        period = page.url
+        page.click("#period-days tbody tr:nth-child(3) td:nth-child(5) a")  # 2026-01-03's 1
+        assert page.url.endswith("/day/2026-01-03/breaks?kind=nightly&status=unsettled")
+        assert page.text("#count").startswith("1 breaks match"), page.text("main")
+        assert page.eval("[...document.querySelectorAll('#breaks tbody tr')].map(r => "
+                         "[r.cells[2].innerText, r.cells[9].innerText])") == [
+            ["EUR", "rejected"]]
+        page.goto(period)
+        page.click("#to-sign a")  # the first day to sign: its day page, awaiting sign-off
+        assert page.url.endswith("/day/2026-01-03?kind=nightly")
+        assert page.text("#state") == "Awaiting sign-off: 0 of 1 approvals."

@@ -1455,3 +1455,30 @@ def test_the_logs_json_export_is_recorded_in_the_log_with_who_and_when(
     page = carl.get("/log").text
     assert "<td>carl</td><td>exported</td><td>exported reckon-signoff-log.json" in page
     assert verify(db).ok
+
+
+def test_the_unsettled_filter_lists_the_open_and_the_rejected_breaks(app, db: ReportDB) -> None:
+    """Issue 61: the period view counts a day's unsettled breaks (open or rejected) and links
+    the count to status=unsettled: the list then shows exactly that many, a rejected break
+    among them (status=open alone would leave it out); a status no filter knows is refused
+    naming the valid ones."""
+    from reports.review import BreakTarget
+
+    run_id = "nightly-2026-01-01"
+    bob = _client(app, "bob")
+    opened = int(re.search(r"<b>([\d,]+)</b> breaks match",
+                           bob.get(f"/day/{DAY}/breaks?status=open").text).group(1))
+    first = queries.all_matches(db, run_id, DAY, queries.BreakFilter("open", currency="EUR"),
+                                cap=10)[0]
+    append(db, run_id, "bob", "break-rejected", "the EUR feed is not in yet",
+           target=BreakTarget(first["window_start"], first["key"], first["currency"]))
+    period = bob.get("/period?start=2026-01-01&end=2026-01-01").text
+    assert f'status=unsettled">{opened}</a>' in period, period
+    listed = bob.get(f"/day/{DAY}/breaks?status=unsettled").text
+    assert f"<b>{opened}</b> breaks match" in listed
+    assert f"<b>{opened - 1}</b> breaks match" in bob.get(f"/day/{DAY}/breaks?status=open").text
+    assert "<b>1</b> breaks match" in bob.get(f"/day/{DAY}/breaks?status=rejected").text
+    response = bob.get(f"/day/{DAY}/breaks?status=unsettle")
+    assert response.status_code == 400
+    assert ("status=&#39;unsettle&#39; is not valid: one of open, explained, accepted, "
+            "resolved, rejected, unsettled") in response.text

@@ -673,11 +673,12 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
     form; each of those POSTed by hand with the session's own CSRF token (bulk accept,
     comment, assign, reject, resolve; a break's accept, comment, reject, reopen, assign; the
     run's approve, reject, reopen) is refused by the server with one line (403) and nothing
-    is recorded. Exporting only reads, so the auditor may: the export is the log's one line,
-    in the auditor's name."""
+    is recorded. Exporting only reads, so the auditor may: the CSV and the PDF (read back with
+    poppler) are each the log's one line, in the auditor's name."""
     from urllib.parse import parse_qs, urlsplit
 
     from reports.review import read_log
+    from tests.test_workbench import _pdf_text
 
     url, db = served
     _login(browser, url, "carl")
@@ -715,25 +716,60 @@ def test_an_auditor_gets_no_new_action_in_the_page_nor_by_a_direct_post(served, 
     saved = browser.download("#export-csv", tmp_path / "csv")
     assert saved.read_text().count("\n") == 301
     assert [(e.by, e.decision) for e in read_log(db)] == [("carl", "exported")]
+    saved = browser.download("#export-pdf", tmp_path / "pdf")
+    assert saved.name == "reckon-breaks-2026-01-01-nightly.pdf"
+    text = _pdf_text(saved.read_bytes())
+    assert len([line for line in text.splitlines()
+                if re.match(r"\s*2026-01-01 \d\d:\d\d:\d\d ", line)]) == 300, text
+    assert "300 breaks; total gap per currency: " in text
+    exports = read_log(db)
+    assert [(e.by, e.decision) for e in exports] == [("carl", "exported")] * 2
+    assert exports[1].note.startswith("exported reckon-breaks-2026-01-01-nightly.pdf (300 "
+                                      "breaks")
+    assert f"Exported by carl at {exports[1].at:%Y-%m-%d %H:%M:%S} UTC" in text, text
     assert not _signed_off(db, "nightly-2026-01-01")
 
 
 def test_the_reconciler_cannot_bulk_accept_the_breaks_of_her_run(served, browser) -> None:
-    """Issue 61: alice, a reviewer who reconciled the run, is refused a bulk accept of its
-    breaks on the server (four-eyes), before any confirmation; nothing is recorded."""
+    """Issue 61: alice, a reviewer who reconciled the run, is not offered the bulk form on its
+    breaks, nor a break's actions on its page: each page says why (four-eyes). The same
+    accepts POSTed by hand with her session's CSRF token are refused on the server (the bulk
+    one before any confirmation); nothing is recorded. Bob, who did not reconcile it, has
+    the form."""
+    from urllib.parse import parse_qs, urlsplit
+
     from reports.review import read_log
 
     url, db = served
     _login(browser, url, "alice")
+    listed = {"kind": "nightly", "cause": "UNEXPLAINED", "currency": "KWD"}
     browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
-    browser.fill("#bulk select[name=action]", "accept")
-    browser.fill("#bulk input[name=note]", "my own residuals look fine")
-    browser.click("#bulk button[type=submit]")
-    assert browser.text("#error").startswith(
+    assert browser.eval("document.querySelector('#bulk') === null")
+    assert browser.text("#bulk-refused") == (
+        "You reconciled this run (alice): its breaks need another person's review "
+        "(four-eyes rule), so no bulk action is offered.")
+    link = browser.eval("document.querySelector('#breaks a.break').href")
+    browser.click("#breaks a.break")  # nor one break's actions, on its page
+    assert browser.eval("[document.querySelector('#action'), document.querySelector("
+                        "'#assign')]") == [None, None]
+    assert browser.text("#action-refused").endswith("so no action is offered.")
+    target = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    status, error = _post(browser, "/break/action", {**target, "action": "accept",
+                                                     "note": "mine"})
+    assert status == 403 and "four-eyes rule" in error, error
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    status, error = _post(browser, f"/day/{DAY}/bulk", {
+        **listed, "action": "accept", "note": "my own residuals look fine"})
+    assert status == 403 and error.startswith(
         "by='alice' may not act on the breaks of run 'nightly-2026-01-01': 'alice' "
-        "reconciled it"), browser.text()
-    assert "four-eyes rule" in browser.text("#error")
+        "reconciled it"), error
+    assert "four-eyes rule" in error
     assert read_log(db) == []
+    browser.click("header form.who button")  # Log out; bob is offered the form
+    _login(browser, url, "bob")
+    browser.goto(f"{url}/day/{DAY}/breaks?cause=UNEXPLAINED&currency=KWD")
+    assert browser.eval("document.querySelector('#bulk') !== null")
+    assert browser.eval("document.querySelector('#bulk-refused') === null")
 
 
 def test_a_bulk_action_over_5000_breaks_is_refused_until_the_filters_narrow_it(
@@ -822,5 +858,5 @@ def test_the_period_view_over_several_days_shows_each_days_state_and_the_open_br
                             ["1-2 days", "0", "0", "0"], ["3-7 days", "4", "5", "3"],
                             ["over a week", "4", "5", "3"]], ages
             browser.click("#period-days tbody tr:nth-child(2) td:nth-child(5) a")
-            assert browser.url.endswith("/day/2026-01-02/breaks?kind=nightly&status=open")
+            assert browser.url.endswith("/day/2026-01-02/breaks?kind=nightly&status=unsettled")
             assert browser.text("#count").startswith("12 breaks match")

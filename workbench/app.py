@@ -373,9 +373,9 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
             raise UsageError(f"no current {kind} audit run of {day}")
-        if status and status not in REVIEW_STATUSES:
+        if status and status not in (*REVIEW_STATUSES, queries.UNSETTLED):
             raise UsageError(f"status={status!r} is not valid: one of "
-                             + ", ".join(REVIEW_STATUSES))
+                             + ", ".join((*REVIEW_STATUSES, queries.UNSETTLED)))
         _check_cause_and_age(cause, age)
         partition = partition.strip()
         if partition and not partition.isdigit():
@@ -451,9 +451,12 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                                                          rule))
         kept = {"kind": run["kind"], **{k: v for k, v in filters.query().items() if v}}
         material_only = ",".join(f"{c}={a}" for c, a in sorted(rule.items()))
+        # the bulk form is not offered to the run's reconciler (the server refuses it anyway)
+        own_run = same_person(who.user.name, str(run["reconciler"]))
         return page(request, "breaks.html", who, run=run, page=result, filters=filters,
                     facets=queries.facets(run), material=bool(rule), kept=kept,
-                    material_only=material_only, assignees=_assignees(db, run))
+                    material_only=material_only, assignees=_assignees(db, run),
+                    own_run=own_run)
 
     @app.post("/day/{day}/bulk")
     def bulk(request: Request, who: Actor, day: str, action: Annotated[str, Form()],
@@ -515,8 +518,10 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         if item is None:
             raise UsageError(f"no break {key} {cur} at {ws} in run {run}")
         found = db.get_audit_run(run)
-        return page(request, "break.html", who, item=item,
-                    assignees=_assignees(db, {"reconciler": found.reconciler if found else ""}))
+        reconciler = found.reconciler if found else ""
+        return page(request, "break.html", who, item=item, reconciler=reconciler,
+                    own_run=same_person(who.user.name, str(reconciler or "")),
+                    assignees=_assignees(db, {"reconciler": reconciler}))
 
     @app.get("/log")
     def log(request: Request, who: Who) -> Response:

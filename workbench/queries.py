@@ -45,6 +45,7 @@ from reports.review_state import review_states
 
 __all__ = [
     "SORTS",
+    "UNSETTLED",
     "BreakFilter",
     "BreakPage",
     "Cursor",
@@ -109,6 +110,11 @@ _MAX_CURSOR_CHARS = 4096  # a real cursor: a time, a key and a currency, base64
 SORTS = ("window", "gap")
 
 
+#: The review filter's word for "open or rejected" (UNSETTLED_STATUSES): what the period view
+#: counts as still waiting for someone, and where its count links to.
+UNSETTLED = "unsettled"
+
+
 @dataclass(frozen=True)
 class BreakFilter:
     """What the break list shows: review status, cause (the audit's status), currency,
@@ -143,8 +149,10 @@ class BreakFilter:
 
     def where(self, now: datetime) -> list[sa.ColumnElement[bool]]:
         b, r = BREAKS, BREAK_REVIEWS
-        out = []
-        if self.review_status:
+        out: list[sa.ColumnElement[bool]] = []
+        if self.review_status == UNSETTLED:
+            out.append(r.c.review_status.in_(UNSETTLED_STATUSES))
+        elif self.review_status:
             out.append(r.c.review_status == self.review_status)
         if self.cause:
             out.append(b.c.status == self.cause)
