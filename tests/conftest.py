@@ -157,6 +157,7 @@ def _run_order(item: pytest.Item) -> tuple[int, int]:
     return (1, 0 if item.get_closest_marker("slow") else 1)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (it names each test by its group)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     spark_marker = pytest.mark.spark
     for item in items:
