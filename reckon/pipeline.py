@@ -464,6 +464,7 @@ def run_report(settings: Settings, day: date,
             raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "
                              "day in the report database (run `reckon audit --date "
                              f"{day}` first)")
+    quiet_libraries()  # fontTools logs ~75 INFO lines a PDF (Spark's start did this before)
     result = render_day(settings.report_config(), day, out=out)  # no JVM: DuckDB reads
     return StepResult(step="report", day=day.isoformat(), summary=result.to_dict(),
                       detail=result)

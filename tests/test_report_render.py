@@ -612,7 +612,7 @@ def _worked_settings(warehouse: Path) -> Settings:
     return stream_settings(warehouse, **case.rules)
 
 
-def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_path):
+def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_path, caplog):
     """Stream the worked example (grace 0: two late events), replay, audit, then render the
     day: the report shows the audit's figures and is recorded with its HTML's SHA-256."""
     import hashlib
@@ -657,6 +657,25 @@ def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_pa
     _assert_context_is_sparks(spark, settings, ReportDB.from_settings(settings)
                               .current_audit_run(DAY))
     _assert_cli_report_starts_no_jvm(warehouse, result)
+    _assert_the_report_step_logs_no_library_chatter(settings, caplog)
+
+
+def _assert_the_report_step_logs_no_library_chatter(settings, caplog) -> None:
+    """The nightly DAG's report task (``pipeline.run_report``) in a fresh process: fontTools'
+    INFO lines about each PDF (~75) and GX's stay out of the task log (once done by Spark's
+    start, which the report no longer has)."""
+    import logging
+
+    from reckon import pipeline
+
+    for name in ("fontTools", "fontTools.subset", "great_expectations"):
+        logging.getLogger(name).setLevel(logging.NOTSET)  # as a new task process has them
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        pipeline.run_report(settings, DAY)
+    chatty = [r for r in caplog.records
+              if r.name.startswith(("fontTools", "great_expectations")) and r.levelno < 30]
+    assert chatty == [], chatty[:3]
 
 
 def _assert_cli_report_starts_no_jvm(warehouse: Path, result) -> None:
