@@ -45,3 +45,16 @@ def chromium(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(offline([binary, "--headless", "--no-sandbox", "--disable-gpu",
                                    "--hide-scrollbars", *args]),
                           capture_output=True, text=True, timeout=180)
+
+
+def period_rows(page, url: str, start: str, end: str) -> list[list[str]]:
+    """The workbench's period view of ``start``..``end`` as a reviewer opens it (the month
+    page, then the range form): each day's row, cell texts as shown. ``page``: a logged-in
+    tests.cdp.Browser."""
+    page.goto(f"{url}/period?month={start[:7]}")
+    page.fill("#range input[name=start]", start)
+    page.fill("#range input[name=end]", end)
+    page.click("#range button[type=submit]")
+    assert page.text("h1") == f"{start} to {end} nightly"
+    return page.eval("[...document.querySelectorAll('#period-days tbody tr')]"
+                     ".map(r => [...r.cells].map(c => c.innerText))")

@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 from reckon.reference import Event
 from reports.db.repository import ReportDB, audit_recorder
 from reports.review import BreakTarget
-from tests.browser import need
+from tests.browser import need, period_rows
 from tests.cdp import Browser
 from tests.scenarios import SCENARIOS, S, ev
 from tests.signers import append, workbench_trust
@@ -164,13 +164,7 @@ def test_the_period_view_over_streamed_days_in_chromium(reviewed) -> None:
         page.fill("input[name=password]", PASSWORD)
         page.click("#login button[type=submit]")
         assert page.text("#whoami").startswith("bob"), page.text()
-        page.goto(f"{url}/period?month=2026-01")
-        page.fill("#range input[name=start]", "2026-01-01")
-        page.fill("#range input[name=end]", "2026-01-04")
-        page.click("#range button[type=submit]")
-        assert page.text("h1") == "2026-01-01 to 2026-01-04 nightly"
-        shown = page.eval("[...document.querySelectorAll('#period-days tbody tr')]"
-                          ".map(r => [...r.cells].map(c => c.innerText))")
+        shown = period_rows(page, url, "2026-01-01", "2026-01-04")
         assert shown == [
             ["2026-01-01", runs[DAYS[0]], "Signed off: 1 of 1 approvals (bob)", "1", "1"],
             ["2026-01-02", runs[DAYS[1]], "No events: nothing to sign", "0", "0"],

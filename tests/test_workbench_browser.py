@@ -23,7 +23,7 @@ import sqlalchemy as sa
 
 from reports.db.repository import ReportDB
 from reports.review_state import review_states
-from tests.browser import need
+from tests.browser import need, period_rows
 from tests.cdp import Browser
 from tests.signers import workbench_trust
 from workbench.app import create_app
@@ -837,13 +837,7 @@ def test_the_period_view_over_several_days_shows_each_days_state_and_the_open_br
             browser.goto(f"{url}/day/{days[0]}")
             browser.fill("#signoff input[name=note]", "totals tie out")
             browser.click("#signoff button[type=submit]")
-            browser.goto(f"{url}/period?month=2026-01")
-            browser.fill("#range input[name=start]", "2026-01-01")
-            browser.fill("#range input[name=end]", "2026-01-04")
-            browser.click("#range button[type=submit]")
-            assert browser.text("h1") == "2026-01-01 to 2026-01-04 nightly"
-            shown = browser.eval("[...document.querySelectorAll('#period-days tbody tr')]"
-                                 ".map(r => [...r.cells].map(c => c.innerText))")
+            shown = period_rows(browser, url, "2026-01-01", "2026-01-04")
             assert shown == [
                 ["2026-01-01", "nightly-2026-01-01", "Signed off: 1 of 1 approvals (bob)",
                  "20", "12"],
