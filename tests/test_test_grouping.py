@@ -37,6 +37,10 @@ def test_the_tests_of_a_module_fixture_run_on_one_worker(tmp_path: Path) -> None
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest",
          "-n", "2", "--dist", "loadgroup", "-o", "addopts=", "--rootdir", str(tmp_path),
+         # its own temporary root: a session on pytest's default one makes
+         # /tmp/pytest-of-<user> 0700 again, which a test of the outer session that runs a
+         # second OS account through it (tests/test_signoff_trust.py) depends on
+         "--basetemp", str(tmp_path / "inner"),
          str(tmp_path / "test_probe.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT),
