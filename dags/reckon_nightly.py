@@ -299,15 +299,14 @@ def _notify_breaks(settings: Settings, result: Any) -> None:
     if not notify.enabled(settings, "breaks"):
         return
     from reckon.materiality import thresholds
+    from reports.db.repository import ReportDB
 
     audit = result.detail
     material: dict[str, int] = {}
-    rule = thresholds(settings.material_gap)
-    if rule and audit.breaks_recorded:
-        from reports.db.repository import ReportDB
-
+    if audit.breaks_recorded:  # the run's own rule, as the report and the workbench mark them
         with ReportDB.from_settings(settings) as db:
-            material = notify.material_counts(db.breaks(audit.run_id), rule)
+            material = notify.material_of_run(db, audit.run_id,
+                                              thresholds(settings.material_gap))
     notify.send(settings, notify.breaks_notice(day=audit.day, run_id=audit.run_id,
                                                unexplained=audit.unexplained,
                                                material=material),

@@ -152,6 +152,17 @@ def material_counts(breaks: Iterable[Any], rule: Mapping[str, Decimal]) -> dict[
     return counts
 
 
+def material_of_run(db: Any, run_id: str, setting: Mapping[str, Decimal]) -> dict[str, int]:
+    """currency -> the run's material breaks, by the rule the run was audited under
+    (reckon.materiality.run_rule; ``setting`` only for a run recorded before runs kept it),
+    so the notice counts what the report and the workbench mark. ``db``: a ReportDB."""
+    from reckon.materiality import run_rule
+
+    run = db.get_audit_run(run_id)
+    rule = run_rule(None if run is None else run.material_gap, setting)
+    return material_counts(db.breaks(run_id), rule) if rule else {}
+
+
 # ----------------------------------------------------------------------------- sending
 
 

@@ -16,10 +16,6 @@ from spark.execution_mode import day_rows, interpreted_pays
 
 DAY = date(2026, 1, 1)
 
-#: Spark's defaults, which the tests' session turns off (tests/conftest.py)
-GENERATED_CODE = {"spark.sql.codegen.wholeStage": "true",
-                  "spark.sql.codegen.factoryMode": "FALLBACK"}
-
 
 @pytest.mark.parametrize(("rows", "max_rows", "interpreted"), [
     (0, 200_000, True), (200_000, 200_000, True), (200_001, 200_000, False),
@@ -53,6 +49,7 @@ def test_a_small_day_is_interpreted_a_big_one_compiled_and_the_session_kept(
     from spark import tables as tb
     from spark.execution_mode import execution_for_days
     from spark.session import session_conf
+    from tests.test_stream_codegen import GENERATED_CODE
 
     wh = streamed_scenario("worked example, grace 0").warehouse_path
     rows = tb.read_table(spark, wh, tb.EVENT_LOG).filter(F.col("event_date") == DAY).count()

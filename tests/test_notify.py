@@ -69,6 +69,32 @@ def test_material_breaks_are_counted_per_currency_by_the_runs_rule():
     assert notify.material_counts(rows, {}) == {}  # materiality off: none marked
 
 
+def test_the_breaks_notice_counts_by_the_rule_the_run_was_audited_under(tmp_path):
+    """A run audited under EUR=1000 while the setting now says EUR=1: the notice counts what
+    the report and the workbench mark (the run's rule); a run recorded before runs kept their
+    rule falls back to the setting."""
+    from datetime import date
+
+    from reckon.materiality import is_material
+    from reports.db.repository import ReportDB
+    from workbench.sample import sample_day
+
+    recorded = {"EUR": "1000", "JPY": "100000", "KWD": "100"}
+    now = {"EUR": Decimal(1)}
+    with ReportDB(f"sqlite:///{tmp_path / 'r.db'}") as db:
+        kept = sample_day(db, date(2026, 1, 1), breaks=60, reconciler="alice",
+                          material_gap=recorded)
+        older = sample_day(db, date(2026, 1, 2), breaks=60, reconciler="alice")
+        by_run = notify.material_of_run(db, kept, now)
+        expected: dict[str, int] = {}
+        for b in db.breaks(kept):
+            if is_material(b.gap_amount, b.currency, {k: Decimal(v) for k, v in recorded.items()}):
+                expected[b.currency] = expected.get(b.currency, 0) + 1
+        assert by_run == expected and by_run != notify.material_counts(db.breaks(kept), now)
+        assert notify.material_of_run(db, older, now) == notify.material_counts(
+            db.breaks(older), now)
+
+
 def test_a_notice_goes_to_the_mail_and_the_webhook_once_each_and_only_when_on(monkeypatch):
     with receivers() as got:
         for name, value in got.env().items():
