@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PYSPARK_PYTHON := $(abspath $(PY))
 
-.PHONY: setup setup-test demo test test-fast test-soak lint bench bench-quick bench-report clean
+.PHONY: setup setup-test demo test test-fast test-soak lint lint-only bench bench-quick bench-report clean
 
 setup:                ## venv + package + JVM jars (idempotent)
 	bash scripts/setup.sh
@@ -30,13 +30,15 @@ test: setup-test      ## every test: fast tier, then the Spark tier, on $(TEST_W
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --cpu-profile $(TEST_CPU_DIR) $(PYTEST_ARGS)
 
 test-fast: setup      ## pure logic only, seconds
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not spark and not soak" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not spark and not soak and not lint" $(PYTEST_ARGS)
 
 test-soak: setup-test ## the long reliability runs (random kills, standalone cluster), ~30 min
 	$(PY) -m pytest -q -m soak $(PYTEST_ARGS)
 
-lint: setup
-	$(VENV)/bin/ruff check reckon spark audits reports workbench dags bench tests
+lint: setup lint-only
+
+lint-only:            ## ruff and mypy (the core strict), no setup; make test runs it (tests/test_lint.py)
+	$(VENV)/bin/ruff check reckon spark audits reports workbench dags bench tests scripts
 	$(VENV)/bin/mypy reckon spark audits reports workbench dags bench
 
 bench-quick: setup

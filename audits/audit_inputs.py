@@ -7,10 +7,10 @@ the tables at their current versions, provisional totals derived from the deltas
 watermark progress, and late_events cut at the version holding exactly the batches in the
 event_log version the replay pinned (``_late_events_in_replay_view``).
 
-Example:
-    >>> frames, versions, pinned = read_inputs(spark, config.warehouse, config.rules, day)  # doctest: +SKIP
-    >>> versions
-    {'canonical_totals': 4, 'late_events': 7, 'uncaught_duplicates': 4, 'provisional_deltas': 9}
+Example (on a streamed, replayed warehouse)::
+
+    frames, versions, pinned = read_inputs(spark, config.warehouse, config.rules, day)
+    versions  # {'canonical_totals': 4, 'late_events': 7, 'uncaught_duplicates': 4, ...}
 """
 
 from __future__ import annotations

@@ -40,13 +40,13 @@ from reckon.errors import ConfigError
 from reckon.eventtime import WindowSpec
 from reckon.generate import (
     DEFAULT_CURRENCIES,
-    MANIFEST_NAME,
     MIX_SCALE,
     UNITS_PER_USD,
     GeneratorConfig,
     currency_mix,
     generate_landing,
 )
+from reckon.landing import MANIFEST_NAME
 from reckon.money import minor_unit, minor_unit_step
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb

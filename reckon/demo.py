@@ -49,7 +49,8 @@ from typing import Any
 
 from reckon.config import Settings
 from reckon.errors import ReckonError, UsageError, invalid
-from reckon.generate import MANIFEST_NAME, GeneratorConfig, GeneratorManifest, generate_landing
+from reckon.generate import GeneratorConfig, GeneratorManifest, generate_landing
+from reckon.landing import MANIFEST_NAME
 from reckon.money import format_money, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
 

@@ -282,7 +282,8 @@ def _draw_minor_units(currencies: Sequence[str], currency: np.ndarray,
     scale = (10.0 ** np.array([minor_unit(c) for c in currencies]))[currency]
     rate = np.array([UNITS_PER_USD.get(c, 1.0) for c in currencies])[currency]
     usd = rng.lognormal(np.log(_MEDIAN_USD), _SIGMA, size=currency.size)
-    return np.clip(np.round(usd * rate * scale), 1, _MAX_AMOUNT * scale).astype(np.int64)
+    minor: np.ndarray = np.clip(np.round(usd * rate * scale), 1, _MAX_AMOUNT * scale)
+    return minor.astype(np.int64)
 
 
 def _plan(cfg: GeneratorConfig) -> dict[str, np.ndarray]:

@@ -90,7 +90,7 @@ class Tolerance:
 
 def residual(gap: T, late: Any, duplicate_overcount: Any) -> T:
     """``gap - late + duplicate_overcount``: what neither late events nor duplicates explain."""
-    return gap - late + duplicate_overcount  # type: ignore[operator, no-any-return]
+    return gap - late + duplicate_overcount  # type: ignore[no-any-return]
 
 
 def _abs_within(x: Any, bound: Any) -> Any:

@@ -10,12 +10,10 @@ step runs with (``settings_for``) or the rules in force at a version (``rules_in
 bounds per input included). What a recorded spec *means* is the pure rule in reckon.spec
 (``rules_of``, ``with_spec``, ``changed_spec``); this module is its edge.
 
-Example:
-    >>> settings = settings_for(load_settings(), "audit")  # doctest: +SKIP
-    >>> settings.window   # what the warehouse's stream windows by, not the default
-    '1m'
-    >>> rules_in_force(wh).watermark.bound((0, "http"))  # doctest: +SKIP
-    8000000
+Example (on a warehouse whose stream windows by one minute, ``http`` bounded by 8 s)::
+
+    settings_for(load_settings(), "audit").window        # '1m', not the default
+    rules_in_force(wh).watermark.bound((0, "http"))      # 8000000 (microseconds)
 """
 
 from __future__ import annotations

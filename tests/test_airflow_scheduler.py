@@ -53,7 +53,8 @@ def _streamed_warehouse(spark, tmp_path: Path):
     """A small warehouse written by the real stream: the demo's timeline for DAY (events
     cross midnight, so the watermark passes the end of DAY), two files a micro-batch."""
     from reckon.demo import demo_generator_config
-    from reckon.generate import MANIFEST_NAME, generate_landing
+    from reckon.generate import generate_landing
+    from reckon.landing import MANIFEST_NAME
     from spark.sources import StreamSource
     from spark.stream import run_stream
 

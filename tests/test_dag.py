@@ -242,7 +242,8 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     warehouse and then again, which must change nothing."""
     from reckon.airflow_env import run_dag_for_day, settings_env
     from reckon.demo import demo_generator_config
-    from reckon.generate import MANIFEST_NAME, generate_landing
+    from reckon.generate import generate_landing
+    from reckon.landing import MANIFEST_NAME
     from reports.db.repository import ReportDB
     from spark.sources import StreamSource
     from spark.stream import run_stream
