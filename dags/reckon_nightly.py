@@ -314,7 +314,8 @@ def _notify_breaks(settings: Settings, result: Any) -> None:
 
 
 def _notify_report(settings: Settings, result: Any) -> None:
-    """The ``report_ready`` notice of a rendered day: its per-currency headline, its path."""
+    """The ``report_ready`` notice of a rendered day: its per-currency headline, its path
+    (and the workbench's links with ``workbench_url``)."""
     if not notify.enabled(settings, "report_ready"):
         return
     from reports.db.repository import ReportDB
@@ -325,7 +326,8 @@ def _notify_report(settings: Settings, result: Any) -> None:
     notice = notify.report_ready_notice(
         day=result.day, run_id=report.audit_run_id,
         headline=notify.currency_headline(run.currencies if run else ()),
-        path=report.html_path, unexplained=run.unexplained if run else 0)
+        path=report.html_path, unexplained=run.unexplained if run else 0,
+        workbench_url=settings.workbench_url)
     notify.send(settings, notice, get_current_context())
 
 
