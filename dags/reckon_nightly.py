@@ -73,6 +73,9 @@ DOC_MD = f"""
    API with `"logical_date": "D"`, and `dag.test(logical_date=D)`;
 3. else (a run triggered without a logical date) the last complete UTC day before the trigger.
 
+A run triggered with a `day` (the trigger form too) shows the note `day D` in the grid
+(the scheduler's listener, `plugins/reckon_run_notes.py`).
+
 **Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}' --run-id manual__day-D`
 (a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists yet), or clear its run:
 `airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.

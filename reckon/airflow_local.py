@@ -308,7 +308,8 @@ class LocalAirflow:
 
         The data interval is inferred from ``logical_date`` by the DAG's timetable, as in the
         UI (``reckon.airflow_env.logical_date_for_day`` gives the one for a day). ``None``
-        makes a run without logical date or data interval (the nightly DAG refuses those).
+        makes a run without logical date or data interval, as the UI's form does (the nightly
+        DAG then processes its ``day``, else the last complete day).
         A run whose ``conf`` names a ``day`` gets the note ``day <day>`` (or ``note``), which
         the UI's grid and run page show (``reckon.airflow_env.run_note``; a run triggered
         without one, from the UI's form, gets it from the plugin ``plugins/reckon_run_notes.py``).
