@@ -73,6 +73,9 @@ DOC_MD = f"""
    API with `"logical_date": "D"`, and `dag.test(logical_date=D)`;
 3. else (a run triggered without a logical date) the last complete UTC day before the trigger.
 
+A run triggered with a `day` (the trigger form too) shows the note `day D` in the grid
+(the scheduler's listener, `plugins/reckon_run_notes.py`).
+
 **Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}' --run-id manual__day-D`
 (a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists yet), or clear its run:
 `airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.
@@ -314,7 +317,8 @@ def _notify_breaks(settings: Settings, result: Any) -> None:
 
 
 def _notify_report(settings: Settings, result: Any) -> None:
-    """The ``report_ready`` notice of a rendered day: its per-currency headline, its path."""
+    """The ``report_ready`` notice of a rendered day: its per-currency headline, its path
+    (and the workbench's links with ``workbench_url``)."""
     if not notify.enabled(settings, "report_ready"):
         return
     from reports.db.repository import ReportDB
@@ -325,7 +329,8 @@ def _notify_report(settings: Settings, result: Any) -> None:
     notice = notify.report_ready_notice(
         day=result.day, run_id=report.audit_run_id,
         headline=notify.currency_headline(run.currencies if run else ()),
-        path=report.html_path, unexplained=run.unexplained if run else 0)
+        path=report.html_path, unexplained=run.unexplained if run else 0,
+        workbench_url=settings.workbench_url)
     notify.send(settings, notice, get_current_context())
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,10 +31,13 @@ from reckon.config import PROJECT_ROOT, RENAMED, Settings, load_settings
 from reckon.errors import ReckonError, invalid
 
 __all__ = ["DAG_ID", "DagRunOutcome", "logical_date_for_day", "prepare_airflow_home",
-           "run_dag_for_day", "settings_env"]
+           "run_dag_for_day", "run_note", "settings_env"]
 
 DAG_ID = "reckon_nightly"
 DAGS_FOLDER = PROJECT_ROOT / "dags"
+#: Airflow plugins of this repository: the run-note listener (plugins/reckon_run_notes.py)
+PLUGINS_FOLDER = PROJECT_ROOT / "plugins"
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _STAMP = ".reckon-db-migrated"
 _TAIL_LINES = 60
 _TASK_START = "[DAG TEST] starting task_id="
@@ -59,6 +63,8 @@ def prepare_airflow_home(path: str | os.PathLike[str], *, migrate: bool = True
     env = {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        # the listener that notes a manual run's day (the UI's trigger form sets no run id)
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         # dag.test() without use_executor runs tasks in-process and needs no executor; the
@@ -90,6 +96,20 @@ def prepare_airflow_home(path: str | os.PathLike[str], *, migrate: bool = True
                                   f"(exit {done.returncode}):\n{tail}")
             stamp.write_text(wanted + "\n")
     return env
+
+
+def run_note(conf: Mapping[str, Any] | None) -> str | None:
+    """The note a nightly run gets when its conf names the day it processes: the grid and
+    the run's page then say which day a manual run was for (a scheduled run's id and logical
+    date already do). None when the conf names no day (or no valid one).
+
+    >>> run_note({"day": "2026-01-01", "lookback_days": 0})
+    'day 2026-01-01'
+    >>> run_note({}) is None and run_note({"day": "tomorrow"}) is None
+    True
+    """
+    day = (conf or {}).get("day")
+    return f"day {day}" if isinstance(day, str) and _DAY.match(day) else None
 
 
 def settings_env(settings: Settings) -> dict[str, str]:

@@ -48,7 +48,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reckon.airflow_env import DAG_ID, prepare_airflow_home
+from reckon.airflow_env import DAG_ID, prepare_airflow_home, run_note
 from reckon.config import PROJECT_ROOT
 from reckon.errors import ReckonError
 
@@ -308,16 +308,16 @@ class LocalAirflow:
 
         The data interval is inferred from ``logical_date`` by the DAG's timetable, as in the
         UI (``reckon.airflow_env.logical_date_for_day`` gives the one for a day). ``None``
-        makes a run without logical date or data interval (the nightly DAG refuses those).
+        makes a run without logical date or data interval, as the UI's form does (the nightly
+        DAG then processes its ``day``, else the last complete day).
         A run whose ``conf`` names a ``day`` gets the note ``day <day>`` (or ``note``), which
-        the UI's grid and run page show.
+        the UI's grid and run page show (``reckon.airflow_env.run_note``; a run triggered
+        without one, from the UI's form, gets it from the plugin ``plugins/reckon_run_notes.py``).
         Example: ``af.trigger("reckon_nightly", datetime(2026, 1, 2, tzinfo=UTC))``.
         """
         body: dict[str, Any] = {"logical_date": None if logical_date is None
                                 else _iso(logical_date), "conf": dict(conf or {})}
-        day = (conf or {}).get("day")
-        if note is None and day:
-            note = f"day {day}"  # the grid shows which day a manual run is for
+        note = run_note(conf) if note is None else note  # the grid shows a manual run's day
         if note:
             body["note"] = note
         run = self.api("POST", f"/dags/{_q(dag_id)}/dagRuns", body)

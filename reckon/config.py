@@ -168,6 +168,10 @@ class Settings:
     notify_email_from: str = ""  # empty: the SMTP connection's from_email
     notify_smtp_conn: str = "smtp_default"
     notify_slack_conn: str = ""
+    # the workbench's base URL as reviewers open it ("https://reckon.example.com"): the
+    # "report ready" notice then links the day's page and its report there (empty: the
+    # report's path only)
+    workbench_url: str = ""
     # VACUUM: files the tables no longer use are deleted once this old (reckon vacuum)
     vacuum_retain: str = "30d"
     # reckon sql on DuckDB (reports.duck): a query is stopped after this long, and may ask
@@ -208,6 +212,7 @@ class Settings:
             raise ConfigError(f"{on[0]} is on but nothing would receive it: set notify_email "
                               "(mail through the SMTP connection notify_smtp_conn) or "
                               "notify_slack_conn (a Slack incoming webhook connection)")
+        _check_workbench_url(self.workbench_url)
         if self.interpreted_max_rows < 0:
             raise ConfigError(f"interpreted_max_rows={self.interpreted_max_rows} must be >= 0 "
                               "(0: Spark always generates code)")
@@ -421,6 +426,27 @@ class Settings:
 
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _WAREHOUSE_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _check_workbench_url(url: str) -> None:
+    """The workbench's base URL must be one a mail reader can open: http(s), a host, no
+    query or fragment (the notice appends ``/day/<day>``), no credentials (a notice is read
+    by many). Example: ``https://reckon.example.com`` or ``http://127.0.0.1:8088/wb``."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or out of range
+        port_ok = False
+    if (parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or parts.query
+            or parts.fragment or "@" in parts.netloc or any(c.isspace() for c in url)):
+        raise ConfigError(f"workbench_url={_redact_url(url)!r} is not valid: the workbench's "
+                          "base URL as reviewers open it, http:// or https:// and a host, "
+                          "without credentials, query or fragment (e.g. "
+                          "https://reckon.example.com)")
 
 
 def _redact_url(url: str) -> str:

@@ -8,7 +8,8 @@ Four kinds, each off until its setting turns it on (reckon.config: ``notify_on_f
 * ``breaks``: an audited day with unexplained breaks, or breaks material under the run's
   ``material_gap``;
 * ``quality_gate``: the quality gate failed (which days, why);
-* ``report_ready``: a day's report is rendered: its per-currency headline and its path.
+* ``report_ready``: a day's report is rendered: its per-currency headline and its path, and
+  with ``workbench_url`` set the workbench's links to the day and its report.
 
 Each goes to every channel set: mail (``notify_email``) through the SMTP provider's
 ``SmtpNotifier`` and the Airflow connection ``notify_smtp_conn`` (``AIRFLOW_CONN_SMTP_DEFAULT``),
@@ -25,6 +26,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import PurePath
 from typing import Any
 
 from airflow.sdk import BaseNotifier
@@ -115,14 +117,34 @@ def quality_gate_notice(*, days: Sequence[str], reason: str) -> Notice:
 
 
 def report_ready_notice(*, day: str, run_id: str, headline: Sequence[str], path: str,
-                        unexplained: int) -> Notice:
-    """A day's report is ready for review: one headline line per currency and its path."""
+                        unexplained: int, workbench_url: str = "") -> Notice:
+    """A day's report is ready for review: one headline line per currency, its path and,
+    with the workbench's base URL (``workbench_url``), the links a reviewer clicks: the
+    day's page (review, sign-off) and the report as the workbench serves it.
+
+    >>> n = report_ready_notice(day="2026-01-01", run_id="r", headline=[], unexplained=0,
+    ...                         path="/wh/r/2026-01-01/report.html", workbench_url="https://wb.x")
+    >>> for line in n.text.splitlines()[-2:]: print(line)
+    Review and sign off: https://wb.x/day/2026-01-01
+    Report: https://wb.x/report/2026-01-01/nightly/report.html (file /wh/r/2026-01-01/report.html)
+    """
     state = ("no unexplained breaks" if not unexplained
              else f"{unexplained} unexplained break{'s' * (unexplained != 1)}")
     lines = [f"The report of {day} (audit {run_id}) is ready for review: {state}.",
-             *(headline or ["no events on the day"]), f"Report: {path}"]
+             *(headline or ["no events on the day"]), *_report_lines(day, path, workbench_url)]
     return Notice("report_ready", f"reckon: report of {day} ready for review",
                   "\n".join(lines))
+
+
+def _report_lines(day: str, path: str, workbench_url: str) -> list[str]:
+    """Where the report is: its path, or the workbench's links to the day and the report
+    (the path kept beside them: the file is what was hashed and recorded)."""
+    if not workbench_url:
+        return [f"Report: {path}"]
+    from workbench.links import day_link, report_link
+
+    return [f"Review and sign off: {day_link(workbench_url, day)}",
+            f"Report: {report_link(workbench_url, day, PurePath(path).name)} (file {path})"]
 
 
 def currency_headline(currencies: Iterable[Any]) -> list[str]:

@@ -12,6 +12,7 @@ import re
 import socket
 import time
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.airflow
 DAY = date(2026, 1, 1)
 EVENTS = 1_000  # the demo generator's minimum: 6 landing files, 3 micro-batches
 RUN_TIMEOUT = 900.0
+WORKBENCH = "http://127.0.0.1:8088/wb"  # a reviewer's address of the workbench: only linked
 
 
 def _identity(pid: int) -> tuple[int, str] | None:
@@ -148,6 +150,7 @@ def test_a_component_that_cannot_start_is_named_with_its_log(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(spark, tmp_path):
     """The README's local Airflow as a user starts it: ``scripts/airflow-local`` with the
     warehouse and the watermark wait set, every event-time setting left at its default, on a
@@ -169,19 +172,28 @@ def test_scripts_airflow_local_fails_an_unclosed_day_then_runs_a_streamed_one(sp
     a file. The failed sensor sends one mail and one webhook; the clean streamed day sends
     only "report ready" (no breaks notice), its run's note names the day, its audit's Asset
     event starts the example downstream DAG, which reads the day from the event, and the
-    lineage file follows event_log -> canonical_totals -> reconciliation with versions."""
+    lineage file follows event_log -> canonical_totals -> reconciliation with versions; its
+    "report ready" links the day on the workbench (workbench_url).
+
+    The streamed day's run is triggered as the UI's form does (only a conf: no run id, no
+    note); the plugin's listener notes its day. Then one provisional total of the day is
+    edited and the run's audit and what follows are cleared: the audit finds the unexplained
+    break and sends the breaks notice; the quality gate fails on it (blocking by default)
+    and sends the gate's notice, not a failure notice too. One Airflow and one run carry it
+    all: starting another costs a minute of CPU, a run its compaction and replay again.
+    Its own timeout: two runs' tasks on a 2-core machine shared with other Spark jobs."""
     from tests.notify_receivers import receivers
 
     settings = _streamed_warehouse(spark, tmp_path)
     with receivers() as got:
-        _run_the_local_airflow_script(settings, tmp_path, got)
+        _run_the_local_airflow_script(spark, settings, tmp_path, got)
 
 
-def _run_the_local_airflow_script(settings, tmp_path: Path, got) -> None:
+def _run_the_local_airflow_script(spark, settings, tmp_path: Path, got) -> None:
     import signal
     import subprocess
 
-    from reckon.airflow_env import DAG_ID, logical_date_for_day
+    from reckon.airflow_env import DAG_ID
     from reckon.airflow_local import LocalAirflow
     from reckon.config import PROJECT_ROOT
 
@@ -195,7 +207,8 @@ def _run_the_local_airflow_script(settings, tmp_path: Path, got) -> None:
     env.update(RECKON_WAREHOUSE=str(settings.warehouse_path),
                RECKON_WATERMARK_WAIT_TIMEOUT="30s", RECKON_WATERMARK_POLL="15s",
                RECKON_NOTIFY_ON_FAILURE="true", RECKON_NOTIFY_ON_BREAKS="true",
-               RECKON_NOTIFY_REPORT_READY="true", **got.env(),
+               RECKON_NOTIFY_REPORT_READY="true", RECKON_NOTIFY_ON_QUALITY_GATE="true",
+               RECKON_WORKBENCH_URL=WORKBENCH, **got.env(),
                AIRFLOW__OPENLINEAGE__TRANSPORT=json.dumps(
                    {"type": "file", "log_file_path": str(tmp_path / "lineage.jsonl"),
                     "append": True}))
@@ -213,8 +226,7 @@ def _run_the_local_airflow_script(settings, tmp_path: Path, got) -> None:
         assert got.subjects() == [f"{DAG_ID}: wait_for_watermark failed for {yesterday}"]
         assert len(got.hooks) == 1 and f"day {yesterday} is not closed yet" in got.hooks[0]["text"]
         af.unpause(downstream)
-        run_id = af.trigger(DAG_ID, logical_date_for_day(DAY),
-                            conf={"lookback_days": 0, "day": DAY.isoformat()})
+        run_id = _trigger_as_the_form_does(af)
         deadline = time.monotonic() + RUN_TIMEOUT
         while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
             assert time.monotonic() < deadline, af.task_states(DAG_ID, run_id)
@@ -225,19 +237,87 @@ def _run_the_local_airflow_script(settings, tmp_path: Path, got) -> None:
         assert got.subjects()[1:] == [f"reckon: report of {DAY} ready for review"]
         assert "ready for review: no unexplained breaks" in got.body(got.mails[1])
         assert re.search(r"[A-Z]{3}: canonical [A-Z]{3} [\d,.]+, provisional", got.body(got.mails[1]))
-        assert "report.html" in got.hooks[1]["text"]
+        assert f"Review and sign off: {WORKBENCH}/day/{DAY}\n" in got.body(got.mails[1])
+        assert f"Report: {WORKBENCH}/report/{DAY}/nightly/report.html (file " \
+               f"{settings.warehouse_path.resolve()}/reports/{DAY}/report.html)" \
+               in got.hooks[1]["text"]
         [after] = _wait_for(lambda: af.runs(downstream), 120)
         assert af.wait(downstream, after["dag_run_id"], timeout=300) == "success"
         text = _wait_for(lambda: (t := af.task_log(downstream, after["dag_run_id"],
                                                    "days_ready")) and DAY.isoformat() in t
                          and t, 60)
         assert f"reckon reconciliation ready for {DAY}" in text
+        assert len(got.mails) == 2 and len(got.hooks) == 2  # no breaks notice for a clean day
+        _a_provisional_total_edited(spark, settings)
+        _a_rerun_alerts_the_break_and_the_gate(af, got, run_id)
     finally:
         script.send_signal(signal.SIGTERM)
         script.wait(120)
     _wait_for(lambda: _processes_of_home(home) == [] or None, 60)
     _lineage_follows_the_tables_with_versions(tmp_path / "lineage.jsonl", settings)
-    assert len(got.mails) == 2 and len(got.hooks) == 2  # nothing more, no breaks notice
+    assert len(got.mails) == 5 and len(got.hooks) == 5  # nothing more: no failure notice
+
+
+def _trigger_as_the_form_does(af) -> str:
+    """A run of DAY triggered as the UI's form does: only a conf (no run id, no note, no
+    logical date); nothing in its id names the day, the plugin's listener notes it."""
+    from reckon.airflow_env import DAG_ID
+
+    run = af.api("POST", f"/dags/{DAG_ID}/dagRuns",
+                 {"logical_date": None, "conf": {"day": DAY.isoformat(), "lookback_days": 0}})
+    assert DAY.isoformat() not in run["dag_run_id"] and not run["note"]
+    return str(run["dag_run_id"])
+
+
+def _a_provisional_total_edited(spark, settings) -> None:
+    """One provisional delta of DAY (USD: 0.07 is whole cents) changed by 0.07 after its run (tests/test_replay_audit.py
+    does it to one audit): the stream's total no longer agrees with the replay's, and no late
+    event or duplicate explains it, so the next audit finds an unexplained break."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    from spark import tables as tb
+
+    table = DeltaTable.forPath(spark, str(settings.warehouse_path / tb.PROVISIONAL_DELTAS))
+    victim = (table.toDF().filter(f"window_date = DATE'{DAY}' AND currency = 'USD'")
+              .orderBy("window_start", "key", "currency", "batch_id").first())
+    table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
+                 & (F.col("key") == F.lit(victim.key))
+                 & (F.col("currency") == F.lit(victim.currency))
+                 & (F.col("batch_id") == F.lit(victim.batch_id)),
+                 set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
+
+
+def _a_rerun_alerts_the_break_and_the_gate(af, got, run_id: str) -> None:
+    """The run's audit and what follows it cleared, as a user re-runs a day from the grid
+    (the DAG's doc: "or clear its run"; compact and replay need not run again): the audit
+    finds the unexplained break, the run fails at the quality gate only (an unexplained
+    break is blocking by default), and the breaks notice, the report's and the gate's go
+    out, one mail and one webhook each, and no failure notice for the gate."""
+    from reckon.airflow_env import DAG_ID
+
+    af.api("POST", f"/dags/{DAG_ID}/clearTaskInstances",
+           {"dry_run": False, "dag_run_id": run_id, "task_ids": ["audit"],
+            "include_downstream": True, "only_failed": False, "reset_dag_runs": True})
+    _wait_for(lambda: af.run_state(DAG_ID, run_id) != "success", 60)
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while (state := af.run_state(DAG_ID, run_id)) not in ("success", "failed"):
+        assert time.monotonic() < deadline, af.task_states(DAG_ID, run_id)
+        time.sleep(2)
+    states = af.task_states(DAG_ID, run_id)
+    assert state == "failed" and states.pop("quality_gate") == "failed", \
+        _failure_detail(af, DAG_ID, run_id)
+    assert set(states.values()) == {"success"}, _failure_detail(af, DAG_ID, run_id)
+    assert af.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")["note"] == f"day {DAY}"
+    got.wait(5, 5)
+    assert got.subjects()[2:] == [f"reckon: {DAY} has 1 unexplained break",
+                                  f"reckon: report of {DAY} ready for review",
+                                  f"reckon: quality gate failed for {DAY}"]
+    assert "found 1 unexplained break." in got.body(got.mails[2])
+    assert "ready for review: 1 unexplained break." in got.body(got.mails[3])
+    assert "blocking" in got.body(got.mails[4])
+    assert [h["text"].split("\n", 1)[0] for h in got.hooks[2:]] == [
+        f"*{subject}*" for subject in got.subjects()[2:]]
 
 
 def _lineage_follows_the_tables_with_versions(path: Path, settings) -> None:

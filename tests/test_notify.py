@@ -220,3 +220,72 @@ def test_a_steps_lineage_names_its_tables_with_the_delta_versions_it_read_and_wr
     assert [(d["name"], d["version"]) for d in report["inputs"]] == [
         (str(tmp_path / "reconciliation"), None), (str(tmp_path / "canonical_totals"), 2)]
     assert report["outputs"] == [{"namespace": "file", "name": "/r/report.html", "version": None}]
+
+
+def test_report_ready_links_the_day_on_the_workbench_and_the_links_open_there(tmp_path,
+                                                                             monkeypatch):
+    """With ``workbench_url`` set, the "report ready" mail and webhook carry the day's page
+    and its report on the workbench (and the report's path); a reviewer who opens them, the
+    real workbench app behind that base URL, gets the day's run and the report itself.
+    Without the setting the notice keeps the path only; a base URL no reader could open is
+    one clear line."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from reports.db.repository import ReportDB
+    from reports.records import ReportRecord
+    from tests.signers import workbench_trust
+    from workbench.app import create_app
+    from workbench.auth import add_user
+    from workbench.sample import sample_day
+
+    day = datetime(2026, 1, 1, tzinfo=UTC).date()
+    folder = tmp_path / "reports" / day.isoformat()
+    folder.mkdir(parents=True)
+    (folder / "report.html").write_text("<p>the report of the day</p>")
+    base = "http://testserver/wb/"  # where the workbench is mounted, a trailing slash too
+    with receivers() as got, ReportDB(f"sqlite:///{tmp_path / 'r.db'}") as db:
+        for name, value in got.env().items():
+            monkeypatch.setenv(name, value)
+        run_id = sample_day(db, day, breaks=3, reconciler="alice")
+        db.record_report(ReportRecord(day=day, audit_run_id=run_id, created_at=datetime.now(UTC),
+                                      html_path=str(folder / "report.html"),
+                                      pdf_path=str(folder / "report.pdf"), sha256="0" * 64))
+        add_user(db, "bob", "reviewer", "correct horse battery staple")
+        on = load_settings(env={**got.env(), "RECKON_NOTIFY_REPORT_READY": "1",
+                                "RECKON_WORKBENCH_URL": base})
+        for settings in (on, load_settings(env={**got.env(), "RECKON_NOTIFY_REPORT_READY": "1"})):
+            notify.send(settings, notify.report_ready_notice(
+                day=day.isoformat(), run_id=run_id, headline=[], unexplained=3,
+                path=str(folder / "report.html"), workbench_url=settings.workbench_url), {})
+        got.wait(2, 2, timeout=10)
+        linked, plain = got.body(got.mails[0]), got.body(got.mails[1])
+        links = re.findall(r"http://testserver/wb/\S+", got.hooks[0]["text"])
+        assert links == re.findall(r"http://testserver/wb/\S+", linked) == [
+            f"http://testserver/wb/day/{day}",
+            f"http://testserver/wb/report/{day}/nightly/report.html"]
+        assert f"(file {folder / 'report.html'})" in linked
+        assert "testserver" not in plain and f"Report: {folder / 'report.html'}" in plain
+
+        reviewer = TestClient(create_app(db, trust=workbench_trust(db), secret=b"s" * 32,
+                                         warehouse=tmp_path), root_path="/wb")
+        token = re.search(r'name="csrf" value="([^"]+)"', reviewer.get("/wb/login").text)
+        assert token is not None
+        reviewer.post("/wb/login", data={"name": "bob", "csrf": token.group(1),
+                                         "password": "correct horse battery staple"})
+        page, report = (reviewer.get(link) for link in links)
+        assert page.status_code == 200 and run_id in page.text
+        assert report.status_code == 200 and "the report of the day" in report.text
+    with pytest.raises(ConfigError, match=r"^workbench_url='ftp://wb' is not valid: the "
+                                          r"workbench's base URL"):
+        load_settings(env={"RECKON_WORKBENCH_URL": "ftp://wb"})
+
+
+def test_a_manual_runs_note_is_its_day():
+    """The rule the trigger path and the scheduler's listener (plugins/reckon_run_notes.py)
+    share: a conf naming a day notes it; none, or not a date, notes nothing."""
+    from reckon.airflow_env import run_note
+
+    assert run_note({"day": "2026-01-01", "lookback_days": 0}) == "day 2026-01-01"
+    assert [run_note(c) for c in (None, {}, {"day": ""}, {"day": "x"}, {"day": 1})] == [None] * 5

@@ -67,6 +67,7 @@ from workbench.auth import (
     session_is_open,
     start_session,
 )
+from workbench.links import DAY_PATH, REPORT_PATH
 from workbench.pdf import breaks_pdf
 
 __all__ = ["create_app"]
@@ -334,7 +335,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
         after = (last.replace(day=28) + timedelta(days=4)).strftime("%Y-%m")
         return page(request, "period.html", who, period=view, previous=before, following=after)
 
-    @app.get("/day/{day}")
+    @app.get(DAY_PATH)
     def day_view(request: Request, who: Who, day: str, kind: str = "nightly") -> Response:
         run = queries.run_of_day(db, _day(day), kind, required)
         if run is None:
@@ -344,7 +345,7 @@ def _read_routes(app: FastAPI, db: ReportDB, page: Any, warehouse: Path | None,
                     replaced=queries.replaced_signoff(db, run, required),
                     check=trust.verify(db, warehouse, figures_of={run["run_id"]}))
 
-    @app.get("/report/{day}/{kind}/{name}")
+    @app.get(REPORT_PATH)
     def report(who: Who, day: str, kind: str, name: str) -> Response:
         """The day's rendered report and the files beside it (its CSVs, PDF): the report's
         relative links resolve here. Only plain names in the report's own folder."""
