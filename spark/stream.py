@@ -39,13 +39,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.errors.exceptions.captured import CapturedException
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
@@ -103,6 +103,44 @@ class _BatchSummary:
     rows: list[Row]
 
 
+@dataclass
+class _Batch:
+    """One micro-batch's own values, made when it starts (``BatchProcessor._begin``) and
+    handed to each step; the processor keeps only what outlives a batch (the rules, the
+    query, the last state, the dedup state's coverage). Why: a step reads what its batch
+    read, never what the previous batch left on the processor.
+
+    ``written``: the stream tables that already hold this batch (a re-run); ``reads``: the
+    versions of event_log and watermark_progress it reads and its clock (its batch marks
+    record them); ``steps``: seconds per named step (the progress line); ``dedup_by``: what
+    judged its duplicates, "state" or "archive"."""
+
+    batch_id: int
+    started: float
+    written: frozenset[str]
+    reads: dict[str, int]
+    before: WatermarkState
+    processed_at: datetime
+    id_col: Column
+    processed_at_col: Column
+    watermark_before_col: Column | None
+    steps: dict[str, float] = field(default_factory=dict)
+    dedup_by: str = "archive"
+
+    @property
+    def watermark_before(self) -> int | None:
+        return self.before.watermark
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """Time the block as step ``name`` (added up when a step runs more than once)."""
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.monotonic() - t0
+
+
 class BatchProcessor:
     """The foreachBatch function. Callable on any DataFrame with RAW_COLUMNS, so tests can
     drive it with static DataFrames exactly as the stream does."""
@@ -126,11 +164,8 @@ class BatchProcessor:
         self._cache: tuple[int, WatermarkState] | None = None
         # the newest batch any stream table held when this processor last read the marks
         self._marked_up_to: int | None = None
-        self._written: frozenset[str] = frozenset()
-        self._reads: dict[str, int] = {}  # the table versions the current batch reads
         self._seed: StateSeed | None = None  # where the query's dedup state started
         self._coverage: StateCoverage | None = None  # what the dedup state vouches for
-        self._dedup_by = "archive"
         self.on_batch = on_batch
 
     @classmethod
@@ -169,9 +204,9 @@ class BatchProcessor:
     def app_id(self) -> str:
         return f"reckon-stream:{self.query_id}"
 
-    def restore_state(self, batch_id: int) -> WatermarkState:
+    def restore_state(self, batch_id: int, reads: dict[str, int]) -> WatermarkState:
         """The watermark state after batch ``batch_id - 1`` (from memory or the progress table,
-        read at the version in ``self._reads``).
+        read at the version in ``reads``).
 
         A query's first batch starts from the newest state another query left in the
         warehouse, if any: a query started on a new checkpoint (the old one lost) re-reads
@@ -181,7 +216,7 @@ class BatchProcessor:
         if self._cache is not None and self._cache[0] == batch_id - 1:
             return self._cache[1]
         progress = tb.read_table(self.spark, self.warehouse, tb.WATERMARK_PROGRESS,
-                                 version=self._reads[tb.WATERMARK_PROGRESS])
+                                 version=reads[tb.WATERMARK_PROGRESS])
         rows = (progress.filter((F.col("query_id") == self.query_id)
                                 & (F.col("batch_id") < batch_id))
                 .orderBy(F.col("batch_id").desc()).select("state_json").limit(1).collect())
@@ -191,7 +226,7 @@ class BatchProcessor:
                     .select("state_json").limit(1).collect())
         return WatermarkState.from_json(rows[0].state_json if rows else None)
 
-    def batch_reads(self, batch_id: int) -> dict[str, int]:
+    def batch_reads(self, batch_id: int, written: frozenset[str]) -> dict[str, int]:
         """The versions of event_log (earlier copies, for de-duplication) and
         watermark_progress (the state to resume from) that batch ``batch_id`` reads.
 
@@ -202,13 +237,13 @@ class BatchProcessor:
         provisional_totals but archived as a duplicate, or the reverse."""
         inputs = {tb.EVENT_LOG, tb.WATERMARK_PROGRESS}
         found: dict[str, tuple[int, dict[str, int]] | None] = {}
-        for name in sorted(self._written):
+        for name in sorted(written):
             found[name] = commits.marked_commit(self.warehouse, name, self.app_id, batch_id)
             commit = found[name]
             if commit is not None and inputs <= commit[1].keys():
-                return commit[1]
+                return dict(commit[1])
         reads = {name: commits.current_version(self.warehouse, name) for name in sorted(inputs)}
-        if tb.EVENT_LOG in self._written:
+        if tb.EVENT_LOG in written:
             own = found[tb.EVENT_LOG]
             if own is None:
                 raise RuntimeError(
@@ -227,16 +262,17 @@ class BatchProcessor:
                                "commit: the stream creates its tables before the first batch")
         return {name: int(version) for name, version in reads.items() if version is not None}
 
-    def _processing_time(self) -> datetime:
+    @staticmethod
+    def _processing_time(reads: dict[str, int]) -> datetime:
         """The batch's processing time: now, recorded with the versions it reads (its batch
         marks carry both), or, for a re-run batch, the time its first run recorded. Every
         row the batch writes carries it (its deltas, its progress row), and provisional_totals
         orders a window's deltas by it, so a re-run writes what its first run would have."""
-        recorded = self._reads.get(commits.CLOCK_READ)
+        recorded = reads.get(commits.CLOCK_READ)
         if recorded is not None:
             return from_micros(recorded)
         now = datetime.now(UTC)
-        self._reads[commits.CLOCK_READ] = to_micros(now)
+        reads[commits.CLOCK_READ] = to_micros(now)
         return now
 
     def already_written(self, batch_id: int) -> frozenset[str]:
@@ -255,22 +291,13 @@ class BatchProcessor:
         self._marked_up_to = max((m for m in marks.values() if m is not None), default=-1)
         return frozenset(name for name, m in marks.items() if m is not None and m >= batch_id)
 
-    def _append(self, df: DataFrame, name: str, batch_id: int) -> None:
-        if name not in self._written:
-            tb.marked_append(df, self.warehouse, name, self.app_id, batch_id, self._reads)
-
-    @contextmanager
-    def _step(self, name: str) -> Iterator[None]:
-        t0 = time.monotonic()
-        try:
-            yield
-        finally:
-            self._steps[name] = self._steps.get(name, 0.0) + time.monotonic() - t0
+    def _append(self, df: DataFrame, name: str, batch: _Batch) -> None:
+        if name not in batch.written:
+            tb.marked_append(df, self.warehouse, name, self.app_id, batch.batch_id, batch.reads)
 
     # ------------------------------------------------------------------ the batch
     def __call__(self, raw: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        self._steps: dict[str, float] = {}
         if self._writer_lock is not None:
             try:
                 self._writer_lock.check()  # still the warehouse's one writer
@@ -278,25 +305,33 @@ class BatchProcessor:
                 self.stopped_by = exc  # what the stream ends with, in one line
                 _quiet_query_failure_log(raw.sparkSession)
                 raise
-        with self._step("restore"):
-            self._written = self.already_written(batch_id)
-            self._reads = self.batch_reads(batch_id)
-            before = self.restore_state(batch_id)
-        processed_at = self._processing_time()
-        wm_before = before.watermark
-        # the batch's own values as columns whose generated code is the same in every batch
-        self._batch_id = batch_constant(self.spark, batch_id)
-        self._processed_at = batch_timestamp(self.spark, processed_at)
-        self._watermark_before = (None if wm_before is None
-                                  else batch_constant(self.spark, wm_before))
-
+        batch = self._begin(batch_id, started)
         # the stream's frames come parsed and judged by the dedup state (judged_stream)
         judged = "is_duplicate" in raw.columns
         parsed = (raw if judged else self._parse(raw)).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            self._process(parsed, batch_id, before, wm_before, processed_at, started)
+            self._process(parsed, batch)
         finally:
             parsed.unpersist()
+
+    def _begin(self, batch_id: int, started: float) -> _Batch:
+        """The batch's own values: what it already wrote (a re-run), what it reads, the state
+        it starts from, its processing time, and those as columns whose generated code is the
+        same in every batch (spark.constants)."""
+        t0 = time.monotonic()
+        written = self.already_written(batch_id)
+        reads = self.batch_reads(batch_id, written)
+        before = self.restore_state(batch_id, reads)
+        restore_seconds = time.monotonic() - t0
+        processed_at = self._processing_time(reads)
+        wm_before = before.watermark
+        return _Batch(
+            batch_id=batch_id, started=started, written=written, reads=reads, before=before,
+            processed_at=processed_at, id_col=batch_constant(self.spark, batch_id),
+            processed_at_col=batch_timestamp(self.spark, processed_at),
+            watermark_before_col=(None if wm_before is None
+                                  else batch_constant(self.spark, wm_before)),
+            steps={"restore": restore_seconds})
 
     def _parse(self, raw: DataFrame) -> DataFrame:
         """Raw rows -> typed, validated rows with event_us and arrival_us (spark.parse)."""
@@ -314,50 +349,64 @@ class BatchProcessor:
         return judged_stream(self.spark, self._parse(raw), self.rules, seed,
                              buckets=self._seed.buckets)
 
-    def _process(self, parsed: DataFrame, batch_id: int, before: WatermarkState,
-                 wm_before: int | None, processed_at: datetime, started: float) -> None:
-        summary = self._summarise(parsed)
-        after = advance_watermark(before, summary.observations, self.rules.watermark)
-        counts, by_input = self._write_rows(parsed, batch_id, summary, wm_before, processed_at)
+    def _process(self, parsed: DataFrame, batch: _Batch) -> None:
+        """The batch's steps in order: summarise, advance the watermark, write the rows,
+        compact when due, record the progress row, then remember the new state."""
+        summary = self._summarise(parsed, batch)
+        after = advance_watermark(batch.before, summary.observations, self.rules.watermark)
+        counts, by_input = self._write_rows(parsed, batch, summary)
         every = self.config.compact_every
-        compacting = bool(every and wm_before is not None and batch_id % every == every - 1)
+        wm_before = batch.watermark_before
+        compacting = bool(every and wm_before is not None
+                          and batch.batch_id % every == every - 1)
         if compacting and wm_before is not None:
-            with self._step("compact"):
+            with batch.step("compact"):
                 self.compact_open_days(wm_before)
-        maxima, arrivals = partition_maxima(after)
-        metrics = BatchMetrics(
-            batch_id=batch_id, rows_in=summary.rows_in, valid=summary.valid,
-            quarantined=summary.quarantined, duplicates=counts["duplicate"],
-            on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
-            watermark=after.watermark, duration_seconds=time.monotonic() - started,
-            step_seconds=self._steps, dedup_by=self._dedup_by,
-            processed_at=to_micros(processed_at),
-            inputs=input_metrics(summary.rows, by_input, self.rules.watermark.by_source),
-            partition_max_event_time=maxima, partition_last_arrival=arrivals)
-        with self._step("progress"):
-            self._write_progress(metrics, after, wm_before, processed_at)
+        metrics = self._metrics(batch, summary, counts, by_input, after)
+        with batch.step("progress"):
+            self._write_progress(batch, metrics, after)
         if compacting:
             # watermark_progress gains a file per batch and is read whole on every restart
             # and nightly poll; compacted after this batch's row, so that a re-run of the batch
             # finds nothing left to compact (and commits nothing)
             from spark.compaction import compact_watermark_progress
 
-            with self._step("compact"):
+            with batch.step("compact"):
                 compact_watermark_progress(self.spark, self.warehouse)
-        self._cache = (batch_id, after)
+        self._end(batch, summary, after, metrics)
+
+    def _metrics(self, batch: _Batch, summary: _BatchSummary, counts: dict[str, int],
+                 by_input: list[Row], after: WatermarkState) -> BatchMetrics:
+        """What the batch reports (the progress row, the progress line, the metrics port)."""
+        maxima, arrivals = partition_maxima(after)
+        return BatchMetrics(
+            batch_id=batch.batch_id, rows_in=summary.rows_in, valid=summary.valid,
+            quarantined=summary.quarantined, duplicates=counts["duplicate"],
+            on_time=counts["on_time"], revised=counts["revision"], late=counts["late"],
+            watermark=after.watermark, duration_seconds=time.monotonic() - batch.started,
+            step_seconds=batch.steps, dedup_by=batch.dedup_by,
+            processed_at=to_micros(batch.processed_at),
+            inputs=input_metrics(summary.rows, by_input, self.rules.watermark.by_source),
+            partition_max_event_time=maxima, partition_last_arrival=arrivals)
+
+    def _end(self, batch: _Batch, summary: _BatchSummary, after: WatermarkState,
+             metrics: BatchMetrics) -> None:
+        """What outlives the batch: its state (the next batch starts from it without a
+        read), the dedup state's coverage, and the report to ``on_batch``."""
+        self._cache = (batch.batch_id, after)
         if self._coverage is not None and summary.valid:
             self._coverage = self._coverage.after_batch(
-                to_micros(processed_at), max(r.max_arrival for r in summary.valid_rows))
+                to_micros(batch.processed_at), max(r.max_arrival for r in summary.valid_rows))
         if self.on_batch:
             self.on_batch(metrics)
 
-    def _summarise(self, parsed: DataFrame) -> _BatchSummary:
+    def _summarise(self, parsed: DataFrame, batch: _Batch) -> _BatchSummary:
         """One small job: per watermark input, the maxima of its valid rows, the counts (of the
         quarantined, per reason) and the earliest arrival (the parse it computes stays cached
         for the writes)."""
         by_source = self.rules.watermark.by_source
         inputs = ["partition", "source"] if by_source else ["partition"]
-        with self._step("parse+summary"):
+        with batch.step("parse+summary"):
             rows = (parsed.groupBy(*inputs, "reason")
                     .agg(F.count(F.lit(1)).alias("n"), F.max("event_us").alias("max_event"),
                          F.max("arrival_us").alias("max_arrival"),
@@ -371,38 +420,35 @@ class BatchProcessor:
         return _BatchSummary(rows_in=rows_in, valid=valid, quarantined=rows_in - valid,
                              valid_rows=valid_rows, observations=observations, rows=rows)
 
-    def _write_rows(self, parsed: DataFrame, batch_id: int, summary: _BatchSummary,
-                    wm_before: int | None,
-                    processed_at: datetime) -> tuple[dict[str, int], list[Row]]:
+    def _write_rows(self, parsed: DataFrame, batch: _Batch,
+                    summary: _BatchSummary) -> tuple[dict[str, int], list[Row]]:
         """Write the batch's rows: quarantine, event_log, late_events, provisional_deltas.
         Returns the count of each disposition, and its rows per input (the same job).
 
         The writes are independent (each is idempotent by its own batch mark), so they run
         concurrently: most of a small commit's time is Delta's driver-side bookkeeping, which
         overlaps. The progress row, which a restart trusts, waits for all of them."""
-        writes = ConcurrentWrites(self._step)
+        writes = ConcurrentWrites(batch.step)
         counts = {d.value: 0 for d in Disposition}
         deduped: DataFrame | None = None
         agg: list[Row] = []
         inputs = ["partition", "source"] if self.rules.watermark.by_source else ["partition"]
         try:
             if summary.quarantined:
-                writes.start("quarantine", self._write_quarantine, parsed, batch_id)
+                writes.start("quarantine", self._write_quarantine, parsed, batch)
             if summary.valid:
-                deduped = self._deduplicate(parsed, batch_id, summary.valid_rows)
-                classified = self._classify(deduped, wm_before)
-                with self._step("dedup+classify"):
+                deduped, batch.dedup_by = self._deduplicate(parsed, batch, summary.valid_rows)
+                classified = self._classify(deduped, batch)
+                with batch.step("dedup+classify"):
                     agg = (classified.groupBy(*inputs, "disposition")
                            .agg(F.count(F.lit(1)).alias("n")).collect())
                 for r in agg:
                     counts[r.disposition] += r.n
-                writes.start("event_log", self._write_event_log, deduped, batch_id)
+                writes.start("event_log", self._write_event_log, deduped, batch)
                 if counts["late"]:
-                    writes.start("late_events", self._write_late, classified, batch_id,
-                                 wm_before)
+                    writes.start("late_events", self._write_late, classified, batch)
                 if counts["on_time"] or counts["revision"]:
-                    writes.start("deltas", self._write_deltas, classified, batch_id,
-                                 processed_at)
+                    writes.start("deltas", self._write_deltas, classified, batch)
         finally:
             writes.wait()  # every started write has ended (or failed) before anything else
             if deduped is not None:
@@ -410,41 +456,40 @@ class BatchProcessor:
         writes.raise_first_error()
         return counts, agg
 
-    def _deduplicate(self, parsed: DataFrame, batch_id: int,
-                     valid_rows: list[Row]) -> DataFrame:
+    def _deduplicate(self, parsed: DataFrame, batch: _Batch,
+                     valid_rows: list[Row]) -> tuple[DataFrame, str]:
         """Valid rows with ``is_duplicate``: an earlier copy (earlier batch, or earlier in this
         batch in arrival order) arrived within the dedup horizon; by the query's state when it
         can vouch for the batch, else against event_log at the version the batch read when it
         started (a re-run batch: its first run; batch_reads). Judged by the state, the rows
         are a filter of the batch's cache (no second copy); judged by the archive, persisted
-        (the join is not re-run by each write)."""
+        (the join is not re-run by each write). Returns the rows and which judged them,
+        "state" or "archive"."""
         valid = parsed.filter(F.col("reason").isNull()).drop("reason", "detail")
         min_arrival = min(r.min_arrival for r in valid_rows)
-        self._dedup_by = "archive"
         if "is_duplicate" in valid.columns:
-            if self._state_suffices(min_arrival):
-                self._dedup_by = "state"
-                return valid
+            if self._state_suffices(min_arrival, batch):
+                return valid, "state"
             valid = valid.drop("is_duplicate")
         return judge_by_archive(
-            self.spark, self.warehouse, valid, event_log_version=self._reads[tb.EVENT_LOG],
+            self.spark, self.warehouse, valid, event_log_version=batch.reads[tb.EVENT_LOG],
             min_arrival=min_arrival, horizon=self.rules.dedup_horizon,
-        ).persist(StorageLevel.MEMORY_AND_DISK)
+        ).persist(StorageLevel.MEMORY_AND_DISK), "archive"
 
-    def _state_suffices(self, min_arrival: int) -> bool:
+    def _state_suffices(self, min_arrival: int, batch: _Batch) -> bool:
         """Whether the dedup state alone can judge a batch whose first arrival is
         ``min_arrival`` (reckon.dedup_state)."""
         assert self._seed is not None  # judged frames come from judged_stream
         if self._coverage is None:
             self._coverage = coverage_of_query(
                 self.spark, self.warehouse, self._seed, self.query_id,
-                self._reads[tb.WATERMARK_PROGRESS])
+                batch.reads[tb.WATERMARK_PROGRESS])
         horizon = self.rules.dedup_horizon
         return state_suffices(self._coverage, min_arrival=min_arrival,
-                              processed_at=self._reads[commits.CLOCK_READ], horizon=horizon,
+                              processed_at=batch.reads[commits.CLOCK_READ], horizon=horizon,
                               ttl=state_ttl(horizon))
 
-    def _classify(self, deduped: DataFrame, wm_before: int | None) -> DataFrame:
+    def _classify(self, deduped: DataFrame, batch: _Batch) -> DataFrame:
         """One row per (event, window) with its disposition; a duplicate keeps one row with
         disposition 'duplicate' and no window."""
         rules = self.rules
@@ -453,27 +498,27 @@ class BatchProcessor:
         exploded = deduped.withColumn("ws_us", F.explode(starts)).withColumn(
             "we_us", F.col("ws_us") + F.lit(rules.windows.size))
         disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)).otherwise(
-            disposition_col(F.col("we_us"), self._watermark_before, rules.grace))
+            disposition_col(F.col("we_us"), batch.watermark_before_col, rules.grace))
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
-    def _write_quarantine(self, parsed: DataFrame, batch_id: int) -> None:
+    def _write_quarantine(self, parsed: DataFrame, batch: _Batch) -> None:
         bad = parsed.filter(F.col("reason").isNotNull()).select(
             "reason", "detail", *quarantine_payload(), "partition", "offset", "arrival_time",
-            "input_file", self._batch_id.alias("batch_id"),
-            F.lit("stream").alias("origin"), self._processed_at.alias("quarantined_at"),
+            "input_file", batch.id_col.alias("batch_id"),
+            F.lit("stream").alias("origin"), batch.processed_at_col.alias("quarantined_at"),
             "event_id", "event_time",
-            F.to_date(F.coalesce("arrival_time", self._processed_at)).alias("arrival_date"))
-        self._append(bad, tb.QUARANTINE, batch_id)
+            F.to_date(F.coalesce("arrival_time", batch.processed_at_col)).alias("arrival_date"))
+        self._append(bad, tb.QUARANTINE, batch)
 
-    def _write_event_log(self, deduped: DataFrame, batch_id: int) -> None:
-        log = deduped.select(*_EVENT_COLUMNS, "payload", self._batch_id.alias("batch_id"),
+    def _write_event_log(self, deduped: DataFrame, batch: _Batch) -> None:
+        log = deduped.select(*_EVENT_COLUMNS, "payload", batch.id_col.alias("batch_id"),
                              "is_duplicate", F.to_date("event_time").alias("event_date"))
-        self._append(log, tb.EVENT_LOG, batch_id)
+        self._append(log, tb.EVENT_LOG, batch)
 
-    def _write_late(self, classified: DataFrame, batch_id: int, wm_before: int | None) -> None:
-        assert wm_before is not None and self._watermark_before is not None  # late needs one
-        wm = self._watermark_before
+    def _write_late(self, classified: DataFrame, batch: _Batch) -> None:
+        wm = batch.watermark_before_col
+        assert wm is not None  # a late event needs a watermark
         late = classified.filter(F.col("disposition") == Disposition.LATE.value).select(
             *_EVENT_COLUMNS,
             F.timestamp_micros("ws_us").alias("window_start"),
@@ -481,12 +526,11 @@ class BatchProcessor:
             F.timestamp_micros(wm).alias("watermark"),
             ((wm - F.col("we_us")).cast("decimal(20,0)") / F.lit(1_000_000))
             .cast(tb.SECONDS).alias("lateness_seconds"),
-            self._batch_id.alias("batch_id"),
+            batch.id_col.alias("batch_id"),
             F.to_date(F.timestamp_micros("ws_us")).alias("window_date"))
-        self._append(late, tb.LATE_EVENTS, batch_id)
+        self._append(late, tb.LATE_EVENTS, batch)
 
-    def _write_deltas(self, classified: DataFrame, batch_id: int,
-                      processed_at: datetime) -> None:
+    def _write_deltas(self, classified: DataFrame, batch: _Batch) -> None:
         """This batch's counted events summed per (window, key, currency), appended to
         provisional_deltas: provisional_totals is their fold (spark.provisional), so no row
         is ever rewritten and a window's status needs no write when the watermark moves. The
@@ -503,11 +547,11 @@ class BatchProcessor:
                   .select(F.timestamp_micros("ws_us").alias("window_start"),
                           F.timestamp_micros(F.col("ws_us") + F.lit(size)).alias("window_end"),
                           *TOTAL_IDENTITY, "total_amount", "event_count", "revised",
-                          self._batch_id.alias("batch_id"),
+                          batch.id_col.alias("batch_id"),
                           F.lit(self.query_id).alias("query_id"),
-                          self._processed_at.alias("processed_at"),
+                          batch.processed_at_col.alias("processed_at"),
                           F.to_date(F.timestamp_micros("ws_us")).alias("window_date")))
-        self._append(deltas, tb.PROVISIONAL_DELTAS, batch_id)
+        self._append(deltas, tb.PROVISIONAL_DELTAS, batch)
 
     def compact_open_days(self, wm_before: int) -> None:
         """From the watermark's day on: bin-pack the small files of event_log, so the next
@@ -521,13 +565,13 @@ class BatchProcessor:
         compact_recent_stream_days(self.spark, self.warehouse,
                                    from_micros(wm_before).date())
 
-    def _write_progress(self, m: BatchMetrics, after: WatermarkState, wm_before: int | None,
-                        processed_at: datetime) -> None:
+    def _write_progress(self, batch: _Batch, m: BatchMetrics, after: WatermarkState) -> None:
         counts = {name: getattr(m, name) for name in PROGRESS_COUNTS}
-        row = progress_row(self.spark, batch_id=m.batch_id, query_id=self.query_id,
-                           processed_at=processed_at, watermark_before=wm_before, after=after,
+        row = progress_row(self.spark, batch_id=batch.batch_id, query_id=self.query_id,
+                           processed_at=batch.processed_at,
+                           watermark_before=batch.watermark_before, after=after,
                            rules=self.rules, counts=counts)
-        self._append(row, tb.WATERMARK_PROGRESS, m.batch_id)
+        self._append(row, tb.WATERMARK_PROGRESS, batch)
 
 
 # ---------------------------------------------------------------------------- the query

@@ -719,7 +719,8 @@ def test_a_re_run_batch_reads_what_its_first_run_read_though_another_query_wrote
     interleaved(tmp_path / "uninterrupted", crash=False)
     expected = tables(tmp_path / "uninterrupted")
 
-    def as_before_the_record(self, batch_id: int) -> dict[str, int | None]:
+    def as_before_the_record(self, batch_id: int, _written: frozenset[str]
+                             ) -> dict[str, int | None]:
         """event_log just before the batch's own commit, watermark_progress as it is."""
         found = commits.marked_commit(self.warehouse, tb.EVENT_LOG, self.app_id, batch_id)
         return {tb.EVENT_LOG: found[0] - 1 if found else commits.current_version(self.warehouse,
