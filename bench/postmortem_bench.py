@@ -62,13 +62,15 @@ def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> tuple[f
                          "--engine", engine, sql], expect)
 
 
-def time_process(args: list[str], expect: int = 0) -> tuple[float, float]:
+def time_process(args: list[str], expect: int = 0, out: Path | None = None
+                 ) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of ``python ARGS`` in a fresh process, which must end
-    with ``expect``, e.g. ``time_process(["-m", "reckon.cli", "explain", ...])``."""
+    with ``expect``, e.g. ``time_process(["-m", "reckon.cli", "explain", ...])``. Its output
+    goes to ``out`` when given (a file, so a big answer never blocks a pipe), else nowhere."""
     argv = [sys.executable, *args]
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, open(out or os.devnull, "wb") as sink:
         t0 = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+        child = subprocess.Popen(argv, stdout=sink, stderr=err,
                                  env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
