@@ -28,7 +28,7 @@ from typing import Any
 
 from bench.audit_bench import audited_day
 from bench.harness import Scale, load_average, log, target
-from bench.postmortem_bench import time_process
+from bench.postmortem_bench import repeats, time_process
 
 __all__ = ["DAY_QUESTIONS", "GOAL_RATIO", "bench_postmortem_day", "same_answer"]
 
@@ -108,23 +108,23 @@ def _table_rows(wh: Path) -> dict[str, int]:
 
 
 def bench_postmortem_day(spark: Any, scale: Scale) -> dict[str, Any]:
-    """Both questions on both engines, in turns, ``repeats`` times (at least 1; 3 at full
-    scale), on the audited bench day; the median wall time of each is what a user waits."""
+    """Both questions on both engines, in turns, ``repeats(scale)`` times (3 at full scale),
+    on the audited bench day; the median wall time of each is what a user waits."""
     settings = audited_day(spark, scale)
     wh = settings.warehouse_path
-    repeats = max(1, round(3 * min(scale.factor, 1.0)))
+    runs = repeats(scale)
     rows = _table_rows(wh)
     log(f"postmortem_day: {', '.join(f'{k} {v:,}' for k, v in rows.items())} rows; "
-        f"{repeats} repeats")
+        f"{runs} repeats")
     with tempfile.TemporaryDirectory() as tmp:
-        walls, rss, answer_rows = _run_all(wh, repeats, Path(tmp))
+        walls, rss, answer_rows = _run_all(wh, runs, Path(tmp))
     median = {e: {q: round(statistics.median(v), 2) for q, v in qs.items()}
               for e, qs in walls.items()}
     ratios = {f"{q}_spark_over_duckdb": round(median["spark"][q] / median["duckdb"][q], 1)
               for q in DAY_QUESTIONS}
     return {
         "scale": {"events": scale.day_events, "table_rows": rows, "warehouse": str(wh),
-                  "repeats": repeats},
+                  "repeats": runs},
         "results": {f"reckon_sql_{e}": {
             "wall_seconds": round(sum(median[e].values()), 2),
             **{f"{q}_seconds": s for q, s in median[e].items()}, "runs": walls[e],
