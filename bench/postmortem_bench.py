@@ -36,7 +36,7 @@ from reckon.config import PROJECT_ROOT
 from reckon.errors import UsageError
 from spark.table_names import RECONCILIATION, table_exists
 
-__all__ = ["QUESTIONS", "bench_postmortem", "time_command", "time_process"]
+__all__ = ["QUESTIONS", "bench_postmortem", "repeats", "time_command", "time_process"]
 
 ENGINES = ("duckdb", "spark")
 #: question -> (SQL, the exit code it must end with)
@@ -54,6 +54,23 @@ def _warehouse() -> Path:
     return wh
 
 
+def repeats(scale: Scale) -> int:
+    """How many times each command runs: 3 at full scale, fewer below it (at least 1), or
+    ``RECKON_BENCH_POSTMORTEM_REPEATS`` when set (a machine so busy that a Spark command takes
+    minutes; the result records the count it ran).
+
+    >>> repeats(Scale(factor=0.05, data_dir=Path("/tmp/d")))
+    1
+    """
+    given = os.environ.get("RECKON_BENCH_POSTMORTEM_REPEATS", "").strip()
+    if given:
+        if not given.isdigit() or int(given) < 1:
+            raise UsageError(f"RECKON_BENCH_POSTMORTEM_REPEATS={given!r} is not valid: give a "
+                             "whole number of runs, at least 1")
+        return int(given)
+    return max(1, round(3 * min(scale.factor, 1.0)))
+
+
 def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB of the Python process) of one ``reckon sql`` in a fresh
     process; its exit code must be ``expect`` (a refusal is measured as a refusal, not as a
@@ -62,13 +79,15 @@ def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> tuple[f
                          "--engine", engine, sql], expect)
 
 
-def time_process(args: list[str], expect: int = 0) -> tuple[float, float]:
+def time_process(args: list[str], expect: int = 0, out: Path | None = None
+                 ) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of ``python ARGS`` in a fresh process, which must end
-    with ``expect``, e.g. ``time_process(["-m", "reckon.cli", "explain", ...])``."""
+    with ``expect``, e.g. ``time_process(["-m", "reckon.cli", "explain", ...])``. Its output
+    goes to ``out`` when given (a file, so a big answer never blocks a pipe), else nowhere."""
     argv = [sys.executable, *args]
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, open(out or os.devnull, "wb") as sink:
         t0 = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+        child = subprocess.Popen(argv, stdout=sink, stderr=err,
                                  env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
@@ -123,17 +142,17 @@ def _commands(wh: Path, table: str, window: dict[str, str]
 
 
 def bench_postmortem(spark: Any, scale: Scale) -> dict[str, Any]:
-    """Each row's questions, alternating, ``repeats`` times (at least 1; 3 at full scale);
+    """Each row's questions, alternating, ``repeats(scale)`` times (3 at full scale);
     the median wall time is what a user waits."""
     wh = _warehouse()
     table = RECONCILIATION if table_exists(wh, RECONCILIATION) else "event_log"
-    repeats = max(1, round(3 * min(scale.factor, 1.0)))
+    runs = repeats(scale)
     window = _a_window(wh)
     commands = _commands(wh, table, window)
     walls: dict[str, dict[str, list[float]]] = {r: {q: [] for q in qs}
                                                 for r, qs in commands.items()}
     rss = dict.fromkeys(commands, 0.0)
-    for _ in range(repeats):
+    for _ in range(runs):
         for row, questions in commands.items():
             for question, (args, expect) in questions.items():
                 wall, peak = time_process(args, expect)
@@ -142,7 +161,7 @@ def bench_postmortem(spark: Any, scale: Scale) -> dict[str, Any]:
                 log(f"postmortem: {row} {question} {wall:.2f}s (load {load_average()})")
     median = {r: {q: round(statistics.median(v), 2) for q, v in qs.items()}
               for r, qs in walls.items()}
-    return _result(wh, table, window, repeats, walls, median, rss)
+    return _result(wh, table, window, runs, walls, median, rss)
 
 
 #: issue 58's goals for the other commands, whole command, demo warehouse (seconds)

@@ -12,7 +12,7 @@ from typing import Any
 __all__ = ["NOTES_DIR", "read_note", "write_markdown"]
 
 ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction",
-         "long_day", "per_source_day", "fixed_cost", "postmortem")
+         "long_day", "per_source_day", "fixed_cost", "postmortem", "postmortem_day")
 
 TITLES = {
     "stream": "1. Stream throughput: reckon aggregator vs Spark withWatermark + groupBy(window, key, currency)",
@@ -28,6 +28,8 @@ TITLES = {
                       "best single bound",
     "fixed_cost": "10. Fixed cost: a steady 10,000-line batch of the real stream, step by step",
     "postmortem": "11. Postmortem questions: `reckon sql` as a whole command, DuckDB vs Spark",
+    "postmortem_day": "12. Postmortem questions on a 20M-event day: a per-key aggregate and a "
+                      "join, DuckDB vs Spark",
 }
 
 #: One short note per workload, what dominates it: ``<name>.md`` here. The dated history of

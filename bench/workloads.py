@@ -11,7 +11,8 @@ everything Spark). Each family lives in its own module:
 - ``compaction_bench``: the replay of a stream-laid day, its compaction, the replay after;
 - ``long_day``: stream batches late in a long day vs in the morning;
 - ``fixed_cost``: a steady 10K-line batch of the real stream, step by step;
-- ``postmortem``: ``reckon sql`` as a whole command, DuckDB path vs ``--engine spark``.
+- ``postmortem``: ``reckon sql`` as a whole command, DuckDB path vs ``--engine spark``;
+- ``postmortem_day``: the same on the 20M-event day (a per-key aggregate, a join).
 
 Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed),
 ``results`` (one entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets``
@@ -33,6 +34,7 @@ from bench.harness import Scale
 from bench.lateness_bench import bench_lateness
 from bench.long_day import bench_long_day
 from bench.postmortem_bench import bench_postmortem
+from bench.postmortem_day_bench import bench_postmortem_day
 from bench.replay_bench import bench_replay
 from bench.scale_curve import bench_scale_curve
 from bench.stream_bench import bench_stream
@@ -50,6 +52,7 @@ WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "long_day": bench_long_day,
     "fixed_cost": bench_fixed_cost,
     "postmortem": bench_postmortem,
+    "postmortem_day": bench_postmortem_day,
 }
 #: Workloads that need no Spark session in the bench's process.
 NO_SPARK_SESSION = frozenset({"lateness", "postmortem"})

@@ -7,6 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from bench.harness import MemorySampler, alternate
 
 
@@ -241,3 +243,50 @@ def test_a_folder_a_stopped_stream_still_writes_to_is_emptied_on_a_later_try(
         assert err.errno == errno.ENOTEMPTY
     else:
         raise AssertionError("a folder that never empties must fail")
+
+
+def _fake_day_commands(monkeypatch, tmp_path, spark_answer: list[dict]) -> list[str]:
+    """The postmortem_day workload with its warehouse and commands faked: each DuckDB
+    command takes 1 s, each Spark one 7 s, and answers ``[{"n": "1.500"}]`` (Spark
+    ``spark_answer``). Returns the engines in the order they ran."""
+    import json
+
+    from bench import postmortem_day_bench as day
+
+    order: list[str] = []
+
+    def run(args: list[str], expect: int, out: Any) -> tuple[float, float]:
+        engine = args[args.index("--engine") + 1]
+        order.append(engine)
+        out.write_text(json.dumps(spark_answer if engine == "spark" else [{"n": "1.500"}]))
+        return (7.0 if engine == "spark" else 1.0), 100.0
+
+    monkeypatch.setattr(day, "audited_day", lambda spark, scale: SimpleNamespace(
+        warehouse_path=tmp_path))
+    monkeypatch.setattr(day, "_table_rows", lambda wh: {"event_log": 3, "late_events": 1})
+    monkeypatch.setattr(day, "time_process", run)
+    return order
+
+
+def test_the_day_questions_alternate_engines_and_the_ratio_is_the_target(monkeypatch,
+                                                                         tmp_path) -> None:
+    from bench.harness import Scale
+    from bench.postmortem_day_bench import DAY_QUESTIONS, bench_postmortem_day
+
+    order = _fake_day_commands(monkeypatch, tmp_path, [{"n": "1.500"}])
+    out = bench_postmortem_day(None, Scale(factor=1.0, data_dir=tmp_path))
+
+    assert order == ["duckdb", "spark"] * 3 * len(DAY_QUESTIONS)  # in turns, 3 at full scale
+    assert out["ratios"] == {f"{q}_spark_over_duckdb": 7.0 for q in DAY_QUESTIONS}
+    assert [(t["measured"], t["met"]) for t in out["targets"]] == [(7.0, True)] * 2
+    assert out["profile"]["answers_equal"] is True
+
+
+def test_the_day_questions_refuse_to_time_two_different_answers(monkeypatch,
+                                                                tmp_path) -> None:
+    from bench.harness import Scale
+    from bench.postmortem_day_bench import bench_postmortem_day
+
+    _fake_day_commands(monkeypatch, tmp_path, [{"n": "1.50"}])  # a decimal's scale differs
+    with pytest.raises(RuntimeError, match="answered differently on spark run 1: row 0"):
+        bench_postmortem_day(None, Scale(factor=1.0, data_dir=tmp_path))

@@ -29,7 +29,7 @@ MEMORY_KEYS = {"peak_driver_rss_mb", "peak_python_rss_mb", "peak_jvm_rss_mb",
 
 DEFAULT = ["stream", "lateness"]
 SOAK = ["replay", "audit", "freshness", "scale", "compaction", "long_day", "fixed_cost",
-        "postmortem"]
+        "postmortem", "postmortem_day"]
 
 
 @pytest.mark.parametrize("names", [DEFAULT, pytest.param(SOAK, marks=pytest.mark.soak)],
@@ -66,7 +66,8 @@ def test_every_workload_writes_a_complete_result(spark, streamed_scenario, tmp_p
 
     checks = {"stream": _stream, "replay": _replay, "audit": _audit, "lateness": _lateness,
               "freshness": _freshness, "scale": _scale, "compaction": _compaction,
-              "long_day": _long_day, "fixed_cost": _fixed_cost}
+              "long_day": _long_day, "fixed_cost": _fixed_cost,
+              "postmortem_day": _postmortem_day}
     for name in names:
         if name in checks:
             checks[name](json.loads((results / f"{name}.json").read_text()))
@@ -178,3 +179,9 @@ def _fixed_cost(fixed: dict) -> None:
     assert ours["lines_in"] == ours["batches"] * scale["lines_per_batch"]
     assert ours["median_commit_interval_seconds"] >= ours["median_batch_seconds"] > 0
     assert fixed["profile"]["median_step_seconds"]["parse+summary"] > 0
+
+
+def _postmortem_day(day: dict) -> None:
+    assert day["profile"]["answers_equal"] is True  # the engines were timed on one answer
+    assert all(n > 0 for n in day["profile"]["answer_rows"].values())
+    assert day["scale"]["table_rows"]["late_events"] > 0
