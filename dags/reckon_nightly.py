@@ -77,7 +77,8 @@ A run triggered with a `day` (the trigger form too) shows the note `day D` in th
 (the scheduler's listener, `plugins/reckon_run_notes.py`).
 
 **Re-run day D**: `airflow dags trigger {DAG_ID} --conf '{{"day": "D"}}' --run-id manual__day-D`
-(a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists yet), or clear its run:
+(a new run, any time, its id naming the day; or `--logical-date D` if no run of D exists
+yet), or clear its run:
 `airflow tasks clear {DAG_ID} --start-date D --end-date D --yes`.
 
 **Lookback.** Each step runs for every day of `[D - lookback_days, D]` (oldest first):
@@ -87,20 +88,38 @@ set it per run in the trigger form or with `--conf '{{"lookback_days": 3}}'`. Pa
 `report_out` (default empty: `<warehouse>/reports/<day>`) sends each day's report to
 `<report_out>/<day>` instead.
 
-| task | what it does |
-|---|---|
-| `wait_for_watermark` | a sensor in *reschedule* mode: every {describe_duration(_POLL_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_POLL`) it looks whether the stream's global watermark passed the end of D's last window + allowed lateness (midnight + allowed lateness for tumbling windows), so no event of D can still change a provisional total; between looks it holds no worker slot, and a look reads the Delta log's statistics (no Spark). Fails without retry after {describe_duration(_WAIT_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_WAIT_TIMEOUT`) naming the day and the watermark it saw: check the stream is running and every partition delivers. |
-| `compact` | rewrites the day's partitions of the stream tables (`event_log`, `quarantine`, `late_events`, `provisional_totals`), written as a few small files per micro-batch, into a few large files (Delta OPTIMIZE; rows unchanged, a compacted partition is left alone), so the replay and later queries open few files. |
-| `replay` | recomputes `canonical_totals` for each day from the full `event_log`, and in the same pass `uncaught_duplicates` (what the stream counted twice); replaces only that day's partitions. |
-| `audit` | reconciles provisional against canonical totals per (window, key, currency) from those per-window tables alone (amounts of two currencies are never added), writes `reconciliation` and the report DB rows. |
-| `check` | runs the Great Expectations suites of every day and records the results (Data Docs too); it does not fail on a blocking expectation, so that the report still comes out. |
-| `report` | renders the day's report (HTML, PDF, CSV, with the check results: a day with unexplained breaks is the day finance needs it) and records its SHA-256 in the report DB. |
-| `quality_gate` | fails the run, without retries, naming every day whose current check run had a blocking failure; the report of that day says which expectations. It reads the verdict the check recorded (`reckon/quality_verdict.py`), the one Data Docs and the report show. |
+- `wait_for_watermark`: a sensor in *reschedule* mode: every
+  {describe_duration(_POLL_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_POLL`) it looks
+  whether the stream's global watermark passed the end of D's last window + allowed lateness
+  (midnight + allowed lateness for tumbling windows), so no event of D can still change a
+  provisional total; between looks it holds no worker slot, and a look reads the Delta log's
+  statistics (no Spark). Fails without retry after
+  {describe_duration(_WAIT_SECONDS * MICROS_PER_SECOND)} (`RECKON_WATERMARK_WAIT_TIMEOUT`)
+  naming the day and the watermark it saw: check the stream is running and every partition
+  delivers.
+- `compact`: rewrites the day's partitions of the stream tables (`event_log`, `quarantine`,
+  `late_events`, `provisional_totals`), written as a few small files per micro-batch, into a few
+  large files (Delta OPTIMIZE; rows unchanged, a compacted partition is left alone), so the
+  replay and later queries open few files.
+- `replay`: recomputes `canonical_totals` for each day from the full `event_log`, and in the
+  same pass `uncaught_duplicates` (what the stream counted twice); replaces only that day's
+  partitions.
+- `audit`: reconciles provisional against canonical totals per (window, key, currency) from
+  those per-window tables alone (amounts of two currencies are never added), writes
+  `reconciliation` and the report DB rows.
+- `check`: runs the Great Expectations suites of every day and records the results (Data Docs
+  too); it does not fail on a blocking expectation, so that the report still comes out.
+- `report`: renders the day's report (HTML, PDF, CSV, with the check results: a day with
+  unexplained breaks is the day finance needs it) and records its SHA-256 in the report DB.
+- `quality_gate`: fails the run, without retries, naming every day whose current check run had a
+  blocking failure; the report of that day says which expectations. It reads the verdict the
+  check recorded (`reckon/quality_verdict.py`), the one Data Docs and the report show.
 
 Every step is idempotent per day, so retries, re-runs and backfills are safe. **A day with no
 events** is a day like any other: the replay writes an empty day, the audit, the checks and
 the report say "no events" (the checks' verdict: "passed (no events on the day)", each suite
-"passed (no events)", green in Data Docs). **Failures**: a mistake in the input or the configuration (a day
+"passed (no events)", green in Data Docs). **Failures**: a mistake in the input or the
+configuration (a day
 not replayed, a bad setting, a warehouse of an earlier layout, a blocking data-quality
 failure) fails the task at once, without retries, naming the step and the day; anything else
 (a lost Spark executor, a database timeout) is retried {RETRIES} times with exponential
@@ -111,8 +130,8 @@ backoff from 5 minutes (`RECKON_AIRFLOW_RETRIES`).
 (add `--reprocess-behavior completed` to redo days that already succeeded).
 
 **Without Airflow**, the same steps for day D from a shell:
-`reckon compact --date D && reckon replay --date D && reckon audit --date D && reckon check --date D && reckon report
---date D --out DIR`.
+`reckon compact --date D && reckon replay --date D && reckon audit --date D &&
+reckon check --date D && reckon report --date D --out DIR`.
 
 **Configuration** comes from the environment of the workers (`RECKON_*`, see
 `reckon/config.py`); set at least `RECKON_WAREHOUSE` to an absolute path (or URI).

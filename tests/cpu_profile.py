@@ -99,6 +99,35 @@ class _Cgroup:
 
 
 _METER: dict[str, _Cgroup | None] = {}
+#: the speed probe's CPU seconds at the controller's start (``pytest_configure``)
+_PROBE: dict[str, float] = {}
+
+
+def speed_probe() -> float:
+    """CPU seconds this process spends on a fixed piece of work (integer arithmetic, JSON and
+    hashing, about half a second on a quiet 2-core machine). Why: on a shared virtual machine
+    the same tests take up to twice the CPU seconds from one day to the next, with nothing in
+    the code changed (other guests share the host's cores and caches). The suite prints the
+    probe at its start and end beside its total, so two runs' totals can be compared per unit
+    of the machine's speed.
+
+    >>> speed_probe() > 0
+    True
+    """
+    import hashlib
+
+    start = time.process_time()
+    total = 0
+    for i in range(2_000_000):
+        total = (total * 31 + i) % 1_000_003
+    doc = {"rows": [{"id": i, "amount": f"{i}.25", "tags": ["a", "b"]} for i in range(2_000)]}
+    for _ in range(60):
+        doc = json.loads(json.dumps(doc))
+    digest = hashlib.sha256()
+    block = bytes(range(256)) * 4096
+    for _ in range(256):
+        digest.update(block)
+    return time.process_time() - start
 
 
 def _cpu_now() -> float:
@@ -120,6 +149,8 @@ def _out_dir(config: pytest.Config) -> Path | None:
 def pytest_configure(config: pytest.Config) -> None:
     if _out_dir(config) is not None and "cgroup" not in _METER:
         _METER["cgroup"] = _Cgroup.join()
+    if _out_dir(config) is not None and not os.environ.get("PYTEST_XDIST_WORKER"):
+        _PROBE["start"] = speed_probe()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -157,5 +188,8 @@ def pytest_terminal_summary(terminalreporter: object, config: pytest.Config) -> 
     write = terminalreporter.write_line  # type: ignore[attr-defined]
     write(f"== CPU seconds, 30 hungriest of {len(rows)} tests "
           f"(total {sum(r['cpu_s'] for r in rows):.0f} CPU s) ==")
+    if "start" in _PROBE:  # the same fixed work: a slower machine takes longer on both
+        write(f"   machine speed probe (tests/cpu_profile.py speed_probe): "
+              f"{_PROBE['start']:.2f} CPU s at the start, {speed_probe():.2f} at the end")
     for row in rows[:30]:
         write(f"{row['cpu_s']:8.1f} cpu {row['wall_s']:8.1f} wall  {row['test']}")

@@ -12,7 +12,6 @@ import re
 import socket
 import time
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -270,22 +269,13 @@ def _trigger_as_the_form_does(af) -> str:
 
 
 def _a_provisional_total_edited(spark, settings) -> None:
-    """One provisional delta of DAY (USD: 0.07 is whole cents) changed by 0.07 after its run (tests/test_replay_audit.py
-    does it to one audit): the stream's total no longer agrees with the replay's, and no late
-    event or duplicate explains it, so the next audit finds an unexplained break."""
-    from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
+    """One USD provisional delta of DAY changed by 0.07 after its run (whole cents; as
+    tests/test_replay_audit.py does before one audit): the next audit finds an unexplained
+    break."""
+    from tests.streamkit import edit_a_provisional_delta
 
-    from spark import tables as tb
-
-    table = DeltaTable.forPath(spark, str(settings.warehouse_path / tb.PROVISIONAL_DELTAS))
-    victim = (table.toDF().filter(f"window_date = DATE'{DAY}' AND currency = 'USD'")
-              .orderBy("window_start", "key", "currency", "batch_id").first())
-    table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
-                 & (F.col("key") == F.lit(victim.key))
-                 & (F.col("currency") == F.lit(victim.currency))
-                 & (F.col("batch_id") == F.lit(victim.batch_id)),
-                 set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
+    edit_a_provisional_delta(spark, settings.warehouse_path,
+                             f"window_date = DATE'{DAY}' AND currency = 'USD'")
 
 
 def _a_rerun_alerts_the_break_and_the_gate(af, got, run_id: str) -> None:

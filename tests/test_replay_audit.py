@@ -507,18 +507,13 @@ def test_replay_counts_what_the_stream_never_saw_and_the_audit_flags_it(spark, s
 
 def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, replayed, tmp_path):
     from delta.tables import DeltaTable
-    from pyspark.sql import functions as F
+
+    from tests.streamkit import edit_a_provisional_delta
 
     warehouse = copy_warehouse(replayed.warehouse, tmp_path)
     settings = stream_settings(warehouse, **RULES)
+    victim = edit_a_provisional_delta(spark, warehouse, "window_date = '2026-01-02'")
     table = DeltaTable.forPath(spark, str(warehouse / tb.PROVISIONAL_DELTAS))
-    victim = (table.toDF().filter("window_date = '2026-01-02'")
-              .orderBy("window_start", "key", "currency", "batch_id").first())
-    table.update(condition=(F.col("window_start") == F.lit(victim.window_start))
-                 & (F.col("key") == F.lit(victim.key))
-                 & (F.col("currency") == F.lit(victim.currency))
-                 & (F.col("batch_id") == F.lit(victim.batch_id)),
-                 set={"total_amount": F.col("total_amount") + F.lit(Decimal("0.07"))})
     audit_day(spark, settings.audit_config(), DAY1, recorder=None)
     result = audit_day(spark, settings.audit_config(), DAY2, recorder=None)
     bad = {k: r for k, r in _recon_rows(spark, warehouse).items()
