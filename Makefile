@@ -38,8 +38,8 @@ test-soak: setup-test ## the long reliability runs (random kills, standalone clu
 lint: setup lint-only
 
 lint-only:            ## ruff and mypy (the core strict), no setup; make test runs it (tests/test_lint.py)
-	$(VENV)/bin/ruff check reckon spark audits reports workbench dags bench plugins tests scripts
-	$(VENV)/bin/mypy reckon spark audits reports workbench dags bench plugins
+	$(VENV)/bin/ruff check reckon storage spark audits reports workbench app dags bench plugins tests scripts
+	$(VENV)/bin/mypy reckon storage spark audits reports workbench app dags bench plugins
 
 bench-quick: setup
 	$(PY) -m bench --quick

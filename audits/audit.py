@@ -56,9 +56,9 @@ from audits.stories import StoryInputs
 from reckon.engine_config import AuditConfig
 from reckon.errors import ConcurrentAuditError, UsageError
 from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
-from reckon.writer_lock import WriterLock, writer_scope
 from spark import tables as tb
 from spark.observe import observed
+from storage.writer_lock import WriterLock, writer_scope
 
 __all__ = ["AuditResult", "audit_day"]
 
@@ -93,7 +93,7 @@ def audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str 
               recorder: AuditRecorder | None) -> AuditResult:
     """Reconcile ``day``, overwrite its ``reconciliation`` partition, record run and breaks
     with ``recorder`` (None: record nothing, e.g. a benchmark). One audit of a day at a time
-    (reckon.writer_lock): a second one is refused before it writes. ``config`` is all it
+    (storage.writer_lock): a second one is refused before it writes. ``config`` is all it
     reads of the settings: the warehouse, the event-time rules and the tolerance.
 
     Example:

@@ -25,10 +25,10 @@ from pyspark.sql import functions as F
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import day_bounds
-from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import side_by_side
 from spark.provisional import provisional_versions, read_provisional
+from storage import commits
 
 __all__ = ["read_inputs"]
 

@@ -3,7 +3,7 @@ becomes the chapter ``reckon explain`` prints for each currency (``chapter_of``)
 Spark, no database, so the same lines are told by three readers that must agree:
 
 * ``reckon explain`` reads one window: through DuckDB by default (reports/explain_duck.py),
-  with small Spark queries on ``--engine spark`` (reports/explain.py);
+  with small Spark queries on ``--engine spark`` (audits/explain_spark.py);
 * the audit (audits/stories.py) reads every break of a run at once and records each story
   for the workbench (audits/break_story.py);
 * the workbench's sample day (workbench/sample.py) builds its reads by hand.

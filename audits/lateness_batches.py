@@ -405,7 +405,7 @@ def whatif_of_day(spark: SparkSession | BatchReads, config: WhatIfConfig, day: d
     from dataclasses import replace
 
     from reckon.spec import rules_of
-    from spark import table_names as tb
+    from storage import table_names as tb
 
     wh = config.warehouse
     if not (tb.table_exists(wh, tb.EVENT_LOG) and tb.table_exists(wh, tb.WATERMARK_PROGRESS)):

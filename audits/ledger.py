@@ -3,7 +3,7 @@
 Why: the report database (reports/db/) stores what the audits produce, and reports/ sits
 above audits/ (docs/code-map.md). An audit that opened the database itself would import
 upwards and tie the two packages in a cycle. So the audits say here what they write and read,
-and the caller (the app layer: reckon/pipeline.py, a test) hands them the database's
+and the caller (the app layer: app/pipeline.py, a test) hands them the database's
 implementation: ``reports.db.repository.audit_recorder(settings)`` for an audit, a
 ``reports.db.repository.ReportDB`` for a data-quality check.
 

@@ -48,7 +48,7 @@ from reckon.reconcile import ReconStatus
 from reckon.timeutil import from_micros
 from spark import tables as tb
 from spark.rules import window_starts_col
-from spark.spec import rules_in_force
+from storage.spec_log import rules_in_force
 
 __all__ = ["StoryInputs", "record_break_stories"]
 
@@ -194,7 +194,7 @@ def record_break_stories(spark: SparkSession, wh: Path, configured: EventTimeRul
     """Tell every break of ``written`` (this run's reconciliation rows of ``day``) and write
     the stories to the report database from the executors; returns how many were written.
     The stories judge events by the rules the stream ran with, bounds per input included,
-    ``configured`` when it recorded none (``spark.spec.rules_in_force``)."""
+    ``configured`` when it recorded none (``storage.spec_log.rules_in_force``)."""
     url = recorder.ledger.url
     rules = rules_in_force(wh, configured)
     cells = _cells(written)

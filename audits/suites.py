@@ -280,7 +280,7 @@ def _canonical(config: CheckConfig) -> TableSuite:
 
 
 def _late_events(config: CheckConfig) -> TableSuite:
-    from spark.spec import recorded_versions
+    from storage.spec_log import recorded_versions
 
     # a late event was judged by the allowed lateness (internally: grace) in force when it
     # came: past the smallest the warehouse ever had holds for every row, whichever version

@@ -1,12 +1,12 @@
 """Benchmark inputs, built once per scale under ``bench/data/`` and reused by later runs.
 
-- landing directories: ``reckon.generate.generate_landing`` (the product's own generator, with
+- landing directories: ``app.generate.generate_landing`` (the product's own generator, with
   its faults: heavy-tailed delays, a slow and an idle partition, duplicates, malformed lines);
 - one day of ``event_log``: built directly with Spark from generated columns (a 20M-event
   stream run would take far longer than the replay it feeds), with the table's own schema,
   partitioning and writer (spark.tables). 1% of events are re-delivered copies the stream
   caught (``is_duplicate``), 0.1% copies it missed (it counted them twice). Currencies follow
-  the generator's mix (``reckon.generate.currency_mix``: most merchants settle in one
+  the generator's mix (``app.generate.currency_mix``: most merchants settle in one
   currency, some in two or three; USD, EUR, GBP, JPY, KWD), amounts are whole minor units of
   their currency at its magnitude (JPY ~150x a dollar amount, KWD ~0.3x);
 - the audit's inputs for that day: ``provisional_totals`` and ``late_events`` derived from the
@@ -34,11 +34,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.harness import base_settings, log
-from reckon.config import Settings
-from reckon.errors import ConfigError
-from reckon.eventtime import WindowSpec
-from reckon.generate import (
+from app.generate import (
     DEFAULT_CURRENCIES,
     MIX_SCALE,
     UNITS_PER_USD,
@@ -46,11 +42,15 @@ from reckon.generate import (
     currency_mix,
     generate_landing,
 )
-from reckon.landing import MANIFEST_NAME
+from bench.harness import base_settings, log
+from reckon.config import Settings
+from reckon.errors import ConfigError
+from reckon.eventtime import WindowSpec
 from reckon.money import minor_unit, minor_unit_step
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros
 from spark import tables as tb
 from spark.rules import window_starts_col
+from storage.landing import MANIFEST_NAME
 
 __all__ = ["BENCH_DAY", "DAY_CELLS", "DAY_KEYS", "build_archived_hour", "build_audit_inputs",
            "build_evening", "build_event_log", "clone_warehouse", "day_frame", "day_warehouse",
@@ -135,7 +135,7 @@ def _at(values: Sequence[object], index: Column) -> Column:
 
 def _currency_of(key_idx: Column, row: Column) -> Column:
     """The currency (index into _CURRENCIES) of ``row``, an event of merchant ``key_idx``:
-    drawn by a hash of the row with the merchant's shares (see reckon.generate)."""
+    drawn by a hash of the row with the merchant's shares (see app.generate)."""
     roll = F.pmod(_h(row, 7), F.lit(MIX_SCALE))
     bounds = np.cumsum(_mix(), axis=1)
     index: Column = F.lit(0)

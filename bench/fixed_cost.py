@@ -11,10 +11,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from app.generate import GeneratorConfig
 from bench import datasets as ds
 from bench.harness import Scale, base_settings, log, measure, target
 from bench.steady import BatchLog, land, steady_figures
-from reckon.generate import GeneratorConfig
 
 __all__ = ["FIXED_COST_LINES", "bench_fixed_cost"]
 

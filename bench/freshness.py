@@ -21,11 +21,11 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from app.generate import GeneratorConfig
 from bench import datasets as ds
 from bench.harness import Scale, base_settings, log, measure, target
 from bench.steady import land
 from reckon.config import Settings
-from reckon.generate import GeneratorConfig
 from reckon.timeutil import parse_duration, parse_timestamp
 from spark import tables as tb
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from reckon.config import PROJECT_ROOT, Settings, load_settings
+from app.settings import load_settings
+from reckon.config import PROJECT_ROOT, Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

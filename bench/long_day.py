@@ -23,11 +23,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from app.generate import GeneratorConfig
 from bench import datasets as ds
 from bench.harness import ROUNDS, Scale, alternate, base_settings, log, measure, target
 from bench.steady import BatchLog, land, steady_figures
 from reckon.config import Settings
-from reckon.generate import GeneratorConfig
 from reckon.timeutil import MICROS_PER_SECOND, parse_timestamp
 from spark.dedup import STATE_BUCKETS
 
@@ -126,7 +126,7 @@ def _dashboard_read(spark: SparkSession, settings: Settings, watermark: int | No
     (spark.provisional.read_provisional) and collected, as a dashboard shows them. A dashboard
     polls, so the read runs DASHBOARD_READS times: the median, and the first (cold) apart."""
     from spark.provisional import read_provisional
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     rules = rules_in_force(settings.warehouse_path)
     since = None if watermark is None else watermark - DASHBOARD_SPAN_SECONDS * MICROS_PER_SECOND

@@ -1,6 +1,6 @@
 """The postmortem workload (issue 58): a question asked of a warehouse, as a user asks it.
 
-Each run is the whole command in its own process (``python -m reckon.cli ...``), Python's
+Each run is the whole command in its own process (``python -m app.cli ...``), Python's
 start and every import included, one after the other on the same warehouse, alternating so a
 load spike hits each alike. No Spark session of the bench's own is used. The rows:
 
@@ -34,7 +34,7 @@ from typing import Any
 from bench.harness import Scale, load_average, log, target
 from reckon.config import PROJECT_ROOT
 from reckon.errors import UsageError
-from spark.table_names import RECONCILIATION, table_exists
+from storage.table_names import RECONCILIATION, table_exists
 
 __all__ = ["QUESTIONS", "bench_postmortem", "repeats", "time_command", "time_process"]
 
@@ -75,14 +75,14 @@ def time_command(warehouse: Path, engine: str, sql: str, expect: int) -> tuple[f
     """(wall seconds, peak RSS in MB of the Python process) of one ``reckon sql`` in a fresh
     process; its exit code must be ``expect`` (a refusal is measured as a refusal, not as a
     crash). The Spark path's JVM is a process of its own, not in that RSS."""
-    return time_process(["-m", "reckon.cli", "sql", "--warehouse", str(warehouse),
+    return time_process(["-m", "app.cli", "sql", "--warehouse", str(warehouse),
                          "--engine", engine, sql], expect)
 
 
 def time_process(args: list[str], expect: int = 0, out: Path | None = None
                  ) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of ``python ARGS`` in a fresh process, which must end
-    with ``expect``, e.g. ``time_process(["-m", "reckon.cli", "explain", ...])``. Its output
+    with ``expect``, e.g. ``time_process(["-m", "app.cli", "explain", ...])``. Its output
     goes to ``out`` when given (a file, so a big answer never blocks a pipe), else nowhere."""
     argv = [sys.executable, *args]
     with tempfile.TemporaryFile() as err, open(out or os.devnull, "wb") as sink:
@@ -123,7 +123,7 @@ def _a_window(wh: Path) -> dict[str, str]:
 def _commands(wh: Path, table: str, window: dict[str, str]
               ) -> dict[str, dict[str, tuple[list[str], int]]]:
     """row -> question -> (python's arguments, the exit code it must end with)."""
-    cli = ["-m", "reckon.cli"]
+    cli = ["-m", "app.cli"]
     explain = ["explain", "--warehouse", str(wh), "--key", window["key"], "--window",
                window["at"]]
     rows: dict[str, dict[str, tuple[list[str], int]]] = {
@@ -198,7 +198,7 @@ def _result(wh: Path, table: str, window: dict[str, str], repeats: int,
                    f"<= {1.5 * bare:.2f} s", duck["count"] <= 1.5 * bare),
             *[target(f"reckon {q}, whole command (DuckDB path)", median[r][q], f"<= {goal} s",
                      median[r][q] <= goal) for (r, q), goal in COMMAND_GOALS.items()]],
-        "profile": {"what": "each run a fresh Python process (`python -m reckon.cli ...`, or "
+        "profile": {"what": "each run a fresh Python process (`python -m app.cli ...`, or "
                             "the bare read's `python -c`); the Spark path's time is mostly "
                             "the JVM's start and the session's"},
         # each row against the floor of any answer: Python started, one table read by

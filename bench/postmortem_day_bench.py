@@ -2,7 +2,7 @@
 day, on DuckDB (the default, ``reports.duck``) and on ``--engine spark``, the same tables.
 
 Two questions an engineer asks of a day after a bad night, each the whole command a user runs
-(``python -m reckon.cli sql --json --warehouse WH "..."`` in a fresh process, Python's start,
+(``python -m app.cli sql --json --warehouse WH "..."`` in a fresh process, Python's start,
 the imports and, on Spark, the JVM's and the session's start included), alternating, so a load
 spike hits both engines alike:
 
@@ -72,7 +72,7 @@ def same_answer(question: str, first: list[dict[str, Any]], answer: list[dict[st
 
 
 def _command(wh: Path, engine: str, sql: str) -> list[str]:
-    return ["-m", "reckon.cli", "sql", "--json", "--warehouse", str(wh), "--engine", engine,
+    return ["-m", "app.cli", "sql", "--json", "--warehouse", str(wh), "--engine", engine,
             sql]
 
 
@@ -135,7 +135,7 @@ def bench_postmortem_day(spark: Any, scale: Scale) -> dict[str, Any]:
                            "command: Spark path over DuckDB path", ratios[key],
                            f">= {GOAL_RATIO:g}x", ratios[key] >= GOAL_RATIO)
                     for q in DAY_QUESTIONS for key in [f"{q}_spark_over_duckdb"]],
-        "profile": {"what": "each run a fresh `python -m reckon.cli sql --json` process; "
+        "profile": {"what": "each run a fresh `python -m app.cli sql --json` process; "
                             "every run's answer checked equal to the question's first",
                     "answers_equal": True, "answer_rows": answer_rows},
         "settings": {"engines": list(ENGINES), "questions": DAY_QUESTIONS,

@@ -33,6 +33,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from app.generate import GeneratorConfig
 from bench import datasets as ds
 from bench.harness import base_settings, log
 from bench.stream_bench import native_stream, native_with_archive
@@ -44,15 +45,14 @@ from reckon.eventtime import (
     advance_watermark,
     is_duplicate_of_recent,
 )
-from reckon.generate import GeneratorConfig
 from reckon.schema import TOTAL_IDENTITY
-from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
 from spark.parse import parse_events
 from spark.rules import arrival_order, disposition_col, window_starts_col
 from spark.sources import RAW_COLUMNS, StreamSource
 from spark.stream import run_stream
+from storage import commits
 
 _EVENT_COLUMNS = ("event_id", "key", "amount", "currency", "event_time", "source",
                   "partition", "offset", "arrival_time", "input_file")

@@ -29,10 +29,10 @@ from pyspark.sql import functions as F
 
 from bench.harness import base_settings, load_average, log
 from reckon.eventtime import EventTimeRules
-from spark import commits
 from spark import tables as tb
 from spark.dedup import STATE_BUCKETS, judge_by_archive, judged_stream
 from spark.session import get_spark
+from storage import commits
 
 HORIZON_US = 3_600 * 1_000_000
 _SCHEMA = "event_id string, arrival_us long, partition int, input_file string, offset long"

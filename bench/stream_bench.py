@@ -22,6 +22,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from app.generate import GeneratorConfig
 from bench import datasets as ds
 from bench.harness import (
     MAX_FILES_PER_TRIGGER,
@@ -35,7 +36,6 @@ from bench.harness import (
 )
 from reckon.config import Settings
 from reckon.eventtime import WindowSpec
-from reckon.generate import GeneratorConfig
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import parse_duration
 from spark import tables as tb

@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow.sdk import dag, get_current_context, task
 
-from reckon.airflow_assets import nightly_assets
+from app.airflow_assets import nightly_assets
 
 __all__ = ["DAG_ID"]
 

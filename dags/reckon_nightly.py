@@ -1,6 +1,6 @@
 """The nightly reconciliation DAG: wait for the stream, compact, replay, audit, check, report.
 
-One DAG per file. Every task calls one step function of ``reckon.pipeline`` (the same ones
+One DAG per file. Every task calls one step function of ``app.pipeline`` (the same ones
 the ``reckon`` CLI calls) for every day of its lookback window, and passes on only dates
 and small JSON dicts. Parsing this file touches neither Spark nor any database: settings
 are read from the environment, heavy imports happen inside the tasks.
@@ -26,9 +26,11 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException
 
-from reckon import notify
-from reckon.airflow_assets import nightly_assets
-from reckon.config import PROJECT_ROOT, Settings, load_settings
+from app import notify
+from app.airflow_assets import nightly_assets
+from app.pipeline import nightly_days, task_retries
+from app.settings import load_settings
+from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import (
     ConcurrentAuditError,
     ConcurrentWriterError,
@@ -36,7 +38,6 @@ from reckon.errors import (
     DataQualityError,
     ReckonError,
 )
-from reckon.pipeline import nightly_days, task_retries
 from reckon.timeutil import MICROS_PER_SECOND, describe_duration, parse_duration
 
 __all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
@@ -140,7 +141,7 @@ reckon check --date D && reckon report --date D --out DIR`.
 the Airflow task (local Spark). With `RECKON_REPLAY_MODE=spark-submit` the `replay` task is a
 `SparkSubmitOperator` (apache-airflow-providers-apache-spark 5.x; 6.x is avoided because it
 pulls `pyspark-client`, which overwrites the pinned pyspark's files) that submits
-`reckon/submit_replay.py`, a small entry script calling the same `reckon.pipeline.run_replay`.
+`app/submit_replay.py`, a small entry script calling the same `app.pipeline.run_replay`.
 It uses the Airflow connection `RECKON_SPARK_CONN_ID` (default `reckon_spark`), e.g.
 `AIRFLOW_CONN_RECKON_SPARK='{{"conn_type": "spark", "host": "spark://master:7077"}}'`, with
 `spark-submit` on the worker's PATH and the Delta jars from `RECKON_JARS_DIR`. In that mode
@@ -168,7 +169,7 @@ def _task_settings() -> Settings:
     its JVM's stderr on stdout (Airflow files everything a task writes to stderr as
     ERROR; spark.session). A warehouse shared by several OS accounts (``shared_warehouse =
     "group"``) gets group-writable files from the task too, as from ``reckon``."""
-    from reckon.sharing import share_process
+    from storage.sharing import share_process
 
     settings = load_settings(spark_log_to_stdout=True)
     share_process(settings.shared_warehouse)
@@ -195,7 +196,7 @@ def _on_failure(context: Any) -> None:
 
 def _window(context: Any) -> tuple[date, list[date]]:
     """(D, the days [D - lookback_days, D] oldest first) for the running task: the rule of
-    ``reckon.pipeline.nightly_days`` (the DAG's doc says it in words)."""
+    ``app.pipeline.nightly_days`` (the DAG's doc says it in words)."""
     dag_run = context.get("dag_run")
     params = context["params"]
     return nightly_days(day=str(params.get("day") or ""),
@@ -225,7 +226,7 @@ class WatermarkSensor(BaseSensorOperator):
         self.wait_seconds = wait_seconds
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
-        from reckon import pipeline
+        from app import pipeline
 
         plan = _plan(context)
         settings = _task_settings()
@@ -258,10 +259,10 @@ def _small(summary: dict[str, Any]) -> dict[str, Any]:
 def _run_step(step: str, plan: dict[str, Any],
               per_day: Callable[[str], dict[str, Any]] | None = None,
               after: Callable[[Settings, Any], None] | None = None) -> dict[str, Any]:
-    """Call one reckon.pipeline step for every day of the plan (``per_day(day)``: that day's
+    """Call one app.pipeline step for every day of the plan (``per_day(day)``: that day's
     extra arguments; ``after(settings, result)``: told each day's StepResult); pass on dates
     and summaries, and mark the task's assets' events with the day."""
-    from reckon import pipeline
+    from app import pipeline
 
     functions: dict[str, Any] = {"compact": pipeline.run_compact, "replay": pipeline.run_replay,
                                  "audit": pipeline.run_audit, "check": pipeline.run_check,
@@ -292,7 +293,7 @@ def _run_step(step: str, plan: dict[str, Any],
         if after is not None:
             after(settings, result)
     _mark_assets(plan, results)
-    from reckon import lineage
+    from app import lineage
 
     written = {d: str(s["html_path"]) for d, s in zip(plan["days"], summaries, strict=True)
                if s.get("html_path")}
@@ -440,7 +441,7 @@ def reckon_nightly() -> None:
     @task(task_id="quality_gate", retries=0, execution_timeout=timedelta(minutes=15))
     def quality_gate(plan: dict[str, Any]) -> dict[str, Any]:
         """Fails the run when a day's checks had a blocking failure (after its report)."""
-        from reckon import pipeline
+        from app import pipeline
 
         settings = _task_settings()
         try:

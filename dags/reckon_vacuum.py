@@ -15,8 +15,8 @@ from typing import Any
 
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, get_current_context, task
 
-from reckon.config import load_settings
-from reckon.pipeline import task_retries
+from app.pipeline import task_retries
+from app.settings import load_settings
 
 __all__ = ["DAG_ID", "reckon_vacuum"]
 
@@ -70,7 +70,7 @@ def reckon_vacuum() -> None:
     @task(task_id="vacuum")
     def vacuum() -> dict[str, Any]:
         """VACUUM of every reckon table with the configured retention."""
-        from reckon import pipeline
+        from app import pipeline
 
         context = get_current_context()
         when = context.get("data_interval_end") or context.get("logical_date")

@@ -8,7 +8,7 @@ write it. A listener can: the scheduler calls ``on_dag_run_running`` (Airflow's 
 hook, from plugins) in its own database session as it starts the run, and what the
 listener sets on the run is committed with the run's start.
 
-Airflow loads it from ``[core] plugins_folder``: ``reckon.airflow_env.prepare_airflow_home``
+Airflow loads it from ``[core] plugins_folder``: ``app.airflow_env.prepare_airflow_home``
 (``scripts/airflow-local``, the demo) points it at this folder; an Airflow of your own needs
 ``AIRFLOW__CORE__PLUGINS_FOLDER=<repo>/plugins`` (or this file copied into its plugins
 folder). Example: a run triggered with ``{"day": "2026-01-01"}`` shows the note
@@ -32,7 +32,7 @@ class RunNotes:
 
     @hookimpl
     def on_dag_run_running(self, dag_run: Any, msg: str) -> None:
-        from reckon.airflow_env import DAG_ID, run_note
+        from app.airflow_env import DAG_ID, run_note
 
         if dag_run.dag_id != DAG_ID:
             return

@@ -1,27 +1,30 @@
-"""Configuration in one place: built-in defaults < a TOML file < RECKON_* environment < CLI flags.
+"""Configuration in one place: the settings, their defaults and their rules, as one value.
 
 The defaults run on one laptop: local Spark, a ``./warehouse`` directory, a SQLite report
-database inside it. The file is ``$RECKON_CONFIG`` or ``./reckon.toml`` when present (see
-``reckon.example.toml``). Every key can be overridden by an environment variable named
-``RECKON_`` + the key in upper case, e.g. ``RECKON_WATERMARK_BOUND=5s``,
-``RECKON_REPORT_DB_URL=postgresql+psycopg://...``. Secrets (database passwords) belong in the
-environment, never in the file.
+database inside it. Where values come from (built-in defaults < a TOML file < RECKON_*
+environment < CLI flags) is read by the app layer (app/settings.py ``load_settings``); this
+module only holds and checks them, so the engines and the pure rules take a ``Settings`` (or
+the frozen configs of reckon/engine_config.py) without reading any file. Every key can be
+overridden by an environment variable named ``RECKON_`` + the key in upper case, e.g.
+``RECKON_WATERMARK_BOUND=5s``, ``RECKON_REPORT_DB_URL=postgresql+psycopg://...``.
 
 Two settings have clearer names than their fields (RENAMED): ``watermark_bound`` (flag
 ``--watermark-bound``) sets the field ``lateness``, the bound L behind each input's maximum
 event time; ``allowed_lateness`` (``--allowed-lateness``) sets ``grace``, what Flink and Beam
 call allowed lateness. The first names still work and warn once; the warehouse's recorded spec
 keeps them, so existing warehouses open unchanged.
+
+Example:
+
+>>> settings_of(window="1m").window
+'1m'
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
-import sys
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
@@ -51,7 +54,7 @@ from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
 __all__ = ["CLEAR_ALL", "PROJECT_ROOT", "RENAMED", "WAREHOUSE_ORIGIN", "Settings",
-           "bounds_in_force", "load_settings", "warn_renamed"]
+           "bounds_in_force", "flag", "fold_renamed", "nearest", "setting_names", "settings_of"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: the origin of a value taken from the warehouse's recorded spec (reckon.spec.with_spec)
@@ -154,7 +157,7 @@ class Settings:
     # (Airflow files task stderr as ERROR; the nightly DAG turns this on); off, Spark's
     # default (everything on stderr) for terminals
     spark_log_to_stdout: bool = False
-    # notifications of the nightly DAG (reckon.notify), sent with Airflow's notifiers; each
+    # notifications of the nightly DAG (app.notify), sent with Airflow's notifiers; each
     # is off until turned on: a task's final failure, an audit with unexplained or material
     # breaks, a failed quality gate, a day's report ready for review. They go to every
     # channel set: mail to notify_email through the SMTP connection notify_smtp_conn
@@ -388,7 +391,7 @@ class Settings:
         """A copy with the given keys replaced (None values are ignored: 'flag not given'),
         each recorded as given by its flag."""
         given = {k: v for k, v in overrides.items() if v is not None}
-        return self.with_values({k: _flag(k) for k in given}, **given)
+        return self.with_values({k: flag(k) for k in given}, **given)
 
     def with_values(self, origins: Mapping[str, str], **values: Any) -> Settings:
         """A copy with ``values`` replaced, ``origins`` saying where each came from (e.g.
@@ -402,10 +405,10 @@ class Settings:
     def user_set(self) -> dict[str, Any]:
         """The values a user set (the config file, ``RECKON_*``, a flag, a caller's keyword),
         by field: never a default, nor a value taken from the warehouse's recorded spec. What
-        may be handed on to another process as if set there (reckon.airflow_env), so that a
+        may be handed on to another process as if set there (app.airflow_env), so that a
         default never poses as a choice the warehouse's spec must agree with.
 
-        >>> sorted(load_settings(env={"RECKON_WINDOW": "1m"}, lateness="5s").user_set())
+        >>> sorted(settings_of(window="1m", lateness="5s").user_set())
         ['lateness', 'window']
         """
         return {name: getattr(self, name) for name, origin in self.origins.items()
@@ -461,7 +464,7 @@ def _redact_url(url: str) -> str:
 def _coerce(name: str, value: Any) -> Any:
     kinds = {f.name: f.type for f in fields(Settings) if f.name != "origins"}
     if name not in kinds:
-        raise ConfigError(f"unknown setting {name!r}{_nearest(name, _setting_names())}")
+        raise ConfigError(f"unknown setting {name!r}{nearest(name, setting_names())}")
     kind = kinds[name]
     try:
         if kind == "int":
@@ -574,79 +577,58 @@ def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:
 #: Clear name (TOML key; RECKON_ + it upper-cased; --flag with dashes) -> the Settings field it
 #: sets. The field names stay: they are the keys of the warehouse's recorded spec.
 RENAMED: Mapping[str, str] = {"watermark_bound": "lateness", "allowed_lateness": "grace"}
-_WARNED: set[str] = set()
 
 
-def warn_renamed(old: str, new: str) -> None:
-    """One line on stderr, once per process, that ``old`` still works but ``new`` is its name:
-    a config is read several times in one run, the warning should not be.
+def fold_renamed(given: Mapping[str, Any], spell: Callable[[str], str], where: str = ""
+                 ) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
+    """``given`` keyed by Settings field, the name each field was given by, and each
+    deprecated name given with its new one, as the user would read them (the loader in
+    app.settings warns about those). A setting given by both its names is a ConfigError, even
+    with one value. ``spell`` shows a name as the user wrote it (``RECKON_LATENESS``),
+    ``where`` says where (`` in 'reckon.toml'``).
 
-    >>> warn_renamed("--grace", "--allowed-lateness")  # doctest: +SKIP
-    reckon: warning: --grace is deprecated, use --allowed-lateness
-    """
-    if old not in _WARNED:
-        _WARNED.add(old)
-        print(f"reckon: warning: {old} is deprecated, use {new}", file=sys.stderr)
-
-
-def _fold_renamed(given: Mapping[str, Any], spell: Callable[[str], str], where: str = "",
-                  warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
-    """``given`` keyed by Settings field, and the name each field was given by. A setting
-    given by both its names is a ConfigError, even with one value; a deprecated name alone
-    warns (unless ``warn`` is off: Python callers use field names). ``spell`` shows a name as
-    the user wrote it (``RECKON_LATENESS``), ``where`` says where (`` in 'reckon.toml'``).
-
-    >>> _fold_renamed({"watermark_bound": "5s", "window": "1m"}, str)[0]
+    >>> fold_renamed({"watermark_bound": "5s", "window": "1m"}, str)[0]
     {'lateness': '5s', 'window': '1m'}
+    >>> fold_renamed({"grace": "1s"}, lambda n: "--" + n)[2]
+    [('--grace', '--allowed_lateness')]
     """
     for new, old in RENAMED.items():
         if new in given and old in given:
             raise ConfigError(f"{spell(new)} and {spell(old)}{where} set the same setting "
                               f"({spell(old)} is its deprecated name): give only {spell(new)}")
-    deprecated = {old: new for new, old in RENAMED.items() if old in given}
-    for old, new in deprecated.items():
-        if warn:
-            warn_renamed(spell(old) + where, spell(new))
+    deprecated = [(spell(old) + where, spell(new)) for new, old in RENAMED.items()
+                  if old in given]
     values = {RENAMED.get(name, name): value for name, value in given.items()}
     names = {RENAMED.get(name, name): name for name in given}
-    return values, names
+    return values, names, deprecated
 
 
-def load_settings(path: str | os.PathLike[str] | None = None,
-                  env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Defaults, then the TOML file, then RECKON_* variables, then keyword overrides."""
-    env = os.environ if env is None else env
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    file = path or env.get("RECKON_CONFIG") or ("reckon.toml" if Path("reckon.toml").is_file()
-                                                else None)
-    if file:
-        from_file, keys, section = _read_file(Path(file))
-        values.update(from_file)
-        origins.update({k: f"{section}{keys[k]} in {str(file)!r}" for k in from_file})
-    names = _setting_names() | set(RENAMED.values())
-    _refuse_misspelt_env(env, names)
-    from_env, env_names = _fold_renamed(
-        {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
-        lambda n: "RECKON_" + n.upper())
-    values.update(from_env)
-    origins.update({k: "RECKON_" + env_names[k].upper() for k in from_env})
-    given, _ = _fold_renamed({k: v for k, v in overrides.items() if v is not None}, _flag,
-                             warn=False)
-    values.update(given)
-    origins.update({k: _flag(k) for k in given})
-    return Settings(**_coerce_all(values), origins=origins)
+def settings_of(**values: Any) -> Settings:
+    """Settings from the built-in defaults and ``values`` alone (by field or clear name,
+    None left out): no file, no environment. What a caller that already holds its values uses
+    (a test, a docstring, a job handed its values); ``app.settings.load_settings`` adds the
+    TOML file and ``RECKON_*``.
+
+    >>> settings_of(window="1m", watermark_bound="5s").lateness
+    '5s'
+    """
+    given, _, _ = fold_renamed({k: v for k, v in values.items() if v is not None}, flag)
+    return Settings(**_coerce_all(given), origins={k: flag(k) for k in given})
 
 
-def _setting_names() -> set[str]:
+def setting_names() -> set[str]:
     """Every name a setting is set by (the clear names, not the fields they renamed)."""
     fields_ = {f.name for f in fields(Settings)} - {"origins"}
     return (fields_ - set(RENAMED.values())) | set(RENAMED)
 
 
-def _nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> str:
+def nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> str:
     """``: did you mean X?`` for the known name nearest ``name``, else where every name is
-    documented: a refusal always says what to write instead."""
+    documented: a refusal always says what to write instead.
+
+    >>> nearest("windw", {"window", "warehouse"})
+    ': did you mean window?'
+    """
     near = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6) or [
         k for k in sorted(known) if k.endswith(name) or name.endswith(k)][:1]
     if near:
@@ -654,80 +636,14 @@ def _nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> s
     return f"; {_DOCUMENTED}"
 
 
-def _read_file(p: Path) -> tuple[dict[str, Any], dict[str, str], str]:
-    """The file's settings by field, the name each was written by, and its section prefix.
-
-    Keys go under ``[reckon]`` (or, in a file without it, at the top). A map setting may
-    also be written as a table of its own, ``[watermark_bound_by_source]`` after
-    ``[reckon]`` (TOML ends ``[reckon]`` there): it is taken as that setting, as a reader
-    of the file expects; set in both places, it is refused. Any other key or table is
-    refused, naming the nearest setting.
-    """
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist (RECKON_CONFIG or --config)")
-    with p.open("rb") as fh:
-        try:
-            raw = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {str(p)!r} is not valid TOML: {exc}") from None
-    section = "" if "reckon" not in raw else "[reckon] "
-    given = dict(raw.get("reckon", raw))
-    maps = {f.name for f in fields(Settings) if f.type == "Mapping[str, str]"}
-    for table, value in raw.items() if "reckon" in raw else ():
-        if table == "reckon":
-            continue
-        if table not in maps or not isinstance(value, dict):
-            raise ConfigError(f"config file {str(p)!r}: [{table}] is not a table reckon "
-                              f"reads{_nearest(table, {'reckon', *maps}, lambda t: f'[{t}]')}"
-                              " (settings go under [reckon])")
-        if given.get(table):
-            raise ConfigError(f"config file {str(p)!r} sets {table} twice, in [reckon] and "
-                              f"as [{table}]: keep one")
-        given[table] = value
-    for key in given:
-        if key not in _setting_names() | set(RENAMED.values()):
-            raise ConfigError(f"unknown setting {key!r} in {str(p)!r}"
-                              f"{_nearest(key, _setting_names())}")
-    values, keys = _fold_renamed(given, lambda k: section + k, f" in {str(p)!r}")
-    return values, keys, section
-
-
-#: RECKON_* variables that are not settings but are read elsewhere (the config file, the
-#: Airflow DAG, the bench, a profiler switch): never taken for a misspelt setting
-_NOT_SETTINGS = frozenset({"RECKON_BENCH_POSTMORTEM_WAREHOUSE",  # bench/postmortem_bench.py
-                           "RECKON_BENCH_POSTMORTEM_REPEATS",  # bench/postmortem_bench.py
-                           "RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLOW_RETRIES",
-                           "RECKON_REPLAY_MODE", "RECKON_PROFILE", "RECKON_SPARK_CONN_ID",
-                           "RECKON_VENV", "RECKON_EXECUTOR_PYTHON", "RECKON_CACHE"})
-
-
-def _refuse_misspelt_env(env: Mapping[str, str], names: set[str]) -> None:
-    """A ``RECKON_*`` variable that is not a setting (nor one of the few other tools read,
-    ``_NOT_SETTINGS``) is a mistake: refused in one line naming the nearest setting, as the
-    config file refuses an unknown key. Silently ignored, a misspelt
-    ``RECKON_WATERMARK_BOUND_BY_SORCE`` would leave the stream on the default bound and
-    record that in the warehouse's spec.
-
-    >>> try:
-    ...     _refuse_misspelt_env({"RECKON_IDLE_TIMOUT": "5m"}, {"idle_timeout"})
-    ... except ConfigError as exc:
-    ...     print(exc)
-    RECKON_IDLE_TIMOUT is not a setting: did you mean RECKON_IDLE_TIMEOUT? (rename or unset it)
-    """
-    known = {"RECKON_" + n.upper() for n in names}
-    for var in sorted(env):
-        if var.startswith("RECKON_") and var not in known and var not in _NOT_SETTINGS:
-            near = _nearest(var.removeprefix("RECKON_").lower(), _setting_names(),
-                            lambda n: "RECKON_" + n.upper())
-            raise ConfigError(f"{var} is not a setting{near} (rename or unset it)"
-                              if near.startswith(":") else
-                              f"{var} is not a setting (rename or unset it){near}")
-
-
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",
           "kafka_topic": "--topic", "lateness": "--watermark-bound", "grace": "--allowed-lateness"}
 
 
-def _flag(name: str) -> str:
-    """The CLI flag that sets ``name`` (what a message about its value names)."""
+def flag(name: str) -> str:
+    """The CLI flag that sets ``name`` (what a message about its value names).
+
+    >>> flag("lateness"), flag("idle_timeout")
+    ('--watermark-bound', '--idle-timeout')
+    """
     return _FLAGS.get(name, "--" + name.replace("_", "-"))

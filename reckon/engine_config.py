@@ -1,5 +1,5 @@
 """What an engine is handed instead of the whole ``Settings``: small frozen values, built once
-at the edge (the app layer: ``reckon/commands``, ``reckon/pipeline.py``, the DAGs, the bench)
+at the edge (the app layer: ``app/commands``, ``app/pipeline.py``, the DAGs, the bench)
 and passed explicitly.
 
 Why: an engine that takes ``Settings`` may read any of its forty fields, so a reader has to
@@ -13,8 +13,8 @@ itself, where the configuration becomes a Spark session or the warehouse's recor
 edge: it records the spec from ``Settings``, then hands the batches a ``StreamConfig``.
 
 Example:
-    >>> from reckon.config import load_settings
-    >>> config = load_settings(env={}, warehouse="/tmp/wh").audit_config()
+    >>> from reckon.config import settings_of
+    >>> config = settings_of(warehouse="/tmp/wh").audit_config()
     >>> config.warehouse.name, config.tolerance.to_config()["tolerance_abs"]
     ('wh', '0.00')
 """
@@ -70,8 +70,8 @@ class CheckConfig:
     swaps in the tolerance the day's audit applied (``dataclasses.replace``).
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> load_settings(env={}, warehouse="/tmp/wh").check_config().allow_unexplained
+        >>> from reckon.config import settings_of
+        >>> settings_of(warehouse="/tmp/wh").check_config().allow_unexplained
         False
     """
 
@@ -93,8 +93,8 @@ class WhatIfConfig:
     Built by ``Settings.whatif_config()``.
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> load_settings(env={}, warehouse="/tmp/wh").whatif_config().target
+        >>> from reckon.config import settings_of
+        >>> settings_of(warehouse="/tmp/wh").whatif_config().target
         Decimal('0.999')
     """
 
@@ -113,9 +113,9 @@ class ParseConfig:
     columns built for the old one. Built by ``Settings.parse_config()``.
 
     Example:
-        >>> from reckon.config import load_settings
+        >>> from reckon.config import settings_of
         >>> from dataclasses import replace
-        >>> config = load_settings(env={}, warehouse="/tmp/wh").parse_config()
+        >>> config = settings_of(warehouse="/tmp/wh").parse_config()
         >>> config.amount_max, config.max_clock_skew, hash(config) == hash(replace(config))
         (Decimal('1000000.00'), 300000000, True)
     """
@@ -137,8 +137,8 @@ class ReplayConfig:
     Built by ``Settings.replay_config()``.
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> config = load_settings(env={}, warehouse="/tmp/wh").replay_config()
+        >>> from reckon.config import settings_of
+        >>> config = settings_of(warehouse="/tmp/wh").replay_config()
         >>> config.kafka_topic, config.broadcast_ids, config.parse.currencies
         ('events', 1000000, ())
     """
@@ -209,8 +209,8 @@ class CheckRunConfig:
     ``check_in_memory_rows``). Built by ``Settings.check_run_config()``.
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> config = load_settings(env={}, warehouse="/tmp/wh").check_run_config()
+        >>> from reckon.config import settings_of
+        >>> config = settings_of(warehouse="/tmp/wh").check_run_config()
         >>> config.checks.warehouse == config.replay.warehouse
         True
     """
@@ -230,8 +230,8 @@ class ReportConfig:
     Built by ``Settings.report_config()``.
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> config = load_settings(env={}, warehouse="/tmp/wh").report_config()
+        >>> from reckon.config import settings_of
+        >>> config = settings_of(warehouse="/tmp/wh").report_config()
         >>> dict(config.shown)["window"], config.report_db
         ('10s', 'sqlite:////tmp/wh/reports/reckon.db')
     """
@@ -259,8 +259,8 @@ class StreamConfig:
     are the recorded ones.
 
     Example:
-        >>> from reckon.config import load_settings
-        >>> config = load_settings(env={}, warehouse="/tmp/wh").stream_config()
+        >>> from reckon.config import settings_of
+        >>> config = settings_of(warehouse="/tmp/wh").stream_config()
         >>> config.warehouse.name, config.rules.windows.size, config.compact_every > 0
         ('wh', 10000000, True)
     """

@@ -77,7 +77,7 @@ class ConcurrentAuditError(ReckonError):
 
 
 class ConcurrentWriterError(ReckonError):
-    """Another process is writing the same tables (reckon.writer_lock); nothing was written.
+    """Another process is writing the same tables (storage.writer_lock); nothing was written.
     Its message names the holder."""
 
     exit_code = 4

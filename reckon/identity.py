@@ -33,13 +33,11 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import unicodedata
 from functools import cache
 from importlib import resources
 
-__all__ = ["identity_key", "os_principal", "same_person", "shape_key"]
+__all__ = ["identity_key", "same_person", "shape_key"]
 
 _INVISIBLE = ("Cc", "Cf", "Zs", "Zl", "Zp")
 _DIGIT_O = str.maketrans({"0": "o"})  # the class of "0" and "O" is the class of "o"
@@ -99,14 +97,3 @@ def same_person(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` could be the same name dressed differently: either key of
     the module docstring matches."""
     return identity_key(a) == identity_key(b) or shape_key(a) == shape_key(b)
-
-
-def os_principal() -> str:
-    """The account this process runs as, from the operating system (its effective uid), not
-    from an environment variable anyone can set (``USER``, ``LOGNAME``): who an audit
-    records as its reconciler and who a sign-off is made by."""
-    uid = os.geteuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:  # an account without a passwd entry (a container's arbitrary uid)
-        return f"uid {uid}"

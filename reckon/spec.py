@@ -18,11 +18,11 @@ so every day's canonical totals stay comparable. The window, the slide, the cloc
 dedup horizon decide totals: changing one is a new warehouse.
 
 Example:
-    >>> from reckon.config import load_settings
-    >>> recorded = spec_of(load_settings(env={}, window="60s"))
-    >>> resolve(load_settings(env={}), recorded, "replay").window
+    >>> from reckon.config import settings_of
+    >>> recorded = spec_of(settings_of(window="60s"))
+    >>> resolve(settings_of(), recorded, "replay").window
     '1m'
-    >>> resolve(load_settings(env={}, window="10s"), recorded, "replay")
+    >>> resolve(settings_of(window="10s"), recorded, "replay")
     Traceback (most recent call last):
     ...
     reckon.errors.UsageError: replay: the warehouse's event-time spec has window=1m, but --window gives 10s: drop --window (every step takes the warehouse's spec), or stream into a new warehouse to window events differently
@@ -182,7 +182,7 @@ def rules_of(recorded: Mapping[str, Any] | None, base: EventTimeRules | None = N
     """The rules a recorded spec means (a version of ``event_time_spec``, or the
     ``rules_json`` a batch recorded), its bounds per input included; what it does not hold
     from ``base`` (the built-in defaults when None). The pure rule every reader of a
-    warehouse's rules goes through (spark.spec reads the table).
+    warehouse's rules goes through (storage.spec_log reads the table).
 
     >>> rules = rules_of({"lateness": "3s", "watermark_inputs": "source",
     ...                   "watermark_bound_by_source": {"http": "8s"}})

@@ -32,7 +32,7 @@ from reckon.reconcile import UNEXPLAINED_STATUSES, ReconStatus
 from reckon.signoff import DECISIONS, ReviewState, replaced_signoff
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, from_micros, to_micros
 from reckon.whatif_inputs import PerInputRecommendation
-from spark import table_names as tb
+from storage import table_names as tb
 
 __all__ = [
     "BREAKS_CAP",
@@ -250,7 +250,7 @@ class ReportContext:
     material_gap: tuple[tuple[str, Decimal], ...] = ()
     all_breaks: tuple[BreakLine, ...] = field(default=(), repr=False)  # for breaks.csv
     breaks_cap: int = BREAKS_CAP
-    # the warehouse's event-time spec versions (spark.spec), oldest first, described
+    # the warehouse's event-time spec versions (storage.spec_log), oldest first, described
     spec_versions: tuple[str, ...] = ()
 
     @property
@@ -575,7 +575,7 @@ def build_context(config: ReportConfig, day: date, *,
     """
     from audits.quality import data_docs_dir
     from reports.db.repository import ReportDB
-    from spark.spec import recorded_versions
+    from storage.spec_log import recorded_versions
 
     db = ReportDB.from_settings(config)  # the database at config.report_db
     run = db.current_audit_run(day)

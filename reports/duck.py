@@ -1,6 +1,6 @@
 """The JVM-free read path: the warehouse's Delta tables in DuckDB, through delta-rs.
 
-``reckon sql`` (its default engine), ``reckon.read.open`` and any reader that only reads use
+``reckon sql`` (its default engine), ``app.read.open`` and any reader that only reads use
 this module: each Delta table is loaded by ``deltalake`` (delta-rs) as an Arrow dataset and
 registered in an in-memory DuckDB connection under its own name. No pyspark is imported, no
 JVM starts, so a count answers in about a second where Spark needs most of a minute::
@@ -8,7 +8,7 @@ JVM starts, so a count answers in about a second where Spark needs most of a min
     reckon sql --warehouse wh "SELECT status, count(*) FROM reconciliation GROUP BY status"
     reckon sql --warehouse wh "SELECT * FROM provisional_deltas VERSION AS OF 3"
 
-Safe by construction, in this order: the query passes ``reports.query.check_read_only`` (the
+Safe by construction, in this order: the query passes ``reckon.sql_guard.check_read_only`` (the
 Spark path's refusals, on tokens), the words this dialect adds (ATTACH, PRAGMA, INSTALL, ...),
 then DuckDB's own parser (``json_serialize_sql``): one SELECT, tables only by a warehouse
 name (an unknown one is named with the list of tables, before any table is loaded), no
@@ -36,8 +36,8 @@ from typing import Any
 
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_grace, is_open
-from reports.query import QueryResult, Token, _unquote, check_read_only
-from spark import table_names as tb
+from reckon.sql_guard import QueryResult, Token, check_read_only, unquote
+from storage import table_names as tb
 
 __all__ = ["SqlExpr", "check_duck_sql", "connect", "open_warehouse", "provisional_sql",
            "run_duck_query"]
@@ -226,7 +226,7 @@ def _rewrite_time_travel(tokens: Sequence[Token]) -> tuple[str, list[TableRef]]:
                              "`reckon sql --engine spark`")
         if tok.kind not in ("word", "quoted") or upper_at(k - 1) == "." or upper_at(k + 1) == ".":
             continue
-        name = _unquote(tok).lower()
+        name = unquote(tok).lower()
         if name not in tb.TABLES:
             continue
         at = k + 1
@@ -414,7 +414,7 @@ def register(conn: Any, warehouse: Path, tables: Sequence[str],
              refs: Sequence[TableRef] = ()) -> list[str]:
     """Register ``tables`` (and the time-travel ``refs``) that exist in ``warehouse``;
     provisional_totals as its fold over the deltas and the progress. Returns the names."""
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     present = [t for t in tb.TABLES if tb.table_exists(warehouse, t)]
     wanted = set(tables)
@@ -445,7 +445,7 @@ _NO_PROGRESS = ("SELECT NULL::VARCHAR AS query_id, NULL::BIGINT AS batch_id, NUL
 
 def open_warehouse(warehouse: str | Path) -> Any:
     """A read-only DuckDB connection with every table of ``warehouse`` registered (and
-    provisional_totals derived): the notebook's entry point (``reckon.read.open``).
+    provisional_totals derived): the notebook's entry point (``app.read.open``).
 
     >>> con = open_warehouse("warehouse")                                  # doctest: +SKIP
     >>> con.sql("SELECT status, count(*) FROM reconciliation GROUP BY 1").df()  # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""`reckon explain` without a JVM: the same reads as reports/explain.py, through DuckDB.
+"""`reckon explain` without a JVM: the same reads as audits/explain_spark.py, through DuckDB.
 
 Why: a postmortem asks about one key's window, a few rows of a handful of tables; starting
 Spark for them took most of two minutes on the demo warehouse. Here each table is opened by
@@ -8,12 +8,12 @@ about a second. Every rule stays where it lives:
 
 * the story is told by ``audits.chapters.chapter_of`` (and ``history_of``,
   ``watermarks_before_of``, ``exact_amounts``), the builder the Spark path and the audit use;
-* the rules are the warehouse's recorded ones, ``spark.spec.rules_in_force`` (no pyspark);
+* the rules are the warehouse's recorded ones, ``storage.spec_log.rules_in_force`` (no pyspark);
 * the provisional row is folded by ``reports.duck.provisional_sql``, the Spark fold's twin,
   over this window's deltas only.
 
 The filters, columns, orders (Spark's ascending order puts nulls first: said here with
-``NULLS FIRST``) and row caps are those of reports/explain.py, so both engines tell the same
+``NULLS FIRST``) and row caps are those of audits/explain_spark.py, so both engines tell the same
 story; tests/test_explain_duck.py compares them on streamed warehouses. Example::
 
     story = explain_window_duck(Path("wh"), settings.event_time_rules(), "merchant-x", t)
@@ -37,12 +37,12 @@ from audits.chapters import (
     history_of,
     watermarks_before_of,
 )
+from audits.window_story import WindowStory, no_events_error, untold
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import from_micros
 from reports.duck import _NO_PROGRESS, TableRef, _load, connect, provisional_sql
-from reports.explain import WindowStory, _untold, no_events_error
-from spark import table_names as tb
+from storage import table_names as tb
 
 __all__ = ["explain_window_duck"]
 
@@ -60,7 +60,7 @@ def _day(micros: int) -> date:
 
 def _rows(conn: Any, sql: str, params: list[Any]) -> list[Any]:
     """The rows of ``sql`` as objects with the columns as attributes (what Spark's Row gives
-    reports/explain.py, so ``chapter_of`` reads both alike). Every value is a bound
+    audits/explain_spark.py, so ``chapter_of`` reads both alike). Every value is a bound
     parameter: the text only ever names tables (``tb``'s constants) and placeholders."""
     cursor = conn.execute(sql, params)
     names = [d[0] for d in cursor.description or ()]
@@ -151,7 +151,7 @@ def _provisional(conn: Any, key: str, start: int, rules: EventTimeRules,
 
 
 def _watermarks_before(conn: Any, batch_ids: set[int]) -> dict[int, int | None]:
-    """``watermark_before`` of each batch (reports/explain.py ``_watermarks_before``)."""
+    """``watermark_before`` of each batch (audits/explain_spark.py ``_watermarks_before``)."""
     if not batch_ids:
         return {}
     rows = _rows(conn, f"""
@@ -215,13 +215,13 @@ def _open(wh: Path) -> tuple[Any, set[str]]:
 
 def explain_window_duck(wh: Path, configured: EventTimeRules, key: str, instant: int,
                         currency: str | None = None) -> WindowStory:
-    """``reports.explain.explain_window`` on DuckDB: the same ``WindowStory``, every window
+    """``audits.explain_spark.explain_window`` on DuckDB: the same ``WindowStory``, every window
     containing ``instant`` for ``key`` told by ``chapter_of`` under the rules in force.
 
     >>> explain_window_duck(Path("wh"), rules, "merchant-x", t).lines[0]  # doctest: +SKIP
     'window [2026-01-01T10:00:00Z, 2026-01-01T10:05:00Z) key merchant-x, currency EUR: ...'
     """
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
@@ -233,7 +233,7 @@ def explain_window_duck(wh: Path, configured: EventTimeRules, key: str, instant:
         reads = _read_window(conn, present, key, window.start, window.end, rules, currency)
         chapters.extend(chapter_of(reads, key, window.start, window.end, code, rules)
                         for code in sorted(reads.currencies() or {currency or ""}))
-    if all(_untold(ch) for ch in chapters) and not _key_on_day(conn, key, instant, currency):
+    if all(untold(ch) for ch in chapters) and not _key_on_day(conn, key, instant, currency):
         raise no_events_error(key, instant, currency)
     return WindowStory(key, instant, rules.to_config(), tuple(chapters), currency)
 

@@ -56,7 +56,7 @@ from reckon.schema import AMOUNT_SCALE
 from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros, parse_duration
 from reckon.whatif_inputs import PerInputRecommendation
 from reports.duck import SqlExpr, TableRef, _load, connect, lock
-from spark import table_names as tb
+from storage import table_names as tb
 
 __all__ = ["DuckReads", "analyze_day_duck", "analyze_inputs_duck", "batch_curve_of_day_duck",
            "inputs_of_day_duck", "late_attribution_duck"]

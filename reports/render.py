@@ -402,17 +402,15 @@ def render_day(config: ReportConfig, day: date,
     """Build the context of ``day``, render it (default folder <warehouse>/reports/<day>/) and
     record the report, with the SHA-256 of its HTML, in the report database. A signed-off
     report of another run in that folder is kept aside first (``keep_signed_report``).
-    Starts no JVM: the tables' layouts come from their Delta logs and the context is read
-    through DuckDB (reports/context.py).
+    Starts no JVM and imports no engine: the context is read through DuckDB
+    (reports/context.py); the caller (app.pipeline.run_report) has refused a warehouse of an
+    earlier layout.
 
     ``day`` is a date: the app layer parses ``--date`` once (``reckon.timeutil.parse_date``),
     e.g. ``render_day(settings.report_config(), date(2026, 1, 1))``."""
     from reports.db.repository import ReportDB
-    from spark import tables as tb
 
-    # a warehouse of the earlier layout (totals that added currencies) is refused, not shown
     warehouse = config.whatif.warehouse
-    tb.require_logged_layout(warehouse, tb.TABLES)
     ctx = build_context(config, day)
     folder = Path(out) if out else warehouse / "reports" / day.isoformat()
     db = ReportDB.from_settings(config)  # the database at config.report_db

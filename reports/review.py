@@ -1,4 +1,4 @@
-"""Break review and the hash-chained sign-off log (their commands: reckon.commands.review).
+"""Break review and the hash-chained sign-off log (their commands: app.commands.review).
 
 The sign-off log is append-only and tamper-evident. Entry ``n`` stores
 ``entry_hash = sha256(canonical JSON of {seq, at, run_id, by, decision, note, prev_hash,
@@ -50,9 +50,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from reckon.errors import UsageError, invalid
-from reckon.identity import os_principal, same_person
+from reckon.identity import same_person
 from reckon.money import quantize_to_currency
-from reckon.signing import SigningKey, verify_signature
+from reckon.signing import verify_signature
 from reckon.signoff import (
     BREAK_ACTIONS,
     BREAK_STATUS_AFTER,
@@ -81,6 +81,8 @@ from reports.signer_keys import (
     registration_problems,
     revocations,
 )
+from storage.sharing import os_principal
+from storage.signing_keys import SigningKey
 
 __all__ = [
     "BREAK_ACTIONS",
@@ -395,7 +397,7 @@ def changed_inputs(warehouse: Path, day: date, table_versions: dict[str, int]) -
     """What rewrote the day's rows of a table the audit run read, after the version it read
     (a new replay of the day, a restore, a hand-made write); None when nothing did. Read from
     the Delta commit files, without Spark."""
-    from spark import commits
+    from storage import commits
 
     for name in _REPLAYED_TABLES:
         read = table_versions.get(name)

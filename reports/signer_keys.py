@@ -23,10 +23,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from reckon.errors import UsageError
-from reckon.signing import SigningKey, key_id_of, load_public, verify_signature
+from reckon.signing import key_id_of, load_public, verify_signature
 from reports.db.engine import write_tx
 from reports.db.models import SIGNER_KEYS, SIGNOFF_LOG
 from reports.db.repository import ReportDB
+from storage.signing_keys import SigningKey
 
 __all__ = ["SCOPES", "Registration", "genuine", "register_key", "registered_keys", "registration_problems",
            "registrations", "revocations", "revoke_key"]

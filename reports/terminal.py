@@ -8,45 +8,18 @@ and nulls as an empty-looking ``-``.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, TextIO
 
-from reckon.timeutil import format_micros, to_micros
+from reckon.json_text import json_safe
 
 __all__ = ["format_value", "json_safe", "print_json", "print_table", "table_text"]
 
 _MAX_CELL = 60
 
 
-def json_safe(value: Any) -> Any:
-    """A value as plain JSON: Decimal -> its exact text, datetime -> ISO-8601 ``Z`` (naive
-    datetimes are taken as local time, which is what PySpark returns), date -> YYYY-MM-DD,
-    Spark Rows and mappings -> objects, sequences -> lists, NaN and infinities -> "nan",
-    "inf", "-inf" (JSON has no such numbers)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):  # JSON has no NaN or Infinity: their names, as strings
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, datetime):
-        return format_micros(to_micros(value))
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, (bytes, bytearray)):
-        return value.hex()
-    as_dict = getattr(value, "asDict", None)  # pyspark.sql.Row
-    if callable(as_dict):
-        return {str(k): json_safe(v) for k, v in as_dict(recursive=False).items()}
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [json_safe(v) for v in value]
-    return str(value)
 
 
 def format_value(value: Any) -> str:

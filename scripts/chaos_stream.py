@@ -33,9 +33,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:  # run as a script: make `tests.stream_chaos` importable
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from reckon.generate import GeneratorConfig, generate_landing  # noqa: E402
-from spark import commits  # noqa: E402
+from app.generate import GeneratorConfig, generate_landing  # noqa: E402
 from spark import tables as tb  # noqa: E402
+from storage import commits  # noqa: E402
 from tests.stream_chaos import (  # noqa: E402
     VOLATILE,
     committed_batches,
@@ -240,7 +240,7 @@ def compare_tables(spark: Any, killed: Path, clean: Path, landing: Path
 
 
 def _spark(workdir: Path) -> Any:
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.session import get_spark
 
     settings = load_settings(env={}, warehouse=str(workdir / "_compare"), shuffle_partitions=2,

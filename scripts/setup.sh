@@ -83,10 +83,10 @@ build_reckon_jar() {
 }
 build_reckon_jar
 
-# 2c. the driver JVM's class-data archive (spark/class_archive.py, reckon/jvm_archive.py): Spark's, Delta's and
+# 2c. the driver JVM's class-data archive (spark/class_archive.py, app/jvm_archive.py): Spark's, Delta's and
 #     reckon's classes parsed once here instead of at every JVM start; trained again only
 #     when a jar or the JDK changes.
-"$VENV/bin/python" -m reckon.jvm_archive build
+"$VENV/bin/python" -m app.jvm_archive build
 
 # 3. Services the tests start on loopback (Debian packages), only when asked.
 if [ "$TEST_SERVICES" = 1 ]; then

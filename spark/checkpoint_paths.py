@@ -8,7 +8,7 @@ On a copy (``cp -a wh wh2``, a restore from backup) both still name the old plac
 re-plans the last batch from the source log and Spark fails with ``Wrong basePath`` (or, the
 old place still there, would read the old copy's files). Everything else the stream keeps is
 relative to the warehouse: Delta's logs name their files relative to the table, the
-admission log (reckon.admission) names landing files by name.
+admission log (storage.admission) names landing files by name.
 
 So before the query starts, ``relocate_checkpoint`` rewrites the recorded paths that lie
 under the checkpoint's old location to its current one, one file at a time (write a hidden

@@ -5,14 +5,14 @@ Why: each ``reckon`` command, nightly task and test subprocess starts its own dr
 loads about 24,000 classes before its first query; a third of a small day's replay is that
 start. A HotSpot dynamic CDS archive (JDK 13+) holds the classes a representative run loaded,
 already parsed and verified, and every later JVM maps it in. ``make setup`` trains it once per
-checkout (``python -m reckon.jvm_archive build``: a small stream and a nightly day in one JVM,
+checkout (``python -m app.jvm_archive build``: a small stream and a nightly day in one JVM,
 dumped at exit). The JVM checks the archive against its own version and class path and ignores it,
 silently, when they differ; setting ``spark_class_archive = false`` never uses it.
 
 Example::
 
-    >>> from reckon.config import load_settings
-    >>> archive_java_options(load_settings(env={}, spark_class_archive=False))
+    >>> from reckon.config import settings_of
+    >>> archive_java_options(settings_of(spark_class_archive=False))
     []
 """
 

@@ -29,9 +29,9 @@ from pyspark.sql import functions as F
 
 from reckon.dedup_state import StateCoverage, state_ttl
 from reckon.eventtime import EventTimeRules, is_duplicate_of_recent
-from spark import commits
 from spark import tables as tb
 from spark.rules import arrival_order
+from storage import commits
 
 __all__ = ["STATE_BUCKETS", "StateSeed", "archive_scan_start", "coverage_of_query", "judge_by_archive",
            "judged_stream"]

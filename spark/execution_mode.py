@@ -23,7 +23,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spark import table_names as tb
+from storage import table_names as tb
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -27,8 +27,8 @@ from reckon.timeutil import (
     parse_duration,
     to_micros,
 )
-from spark import commits
 from spark import tables as tb
+from storage import commits
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

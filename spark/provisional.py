@@ -36,9 +36,9 @@ from pyspark.sql import functions as F
 
 from reckon.eventtime import EventTimeRules, ends_passed
 from reckon.timeutil import day_bounds
-from spark import commits
 from spark import tables as tb
 from spark.rules import status_col
+from storage import commits
 
 __all__ = ["ProvisionalVersions", "provisional_versions", "read_day", "read_provisional",
            "table_version"]

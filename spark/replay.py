@@ -51,13 +51,13 @@ from reckon.eventtime import WindowSpec
 from reckon.money import CurrencyTotals
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import day_bounds, days_between
-from reckon.writer_lock import WriterLock, replay_lock
-from spark import commits
 from spark import tables as tb
 from spark.concurrent_writes import ConcurrentWrites
 from spark.observe import observed
 from spark.parse import first_failure, parse_events, quarantine_payload, typed_checks
 from spark.rules import arrival_order, window_starts_col
+from storage import commits
+from storage.writer_lock import WriterLock, replay_lock
 
 __all__ = ["ReplayResult", "day_log_rows", "day_totals_from_log", "replay_day",
            "replay_range", "uncaught_copies"]
@@ -276,8 +276,8 @@ def replay_day(spark: SparkSession, config: ReplayConfig, day: date, *,
 
     ``from_kafka`` reads the configured topic (config.kafka_bootstrap / kafka_topic) from
     earliest to latest instead of the event log. One replay of a day at a time
-    (reckon.writer_lock): a second one is refused before it writes. ``held``: the day's
-    replay lock, already taken by the caller (``replay_lock``; reckon.pipeline takes it
+    (storage.writer_lock): a second one is refused before it writes. ``held``: the day's
+    replay lock, already taken by the caller (``replay_lock``; app.pipeline takes it
     before starting Spark, so a refused replay costs no JVM).
 
     Example: ``replay_day(spark, settings.replay_config(), date(2026, 1, 1)).valid_events``."""

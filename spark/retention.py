@@ -33,9 +33,9 @@ from pyspark.sql import functions as F
 
 from reckon.errors import UsageError
 from reckon.timeutil import MICROS_PER_DAY, format_duration, parse_duration
-from spark import commits
 from spark import tables as tb
 from spark.session import session_conf
+from storage import commits
 
 __all__ = ["MIN_RETAIN_MICROS", "VacuumResult", "VacuumedTable",
            "vacuum_warehouse"]

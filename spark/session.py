@@ -137,7 +137,7 @@ def get_spark(settings: Settings, app_name: str = "reckon") -> SparkSession:
         .config("spark.databricks.delta.properties.defaults.enableChangeDataFeed", "false")
         .config("spark.sql.warehouse.dir", str(settings.warehouse_path / "_spark_sql"))
         # Hadoop sets each file's mode itself (0644 under its own umask, 022), whatever the
-        # process's umask: a warehouse shared by a group (reckon.sharing) needs 002 here too,
+        # process's umask: a warehouse shared by a group (storage.sharing) needs 002 here too,
         # or the next account's replay cannot replace what this one wrote
         .config("spark.hadoop.fs.permissions.umask-mode",
                 "002" if settings.shared_warehouse == "group" else "022")

@@ -2,7 +2,7 @@
 as rows of ``RAW_COLUMNS`` (one per line or record, with its transport's partition, offset,
 time and file).
 
-A landing folder is read in name order through admission (reckon.admission): files are
+A landing folder is read in name order through admission (storage.admission): files are
 admitted to a folder in the query's checkpoint, and Spark's file source reads that folder;
 ``sweep_committed_admissions`` removes what committed batches read. Kafka is read with Spark's
 own source; partitions and offsets come from the broker's Admin client, so a batch read of a
@@ -27,10 +27,10 @@ from urllib.parse import unquote
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from reckon.admission import ADMISSION_POLL_SECONDS, LandingAdmitter
 from reckon.engine_config import TriggerLimits
 from reckon.errors import UsageError
-from reckon.landing import EVENT_FILE_GLOB
+from storage.admission import ADMISSION_POLL_SECONDS, LandingAdmitter
+from storage.landing import EVENT_FILE_GLOB
 
 __all__ = ["RAW_COLUMNS", "StreamSource", "kafka_offsets", "kafka_partitions",
            "kafka_raw_columns", "keep_admitting", "landing_admitter", "landing_lines",
@@ -72,7 +72,7 @@ class StreamSource:
     def read(self, spark: SparkSession, limits: TriggerLimits,
              admitted: Path | None = None) -> DataFrame:
         """A streaming DataFrame with RAW_COLUMNS. The stream's landing source reads the
-        folder its files are ``admitted`` to (reckon.admission), in name order, and names each
+        folder its files are ``admitted`` to (storage.admission), in name order, and names each
         line's input_file by its landing path; Spark deletes each admitted file (never the
         landing file) once the batch that read it has committed. Without ``admitted``, the
         landing dir itself in Spark's own order (modification time; the benchmark's native
@@ -257,7 +257,7 @@ def sweep_committed_admissions(checkpoint: Path, files_dir: Path) -> int:
 
 
 def landing_admitter(source: StreamSource, checkpoint: Path) -> LandingAdmitter | None:
-    """The admission step of a landing source (reckon.admission), kept in the checkpoint;
+    """The admission step of a landing source (storage.admission), kept in the checkpoint;
     None for Kafka. A checkpoint whose query read the landing dir directly (before admission)
     is refused: read through admission, every file it read would be read again."""
     if not source.landing:

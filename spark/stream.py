@@ -62,8 +62,6 @@ from reckon.eventtime import (
 )
 from reckon.schema import TOTAL_IDENTITY
 from reckon.timeutil import from_micros, parse_duration, to_micros
-from reckon.writer_lock import WriterLock, stream_refusal, writer_scope
-from spark import commits
 from spark import tables as tb
 from spark.batch_metrics import BatchMetrics, input_metrics, print_progress
 from spark.checkpoint_paths import relocate_checkpoint
@@ -80,6 +78,8 @@ from spark.sources import (
     landing_admitter,
     sweep_committed_admissions,
 )
+from storage import commits
+from storage.writer_lock import WriterLock, stream_refusal, writer_scope
 
 __all__ = ["STREAM_TABLES", "BatchProcessor", "processing_time", "run_stream", "stream_lock"]
 
@@ -596,7 +596,7 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
     """Run the stream until the source is drained (available-now) or forever (trigger).
     ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
-    stream per warehouse (reckon.writer_lock): a second one is refused before it writes.
+    stream per warehouse (storage.writer_lock): a second one is refused before it writes.
     With ``metrics_port`` set, its batches are served in the Prometheus text format on that
     loopback port while it runs (spark.metrics_exporter)."""
     held = (nullcontext(writer_lock) if writer_lock
@@ -633,7 +633,7 @@ def _metrics_served(port: int, on_batch: Callable[[BatchMetrics], None] | None,
 
 @contextmanager
 def stream_lock(warehouse: Path, source: StreamSource) -> Iterator[WriterLock]:
-    """The warehouse's stream lock (reckon.writer_lock), creating the warehouse if need be."""
+    """The warehouse's stream lock (storage.writer_lock), creating the warehouse if need be."""
     warehouse.mkdir(parents=True, exist_ok=True)
     wh, what = warehouse, source.describe()
     with WriterLock.take(wh, writer_scope("stream"), f"reckon stream of {what}",

@@ -5,7 +5,7 @@ partitioning, table properties); ``require_layout`` refuses a warehouse of anoth
 conform rows to the schema first (``conform``); a stream's writes carry a batch mark
 (``marked_append``), so that a re-run batch is skipped.
 
-The commit-file readers and batch marks live in ``spark.commits``, the side-by-side writes in
+The commit-file readers and batch marks live in ``storage.commits``, the side-by-side writes in
 ``spark.concurrent_writes``.
 """
 
@@ -20,9 +20,9 @@ from pyspark.sql import types as T
 
 from reckon.errors import LayoutError
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
-from spark.commits import batch_mark
 from spark.session import built_once_per_jvm
-from spark.table_names import (
+from storage.commits import batch_mark
+from storage.table_names import (
     CANONICAL_TOTALS,
     EVENT_LOG,
     EVENT_TIME_SPEC,
@@ -285,7 +285,7 @@ _PROPERTIES[EVENT_LOG]["delta.dataSkippingStatsColumns"] = (
 # readers select deltas by window and key; statistics of the figures skip nothing
 _PROPERTIES[PROVISIONAL_DELTAS]["delta.dataSkippingStatsColumns"] = (
     "window_start,window_end,key,currency")
-# A spec version is read from its commit file (spark.spec): with no checkpoint Delta never
+# A spec version is read from its commit file (storage.spec_log): with no checkpoint Delta never
 # cleans its log up, so every version stays readable (a version is a rare, explicit act)
 _PROPERTIES[EVENT_TIME_SPEC] = {"delta.checkpointInterval": "1000000"}
 # Reviewers and postmortems select reconciliation rows by window, key and status; min/max stats
@@ -461,7 +461,7 @@ def window_day(day: date) -> str:
 def marked_append(df: DataFrame, warehouse: str | Path, name: str, app_id: str,
                   batch_id: int, reads: Mapping[str, int] | None = None) -> None:
     """Append as batch ``batch_id`` of ``app_id``: the rows conformed to the table's schema,
-    the commit carrying its batch mark (``spark.commits``: ``batch_mark``, and
+    the commit carrying its batch mark (``storage.commits``: ``batch_mark``, and
     ``last_marked_batch`` to skip a batch already in)."""
     if name in SCHEMAS:
         df = conform(df, name)

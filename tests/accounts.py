@@ -1,5 +1,5 @@
 """Run a `reckon` command as another OS account, as a second reviewer would: the sign-off's
-signer is the account that runs it (reckon.identity.os_principal), so four-eyes needs two.
+signer is the account that runs it (storage.sharing.os_principal), so four-eyes needs two.
 Uses the system's `nobody` (uid 65534) through setpriv. The account signs with its own key,
 in its own home (`reviewer_home`, mode 0700, the key 0600 and the account's), registered in
 the warehouse's report database by the tests' administrator (tests/signers.py). By default
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reckon.signing import DEFAULT_KEY_FILE, SigningKey
+from storage.signing_keys import DEFAULT_KEY_FILE, SigningKey
 
 REVIEWER_UID = 65534  # nobody
 REVIEWER = pwd.getpwuid(REVIEWER_UID).pw_name
@@ -72,5 +72,5 @@ def reckon_as_reviewer(warehouse: Path, *argv: str, env: dict[str, str] | None =
     groups = ["--clear-groups"] if shared_group is None else [f"--groups={shared_group}"]
     return subprocess.run(
         ["setpriv", f"--reuid={REVIEWER_UID}", f"--regid={REVIEWER_UID}", *groups,
-         sys.executable, "-m", "reckon.cli", *argv], cwd=warehouse, env=clean,
+         sys.executable, "-m", "app.cli", *argv], cwd=warehouse, env=clean,
         capture_output=True, text=True, timeout=300, check=False)

@@ -59,7 +59,7 @@ from spark.execution_mode import INTERPRETED_EXPRESSIONS  # noqa: E402
 
 @pytest.fixture(scope="session")
 def spark_settings(tmp_path_factory: pytest.TempPathFactory):
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     base = tmp_path_factory.mktemp("spark-session")
     return load_settings(env={}, warehouse=str(base / "wh"), shuffle_partitions=2,

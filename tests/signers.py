@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from reckon.signing import DEFAULT_KEY_FILE, SigningKey
 from reports.db.repository import ReportDB
 from reports.review import (
     LogTrust,
@@ -24,6 +23,7 @@ from reports.review import (
     verify_log,
 )
 from reports.signer_keys import register_key, registrations
+from storage.signing_keys import DEFAULT_KEY_FILE, SigningKey
 
 ADMIN = SigningKey.generate()
 _KEYS: dict[str, SigningKey] = {}

@@ -24,7 +24,7 @@ VOLATILE = {
 
 
 def stream_command(landing: Path, warehouse: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "reckon.cli", "stream", "--landing", str(landing),
+    return [sys.executable, "-m", "app.cli", "stream", "--landing", str(landing),
             "--warehouse", str(warehouse), "--available-now", *extra]
 
 

@@ -9,7 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from reckon.config import Settings, load_settings
+from app.settings import load_settings
+from reckon.config import Settings
 from reckon.reference import Event, StreamOutcome
 from reckon.timeutil import format_micros, to_micros
 
@@ -48,7 +49,7 @@ def provisional_rows(spark, warehouse: Path) -> dict[tuple[int, str, str], tuple
     """provisional_totals (derived from the deltas, spark.provisional) as
     {(window start us, key, currency): figures}."""
     from spark.provisional import read_provisional
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     df = read_provisional(spark, warehouse, rules_in_force(warehouse))
     return {(to_micros(r.window_start), r.key, r.currency): (

@@ -1,4 +1,4 @@
-"""Landing admission (reckon.admission): what lands is admitted in file-name order, with
+"""Landing admission (storage.admission): what lands is admitted in file-name order, with
 modification times strictly increasing in that order, whatever the files' own times."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reckon.admission import LandedFile, LandingAdmitter, admission_plan
-from reckon.landing import SYMLINK_REASON, survey
+from storage.admission import LandedFile, LandingAdmitter, admission_plan
+from storage.landing import SYMLINK_REASON, survey
 
 MTIME = 1_800_000_000  # seconds
 

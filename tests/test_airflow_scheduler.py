@@ -1,5 +1,5 @@
 """The nightly DAG as Airflow users run it: a real scheduler, dag-processor, triggerer and
-api-server on loopback (reckon.airflow_local), the run triggered and watched through the REST
+api-server on loopback (app.airflow_local), the run triggered and watched through the REST
 API, the LocalExecutor running the tasks. Asserts on the run's final state and the tables only
 (the DAG's tasks may change), and that ``stop`` leaves no process behind."""
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import load_settings
+from app.settings import load_settings
 
 pytestmark = pytest.mark.airflow
 
@@ -53,11 +53,11 @@ def _processes_of_home(home: Path) -> list[int]:
 def _streamed_warehouse(spark, tmp_path: Path):
     """A small warehouse written by the real stream: the demo's timeline for DAY (events
     cross midnight, so the watermark passes the end of DAY), two files a micro-batch."""
-    from reckon.demo import demo_generator_config
-    from reckon.generate import generate_landing
-    from reckon.landing import MANIFEST_NAME
+    from app.demo import demo_generator_config
+    from app.generate import generate_landing
     from spark.sources import StreamSource
     from spark.stream import run_stream
+    from storage.landing import MANIFEST_NAME
 
     landing = tmp_path / "landing"
     cfg = dataclasses.replace(demo_generator_config(EVENTS, DAY), malformed_rate=0.0, seed=5)
@@ -98,8 +98,8 @@ def test_a_backfill_of_two_days_one_without_events_under_a_real_scheduler(spark,
     no events) and 2026-01-01 (the streamed day), each run with the default lookback; both
     succeed, the quiet day's tables and records say "no events", the other day reconciles;
     `stop` leaves no process behind."""
-    from reckon.airflow_env import DAG_ID, settings_env
-    from reckon.airflow_local import COMPONENTS, start_local_airflow
+    from app.airflow_env import DAG_ID, settings_env
+    from app.airflow_local import COMPONENTS, start_local_airflow
     from reports.db.repository import ReportDB
     from spark import tables as tb
 
@@ -133,7 +133,7 @@ def test_a_backfill_of_two_days_one_without_events_under_a_real_scheduler(spark,
 
 def test_a_component_that_cannot_start_is_named_with_its_log(tmp_path):
     """The api-server's port is taken: start fails at once, naming it, and stops the rest."""
-    from reckon.airflow_local import start_local_airflow
+    from app.airflow_local import start_local_airflow
     from reckon.errors import ReckonError
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -192,8 +192,8 @@ def _run_the_local_airflow_script(spark, settings, tmp_path: Path, got) -> None:
     import signal
     import subprocess
 
-    from reckon.airflow_env import DAG_ID
-    from reckon.airflow_local import LocalAirflow
+    from app.airflow_env import DAG_ID
+    from app.airflow_local import LocalAirflow
     from reckon.config import PROJECT_ROOT
 
     downstream = "reckon_after_reconciliation"
@@ -260,7 +260,7 @@ def _run_the_local_airflow_script(spark, settings, tmp_path: Path, got) -> None:
 def _trigger_as_the_form_does(af) -> str:
     """A run of DAY triggered as the UI's form does: only a conf (no run id, no note, no
     logical date); nothing in its id names the day, the plugin's listener notes it."""
-    from reckon.airflow_env import DAG_ID
+    from app.airflow_env import DAG_ID
 
     run = af.api("POST", f"/dags/{DAG_ID}/dagRuns",
                  {"logical_date": None, "conf": {"day": DAY.isoformat(), "lookback_days": 0}})
@@ -284,7 +284,7 @@ def _a_rerun_alerts_the_break_and_the_gate(af, got, run_id: str) -> None:
     finds the unexplained break, the run fails at the quality gate only (an unexplained
     break is blocking by default), and the breaks notice, the report's and the gate's go
     out, one mail and one webhook each, and no failure notice for the gate."""
-    from reckon.airflow_env import DAG_ID
+    from app.airflow_env import DAG_ID
 
     af.api("POST", f"/dags/{DAG_ID}/clearTaskInstances",
            {"dry_run": False, "dag_run_id": run_id, "task_ids": ["audit"],
@@ -336,7 +336,7 @@ def _lineage_follows_the_tables_with_versions(path: Path, settings) -> None:
 def _a_day_not_closed_fails_in_time(af, yesterday: date) -> None:
     """The scheduled run of ``yesterday`` (a day the stream never reached) fails at its
     sensor in time, in reschedule mode, once, saying why in words."""
-    from reckon.airflow_env import DAG_ID
+    from app.airflow_env import DAG_ID
 
     started = time.monotonic()
     [run] = _wait_for(lambda: af.runs(DAG_ID, "scheduled"), 90)
@@ -375,8 +375,8 @@ def test_a_read_the_busy_api_server_misses_is_asked_again_and_a_write_never(tmp_
     import http.server
     import threading
 
-    from reckon import airflow_local
-    from reckon.airflow_local import LocalAirflow
+    from app import airflow_local
+    from app.airflow_local import LocalAirflow
     from reckon.errors import ReckonError
 
     seen: list[str] = []

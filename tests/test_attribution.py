@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
+from app.settings import load_settings
 from audits.attribution import late_attribution
 from audits.records import AttributionRow
-from reckon.config import load_settings
 from reckon.timeutil import from_micros
 from spark import tables
 

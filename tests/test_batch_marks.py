@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark.commits import batch_mark, batch_mark_reads, parse_batch_mark
+from storage.commits import batch_mark, batch_mark_reads, parse_batch_mark
 
 
 @given(st.text(min_size=1), st.sampled_from(["event_log", "provisional_totals"]),
@@ -102,8 +102,8 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
     apps, an unmarked append, an OPTIMIZE)."""
     from delta.tables import DeltaTable
 
-    from spark import commits
     from spark import tables as tb
+    from storage import commits
     from tests.test_lateness_spark import BASE, S, log_row
 
     name = tb.EVENT_LOG
@@ -148,8 +148,8 @@ def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spa
     without the hint, and when the hinted commit file was cleaned up."""
     from delta.tables import DeltaTable
 
-    from spark import commits
     from spark import tables as tb
+    from storage import commits
     from tests.test_lateness_spark import BASE, S, log_row
 
     name = tb.EVENT_LOG

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from audits.explain_spark import explain_window
 from reckon.config import Settings
 from reckon.eventtime import EventTimeRules
 from reckon.reference import Event
 from reckon.timeutil import format_micros
 from reports.db.models import BREAK_INPUTS, BREAK_STORIES
 from reports.db.repository import ReportDB
-from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S, ev
 from tests.streamkit import copy_warehouse, stream_settings
 
@@ -186,8 +186,8 @@ def test_a_per_source_warehouse_is_told_by_the_watermark_its_stream_used(spark, 
     recorded, and tell the rules the stream ran with, its bounds per source included."""
     import json
 
+    from app.cli import main
     from audits.audit import audit_day
-    from reckon.cli import main
     from reports.db.repository import audit_recorder
     from spark import tables as tb
     from spark.replay import replay_day

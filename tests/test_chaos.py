@@ -46,8 +46,8 @@ def test_three_random_kills_leave_the_same_tables(spark, tmp_path, capsys):
 def test_kill_point_reads_torn_writes_from_the_delta_log(spark, tmp_path):
     """The kill report is evidence: a data file on disk that no commit added is reported as
     written-but-uncommitted for its table, a committed batch mark as committed."""
-    from spark import commits
     from spark import tables as tb
+    from storage import commits
 
     chaos = _script()
     wh = tmp_path / "wh"

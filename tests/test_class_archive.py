@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from spark.class_archive import archive_java_options, archive_path, training_stamp
 
 

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from reckon.cli import build_parser, main
+from app.cli import build_parser, main
 
 CONTRACT = ["generate", "stream", "compact", "replay", "audit", "check", "report", "sql", "explain",
             "lateness-curve", "demo"]
 
 
 def test_help_lists_every_contract_command():
-    out = subprocess.run([sys.executable, "-m", "reckon.cli", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "app.cli", "--help"], capture_output=True,
                          text=True, check=True).stdout
     for command in CONTRACT:
         assert command in out
@@ -115,7 +115,7 @@ def test_an_unreachable_report_db_is_one_line_that_says_what_to_check(monkeypatc
 
 def test_other_exceptions_keep_their_traceback(monkeypatch):
     # only the report database's connection failures become one line; a bug is not hidden
-    monkeypatch.setattr("reckon.cli._settings", lambda args: 1 / 0)
+    monkeypatch.setattr("app.cli._settings", lambda args: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["verify-log"])
 
@@ -211,8 +211,8 @@ def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path
     started (72 s on a busy machine)."""
     from datetime import date
 
-    from reckon import pipeline
-    from reckon.config import load_settings
+    from app import pipeline
+    from app.settings import load_settings
     from reckon.errors import UsageError
     from reports.db.repository import ReportDB
 
@@ -238,8 +238,8 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
 
     import audits.lateness
     import spark.session
-    from reckon.commands.investigate import cmd_lateness_warehouse
-    from reckon.config import load_settings
+    from app.commands.investigate import cmd_lateness_warehouse
+    from app.settings import load_settings
     from reckon.errors import NoEventsError
 
     def no_events(spark, settings, day, **kwargs):
@@ -262,8 +262,8 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
 
 
 def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
-    from reckon.commands.investigate import cmd_lateness_warehouse
-    from reckon.config import load_settings
+    from app.commands.investigate import cmd_lateness_warehouse
+    from app.settings import load_settings
     from reckon.errors import UsageError
 
     monkeypatch.setattr("spark.session.get_spark", lambda *a, **k: pytest.fail("started Spark"))
@@ -274,29 +274,29 @@ def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
 
 
 def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():
-    """Each command's handler (``cmd_*``) is a thin wrapper in reckon/commands/ (the
+    """Each command's handler (``cmd_*``) is a thin wrapper in app/commands/ (the
     workbench's two are its own, workbench/cli.py), wired by name so `reckon --help` imports
-    none of them: `reckon generate` and `reckon demo` were the last in reckon/cli.py and
-    reckon/demo.py."""
+    none of them: `reckon generate` and `reckon demo` were the last in app/cli.py and
+    app/demo.py."""
     import ast
     import importlib
     from pathlib import Path
 
-    from reckon.cli_parser import COMMANDS
+    from app.cli_parser import COMMANDS
 
     root = Path(__file__).resolve().parent.parent
     defined = {str(path.relative_to(root)): node.name
-               for package in ("reckon", "spark", "audits", "reports", "workbench", "dags",
+               for package in ("reckon", "storage", "spark", "audits", "reports", "workbench", "app", "dags",
                                "bench")
                for path in sorted((root / package).rglob("*.py"))
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_")}
-    assert defined and all(path.startswith("reckon/commands/") or path == "workbench/cli.py"
+    assert defined and all(path.startswith("app/commands/") or path == "workbench/cli.py"
                            for path in defined), defined
     build_parser()
     for name, handler in COMMANDS.items():
         [target] = [c.cell_contents for c in handler.__closure__ or ()
                     if isinstance(c.cell_contents, str)]
         module, _, function = target.partition(":")
-        assert module.startswith("reckon.commands.") or module == "workbench.cli", name
+        assert module.startswith("app.commands.") or module == "workbench.cli", name
         assert callable(getattr(importlib.import_module(module), function)), name

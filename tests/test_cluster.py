@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.generate import GeneratorConfig, generate_landing
+from app.generate import GeneratorConfig, generate_landing
 from reports.db.repository import ReportDB
 from spark import tables as tb
 from tests.spark_cluster import spark_cluster
@@ -57,7 +57,7 @@ def _flow(landing: Path, warehouse: Path, env: dict[str, str], cwd: Path) -> dic
     took = {}
     for step, args in steps.items():
         t0 = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "reckon.cli", step, "--warehouse",
+        done = subprocess.run([sys.executable, "-m", "app.cli", step, "--warehouse",
                                str(warehouse), *args], env=env, cwd=cwd, capture_output=True,
                               text=True, timeout=900)
         took[step] = round(time.monotonic() - t0, 1)

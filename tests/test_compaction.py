@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reference import stream_outcome

@@ -114,7 +114,7 @@ def test_reckon_variables_are_real_settings(services, compose):
 
 
 def test_reckon_settings_in_the_stack_load(services):
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     for name in ("reckon-stream", *AIRFLOW_SERVICES):
         env = {k: _resolved(v) for k, v in _env(services[name]).items() if k.startswith("RECKON_")}

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.errors import ConfigError, UsageError
 
 
@@ -125,7 +125,7 @@ def _toml(tmp_path, body: str):
 
 
 def test_the_clear_names_set_the_bound_and_the_allowed_lateness(tmp_path, capsys, fresh_warnings):
-    from reckon.cli import _settings, build_parser
+    from app.cli import _settings, build_parser
 
     by_file = load_settings(_toml(tmp_path, 'watermark_bound = "4s"\nallowed_lateness = "2s"\n'),
                             env={})
@@ -145,7 +145,7 @@ def test_the_clear_names_set_the_bound_and_the_allowed_lateness(tmp_path, capsys
 
 
 def test_the_old_names_still_work_and_warn_once(tmp_path, capsys, fresh_warnings):
-    from reckon.cli import _settings, build_parser
+    from app.cli import _settings, build_parser
 
     by_env = load_settings(env={"RECKON_LATENESS": "4s", "RECKON_GRACE": "2s"})
     load_settings(env={"RECKON_LATENESS": "4s"})  # read again in the same run: no second line
@@ -173,7 +173,7 @@ def test_the_old_names_still_work_and_warn_once(tmp_path, capsys, fresh_warnings
 
 def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkeypatch,
                                                         fresh_warnings):
-    from reckon.cli import main
+    from app.cli import main
 
     with pytest.raises(ConfigError, match="^RECKON_WATERMARK_BOUND and RECKON_LATENESS set the "
                        r"same setting \(RECKON_LATENESS is its deprecated name\): give only "
@@ -196,7 +196,7 @@ def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkey
 
 
 def test_bounds_per_input_come_from_the_file_the_environment_or_the_flags(tmp_path):
-    from reckon.cli import _settings, build_parser
+    from app.cli import _settings, build_parser
 
     by_file = load_settings(_toml(tmp_path, 'watermark_inputs = "source"\n'
                                             'watermark_bound_by_partition = { 0 = "5s" }\n'

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import PROJECT_ROOT, load_settings
+from app.settings import load_settings
+from reckon.config import PROJECT_ROOT
 
 pytestmark = pytest.mark.airflow
 
@@ -34,7 +35,7 @@ EXPECTED_UPSTREAM = {
 @pytest.fixture(scope="module")
 def airflow_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Airflow configured for this process (before airflow is imported), retries 0."""
-    from reckon.airflow_env import prepare_airflow_home
+    from app.airflow_env import prepare_airflow_home
 
     env = prepare_airflow_home(tmp_path_factory.mktemp("airflow-home"), migrate=False)
     env["RECKON_AIRFLOW_RETRIES"] = "0"
@@ -152,11 +153,11 @@ def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():
 def test_the_run_for_a_day_processes_exactly_that_utc_day(airflow_env):
     """run_dag_for_day's logical date is the day's midnight, which the scheduled run of D has
     too (its data interval [D, D+1) under the DAG's timetable), and the DAG's rule
-    (reckon.pipeline.nightly_days) turns it into D."""
+    (app.pipeline.nightly_days) turns it into D."""
     from airflow.serialization.encoders import coerce_to_core_timetable
 
-    from reckon.airflow_env import logical_date_for_day
-    from reckon.pipeline import nightly_days
+    from app.airflow_env import logical_date_for_day
+    from app.pipeline import nightly_days
 
     timetable = coerce_to_core_timetable(_bag().dags["reckon_nightly"].timetable)
     day = date(2026, 3, 29)  # a DST change in Europe: irrelevant in UTC
@@ -200,7 +201,7 @@ def test_each_days_report_goes_to_its_own_folder(airflow_env):
 
 
 def test_settings_env_round_trips_through_load_settings(tmp_path):
-    from reckon.airflow_env import settings_env
+    from app.airflow_env import settings_env
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), lateness="5s",
                              expected_partitions="0,1,2", tolerance_abs="0.01",
@@ -240,13 +241,13 @@ def test_nightly_dag_run_on_a_streamed_warehouse_is_correct_and_idempotent(spark
     """Soak tier (~6 min): the default tier runs the real DAG once, inside the demo test
     (tests/test_demo.py), with the same checks against the reference; here it runs on its own
     warehouse and then again, which must change nothing."""
-    from reckon.airflow_env import run_dag_for_day, settings_env
-    from reckon.demo import demo_generator_config
-    from reckon.generate import generate_landing
-    from reckon.landing import MANIFEST_NAME
+    from app.airflow_env import run_dag_for_day, settings_env
+    from app.demo import demo_generator_config
+    from app.generate import generate_landing
     from reports.db.repository import ReportDB
     from spark.sources import StreamSource
     from spark.stream import run_stream
+    from storage.landing import MANIFEST_NAME
     from tests.streamkit import canonical_rows, landing_reference_canonical
 
     landing = tmp_path / "landing"
@@ -303,7 +304,7 @@ def test_a_mistake_fails_at_once_and_anything_else_is_retried_naming_step_and_da
     from airflow.sdk.exceptions import AirflowFailException
 
     import dags.reckon_nightly as nightly
-    from reckon import pipeline
+    from app import pipeline
     from reckon.errors import ConcurrentAuditError, LayoutError
 
     plan = {"newest": "2026-01-02", "days": ["2026-01-01", "2026-01-02"]}

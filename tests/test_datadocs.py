@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from app.settings import load_settings
 from audits.datadocs import (
     ASSETS,
     DROPPED,
@@ -21,7 +22,7 @@ from audits.datadocs import (
     external_resources,
     localise_site,
 )
-from reckon.config import PROJECT_ROOT, load_settings
+from reckon.config import PROJECT_ROOT
 
 _LOCAL = re.compile(r'<(?:script|link|img)\b[^>]*?\b(?:src|href)="([^"#:]+)"', re.I)
 _CSS_URL = re.compile(r'url\(\s*[\'"]?([^\'")]+)[\'"]?\s*\)')

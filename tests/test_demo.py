@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from reckon.demo import DEMO_DAY, CurrencyFigures, DemoSummary, demo_generator_config
+from app.demo import DEMO_DAY, CurrencyFigures, DemoSummary, demo_generator_config
+from app.generate import generate_landing
 from reckon.errors import UsageError
-from reckon.generate import generate_landing
 from reckon.money import minor_unit, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, parse_duration, parse_timestamp
 
@@ -37,7 +37,7 @@ def test_the_demo_day_ends_inside_the_events_so_the_watermark_can_close_it(tmp_p
 
 
 def test_default_scale_stays_within_the_batch_budget():
-    from reckon.cli import build_parser
+    from app.cli import build_parser
 
     events = build_parser().parse_args(["demo"]).events
     cfg = demo_generator_config(events)
@@ -111,7 +111,7 @@ def _landing_batches(folder: Path, files: list[str]) -> tuple[list[list[Any]], i
     """The demo's micro-batches (one landing file each, as ``max_files_per_trigger=1`` reads
     them) as reference events, and how many lines no event could be read from (broken JSON,
     a missing field, an amount or a time that does not parse or is out of range)."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from reckon.reference import Event
 
     settings, unreadable, batches = load_settings(env={}), 0, []
@@ -143,7 +143,7 @@ def test_the_demos_figures_are_the_ones_the_readme_prints(tmp_path):
     six-minute `make demo`."""
     from collections import Counter
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from reckon.reconcile import ReconStatus
     from reckon.reference import reconcile_outcome, stream_outcome
 
@@ -199,7 +199,7 @@ class _SlowRun:
 
 def test_a_long_task_prints_a_line_every_minute_so_the_demo_never_looks_hung(monkeypatch,
                                                                             capsys):
-    import reckon.demo as demo
+    import app.demo as demo
 
     now = [0.0]
     monkeypatch.setattr(demo.time, "monotonic", lambda: now[0])
@@ -215,9 +215,9 @@ def test_a_long_task_prints_a_line_every_minute_so_the_demo_never_looks_hung(mon
 def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     from pyspark.sql import functions as F
 
+    from app.cli import main
+    from app.settings import load_settings
     from audits.lateness import analyze_day
-    from reckon.cli import main
-    from reckon.config import load_settings
     from spark import tables as tb
     from tests.streamkit import canonical_rows, landing_reference_canonical
     from tests.test_dag import EXPECTED_UPSTREAM
@@ -290,7 +290,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     assert _processes_of_home(wh / "_airflow") == []
 
     from spark.provisional import read_day
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     in_day = F.col("window_date") == F.lit(DEMO_DAY)
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reckon.cli import main
+from app.cli import main
 
 pa = pytest.importorskip("pyarrow")
 deltalake = pytest.importorskip("deltalake")
@@ -72,7 +72,7 @@ def _sql(capsys, wh: Path, *args: str) -> tuple[int, str, str]:
 def test_a_count_answers_without_a_jvm_from_the_real_command(wh):
     """The installed command in its own process: the right count, and pyspark never
     imported (so no JVM could start)."""
-    script = ("import sys; from reckon.cli import main; "
+    script = ("import sys; from app.cli import main; "
               f"rc = main(['sql', '--warehouse', {str(wh)!r}, '--json', "
               "'SELECT count(*) AS n FROM reconciliation']); "
               "print('pyspark' in sys.modules, rc)")
@@ -85,7 +85,7 @@ def test_a_count_answers_without_a_jvm_from_the_real_command(wh):
 
 
 def test_a_misspelled_table_is_named_with_the_list_of_tables(wh):
-    done = subprocess.run([sys.executable, "-m", "reckon.cli", "sql", "--warehouse", str(wh),
+    done = subprocess.run([sys.executable, "-m", "app.cli", "sql", "--warehouse", str(wh),
                            "SELECT count(*) FROM reconcilation"], capture_output=True,
                           text=True, timeout=120, check=False, cwd=ROOT)
     assert done.returncode == 2 and done.stdout == ""
@@ -206,9 +206,9 @@ def test_a_hostile_corpus_is_refused_one_line_each_and_the_warehouse_is_unchange
 
 
 def test_the_notebook_connection_reads_every_table_and_reaches_no_file(wh):
-    import reckon.read
+    import app.read
 
-    con = reckon.read.open(wh)
+    con = app.read.open(wh)
     assert con.sql("SELECT count(*) AS n FROM reconciliation").df()["n"].tolist() == [3]
     frame = con.sql("SELECT key, gap FROM reconciliation ORDER BY key").pl()
     assert frame["gap"].to_list() == [Decimal("0.000"), Decimal("2.000"), Decimal("0.001")]
@@ -220,7 +220,7 @@ def test_the_notebook_connection_reads_every_table_and_reaches_no_file(wh):
     from reckon.errors import UsageError
 
     with pytest.raises(UsageError, match="no such directory"):
-        reckon.read.open(wh / "nope")
+        app.read.open(wh / "nope")
 
 
 def _evaluated(sql: str) -> object:

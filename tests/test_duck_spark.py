@@ -1,6 +1,6 @@
 """Spark tier: one postmortem corpus, two engines, identical answers.
 
-Every query runs through ``reports.query.run_query`` (Spark SQL over Delta) and through
+Every query runs through ``spark.sql_query.run_query`` (Spark SQL over Delta) and through
 ``reports.duck.run_duck_query`` (DuckDB over delta-rs) on warehouses the real stream wrote
 (tests/scenarios.py: the worked example with revisions, late events and grace; EUR, JPY and
 KWD on one key). Results must be equal value for value: Decimals compared with their scale
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from reports.duck import run_duck_query
-from reports.query import run_query
-from spark import commits
+from spark.sql_query import run_query
+from storage import commits
 from tests.scenarios import SCENARIOS
 
 CASES = [next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s")),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.errors import ConfigError
 from spark.execution_mode import day_rows, interpreted_pays
 

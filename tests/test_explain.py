@@ -12,10 +12,10 @@ from decimal import Decimal
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
+from audits.explain_spark import explain_window
 from reckon.errors import UsageError
 from reckon.timeutil import format_micros
-from reports.explain import explain_window
 from tests.scenarios import BASE, SCENARIOS, S
 
 
@@ -151,8 +151,8 @@ def test_explain_rejects_a_time_without_zone(tmp_path):
     with pytest.raises(UsageError, match="--window"):
         import argparse
 
-        from reckon.commands.investigate import cmd_explain
-        from reckon.config import load_settings
+        from app.commands.investigate import cmd_explain
+        from app.settings import load_settings
 
         cmd_explain(argparse.Namespace(key="k", window_at="2026-01-01T00:00:00", json=False),
                     load_settings(env={}, warehouse=str(tmp_path)))
@@ -163,7 +163,7 @@ def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, t
     [0,10) is closed but within grace, so the stream inserts B's row already CLOSED, in the
     same batch, as revision 1. The story must say the event revised the window, as the stream
     judged it (its batch's watermark_before), not "on time" because no batch followed the close."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.stream import BatchProcessor
     from tests.scenarios import ev
     from tests.test_replay_audit import _raw
@@ -187,7 +187,7 @@ def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate
     must say so, not tell two events counted on time."""
     from dataclasses import replace
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.replay import replay_day
     from spark.stream import BatchProcessor
     from tests.scenarios import ev

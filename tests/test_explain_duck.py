@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reckon.timeutil import format_micros
 from tests.scenarios import BASE, SCENARIOS, S, ev
 
@@ -34,7 +34,7 @@ def iso(seconds: int) -> str:
 def duplicates_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Key A: event d1 twice in one batch (the stream flags the second copy), event u1 again
     18 s later past a 5 s dedup horizon (admitted twice); the day replayed."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.replay import replay_day
     from spark.stream import BatchProcessor
     from tests.test_replay_audit import _raw
@@ -106,7 +106,7 @@ def test_explain_on_duckdb_starts_no_jvm(streamed_scenario):
     import sys
 
     wh = streamed_scenario(GRACE.name).warehouse_path
-    probe = ("import sys; from reckon.cli import main; rc = main(['explain', '--warehouse', "
+    probe = ("import sys; from app.cli import main; rc = main(['explain', '--warehouse', "
              f"{str(wh)!r}, '--key', 'merchant-x', '--window', {iso(6)!r}]); "
              "print('pyspark' in sys.modules); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -13,9 +13,8 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
-from reckon import generate
-from reckon.errors import UsageError
-from reckon.generate import (
+from app import generate
+from app.generate import (
     CURRENCIES_PER_MERCHANT,
     MALFORMED_KINDS,
     MANIFEST_NAME,
@@ -24,6 +23,7 @@ from reckon.generate import (
     currency_mix,
     generate_landing,
 )
+from reckon.errors import UsageError
 from reckon.money import currency_problem, iso_currencies, minor_unit, minor_unit_violation
 from reckon.timeutil import parse_timestamp
 
@@ -239,7 +239,7 @@ def test_every_malformed_line_is_quarantined_for_its_kind(spark, tmp_path) -> No
     future-dated one is future_dated, and each malformed kind ends in its reason."""
     from pyspark.sql import functions as F
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.parse import parse_events
 
     cfg = GeneratorConfig(events=3_000, keys=20, malformed_rate=0.1, future_rate=0.01)

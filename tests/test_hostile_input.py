@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from reckon.config import Settings, load_settings
+from app.settings import load_settings
+from reckon.config import Settings
 from reckon.timeutil import MICROS_PER_SECOND, parse_timestamp
 from spark import tables as tb
 from spark.batch_metrics import BatchMetrics

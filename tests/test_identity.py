@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reckon.cli import main
-from reckon.config import load_settings
+from app.cli import main
+from app.settings import load_settings
 from reckon.identity import identity_key, os_principal, same_person
 from reports.db.repository import ReportDB
 from tests.signers import give_key

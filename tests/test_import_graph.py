@@ -1,17 +1,21 @@
-"""Fast tier: the import graph of reckon, spark, audits, reports, workbench, dags and bench holds
-the layering the code map describes (docs/code-map.md), and has no cycle between modules.
+"""Fast tier: the import graph holds the layering the folders declare (docs/code-map.md), has no
+cycle between modules, and the pure core does no I/O.
 
 The graph is read with ``ast`` from the source, so it takes a second and imports nothing. Every
 import counts, also one inside a function or under ``if TYPE_CHECKING``: a lazy import is how
-a cycle hides, and a reader still has to open both files. Layers, lowest first:
+a cycle hides, and a reader still has to open both files. A module's layer is its top folder,
+lowest first:
 
-    core (reckon's pure rules) < spark < audits < reports < workbench < app (reckon's CLI and
-    pipeline, dags, bench)
+    reckon (the pure rules) < storage (the warehouse's files, no JVM) < spark < audits
+    < reports < workbench < app (the CLI, the nightly steps, the demo, the Airflow glue)
+    < dags, plugins, bench (entry points)
 
-A module may import its own layer or a lower one. An edge the other way is a failure unless it
-is in KNOWN_WRONG_WAY, which names each one that exists today and why; an entry that no longer
-exists fails too, so the list only shrinks. The core must not import Spark (pyspark, delta,
-py4j) at all.
+A module may import its own layer or a lower one, never a higher one (an edge the other way is
+a failure, with no list of exceptions). Every package folder at the root must be in LAYERS, so
+a new folder is placed on purpose. The core (reckon/) imports no Spark (pyspark, delta, py4j),
+no engine and no I/O module, and calls no ``print``, ``open`` or ``input``: its rules are
+checked on plain values, everywhere. Alembic's migration scripts (``*/migrations/*``) are
+scripts alembic runs, not modules anyone imports, and are left out.
 """
 
 from __future__ import annotations
@@ -24,37 +28,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("reckon", "spark", "audits", "reports", "workbench", "dags", "bench")
-
-#: reckon's pure core: the rules on plain values (code map, "reckon/ (core)"). config.py is
-#: here because it is pure and many engines still read Settings; engine_config.py holds the
-#: frozen values the others are handed instead (issue 40).
-CORE = frozenset(f"reckon.{m}" for m in (
-    "__init__", "admission", "config", "dedup_state", "engine_config", "errors", "eventtime", "generate",
-    "identity", "landing", "materiality", "money", "quality_verdict", "reconcile", "reference", "schema",
-    "sharing", "signing", "signoff", "spec",
-    "timeutil", "watermark", "whatif", "whatif_batches", "whatif_inputs", "windows",
-    "writer_lock"))
-#: reckon's app layer: the command, the nightly steps, the demo, the local Airflow.
-APP = frozenset(f"reckon.{m}" for m in (
-    "airflow_assets", "airflow_env", "airflow_local", "cli", "cli_parser", "commands", "commands.investigate",
-    "commands.keys", "commands.nightly", "commands.review", "commands.sample", "commands.stream",
-    "demo", "jvm_archive", "lineage", "notify", "pipeline", "read", "submit_replay"))
-#: workbench (the reviewer's web app) reads the report database and sits below the CLI that
-#: starts it.
-RANKS = {"core": 0, "spark": 1, "audits": 2, "reports": 3, "workbench": 4, "app": 5}
+#: The layers, lowest first; each is a top folder (a tuple: folders of one rank). Derived
+#: from the folders: a module's layer is where its file is, not a list kept by hand.
+LAYERS: tuple[tuple[str, ...], ...] = (("reckon",), ("storage",), ("spark",), ("audits",),
+                                       ("reports",), ("workbench",), ("app",),
+                                       ("dags", "plugins", "bench"))
+RANKS = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folders}
+PACKAGES = tuple(RANKS)
 #: Third-party packages the core must never import: it runs where no JVM is.
 SPARK_PACKAGES = ("pyspark", "delta", "py4j")
-
-#: Edges that go from a lower layer to a higher one today, each with why it is still there
-#: (edge -> reason). Empty since issue 40: the audits own their records (audits/records.py)
-#: and the story builder (audits/chapters.py), and are handed the report database's writers
-#: by the caller (audits/ledger.py). Keep it empty: move the code, not the rule.
-KNOWN_WRONG_WAY: dict[tuple[str, str], str] = {}
+#: Standard modules that reach outside the process (files, processes, sockets, accounts,
+#: the clock of the machine, the environment): the core takes what they would give as values.
+IO_MODULES = frozenset({"os", "sys", "subprocess", "shutil", "socket", "fcntl", "tempfile",
+                        "getpass", "pwd", "sqlite3", "logging", "signal", "threading",
+                        "urllib.request", "http", "sqlalchemy", "duckdb", "deltalake",
+                        "tomllib"})
+#: Calls that do I/O whatever they are handed.
+IO_CALLS = frozenset({"print", "open", "input"})
 
 
 def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
-    """Dotted module name -> source file, for every ``.py`` under the packages.
+    """Dotted module name -> source file, for every ``.py`` under the packages (alembic's
+    migration scripts left out).
 
     >>> module_files(ROOT)["reports.db.repository"].name
     'repository.py'
@@ -62,21 +57,23 @@ def module_files(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Pa
     found: dict[str, Path] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
+            if "migrations" in path.relative_to(root).parts:
+                continue
             parts = path.relative_to(root).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
     return found
 
 
-#: A handler named as a string and imported when run (reckon.cli_parser's ``_lazy("reckon.commands.stream:cmd_stream")``).
+#: A handler named as a string and imported when run (app.cli_parser's ``_lazy("app.commands.stream:cmd_stream")``).
 _TARGET = re.compile(r"([A-Za-z_][\w.]*):[A-Za-z_]\w*")
 
 
 def imported_names(module: str, path: Path) -> set[str]:
     """Every dotted name an import statement in the file names, relative ones resolved, and
     the module of each ``"module:function"`` string: ``from reports import db`` gives
-    ``reports`` and ``reports.db``; ``_lazy("reckon.commands.review:cmd_breaks")`` gives
-    ``reckon.commands.review``."""
+    ``reports`` and ``reports.db``; ``_lazy("app.commands.review:cmd_breaks")`` gives
+    ``app.commands.review``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -136,16 +133,12 @@ def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
 
 
 def layer(module: str) -> str:
-    """The layer of a module; a reckon module in neither CORE nor APP must be placed first."""
-    top = module.split(".")[0]
-    if top == "reckon":
-        if module in CORE or module == "reckon":
-            return "core"
-        if module in APP:
-            return "app"
-        raise AssertionError(f"{module} is in neither CORE nor APP of tests/test_import_graph.py: "
-                             "place it (pure rules: CORE; CLI/pipeline glue: APP)")
-    return "app" if top in ("dags", "bench") else top
+    """The layer of a module: its top folder.
+
+    >>> layer("app.commands.review"), layer("reckon.money")
+    ('app', 'reckon')
+    """
+    return module.split(".")[0]
 
 
 def wrong_way_edges(graph: Mapping[str, set[str]]) -> set[tuple[str, str]]:
@@ -156,8 +149,33 @@ def wrong_way_edges(graph: Mapping[str, set[str]]) -> set[tuple[str, str]]:
 
 def spark_in_core(files: Mapping[str, Path]) -> list[str]:
     """``module imports name`` for each Spark import in a core module."""
-    return sorted(f"{m} imports {n}" for m, p in files.items() if layer(m) == "core"
+    return sorted(f"{m} imports {n}" for m, p in files.items() if layer(m) == "reckon"
                   for n in imported_names(m, p) if n.split(".")[0] in SPARK_PACKAGES)
+
+
+def io_in_core(files: Mapping[str, Path]) -> list[str]:
+    """``module imports/calls name`` for each I/O module imported or I/O call made in a core
+    module: the core's rules take values, so they run the same in a test, a Spark task and
+    a report."""
+    found: list[str] = []
+    for module, path in files.items():
+        if layer(module) != "reckon":
+            continue
+        found += [f"{module} imports {n}" for n in sorted(imported_names(module, path))
+                  if n in IO_MODULES or n.split(".")[0] in IO_MODULES]
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        found += [f"{module} calls {node.func.id}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in IO_CALLS]
+    return sorted(found)
+
+
+def unplaced_folders(root: Path) -> list[str]:
+    """Package folders at the root (with an ``__init__.py``, or ``dags``/``plugins``) that
+    are in no layer."""
+    return sorted(p.name for p in root.iterdir()
+                  if p.is_dir() and (p / "__init__.py").is_file() and p.name not in RANKS
+                  and p.name != "tests")
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +193,7 @@ def test_the_graph_sees_the_imports_it_must(graph):
     a string are all found."""
     assert "reckon.errors" in graph["reckon.eventtime"]
     assert "audits.lateness_batches" in graph["reports.context"]  # imported inside a function
-    assert "reckon.commands.review" in graph["reckon.cli_parser"]  # _lazy("reckon.commands.review:...")
+    assert "app.commands.review" in graph["app.cli_parser"]  # _lazy("app.commands.review:...")
     assert len(graph) > 60
 
 
@@ -185,19 +203,22 @@ def test_no_import_cycle_between_modules(graph):
 
 
 def test_no_layer_is_imported_from_below(graph):
-    new = sorted(wrong_way_edges(graph) - KNOWN_WRONG_WAY.keys())
-    assert new == [], (f"imports from a lower layer into a higher one: {new}; layers "
-                       f"{list(RANKS)} (tests/test_import_graph.py)")
+    wrong = sorted(wrong_way_edges(graph))
+    assert wrong == [], (f"imports from a lower layer into a higher one: {wrong}; layers, "
+                         f"lowest first: {LAYERS} (docs/code-map.md): move the code, not the rule")
 
 
-def test_the_known_wrong_way_edges_still_exist(graph):
-    """A fixed edge leaves the list, so that it cannot come back unnoticed."""
-    gone = sorted(set(KNOWN_WRONG_WAY) - wrong_way_edges(graph))
-    assert gone == [], f"no longer imported: remove from KNOWN_WRONG_WAY: {gone}"
+def test_every_package_folder_has_a_layer():
+    assert unplaced_folders(ROOT) == [], "place each new folder in LAYERS (docs/code-map.md)"
 
 
 def test_the_core_imports_no_spark(files):
     assert spark_in_core(files) == []
+
+
+def test_the_core_does_no_io(files):
+    assert io_in_core(files) == [], ("the core (reckon/) takes values: move file, process, "
+                                     "account or environment work to storage/ or app/")
 
 
 def _tree(tmp_path: Path, sources: Mapping[str, str]) -> dict[str, Path]:
@@ -228,6 +249,10 @@ def test_an_engine_imported_by_the_core_and_spark_in_the_core_are_found(tmp_path
     assert spark_in_core(files) == ["reckon.eventtime imports pyspark.sql.functions"]
 
 
-def test_an_unplaced_reckon_module_is_refused():
-    with pytest.raises(AssertionError, match=r"reckon\.newthing is in neither CORE nor APP"):
-        layer("reckon.newthing")
+def test_io_in_the_core_and_an_unplaced_folder_are_found(tmp_path):
+    files = _tree(tmp_path, {
+        "reckon.__init__": "", "reckon.money": "import os\n\ndef f():\n    print(os.sep)\n",
+        "reckon.rules": "def g(x):\n    return x.print()\n",
+        "newthing.__init__": ""})
+    assert io_in_core(files) == ["reckon.money calls print", "reckon.money imports os"]
+    assert unplaced_folders(tmp_path) == ["newthing"]

@@ -77,7 +77,7 @@ def test_the_landing_source_cuts_and_judges_bytes_as_the_reference_does(spark, t
     the landing source and parsed: each line's bytes are the reference's, byte for byte, and
     it is invalid_utf8 exactly when the reference says so; the quarantine's base64 gives the
     bytes back."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.parse import parse_events, quarantine_payload
     from spark.sources import landing_lines
 
@@ -108,7 +108,7 @@ def probe(spark, tmp_path_factory) -> dict:
     day replayed from the event log."""
     from pyspark.sql import types as T
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark import tables as tb
     from spark.replay import replay_day
     from spark.sources import StreamSource
@@ -164,7 +164,7 @@ def test_the_quarantine_keeps_the_exact_bytes_and_says_why(probe):
 def test_reckon_sql_and_explain_show_the_quarantined_bytes(probe, capsys):
     """What a user reads: ``reckon sql`` gives the base64 back, ``unbase64`` the bytes; ``reckon
     explain`` of the real U+FFFD merchant's window lists the two lines that were kept out."""
-    from reckon.cli import main
+    from app.cli import main
 
     wh = str(probe["wh"])
     assert main(["sql", "--warehouse", wh, "--json",
@@ -183,7 +183,7 @@ def test_reckon_sql_and_explain_show_the_quarantined_bytes(probe, capsys):
 def test_a_kafka_value_that_is_not_utf8_is_quarantined_with_its_bytes(spark):
     """A Kafka record's value is binary: read as the stream and the replay read it
     (``kafka_raw_columns``) and parsed, the same three records give the same verdicts."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.parse import parse_events, quarantine_payload
     from spark.sources import RAW_COLUMNS, kafka_raw_columns
 
@@ -232,7 +232,7 @@ def test_a_lone_surrogate_escape_is_quarantined_as_the_reference_says(spark):
     read, each became ``merchant-?`` and merged with a real ``merchant-?``. The parser
     quarantines them as ``lone_surrogate`` exactly where the reference (Python's JSON reading)
     finds a lone surrogate; a whole pair, an escaped backslash and a real ``?`` are keys."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.parse import parse_events
 
     keys = ["merchant-\\ud800", "merchant-\\udfff", "merchant-?", "\\ud83d\\udcb6",

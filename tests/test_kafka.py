@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import Settings, load_settings
+from app.settings import load_settings
+from reckon.config import Settings
 from reckon.reference import Event, stream_outcome
 from reckon.timeutil import to_micros
 from spark.sources import StreamSource

@@ -1,4 +1,4 @@
-"""Every file in a landing dir is read or reported (reckon.landing).
+"""Every file in a landing dir is read or reported (storage.landing).
 
 Fast tier: which names are read, and what the stream says about the others. Spark tier, as
 producers leave a landing dir: .ndjson, .jsonl and .json files are all read; a CSV, a gzip, a
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
-from reckon.config import load_settings
-from reckon.landing import survey, unread_reason
+from app.cli import main
+from app.settings import load_settings
 from reckon.reference import stream_outcome
+from storage.landing import survey, unread_reason
 from tests.scenarios import ev
 from tests.streamkit import event_line
 

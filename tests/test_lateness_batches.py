@@ -233,8 +233,8 @@ def test_the_warehouse_curve_equals_the_reference(spark, tmp_path_factory, event
                                                   slide):
     """The Spark implementation against the reference on the same batches, the state before
     the day's first judged batch read from watermark_progress as the stream records it."""
+    from app.settings import load_settings
     from audits.lateness_batches import analyze_day_batches
-    from reckon.config import load_settings
 
     settings_ = load_settings(env={}, warehouse=str(tmp_path_factory.mktemp("wh")),
                               shuffle_partitions=2, window="10s", slide=slide, grace=grace,
@@ -265,8 +265,8 @@ def _in_day(e: BatchedEvent, windows: WindowSpec) -> bool:
 
 
 def test_a_day_without_archived_events_is_refused_in_one_line(spark, warehouse):
+    from app.settings import load_settings
     from audits.lateness_batches import analyze_day_batches
-    from reckon.config import load_settings
     from reckon.errors import NoEventsError, UsageError
 
     settings_ = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)

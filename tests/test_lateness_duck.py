@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from tests.scenarios import SCENARIOS
 
 IDLE = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
@@ -166,7 +166,7 @@ def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):
     wh = streamed_scenario(IDLE.name).warehouse_path
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent),
            **{f"RECKON_{k}": v for k, v in _scenario_env(IDLE.rules).items()}}
-    probe = ("import sys; from reckon.cli import main; rc = main(['lateness', '--warehouse', "
+    probe = ("import sys; from app.cli import main; rc = main(['lateness', '--warehouse', "
              f"{str(wh)!r}, '--date', '2026-01-01']); "
              "print('pyspark' in sys.modules); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

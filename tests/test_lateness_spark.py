@@ -9,9 +9,9 @@ from decimal import Decimal
 import numpy as np
 import pytest
 
+from app.cli import main
+from app.settings import load_settings
 from audits.lateness import DEFAULT_BOUNDS, analyze_day, analyze_inputs
-from reckon.cli import main
-from reckon.config import load_settings
 from reckon.errors import UsageError
 from reckon.timeutil import from_micros
 from reckon.whatif import lateness_curve, normalize_bounds, recommend

@@ -9,13 +9,13 @@ from datetime import date
 import pytest
 from pyspark.sql import types as T
 
+from app.pipeline import run_report
 from audits.audit import audit_day
 from reckon.errors import LayoutError
-from reports.render import render_day
-from spark import commits
 from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
+from storage import commits
 from tests.streamkit import stream_settings
 
 _OLD_TOTALS = T.StructType([
@@ -49,8 +49,7 @@ def test_an_earlier_layout_is_refused_by_every_writer_and_left_untouched(spark, 
         "stream": lambda: BatchProcessor.of(spark, settings, query_id="q"),
         "replay": lambda: replay_day(spark, settings.replay_config(), date(2026, 1, 1)),
         "audit": lambda: audit_day(spark, settings.audit_config(), date(2026, 1, 1), recorder=None),
-        "report": lambda: render_day(settings.report_config(), date(2026, 1, 1),
-                                     out=tmp_path / "r"),
+        "report": lambda: run_report(settings, date(2026, 1, 1), out=str(tmp_path / "r")),
     }
     for step, run in steps.items():
         with pytest.raises(LayoutError) as caught:

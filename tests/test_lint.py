@@ -39,4 +39,4 @@ def test_a_type_error_in_the_core_fails_the_strict_check(tmp_path):
                            "--cache-dir", str(tmp_path / "cache"), "reckon"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "reckon/money.py:1: error: Function is missing a type annotation" in done.stdout
-    assert "reckon/demo.py" not in done.stdout, done.stdout
+    assert "app/demo.py" not in done.stdout, done.stdout

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from reckon.cli import main
-from reckon.config import load_settings
+from app.cli import main
+from app.settings import load_settings
 from reckon.errors import ConfigError
 from reckon.materiality import is_material
 from reports.db.repository import ReportDB

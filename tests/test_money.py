@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.errors import ConfigError
 from reckon.money import (
     MAX_DAY_PAIRS,

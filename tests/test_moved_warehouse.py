@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reckon.cli import main
+from app.cli import main
 from reports.db.repository import ReportDB
 
 DAY = date(2026, 1, 1)
@@ -49,7 +49,7 @@ def test_a_copied_warehouse_re_audits_keeps_the_signed_copy_and_verifies_its_log
     day is re-audited and re-rendered. The signed report is kept in ``signed/<run>/`` with the
     SHA-256 that was signed, the workbench's link leads to the copy's report, and
     ``reckon verify-log`` says OK."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from tests.signers import ADMIN, append
     from tests.streamkit import copy_warehouse
     from workbench import queries
@@ -186,7 +186,7 @@ def test_a_copied_warehouse_resumes_its_stream_through_reckon_stream(spark, clea
     place), reads only the new file and says in one line where the checkpoint came from."""
     import os
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark import tables as tb
     from spark.sources import StreamSource
     from spark.stream import run_stream

@@ -3,7 +3,7 @@ killed mid-write leaves no partial day (Delta's atomic replaceWhere).
 
 The warehouse comes from the real foreachBatch function (tests/test_replay_audit.py helpers:
 events around midnight, out of order, duplicates beyond the dedup horizon, so the day has late
-events and explained breaks). Steps run through reckon.pipeline, the functions the CLI and the
+events and explained breaks). Steps run through app.pipeline, the functions the CLI and the
 Airflow DAG call; the crash runs `reckon replay` as its own process and SIGKILLs it."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon import pipeline
+from app import pipeline
 from reckon.errors import DataQualityError
 from reports.db.repository import ReportDB
 from spark import tables as tb
@@ -148,7 +148,7 @@ def _kill_replay(warehouse: Path, day, tmp_path: Path, timeout: float = 600) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env.update(RULES_ENV, RECKON_SHUFFLE_PARTITIONS="2", RECKON_SPARK_DRIVER_MEMORY="1g",
                PYSPARK_PYTHON=sys.executable, TZ="UTC")
-    proc = subprocess.Popen([sys.executable, "-m", "reckon.cli", "replay", "--warehouse",
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "replay", "--warehouse",
                              str(warehouse), "--date", day.isoformat()], env=env, cwd=tmp_path,
                             start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)

@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from app.pipeline import nightly_days
 from reckon.errors import ConfigError, UsageError
-from reckon.pipeline import nightly_days
 from reckon.timeutil import describe_duration
 
 D = date(2026, 1, 1)

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from reckon import notify
-from reckon.config import PROJECT_ROOT, load_settings
+from app import notify
+from app.settings import load_settings
+from reckon.config import PROJECT_ROOT
 from reckon.errors import ConfigError
 from tests.notify_receivers import receivers
 
@@ -128,7 +129,7 @@ def test_a_receiver_that_is_down_is_a_warning_not_a_failed_step(monkeypatch, cap
 def nightly_dag(tmp_path, monkeypatch):
     """The nightly DAG as the dag-processor parses it, with the failure notice on and both
     channels pointed at loopback receivers."""
-    from reckon.airflow_env import prepare_airflow_home
+    from app.airflow_env import prepare_airflow_home
 
     with receivers() as got:
         env = {**prepare_airflow_home(tmp_path / "home", migrate=False), **got.env(),
@@ -185,7 +186,7 @@ def test_a_steps_lineage_names_its_tables_with_the_delta_versions_it_read_and_wr
     from airflow.providers.openlineage.extractors.manager import ExtractorManager
     from airflow.sdk import dag, task
 
-    from reckon import lineage
+    from app import lineage
 
     log = tmp_path / "canonical_totals" / "_delta_log"
     log.mkdir(parents=True)
@@ -285,7 +286,7 @@ def test_report_ready_links_the_day_on_the_workbench_and_the_links_open_there(tm
 def test_a_manual_runs_note_is_its_day():
     """The rule the trigger path and the scheduler's listener (plugins/reckon_run_notes.py)
     share: a conf naming a day notes it; none, or not a date, notes nothing."""
-    from reckon.airflow_env import run_note
+    from app.airflow_env import run_note
 
     assert run_note({"day": "2026-01-01", "lookback_days": 0}) == "day 2026-01-01"
     assert [run_note(c) for c in (None, {}, {"day": ""}, {"day": "x"}, {"day": 1})] == [None] * 5

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.money import accepted_currencies, currency_problem, minor_unit_violation
 from reckon.schema import REQUIRED_EVENT_FIELDS
 from reckon.timeutil import parse_duration, parse_timestamp, to_micros

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from pyspark.sql import functions as F
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.schema import REQUIRED_EVENT_FIELDS
 from spark.parse import parse_events
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reckon.signing import DEFAULT_KEY_FILE
 from reports.db.repository import ReportDB
 from reports.review import SignoffRefused, append_signoff, read_log
+from storage.signing_keys import DEFAULT_KEY_FILE
 from tests.signers import ADMIN, append, enrol, key_of, verify
 from tests.test_report_db import make_run
 
@@ -134,7 +134,7 @@ def _signoff_cli(url: str, warehouse: Path, *argv: str) -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env.update(RECKON_REPORT_DB_URL=url, RECKON_WAREHOUSE=str(warehouse), HOME=str(home),
                RECKON_SIGNOFF_ADMIN_KEY=ADMIN.public_text)
-    return subprocess.run([sys.executable, "-m", "reckon.cli", "signoff", *argv],
+    return subprocess.run([sys.executable, "-m", "app.cli", "signoff", *argv],
                           capture_output=True, text=True, timeout=300, check=False, env=env)
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import Settings, load_settings
+from app.settings import load_settings
+from reckon.config import Settings
 from reckon.errors import UsageError, WatermarkNotReadyError
 from reckon.timeutil import day_bounds, to_micros
 

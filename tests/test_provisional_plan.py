@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from spark import tables as tb
-from spark.commits import current_version
 from spark.provisional import ProvisionalVersions, read_provisional
+from storage.commits import current_version
 
 pytestmark = pytest.mark.spark
 

@@ -174,7 +174,7 @@ def _replay_run(spark: Any, warehouse: Path, versions: dict[str, int | None]) ->
 
 
 def _settings(warehouse: Path, **overrides: Any) -> Any:
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     return load_settings(env={}, warehouse=str(warehouse), **overrides)
 
@@ -548,7 +548,7 @@ def test_a_check_reads_each_table_at_the_version_it_records(spark: Any, warehous
     checked, and the run records the version it did check, next to its results."""
     import spark.tables as tb
     from reports.db.repository import ReportDB
-    from spark import commits
+    from storage import commits
 
     rows = _clean_rows()["event_log"]
     _write(spark, warehouse, {"event_log": rows})
@@ -605,7 +605,7 @@ def test_the_invariant_is_judged_by_the_tolerance_the_audit_applied(spark: Any,
 
 def test_cli_check_exit_codes(spark: Any, clean_result: Any, clean_wh: Path, faulty_wh: Path,
                               capsys: pytest.CaptureFixture[str]) -> None:
-    from reckon.cli import main
+    from app.cli import main
     from reports.db.repository import ReportDB
 
     assert main(["check", "--warehouse", str(faulty_wh), "--date", "2026-01-01"]) == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from spark import tables as tb
 from tests.scenarios import SCENARIOS
 from tests.streamkit import stream_settings
@@ -81,8 +81,8 @@ def test_the_quiet_days_verdict_is_the_same_in_data_docs_the_report_and_the_gate
     says the same, suite by suite and for the day."""
     import csv
 
-    from reckon.config import load_settings
-    from reckon.pipeline import quality_gate
+    from app.pipeline import quality_gate
+    from app.settings import load_settings
     from reports.db.repository import ReportDB
     from tests.test_datadocs import validation_rows
 

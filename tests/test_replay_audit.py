@@ -32,10 +32,10 @@ from reckon.reference import (
 )
 from reckon.timeutil import day_bounds, to_micros
 from reports.db.repository import audit_recorder
-from spark import commits
 from spark import tables as tb
 from spark.replay import ReplayResult, replay_day
 from spark.stream import BatchProcessor
+from storage import commits
 from tests.scenarios import CURRENCIES, minor_units
 from tests.streamkit import (
     copy_warehouse,
@@ -237,7 +237,7 @@ def test_stream_replay_audit_agree_with_the_reference(spark, tmp_path, seed, win
         assert (row.residual_amount, row.residual_count) == ref.residual == (Decimal("0.00"), 0)
     # the provisional side of each row is the stream's row as it stands (status included)
     from spark.provisional import read_provisional
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     prov = {(to_micros(r.window_start), r.key, r.currency): (r.status, r.revision,
                                                              r.total_amount)
@@ -956,7 +956,7 @@ def test_an_audit_overtaken_by_another_audit_of_its_day_records_nothing(spark, s
                                                                         tmp_path, monkeypatch):
     """Two audits of one day overlap: the second replaces the reconciliation partition between
     the first's write and its break recording. The day's writer lock refuses a second audit
-    (reckon.writer_lock); one that gets past it all the same (a file system whose locks do
+    (storage.writer_lock); one that gets past it all the same (a file system whose locks do
     not hold) is caught here: the first must not file the second's rows as its own breaks,
     nor become current; it says to run again."""
     import audits.audit as audit_module
@@ -994,7 +994,7 @@ def test_the_audit_command_warns_when_the_day_is_not_closed_yet(spark, replayed,
     """The stream's watermark has passed midnight but not the end of day 2: auditing day 2 by
     hand is allowed, with a warning that its provisional totals can still change; day 1 is
     closed and audits without one."""
-    from reckon.cli import main
+    from app.cli import main
 
     warehouse = copy_warehouse(replayed.warehouse, tmp_path)
     for key, value in RULES.items():

@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 import reports.db
+from app.settings import load_settings
 from audits.records import (
     AttributionRow,
     AuditRun,
@@ -25,7 +26,6 @@ from audits.records import (
     CurrencySummary,
     ExpectationResult,
 )
-from reckon.config import load_settings
 from reckon.errors import UsageError
 from reports.db.executor_writes import insert_breaks
 from reports.db.models import BREAKS, Base
@@ -611,8 +611,8 @@ def test_bad_urls_are_refused() -> None:
 def test_quality_gate_names_every_failed_or_unchecked_day_after_the_reports(tmp_path) -> None:
     """The nightly DAG records every day's checks, renders the reports, then this gate fails
     the run: one error naming each day whose current check run failed, or that has none."""
+    from app.pipeline import quality_gate
     from reckon.errors import DataQualityError
-    from reckon.pipeline import quality_gate
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
     days = [DAY, DAY + timedelta(days=1), DAY + timedelta(days=2)]

@@ -666,7 +666,7 @@ def _assert_the_report_step_logs_no_library_chatter(settings, caplog) -> None:
     start, which the report no longer has)."""
     import logging
 
-    from reckon import pipeline
+    from app import pipeline
 
     for name in ("fontTools", "fontTools.subset", "great_expectations"):
         logging.getLogger(name).setLevel(logging.NOTSET)  # as a new task process has them
@@ -686,7 +686,7 @@ def _assert_cli_report_starts_no_jvm(warehouse: Path, result) -> None:
     import sys
 
     code = ("import runpy, sys\nsys.argv = ['reckon', *sys.argv[1:]]\ntry:\n"
-            "    runpy.run_module('reckon.cli', run_name='__main__')\n"
+            "    runpy.run_module('app.cli', run_name='__main__')\n"
             "except SystemExit as exc:\n    rc = exc.code\n"
             "ctx = sys.modules.get('pyspark.context')\n"
             "print('gateway', ctx is not None and ctx.SparkContext._gateway is not None)\n"
@@ -744,7 +744,7 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
     """The report's watermark chart shows the day's batches up to the first whose watermark
     passed the end of the day's last window plus grace (hopping 10 s every 5 s, grace 2 s:
     the last window ends 00:00:05, so the day closes at 00:00:07), and nothing after it."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from reports.context import _Reads, _watermarks
     from tests.test_progress import _append_progress
 

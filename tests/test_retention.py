@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from app.airflow_env import run_dag_for_day, settings_env
+from app.cli import main
 from audits.audit import audit_day
-from reckon.airflow_env import run_dag_for_day, settings_env
-from reckon.cli import main
+from audits.explain_spark import explain_window
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.reference import stream_outcome
 from reports.db.repository import audit_recorder
-from reports.explain import explain_window
 from spark import tables as tb
 from spark.compaction import compact_day
 from spark.replay import replay_day

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reckon.cli import main
-from reckon.config import load_settings
+from app.cli import main
+from app.settings import load_settings
 from reckon.errors import UsageError
-from reckon.identity import os_principal
 from reports.db.models import SIGNOFF_LOG
 from reports.db.repository import ReportDB
 from reports.review import (
@@ -29,6 +28,7 @@ from reports.review import (
     read_log,
 )
 from reports.review_state import review_states
+from storage.sharing import os_principal
 from tests.signers import append, enrol, enrol_reviewer, give_key, verify
 from tests.test_report_db import DAY, T0, make_break, make_currency, make_run
 

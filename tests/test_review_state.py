@@ -22,9 +22,8 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reckon.cli import main
+from app.cli import main
 from reckon.errors import UsageError
-from reckon.identity import os_principal
 from reckon.signoff import (
     DECISIONS,
     OPEN,
@@ -39,6 +38,7 @@ from reports.context import Headline, review_fields
 from reports.db.repository import ReportDB
 from reports.render import publish_report
 from reports.review_state import review_states
+from storage.sharing import os_principal
 from tests.accounts import REVIEWER, reckon_as_reviewer
 from tests.signers import append, enrol, enrol_reviewer, give_key, workbench_trust
 from tests.test_report_render import _ctx
@@ -295,7 +295,7 @@ def test_the_export_writes_each_amount_in_its_currencys_minor_units(day) -> None
 
 _SIGN_WITHOUT_SPARK = """
 import sys, time
-from reckon.cli import main
+from app.cli import main
 started = time.perf_counter()
 code = main(["signoff", "--run", sys.argv[1], "--note", "ties out"])
 took = time.perf_counter() - started
@@ -368,8 +368,8 @@ def test_two_decisions_at_once_leave_the_record_with_both(day, monkeypatch) -> N
 
 def test_what_the_audit_says_of_the_run_it_replaced(day) -> None:
     """`reckon audit` and the nightly DAG name a replaced run's state in the same words."""
-    from reckon.config import load_settings
-    from reckon.pipeline import replaced_run_state
+    from app.pipeline import replaced_run_state
+    from app.settings import load_settings
 
     wh, db = day
     append(db, RUN, "bob", "approved", "ties out", required_approvers=2)

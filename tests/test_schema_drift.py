@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import pytest
 from pyspark.sql import functions as F
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from spark import tables as tb
 from spark.stream import BatchProcessor
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reckon.errors import UsageError
-from reports.query import check_read_only
+from reckon.sql_guard import check_read_only
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Every setting is checked once, where settings are read (reckon/config.py), and a mistake is
 one line through the CLI: exit 2, what was wrong and what to write instead, no traceback. A
 bounds map names bounds of some inputs: ``--change-spec`` merges it into the warehouse's
-(spark/spec.py ``settings_for``), ``sat=`` removes one, ``none`` all. Fast tier: the
+(storage/spec_log.py ``settings_for``), ``sat=`` removes one, ``none`` all. Fast tier: the
 warehouse's recorded spec is written as its Delta commit file, no Spark."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reckon.cli import main
-from reckon.config import load_settings
+from app.cli import main
+from app.settings import load_settings
 from reckon.spec import merged_bounds, rules_of, spec_of, unseen_bounds, with_spec
-from spark.spec import settings_for
+from storage.spec_log import settings_for
 
 RECORDED = {"window": "10s", "lateness": "3s", "grace": "0s", "idle_timeout": "1m",
             "max_clock_skew": "5m", "dedup_horizon": "1h", "expected_partitions": [0, 1],
@@ -36,7 +36,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def recorded_warehouse(wh: Path, spec: dict) -> Path:
     """A warehouse whose event_time_spec holds ``spec`` as version 1 (the commit file a
-    stream's first start writes, read by spark.spec without Spark)."""
+    stream's first start writes, read by storage.spec_log without Spark)."""
     log = wh / "event_time_spec" / "_delta_log"
     log.mkdir(parents=True)
     meta = {"reckon_spec": {"spec_version": 1, "spec": spec, "change": "first start",
@@ -94,7 +94,7 @@ def test_an_unknown_reckon_variable_is_refused(capsys, monkeypatch, tmp_path, va
 def test_the_benchmarks_own_variable_is_not_taken_for_a_misspelt_setting(monkeypatch, tmp_path):
     """``python -m bench --only postmortem`` reads RECKON_BENCH_POSTMORTEM_WAREHOUSE and runs
     ``reckon sql`` under it: neither may refuse it as a misspelt setting."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     monkeypatch.setenv("RECKON_BENCH_POSTMORTEM_WAREHOUSE", str(tmp_path))
     assert load_settings(warehouse=str(tmp_path)).warehouse_path == tmp_path

@@ -41,7 +41,7 @@ def test_a_replay_on_a_group_shared_warehouse_writes_group_writable_files(
     started = time.time() - 1
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env["RECKON_SHARED_WAREHOUSE"] = "group"
-    done = subprocess.run([sys.executable, "-m", "reckon.cli", "replay", "--warehouse",
+    done = subprocess.run([sys.executable, "-m", "app.cli", "replay", "--warehouse",
                            str(warehouse), "--date", "2026-01-01"], env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

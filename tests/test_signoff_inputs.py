@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reckon.timeutil import from_micros
 from reports.db.repository import ReportDB
 from tests.accounts import REVIEWER, reckon_as_reviewer

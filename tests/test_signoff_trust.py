@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from reckon.cli import main
-from reckon.config import load_settings
-from reckon.identity import os_principal
+from app.cli import main
+from app.settings import load_settings
 from reports.db.models import SIGNOFF_LOG
 from reports.db.repository import ReportDB
 from reports.records import ReportRecord
@@ -33,6 +32,7 @@ from reports.review import (
     compute_entry_hash,
     read_log,
 )
+from storage.sharing import os_principal
 from tests.accounts import REVIEWER, reckon_as_reviewer
 from tests.signers import enrol_reviewer, key_of
 from tests.test_report_db import DAY, make_run
@@ -159,8 +159,8 @@ def test_a_key_registered_by_someone_other_than_the_administrator_is_not_trusted
         cli_warehouse: Path, capsys) -> None:
     """A signer who writes the database registers a key of their own for bob: the pinned
     administrator key did not sign it, so neither the registration nor bob's entry counts."""
-    from reckon.signing import SigningKey
     from reports.signer_keys import register_key
+    from storage.signing_keys import SigningKey
 
     mallory = SigningKey.generate()
     with _db(cli_warehouse) as db:
@@ -228,7 +228,7 @@ def test_a_revoked_key_signs_nothing_after_its_revocation(cli_warehouse: Path, t
     """A lost key: the administrator revokes it (`reckon keys revoke`); what it signed before
     stands, a new sign-off with it is refused, and an entry it signs afterwards, written
     straight into the database, is named."""
-    from reckon.signing import DEFAULT_KEY_FILE
+    from storage.signing_keys import DEFAULT_KEY_FILE
     from tests.signers import ADMIN
 
     _sign(cli_warehouse, capsys, "rejected")

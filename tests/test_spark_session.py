@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from reckon.config import load_settings
+from app.settings import load_settings
 from reckon.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""The warehouse keeps its event-time spec (reckon.spec, spark.spec).
+"""The warehouse keeps its event-time spec (reckon.spec, storage.spec_log, spark.spec).
 
 Fast tier: which values give way to the warehouse's and which are refused, and what a refusal
 says. Spark tier, through the CLI as a user runs it: a stream with 60 s windows and a 5 s bound,
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
-from reckon.config import load_settings
+from app.cli import main
+from app.settings import load_settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of
 from reckon.timeutil import from_micros
-from spark.spec import recorded_versions
+from storage.spec_log import recorded_versions
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reckon.errors import UsageError
-from reports.query import (
-    check_plan_read_only,
-    check_read_only,
-    rewrite_time_travel,
-    run_query,
-    tokenize,
-)
+from reckon.sql_guard import check_read_only, rewrite_time_travel, tokenize
 from reports.terminal import table_text
+from spark.sql_query import check_plan_read_only, run_query
 
 REFUSED = [
     ("DROP TABLE provisional_totals", 'starts with'),
@@ -255,7 +250,7 @@ def test_a_misspelled_table_is_one_line_from_the_real_cli(spark, warehouse):
     import sys
 
     _write_twice(spark, warehouse)
-    done = subprocess.run([sys.executable, "-m", "reckon.cli", "sql", "--engine", "spark",
+    done = subprocess.run([sys.executable, "-m", "app.cli", "sql", "--engine", "spark",
                            "--warehouse", str(warehouse), "SELECT * FROM provisonal_totals"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2 and done.stdout == ""
@@ -343,7 +338,7 @@ def test_json_output_names_nan_and_infinity_as_strings(spark, warehouse, capsys)
 def _reckon_sql(warehouse: Path, query: str, engine: str = "spark") -> subprocess.Popen[str]:
     """`reckon sql --engine ENGINE` as a user runs it: its own process (on Spark, its own
     JVM)."""
-    return subprocess.Popen([sys.executable, "-m", "reckon.cli", "sql", "--engine", engine,
+    return subprocess.Popen([sys.executable, "-m", "app.cli", "sql", "--engine", engine,
                              "--warehouse", str(warehouse), query], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

@@ -147,7 +147,7 @@ def test_a_running_stream_serves_what_its_progress_rows_record(spark, tmp_path: 
 
 
 def test_a_metrics_port_out_of_range_is_refused_in_one_line():
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from reckon.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"^metrics_port=70000 is not valid: a TCP port "

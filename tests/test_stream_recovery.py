@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reckon.config import load_settings
-from reckon.generate import GeneratorConfig, generate_landing
+from app.generate import GeneratorConfig, generate_landing
+from app.settings import load_settings
 from spark import tables as tb
 from spark.sources import StreamSource
 from spark.stream import run_stream

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.cli import main
 from audits.lateness import LatenessAnalysis, PartitionCurve, render_analysis
 from audits.lateness_file import read_events_file
 from audits.records import AttributionRow
-from reckon.cli import main
 from reckon.errors import UsageError
 from reckon.eventtime import (
     PartitionObservation,

@@ -116,8 +116,8 @@ def test_a_slow_source_gets_its_bound_and_the_others_wait_less_than_under_one_bo
 def test_the_configure_lines_set_the_recommended_bounds_from_a_file_or_flags(tmp_path):
     """What ``reckon lateness --per-source`` says to write, pasted into reckon.toml or given
     as flags, configures exactly the recommended bounds."""
-    from reckon.cli import _settings, build_parser
-    from reckon.config import load_settings
+    from app.cli import _settings, build_parser
+    from app.settings import load_settings
 
     t, a, p, src = bursty_day()
     rec = recommend_per_input(t, a, p, src, W, [0, S, 2 * S, 5 * S, 10 * S, 20 * S], "0.999",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from reckon.cli import main
+from app.cli import main
 from reckon.errors import UsageError
 from reports.db.repository import ReportDB
 from reports.review import (
@@ -733,7 +733,7 @@ def test_reckon_workbench_serves_until_interrupted_as_the_readme_starts_it(db: R
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env["PYTHONPATH"] = str(root)
     server = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from reckon.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
          "workbench", "--warehouse", str(warehouse), "--port", str(port)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # as a shell starts a command in the foreground: Ctrl-C's signal not ignored, even
@@ -907,7 +907,7 @@ def test_a_reviewer_rejects_and_reopens_a_break_with_a_reason_shown_everywhere(
     import csv
     import io
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     monkeypatch.chdir(tmp_path)
     for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
@@ -1222,7 +1222,7 @@ def test_the_material_mark_is_the_runs_own_after_the_setting_changed(
     import csv
     import io
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     monkeypatch.chdir(tmp_path)
     for name in ("RECKON_CONFIG", "RECKON_REPORT_DB_URL", "RECKON_WAREHOUSE"):
@@ -1345,7 +1345,7 @@ def test_reckon_breaks_list_shows_who_has_a_break_and_by_when(tmp_path: Path, mo
     (`--json`: assignee, due_on), as the workbench's list and CSV do."""
     import json
 
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from reports.review import Assignment
 
     monkeypatch.chdir(tmp_path)

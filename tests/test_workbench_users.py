@@ -1,7 +1,7 @@
 """``reckon users add`` as an operator meets it (fast tier, no Spark): the password asked on a
 terminal, piped on standard input (``--password-stdin``, as ``docker login``) or named in the
 environment, and a name that looks like an existing user's refused in one line (the
-reckon.identity rule the four-eyes check uses). Each runs the real CLI: ``reckon.cli.main``,
+reckon.identity rule the four-eyes check uses). Each runs the real CLI: ``app.cli.main``,
 or a child process on a pipe or a pseudo-terminal."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reckon.cli import main
+from app.cli import main
 from reports.db.repository import ReportDB
 from workbench.auth import find_user
 
@@ -30,7 +30,7 @@ def _reckon(args: list[str], **kwargs) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.Popen(
-        [sys.executable, "-c", "import sys; from reckon.cli import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())",
          *args], env=env, **kwargs)
 
 

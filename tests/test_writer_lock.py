@@ -1,4 +1,4 @@
-"""One writer at a time (reckon.writer_lock), between real processes: a second writer is
+"""One writer at a time (storage.writer_lock), between real processes: a second writer is
 refused with the holder named; a killed holder's successor takes over at once; a lock file
 deleted under a live writer stops it before its next write."""
 
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from reckon.errors import ConcurrentWriterError, UsageError
-from reckon.writer_lock import WriterLock
+from storage.writer_lock import WriterLock
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from reckon.writer_lock import WriterLock
+from storage.writer_lock import WriterLock
 with WriterLock.take(Path(sys.argv[1]), "stream", "reckon stream of landing"):
     print("holding", flush=True)
     time.sleep(120)
@@ -53,7 +53,7 @@ def test_a_second_stream_is_refused_naming_source_warehouse_holder_and_what_to_d
         tmp_path, holder):
     """It read "reckon stream of landing refused: reckon stream of landing (pid ...) is
     already writing stream of /tmp/x": "landing" was an internal name, "stream of" the scope."""
-    from reckon.config import load_settings
+    from app.settings import load_settings
     from spark.sources import StreamSource
     from spark.stream import stream_lock
 
@@ -111,7 +111,7 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECKON_")}
     env.update(RECKON_SHUFFLE_PARTITIONS="2", RECKON_SPARK_DRIVER_MEMORY="1g",
                RECKON_MAX_FILES_PER_TRIGGER="1", PYSPARK_PYTHON=sys.executable, TZ="UTC")
-    return subprocess.Popen([sys.executable, "-m", "reckon.cli", *args], env=env, cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "app.cli", *args], env=env, cwd=cwd,
                             start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
 
@@ -135,7 +135,7 @@ def test_a_replay_refused_by_the_running_one_starts_no_spark(tmp_path: Path) -> 
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from reckon.writer_lock import replay_lock
+    from storage.writer_lock import replay_lock
 
     warehouse = tmp_path / "wh"  # a warehouse the CLI accepts: a Delta table, made without Spark
     write_deltalake(str(warehouse / "event_log"), pa.table({"event_id": ["e1"]}))

@@ -37,7 +37,6 @@ from reckon.identity import same_person
 from reckon.materiality import gap_floors, is_material, material_words, run_rule
 from reckon.money import format_amount, money_sum, quantize_to_currency
 from reckon.reconcile import ReconStatus
-from reckon.signing import SigningKey
 from reckon.signoff import REOPENED, four_eyes_refusal, review_words
 from reckon.timeutil import parse_date
 from reports.db.models import REVIEW_STATUSES
@@ -56,6 +55,7 @@ from reports.review import (
     record_export,
 )
 from reports.review_state import review_states
+from storage.signing_keys import SigningKey
 from workbench import queries
 from workbench.auth import (
     LoginThrottle,

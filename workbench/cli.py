@@ -144,7 +144,7 @@ def _trust(settings: Settings) -> LogTrust:
     """The workbench's signing key (the signing_key setting of the account it runs as; none:
     it serves pages but refuses each decision, saying how to make and register one) and what
     verify-log checks."""
-    from reckon.signing import SigningKey, key_file
+    from storage.signing_keys import SigningKey, key_file
 
     path = key_file(settings.signing_key)
     signer = SigningKey.load(path) if path.exists() else None  # none: each action says so

@@ -38,8 +38,6 @@ from audits.records import (
     ExpectationResult,
 )
 from reckon.errors import UsageError, invalid
-from reckon.identity import os_principal
-from reckon.sharing import create_group_writable
 from reports.db.engine import insert_for, make_engine, migrate_engine, note_migrated, write_tx
 from reports.db.executor_writes import insert_break_stories, insert_breaks
 from reports.db.models import (
@@ -55,6 +53,7 @@ from reports.db.models import (
     SIGNOFF_LOG,
 )
 from reports.records import ReportRecord
+from storage.sharing import create_group_writable, os_principal
 
 __all__ = ["ReportDB", "audit_recorder"]
 
@@ -202,7 +201,7 @@ class ReportDB:
     def principal(self) -> str:
         """Who this session acts as: on PostgreSQL the role it logged in as (``session_user``,
         which ``SET ROLE`` does not change; the database's triggers check the same name),
-        elsewhere the OS account (reckon.identity.os_principal). An audit records it as its
+        elsewhere the OS account (storage.sharing.os_principal). An audit records it as its
         reconciler; a sign-off is made by it."""
         engine = self.ready()
         if engine.dialect.name != "postgresql":

@@ -33,7 +33,7 @@ def run_migrations_online() -> None:
     if given is not None:
         _run(given)
         return
-    from reckon.config import load_settings
+    from app.settings import load_settings
 
     engine = make_engine(load_settings().report_db)
     try:

@@ -1,6 +1,6 @@
 """A real Airflow on loopback: scheduler, dag-processor, triggerer and api-server, as users run it.
 
-``reckon.airflow_env.run_dag_for_day`` runs the DAG with ``dag.test``: one process, no
+``app.airflow_env.run_dag_for_day`` runs the DAG with ``dag.test``: one process, no
 scheduler, no executor, no API. That proves the tasks but not the deployment: the scheduler
 queueing the run, the LocalExecutor forking workers, the task processes talking to the
 execution API with a JWT, the triggerer taking deferred sensors, the REST API and its auth.
@@ -19,7 +19,7 @@ This module starts that deployment from the venv, on this machine only:
 
 Example::
 
-    from reckon.airflow_env import logical_date_for_day, settings_env
+    from app.airflow_env import logical_date_for_day, settings_env
     with start_local_airflow(tmp / "airflow", settings_env(settings)) as af:
         run_id = af.trigger("reckon_nightly", logical_date_for_day(day),
                             conf={"lookback_days": 0})
@@ -48,7 +48,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from reckon.airflow_env import DAG_ID, prepare_airflow_home, run_note
+from app.airflow_env import DAG_ID, prepare_airflow_home, run_note
 from reckon.config import PROJECT_ROOT
 from reckon.errors import ReckonError
 
@@ -307,11 +307,11 @@ class LocalAirflow:
         """Trigger a run through ``POST /api/v2/dags/{dag_id}/dagRuns``; returns its run id.
 
         The data interval is inferred from ``logical_date`` by the DAG's timetable, as in the
-        UI (``reckon.airflow_env.logical_date_for_day`` gives the one for a day). ``None``
+        UI (``app.airflow_env.logical_date_for_day`` gives the one for a day). ``None``
         makes a run without logical date or data interval, as the UI's form does (the nightly
         DAG then processes its ``day``, else the last complete day).
         A run whose ``conf`` names a ``day`` gets the note ``day <day>`` (or ``note``), which
-        the UI's grid and run page show (``reckon.airflow_env.run_note``; a run triggered
+        the UI's grid and run page show (``app.airflow_env.run_note``; a run triggered
         without one, from the UI's form, gets it from the plugin ``plugins/reckon_run_notes.py``).
         Example: ``af.trigger("reckon_nightly", datetime(2026, 1, 2, tzinfo=UTC))``.
         """

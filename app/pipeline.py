@@ -4,7 +4,7 @@ nothing else, so a step behaves the same from a terminal, a backfill or the sche
 Each step takes the settings and a UTC day, does its Spark work inside one call, and returns
 a small frozen result whose ``to_dict()`` is JSON-safe (what an Airflow task passes on:
 dates, ids and table versions, never data); its ``detail`` is the engine's typed result, which
-the CLI prints from (reckon.commands). Every step is idempotent per day. ``stream`` is the one
+the CLI prints from (app.commands). Every step is idempotent per day. ``stream`` is the one
 step no DAG runs: ``reckon stream``'s aggregator, until drained or stopped.
 
 Example: ``run_replay(settings, date(2026, 1, 1)).summary["windows"]``.
@@ -135,7 +135,7 @@ def _spark_for_day(settings: Settings, app: str, day: date) -> Iterator[Any]:
 def _with_spec(settings: Settings, step: str) -> Settings:
     """The settings with the warehouse's event-time spec (reckon.spec): a nightly step never
     windows a day differently from the stream that wrote it."""
-    from spark.spec import settings_for
+    from storage.spec_log import settings_for
 
     return settings_for(settings, step)
 
@@ -241,8 +241,8 @@ def run_replay(settings: Settings, day: date, *,
     """Canonical totals for ``day`` from the full event log (replaceWhere of that day only);
     ``from_kafka``: from the Kafka topic, earliest to latest, instead (``reckon replay
     --kafka``)."""
-    from reckon.writer_lock import replay_lock
     from spark.replay import replay_day
+    from storage.writer_lock import replay_lock
 
     settings = _with_spec(settings, "replay")
     # the lock first: a replay another one already runs, or a mistyped warehouse, is one
@@ -454,11 +454,15 @@ def task_retries(env: Mapping[str, str]) -> int:
 def run_report(settings: Settings, day: date,
                out: str | None = None) -> StepResult[ReportResult]:
     """Render the day's report (HTML, PDF, CSV) and record its SHA-256 in the report DB.
-    Starts no Spark: the report reads small aggregates through DuckDB (reports/context.py)."""
+    Starts no Spark: the report reads small aggregates through DuckDB (reports/context.py). A
+    warehouse of an earlier layout (totals that added currencies) is refused, not shown: each
+    table's schema is read from its Delta log (no JVM)."""
     from reports.db.repository import ReportDB
     from reports.render import render_day
+    from spark import tables as tb
 
     settings = _with_spec(settings, "report")
+    tb.require_logged_layout(settings.warehouse_path, tb.TABLES)
     with ReportDB.from_settings(settings) as db:  # said before any table is read
         if db.current_audit_run(day) is None:
             raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "
@@ -484,8 +488,8 @@ def stream(settings: Settings, source: StreamSource, *, trigger: str | None = No
     on_start=lambda s: print_progress)``.
     """
     from spark.sources import kafka_partitions
-    from spark.spec import settings_for
     from spark.stream import run_stream, stream_lock
+    from storage.spec_log import settings_for
 
     # a disagreeing value, or a change that would be refused, is refused before Spark starts
     changed = settings_for(settings, "stream", change=change_spec)

@@ -1,7 +1,7 @@
 """``reckon generate`` and ``reckon demo``: sample data, and the whole flow run on it.
 
-``cmd_generate`` turns the flags into a ``reckon.generate.GeneratorConfig`` and writes a landing
-directory (``reckon.generate.generate_landing``); ``cmd_demo`` runs ``reckon.demo.run_demo``
+``cmd_generate`` turns the flags into a ``app.generate.GeneratorConfig`` and writes a landing
+directory (``app.generate.generate_landing``); ``cmd_demo`` runs ``app.demo.run_demo``
 (generate, stream, the nightly DAG on a local Airflow, the summary read back) and prints the
 summary. Neither imports Spark until it runs; ``generate`` never does. Example::
 
@@ -16,8 +16,8 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+from app.generate import DEFAULT_CURRENCIES, GeneratorConfig, generate_landing
 from reckon.config import Settings
-from reckon.generate import DEFAULT_CURRENCIES, GeneratorConfig, generate_landing
 from reckon.money import format_money
 
 __all__ = ["cmd_demo", "cmd_generate"]
@@ -59,7 +59,7 @@ def cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon demo [--warehouse WH] [--events N] [--out DIR]``: the whole flow, its summary
     printed and kept as JSON beside the report; exit 1 when a break is left unexplained."""
-    from reckon.demo import run_demo, save_summary
+    from app.demo import run_demo, save_summary
 
     summary = run_demo(settings, events=args.events, out=args.out)
     print(summary.render())

@@ -27,7 +27,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from reckon.config import PROJECT_ROOT, RENAMED, Settings, load_settings
+from app.settings import load_settings
+from reckon.config import PROJECT_ROOT, RENAMED, Settings
 from reckon.errors import ReckonError, invalid
 
 __all__ = ["DAG_ID", "DagRunOutcome", "logical_date_for_day", "prepare_airflow_home",
@@ -174,7 +175,7 @@ class DagRunOutcome:
 def logical_date_for_day(day: date) -> datetime:
     """The logical date of the nightly run that processes UTC ``day``: its midnight, as for the
     scheduled run of the interval ``[day, day + 1)``, a backfill of ``day`` and
-    ``airflow dags trigger --logical-date day`` (``reckon.pipeline.nightly_days``)."""
+    ``airflow dags trigger --logical-date day`` (``app.pipeline.nightly_days``)."""
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 

@@ -1,12 +1,12 @@
 """``reckon demo``: the whole flow on the embedded defaults, from raw events to a signed-off-ready
 report, in a few minutes on a laptop.
 
-1. generate a landing directory for one UTC day D (reckon.generate: 4 partitions, a slow one,
+1. generate a landing directory for one UTC day D (app.generate: 4 partitions, a slow one,
    an idle one, heavy-tailed delays, duplicates, malformed lines, future-dated events);
 2. stream it (spark.stream.run_stream, available-now, default window/lateness/grace, the
    manifest's partitions as the expected ones): provisional totals, late side output,
    quarantine, watermark progress;
-3. run the nightly DAG on a real Airflow (reckon.airflow_local: scheduler, dag-processor,
+3. run the nightly DAG on a real Airflow (app.airflow_local: scheduler, dag-processor,
    triggerer and api-server on loopback, LocalExecutor, Airflow's default settings): D is
    yesterday, the last complete UTC day, so unpausing the DAG makes the scheduler start D's
    run by itself, as on the first night of a deployment; with the default lookback it also
@@ -47,12 +47,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from app.generate import GeneratorConfig, GeneratorManifest, generate_landing
 from reckon.config import Settings
 from reckon.errors import ReckonError, UsageError, invalid
-from reckon.generate import GeneratorConfig, GeneratorManifest, generate_landing
-from reckon.landing import MANIFEST_NAME
 from reckon.money import format_money, quantize_to_currency
 from reckon.timeutil import MICROS_PER_SECOND, day_bounds, format_duration, format_micros
+from storage.landing import MANIFEST_NAME
 
 __all__ = ["DEMO_DAY", "CurrencyFigures", "DemoSummary", "demo_generator_config",
            "last_complete_day", "read_summary", "run_demo", "save_summary"]
@@ -424,8 +424,8 @@ def _nightly_on_airflow(settings: Settings, day: date, out: str | None,
     with the failed tasks' log tails when it does not succeed."""
     import shutil
 
-    from reckon.airflow_env import DAG_ID, logical_date_for_day, settings_env
-    from reckon.airflow_local import start_local_airflow
+    from app.airflow_env import DAG_ID, logical_date_for_day, settings_env
+    from app.airflow_local import start_local_airflow
 
     home = settings.warehouse_path / "_airflow"
     shutil.rmtree(home, ignore_errors=True)  # a new deployment: the scheduler starts D's run

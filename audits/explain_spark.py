@@ -22,7 +22,7 @@ ones) it reads, with small filtered Spark queries only:
 - the canonical total and the reconciliation status, when the replay and audit have run.
 
 The rules are the ones the stream ran with, the warehouse's recorded spec with its bounds per
-input (``spark.spec.rules_in_force``), so the story matches what happened even when today's
+input (``storage.spec_log.rules_in_force``), so the story matches what happened even when today's
 configuration differs.
 
 Money is per currency (docs/decisions/0001-money-per-currency.md): a window of a key holds one
@@ -36,9 +36,9 @@ one story builder, ``audits.chapters.chapter_of``, tells it. The audit records t
 builder's story of every break for the workbench (audits/stories.py), so the two agree.
 """
 
+
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,56 +52,12 @@ from audits.chapters import (
     history_of,
     watermarks_before_of,
 )
+from audits.window_story import WindowStory, no_events_error, untold
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
-from reckon.timeutil import format_micros, from_micros
+from reckon.timeutil import from_micros
 
-__all__ = ["WindowStory", "explain_window", "no_events_error"]
-
-
-@dataclass(frozen=True)
-class WindowStory:
-    key: str
-    instant: int
-    rules: dict[str, Any]
-    chapters: tuple[WindowChapter, ...]      # per window, then per currency
-    currency: str | None = None              # the --currency it was narrowed to
-
-    @property
-    def lines(self) -> tuple[str, ...]:
-        out: list[str] = []
-        for i, ch in enumerate(self.chapters):
-            if i:
-                out.append("")
-            out.extend(ch.lines)
-        return tuple(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: Decimal as text, times as ISO-8601 ``Z``."""
-        from reports.terminal import json_safe
-
-        def times(d: dict[str, Any]) -> Any:
-            return {k: (format_micros(v) if k in _TIME_FIELDS and isinstance(v, int) else
-                        times(v) if isinstance(v, dict) else
-                        [times(x) if isinstance(x, dict) else x for x in v]
-                        if isinstance(v, list) else v)
-                    for k, v in d.items()}
-
-        raw: dict[str, Any] = {"key": self.key, "currency": self.currency,
-                               "instant": self.instant, "rules": self.rules,
-                               "windows": [asdict(ch) for ch in self.chapters],
-                               "lines": list(self.lines)}
-        for ch in raw["windows"]:
-            ch["lines"] = list(ch["lines"])
-        return json_safe(times(raw))  # type: ignore[no-any-return]
-
-
-_TIME_FIELDS = {"instant", "window_start", "window_end", "event_time", "arrival_time",
-                "watermark", "processed_at", "closed_at", "watermark_at_close",
-                "finalized_at"}
-
-
-# ----------------------------------------------------------------------------- reading
+__all__ = ["explain_window"]
 
 
 def _ts(micros: int) -> Any:
@@ -312,10 +268,10 @@ def explain_window(spark: Any, wh: Path, configured: EventTimeRules, key: str, i
     """The story of every window containing ``instant`` (microseconds) for ``key``: one
     chapter per (window, currency), or only ``currency``'s when given. Told by the rules the
     stream ran with, bounds per input included, ``configured`` when it recorded none
-    (``spark.spec.rules_in_force``),
+    (``storage.spec_log.rules_in_force``),
     e.g. ``explain_window(spark, wh, settings.event_time_rules(), "merchant-x", t)``."""
     from spark import tables as tb
-    from spark.spec import rules_in_force
+    from storage.spec_log import rules_in_force
 
     if not tb.table_exists(wh, tb.EVENT_LOG):
         raise UsageError(f"--warehouse={str(wh)!r} is not valid: it has no event_log table "
@@ -323,15 +279,9 @@ def explain_window(spark: Any, wh: Path, configured: EventTimeRules, key: str, i
     rules = rules_in_force(wh, configured)
     chapters = [ch for window in rules.windows.assign(instant)
                 for ch in _chapters(spark, wh, key, window.start, window.end, rules, currency)]
-    if all(_untold(ch) for ch in chapters):
+    if all(untold(ch) for ch in chapters):
         _refuse_unknown_key(spark, wh, key, instant, currency)
     return WindowStory(key, instant, rules.to_config(), tuple(chapters), currency)
-
-
-def _untold(ch: WindowChapter) -> bool:
-    """Nothing at all to tell: no event, quarantined line, row or history."""
-    return not (ch.events or ch.quarantined or ch.history or ch.provisional or ch.canonical
-                or ch.reconciliation)
 
 
 def _refuse_unknown_key(spark: Any, wh: Path, key: str, instant: int,
@@ -352,16 +302,3 @@ def _refuse_unknown_key(spark: Any, wh: Path, key: str, instant: int,
         raise no_events_error(key, instant, currency)
 
 
-def no_events_error(key: str, instant: int, currency: str | None) -> UsageError:
-    """The one line for a key (or currency) without a single event on the window's day,
-    the same on both engines (reports/explain_duck.py).
-
-    >>> str(no_events_error("m-x", 0, None)).split(":")[0]
-    "--key='m-x' has no events on 1970-01-01 (the day of --window)"
-    """
-    day = from_micros(instant).date()
-    what = f"--key={key!r}" + (f" in {currency}" if currency else "")
-    return UsageError(f"{what} has no events on {day} (the day of --window): check the key "
-                      "(keys are case-sensitive), the currency and the day, e.g. with "
-                      "`reckon sql \"SELECT DISTINCT key FROM event_log WHERE event_date = "
-                      f"'{day}'\"`")

@@ -1,8 +1,8 @@
 """The ``reckon`` command line: every command, its flags and the handler it runs.
 
-``build_parser`` builds the argparse parser that ``reckon.cli.main`` parses with. Each command
+``build_parser`` builds the argparse parser that ``app.cli.main`` parses with. Each command
 is one ``_*_parser`` function (its flags, in ``--help`` order), and names its handler in
-reckon/commands as a ``"module:function"`` string (``_lazy``): nothing of a command is imported
+app/commands as a ``"module:function"`` string (``_lazy``): nothing of a command is imported
 until it runs, so ``reckon --help`` is fast and starts no JVM. ``COMMANDS`` maps each command
 to its handler once the parser is built.
 
@@ -36,7 +36,7 @@ def _version() -> str:
 
 
 def _lazy(target: str) -> Handler:
-    """A handler of reckon.commands (``module:function``), imported only when run, so
+    """A handler of app.commands (``module:function``), imported only when run, so
     `reckon --help` stays fast and imports no Spark."""
 
     def handler(args: argparse.Namespace, settings: Settings) -> int:
@@ -138,7 +138,7 @@ def _generate_parser(sub: Any) -> None:
     LINES_PER_FILE] [--currencies CURRENCIES] [--no-idle-partition]
     [--no-slow-partition] [--json]``
     """
-    p = _add(sub, "generate", _lazy("reckon.commands.sample:cmd_generate"),
+    p = _add(sub, "generate", _lazy("app.commands.sample:cmd_generate"),
              "write a landing directory of NDJSON events in arrival order, with realistic faults")
     p.add_argument("--out", required=True, help="folder to write (must not hold event files)")
     p.add_argument("--events", type=int, default=100_000, help="unique events (default 100000)")
@@ -183,7 +183,7 @@ def _stream_parser(sub: Any) -> None:
     [--max-files-per-trigger N] [--partitions P,P,...] [--available-now | --trigger TRIGGER]
     [--change-spec]``
     """
-    p = _add(sub, "stream", _lazy("reckon.commands.stream:cmd_stream"),
+    p = _add(sub, "stream", _lazy("app.commands.stream:cmd_stream"),
              "run the streaming aggregator: provisional totals, late events, watermark progress")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--landing", help="landing directory of event files (*.ndjson, *.jsonl, "
@@ -216,7 +216,7 @@ def _replay_parser(sub: Any) -> None:
     ``reckon replay [--warehouse WAREHOUSE] [--kafka HOST:PORT] [--topic KAFKA_TOPIC]
     [--json] [--date DATE] [--from DATE] [--to DATE]``
     """
-    p = _add(sub, "replay", _lazy("reckon.commands.nightly:cmd_replay"),
+    p = _add(sub, "replay", _lazy("app.commands.nightly:cmd_replay"),
              "recompute canonical totals for a day (or a range) from the full event log")
     _warehouse(p)
     p.add_argument("--kafka", dest="kafka_bootstrap", metavar="HOST:PORT",
@@ -235,7 +235,7 @@ def _compact_parser(sub: Any) -> None:
     ``reckon compact [--warehouse WAREHOUSE] [--json] [--date DATE] [--from DATE] [--to
     DATE]``
     """
-    p = _add(sub, "compact", _lazy("reckon.commands.nightly:cmd_compact"),
+    p = _add(sub, "compact", _lazy("app.commands.nightly:cmd_compact"),
              "rewrite a closed day's small files of the stream tables into a few large ones "
              "(Delta OPTIMIZE of that day's partitions; the nightly DAG runs it before the "
              "replay)")
@@ -252,7 +252,7 @@ def _vacuum_parser(sub: Any) -> None:
 
     ``reckon vacuum [--warehouse WAREHOUSE] [--retain RETAIN] [--dry-run] [--json]``
     """
-    p = _add(sub, "vacuum", _lazy("reckon.commands.nightly:cmd_vacuum"),
+    p = _add(sub, "vacuum", _lazy("app.commands.nightly:cmd_vacuum"),
              "delete the data files no table version within the retention uses (Delta "
              "VACUUM of every reckon table; older versions stop being readable)")
     _warehouse(p)
@@ -269,7 +269,7 @@ def _audit_parser(sub: Any) -> None:
     ``reckon audit [--warehouse WAREHOUSE] --date DATE [--tolerance-abs TOLERANCE_ABS]
     [--tolerance-rel TOLERANCE_REL] [--kind KIND] [--json]``
     """
-    p = _add(sub, "audit", _lazy("reckon.commands.nightly:cmd_audit"),
+    p = _add(sub, "audit", _lazy("app.commands.nightly:cmd_audit"),
              "reconcile provisional against canonical totals for a day")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
@@ -286,7 +286,7 @@ def _check_parser(sub: Any) -> None:
 
     ``reckon check [--warehouse WAREHOUSE] --date DATE [--json]``
     """
-    p = _add(sub, "check", _lazy("reckon.commands.nightly:cmd_check"),
+    p = _add(sub, "check", _lazy("app.commands.nightly:cmd_check"),
              "run the data-quality suites (Great Expectations) for a day")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC)")
@@ -299,7 +299,7 @@ def _breaks_parser(sub: Any) -> None:
     ``reckon breaks [--warehouse WAREHOUSE] [--date DATE] [--status STATUS]
     [--currency CURRENCY] [--key KEY] [--min-gap AMOUNT] [--json] {list}``
     """
-    p = _add(sub, "breaks", _lazy("reckon.commands.review:cmd_breaks"),
+    p = _add(sub, "breaks", _lazy("app.commands.review:cmd_breaks"),
              "list reconciliation breaks with their review status and age")
     p.add_argument("action", choices=["list"], help="what to do (list)")
     _warehouse(p)
@@ -321,7 +321,7 @@ def _signoff_parser(sub: Any) -> None:
     ``reckon signoff [--warehouse WAREHOUSE] --run RUN [--by BY] --note NOTE [--decision
     {approved,rejected,accepted,resolved,reopened}] [--json]``
     """
-    p = _add(sub, "signoff", _lazy("reckon.commands.review:cmd_signoff"),
+    p = _add(sub, "signoff", _lazy("app.commands.review:cmd_signoff"),
              "record a review decision on an audit run in the hash-chained sign-off log")
     _warehouse(p)
     p.add_argument("--run", required=True, help="audit run id")
@@ -341,7 +341,7 @@ def _verify_log_parser(sub: Any) -> None:
 
     ``reckon verify-log [--warehouse WAREHOUSE] [--expect-head HASH] [--json]``
     """
-    p = _add(sub, "verify-log", _lazy("reckon.commands.review:cmd_verify_log"),
+    p = _add(sub, "verify-log", _lazy("app.commands.review:cmd_verify_log"),
              "check the sign-off log: its hash chain, each signer's signature, the breaks "
              "and report each entry signed, and the head published outside the warehouse")
     _warehouse(p)
@@ -358,7 +358,7 @@ def _keys_parser(sub: Any) -> None:
     NAME --public-key KEY [--scope {self,workbench}]``; ``reckon keys revoke KEY_ID``;
     ``reckon keys list``
     """
-    p = _add(sub, "keys", _lazy("reckon.commands.keys:cmd_keys"),
+    p = _add(sub, "keys", _lazy("app.commands.keys:cmd_keys"),
              "signing keys: make yours (init), register a signer's public key or revoke a "
              "lost one (register, revoke: the administrator), list the registered keys (list)")
     p.add_argument("action", choices=["init", "register", "revoke", "list"],
@@ -379,7 +379,7 @@ def _report_parser(sub: Any) -> None:
 
     ``reckon report [--warehouse WAREHOUSE] --date DATE --out OUT [--json]``
     """
-    p = _add(sub, "report", _lazy("reckon.commands.nightly:cmd_report"),
+    p = _add(sub, "report", _lazy("app.commands.nightly:cmd_report"),
              "render the day's reconciliation report (HTML, PDF, CSV)")
     _warehouse(p)
     p.add_argument("--date", required=True, help="YYYY-MM-DD (UTC), a day with an audit run")
@@ -393,7 +393,7 @@ def _sql_parser(sub: Any) -> None:
     ``reckon sql [--warehouse WAREHOUSE] [--engine {duckdb,spark}] [--json] [--limit LIMIT]
     query``
     """
-    p = _add(sub, "sql", _lazy("reckon.commands.investigate:cmd_sql"),
+    p = _add(sub, "sql", _lazy("app.commands.investigate:cmd_sql"),
              "run a read-only SQL query over the warehouse tables")
     _warehouse(p)
     p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
@@ -410,7 +410,7 @@ def _explain_parser(sub: Any) -> None:
     ``reckon explain [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --key KEY --window TIME
     [--currency CURRENCY] [--json]``
     """
-    p = _add(sub, "explain", _lazy("reckon.commands.investigate:cmd_explain"),
+    p = _add(sub, "explain", _lazy("app.commands.investigate:cmd_explain"),
              "tell the story of one window and key, per currency: every event and what "
              "became of it")
     _warehouse(p)
@@ -431,7 +431,7 @@ def _lateness_curve_parser(sub: Any) -> None:
 
     ``reckon lateness-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
     """
-    p = _add(sub, "lateness-curve", _lazy("reckon.commands.investigate:cmd_lateness_curve"),
+    p = _add(sub, "lateness-curve", _lazy("app.commands.investigate:cmd_lateness_curve"),
              "what-if analysis: completeness and emit latency for candidate watermark bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True, metavar="DURATION", help="window width, e.g. 10s")
@@ -445,7 +445,7 @@ def _lateness_parser(sub: Any) -> None:
     ``reckon lateness [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
     BOUNDS] [--target TARGET] [--per-source] [--json]``
     """
-    p = _add(sub, "lateness", _lazy("reckon.commands.investigate:cmd_lateness_warehouse"),
+    p = _add(sub, "lateness", _lazy("app.commands.investigate:cmd_lateness_warehouse"),
              "lateness analysis of the warehouse's event log for a day: completeness per "
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
              "partition, who is late")
@@ -467,7 +467,7 @@ def _demo_parser(sub: Any) -> None:
 
     ``reckon demo [--warehouse WAREHOUSE] [--events EVENTS] [--out OUT]``
     """
-    p = _add(sub, "demo", _lazy("reckon.commands.sample:cmd_demo"),
+    p = _add(sub, "demo", _lazy("app.commands.sample:cmd_demo"),
              "run the whole flow end to end on the embedded defaults")
     _warehouse(p)
     p.add_argument("--events", type=int, default=120_000,

@@ -1,7 +1,7 @@
-"""spark-submit entry point of the nightly replay: the same ``reckon.pipeline.run_replay`` the
+"""spark-submit entry point of the nightly replay: the same ``app.pipeline.run_replay`` the
 CLI and the in-process DAG task call, for every day of ``[D - lookback_days, D]``.
 
-    spark-submit --jars <delta jars> reckon/submit_replay.py --date D [--lookback-days N]
+    spark-submit --jars <delta jars> app/submit_replay.py --date D [--lookback-days N]
 
 Settings come from the environment (RECKON_*), as everywhere. Prints one JSON line per day.
 An entry point like the ``reckon`` command, so it lives in the app layer beside it.
@@ -26,9 +26,9 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from reckon.config import load_settings
+    from app.pipeline import run_replay
+    from app.settings import load_settings
     from reckon.errors import ReckonError, invalid
-    from reckon.pipeline import run_replay
     from reckon.timeutil import parse_date
 
     parser = argparse.ArgumentParser(prog="submit_replay.py", description=__doc__)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spark.commits import table_exists
+from storage.commits import table_exists
 
 __all__ = ["CANONICAL_TOTALS", "EVENT_LOG", "EVENT_TIME_SPEC", "LATE_EVENTS",
            "PROVISIONAL_DELTAS", "PROVISIONAL_TOTALS", "QUARANTINE", "RECONCILIATION",

@@ -1,6 +1,6 @@
 """``reckon compact | replay | audit | check | report | vacuum``: the nightly steps, by hand.
 
-Each calls the ``reckon.pipeline`` step the nightly (or weekly VACUUM) DAG calls, so a step
+Each calls the ``app.pipeline`` step the nightly (or weekly VACUUM) DAG calls, so a step
 run from a terminal, a backfill or the scheduler does the same; here the result is printed
 for a person (or as JSON with ``--json``). Example: ``reckon compact --from 2026-01-01 --to
 2026-01-03`` calls ``pipeline.run_compact`` for each of the three days, oldest first.
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from reckon import pipeline
+from app import pipeline
 from reckon.config import Settings
 from reckon.money import format_money
 from reckon.timeutil import days_from_flags, format_micros, parse_date

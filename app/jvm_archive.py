@@ -1,10 +1,10 @@
 """Training the driver JVM's class-data archive (spark/class_archive.py says why): ``make
-setup`` runs ``python -m reckon.jvm_archive build``, which trains it in a child process unless
+setup`` runs ``python -m app.jvm_archive build``, which trains it in a child process unless
 it is current.
 
 Example::
 
-    python -m reckon.jvm_archive build   # [setup] the JVM class archive is current
+    python -m app.jvm_archive build   # [setup] the JVM class archive is current
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def build_archive(settings: Settings, *, say: Callable[[str], None] = print) -> 
         env = {**os.environ, "SPARK_SUBMIT_OPTS": " ".join(
             [os.environ.get("SPARK_SUBMIT_OPTS", ""), f"-XX:ArchiveClassesAtExit={dumped}",
              *QUIET_CDS]).strip(), "RECKON_SPARK_CLASS_ARCHIVE": "false"}
-        done = subprocess.run([sys.executable, "-m", "reckon.jvm_archive", "train", work],
+        done = subprocess.run([sys.executable, "-m", "app.jvm_archive", "train", work],
                               env=env, cwd=PROJECT_ROOT, capture_output=True, text=True,
                               check=False)
         if done.returncode != 0 or not dumped.is_file():
@@ -53,10 +53,10 @@ def build_archive(settings: Settings, *, say: Callable[[str], None] = print) -> 
 def _train(work: Path) -> None:
     """One JVM through what reckon's commands do: a small stream, then a day's compaction,
     replay, audit, check and report; the JVM dumps what it loaded when it exits."""
-    from reckon import pipeline
-    from reckon.config import load_settings
-    from reckon.demo import DEMO_DAY, demo_generator_config
-    from reckon.generate import generate_landing
+    from app import pipeline
+    from app.demo import DEMO_DAY, demo_generator_config
+    from app.generate import generate_landing
+    from app.settings import load_settings
     from spark.sources import StreamSource
 
     manifest = generate_landing(work / "landing", demo_generator_config(1_000))
@@ -85,13 +85,13 @@ def main(argv: list[str]) -> int:
         _train(Path(argv[1]))
         return 0
     if argv == ["build"]:
-        from reckon.config import load_settings
+        from app.settings import load_settings
 
         jars = {"jars_dir": os.environ["RECKON_JARS_DIR"]} if "RECKON_JARS_DIR" in os.environ \
             else {}
         build_archive(load_settings(env={}, **jars), say=lambda line: print(f"[setup] {line}"))
         return 0
-    print("usage: python -m reckon.jvm_archive build", file=sys.stderr)
+    print("usage: python -m app.jvm_archive build", file=sys.stderr)
     return 2
 
 

@@ -21,7 +21,6 @@ from reckon.config import Settings
 from reckon.errors import invalid
 from reckon.materiality import is_material, material_words, run_rule
 from reckon.money import format_amount, quantize_to_currency
-from reckon.signing import SigningKey, key_file
 from reckon.signoff import review_words
 from reckon.timeutil import parse_date
 from reports.approval_record import APPROVAL_HTML, APPROVAL_JSON, approval_record
@@ -29,6 +28,7 @@ from reports.db.models import REVIEW_STATUSES
 from reports.db.repository import ReportDB
 from reports.review import published_head, read_log, sign_off, verify_log
 from reports.review_state import review_states
+from storage.signing_keys import SigningKey, key_file
 
 __all__ = ["cmd_breaks", "cmd_signoff", "cmd_verify_log"]
 
@@ -96,7 +96,7 @@ def _min_gap(text: str | None) -> Decimal | None:
 def cmd_breaks(args: argparse.Namespace, settings: Settings) -> int:
     """``reckon breaks list [--date D] [--status S] [--currency C] [--key K] [--min-gap G]
     [--json]``: breaks of the current runs."""
-    from reckon.commands.investigate import _currency_arg
+    from app.commands.investigate import _currency_arg
 
     if args.action != "list":
         raise invalid("action", args.action, "list")

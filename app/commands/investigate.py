@@ -2,8 +2,8 @@
 
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
 Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
-``reports.query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
-(or ``reports.explain.explain_window`` on ``--engine spark``), ``reports.lateness_duck`` (the
+``spark.sql_query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
+(or ``audits.explain_spark.explain_window`` on ``--engine spark``), ``reports.lateness_duck`` (the
 curves and their analysis; ``audits.lateness`` on ``--engine spark``). What it
 prints is made here or by the engine's ``render_*``. Example::
 
@@ -39,8 +39,8 @@ def _require_warehouse_dir(settings: Settings) -> None:
 
 def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
     """`reckon sql --warehouse WH [--engine duckdb|spark] [--json] [--limit N] "SELECT ..."`.
-    DuckDB (reports.duck) by default: no JVM; Spark (reports.query) on ``--engine spark``."""
-    from reports.query import QueryResult, check_read_only
+    DuckDB (reports.duck) by default: no JVM; Spark (spark.sql_query) on ``--engine spark``."""
+    from reckon.sql_guard import QueryResult, check_read_only
     from reports.terminal import print_json, print_table
 
     check_read_only(args.query)  # refuse before starting anything
@@ -54,8 +54,8 @@ def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
                                                          "sql_timeout") / 1e6,
                                 max_rows=settings.sql_max_rows)
     else:
-        from reports.query import run_query
         from spark.session import get_spark
+        from spark.sql_query import run_query
 
         spark = get_spark(settings, app_name="reckon-sql")
         result = run_query(spark, settings.warehouse_path, args.query, args.limit)
@@ -87,8 +87,8 @@ def _currency_arg(text: str | None) -> str | None:
 def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
     """`reckon explain --warehouse WH [--engine duckdb|spark] --key K --window T [--currency C]
     [--json]`. DuckDB (reports.explain_duck) by default: the window's rows without a JVM;
-    Spark (reports.explain) on ``--engine spark``. Both tell it with audits.chapters."""
-    from reports.explain import WindowStory
+    Spark (audits.explain_spark) on ``--engine spark``. Both tell it with audits.chapters."""
+    from audits.window_story import WindowStory
     from reports.terminal import print_json
 
     instant = parse_timestamp(args.window_at, "--window")
@@ -106,7 +106,7 @@ def cmd_explain(args: argparse.Namespace, settings: Settings) -> int:
         story = explain_window_duck(wh, settings.event_time_rules(), args.key, instant,
                                     currency)
     else:
-        from reports.explain import explain_window
+        from audits.explain_spark import explain_window
         from spark.session import get_spark
 
         spark = get_spark(settings, app_name="reckon-explain")

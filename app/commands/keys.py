@@ -16,7 +16,7 @@ import argparse
 
 from reckon.config import Settings
 from reckon.errors import UsageError, invalid
-from reckon.signing import SigningKey, key_file
+from storage.signing_keys import SigningKey, key_file
 
 __all__ = ["cmd_keys"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reckon.errors import UsageError
-from reckon.landing import SYMLINK_REASON, entry_reason, special_reason
+from storage.landing import SYMLINK_REASON, entry_reason, special_reason
 
 __all__ = ["ADMISSION_POLL_SECONDS", "Admission", "LandedFile", "LandingAdmitter",
            "admission_plan"]

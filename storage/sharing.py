@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 from pathlib import Path
 
-__all__ = ["create_group_writable", "share_process"]
+__all__ = ["create_group_writable", "os_principal", "share_process"]
 
 
 def share_process(mode: str) -> None:
@@ -47,3 +48,14 @@ def create_group_writable(path: Path, mode: str) -> None:
         return
     with contextlib.closing(os.fdopen(fd, "wb")):
         os.fchmod(fd, os.fstat(fd).st_mode | 0o060)  # whatever this process's umask says
+
+
+def os_principal() -> str:
+    """The account this process runs as, from the operating system (its effective uid), not
+    from an environment variable anyone can set (``USER``, ``LOGNAME``): who an audit
+    records as its reconciler and who a sign-off is made by."""
+    uid = os.geteuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:  # an account without a passwd entry (a container's arbitrary uid)
+        return f"uid {uid}"

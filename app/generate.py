@@ -37,9 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from reckon.errors import UsageError
-from reckon.landing import MANIFEST_NAME
 from reckon.money import currency_problem, minor_unit
 from reckon.timeutil import MICROS_PER_SECOND, parse_duration, parse_timestamp
+from storage.landing import MANIFEST_NAME
 
 __all__ = ["CURRENCIES_PER_MERCHANT", "DEFAULT_CURRENCIES", "MALFORMED_KINDS", "MIX_SCALE",
            "UNITS_PER_USD", "GeneratorConfig", "GeneratorManifest", "amount_text",

@@ -1,7 +1,7 @@
 """``reckon stream``: the streaming aggregator on a landing directory or a Kafka topic.
 
 The handler turns the flags into a ``StreamSource`` and the expected partitions, then calls
-``reckon.pipeline.stream``; what it prints (the expected partitions, the rules it runs with,
+``app.pipeline.stream``; what it prints (the expected partitions, the rules it runs with,
 each batch, files the stream will not read) goes to stderr, as progress. Example::
 
     reckon stream --landing landing --warehouse wh --available-now
@@ -15,11 +15,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from reckon import pipeline
+from app import pipeline
 from reckon.config import Settings
-from reckon.landing import MANIFEST_NAME, LandingSurvey, describe_unread, survey
 from spark.batch_metrics import BatchMetrics, print_progress
 from spark.sources import StreamSource
+from storage.landing import MANIFEST_NAME, LandingSurvey, describe_unread, survey
 
 __all__ = ["cmd_stream"]
 
@@ -67,7 +67,7 @@ def _partitions_from_manifest(landing: Path, settings: Settings) -> Settings:
 
 def _reporting_unread_files(folder: str, seen: LandingSurvey) -> Callable[[BatchMetrics], None]:
     """print_progress, then any file that appeared in the landing dir since the last look and
-    will not be read (reckon.landing): a long-running stream names each one once."""
+    will not be read (storage.landing): a long-running stream names each one once."""
     reported = {name for name, _ in seen.unread}
 
     def on_batch(m: BatchMetrics) -> None:

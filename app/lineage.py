@@ -68,7 +68,7 @@ def step_lineage(warehouse: Path, step: str, summaries: Sequence[Mapping[str, An
     >>> step_lineage(Path("/wh"), "replay", [{"event_log_version": 7}])["inputs"]
     [{'namespace': 'file', 'name': '/wh/event_log', 'version': 7}]
     """
-    from spark.commits import current_version
+    from storage.commits import current_version
 
     reads, writes = STEP_TABLES.get(step, ((), ()))
     seen: dict[str, int] = {}

@@ -1,9 +1,9 @@
 """The ``reckon`` console script. Every command has --help; heavy imports happen inside commands.
 
-``main`` runs a command in named steps: parse the command line (``reckon.cli_parser``, every
+``main`` runs a command in named steps: parse the command line (``app.cli_parser``, every
 command and its flags), settle the settings (flags over config, deprecated flag names moved
 onto their clear ones), refuse a read of a warehouse that does not exist, then run the
-command's handler (reckon/commands).
+command's handler (app/commands).
 
 Errors reckon raises on purpose (bad arguments, missing setup, failed checks) print one clear
 line and exit non-zero; anything else is a bug and keeps its traceback.
@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reckon.cli_parser import build_parser
-from reckon.config import Settings, load_settings, warn_renamed
+from app.cli_parser import build_parser
+from app.settings import load_settings, warn_renamed
+from reckon.config import Settings
 from reckon.errors import ReckonError, UsageError
-from reckon.sharing import share_process
+from storage.sharing import share_process
 
 __all__ = ["main", "require_existing"]
 
@@ -108,7 +109,7 @@ _TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "repor
 def _holds_tables(warehouse: Path) -> bool:
     """Whether the warehouse holds any reckon table (imported here: the report database's
     commands, a sign-off among them, import nothing of Spark)."""
-    from spark.table_names import TABLES, table_exists
+    from storage.table_names import TABLES, table_exists
 
     return any(table_exists(warehouse, t) for t in TABLES)
 
@@ -142,13 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings: Settings | None = None
     try:
-        from reckon.pipeline import quiet_libraries
+        from app.pipeline import quiet_libraries
 
         quiet_libraries()
         settings = _settings(args)
         share_process(settings.shared_warehouse)
         if args.command == "sql":  # a statement that may not run is refused first
-            from reports.query import check_read_only
+            from reckon.sql_guard import check_read_only
 
             check_read_only(args.query)
             if args.engine == "duckdb":
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.command == "replay" and getattr(args, "kafka_bootstrap", None)):
             require_existing(args.command, settings)
         if args.command in _TAKES_WAREHOUSE_SPEC:
-            from spark.spec import settings_for
+            from storage.spec_log import settings_for
 
             settings = settings_for(settings, args.command)
         return int(args.handler(args, settings) or 0)

@@ -10,7 +10,7 @@ days, plus the step's versions or paths), so a downstream DAG reads which day is
 Example::
 
     from airflow.sdk import dag
-    from reckon.airflow_assets import nightly_assets
+    from app.airflow_assets import nightly_assets
     @dag(schedule=[nightly_assets()["reconciliation"]])
     def my_dag(): ...
 """
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from airflow.sdk import Asset
 
-from reckon.config import Settings, load_settings
+from app.settings import load_settings
+from reckon.config import Settings
 
 __all__ = ["ASSET_TABLES", "nightly_assets"]
 

@@ -153,7 +153,7 @@ def replay_lock(warehouse: Path, day: object, *,
                 from_kafka: bool = False) -> AbstractContextManager[WriterLock]:
     """The one-replay-of-a-day-at-a-time lock of ``warehouse``, to hold for the whole
     replay; refused in one line while another replay of ``day`` holds it. Taken before Spark
-    starts (reckon.pipeline), a refused replay costs no JVM.
+    starts (app.pipeline), a refused replay costs no JVM.
     A replay from the topic may be the warehouse's first writer: it makes the folder first.
 
     Example: ``with replay_lock(wh, day) as lock: replay_day(spark, cfg, day, held=lock)``."""
