@@ -228,21 +228,27 @@ def send(settings: Settings, notice: Notice | None, context: Any) -> int:
 class FailureNotifier(BaseNotifier):
     """``on_failure_callback`` of the nightly tasks: one ``failure`` notice per task that failed
     for good, naming the task, the day (``day_of(context)``), the error and the log.
-    ``skip``: task ids whose failure another notice already tells (the quality gate's)."""
+
+    Whether to send, and where, is the failing worker's settings when it fails
+    (``settings_of()``), not those of whatever parsed the DAG: the notifier is always attached,
+    so the DAG's shape never depends on the parser's environment. Off unless
+    ``notify_on_failure``; the quality gate's failure is left to its own notice when
+    ``notify_on_quality_gate`` is on."""
 
     template_fields = ()
 
-    def __init__(self, settings: Settings, day_of: Callable[[Any], str],
-                 skip: Sequence[str] = ()) -> None:
+    def __init__(self, settings_of: Callable[[], Settings], day_of: Callable[[Any], str]
+                 ) -> None:
         super().__init__()
-        self.settings = settings
+        self.settings_of = settings_of
         self.day_of = day_of
-        self.skip = tuple(skip)
 
     def notify(self, context: Any) -> None:
+        settings = self.settings_of()
         ti = context.get("task_instance") or context.get("ti")
         task_id = str(getattr(ti, "task_id", "?"))
-        if task_id in self.skip:
+        told_by_gate = task_id == "quality_gate" and settings.notify_on_quality_gate
+        if not settings.notify_on_failure or told_by_gate:
             return
         dag_run = context.get("dag_run")
         notice = failure_notice(
@@ -251,4 +257,4 @@ class FailureNotifier(BaseNotifier):
             run_id=str(getattr(dag_run, "run_id", None) or context.get("run_id") or "?"),
             try_number=getattr(ti, "try_number", "?"), error=context.get("exception"),
             log_url=str(getattr(ti, "log_url", "") or ""))
-        send(self.settings, notice, context)
+        send(settings, notice, context)

@@ -129,7 +129,7 @@ def _read_file(p: Path) -> tuple[dict[str, Any], dict[str, str], str]:
 _NOT_SETTINGS = frozenset({"RECKON_BENCH_POSTMORTEM_WAREHOUSE",  # bench/postmortem_bench.py
                            "RECKON_BENCH_POSTMORTEM_REPEATS",  # bench/postmortem_bench.py
                            "RECKON_CONFIG", "RECKON_DB_PASSWORD", "RECKON_AIRFLOW_RETRIES",
-                           "RECKON_REPLAY_MODE", "RECKON_PROFILE", "RECKON_SPARK_CONN_ID",
+                           "RECKON_PROFILE",
                            "RECKON_VENV", "RECKON_EXECUTOR_PYTHON", "RECKON_CACHE"})
 
 

@@ -34,25 +34,19 @@ from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import (
     ConcurrentAuditError,
     ConcurrentWriterError,
-    ConfigError,
     DataQualityError,
     ReckonError,
 )
 from reckon.timeutil import MICROS_PER_SECOND, describe_duration, parse_duration
 
-__all__ = ["DAG_ID", "REPLAY_MODES", "STEP_TASKS", "reckon_nightly"]
+__all__ = ["DAG_ID", "STEP_TASKS", "reckon_nightly"]
 
 log = logging.getLogger("reckon.airflow")
 
 DAG_ID = "reckon_nightly"
 STEP_TASKS = ("wait_for_watermark", "compact", "replay", "audit", "check", "report")
-REPLAY_MODES = ("python", "spark-submit")
-SUBMIT_ENTRY = PROJECT_ROOT / "reckon" / "submit_replay.py"
+SUBMIT_ENTRY = PROJECT_ROOT / "app" / "submit_replay.py"
 
-REPLAY_MODE = os.environ.get("RECKON_REPLAY_MODE", "python").strip() or "python"
-if REPLAY_MODE not in REPLAY_MODES:
-    raise ConfigError(f"RECKON_REPLAY_MODE={REPLAY_MODE!r} is not valid: one of "
-                      f"{', '.join(REPLAY_MODES)}")
 RETRIES = task_retries(os.environ)
 
 _SETTINGS: Settings = load_settings()  # env + optional TOML only: no Spark, no database
@@ -137,16 +131,16 @@ reckon check --date D && reckon report --date D --out DIR`.
 **Configuration** comes from the environment of the workers (`RECKON_*`, see
 `reckon/config.py`); set at least `RECKON_WAREHOUSE` to an absolute path (or URI).
 
-**Spark-submit switch.** By default (`RECKON_REPLAY_MODE=python`) the replay runs inside
-the Airflow task (local Spark). With `RECKON_REPLAY_MODE=spark-submit` the `replay` task is a
-`SparkSubmitOperator` (apache-airflow-providers-apache-spark 5.x; 6.x is avoided because it
-pulls `pyspark-client`, which overwrites the pinned pyspark's files) that submits
-`app/submit_replay.py`, a small entry script calling the same `app.pipeline.run_replay`.
-It uses the Airflow connection `RECKON_SPARK_CONN_ID` (default `reckon_spark`), e.g.
+**Spark-submit switch.** The DAG's shape is the same whatever the environment that parses it;
+the `replay` task reads how to run when it runs, from the worker's settings. By default
+(`RECKON_REPLAY_MODE=python`) it replays inside the task (local Spark). With
+`RECKON_REPLAY_MODE=spark-submit` it submits `app/submit_replay.py` (a small entry script
+calling the same `app.pipeline.run_replay`) through Airflow's Spark hook
+(apache-airflow-providers-apache-spark 5.x; 6.x is avoided because it pulls `pyspark-client`,
+which overwrites the pinned pyspark's files), on the Airflow connection `RECKON_SPARK_CONN_ID`
+(default `reckon_spark`), e.g.
 `AIRFLOW_CONN_RECKON_SPARK='{{"conn_type": "spark", "host": "spark://master:7077"}}'`, with
-`spark-submit` on the worker's PATH and the Delta jars from `RECKON_JARS_DIR`. In that mode
-`audit` takes its dates from `wait_for_watermark` and runs after `replay`.
-Current mode: **{REPLAY_MODE}**.
+`spark-submit` on the worker's PATH and the Delta jars from `RECKON_JARS_DIR`.
 
 A failing task logs one line `reckon_nightly FAILED: dag=... task=... logical_date=... day=...`
 (logger `reckon.airflow`). **Notifications** (mail through the SMTP connection, a Slack incoming
@@ -361,11 +355,33 @@ def report_folder(base: str, day: str) -> str | None:
     return str(Path(base) / day) if base else None
 
 
-def _reckon_jars() -> str:
-    """Template macro for spark-submit --jars: the Delta jars of the local mvn cache."""
+def submit_replay_command(settings: Settings, plan: dict[str, Any]) -> dict[str, Any]:
+    """What the replay task hands Airflow's Spark hook in spark-submit mode: the entry
+    script, the day D and the lookback, the Delta jars, on the settings' connection.
+
+    The entry replays ``[D - lookback, D]``, the plan's days (``plan["days"]``, oldest first).
+    """
     from spark.session import local_jars
 
-    return ",".join(local_jars(load_settings()))
+    return {"conn_id": settings.spark_conn_id, "application": str(SUBMIT_ENTRY),
+            "jars": ",".join(local_jars(settings)), "name": f"reckon-replay-{plan['newest']}",
+            "application_args": ["--date", plan["newest"],
+                                 "--lookback-days", str(len(plan["days"]) - 1)]}
+
+
+def _submit_replay(plan: dict[str, Any]) -> dict[str, Any]:
+    """The replay through spark-submit (``replay_mode = "spark-submit"``): the worker's
+    settings name the connection; a failed submit fails the task (retried like any other)."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    command = submit_replay_command(_task_settings(), plan)
+    hook = SparkSubmitHook(conn_id=command["conn_id"], jars=command["jars"],
+                           name=command["name"], application_args=command["application_args"])
+    hook.submit(application=command["application"])
+    log.info("reckon replay %s submitted through %s: days %s", command["application"],
+             command["conn_id"], ", ".join(plan["days"]))
+    return {"newest": plan["newest"], "days": list(plan["days"]), "step": "replay",
+            "mode": "spark-submit", "results": {}}
 
 
 # ----------------------------------------------------------------------------- the DAG
@@ -388,7 +404,6 @@ def _reckon_jars() -> str:
             "report_out": Param("", type="string",
                                 description="folder for the reports (empty: the default, "
                                 "<warehouse>/reports/<day>)")},
-    user_defined_macros={"reckon_jars": _reckon_jars},
     default_args={
         "owner": "reckon",
         "retries": RETRIES,
@@ -396,10 +411,7 @@ def _reckon_jars() -> str:
         "retry_exponential_backoff": 2.0,
         "max_retry_delay": timedelta(hours=1),
         "execution_timeout": timedelta(hours=2),
-        "on_failure_callback": [_on_failure, *(
-            [notify.FailureNotifier(_SETTINGS, _day_of, skip=("quality_gate",)
-                                    if _SETTINGS.notify_on_quality_gate else ())]
-            if _SETTINGS.notify_on_failure else [])],
+        "on_failure_callback": [_on_failure, notify.FailureNotifier(_task_settings, _day_of)],
     },
 )
 def reckon_nightly() -> None:
@@ -416,7 +428,10 @@ def reckon_nightly() -> None:
     @task(task_id="replay", execution_timeout=timedelta(hours=3),
           outlets=[ASSETS["canonical_totals"]])
     def replay(plan: dict[str, Any]) -> dict[str, Any]:
-        """canonical_totals for each day from the full event log (replaceWhere that day)."""
+        """canonical_totals for each day from the full event log (replaceWhere that day), in
+        this task or through spark-submit, as the worker's ``replay_mode`` says."""
+        if _task_settings().replay_mode == "spark-submit":
+            return _submit_replay(plan)
         return _run_step("replay", plan)
 
     @task(task_id="audit", execution_timeout=timedelta(hours=1),
@@ -457,26 +472,7 @@ def reckon_nightly() -> None:
                 "results": _small(result.summary)}
 
     plan: Any = wait.output
-    if REPLAY_MODE == "spark-submit":
-        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-        replayed = SparkSubmitOperator(
-            task_id="replay",
-            application=str(SUBMIT_ENTRY),
-            conn_id=os.environ.get("RECKON_SPARK_CONN_ID", "reckon_spark"),
-            jars="{{ reckon_jars() }}",
-            name="reckon-replay-{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
-            outlets=[ASSETS["canonical_totals"]],
-            application_args=["--date",
-                              "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}",
-                              "--lookback-days", "{{ params.lookback_days }}"],
-            execution_timeout=timedelta(hours=3),
-        )
-        compact(plan) >> replayed  # type: ignore[arg-type]  # XComArg resolves to the dict
-        audited = audit(plan)  # type: ignore[arg-type]
-        replayed >> audited
-    else:
-        audited = audit(replay(compact(plan)))  # type: ignore[arg-type]
+    audited = audit(replay(compact(plan)))  # XComArg resolves to the dict
     quality_gate(report(check(audited)))  # type: ignore[arg-type]
 
 

@@ -53,7 +53,7 @@ from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
 
-__all__ = ["CLEAR_ALL", "PROJECT_ROOT", "RENAMED", "WAREHOUSE_ORIGIN", "Settings",
+__all__ = ["CLEAR_ALL", "PROJECT_ROOT", "RENAMED", "REPLAY_MODES", "WAREHOUSE_ORIGIN", "Settings",
            "bounds_in_force", "flag", "fold_renamed", "nearest", "setting_names", "settings_of"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +62,8 @@ WAREHOUSE_ORIGIN = "the warehouse"
 #: where every setting's name is documented: what a refused unknown name points to
 _DOCUMENTED = ("reckon.example.toml lists every setting, RECKON_ + its name in upper case "
                "in the environment (README, Configuration)")
+#: how the nightly replay may run (setting ``replay_mode``)
+REPLAY_MODES = ("python", "spark-submit")
 #: a bounds map's entry that clears every recorded bound of its kind (given as ``none``)
 CLEAR_ALL = "*"
 
@@ -151,6 +153,11 @@ class Settings:
     replay_broadcast_ids: int = 1_000_000  # repeated event_ids sent to every task (hashes)
     # nightly
     lookback_days: int = 1
+    # how the nightly DAG's replay task runs, read by the task when it runs (the DAG's shape
+    # never depends on it): "python" inside the task (local Spark), "spark-submit" through
+    # Airflow's Spark connection ``spark_conn_id`` (app/submit_replay.py on a cluster)
+    replay_mode: str = "python"
+    spark_conn_id: str = "reckon_spark"
     watermark_wait_timeout: str = "2h"
     watermark_poll: str = "1m"  # how often the nightly run looks at the watermark
     # Spark's JVM logging and the JVM's own stderr to stdout, each line with its level
@@ -242,6 +249,12 @@ class Settings:
                 f"{scheme.group(1)}:// URL (RECKON_WAREHOUSE or --warehouse)")
         if self.lookback_days < 0:
             raise ConfigError(f"lookback_days={self.lookback_days} must be >= 0")
+        if self.replay_mode not in REPLAY_MODES:
+            raise ConfigError(f"replay_mode={self.replay_mode!r} is not valid: one of "
+                              f"{', '.join(REPLAY_MODES)} (RECKON_REPLAY_MODE)")
+        if not self.spark_conn_id.strip():
+            raise ConfigError("spark_conn_id is empty: name the Airflow connection of the "
+                              "Spark cluster (RECKON_SPARK_CONN_ID, default reckon_spark)")
         if self.shared_warehouse not in ("", "group"):
             raise ConfigError(f"shared_warehouse={self.shared_warehouse!r} is not valid: "
                               "\"group\" (files writable by the warehouse's group) or empty")

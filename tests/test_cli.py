@@ -286,8 +286,8 @@ def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():
 
     root = Path(__file__).resolve().parent.parent
     defined = {str(path.relative_to(root)): node.name
-               for package in ("reckon", "storage", "spark", "audits", "reports", "workbench", "app", "dags",
-                               "bench")
+               for package in ("reckon", "storage", "spark", "audits", "reports", "workbench",
+                               "app", "dags", "bench")
                for path in sorted((root / package).rglob("*.py"))
                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_")}

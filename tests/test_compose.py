@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -261,3 +262,15 @@ def test_the_workbench_serves_as_its_own_role_after_the_schema_is_migrated(servi
     # not the owner: the database's triggers check whom the workbench signs for (0007)
     assert urlsplit(_resolved(env["RECKON_REPORT_DB_URL"])).username == "workbench"
     assert _INTERPOLATED.match(env["WORKBENCH_SECRET_KEY"])  # one key for every replica
+
+
+def test_the_image_copies_every_package_the_project_installs():
+    """A package pyproject.toml installs but the image never copies is an ImportError in the
+    container's first task (the app and storage layers were once new folders)."""
+    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
+    include = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = sorted(pattern.rstrip("*") for pattern in include)
+    dockerfile = (PROJECT_ROOT / "docker" / "reckon" / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY --chown=\S+ (\w+)/ \1/$", dockerfile, re.M))
+    assert "app" in packages and "storage" in packages
+    assert [p for p in packages if p not in copied] == []

@@ -249,7 +249,7 @@ def test_a_misspelt_environment_setting_is_one_line_naming_the_setting(var, mean
 def test_other_tools_reckon_variables_are_left_alone():
     """RECKON_* names the DAG, the bench and the profiler read are not settings, nor near one."""
     env = {"RECKON_CONFIG": "", "RECKON_DB_PASSWORD": "x", "RECKON_AIRFLOW_RETRIES": "2",
-           "RECKON_REPLAY_MODE": "native", "RECKON_PROFILE": "1", "RECKON_SPARK_CONN_ID": "x",
+           "RECKON_PROFILE": "1",
            "RECKON_VENV": "x", "RECKON_EXECUTOR_PYTHON": "x", "RECKON_CACHE": "x"}
     assert load_settings(env=env).watermark_inputs == ""
 

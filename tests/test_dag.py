@@ -115,35 +115,61 @@ def test_retries_come_from_the_environment(airflow_env, monkeypatch):
 
 def test_bad_switch_values_are_import_errors_that_say_what_is_allowed(airflow_env, monkeypatch):
     monkeypatch.setenv("RECKON_REPLAY_MODE", "yarn")
-    errors = _bag().import_errors
-    assert len(errors) == 1
-    assert "RECKON_REPLAY_MODE='yarn' is not valid: one of python, spark-submit" \
-        in next(iter(errors.values()))
+    errors = _bag().import_errors  # every DAG that reads the settings says it
+    assert str(DAGS / "reckon_nightly.py") in errors
+    for error in errors.values():
+        assert ("replay_mode='yarn' is not valid: one of python, spark-submit "
+                "(RECKON_REPLAY_MODE)") in error
 
 
-def test_spark_submit_switch_submits_the_entry_script(airflow_env, monkeypatch):
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+def _shape(dag) -> dict[str, tuple[str, set[str]]]:
+    return {t.task_id: (type(t).__name__, set(t.upstream_task_ids)) for t in dag.tasks}
 
-    monkeypatch.setenv("RECKON_REPLAY_MODE", "spark-submit")
+
+def test_the_dag_has_one_shape_whatever_environment_parses_it(airflow_env, monkeypatch):
+    """The replay mode, the notifications and the connection are the worker's when a task
+    runs: a dag-processor whose environment differs from the workers' draws the same DAG."""
+    default = _shape(_bag().dags["reckon_nightly"])
+    for var, value in (("RECKON_REPLAY_MODE", "spark-submit"), ("RECKON_NOTIFY_ON_FAILURE", "true"),
+                       ("RECKON_NOTIFY_EMAIL", "ops@example.com"), ("RECKON_SPARK_CONN_ID", "elsewhere")):
+        monkeypatch.setenv(var, value)
     bag = _bag()
     assert bag.import_errors == {}
-    dag = bag.dags["reckon_nightly"]
-    replay = dag.task_dict["replay"]
-    assert isinstance(replay, SparkSubmitOperator)
-    assert replay.application == str(PROJECT_ROOT / "reckon" / "submit_replay.py")
-    assert Path(replay.application).is_file()
-    newest = "{{ ti.xcom_pull(task_ids='wait_for_watermark')['newest'] }}"
-    assert replay.application_args == ["--date", newest,
-                                       "--lookback-days", "{{ params.lookback_days }}"]
-    assert set(dag.task_dict["audit"].upstream_task_ids) == {"replay", "wait_for_watermark"}
-    assert set(dag.task_dict["replay"].upstream_task_ids) == {"compact"}
-    assert set(dag.task_dict["compact"].upstream_task_ids) == {"wait_for_watermark"}
+    assert _shape(bag.dags["reckon_nightly"]) == default
+    assert {task: upstream for task, (_, upstream) in default.items()} == EXPECTED_UPSTREAM
+
+
+def test_spark_submit_mode_submits_the_entry_script_through_airflows_hook(airflow_env,
+                                                                           monkeypatch, tmp_path):
+    """With ``RECKON_REPLAY_MODE=spark-submit`` in the worker's environment, the replay task
+    runs the real spark-submit (Airflow's Spark hook, connection ``RECKON_SPARK_CONN_ID``) on
+    app/submit_replay.py with D, the lookback and the Delta jars. The warehouse is mistyped,
+    so the entry script says so in one line and the submit fails, before any SparkContext."""
+    from airflow.exceptions import AirflowException
+
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    monkeypatch.setenv("PATH", f"{spark_submit.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("RECKON_REPLAY_MODE", "spark-submit")
+    monkeypatch.setenv("RECKON_SPARK_CONN_ID", "reckon_test_spark")
+    monkeypatch.setenv("AIRFLOW_CONN_RECKON_TEST_SPARK",
+                       '{"conn_type": "spark", "host": "local[1]"}')
+    monkeypatch.setenv("RECKON_WAREHOUSE", str(tmp_path / "no-such-warehouse"))
+    replay = _bag().dags["reckon_nightly"].task_dict["replay"]
+    plan = {"newest": "2026-01-02", "days": ["2026-01-01", "2026-01-02"]}
+    with pytest.raises(AirflowException) as failed:
+        replay.python_callable(plan)
+    command = str(failed.value)
+    assert "--master local[1]" in command and "--jars" in command and "delta-spark" in command
+    assert str(PROJECT_ROOT / "app" / "submit_replay.py") in command
+    assert command.rstrip().endswith("--date 2026-01-02 --lookback-days 1") or \
+        "--date 2026-01-02 --lookback-days 1" in command
+    assert "Error code is: 2" in command
 
 
 def test_spark_submit_entry_script_runs_as_a_file_and_names_a_bad_argument():
     """spark-submit runs the entry as a file (its folder first on sys.path); it must still
     import reckon and spark as packages, and reject a bad day before starting Spark."""
-    entry = PROJECT_ROOT / "reckon" / "submit_replay.py"
+    entry = PROJECT_ROOT / "app" / "submit_replay.py"
     out = subprocess.run([sys.executable, str(entry), "--date", "2026-02-30"],
                          capture_output=True, text=True, timeout=120, cwd="/")
     assert out.returncode == 2

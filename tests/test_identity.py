@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from app.cli import main
 from app.settings import load_settings
-from reckon.identity import identity_key, os_principal, same_person
+from reckon.identity import identity_key, same_person
 from reports.db.repository import ReportDB
+from storage.sharing import os_principal
 from tests.signers import give_key
 from tests.test_report_db import DAY, make_run
 

@@ -29,14 +29,14 @@ def test_a_type_error_in_the_core_fails_the_strict_check(tmp_path):
     """The strict override reaches the core: an untyped function there is an error, while
     the same function in an app module only passes (mypy's defaults)."""
     source = "def untyped(x):\n    return x\n"
-    core, app = tmp_path / "reckon" / "money.py", tmp_path / "reckon" / "demo.py"
-    core.parent.mkdir()
-    (tmp_path / "reckon" / "__init__.py").write_text("")
-    core.write_text(source)
-    app.write_text(source)
+    core, app = tmp_path / "reckon" / "money.py", tmp_path / "app" / "demo.py"
+    for module in (core, app):
+        module.parent.mkdir()
+        (module.parent / "__init__.py").write_text("")
+        module.write_text(source)
     config = ROOT / "pyproject.toml"
     done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config),
-                           "--cache-dir", str(tmp_path / "cache"), "reckon"],
+                           "--cache-dir", str(tmp_path / "cache"), "reckon", "app"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "reckon/money.py:1: error: Function is missing a type annotation" in done.stdout
     assert "app/demo.py" not in done.stdout, done.stdout
