@@ -11,10 +11,10 @@ checks Spark's parsed plan). Temporary views cannot time-travel, so a table name
 ``VERSION AS OF n`` (and the other forms) is rewritten to the path form
 (``rewrite_time_travel``).
 
-Example:
+Example (the comment is one token, so its DROP is no keyword):
 
->>> [t.text for t in check_read_only("SELECT 1 -- DROP TABLE x")][:2]
-['SELECT', '1']
+>>> [t.text for t in check_read_only("SELECT 1 -- DROP TABLE x") if t.text.strip()]
+['SELECT', '1', '-- DROP TABLE x']
 """
 
 from __future__ import annotations

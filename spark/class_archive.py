@@ -64,5 +64,5 @@ def training_stamp(settings: Settings) -> str:
         info = jar.stat()
         digest.update(f"{jar.name}:{info.st_size}:{info.st_mtime_ns}\n".encode())
     digest.update(Path(__file__).read_bytes())
-    digest.update(Path(__file__).parent.parent.joinpath("reckon", "jvm_archive.py").read_bytes())
+    digest.update(Path(__file__).parent.parent.joinpath("app", "jvm_archive.py").read_bytes())
     return digest.hexdigest()

@@ -113,9 +113,9 @@ def test_a_min_event_time_before_the_epoch_is_refused():
 @pytest.fixture()
 def fresh_warnings(monkeypatch):
     """Each deprecated name warns once per process; every test here starts with none given."""
-    import reckon.config
+    import app.settings
 
-    monkeypatch.setattr(reckon.config, "_WARNED", set())
+    monkeypatch.setattr(app.settings, "_WARNED", set())
 
 
 def _toml(tmp_path, body: str):
