@@ -129,7 +129,7 @@ backoff from 5 minutes (`RECKON_AIRFLOW_RETRIES`).
 reckon check --date D && reckon report --date D --out DIR`.
 
 **Configuration** comes from the environment of the workers (`RECKON_*`, see
-`reckon/config.py`); set at least `RECKON_WAREHOUSE` to an absolute path (or URI).
+`reckon.example.toml`, `reckon/config.py`); set at least `RECKON_WAREHOUSE` to an absolute path (or URI).
 
 **Spark-submit switch.** The DAG's shape is the same whatever the environment that parses it;
 the `replay` task reads how to run when it runs, from the worker's settings. By default
