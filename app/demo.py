@@ -165,6 +165,10 @@ class DemoSummary:
     task_states: dict[str, str]
     stage_seconds: dict[str, float] = field(default_factory=dict)
     check_verdict: str = ""  # as recorded with the check run (reckon.quality_verdict)
+    # the nightly run on Airflow: each task's seconds as Airflow recorded them (its last try,
+    # reschedules of the sensor included) and the run's, from its start to its end
+    task_seconds: dict[str, float] = field(default_factory=dict)
+    run_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -192,6 +196,9 @@ class DemoSummary:
             f"                        PDF  {self.report_pdf or '-'}",
             f"  Data Docs             {self.data_docs or '-'}",
             f"  audit run             {self.audit_run_id or '-'}",
+            *([f"  nightly run           {self.run_seconds:.0f} s on Airflow ("
+               + ", ".join(f"{t} {v:.0f} s" for t, v in self.task_seconds.items()) + ")"]
+              if self.run_seconds is not None else []),
         ]
         return "\n".join(lines)
 
@@ -401,7 +408,7 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
 
     clock.start("airflow", "starting Airflow (scheduler, dag-processor, triggerer, api-server "
                            "on 127.0.0.1) with its default settings")
-    state, task_states = _nightly_on_airflow(settings, day, out, clock)
+    state, task_states, timings = _nightly_on_airflow(settings, day, out, clock)
 
     clock.start("summary", "reading the summary back from the warehouse and the report DB")
     recommended = _recommended_lateness(spark, settings, day)
@@ -409,19 +416,48 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
                            recommended_lateness=recommended)
     clock.stop()
     clock.say("done")
-    return replace(summary, stage_seconds=dict(clock.stages))
+    return replace(summary, stage_seconds=dict(clock.stages), task_seconds=timings.tasks,
+                   run_seconds=timings.run)
 
 
 _RUN_TIMEOUT_S = 3_600.0
 
 
+@dataclass(frozen=True)
+class RunTimings:
+    """How long a nightly run took on Airflow, as Airflow recorded it: each task's seconds,
+    in the DAG's order, and the run's from its start to its end."""
+
+    tasks: dict[str, float]
+    run: float | None
+
+
+def run_timings(af: Any, dag_id: str, run_id: str) -> RunTimings:
+    """The run's timings from Airflow's REST API (task instances' ``duration``, the run's
+    ``start_date`` and ``end_date``): what the demo prints and the nightly benchmark records."""
+    order = {task: i for i, task in enumerate(STEP_ORDER)}
+    tasks = sorted(af.task_instances(dag_id, run_id),
+                   key=lambda ti: (order.get(ti["task_id"], len(order)), ti["task_id"]))
+    run = af.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")
+    start, end = run.get("start_date"), run.get("end_date")
+    seconds = None if not (start and end) else (
+        datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return RunTimings(tasks={ti["task_id"]: round(float(ti.get("duration") or 0.0), 1)
+                             for ti in tasks}, run=None if seconds is None else round(seconds, 1))
+
+
+#: the nightly DAG's tasks in the order they run (what the timings are listed in)
+STEP_ORDER = ("wait_for_watermark", "compact", "replay", "audit", "check", "report",
+              "quality_gate")
+
+
 def _nightly_on_airflow(settings: Settings, day: date, out: str | None,
-                        clock: _Clock) -> tuple[str, dict[str, str]]:
+                        clock: _Clock) -> tuple[str, dict[str, str], RunTimings]:
     """The nightly run of ``day`` on a real local Airflow, in a fresh home under the warehouse
     (``_airflow``; its process and task logs stay there). Yesterday's run is the one the
     scheduler starts when the DAG is unpaused; another day (or a run with ``out``) is
-    triggered with that day. Returns the run's state and its task states; raises ReckonError
-    with the failed tasks' log tails when it does not succeed."""
+    triggered with that day. Returns the run's state, its task states and its timings; raises
+    ReckonError with the failed tasks' log tails when it does not succeed."""
     import shutil
 
     from app.airflow_env import DAG_ID, logical_date_for_day, settings_env
@@ -439,12 +475,13 @@ def _nightly_on_airflow(settings: Settings, day: date, out: str | None,
                   "before")
         state = _follow(af, DAG_ID, run_id, clock)
         task_states = af.task_states(DAG_ID, run_id)
+        timings = run_timings(af, DAG_ID, run_id)
         if state != "success":
             tails = "\n".join(f"--- {task}:\n{af.task_log(DAG_ID, run_id, task)[-2000:]}"
                               for task, s in task_states.items() if s == "failed")
             raise ReckonError(f"the nightly run {run_id} of {day} ended {state} ({task_states})"
                               f"; logs in {home / 'logs'}\n{tails}")
-    return state, task_states
+    return state, task_states, timings
 
 
 def _scheduled_run(af: Any, dag_id: str, day: date, timeout: float = 120.0) -> str:

@@ -12,7 +12,8 @@ everything Spark). Each family lives in its own module:
 - ``long_day``: stream batches late in a long day vs in the morning;
 - ``fixed_cost``: a steady 10K-line batch of the real stream, step by step;
 - ``postmortem``: ``reckon sql`` as a whole command, DuckDB path vs ``--engine spark``;
-- ``postmortem_day``: the same on the 20M-event day (a per-key aggregate, a join).
+- ``postmortem_day``: the same on the 20M-event day (a per-key aggregate, a join);
+- ``nightly_dag``: the demo day's nightly DAG through a real scheduler, task by task.
 
 Each ``bench_*`` workload returns a JSON-ready dict: ``scale`` (what was processed),
 ``results`` (one entry per contender: wall seconds, events/s, memory), ``ratios``, ``targets``
@@ -33,6 +34,7 @@ from bench.freshness import bench_freshness
 from bench.harness import Scale
 from bench.lateness_bench import bench_lateness
 from bench.long_day import bench_long_day
+from bench.nightly_dag_bench import bench_nightly_dag
 from bench.postmortem_bench import bench_postmortem
 from bench.postmortem_day_bench import bench_postmortem_day
 from bench.replay_bench import bench_replay
@@ -53,6 +55,7 @@ WORKLOADS: dict[str, Callable[[Any, Scale], dict[str, Any]]] = {
     "fixed_cost": bench_fixed_cost,
     "postmortem": bench_postmortem,
     "postmortem_day": bench_postmortem_day,
+    "nightly_dag": bench_nightly_dag,
 }
 #: Workloads that need no Spark session in the bench's process.
 NO_SPARK_SESSION = frozenset({"lateness", "postmortem"})
