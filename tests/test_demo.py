@@ -360,3 +360,9 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
     assert summary["stream_batches"] >= 6
     assert set(summary["stage_seconds"]) == {"generate", "stream", "airflow", "summary"}
     assert sum(summary["stage_seconds"].values()) < timedelta(minutes=30).total_seconds()
+    # the nightly run's times as Airflow recorded them: every task, the run, the printed line
+    assert set(summary["task_seconds"]) == set(EXPECTED_UPSTREAM)
+    assert all(seconds > 0 for seconds in summary["task_seconds"].values())
+    assert summary["run_seconds"] >= max(summary["task_seconds"].values())
+    assert f"nightly run           {summary['run_seconds']:.0f} s on Airflow (wait_for_watermark " \
+        in printed
