@@ -307,12 +307,19 @@ def run_check(settings: Settings, day: date, *,
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
     from audits.quality import run_checks
+    from audits.quality_local import fits_without_jvm, run_checks_without_jvm
+    from reports.check_reads import DeltaDayReads
     from reports.db.repository import ReportDB
 
     settings = _with_spec(settings, "check")
-    with ReportDB.from_settings(settings) as db, \
-            _spark_for_day(settings, "reckon-check", day) as spark:
-        result = run_checks(spark, settings.check_run_config(), day, ledger=db)
+    config, reads = settings.check_run_config(), DeltaDayReads(settings.warehouse_path)
+    with ReportDB.from_settings(settings) as db:
+        if fits_without_jvm(reads, config, day, max_rows=settings.check_without_jvm_max_rows):
+            quiet_libraries()  # a small day: no JVM (audits/quality_local.py)
+            result = run_checks_without_jvm(config, day, ledger=db, reads=reads)
+        else:
+            with _spark_for_day(settings, "reckon-check", day) as spark:
+                result = run_checks(spark, config, day, ledger=db)
     if fail_on_blocking:
         result.raise_for_failures()
     return StepResult(step="check", day=day.isoformat(), summary=result.to_dict(),

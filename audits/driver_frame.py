@@ -22,12 +22,13 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-__all__ = ["driver_frame", "is_flat"]
+__all__ = ["arrow_frame", "driver_frame", "is_flat", "stable_order"]
 
 _NESTED = (T.ArrayType, T.MapType, T.StructType, T.VariantType)
 _TIMESTAMPS = (T.TimestampType, T.TimestampNTZType)
@@ -42,13 +43,22 @@ def is_flat(schema: T.StructType) -> bool:
 def driver_frame(df: DataFrame) -> Any:
     """All of ``df``'s rows in the driver as a pandas DataFrame of object columns holding the
     values ``collect`` gives (see the module docstring); bound ``df`` before calling."""
+    return arrow_frame(df.toArrow(), df.schema)
+
+
+def arrow_frame(table: Any, schema: T.StructType) -> Any:
+    """An Arrow table whose columns are ``schema``'s, in its order, as the pandas frame
+    ``driver_frame`` makes: what ``collect`` would give of those Spark types. The JVM-free check
+    (``audits.quality_local``) builds its frames from delta-rs and DuckDB reads with it, so
+    both engines hand GX the same cells. E.g. a ``timestamp[us, UTC]`` column of a
+    ``TimestampType`` field becomes naive ``datetime`` objects, a ``decimal128(38, 3)`` one
+    ``Decimal('12.500')``."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = df.toArrow()
     columns: dict[str, Any] = {}
-    for i, spark_field in enumerate(df.schema.fields):
+    for i, spark_field in enumerate(schema.fields):
         column = table.column(i)
         kind = spark_field.dataType
         if isinstance(kind, _TIMESTAMPS):  # micros since the epoch, as Spark holds them
@@ -57,4 +67,16 @@ def driver_frame(df: DataFrame) -> Any:
         else:
             values = column.to_pylist()
         columns[spark_field.name] = pd.Series(values, dtype=object)
-    return pd.DataFrame(columns)
+    return pd.DataFrame(columns, columns=[f.name for f in schema.fields])
+
+
+def stable_order(frame: Any, first: Sequence[str]) -> Any:
+    """``frame``'s rows sorted by the columns ``first`` (a suite's index columns), then by the
+    others, nulls last. Why: GX's samples are the first offending rows in frame order, and the
+    order Spark hands rows over in is its plan's; sorted, the Spark and JVM-free engines show
+    the same samples. E.g. rows keyed ``b``, None, ``a`` come out ``a``, ``b``, None."""
+    names = [*first, *(c for c in frame.columns if c not in first)]
+    keys = [tuple((1,) if v is None else (0, v) for v in row)
+            for row in frame[names].itertuples(index=False, name=None)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return frame.iloc[order].reset_index(drop=True)

@@ -37,13 +37,14 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from audits.driver_frame import driver_frame, is_flat
+from audits.driver_frame import driver_frame, is_flat, stable_order
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
 from audits.suite_model import MIN_ROWS, DayScope, TableSuite
@@ -64,10 +65,15 @@ os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")  # before great_expectati
 __all__ = [
     "CheckResult",
     "SuiteOutcome",
+    "Validate",
     "check_day",
     "data_docs_dir",
     "gx_context_dir",
+    "gx_validate",
     "run_checks",
+    "run_suites",
+    "suite_outcome",
+    "with_audit_tolerance",
 ]
 
 _SITE = "reckon_data_docs"
@@ -373,13 +379,11 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
     days are read as one partition so that GX's ``limit`` sample queries run one job each
     instead of scanning partition by partition.
     """
-    import great_expectations as gx
-    from great_expectations.core.run_identifier import RunIdentifier
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from spark.provisional import read_day
-    from spark.tables import SCHEMAS, table_path
+    from spark.tables import SCHEMAS
 
     warehouse = config.checks.warehouse
     exists = version is not None
@@ -395,45 +399,70 @@ def _validate(spark: Any, ctx: Any, config: CheckRunConfig, suite: TableSuite, d
         base = suite.derive(df, scope).persist(StorageLevel.MEMORY_AND_DISK)
         rows = base.count()
         has_events = rows > 0 if day_has_events is None else day_has_events
-        parameters = {MIN_ROWS: min_rows(has_events)}
         bound = config.in_memory_rows  # 0: always Spark
         in_memory = bound > 0 and rows <= bound and is_flat(base.schema)
         data: Any
         if in_memory:  # at most the configured rows: one Arrow transfer, then no Spark job
-            data = driver_frame(base)
+            data = stable_order(driver_frame(base), suite.index_columns)
             base.unpersist()
         else:
             data = base.coalesce(1) if rows <= _ONE_PARTITION_ROWS else base
-        gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
-            name=suite.name, expectations=[c.to_gx() for c in suite.checks],
-            meta={"table": suite.table, "partition_column": suite.partition_column,
-                  "owner": "audits.suites"}))
-        definition = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(
-            name=f"{suite.name}_{_BATCH}", data=_batch_definition(ctx, suite.table, in_memory),
-            suite=gx_suite))
-        run: dict[str, Any] = {"batch_parameters": {"dataframe": data},
-                               "expectation_parameters": parameters,
-                               "run_id": RunIdentifier(run_name=run_id, run_time=run_time)}
-        gx_result = definition.run(result_format=_PASSING_RESULT_FORMAT, **run)
-        if not gx_result.success:  # stored again under the same key, with the rows' index
-            gx_result = definition.run(result_format={
-                "result_format": "SUMMARY", "partial_unexpected_count": _SAMPLE,
-                "unexpected_index_column_names": list(suite.index_columns)}, **run)
+        gx_result = gx_validate(ctx, suite, data, in_memory=in_memory, has_events=has_events,
+                                run_id=run_id, run_time=run_time)
     finally:
         if base is not None:
             base.unpersist()
         scope.release()
+    return suite_outcome(config, suite, gx_result, run_id=run_id, rows=rows, version=version,
+                         has_events=has_events, engine="pandas" if in_memory else "spark")
+
+
+def gx_validate(ctx: Any, suite: TableSuite, data: Any, *, in_memory: bool, has_events: bool,
+                run_id: str, run_time: datetime) -> Any:
+    """GX's validation of ``data`` (a pandas frame when ``in_memory``, else a Spark one)
+    against ``suite``, stored in ``ctx`` under the run: one pass with
+    ``_PASSING_RESULT_FORMAT``, a second with the offending rows' index columns only when it
+    failed (``_validate`` says why). Shared by the Spark path and the JVM-free one
+    (``audits.quality_local``), so both store the same results and pages."""
+    import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    gx_suite = ctx.suites.add_or_update(gx.ExpectationSuite(
+        name=suite.name, expectations=[c.to_gx() for c in suite.checks],
+        meta={"table": suite.table, "partition_column": suite.partition_column,
+              "owner": "audits.suites"}))
+    definition = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(
+        name=f"{suite.name}_{_BATCH}", data=_batch_definition(ctx, suite.table, in_memory),
+        suite=gx_suite))
+    run: dict[str, Any] = {"batch_parameters": {"dataframe": data},
+                           "expectation_parameters": {MIN_ROWS: min_rows(has_events)},
+                           "run_id": RunIdentifier(run_name=run_id, run_time=run_time)}
+    gx_result = definition.run(result_format=_PASSING_RESULT_FORMAT, **run)
+    if not gx_result.success:  # stored again under the same key, with the rows' index
+        gx_result = definition.run(result_format={
+            "result_format": "SUMMARY", "partial_unexpected_count": _SAMPLE,
+            "unexpected_index_column_names": list(suite.index_columns)}, **run)
+    return gx_result
+
+
+def suite_outcome(config: CheckRunConfig, suite: TableSuite, gx_result: Any, *, run_id: str,
+                  rows: int, version: int | None, has_events: bool,
+                  engine: str) -> SuiteOutcome:
+    """The suite's records from GX's result; a table missing at ``version`` None first gets
+    a failed blocking ``expect_table_to_exist`` (nothing was checked)."""
+    from storage.table_names import table_path
+
     records = _records(run_id, suite.name, suite.table, gx_result)
-    if not exists:  # a table the nightly run writes is not there: nothing was checked
-        path = table_path(warehouse, suite.table)
+    if version is None:  # a table the nightly run writes is not there: nothing was checked
+        path = table_path(config.checks.warehouse, suite.table)
         records.insert(0, ExpectationResult(
             run_id=run_id, suite=suite.name, table=suite.table, expectation=_MISSING,
             column=None, severity="blocking", success=False, unexpected_count=None,
             sample=_json([f"no Delta table at {path}: run the step that writes it (`reckon "
                           "stream`, `replay`, `audit`), or check --warehouse"]),
             kwargs=_json({"path": path})))
-    return SuiteOutcome(suite.name, suite.table, rows, exists, tuple(records), version,
-                        day_has_events=has_events, engine="pandas" if in_memory else "spark")
+    return SuiteOutcome(suite.name, suite.table, rows, version is not None, tuple(records),
+                        version, day_has_events=has_events, engine=engine)
 
 
 def _asset_name(suite: TableSuite, day: date, version: int | None) -> str:
@@ -487,7 +516,7 @@ def _build_docs(ctx: Any, config: CheckRunConfig, run_id: str, asset_names: dict
 # ----------------------------------------------------------------------------- entry points
 
 
-def _with_audit_tolerance(config: CheckConfig, ledger: CheckLedger, day: date) -> CheckConfig:
+def with_audit_tolerance(config: CheckConfig, ledger: CheckLedger, day: date) -> CheckConfig:
     """``config`` with the tolerance the day's current audit applied: `reckon audit
     --tolerance-abs` may differ from the configuration, and the reconciliation suite must judge
     its MATCHED/EXPLAINED rows by the rule that made them (not flag them as broken).
@@ -509,7 +538,8 @@ def run_checks(spark: Any, config: CheckRunConfig, day: date, *, ledger: CheckLe
     """Run every suite on ``day`` (UTC), store GX results and Data Docs, record the run in the
     report database ``ledger`` (unless ``record`` is False; the day's audit tolerance is read
     from it either way) and return the result. Never raises for failed expectations; see
-    ``check_day``.
+    ``check_day``. A small day can run the same suites without Spark:
+    ``audits.quality_local.run_checks_without_jvm``.
 
     Example:
         >>> with ReportDB.from_settings(settings) as db:  # doctest: +SKIP
@@ -517,6 +547,26 @@ def run_checks(spark: Any, config: CheckRunConfig, day: date, *, ledger: CheckLe
         ...                ledger=db).success
         True
     """
+    def validate(ctx: Any, suite: TableSuite, version: int | None, run_id: str,
+                 started_at: datetime, day_has_events: bool | None) -> SuiteOutcome:
+        return _validate(spark, ctx, config, suite, day, run_id, started_at, version,
+                         day_has_events)
+
+    return run_suites(config, day, ledger=ledger, record=record, validate=validate)
+
+
+#: How one suite is validated on one engine: (GX context, suite, the Delta version checked
+#: (None: the table is missing), run id, run time, whether the day has events (None: this is
+#: the event log, which tells)) -> its outcome.
+Validate = Callable[[Any, TableSuite, "int | None", str, datetime, "bool | None"], SuiteOutcome]
+
+
+def run_suites(config: CheckRunConfig, day: date, *, ledger: CheckLedger, record: bool,
+               validate: Validate) -> CheckResult:
+    """The check run around the engine: its id, the suites under the day's audit tolerance,
+    every table's version pinned at the start, the event log first (whether the day had events
+    sets the others' row-count checks), Data Docs, the record. ``validate`` is the engine's
+    (Spark's ``_validate``, or ``audits.quality_local``'s without a JVM)."""
     from spark.provisional import table_version
 
     started_at = datetime.now(UTC)
@@ -524,17 +574,14 @@ def run_checks(spark: Any, config: CheckRunConfig, day: date, *, ledger: CheckLe
     run_id = f"check-{day.isoformat()}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     warehouse = config.checks.warehouse
     ctx = _gx_context(warehouse)
-    suites = build_suites(_with_audit_tolerance(config.checks, ledger, day))
+    suites = build_suites(with_audit_tolerance(config.checks, ledger, day))
     # every table is checked at the version it had when the run started (the stream keeps
     # committing), and the run records which: what GX passed can be matched to what the
     # audit read
     versions = {s.table: table_version(warehouse, s.table) for s in suites}
-    # the event log first: whether the day had events sets the others' row-count checks
-    first = _validate(spark, ctx, config, suites[0], day, run_id, started_at,
-                      versions[suites[0].table], None)
-    outcomes = (first, *(_validate(spark, ctx, config, s, day, run_id, started_at,
-                                   versions[s.table], first.day_has_events)
-                         for s in suites[1:]))
+    first = validate(ctx, suites[0], versions[suites[0].table], run_id, started_at, None)
+    outcomes = (first, *(validate(ctx, s, versions[s.table], run_id, started_at,
+                                  first.day_has_events) for s in suites[1:]))
     index, docs_warning = _build_docs(
         ctx, config, run_id,
         {s.name: _asset_name(s, day, versions[s.table]) for s in suites},

@@ -95,7 +95,7 @@ from spark.tables import (
     table_exists,
 )
 
-__all__ = ["build_suites"]
+__all__ = ["build_suites", "smallest_grace"]
 
 _US = 1_000_000
 _SECONDS = "decimal(20,6)"
@@ -279,14 +279,19 @@ def _canonical(config: CheckConfig) -> TableSuite:
                       (*GRAIN, "event_count", "total_amount", "replay_id"), derive)
 
 
-def _late_events(config: CheckConfig) -> TableSuite:
+def smallest_grace(config: CheckConfig) -> int:
+    """The allowed lateness (internally: grace, microseconds) late_events are judged by: a
+    late event was judged by the one in force when it came, and past the smallest the
+    warehouse ever had holds for every row, whichever version. Both engines' derives read it
+    (``audits.suites_local``)."""
     from storage.spec_log import recorded_versions
 
-    # a late event was judged by the allowed lateness (internally: grace) in force when it
-    # came: past the smallest the warehouse ever had holds for every row, whichever version
-    grace = min([config.rules.grace,
-                 *(parse_duration(v.spec["grace"], "grace")
-                   for v in recorded_versions(config.warehouse))])
+    return min([config.rules.grace, *(parse_duration(v.spec["grace"], "grace")
+                                      for v in recorded_versions(config.warehouse))])
+
+
+def _late_events(config: CheckConfig) -> TableSuite:
+    grace = smallest_grace(config)
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),

@@ -129,6 +129,10 @@ class Settings:
     # data-quality: a table's day of at most this many rows is validated in the driver's
     # memory (GX on pandas, one Arrow transfer) instead of as Spark jobs; 0: always Spark
     check_in_memory_rows: int = 200_000
+    # data-quality: a day whose every table holds at most this many rows (Delta statistics)
+    # is checked without a JVM (delta-rs reads, GX on pandas: audits/quality_local.py); 0:
+    # always Spark
+    check_without_jvm_max_rows: int = 200_000
     # sign-off: distinct reviewers (never the run's reconciler) whose standing approval signs a
     # run off (reckon.signoff.review_state)
     required_approvers: int = 1
@@ -229,6 +233,9 @@ class Settings:
         if self.check_in_memory_rows < 0:
             raise ConfigError(f"check_in_memory_rows={self.check_in_memory_rows} must be >= 0 "
                               "(0: every table is validated on Spark)")
+        if self.check_without_jvm_max_rows < 0:
+            raise ConfigError(f"check_without_jvm_max_rows={self.check_without_jvm_max_rows} "
+                              "must be >= 0 (0: every check starts Spark)")
         if self.replay_broadcast_ids < 0:
             raise ConfigError(f"replay_broadcast_ids={self.replay_broadcast_ids} must be >= 0")
         if parse_timestamp(self.min_event_time, "min_event_time") < 0:

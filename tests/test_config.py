@@ -319,3 +319,12 @@ def test_check_in_memory_rows_reaches_the_check_and_refuses_a_negative_bound():
     with pytest.raises(ConfigError, match=r"^check_in_memory_rows=-1 must be >= 0 \(0: every "
                                           r"table is validated on Spark\)$"):
         load_settings(env={}, check_in_memory_rows=-1)
+
+
+def test_check_without_jvm_max_rows_defaults_to_small_days_and_refuses_a_negative_bound():
+    assert load_settings(env={}).check_without_jvm_max_rows == 200_000
+    env = {"RECKON_CHECK_WITHOUT_JVM_MAX_ROWS": "0"}
+    assert load_settings(env=env).check_without_jvm_max_rows == 0  # 0: always Spark
+    with pytest.raises(ConfigError, match=r"^check_without_jvm_max_rows=-1 must be >= 0 \(0: "
+                                          r"every check starts Spark\)$"):
+        load_settings(env={}, check_without_jvm_max_rows=-1)

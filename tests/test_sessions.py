@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from decimal import Decimal
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -46,8 +47,8 @@ def test_sessions_hold_every_event_once_with_no_gap_over_g_inside_and_more_betwe
     for s in sessions:
         inside = [t for t in times if s.start <= t < s.end]
         assert inside[0] == s.start and s.end == inside[-1] + GAP
-        assert all(b - a <= GAP for a, b in zip(inside, inside[1:], strict=False))
-    for a, b in zip(sessions, sessions[1:], strict=False):
+        assert all(b - a <= GAP for a, b in pairwise(inside))
+    for a, b in pairwise(sessions):
         assert b.start > a.end  # a gap longer than g between sessions
 
 
@@ -107,8 +108,8 @@ def test_worked_example_a_late_event_bridging_two_published_sessions_explains_th
     assert late.event.event_id == "e5" and (late.span.start - BASE, late.span.end - BASE) \
         == (0, 26 * S)
     everything = [e for batch in batches for e in batch]
-    [(session, currency)] = [(s, cur) for (_, cur), ss in canonical_sessions(
-        everything, rules, GAP).items() for s in ss if cur == "EUR"]
+    [session] = [s for (_, cur), ss in canonical_sessions(everything, rules, GAP).items()
+                 for s in ss if cur == "EUR"]
     assert (session.start - BASE, session.end - BASE, session.total) \
         == (0, 26 * S, Decimal("31.00"))
     rows = reconcile_sessions(out, everything, rules, GAP)
