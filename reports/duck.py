@@ -29,18 +29,18 @@ import json
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from audits.duck_tables import SqlExpr, TableRef, connect, lock
+from audits.duck_tables import load_table as _load
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_grace, is_open
 from reports.query import QueryResult, Token, _unquote, check_read_only
 from spark import table_names as tb
 
-__all__ = ["SqlExpr", "check_duck_sql", "connect", "open_warehouse", "provisional_sql",
-           "run_duck_query"]
+__all__ = ["SqlExpr", "TableRef", "check_duck_sql", "connect", "lock", "open_warehouse",
+           "provisional_sql", "run_duck_query"]
 
 #: Statements and functions DuckDB has beyond Spark's: refused on tokens before parsing.
 DUCK_FORBIDDEN = frozenset({"ATTACH", "DETACH", "PRAGMA", "INSTALL", "EXPORT", "IMPORT",
@@ -51,48 +51,6 @@ SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 _READING_FUNCTION = re.compile(
     r"(read_|parquet_|sniff_|glob|getvariable|query|json_execute_serialized_sql|"
     r"iceberg_|delta_|sqlite_|postgres_|mysql_|load_|install_)", re.IGNORECASE)
-
-
-class SqlExpr:
-    """SQL text that composes through Python's operators, so a core rule written once on
-    numbers (``reckon.eventtime.is_open``, ``ends_passed``) also writes its SQL.
-
-    >>> str(is_open(SqlExpr("end_us"), SqlExpr("wm")))
-    '(end_us > wm)'
-    >>> str(ends_passed(SqlExpr("a"), SqlExpr("b"), 10)[1])
-    '(b - (((b % 10) + 10) % 10))'
-    """
-
-    def __init__(self, text: str | int) -> None:
-        self.text = str(text)
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _op(self, op: str, other: object, flip: bool = False) -> SqlExpr:
-        left, right = (other, self) if flip else (self, other)
-        return SqlExpr(f"({left} {op} {right})")
-
-    def __add__(self, o: object) -> SqlExpr:
-        return self._op("+", o)
-
-    def __radd__(self, o: object) -> SqlExpr:
-        return self._op("+", o, flip=True)
-
-    def __sub__(self, o: object) -> SqlExpr:
-        return self._op("-", o)
-
-    def __rsub__(self, o: object) -> SqlExpr:
-        return self._op("-", o, flip=True)
-
-    def __mod__(self, o: object) -> SqlExpr:
-        return self._op("%", o)  # truncating, as Spark's: the core rule allows for it
-
-    def __gt__(self, o: object) -> SqlExpr:  # type: ignore[override]
-        return self._op(">", o)
-
-    def __le__(self, o: object) -> SqlExpr:  # type: ignore[override]
-        return self._op("<=", o)
 
 
 def _status_sql(end_us: SqlExpr, watermark: SqlExpr, grace: int) -> str:
@@ -179,24 +137,6 @@ def _ident(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------- checks
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """One table a query reads: its warehouse name and, for time travel, the version or
-    timestamp asked for; ``alias`` is the relation name it is registered under."""
-
-    name: str
-    version: int | None = None
-    timestamp: str | None = None
-
-    @property
-    def alias(self) -> str:
-        if self.version is not None:
-            return f"{self.name}@v{self.version}"
-        if self.timestamp is not None:
-            return f"{self.name}@{self.timestamp}"
-        return self.name
 
 
 def _rewrite_time_travel(tokens: Sequence[Token]) -> tuple[str, list[TableRef]]:
@@ -352,54 +292,6 @@ def _check_tree(tree: dict[str, Any], travelled: set[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------- engine
-
-
-def connect() -> Any:
-    """A fresh in-memory DuckDB connection that reaches nothing outside itself once
-    ``lock`` runs: no extension installs or loads, no Python variables as tables."""
-    import duckdb
-
-    conn = duckdb.connect(":memory:", config={
-        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-        "python_enable_replacements": False, "python_scan_all_frames": False})
-    conn.execute("SET TimeZone = 'UTC'")  # timestamps shown in UTC, as reckon's Spark does
-    return conn
-
-
-def lock(conn: Any) -> None:
-    """External access off (no file, no network) and the configuration locked: after this
-    no statement can turn either back on. Run after the tables are registered."""
-    conn.execute("SET allowed_directories = []")
-    conn.execute("SET allowed_paths = []")
-    conn.execute("SET enable_external_access = false")
-    conn.execute("SET lock_configuration = true")
-
-
-def _load(warehouse: Path, ref: TableRef) -> Any:
-    """The Arrow dataset of one table (at a version or timestamp for time travel)."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError
-
-    path = tb.table_path(warehouse, ref.name)
-    try:
-        table = DeltaTable(path, version=ref.version)
-        if ref.timestamp is not None:
-            table.load_as_version(_as_of(ref.timestamp))
-    except (DeltaError, OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise UsageError(f"cannot read {ref.alias}: {first}") from None
-    return table.to_pyarrow_dataset()
-
-
-def _as_of(text: str) -> datetime:
-    """A ``TIMESTAMP AS OF`` literal, UTC unless it says otherwise (as reckon's Spark
-    session reads it)."""
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(f"TIMESTAMP AS OF {text!r} is not valid: write "
-                         "'2026-03-01 10:00:00' (UTC)") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def readable_tables(warehouse: Path) -> list[str]:

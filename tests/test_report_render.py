@@ -1318,7 +1318,8 @@ def _spark_whatifs(spark, settings: Settings, day: date) -> tuple:
     """The report's what-ifs as Spark computes them (audits.lateness, .lateness_batches)."""
     from audits.lateness import analyze_day, analyze_inputs
     from audits.lateness_batches import analyze_day_batches, per_source_batches, whatif_of_day
-    from reports.context import _line, _seconds
+    from audits.day_whatif import curve_line as _line
+    from audits.day_whatif import exact_seconds as _seconds
 
     whatif = settings.whatif_config()
     analysis = analyze_day(spark, whatif, day)
@@ -1334,8 +1335,12 @@ def _spark_whatifs(spark, settings: Settings, day: date) -> tuple:
 
 def _assert_context_is_sparks(spark, settings: Settings, run=None, day: date = DAY) -> None:
     """The DuckDB reads of reports/context.py equal Spark's figures on this warehouse: the gap
-    series of ``run`` (when given), the histogram, the watermarks, every what-if."""
+    series of ``run`` (when given), the histogram, the watermarks; and every what-if the audit
+    records (audits/day_whatif.py, on DuckDB) is Spark's, and for ``run`` the rows the report
+    reads back are exactly what it computes."""
+    from audits.day_whatif import day_whatif
     from reports import context as c
+    from reports.db.repository import ReportDB
 
     reads = c._Reads(settings.warehouse_path)
     rules, whatif = settings.event_time_rules(), settings.whatif_config()
@@ -1345,11 +1350,13 @@ def _assert_context_is_sparks(spark, settings: Settings, run=None, day: date = D
     if run is not None:
         pairs.append((c._gap_series(reads, day, run, rules.windows.step, 3),
                       _spark_gap(spark, settings, run, day)))
-    rec = c._per_source(reads, whatif, day)
-    duck = (c._curve(reads, whatif, day)[0], c._curve(reads, whatif, day)[1],
-            c._batch_curve(reads, whatif, day)[0], rec,
-            c._per_source_batches(reads, whatif, day, rec)[0])
+    ours = day_whatif(whatif, day)
+    duck = (ours.curve, ours.configured_bound_seconds, ours.batch_curve, ours.per_source,
+            ours.per_source_batches)
     pairs.append((duck, _spark_whatifs(spark, settings, day)))
+    if run is not None:  # what the report reads is what the audit recorded, to the bit
+        recorded = ReportDB.from_settings(settings).audit_whatif(run.run_id)
+        assert recorded == ours and repr(recorded) == repr(ours)
     for ours, sparks in pairs:
         assert ours and ours == sparks and repr(ours) == repr(sparks)
 
