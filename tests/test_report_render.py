@@ -1316,10 +1316,10 @@ def _spark_watermarks(spark, warehouse: Path, rules, day: date) -> tuple:
 
 def _spark_whatifs(spark, settings: Settings, day: date) -> tuple:
     """The report's what-ifs as Spark computes them (audits.lateness, .lateness_batches)."""
-    from audits.lateness import analyze_day, analyze_inputs
-    from audits.lateness_batches import analyze_day_batches, per_source_batches, whatif_of_day
     from audits.day_whatif import curve_line as _line
     from audits.day_whatif import exact_seconds as _seconds
+    from audits.lateness import analyze_day, analyze_inputs
+    from audits.lateness_batches import analyze_day_batches, per_source_batches, whatif_of_day
 
     whatif = settings.whatif_config()
     analysis = analyze_day(spark, whatif, day)

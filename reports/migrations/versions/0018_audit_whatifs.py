@@ -19,6 +19,7 @@ Revises: 0017_run_material_gap
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 import sqlalchemy as sa
 from alembic import op
@@ -35,7 +36,7 @@ GRANT INSERT ON audit_whatifs, audit_whatif_points TO reckon_reconciler;
 """
 
 
-def _exact() -> sa.types.TypeEngine[object]:
+def _exact() -> sa.types.TypeEngine[Decimal]:
     """reports.db.types.ExactDecimal as this revision creates it (spelled out, not imported,
     so the revision stays what it was when models change)."""
     return sa.Numeric().with_variant(sa.Text(), "sqlite")
