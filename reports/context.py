@@ -526,7 +526,7 @@ def build_context(config: ReportConfig, day: date, *,
 
     Example: ``build_context(settings.report_config(), date(2026, 1, 1)).audit_run_id``.
     """
-    from audits.quality import data_docs_dir
+    from audits.datadocs import data_docs_dir
     from reports.db.repository import ReportDB
     from spark.spec import recorded_versions
 
