@@ -306,9 +306,9 @@ def run_check(settings: Settings, day: date, *,
     """The Great Expectations suites for ``day``, recorded in the report DB; raises
     DataQualityError on a blocking failure unless ``fail_on_blocking`` is False (the nightly
     DAG renders the report first, then ``quality_gate`` fails the run)."""
+    from audits.check_reads import DeltaDayReads
     from audits.quality import run_checks
     from audits.quality_local import fits_without_jvm, run_checks_without_jvm
-    from reports.check_reads import DeltaDayReads
     from reports.db.repository import ReportDB
 
     settings = _with_spec(settings, "check")

@@ -2,7 +2,8 @@
 
 Order matters: the breaks (from Spark's executors), then each break's story, then the run,
 which becomes current only once everything it lists is stored; the run's late attribution
-is computed meanwhile, in a thread of its own. A run that finds its rows
+and its lateness what-ifs (audits/day_whatif.py, on DuckDB) are computed meanwhile, each in a
+thread of its own, and stored with the run in its transaction. A run that finds its rows
 replaced by another audit of the day meanwhile records nothing and says to run again
 (``ConcurrentAuditError``); the previous run stays current.
 
@@ -22,10 +23,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from audits.day_whatif import DayWhatIf, day_whatif
 from audits.ledger import AuditLedger, AuditRecorder
 from audits.records import AttributionRow, AuditRun, BreakRow
 from audits.stories import StoryInputs, record_break_stories
-from reckon.engine_config import AuditConfig
+from reckon.engine_config import AuditConfig, WhatIfConfig
 from reckon.errors import ConcurrentAuditError
 from reckon.reconcile import ReconStatus
 from spark import tables as tb
@@ -57,9 +59,24 @@ def record_run(spark: SparkSession, config: AuditConfig, recorder: AuditRecorder
     done = side_by_side({
         "breaks": lambda: _record_breaks_and_stories(spark, config, recorder, run, written,
                                                      reads),
-        "attribution": attribution})
-    db.record_audit_run(run, done["attribution"])
+        "attribution": attribution,
+        "whatif": lambda: _whatif(config, run.day, reads)})
+    db.record_audit_run(run, done["attribution"], done["whatif"])
     return done["breaks"], _replaced_signed_off_run(db, run.day, run.kind, run.run_id)
+
+
+def _whatif(config: AuditConfig, day: date, reads: StoryInputs) -> DayWhatIf | None:
+    """The day's lateness what-ifs (audits/day_whatif.py: DuckDB in this thread, no Spark
+    job) at the versions the audit read: the event log its replay pinned, the watermark
+    progress its provisional totals were folded from. None when ``config`` asks for none.
+
+    Example: ``_whatif(config, day, reads).configured_policy`` -> "3s per partition"."""
+    if config.whatif_target is None:
+        return None
+    whatif = WhatIfConfig(warehouse=config.warehouse, rules=config.rules,
+                          target=config.whatif_target)
+    return day_whatif(whatif, day, {tb.EVENT_LOG: reads.event_log_version,
+                                    tb.WATERMARK_PROGRESS: reads.progress_version})
 
 
 def _record_breaks_and_stories(spark: SparkSession, config: AuditConfig,

@@ -41,9 +41,21 @@ __all__ = [
     "Asset",
     "Localised",
     "assets_dir",
+    "data_docs_dir",
     "external_resources",
     "localise_site",
 ]
+
+def data_docs_dir(warehouse: str | Path) -> Path:
+    """The GX Data Docs site; ``index.html`` lists every suite and validation. Here, beside
+    the site's other rules and without pyspark or GX, so the report (which links the index)
+    imports neither; ``audits.quality`` re-exports it.
+
+    >>> data_docs_dir("/srv/wh").as_posix()
+    '/srv/wh/reports/data_docs'
+    """
+    return Path(warehouse) / "reports" / "data_docs"
+
 
 _WEBJARS = "META-INF/resources/webjars/"
 VENDOR = "static/vendor"  # under the site root

@@ -233,7 +233,7 @@ def analysis_of_rows(rows: Sequence[Mapping[str, Any]], day: date, goal: Decimal
                      configured_bound: int, log_path: str) -> LatenessAnalysis:
     """The analysis from the curve rows of every scope (``_CURVE_SCHEMA``: the day's, "all",
     and one per partition), whichever engine grouped them: Spark's ``applyInPandas`` or
-    ``reports.lateness_duck`` on DuckDB. No rows is ``NoEventsError``.
+    ``audits.lateness_duck`` on DuckDB. No rows is ``NoEventsError``.
 
     Example: ``analysis_of_rows([], day, Decimal("0.99"), 0, "wh/event_log")`` raises
     ``NoEventsError`` ("no events of 2026-01-01 in wh/event_log").

@@ -214,7 +214,7 @@ class _DayBatches:
 
 class BatchReads(Protocol):
     """What the per-batch walks read from a warehouse, per engine: Spark (``_SparkReads``, the
-    functions above) or DuckDB (``reports.lateness_duck.DuckReads``). The walks themselves
+    functions above) or DuckDB (``audits.lateness_duck.DuckReads``). The walks themselves
     (``batch_steps``, ``curve_points``) are pure and shared, so both engines replay alike.
 
     Example: ``analyze_day_batches(DuckReads(wh), config, day)`` runs without a JVM.

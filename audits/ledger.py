@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
+from audits.day_whatif import DayWhatIf
 from audits.records import (
     AttributionRow,
     AuditRun,
@@ -66,8 +67,10 @@ class AuditLedger(Protocol):
         """Migrate the schema once, here on the driver, before the executors write."""
         ...
 
-    def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow]) -> None:
-        """Store the run (it becomes current) and its late attribution."""
+    def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow],
+                         whatif: DayWhatIf | None = None) -> None:
+        """Store the run (it becomes current), its late attribution and its lateness what-ifs
+        (audits/day_whatif.py; None: none computed), together."""
         ...
 
     def current_audit_run(self, day: date, kind: str = "nightly") -> AuditRun | None: ...

@@ -44,6 +44,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from audits.datadocs import data_docs_dir
 from audits.driver_frame import driver_frame, is_flat, stable_order
 from audits.ledger import CheckLedger
 from audits.records import CheckRun, ExpectationResult
@@ -92,11 +93,6 @@ _PASSING_RESULT_FORMAT: Any = {"result_format": "SUMMARY", "partial_unexpected_c
 def gx_context_dir(warehouse: str | Path) -> Path:
     """The file-backed GX context (great_expectations.yml, suites, validation results)."""
     return Path(warehouse) / "reports" / "gx"
-
-
-def data_docs_dir(warehouse: str | Path) -> Path:
-    """The GX Data Docs site; ``index.html`` lists every suite and validation."""
-    return Path(warehouse) / "reports" / "data_docs"
 
 
 # ----------------------------------------------------------------------------- results

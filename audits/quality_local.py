@@ -9,7 +9,7 @@ scales past the bound), the suites' derived columns computed by their JVM-free t
 ``audits.quality.run_suites`` records the run and builds Data Docs exactly as on Spark.
 tests/test_quality_local.py compares both engines expectation by expectation.
 
-What it reads is handed in as ``DayReads`` (``reports.check_reads.DeltaDayReads``: delta-rs and
+What it reads is handed in as ``DayReads`` (``audits.check_reads.DeltaDayReads``: delta-rs and
 DuckDB, which folds provisional_totals by ``reports.duck.provisional_sql``)::
 
     reads = DeltaDayReads(settings.warehouse_path)

@@ -12,7 +12,7 @@ load spike hits each alike. No Spark session of the bench's own is used. The row
   and locking add to (issue 58: reckon within 1.5x of it);
 * ``reckon explain`` on DuckDB (the default, ``reports.explain_duck``) and on ``--engine
   spark``, for one key's window the warehouse holds (a late event's when there is one);
-* ``reckon lateness`` for that window's day on DuckDB (the default, ``reports.lateness_duck``)
+* ``reckon lateness`` for that window's day on DuckDB (the default, ``audits.lateness_duck``)
   and on ``--engine spark``: the same analysis (tests/test_lateness_duck.py), the per-event
   curve replaying the day's events in arrival order on either.
 

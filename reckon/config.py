@@ -336,7 +336,8 @@ class Settings:
         """
         return AuditConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
                            tolerance=Tolerance(self.tolerance_abs, self.tolerance_rel),
-                           material_gap=tuple(sorted(self.material_thresholds().items())))
+                           material_gap=tuple(sorted(self.material_thresholds().items())),
+                           whatif_target=self.target_completeness)
 
     def check_config(self) -> CheckConfig:
         """What the data-quality suites check against, built once here at the edge and

@@ -58,6 +58,9 @@ class AuditConfig:
     tolerance: Tolerance
     # the material_gap setting (reckon.materiality), recorded with the run it audits
     material_gap: tuple[tuple[str, Decimal], ...] = ()
+    # the completeness the lateness what-ifs recorded with the run recommend a bound for
+    # (audits/day_whatif.py; the target_completeness setting); None: the run records none
+    whatif_target: Decimal | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ The renderer (reports/render.py) sees only a ``ReportContext``: frozen values, e
 aware UTC datetimes, series already reduced to a few hundred points. ``build_context`` is the
 only place that reads the warehouse and the report database, and it reads small aggregates
 only (GROUP BY / LIMIT), through DuckDB over the Delta tables (delta-rs: no JVM, since a
-report only reads; reports/duck.py). Sections follow what reviewers read
+report only reads; reports/duck.py). It computes no analysis: the lateness what-ifs are read
+as the audit run recorded them (audits/day_whatif.py), so a report shows only what the run it
+describes saw, whatever the stream appended since. Sections follow what reviewers read
 first: configuration, row counts, per-status counts, the breaks, capped samples.
 
 Money is per currency everywhere (docs/decisions/0001-money-per-currency.md): the headline is
@@ -22,8 +24,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from audits.day_whatif import CurveLine, DayWhatIf
 from audits.records import AttributionRow, AuditRun, CurrencySummary
-from reckon.engine_config import ReportConfig, WhatIfConfig
+from reckon.engine_config import ReportConfig
 from reckon.errors import LayoutError, UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.materiality import run_rule
@@ -50,6 +53,8 @@ __all__ = [
     "headline_from_run",
     "review_fields",
     "unexplained_amount",
+    "whatif_fields",
+    "whatif_note",
 ]
 
 BREAKS_CAP = 200          # break rows shown in the report (the CSV has them all)
@@ -132,15 +137,6 @@ class HistogramBucket:
     def label(self) -> str:
         return f"{self.lo_seconds}s+" if self.hi_seconds is None else \
             f"{self.lo_seconds}-{self.hi_seconds}s"
-
-
-@dataclass(frozen=True)
-class CurveLine:
-    bound_seconds: Decimal
-    completeness: float      # a ratio for choosing a bound, never money
-    admitted: int
-    dropped: int
-    avg_emit_latency: float | None
 
 
 @dataclass(frozen=True)
@@ -237,6 +233,9 @@ class ReportContext:
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
     configured_policy: str | None = None            # describe() of the policy the day ran with
+    # the run was recorded without its what-ifs (before they were recorded with the run): the
+    # one line the what-if sections show instead of them (``whatif_fields``)
+    whatif_note: str | None = None
     quality: QualitySummary | None = None
     data_docs: str | None = None                   # file path of the GX Data Docs index
     signoffs: tuple[Signoff, ...] = ()             # decisions on this run, oldest first
@@ -287,17 +286,14 @@ def _dec(value: Any) -> Decimal:
 
 class _Reads:
     """One locked DuckDB connection over the report's tables of ``warehouse`` (those that
-    exist), and the what-ifs' ``DuckReads`` on it when the warehouse has an event_log."""
+    exist). Only reads: the what-ifs were computed and recorded with the audit run."""
 
     def __init__(self, warehouse: Path) -> None:
         from reports.duck import TableRef, _load, connect, lock
-        from reports.lateness_duck import DuckReads
 
-        self.batch = DuckReads(warehouse) if tb.table_exists(warehouse, tb.EVENT_LOG) else None
-        self.conn = connect() if self.batch is None else self.batch.conn
+        self.conn = connect()
         self.present = {t for t in _READ if tb.table_exists(warehouse, t)}
-        for name in sorted(self.present - (set() if self.batch is None
-                                           else self.batch.present)):
+        for name in sorted(self.present):
             self.conn.register(name, _load(warehouse, TableRef(name=name)))
         lock(self.conn)
 
@@ -391,78 +387,6 @@ def _histogram(reads: _Reads, day: date) -> tuple[HistogramBucket, ...]:
                  for i, lo in enumerate(edges))
 
 
-def _line(p: Any) -> CurveLine:
-    return CurveLine(_seconds(p.bound), p.completeness, p.admitted, p.dropped,
-                     p.avg_emit_latency)
-
-
-def _curve(reads: _Reads, whatif: WhatIfConfig, day: date
-           ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
-    """The per-event what-if of the day (audits.lateness, through reports.lateness_duck),
-    or nothing on a day without events."""
-    from reports.lateness_duck import analyze_day_duck
-
-    if reads.batch is None:
-        return (), None, None, None
-    try:
-        analysis = analyze_day_duck(reads.batch, whatif, day)
-    except UsageError:  # no events that day
-        return (), None, None, None
-    rec = None if analysis.recommended is None else _seconds(analysis.recommended.bound)
-    return (tuple(_line(p) for p in analysis.points), _seconds(analysis.configured_bound), rec,
-            analysis.target)
-
-
-def _per_source(reads: _Reads, whatif: WhatIfConfig, day: date
-                ) -> PerInputRecommendation | None:
-    """Bounds per source for the day (issue 41), or None for a day of one source or none."""
-    from reports.lateness_duck import analyze_inputs_duck
-
-    if reads.batch is None:
-        return None
-    try:
-        rec = analyze_inputs_duck(reads.batch, whatif, day)
-    except UsageError:  # no events that day
-        return None
-    return rec if len(rec.bounds) > 1 else None
-
-
-def _per_source_batches(reads: _Reads, whatif: WhatIfConfig, day: date,
-                        rec: PerInputRecommendation | None
-                        ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None, str]:
-    """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
-    the one line that says why; and the policy its "the stream as configured" row is: the
-    one the day's batches ran with (``whatif_of_day``), not a spec changed since."""
-    from audits.lateness_batches import per_source_batches, whatif_of_day
-
-    if rec is None or reads.batch is None:
-        return (), None, whatif.rules.watermark.describe()
-    ran = whatif_of_day(reads.batch, whatif, day)
-    points, why_not = per_source_batches(reads.batch, ran, day, rec)
-    return (tuple((name, _line(p)) for name, p in points.items()), why_not,
-            ran.rules.watermark.describe())
-
-
-def _batch_curve(reads: _Reads, whatif: WhatIfConfig, day: date
-                 ) -> tuple[tuple[CurveLine, ...], str | None]:
-    """The per-batch what-if (audits.lateness_batches), or no points and the one line that
-    says why (no archived events that day, batches of several stream queries)."""
-    from audits.lateness_batches import analyze_day_batches
-
-    if reads.batch is None:
-        return (), f"the warehouse has no {tb.EVENT_LOG}"
-    try:
-        curve = analyze_day_batches(reads.batch, whatif, day)
-    except UsageError as exc:
-        return (), str(exc)
-    return tuple(_line(p) for p in curve.points), None
-
-
-def _seconds(us: int) -> Decimal:
-    """Microseconds as exact seconds without trailing zeros: 3000000 -> Decimal('3')."""
-    return (Decimal(us) / Decimal(MICROS_PER_SECOND)).normalize() + Decimal(0)
-
-
 def _watermarks(reads: _Reads, rules: EventTimeRules, day: date
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
@@ -546,6 +470,34 @@ def review_fields(db: Any, run: AuditRun, required_approvers: int) -> dict[str, 
             "superseded_review": superseded_review, "required_approvers": required_approvers}
 
 
+def whatif_note(day: date) -> str:
+    """The one line a report shows for what-ifs its audit run was recorded without.
+
+    >>> whatif_note(date(2026, 1, 1))
+    'Not recorded with this audit run; re-run `reckon audit --date 2026-01-01` to record it.'
+    """
+    return (f"Not recorded with this audit run; re-run `reckon audit --date {day.isoformat()}` "
+            "to record it.")
+
+
+def whatif_fields(whatif: DayWhatIf | None, run: AuditRun) -> dict[str, Any]:
+    """The ``ReportContext`` fields of the what-ifs recorded with ``run`` (read, never
+    computed here: audits/day_whatif.py computed them when the run was recorded), by name;
+    for a run recorded without them, none but ``whatif_note``, the line saying so.
+
+    Example: ``replace(ctx, **whatif_fields(db.audit_whatif(run.run_id), run))``."""
+    if whatif is None:
+        return {"whatif_note": whatif_note(run.day)}
+    return {"lateness_curve": whatif.curve, "lateness_curve_batches": whatif.batch_curve,
+            "batch_curve_note": whatif.batch_curve_note,
+            "configured_bound_seconds": whatif.configured_bound_seconds,
+            "recommended_bound_seconds": whatif.recommended_bound_seconds,
+            "target_completeness": whatif.target_completeness,
+            "per_source": whatif.per_source, "per_source_batches": whatif.per_source_batches,
+            "per_source_batches_note": whatif.per_source_batches_note,
+            "configured_policy": whatif.configured_policy}
+
+
 def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
     """Every break of the run with its review status and age (whole days from the break's
     first sighting to the run's start, so a re-render of the run gives the same figures),
@@ -568,12 +520,13 @@ def _breaks(db: Any, run: AuditRun) -> tuple[BreakLine, ...]:
 def build_context(config: ReportConfig, day: date, *,
                   breaks_cap: int = BREAKS_CAP) -> ReportContext:
     """Everything the report of ``day`` shows, from the current audit run of the day in the
-    report database and small aggregates of the warehouse's Delta tables, read through DuckDB
-    (no JVM: a report only reads).
+    report database (its figures, breaks, attribution and the lateness what-ifs recorded with
+    it: none is computed here) and small aggregates of the warehouse's Delta tables, read
+    through DuckDB (no JVM: a report only reads).
 
     Example: ``build_context(settings.report_config(), date(2026, 1, 1)).audit_run_id``.
     """
-    from audits.quality import data_docs_dir
+    from audits.datadocs import data_docs_dir
     from reports.db.repository import ReportDB
     from storage.spec_log import recorded_versions
 
@@ -589,11 +542,6 @@ def build_context(config: ReportConfig, day: date, *,
     reads = _Reads(warehouse)
     gap, width = _gap_series(reads, day, run, rules.windows.step, len(headline.currencies))
     all_breaks = _breaks(db, run)
-    curve, configured, recommended, target = _curve(reads, whatif, day)
-    batch_curve, batch_note = _batch_curve(reads, whatif, day)
-    per_source = _per_source(reads, whatif, day)
-    per_source_batches, per_source_note, ran_policy = _per_source_batches(reads, whatif, day,
-                                                                          per_source)
     check = db.current_check_run(day)
     docs = data_docs_dir(warehouse) / "index.html"
     return ReportContext(
@@ -607,11 +555,7 @@ def build_context(config: ReportConfig, day: date, *,
         breaks=all_breaks[:breaks_cap], breaks_total=len(all_breaks),
         attribution=tuple(db.attribution(run.run_id)), gap_series=gap,
         gap_bucket_seconds=width, lateness_histogram=_histogram(reads, day),
-        lateness_curve=curve, lateness_curve_batches=batch_curve, per_source=per_source,
-        per_source_batches=per_source_batches, per_source_batches_note=per_source_note,
-        configured_policy=ran_policy,
-        batch_curve_note=batch_note, configured_bound_seconds=configured,
-        recommended_bound_seconds=recommended, target_completeness=target,
+        **whatif_fields(db.audit_whatif(run.run_id), run),
         watermark_series=_watermarks(reads, rules, day),
         quality=None if check is None else QualitySummary.of(check),
         data_docs=str(docs) if docs.is_file() else None,

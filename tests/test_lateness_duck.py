@@ -122,19 +122,20 @@ def test_lateness_per_source_and_who_is_late_are_the_same_on_both(spark, sources
 
 
 def test_the_reports_bounds_per_source_are_sparks(spark, sources_warehouse):
-    """The report's pieces read through DuckDB (reports/context.py) on a day with a slow
+    """The report's pieces read through DuckDB (reports/context.py) and the what-ifs the audit
+    records (audits/day_whatif.py) on a day with a slow
     source of its own bound and three currencies: a bound per source beats the single one,
     per event and per batch, and every piece is what Spark computes
     (tests/test_report_render.py's oracle)."""
     from datetime import date
 
-    from reports.context import _per_source, _Reads
+    from audits.day_whatif import day_whatif
     from tests.streamkit import stream_settings
     from tests.test_report_render import _assert_context_is_sparks
 
     wh, day = sources_warehouse
     settings = stream_settings(wh, **{_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items()})
-    rec = _per_source(_Reads(wh), settings.whatif_config(), date.fromisoformat(day))
+    rec = day_whatif(settings.whatif_config(), date.fromisoformat(day)).per_source
     assert rec is not None and "sat" in [b.unit for b in rec.bounds]
     _assert_context_is_sparks(spark, settings, day=date.fromisoformat(day))
 

@@ -54,9 +54,9 @@ def _streamed(spark: Any, streamed_scenario: Any, name: str, tmp: Path) -> Any:
 
 def _on_both(spark: Any, settings: Any, day: date = DAY) -> tuple[Any, Any]:
     """(Spark's result, the JVM-free one), neither recorded, asserted to say the same."""
+    from audits.check_reads import DeltaDayReads
     from audits.quality import run_checks
     from audits.quality_local import fits_without_jvm, run_checks_without_jvm
-    from reports.check_reads import DeltaDayReads
     from reports.db.repository import ReportDB
 
     config, reads = settings.check_run_config(), DeltaDayReads(settings.warehouse_path)

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 import reports.db
 from app.settings import load_settings
+from audits.day_whatif import DayWhatIf, curve_line
 from audits.records import (
     AttributionRow,
     AuditRun,
@@ -433,7 +434,7 @@ def test_migrate_twice_is_harmless_and_head_is_the_models_schema(db: ReportDB) -
             assert {c["name"] for c in inspector.get_columns(name)} == set(table.columns.keys())
         cfg = Config(str(Path(reports.db.__file__).parent.parent / "alembic.ini"))
         head = ScriptDirectory.from_config(cfg).get_current_head()
-        assert context.get_current_revision() == head == "0017_run_material_gap"
+        assert context.get_current_revision() == head == "0018_audit_whatifs"
 
 
 def test_a_run_recorded_before_per_currency_figures_keeps_its_counts_not_money(
@@ -637,8 +638,10 @@ def test_quality_gate_names_every_failed_or_unchecked_day_after_the_reports(tmp_
         "verdicts": {"2026-01-01": "passed", "2026-01-02": "passed"}}  # as recorded
 
 
-#: Issue 61's migrations, newest first: what each downgrade takes back.
-_ISSUE_61_STEPS = (("0017_run_material_gap", "audit_runs", "material_gap"),
+#: Issue 61's migrations (after issue 63's, the head), newest first: what each downgrade
+#: takes back (0018's tables are checked by test_whatifs_recorded_with_a_run_...).
+_ISSUE_61_STEPS = (("0018_audit_whatifs", None, None),
+                   ("0017_run_material_gap", "audit_runs", "material_gap"),
                    ("0016_exports_logged", None, None),
                    ("0015_break_assignment", "break_reviews", "assignee"),
                    ("0014_break_reject_reopen", None, None),
@@ -659,7 +662,7 @@ def _columns(conn: sa.Connection, table: str) -> set[str]:
 
 
 def test_issue_61s_migrations_downgrade_step_by_step_and_upgrade_again(db_url: str) -> None:
-    """0017 down to 0012 one step at a time (each step's column gone, the run and its breaks
+    """Head (0018) down to 0012 one step at a time (each step's column gone, the run and its breaks
     kept), then up to head again: the schema is the models' once more and each break gets
     back its exact absolute gap (0013 fills it in). A downgrade below 0016 is refused while
     the log holds an export record (the log is append-only), and nothing is undone."""
@@ -690,7 +693,7 @@ def test_issue_61s_migrations_downgrade_step_by_step_and_upgrade_again(db_url: s
         with engine.connect() as conn:
             context = MigrationContext.configure(conn, opts={"compare_type": True})
             assert compare_metadata(context, Base.metadata) == []
-            assert context.get_current_revision() == "0017_run_material_gap"
+            assert context.get_current_revision() == "0018_audit_whatifs"
             gaps = conn.execute(sa.select(BREAKS.c.key, BREAKS.c.gap_magnitude)
                                 .order_by(BREAKS.c.key)).all()
         assert gaps == [("k1", Decimal("1.250")), ("k2", Decimal("1.250"))]
@@ -703,10 +706,87 @@ def test_issue_61s_migrations_downgrade_step_by_step_and_upgrade_again(db_url: s
 
         record_export(db, "run-1", "carl", "breaks.csv (2 breaks)")
     with pytest.raises(RuntimeError, match="cannot downgrade below 0016"), \
-            _writing(engine) as conn:  # the refusal rolls back 0017's step too
+            _writing(engine) as conn:  # the refusal rolls back 0018's and 0017's steps too
         command.downgrade(alembic_config(conn), "0015_break_assignment")
     with engine.connect() as conn:
         assert MigrationContext.configure(conn).get_current_revision() == \
-            "0017_run_material_gap"
+            "0018_audit_whatifs"
         assert "material_gap" in _columns(conn, "audit_runs")
     engine.dispose()
+
+
+def _whatif() -> DayWhatIf:
+    """What-ifs with every kind of value: a float that is no short decimal, a missing latency,
+    a recommendation per source, a note, per-source rows in their order."""
+    from reckon.whatif import CurvePoint
+    from reckon.whatif_inputs import InputBound, PerInputRecommendation
+
+    point = CurvePoint(3_000_000, 0.1 + 0.2, 80_900, 100, 1.2345678901234567)
+    rec = PerInputRecommendation(
+        by_source=True, target=Decimal("0.999"),
+        bounds=(InputBound("pos", 10, 2_000_000, point, 0),
+                InputBound("sat", 5, 7_500_000, point, 1)),
+        per_input=point, single=None, single_fallback=point, reached=False, by_partition=point)
+    line = curve_line(point)
+    return DayWhatIf(
+        curve=(replace(line, bound_seconds=Decimal("1.5"), avg_emit_latency=None), line),
+        configured_bound_seconds=Decimal("3"), recommended_bound_seconds=None,
+        target_completeness=Decimal("0.999"),
+        batch_curve_note="batches 0..9 were written by more than one stream query",
+        per_source=rec, per_source_batches=(("the stream as configured", line),
+                                            ("bounds per source", line)),
+        configured_policy="3s per partition")
+
+
+def test_whatifs_recorded_with_a_run_read_back_exactly(db: ReportDB) -> None:
+    """The what-ifs go in with their run and come back equal, value, type and Decimal scale
+    (compared by repr); the ratios are stored as their exact float text, never a float
+    column; a run recorded without them reads back None (the report says so)."""
+    whatif = _whatif()
+    db.record_audit_run(make_run(), [], whatif)
+    db.record_audit_run(make_run("run-old", started_at=T0 - timedelta(hours=1)), [])
+    assert db.audit_whatif("run-1") == whatif
+    assert repr(db.audit_whatif("run-1")) == repr(whatif)
+    assert db.audit_whatif("run-old") is None and db.audit_whatif("nope") is None
+    with db.engine.connect() as conn:
+        stored = conn.execute(sa.text(
+            "SELECT completeness, avg_emit_latency FROM audit_whatif_points "
+            "WHERE curve = 'per_event' ORDER BY seq")).all()
+    assert stored == [("0.30000000000000004", None),
+                      ("0.30000000000000004", "1.2345678901234567")]
+    db.record_audit_run(make_run(), [], replace(whatif, curve=()))  # the same run: no change
+    assert db.audit_whatif("run-1") == whatif
+
+
+def test_a_float_ratio_column_refuses_a_decimal(db: ReportDB) -> None:
+    """FloatText is for ratios: an exact figure offered to it is refused in one line."""
+    from reports.db.types import FloatText
+
+    with pytest.raises(UsageError, match="float ratio"):
+        FloatText().process_bind_param(Decimal("0.5"), db.engine.dialect)
+
+
+def test_0018_downgrades_and_upgrades_keeping_the_run(db_url: str) -> None:
+    """0018 down: its two tables go, the run stays; up again: the run reads back with no
+    what-ifs (a run recorded before them), a new run records its own."""
+    from alembic import command
+
+    from reports.db.engine import alembic_config, make_engine
+
+    with ReportDB(db_url) as db:
+        db.record_audit_run(make_run(), [], _whatif())
+    engine = make_engine(db_url, pooled=False)
+    try:
+        with _writing(engine) as conn:
+            command.downgrade(alembic_config(conn), "0017_run_material_gap")
+            assert not {"audit_whatifs", "audit_whatif_points"} & set(
+                sa.inspect(conn).get_table_names())
+        with _writing(engine) as conn:
+            command.upgrade(alembic_config(conn), "head")
+    finally:
+        engine.dispose()
+    with ReportDB(db_url) as db:
+        assert db.get_audit_run("run-1") == make_run() and db.audit_whatif("run-1") is None
+        db.record_audit_run(make_run("run-2", started_at=T0 + timedelta(hours=1)), [],
+                            _whatif())
+        assert db.audit_whatif("run-2") == _whatif()

@@ -3,7 +3,7 @@
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
 Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
 ``spark.sql_query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
-(or ``audits.explain_spark.explain_window`` on ``--engine spark``), ``reports.lateness_duck`` (the
+(or ``audits.explain_spark.explain_window`` on ``--engine spark``), ``audits.lateness_duck`` (the
 curves and their analysis; ``audits.lateness`` on ``--engine spark``). What it
 prints is made here or by the engine's ``render_*``. Example::
 
@@ -179,7 +179,7 @@ def _warn_unseen(engine: _LatenessEngine, whatif: WhatIfConfig, day: date) -> No
 class _LatenessEngine:
     """The reads of ``reckon lateness`` on one engine; everything else (the walks, the
     recommendation, the rendering) is shared. ``batches`` is what ``audits.lateness_batches``
-    reads through: a Spark session or ``reports.lateness_duck.DuckReads``.
+    reads through: a Spark session or ``audits.lateness_duck.DuckReads``.
 
     Example: ``_lateness_engine("duckdb", settings).analyze_day(whatif, day, None, target)``.
     """
@@ -193,9 +193,9 @@ class _LatenessEngine:
 
 
 def _lateness_engine(name: str, settings: Settings) -> _LatenessEngine:
-    """DuckDB (``reports.lateness_duck``, no JVM) or Spark (``audits.lateness``)."""
+    """DuckDB (``audits.lateness_duck``, no JVM) or Spark (``audits.lateness``)."""
     if name == "duckdb":
-        from reports import lateness_duck as duck
+        from audits import lateness_duck as duck
 
         reads = duck.open_reads(settings.warehouse_path)
         return _LatenessEngine(
@@ -232,7 +232,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     [--target T] [--json]``: both what-if curves of the day, per micro-batch (what the stream
     did) and per event, labelled as the report labels them, then the recommendation and who is
     late. With ``--per-source``: a bound per source against the best single bound. DuckDB
-    (reports.lateness_duck) by default, no JVM; Spark on ``--engine spark``; the same output."""
+    (audits.lateness_duck) by default, no JVM; Spark on ``--engine spark``; the same output."""
     from audits.lateness import (
         analysis_json,
         completeness_target,

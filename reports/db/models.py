@@ -21,11 +21,21 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from reckon.signoff import BREAK_REVIEW_STATUSES, decision_constraint, review_status_constraint
-from reports.db.types import ExactDecimal, Magnitude, Money, UTCDateTime, id_type, json_type
+from reports.db.types import (
+    ExactDecimal,
+    FloatText,
+    Magnitude,
+    Money,
+    UTCDateTime,
+    id_type,
+    json_type,
+)
 
 __all__ = [
     "AUDIT_RUNS",
     "AUDIT_RUN_CURRENCIES",
+    "AUDIT_WHATIFS",
+    "AUDIT_WHATIF_POINTS",
     "BREAKS",
     "BREAK_INPUTS",
     "BREAK_REVIEWS",
@@ -43,6 +53,8 @@ __all__ = [
     "AttributionRowModel",
     "AuditRunCurrencyModel",
     "AuditRunModel",
+    "AuditWhatIfModel",
+    "AuditWhatIfPointModel",
     "Base",
     "BreakInputModel",
     "BreakModel",
@@ -243,6 +255,48 @@ class AttributionRowModel(Base):
     lift: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
 
 
+class AuditWhatIfModel(Base):
+    """The lateness what-ifs recorded with an audit run (audits/day_whatif.py): one row a run,
+    its points in ``audit_whatif_points``. A run recorded before migration 0018 has none, and
+    the report says so rather than compute them from a warehouse the run never saw."""
+
+    __tablename__ = "audit_whatifs"
+
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("audit_runs.run_id", name="fk_audit_whatifs_run"),
+        primary_key=True)
+    configured_bound_seconds: Mapped[Decimal | None] = mapped_column(ExactDecimal(),
+                                                                     nullable=True)
+    recommended_bound_seconds: Mapped[Decimal | None] = mapped_column(ExactDecimal(),
+                                                                      nullable=True)
+    target_completeness: Mapped[Decimal | None] = mapped_column(ExactDecimal(), nullable=True)
+    batch_curve_note: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    # reckon.whatif_inputs.PerInputRecommendation.to_json_dict as JSON text (decimals as
+    # text, ratios as exact float reprs), None: one source or no events
+    per_source: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    per_source_batches_note: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+    configured_policy: Mapped[str | None] = mapped_column(sa.Text(), nullable=True)
+
+
+class AuditWhatIfPointModel(Base):
+    """One point of a recorded what-if curve: ``curve`` is ``per_event``, ``per_batch`` or
+    ``per_source_batches`` (then ``label`` names its row), ``seq`` its place in the curve."""
+
+    __tablename__ = "audit_whatif_points"
+
+    run_id: Mapped[str] = mapped_column(
+        sa.String(200), sa.ForeignKey("audit_whatifs.run_id", name="fk_audit_whatif_points_run"),
+        primary_key=True)
+    curve: Mapped[str] = mapped_column(sa.String(40), primary_key=True)
+    seq: Mapped[int] = mapped_column(sa.Integer(), primary_key=True, autoincrement=False)
+    label: Mapped[str] = mapped_column(sa.String(200))
+    bound_seconds: Mapped[Decimal] = mapped_column(ExactDecimal())
+    completeness: Mapped[float] = mapped_column(FloatText())
+    admitted: Mapped[int] = mapped_column(sa.BigInteger())
+    dropped: Mapped[int] = mapped_column(sa.BigInteger())
+    avg_emit_latency: Mapped[float | None] = mapped_column(FloatText(), nullable=True)
+
+
 class CheckRunModel(Base):
     __tablename__ = "check_runs"
     __table_args__ = (
@@ -412,6 +466,8 @@ BREAK_REVIEWS: sa.Table = Base.metadata.tables["break_reviews"]
 BREAK_STORIES: sa.Table = Base.metadata.tables["break_stories"]
 BREAK_INPUTS: sa.Table = Base.metadata.tables["break_inputs"]
 LATE_ATTRIBUTION: sa.Table = Base.metadata.tables["late_attribution"]
+AUDIT_WHATIFS: sa.Table = Base.metadata.tables["audit_whatifs"]
+AUDIT_WHATIF_POINTS: sa.Table = Base.metadata.tables["audit_whatif_points"]
 CHECK_RUNS: sa.Table = Base.metadata.tables["check_runs"]
 EXPECTATION_RESULTS: sa.Table = Base.metadata.tables["expectation_results"]
 REPORTS: sa.Table = Base.metadata.tables["reports"]

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from audits.day_whatif import DayWhatIf
 from audits.ledger import AuditRecorder
 from audits.records import (
     AttributionRow,
@@ -52,6 +53,7 @@ from reports.db.models import (
     REVIEW_STATUSES,
     SIGNOFF_LOG,
 )
+from reports.db.whatif_rows import read_whatif, write_whatif
 from reports.records import ReportRecord
 from storage.sharing import create_group_writable, os_principal
 
@@ -210,11 +212,15 @@ class ReportDB:
             return str(conn.execute(sa.text("SELECT session_user")).scalar_one())
 
     # ------------------------------------------------------------------ audit runs
-    def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow]) -> None:
-        """Store a run and its attribution in one transaction. The run becomes current for its
-        (day, kind) unless a run that started later is already recorded (a delayed retry of an
-        old run never displaces a newer one); older runs stay as history. Recording the same
-        run_id again changes nothing."""
+    def record_audit_run(self, run: AuditRun, attribution: Sequence[AttributionRow],
+                         whatif: DayWhatIf | None = None) -> None:
+        """Store a run, its attribution and its lateness what-ifs (None: not computed, e.g. a
+        benchmark's audit) in one transaction. The run becomes current for its (day, kind)
+        unless a run that started later is already recorded (a delayed retry of an old run
+        never displaces a newer one); older runs stay as history. Recording the same run_id
+        again changes nothing.
+
+        Example: ``db.record_audit_run(run, [], day_whatif(config, run.day))``."""
         runs = AUDIT_RUNS
         with write_tx(self.ready(), runs.name) as conn:
             values = _record_values(run, exclude=("is_current", "currencies"))
@@ -228,6 +234,8 @@ class ReportDB:
             if attribution:
                 conn.execute(sa.insert(LATE_ATTRIBUTION),
                              [{**_record_values(a), "run_id": run.run_id} for a in attribution])
+            if whatif is not None:
+                write_whatif(conn, run.run_id, whatif)
 
     def _audit_runs(self, stmt: sa.Select[Any]) -> list[AuditRun]:
         c = AUDIT_RUN_CURRENCIES
@@ -276,6 +284,14 @@ class ReportDB:
                                           in sorted((r.late_amounts or {}).items())}
                 out.append(AttributionRow(**values))
             return out
+
+    def audit_whatif(self, run_id: str) -> DayWhatIf | None:
+        """The lateness what-ifs recorded with ``run_id`` (audits/day_whatif.py), or None for a
+        run recorded without them (before migration 0018, or by an audit that recorded none).
+
+        Example: ``db.audit_whatif(run.run_id).recommended_bound_seconds`` -> Decimal('5')."""
+        with self.ready().connect() as conn:
+            return read_whatif(conn, run_id)
 
     # ------------------------------------------------------------------ breaks
     def write_breaks(self, run_id: str, rows: Iterable[BreakRow], *,

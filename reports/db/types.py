@@ -29,7 +29,8 @@ from sqlalchemy.engine import Dialect
 from reckon.errors import invalid
 from reckon.money import MONEY_CONTEXT
 
-__all__ = ["ExactDecimal", "Magnitude", "Money", "UTCDateTime", "id_type", "json_type"]
+__all__ = ["ExactDecimal", "FloatText", "Magnitude", "Money", "UTCDateTime", "id_type",
+           "json_type"]
 
 _STORED = Decimal("0.001")  # the stored scale: every accepted currency's minor unit fits
 _MONEY_LIMIT = Decimal(10) ** 35  # DECIMAL(38,3): 35 digits before the point
@@ -129,6 +130,32 @@ class ExactDecimal(sa.types.TypeDecorator[Decimal]):
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Decimal | None:
         return None if value is None else Decimal(str(value))
+
+
+class FloatText(sa.types.TypeDecorator[float]):
+    """A float ratio (a what-if's completeness, an average latency in seconds: ratios for
+    choosing a bound, never money) stored as its shortest ``repr`` text on both backends, so
+    it reads back the same float bit for bit (a REAL or DOUBLE column would too on most
+    drivers, but text says so and never rounds through a decimal). A Decimal is refused: this
+    column is not for exact figures.
+
+    >>> from sqlalchemy.dialects import sqlite
+    >>> FloatText().process_bind_param(0.1 + 0.2, sqlite.dialect())
+    '0.30000000000000004'
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, (Decimal, bool)) or not isinstance(value, (float, int)):
+            raise invalid("float ratio", value, "a float (exact figures are Decimal columns)")
+        return repr(float(value))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> float | None:
+        return None if value is None else float(value)
 
 
 class UTCDateTime(sa.types.TypeDecorator[datetime]):

@@ -48,7 +48,10 @@ def curves(ctx: ReportContext) -> list[tuple[str, tuple[CurveLine, ...]]]:
 
 def curve_notes(ctx: ReportContext) -> list[str]:
     """What the report says under the curves: why they differ, and why the per-batch one is
-    missing when it is (every format alike)."""
+    missing when it is (every format alike); for a run recorded without its what-ifs, only
+    that line (``ReportContext.whatif_note``)."""
+    if ctx.whatif_note:  # the run was recorded without its what-ifs: say so, nothing else
+        return [ctx.whatif_note]
     notes = [CURVES_NOTE] if ctx.lateness_curve or ctx.lateness_curve_batches else []
     if ctx.batch_curve_note:
         notes.append(no_batch_curve(ctx.batch_curve_note))
@@ -67,6 +70,8 @@ def _curve_table(ctx: ReportContext, label: str, points: tuple[CurveLine, ...]) 
 
 
 def _curve_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
+    if ctx.whatif_note:
+        return (Note(ctx.whatif_note),)
     if not (ctx.lateness_curve or ctx.lateness_curve_batches):
         return (Note("No lateness analysis for this day."),
                 *(Note(n) for n in curve_notes(ctx)))
@@ -141,6 +146,8 @@ def _ratio_latency(point: Any) -> tuple[str, str]:
 
 def _per_source_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     rec = ctx.per_source
+    if ctx.whatif_note:
+        return (Note(ctx.whatif_note),)
     if rec is None:
         return (Note("One source, or no events, this day: no bound per source to recommend."),)
     note = (f"A bound per source for target completeness {rec.target}, recommended from the "

@@ -19,10 +19,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from audits.duck_tables import connect, provisional_sql
 from audits.quality_local import UnreadableVersion
 from reckon.eventtime import EventTimeRules
 from reckon.timeutil import day_bounds
-from reports.duck import connect, provisional_sql
 from storage import commits
 from storage import table_names as tb
 

@@ -1,6 +1,6 @@
 """`reckon lateness` without a JVM: the reads of ``audits.lateness``,
 ``audits.lateness_batches`` and ``audits.attribution``, through DuckDB over the warehouse's
-Delta tables (delta-rs, ``reports.duck``).
+Delta tables (delta-rs, ``audits.duck_tables``).
 
 Why: the what-if of a day is a postmortem question; starting Spark for it took most of two
 minutes on the demo warehouse, while the day's log is a few columns DuckDB scans in well under
@@ -14,7 +14,7 @@ a second. Every rule stays where it lives, so both engines answer alike:
 * the per-batch walks are ``audits.lateness_batches``' (``BatchReads``): this module only
   reads the judged events' span, the batches' summaries, the start state and counts the late
   pairs in SQL (window starts from ``WindowSpec.window_starts`` written as SQL by
-  ``reports.duck.SqlExpr``);
+  ``audits.duck_tables.SqlExpr``);
 * who is late is ``audits.attribution``'s arithmetic (``attribution_of_rows``) over the same
   per (dimension, value, currency) counts, amounts summed per currency as DECIMAL(38, 3).
 
@@ -30,7 +30,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -39,6 +39,8 @@ from typing import Any
 import pandas as pd
 
 from audits.attribution import LATENESS_BUCKETS, attribution_of_rows
+from audits.duck_tables import SqlExpr, TableRef, connect, lock
+from audits.duck_tables import load_table as _load
 from audits.lateness import (
     _OVERALL,
     LatenessAnalysis,
@@ -55,7 +57,6 @@ from reckon.eventtime import EventTimeRules, PartitionObservation, WatermarkStat
 from reckon.schema import AMOUNT_SCALE
 from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros, parse_duration
 from reckon.whatif_inputs import PerInputRecommendation
-from reports.duck import SqlExpr, TableRef, _load, connect, lock
 from storage import table_names as tb
 
 __all__ = ["DuckReads", "analyze_day_duck", "analyze_inputs_duck", "batch_curve_of_day_duck",
@@ -70,11 +71,16 @@ class DuckReads:
     late_events and watermark_progress (when present); the ``BatchReads`` of the per-batch
     walks. Refuses, in one line and before any scan, a warehouse without an event_log.
 
+    ``versions`` pins tables (name -> Delta version; None or absent: the newest), so a what-if
+    recorded with an audit run reads what that run read (``audits.day_whatif``).
+
     Example: ``DuckReads(Path("wh")).present`` is ``{"event_log", "late_events",
-    "watermark_progress"}`` on a streamed warehouse.
+    "watermark_progress"}`` on a streamed warehouse;
+    ``DuckReads(Path("wh"), versions={"event_log": 12})`` reads the log as of version 12.
     """
 
-    def __init__(self, warehouse: Path) -> None:
+    def __init__(self, warehouse: Path, versions: Mapping[str, int | None] | None = None
+                 ) -> None:
         if not tb.table_exists(warehouse, tb.EVENT_LOG):
             raise invalid("warehouse", str(warehouse),
                           "a warehouse with an event_log table (run `reckon stream` first)")
@@ -82,7 +88,8 @@ class DuckReads:
         self.conn = connect()
         self.present = {t for t in _TABLES if tb.table_exists(warehouse, t)}
         for name in sorted(self.present):
-            self.conn.register(name, _load(warehouse, TableRef(name=name)))
+            self.conn.register(name, _load(warehouse, TableRef(
+                name=name, version=(versions or {}).get(name))))
         self._marks = 0
 
     def frame(self, sql: str, params: list[Any]) -> pd.DataFrame:
