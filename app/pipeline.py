@@ -466,10 +466,10 @@ def run_report(settings: Settings, day: date,
     table's schema is read from its Delta log (no JVM)."""
     from reports.db.repository import ReportDB
     from reports.render import render_day
-    from spark import tables as tb
+    from storage.layout import require_logged_layout
 
     settings = _with_spec(settings, "report")
-    tb.require_logged_layout(settings.warehouse_path, tb.TABLES)
+    require_logged_layout(settings.warehouse_path)
     with ReportDB.from_settings(settings) as db:  # said before any table is read
         if db.current_audit_run(day) is None:
             raise UsageError(f"--date={day.isoformat()!r} is not valid: no audit run of that "

@@ -11,16 +11,15 @@ The commit-file readers and batch marks live in ``storage.commits``, the side-by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from reckon.errors import LayoutError
-from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from spark.session import built_once_per_jvm
+from storage import layout
 from storage.commits import batch_mark
 from storage.table_names import (
     CANONICAL_TOTALS,
@@ -59,12 +58,10 @@ __all__ = [
     "ensure_table",
     "is_missing_file_error",
     "layout_problem",
-    "logged_schema",
     "marked_append",
     "read_table",
     "replace_rows",
     "require_layout",
-    "require_logged_layout",
     "single_row",
     "table_exists",
     "table_path",
@@ -72,196 +69,44 @@ __all__ = [
 ]
 
 
-AMOUNT = T.DecimalType(AMOUNT_PRECISION, AMOUNT_SCALE)
-TOTAL = T.DecimalType(38, AMOUNT_SCALE)
-SECONDS = T.DecimalType(20, 6)  # exact seconds at microsecond precision
+_PRIMITIVES: dict[str, T.DataType] = {
+    "string": T.StringType(), "bigint": T.LongType(), "int": T.IntegerType(),
+    "boolean": T.BooleanType(), "date": T.DateType(), "timestamp": T.TimestampType(),
+    "double": T.DoubleType()}
 
 
-def _fields(*items: tuple[str, T.DataType, bool]) -> T.StructType:
-    return T.StructType([T.StructField(n, t, nullable) for n, t, nullable in items])
+def spark_type(simple: str) -> T.DataType:
+    """A Spark type from its simple string (storage/layout.py writes the layout in them),
+    without a JVM: primitives, ``decimal(p,s)``, ``array<...>`` and ``map<...,...>``.
+
+    >>> spark_type("map<string,decimal(38,3)>").simpleString()
+    'map<string,decimal(38,3)>'
+    """
+    if simple in _PRIMITIVES:
+        return _PRIMITIVES[simple]
+    if simple.startswith("decimal(") and simple.endswith(")"):
+        precision, scale = simple[len("decimal("):-1].split(",")
+        return T.DecimalType(int(precision), int(scale))
+    if simple.startswith("array<") and simple.endswith(">"):
+        return T.ArrayType(spark_type(simple[len("array<"):-1]))
+    if simple.startswith("map<") and simple.endswith(">"):
+        inner, depth = simple[len("map<"):-1], 0
+        for i, char in enumerate(inner):
+            depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(char, 0)
+            if char == "," and depth == 0:
+                return T.MapType(spark_type(inner[:i]), spark_type(inner[i + 1:]))
+    raise ValueError(f"not a type storage/layout.py writes: {simple!r}")
 
 
-_EVENT = (
-    ("event_id", T.StringType(), False),
-    ("key", T.StringType(), False),
-    ("amount", AMOUNT, False),
-    ("currency", T.StringType(), False),
-    ("event_time", T.TimestampType(), False),
-    ("source", T.StringType(), False),
-)
-_GRAIN = (  # the identity of every total's row: money is kept per (window, key, currency)
-    ("window_start", T.TimestampType(), False),
-    ("window_end", T.TimestampType(), False),
-    ("key", T.StringType(), False),
-    ("currency", T.StringType(), False),
-)
-_TRANSPORT = (
-    ("partition", T.IntegerType(), False),
-    ("offset", T.LongType(), True),
-    ("arrival_time", T.TimestampType(), False),
-    ("input_file", T.StringType(), True),
-)
+AMOUNT = spark_type(layout.AMOUNT)
+TOTAL = spark_type(layout.TOTAL)
+SECONDS = spark_type(layout.SECONDS)  # exact seconds at microsecond precision
 
+#: Each table's StructType, built from the one layout (storage/layout.py ``LAYOUT``).
 SCHEMAS: dict[str, T.StructType] = {
-    EVENT_LOG: _fields(
-        *_EVENT, *_TRANSPORT,
-        ("payload", T.StringType(), True),          # the raw line, extra fields preserved
-        ("batch_id", T.LongType(), True),           # null when archived by another writer
-        ("is_duplicate", T.BooleanType(), True),    # the stream caught it as a duplicate
-        ("event_date", T.DateType(), False),
-    ),
-    QUARANTINE: _fields(
-        ("reason", T.StringType(), False),
-        ("detail", T.StringType(), True),
-        ("payload", T.StringType(), True),
-        *_TRANSPORT,
-        ("batch_id", T.LongType(), True),
-        ("origin", T.StringType(), False),          # 'stream' or 'replay'
-        ("quarantined_at", T.TimestampType(), False),
-        ("event_id", T.StringType(), True),         # when it could be read
-        ("event_time", T.TimestampType(), True),
-        ("arrival_date", T.DateType(), False),
-        # invalid_utf8 only: the line's exact bytes (payload shows them as U+FFFD)
-        ("payload_base64", T.StringType(), True),
-    ),
-    PROVISIONAL_TOTALS: _fields(
-        *_GRAIN,
-        ("total_amount", TOTAL, False),
-        ("event_count", T.LongType(), False),
-        ("status", T.StringType(), False),
-        ("revision", T.IntegerType(), False),
-        ("first_batch_id", T.LongType(), False),
-        ("last_batch_id", T.LongType(), False),
-        ("closed_at", T.TimestampType(), True),
-        ("closed_batch_id", T.LongType(), True),
-        ("watermark_at_close", T.TimestampType(), True),
-        ("finalized_at", T.TimestampType(), True),
-        ("finalized_batch_id", T.LongType(), True),
-        ("window_date", T.DateType(), False),
-    ),
-    # What each micro-batch added to each (window, key, currency): appended, never rewritten;
-    # provisional_totals folds them (spark.provisional).
-    PROVISIONAL_DELTAS: _fields(
-        *_GRAIN,
-        ("total_amount", TOTAL, False),
-        ("event_count", T.LongType(), False),
-        ("revised", T.IntegerType(), False),        # 1: the batch revised a closed window
-        ("batch_id", T.LongType(), False),
-        ("query_id", T.StringType(), False),
-        ("processed_at", T.TimestampType(), False),  # the batch's, as in watermark_progress
-        ("window_date", T.DateType(), False),
-    ),
-    LATE_EVENTS: _fields(
-        *_EVENT, *_TRANSPORT,
-        ("window_start", T.TimestampType(), False),
-        ("window_end", T.TimestampType(), False),
-        ("watermark", T.TimestampType(), False),     # the watermark the event met
-        ("lateness_seconds", SECONDS, False),        # watermark - window_end, > 0 unless G = 0
-        ("batch_id", T.LongType(), False),
-        ("window_date", T.DateType(), False),
-    ),
-    WATERMARK_PROGRESS: _fields(
-        ("batch_id", T.LongType(), False),
-        ("query_id", T.StringType(), False),
-        ("processed_at", T.TimestampType(), False),
-        ("watermark_before", T.TimestampType(), True),
-        ("watermark", T.TimestampType(), True),
-        ("partition_max_event_time", T.MapType(T.IntegerType(), T.TimestampType()), False),
-        ("partition_last_arrival", T.MapType(T.IntegerType(), T.TimestampType()), False),
-        ("idle_partitions", T.ArrayType(T.IntegerType()), False),
-        ("state_json", T.StringType(), False),       # exact restorable state (reckon.eventtime)
-        ("rows_in", T.LongType(), False),
-        ("valid", T.LongType(), False),
-        ("quarantined", T.LongType(), False),
-        ("duplicates", T.LongType(), False),
-        ("on_time", T.LongType(), False),            # (event, window) pairs
-        ("revised", T.LongType(), False),
-        ("late", T.LongType(), False),
-        ("duration_seconds", T.DoubleType(), False),
-        ("rules_json", T.StringType(), False),
-        ("held_by", T.StringType(), True),          # the input holding the watermark back
-        ("held_back_seconds", SECONDS, True),       # how much further it would be without it
-    ),
-    CANONICAL_TOTALS: _fields(
-        *_GRAIN,
-        ("total_amount", TOTAL, False),
-        ("event_count", T.LongType(), False),
-        ("window_date", T.DateType(), False),
-        ("replay_id", T.StringType(), False),
-    ),
-    # What the stream counted more than once, per (window, key, currency) of a day: the copies of an
-    # event_id it did not catch as duplicates, beyond the first. Written by the replay from the
-    # event log version it read, so the audit needs only totals.
-    UNCAUGHT_DUPLICATES: _fields(
-        *_GRAIN,
-        ("duplicate_amount", TOTAL, False),
-        ("duplicate_count", T.LongType(), False),
-        ("window_date", T.DateType(), False),
-        ("replay_id", T.StringType(), False),
-    ),
-    # One row per (window, key, currency) of a day; reckon.reconcile owns the arithmetic and
-    # statuses.
-    RECONCILIATION: _fields(
-        *_GRAIN,
-        ("provisional_amount", TOTAL, True),        # null: the stream has no row
-        ("provisional_count", T.LongType(), True),
-        ("provisional_status", T.StringType(), True),  # OPEN / CLOSED / FINAL
-        ("provisional_revision", T.IntegerType(), True),
-        ("canonical_amount", TOTAL, True),          # null: the replay has no row
-        ("canonical_count", T.LongType(), True),
-        ("gap_amount", TOTAL, False),               # canonical - provisional
-        ("gap_count", T.LongType(), False),
-        ("late_amount", TOTAL, False),              # late side output of this row's grain
-        ("late_count", T.LongType(), False),
-        ("duplicate_amount", TOTAL, False),         # what the stream counted more than once
-        ("duplicate_count", T.LongType(), False),
-        ("residual_amount", TOTAL, False),          # gap - late + duplicate
-        ("residual_count", T.LongType(), False),
-        ("status", T.StringType(), False),          # reckon.reconcile.ReconStatus
-        ("audit_run_id", T.StringType(), False),
-        ("window_date", T.DateType(), False),
-    ),
-    # One row per replay of a day: what was read and what came of it.
-    REPLAY_RUNS: _fields(
-        ("replay_id", T.StringType(), False),
-        ("window_date", T.DateType(), False),
-        ("source", T.StringType(), False),          # 'event_log' or 'kafka:<topic>'
-        ("event_log_version", T.LongType(), True),
-        ("rows_read", T.LongType(), False),
-        ("valid_events", T.LongType(), False),
-        ("quarantined", T.LongType(), False),
-        ("duplicate_copies", T.LongType(), False),
-        ("conflicts", T.LongType(), False),
-        ("arrived_after_close", T.LongType(), False),  # arrived after WM passed day end + G
-        ("new_since_previous", T.LongType(), True),    # valid events the last replay lacked
-        ("windows", T.LongType(), False),           # (window, key, currency) rows written
-        ("total_amounts", T.MapType(T.StringType(), TOTAL), False),  # per currency, exact
-        ("started_at", T.TimestampType(), False),
-        ("duration_seconds", T.DoubleType(), False),
-        ("rules_json", T.StringType(), False),
-    ),
-    # The rules the stream windows events by (reckon.spec): one row per version, the first
-    # written when the stream first starts, each later one by an explicit --change-spec.
-    EVENT_TIME_SPEC: _fields(
-        ("spec_version", T.IntegerType(), False),
-        ("spec_json", T.StringType(), False),       # window, slide, lateness, grace, ...
-        ("change", T.StringType(), False),          # 'first start' or 'lateness 5s -> 2s'
-        ("after_batch_id", T.LongType(), True),     # applies to the batches after this one
-        ("after_watermark", T.TimestampType(), True),  # the watermark when it was recorded
-        ("recorded_at", T.TimestampType(), False),
-        ("recorded_by", T.StringType(), False),
-        ("origins_json", T.StringType(), False),    # where each given value came from
-    ),
-    # event_ids of a day whose copies disagree: reported, never silently merged.
-    REPLAY_CONFLICTS: _fields(
-        ("event_id", T.StringType(), False),
-        ("copies", T.LongType(), False),
-        ("payloads", T.ArrayType(T.StringType()), False),
-        ("kept_payload", T.StringType(), True),
-        ("replay_id", T.StringType(), False),
-        ("window_date", T.DateType(), False),
-    ),
-}
+    name: T.StructType([T.StructField(column, spark_type(kind), nullable)
+                        for column, kind, nullable in columns])
+    for name, columns in layout.LAYOUT.items()}
 
 _PARTITION_BY = {EVENT_LOG: ["event_date"], QUARANTINE: ["arrival_date"],
                  PROVISIONAL_DELTAS: ["window_date"], LATE_EVENTS: ["window_date"],
@@ -326,24 +171,14 @@ def ensure_table(spark: SparkSession, warehouse: str | Path, name: str,
 
 #: Columns added to an existing layout: a table written before them lacks them and is still
 #: this layout (they are added by the first append that carries them, with mergeSchema).
-ADDED_COLUMNS: Mapping[str, frozenset[str]] = {
-    WATERMARK_PROGRESS: frozenset({"held_by", "held_back_seconds"}),
-    QUARANTINE: frozenset({"payload_base64"})}
+ADDED_COLUMNS = layout.ADDED_COLUMNS
 
 
 def layout_problem(actual: T.StructType, name: str) -> str | None:
-    """How table ``name``'s actual schema differs from the layout this reckon writes (a
-    column missing, or of another type), or None. Nullability is not compared."""
-    have = {f.name: f.dataType.simpleString() for f in actual.fields}
-    for wanted in SCHEMAS[name].fields:
-        found = have.get(wanted.name)
-        if found is None and wanted.name in ADDED_COLUMNS.get(name, ()):
-            continue
-        if found is None:
-            return f"{name} has no column {wanted.name}"
-        if found != wanted.dataType.simpleString():
-            return f"{name}.{wanted.name} is {found}, not {wanted.dataType.simpleString()}"
-    return None
+    """How table ``name``'s actual schema differs from the layout this reckon writes
+    (``storage.layout.layout_problem`` on the schema's simple strings), or None."""
+    return layout.layout_problem({f.name: f.dataType.simpleString() for f in actual.fields},
+                                 name)
 
 
 def require_layout(spark: SparkSession, warehouse: str | Path,
@@ -351,45 +186,11 @@ def require_layout(spark: SparkSession, warehouse: str | Path,
     """Refuse a warehouse whose existing tables were written by an earlier layout (totals per
     (window, key) that added currencies together, amounts at scale 2): their rows can never be
     mixed with per-currency totals. Tables that do not exist yet are fine (they are created in
-    the current layout). Reads each table's schema from its Delta log (no data)."""
-    _refuse_layout(warehouse, names, lambda name: spark.read.format("delta").load(
-        table_path(warehouse, name)).schema)
-
-
-def require_logged_layout(warehouse: str | Path, names: Iterable[str] = TABLES) -> None:
-    """``require_layout`` without Spark, for a reader that starts no JVM (the report): each
-    table's schema as its Delta log records it (``logged_schema``), the same refusal."""
-    _refuse_layout(warehouse, names, lambda name: logged_schema(warehouse, name))
-
-
-def logged_schema(warehouse: str | Path, name: str) -> T.StructType:
-    """Table ``name``'s schema from its Delta log (its newest metaData, checkpoint included),
-    read by delta-rs: the StructType Spark would load, without a JVM and without data."""
-    import json
-
-    from deltalake import DeltaTable
-
-    schema = DeltaTable(table_path(warehouse, name)).schema().to_json()
-    return T.StructType.fromJson(json.loads(schema))
-
-
-def _refuse_layout(warehouse: str | Path, names: Iterable[str],
-                   schema_of: Callable[[str], T.StructType]) -> None:
-    """LayoutError naming every table whose schema (``schema_of(name)``) is not this layout's
-    (``layout_problem``), and a provisional_totals table (now derived on read)."""
-    problems = [problem for name in names if table_exists(warehouse, name)
-                and (problem := layout_problem(schema_of(name), name))]
-    if table_exists(warehouse, PROVISIONAL_TOTALS):
-        problems.insert(0, "provisional_totals is a table, which this reckon derives from "
-                           "provisional_deltas")
-    if problems:
-        raise LayoutError(
-            f"warehouse {str(warehouse)!r} was written by an earlier reckon layout "
-            f"({'; '.join(problems)}), and reckon will not mix its rows with this layout's "
-            "(earlier totals added amounts of different currencies together, or were "
-            "rewritten in place). Rebuild it: stream the source (landing dir or Kafka topic) "
-            "again into a new, empty --warehouse, then replay and audit there; keep the old "
-            "one only to read")
+    the current layout). Reads each table's schema from its Delta log (no data); a reader
+    without a JVM calls ``storage.layout.require_logged_layout``, the same refusal."""
+    layout.refuse_earlier_layout(warehouse, names, lambda name: {
+        f.name: f.dataType.simpleString()
+        for f in spark.read.format("delta").load(table_path(warehouse, name)).schema.fields})
 
 
 def empty_frame(spark: SparkSession, schema: T.StructType | str) -> DataFrame:

@@ -1455,13 +1455,10 @@ def test_the_report_renders_every_section_without_pyspark_with_the_same_bytes(
     assert _curve_csv(result.out_dir)  # the recorded what-if is there, not the missing line
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reports/render.py render_day checks the warehouse's layout with spark.tables."
-    "require_logged_layout, and spark/tables.py imports pyspark at module level (its "
-    "StructTypes), so `reckon report` still needs pyspark importable (no JVM is started)"))
 def test_reckon_report_runs_without_pyspark(spark, replayed_worked_example, tmp_path):
-    """The whole ``reckon report`` command where pyspark cannot be imported: fails today on
-    the layout check named in the mark (strict: this test says when that is gone)."""
+    """The whole ``reckon report`` command where pyspark cannot be imported: the layout check
+    reads each table's columns from its Delta log against storage/layout.py, the context and
+    the drawing import no engine, so a report needs no pyspark at all."""
     from audits.audit import audit_day
     from reports.db.repository import audit_recorder
     from tests.streamkit import copy_warehouse
