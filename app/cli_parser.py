@@ -427,11 +427,11 @@ def _explain_parser(sub: Any) -> None:
 
 
 def _lateness_curve_parser(sub: Any) -> None:
-    """The flags of `reckon lateness-curve`:
+    """The flags of `reckon bound-whatif-curve`:
 
-    ``reckon lateness-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
+    ``reckon bound-whatif-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
     """
-    p = _add(sub, "lateness-curve", _lazy("app.commands.investigate:cmd_lateness_curve"),
+    p = _add(sub, "lateness-curve", _lazy("app.commands.investigate:cmd_bound_whatif_curve"),
              "what-if analysis: completeness and emit latency for candidate watermark bounds")
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True, metavar="DURATION", help="window width, e.g. 10s")
@@ -440,12 +440,12 @@ def _lateness_curve_parser(sub: Any) -> None:
 
 
 def _lateness_parser(sub: Any) -> None:
-    """The flags of `reckon lateness`:
+    """The flags of `reckon bound-whatif`:
 
-    ``reckon lateness [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
+    ``reckon bound-whatif [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
     BOUNDS] [--target TARGET] [--per-source] [--json]``
     """
-    p = _add(sub, "lateness", _lazy("app.commands.investigate:cmd_lateness_warehouse"),
+    p = _add(sub, "lateness", _lazy("app.commands.investigate:cmd_bound_whatif"),
              "lateness analysis of the warehouse's event log for a day: completeness per "
              "micro-batch (as the stream ran) and per event, recommended bound overall and per "
              "partition, who is late")

@@ -3,7 +3,7 @@ report, in a few minutes on a laptop.
 
 1. generate a landing directory for one UTC day D (app.generate: 4 partitions, a slow one,
    an idle one, heavy-tailed delays, duplicates, malformed lines, future-dated events);
-2. stream it (spark.stream.run_stream, available-now, default window/lateness/grace, the
+2. stream it (spark.stream.run_stream, available-now, default window/lateness/allowed_lateness, the
    manifest's partitions as the expected ones): provisional totals, late side output,
    quarantine, watermark progress;
 3. run the nightly DAG on a real Airflow (app.airflow_local: scheduler, dag-processor,
@@ -18,7 +18,7 @@ report, in a few minutes on a laptop.
    added across currencies (event counts are, on a line of their own).
 
 How the timeline is chosen. The nightly run may only start once the stream's watermark
-passed the end of D (+ grace): the events must therefore run a little past midnight. The
+passed the end of D (+ allowed_lateness): the events must therefore run a little past midnight. The
 demo places the events in the last minutes of D and a short tail on D+1 (at least 60 s,
 10 % of the span): every partition then carries the watermark well past ``end(D) + L + G``,
 while keeping the number of windows (and the run time) small. The span is
@@ -327,7 +327,7 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
         stream_watermark=format_micros(latest_watermark(spark, wh)),
         **{f"{name}_count": n for name, n in counts.items()}, currencies=figures,
         status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
-        configured_lateness=format_duration(rules.watermark.lateness),
+        configured_lateness=format_duration(rules.watermark.watermark_bound),
         recommended_lateness=recommended_lateness,
         target_completeness=str(settings.target_completeness),
         quarantined=quarantined, quarantined_expected=manifest.quarantined,
@@ -344,7 +344,7 @@ def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | No
     """The smallest lateness bound reaching the target completeness for ``day``: the one the
     DAG's report recorded (its lateness_curve.csv), or, without a report, the analysis run
     here on the day's event log (the same function the report uses)."""
-    from audits.lateness import analyze_day
+    from audits.bound_whatif import analyze_day
     from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:

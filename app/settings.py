@@ -5,7 +5,7 @@ they come from: the file (``$RECKON_CONFIG`` or ``./reckon.toml`` when present, 
 ``reckon.example.toml``) and the ``RECKON_*`` environment, refusing an unknown key or a
 misspelt variable in one line naming the nearest setting, and warning once per process about a
 deprecated name (``watermark_bound`` and ``allowed_lateness`` set the fields ``lateness`` and
-``grace``; the old names still work). Secrets (database passwords) belong in the
+``allowed_lateness``; the old names still work). Secrets (database passwords) belong in the
 environment, never in the file.
 
 Example::

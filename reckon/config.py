@@ -10,7 +10,7 @@ overridden by an environment variable named ``RECKON_`` + the key in upper case,
 
 Two settings have clearer names than their fields (RENAMED): ``watermark_bound`` (flag
 ``--watermark-bound``) sets the field ``lateness``, the bound L behind each input's maximum
-event time; ``allowed_lateness`` (``--allowed-lateness``) sets ``grace``, what Flink and Beam
+event time; ``allowed_lateness`` (``--allowed-lateness``) sets ``allowed_lateness``, what Flink and Beam
 call allowed lateness. The first names still work and warn once; the warehouse's recorded spec
 keeps them, so existing warehouses open unchanged.
 
@@ -91,7 +91,7 @@ class Settings:
     window: str = "10s"
     slide: str = ""
     lateness: str = "3s"  # set as watermark_bound (RENAMED)
-    grace: str = "0s"  # set as allowed_lateness (RENAMED)
+    allowed_lateness: str = "0s"  # set as allowed_lateness (RENAMED)
     idle_timeout: str = "60s"
     max_clock_skew: str = "5m"
     dedup_horizon: str = "1h"
@@ -313,8 +313,8 @@ class Settings:
 
     def event_time_rules(self) -> EventTimeRules:
         return EventTimeRules.parse(
-            window=self.window, slide=self.slide or None, lateness=self.lateness,
-            grace=self.grace, idle_timeout=self.idle_timeout,
+            window=self.window, slide=self.slide or None, watermark_bound=self.watermark_bound,
+            allowed_lateness=self.allowed_lateness, idle_timeout=self.idle_timeout,
             max_clock_skew=self.max_clock_skew, dedup_horizon=self.dedup_horizon,
             expected_partitions=self.expected_partitions, inputs=self.watermark_inputs,
             bound_by_partition=bounds_in_force(self.watermark_bound_by_partition),
@@ -342,7 +342,7 @@ class Settings:
 
     def whatif_config(self) -> WhatIfConfig:
         """What the lateness what-if reads and judges by, built once here at the edge and
-        handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
+        handed to ``audits.bound_whatif`` and ``audits.bound_whatif_batches`` (reckon/engine_config.py)."""
         return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
                             target=self.target_completeness)
 
@@ -421,7 +421,7 @@ class Settings:
         may be handed on to another process as if set there (app.airflow_env), so that a
         default never poses as a choice the warehouse's spec must agree with.
 
-        >>> sorted(settings_of(window="1m", lateness="5s").user_set())
+        >>> sorted(settings_of(window="1m", watermark_bound="5s").user_set())
         ['lateness', 'window']
         """
         return {name: getattr(self, name) for name, origin in self.origins.items()
@@ -622,7 +622,7 @@ def settings_of(**values: Any) -> Settings:
     (a test, a docstring, a job handed its values); ``app.settings.load_settings`` adds the
     TOML file and ``RECKON_*``.
 
-    >>> settings_of(window="1m", watermark_bound="5s").lateness
+    >>> settings_of(window="1m", watermark_bound="5s").watermark_bound
     '5s'
     """
     given, _, _ = fold_renamed({k: v for k, v in values.items() if v is not None}, flag)

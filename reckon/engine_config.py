@@ -86,8 +86,8 @@ class CheckConfig:
 
 @dataclass(frozen=True)
 class WhatIfConfig:
-    """What the lateness what-if reads and judges by (``audits.lateness``,
-    ``audits.lateness_batches``): the warehouse whose event log it replays, the event-time
+    """What the lateness what-if reads and judges by (``audits.bound_whatif``,
+    ``audits.bound_whatif_batches``): the warehouse whose event log it replays, the event-time
     rules (windows, allowed lateness, the configured bound the candidate ladder always holds)
     and the completeness a recommended bound must reach when ``--target`` is not given.
     Built by ``Settings.whatif_config()``.

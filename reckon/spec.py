@@ -1,7 +1,7 @@
 """The warehouse's event-time spec: the rules its stream windows events by, recorded once.
 
 A warehouse is only as consistent as the rules every step applies to it. The stream records
-its spec (window, slide, watermark bound ``lateness``, allowed lateness ``grace``, idle
+its spec (window, slide, watermark bound ``lateness``, allowed lateness ``allowed_lateness``, idle
 timeout, clock skew, dedup horizon, expected partitions; the recorded keys keep the settings'
 first names, every line a person reads names them as the CLI does: ``watermark_bound``,
 ``allowed_lateness``) in the warehouse's ``event_time_spec`` table when it first starts; every
@@ -64,7 +64,7 @@ _SHOWN: Mapping[str, str] = {field: name for name, field in RENAMED.items()}
 
 def shown_name(field: str) -> str:
     """The name a person knows spec key ``field`` by: the recorded spec keeps ``lateness`` and
-    ``grace`` (old warehouses open unchanged), the CLI, config and README say otherwise.
+    ``allowed_lateness`` (old warehouses open unchanged), the CLI, config and README say otherwise.
 
     >>> shown_name("lateness"), shown_name("grace"), shown_name("window")
     ('watermark_bound', 'allowed_lateness', 'window')
@@ -196,7 +196,7 @@ def rules_of(recorded: Mapping[str, Any] | None, base: EventTimeRules | None = N
     values = _spec_values({**base.to_config(), **_ONE_BOUND, **spec})
     return EventTimeRules.parse(
         window=values["window"], slide=values.get("slide") or None,
-        lateness=values["lateness"], grace=values["grace"],
+        watermark_bound=values["lateness"], allowed_lateness=values["grace"],
         idle_timeout=values["idle_timeout"], max_clock_skew=values["max_clock_skew"],
         dedup_horizon=values["dedup_horizon"],
         expected_partitions=values.get("expected_partitions", ()),

@@ -13,7 +13,7 @@ watermark estimators, one bound per input. Three forms of one rule:
 ``watermark_hold`` says which input holds the watermark back. Units: microseconds since the
 Unix epoch (UTC).
 
->>> policy = WatermarkPolicy(lateness=3, idle_timeout=60)
+>>> policy = WatermarkPolicy(watermark_bound=3, idle_timeout=60)
 >>> state = advance_watermark(WatermarkState(), [PartitionObservation(0, 100, 5),
 ...                                              PartitionObservation(1, 90, 5)], policy)
 >>> state.watermark
@@ -99,8 +99,8 @@ class WatermarkPolicy:
     source_bounds: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.lateness < 0:
-            raise ConfigError(f"lateness={self.lateness}us is not valid: it must be >= 0")
+        if self.watermark_bound < 0:
+            raise ConfigError(f"watermark_bound={self.watermark_bound}us is not valid: it must be >= 0")
         if self.idle_timeout <= 0:
             raise ConfigError(
                 f"idle_timeout={self.idle_timeout}us is not valid: it must be > 0 "
@@ -125,7 +125,7 @@ class WatermarkPolicy:
     @property
     def uniform(self) -> bool:
         """One bound for every input (no override differs from ``lateness``)."""
-        return all(b == self.lateness for _, b in (*self.partition_bounds, *self.source_bounds))
+        return all(b == self.watermark_bound for _, b in (*self.partition_bounds, *self.source_bounds))
 
     def input_of(self, partition: int, source: str | None) -> InputKey:
         """The input an event of ``partition`` and ``source`` belongs to."""
@@ -144,7 +144,7 @@ class WatermarkPolicy:
         unit = "(partition, source)" if self.by_source else "partition"
         overrides = [f"partition {p} {format_duration(b)}" for p, b in self.partition_bounds]
         overrides += [f"source {name} {format_duration(b)}" for name, b in self.source_bounds]
-        return ", ".join([f"watermark bound {format_duration(self.lateness)} per {unit}",
+        return ", ".join([f"watermark bound {format_duration(self.watermark_bound)} per {unit}",
                           *overrides])
 
     def bound(self, key: InputKey) -> int:
@@ -157,7 +157,7 @@ class WatermarkPolicy:
         for p, bound in self.partition_bounds:
             if p == partition:
                 return bound
-        return self.lateness
+        return self.watermark_bound
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
     left by events ``0..i-1`` (``state.watermark`` for ``i = 0``), the one event i is
     classified against; ``final`` is the state after the last event. An undefined watermark
     is ``numpy.iinfo(int64).min``: every window end exceeds it, so ``is_open`` and
-    ``is_beyond_grace`` treat it exactly as they treat "no watermark yet". Memory stays below
+    ``is_beyond_allowed_lateness`` treat it exactly as they treat "no watermark yet". Memory stays below
     about ``max_cells`` input x event cells per step (the log is walked in chunks).
     """
     import numpy as np

@@ -219,7 +219,7 @@ class ReportContext:
     gap_bucket_seconds: int = 0
     lateness_histogram: tuple[HistogramBucket, ...] = ()
     lateness_curve: tuple[CurveLine, ...] = ()     # per event, as if every event moved the WM
-    # per micro-batch, as the stream ran (audits.lateness_batches): at the configured bound,
+    # per micro-batch, as the stream ran (audits.bound_whatif_batches): at the configured bound,
     # what the stream did; empty with ``batch_curve_note`` saying why when it cannot be had
     lateness_curve_batches: tuple[CurveLine, ...] = ()
     batch_curve_note: str | None = None
@@ -227,12 +227,12 @@ class ReportContext:
     recommended_bound_seconds: Decimal | None = None
     target_completeness: Decimal | None = None
     watermark_series: tuple[WatermarkPoint, ...] = ()
-    # a bound per source against the best single bound (audits.lateness.analyze_inputs):
+    # a bound per source against the best single bound (audits.bound_whatif.analyze_inputs):
     # None when the day's log has one source or no events
     per_source: PerInputRecommendation | None = None
     # the same comparison per micro-batch: the day's batches as the stream ran them replayed
-    # under each compared policy (audits.lateness_batches.per_source_batches), by the row it
-    # belongs to (audits.lateness_batches.PER_SOURCE_ROWS), the stream's own last; empty with
+    # under each compared policy (audits.bound_whatif_batches.per_source_batches), by the row it
+    # belongs to (audits.bound_whatif_batches.PER_SOURCE_ROWS), the stream's own last; empty with
     # ``per_source_batches_note`` saying why when they cannot be had
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
@@ -291,7 +291,7 @@ class _Reads:
 
     def __init__(self, warehouse: Path) -> None:
         from reports.duck import TableRef, _load, connect, lock
-        from reports.lateness_duck import DuckReads
+        from reports.bound_whatif_duck import DuckReads
 
         self.batch = DuckReads(warehouse) if tb.table_exists(warehouse, tb.EVENT_LOG) else None
         self.conn = connect() if self.batch is None else self.batch.conn
@@ -398,9 +398,9 @@ def _line(p: Any) -> CurveLine:
 
 def _curve(reads: _Reads, whatif: WhatIfConfig, day: date
            ) -> tuple[tuple[CurveLine, ...], Decimal | None, Decimal | None, Decimal | None]:
-    """The per-event what-if of the day (audits.lateness, through reports.lateness_duck),
+    """The per-event what-if of the day (audits.bound_whatif, through reports.bound_whatif_duck),
     or nothing on a day without events."""
-    from reports.lateness_duck import analyze_day_duck
+    from reports.bound_whatif_duck import analyze_day_duck
 
     if reads.batch is None:
         return (), None, None, None
@@ -416,7 +416,7 @@ def _curve(reads: _Reads, whatif: WhatIfConfig, day: date
 def _per_source(reads: _Reads, whatif: WhatIfConfig, day: date
                 ) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
-    from reports.lateness_duck import analyze_inputs_duck
+    from reports.bound_whatif_duck import analyze_inputs_duck
 
     if reads.batch is None:
         return None
@@ -430,10 +430,10 @@ def _per_source(reads: _Reads, whatif: WhatIfConfig, day: date
 def _per_source_batches(reads: _Reads, whatif: WhatIfConfig, day: date,
                         rec: PerInputRecommendation | None
                         ) -> tuple[tuple[tuple[str, CurveLine], ...], str | None, str]:
-    """The per-source comparison per micro-batch (audits.lateness_batches), or nothing and
+    """The per-source comparison per micro-batch (audits.bound_whatif_batches), or nothing and
     the one line that says why; and the policy its "the stream as configured" row is: the
     one the day's batches ran with (``whatif_of_day``), not a spec changed since."""
-    from audits.lateness_batches import per_source_batches, whatif_of_day
+    from audits.bound_whatif_batches import per_source_batches, whatif_of_day
 
     if rec is None or reads.batch is None:
         return (), None, whatif.rules.watermark.describe()
@@ -445,9 +445,9 @@ def _per_source_batches(reads: _Reads, whatif: WhatIfConfig, day: date,
 
 def _batch_curve(reads: _Reads, whatif: WhatIfConfig, day: date
                  ) -> tuple[tuple[CurveLine, ...], str | None]:
-    """The per-batch what-if (audits.lateness_batches), or no points and the one line that
+    """The per-batch what-if (audits.bound_whatif_batches), or no points and the one line that
     says why (no archived events that day, batches of several stream queries)."""
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     if reads.batch is None:
         return (), f"the warehouse has no {tb.EVENT_LOG}"
@@ -466,7 +466,7 @@ def _seconds(us: int) -> Decimal:
 def _watermarks(reads: _Reads, rules: EventTimeRules, day: date
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
-    of its last window plus grace: ``EventTimeRules.day_final_at``), sampled evenly to at
+    of its last window plus the allowed lateness: ``EventTimeRules.day_final_at``), sampled evenly to at
     most WATERMARK_POINTS batches; per partition: max event time - the partition's bound
     (``rules.watermark.bound``); the global point says which input held the watermark back."""
     if tb.WATERMARK_PROGRESS not in reads.present:

@@ -19,7 +19,7 @@ rows (``sql_max_rows`` at most).
 
 provisional_totals is derived on read by ``provisional_sql``: the Spark fold
 (``spark.provisional.read_provisional``) in DuckDB SQL, built from the same core rules
-(``reckon.eventtime``'s ``ends_passed``, ``is_open``, ``is_beyond_grace``); the two are
+(``reckon.eventtime``'s ``ends_passed``, ``is_open``, ``is_beyond_allowed_lateness``); the two are
 compared on streamed warehouses (tests/test_duck.py).
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_grace, is_open
+from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_allowed_lateness, is_open
 from reckon.sql_guard import QueryResult, Token, check_read_only, unquote
 from storage import table_names as tb
 
@@ -95,12 +95,12 @@ class SqlExpr:
         return self._op("<=", o)
 
 
-def _status_sql(end_us: SqlExpr, watermark: SqlExpr, grace: int) -> str:
+def _status_sql(end_us: SqlExpr, watermark: SqlExpr, allowed_lateness: int) -> str:
     """OPEN / CLOSED / FINAL under the newest watermark: ``spark.rules.status_col``'s split,
     from the same core predicates (no watermark yet: every window is OPEN)."""
     return (f"CASE WHEN {watermark} IS NULL OR {is_open(end_us, watermark)} "
             f"THEN '{WindowStatus.OPEN.value}' "
-            f"WHEN {is_beyond_grace(end_us, watermark, grace)} "
+            f"WHEN {is_beyond_allowed_lateness(end_us, watermark, allowed_lateness)} "
             f"THEN '{WindowStatus.FINAL.value}' ELSE '{WindowStatus.CLOSED.value}' END")
 
 
@@ -135,7 +135,7 @@ def provisional_sql(rules: EventTimeRules, deltas: str = tb.PROVISIONAL_DELTAS,
     >>> "GROUP BY window_start, key, currency" in provisional_sql(rules)  # doctest: +SKIP
     True
     """
-    step, grace = rules.windows.step, rules.grace
+    step, allowed_lateness = rules.windows.step, rules.allowed_lateness
     wm = SqlExpr("(SELECT max(wm) FROM progress)")
     closed, final = _when_passed("c.passed"), _when_passed("f.passed")
     return f"""
@@ -157,11 +157,11 @@ r0 AS (
          first.pt AS first_pt, epoch_us(window_end) AS end_us FROM folded),
 bounds AS (SELECT min(end_us) AS lo, max(end_us) AS hi FROM r0),
 closes AS ({_passing_sql(step, 0)}),
-finals AS ({_passing_sql(step, grace)}),
+finals AS ({_passing_sql(step, allowed_lateness)}),
 at_first AS (SELECT query_id, batch_id, {{'pt': pt, 'batch_id': batch_id, 'wm': wm}}
              AS first_row FROM progress)
 SELECT r.window_start, r.window_end, r.key, r.currency, r.total_amount, r.event_count,
-       {_status_sql(SqlExpr("r.end_us"), wm, grace)} AS status,
+       {_status_sql(SqlExpr("r.end_us"), wm, allowed_lateness)} AS status,
        r.revision, r.first_batch_id, r.last_batch_id,
        ({closed}).pt AS closed_at, ({closed}).batch_id AS closed_batch_id,
        make_timestamp(({closed}).wm)::TIMESTAMPTZ AS watermark_at_close,

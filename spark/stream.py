@@ -498,7 +498,7 @@ class BatchProcessor:
         exploded = deduped.withColumn("ws_us", F.explode(starts)).withColumn(
             "we_us", F.col("ws_us") + F.lit(rules.windows.size))
         disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)).otherwise(
-            disposition_col(F.col("we_us"), batch.watermark_before_col, rules.grace))
+            disposition_col(F.col("we_us"), batch.watermark_before_col, rules.allowed_lateness))
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
@@ -594,7 +594,7 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                timeout_seconds: float | None = None, change_spec: bool = False,
                writer_lock: WriterLock | None = None) -> str:
     """Run the stream until the source is drained (available-now) or forever (trigger).
-    ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
+    ``change_spec``: record the given lateness/allowed_lateness/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
     stream per warehouse (storage.writer_lock): a second one is refused before it writes.
     With ``metrics_port`` set, its batches are served in the Prometheus text format on that

@@ -244,7 +244,7 @@ SCHEMAS: dict[str, T.StructType] = {
     # written when the stream first starts, each later one by an explicit --change-spec.
     EVENT_TIME_SPEC: _fields(
         ("spec_version", T.IntegerType(), False),
-        ("spec_json", T.StringType(), False),       # window, slide, lateness, grace, ...
+        ("spec_json", T.StringType(), False),       # window, slide, lateness, allowed_lateness, ...
         ("change", T.StringType(), False),          # 'first start' or 'lateness 5s -> 2s'
         ("after_batch_id", T.LongType(), True),     # applies to the batches after this one
         ("after_watermark", T.TimestampType(), True),  # the watermark when it was recorded

@@ -236,9 +236,9 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
     import json
     from datetime import date
 
-    import audits.lateness
+    import audits.bound_whatif
     import spark.session
-    from app.commands.investigate import cmd_lateness_warehouse
+    from app.commands.investigate import cmd_bound_whatif
     from app.settings import load_settings
     from reckon.errors import NoEventsError
 
@@ -246,23 +246,23 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
         raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
 
     monkeypatch.setattr(spark.session, "get_spark", lambda *a, **k: object())
-    monkeypatch.setattr(audits.lateness, "analyze_day", no_events)
-    monkeypatch.setattr(audits.lateness, "analyze_inputs", no_events)
+    monkeypatch.setattr(audits.bound_whatif, "analyze_day", no_events)
+    monkeypatch.setattr(audits.bound_whatif, "analyze_inputs", no_events)
     (tmp_path / "wh" / "event_log" / "_delta_log").mkdir(parents=True)
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
-    flags = [*flags, "--engine", "spark"]  # DuckDB's quiet day: tests/test_lateness_duck.py
+    flags = [*flags, "--engine", "spark"]  # DuckDB's quiet day: tests/test_bound_whatif_duck.py
     args = build_parser().parse_args(["lateness", "--date", "2026-11-25", *flags])
-    assert cmd_lateness_warehouse(args, settings) == 0
+    assert cmd_bound_whatif(args, settings) == 0
     assert capsys.readouterr().out == "no events on 2026-11-25: nothing to analyse\n"
     args = build_parser().parse_args(["lateness", "--date", "2026-11-25", "--json", *flags])
-    assert cmd_lateness_warehouse(args, settings) == 0
+    assert cmd_bound_whatif(args, settings) == 0
     assert json.loads(capsys.readouterr().out) == {
         "day": "2026-11-25", "events": 0, "note": "no events on 2026-11-25: nothing to analyse"}
     assert NoEventsError(date(2026, 11, 25), "x").day == date(2026, 11, 25)
 
 
 def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
-    from app.commands.investigate import cmd_lateness_warehouse
+    from app.commands.investigate import cmd_bound_whatif
     from app.settings import load_settings
     from reckon.errors import UsageError
 
@@ -270,7 +270,7 @@ def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
     args = build_parser().parse_args(["lateness", "--date", "2026-11-31"])
     with pytest.raises(UsageError, match=r"--date='2026-11-31' is not valid"):
-        cmd_lateness_warehouse(args, settings)
+        cmd_bound_whatif(args, settings)
 
 
 def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():

@@ -28,7 +28,7 @@ def test_the_demo_day_ends_inside_the_events_so_the_watermark_can_close_it(tmp_p
     first = parse_timestamp(manifest.event_time_min)
     last = parse_timestamp(manifest.event_time_max)
     assert d0 <= first < d1
-    # the tail on the next day is far longer than lateness + grace + the slow skew
+    # the tail on the next day is far longer than lateness + allowed_lateness + the slow skew
     assert last - d1 > 50 * MICROS_PER_SECOND
     assert (last - first) >= 590 * MICROS_PER_SECOND
     assert 6 <= len(manifest.files) <= 8
@@ -217,7 +217,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
 
     from app.cli import main
     from app.settings import load_settings
-    from audits.lateness import analyze_day
+    from audits.bound_whatif import analyze_day
     from spark import tables as tb
     from tests.streamkit import canonical_rows, landing_reference_canonical
     from tests.test_dag import EXPECTED_UPSTREAM

@@ -192,7 +192,7 @@ def test_the_graph_sees_the_imports_it_must(graph):
     """Guards the reader itself: a plain import, one inside a function and a handler named as
     a string are all found."""
     assert "reckon.errors" in graph["reckon.eventtime"]
-    assert "audits.lateness_batches" in graph["reports.context"]  # imported inside a function
+    assert "audits.bound_whatif_batches" in graph["reports.context"]  # imported inside a function
     assert "app.commands.review" in graph["app.cli_parser"]  # _lazy("app.commands.review:...")
     assert len(graph) > 60
 

@@ -29,7 +29,7 @@ def warehouse(spark, tmp_path_factory) -> Path:
 
     wh = tmp_path_factory.mktemp("quiet") / "wh"
     one_batch = [[e for batch in SCENARIOS[0].batches for e in batch]]
-    run_batches(spark, stream_settings(wh, window="10s", lateness="3s"), one_batch)
+    run_batches(spark, stream_settings(wh, window="10s", watermark_bound="3s"), one_batch)
     return wh
 
 

@@ -205,13 +205,13 @@ def test_a_merged_map_keeps_what_it_does_not_name(recorded, given_, removed):
 
 
 @given(bounds=_bounds, window=st.sampled_from(["10s", "1m"]),
-       bound=st.sampled_from(["0s", "3s", "1m"]), grace=st.sampled_from(["0s", "5s"]))
+       bound=st.sampled_from(["0s", "3s", "1m"]), allowed_lateness=st.sampled_from(["0s", "5s"]))
 def test_a_spec_means_the_same_rules_to_settings_and_to_a_reader_of_rules(bounds, window,
-                                                                           bound, grace):
+                                                                           bound, allowed_lateness):
     """The one reading of a recorded spec: the settings a step runs with (``with_spec``) and
     the rules an engine reads it as (``rules_of``, e.g. explain's) agree, bounds per source
     included, whatever the base they start from; a spec without bounds means one bound."""
-    recorded = spec_of(load_settings(env={}, window=window, lateness=bound, grace=grace,
+    recorded = spec_of(load_settings(env={}, window=window, watermark_bound=bound, allowed_lateness=allowed_lateness,
                                      watermark_bound_by_source=bounds or None))
     for base in (load_settings(env={}),
                  load_settings(env={}, watermark_bound_by_source="other=9s")):

@@ -24,7 +24,7 @@ from storage.spec_log import recorded_versions
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 
-RECORDED = spec_of(load_settings(env={}, window="60s", lateness="5s"))
+RECORDED = spec_of(load_settings(env={}, window="60s", watermark_bound="5s"))
 
 
 # ------------------------------------------------------------------------------ fast tier
@@ -32,7 +32,7 @@ RECORDED = spec_of(load_settings(env={}, window="60s", lateness="5s"))
 
 def test_defaults_give_way_to_the_warehouse_spec() -> None:
     settings = resolve(load_settings(env={}), RECORDED, "replay")
-    assert (settings.window, settings.lateness, settings.grace) == ("1m", "5s", "0s")
+    assert (settings.window, settings.watermark_bound, settings.allowed_lateness) == ("1m", "5s", "0s")
     assert settings.origin("window") == "the warehouse"
     # resolving again is harmless: the warehouse's values never disagree with themselves
     assert resolve(settings, RECORDED, "audit").window == "1m"
@@ -68,26 +68,26 @@ def test_no_recorded_spec_leaves_the_settings_as_given() -> None:
 
 
 def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None:
-    new = changed_spec(RECORDED, load_settings(env={}, lateness="2s", grace="5s"))
+    new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s", allowed_lateness="5s"))
     assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
     assert describe_change(RECORDED, new) == ("watermark_bound 5s -> 2s, "
                                               "allowed_lateness 0s -> 5s")
     with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
                                          r"watermark bound.*new warehouse to window events"):
-        changed_spec(RECORDED, load_settings(env={}, window="30s", lateness="2s"))
+        changed_spec(RECORDED, load_settings(env={}, window="30s", watermark_bound="2s"))
     with pytest.raises(UsageError, match="nothing to change"):
-        changed_spec(RECORDED, load_settings(env={}, lateness="5s"))
+        changed_spec(RECORDED, load_settings(env={}, watermark_bound="5s"))
 
 
 def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
-    """The spec records ``lateness`` and ``grace``; the flags, config and README say
+    """The spec records ``lateness`` and ``allowed_lateness``; the flags, config and README say
     watermark_bound and allowed_lateness, so every line a person reads does too."""
     new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s",
                                                allowed_lateness="5s"))
     assert (new["lateness"], new["grace"]) == ("2s", "5s")  # the recorded keys stay
     line = describe_change(RECORDED, new)
     assert line == "watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s"
-    assert not re.search(r"\b(lateness|grace)\b", line.replace("allowed_lateness", ""))
+    assert not re.search(r"\b(lateness|allowed_lateness)\b", line.replace("allowed_lateness", ""))
     with pytest.raises(UsageError, match=r"^stream: the warehouse's event-time spec has "
                                          r"watermark_bound=5s, but --watermark-bound gives 2s"):
         resolve(load_settings(env={}, watermark_bound="2s"), RECORDED, "stream")
@@ -217,14 +217,14 @@ def test_a_spec_recorded_before_bounds_per_input_means_one_bound() -> None:
     assert "watermark_inputs" not in RECORDED
     settings = resolve(load_settings(env={}), RECORDED, "stream")
     policy = settings.event_time_rules().watermark
-    assert not policy.by_source and policy.uniform and policy.lateness == 5_000_000
+    assert not policy.by_source and policy.uniform and policy.watermark_bound == 5_000_000
     # asking for the default explicitly is no conflict with an old spec
     assert resolve(load_settings(env={"RECKON_WATERMARK_INPUTS": "partition"}), RECORDED,
                    "audit").watermark_inputs == "partition"
 
 
 def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> None:
-    given = load_settings(env={}, window="60s", lateness="5s", watermark_inputs="source",
+    given = load_settings(env={}, window="60s", watermark_bound="5s", watermark_inputs="source",
                           watermark_bound_by_source="sat=10000ms")
     recorded = spec_of(given)
     assert recorded["watermark_inputs"] == "source"

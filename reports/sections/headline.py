@@ -24,7 +24,7 @@ from reports.sections.blocks import (
     Section,
     Table,
 )
-from reports.sections.lateness import curve_summary_rows
+from reports.sections.bound_whatif import curve_summary_rows
 
 __all__ = ["SECTIONS", "headline_groups", "status_table"]
 
@@ -119,7 +119,7 @@ def _currency_rows(c: CurrencySummary) -> list[tuple[str, str, Any]]:
 
 
 # the page names a setting as the CLI and README do; configuration.csv and the recorded spec
-# keep the field's key (``lateness``, ``grace``), which CSV readers and old warehouses use
+# keep the field's key (``lateness``, ``allowed_lateness``), which CSV readers and old warehouses use
 _SETTING_LABELS = {key: name.replace("_", " ") for name, key in RENAMED.items()}
 
 

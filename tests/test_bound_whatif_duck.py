@@ -1,9 +1,9 @@
-"""Spark tier: `reckon lateness` gives the same answer on DuckDB (its default, no JVM) and on
+"""Spark tier: `reckon bound-whatif` gives the same answer on DuckDB (its default, no JVM) and on
 ``--engine spark``, byte for byte, text and ``--json``, through the real CLI (issue 58).
 
 Warehouses the real stream wrote: the scenario where partition 1 idles and rejoins late
 (expected partitions, an idle timeout, one late event: the per-partition curves and the
-min rule), the worked example with grace 5 s, EUR, JPY and KWD on one key (tests/scenarios.py,
+min rule), the worked example with allowed lateness 5 s, EUR, JPY and KWD on one key (tests/scenarios.py,
 streamed once a session), and one of this module's own: two partitions, events around
 midnight in EUR, JPY and KWD, a slow source ``sat`` with a bound of its own
 (``watermark_inputs = source``), stragglers the stream put in late_events (who is late, amounts
@@ -25,7 +25,7 @@ from app.cli import main
 from tests.scenarios import SCENARIOS
 
 IDLE = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
-GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 CURRENCIES = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 OWN_RULES = {"WINDOW": "10s", "WATERMARK_BOUND": "2s", "ALLOWED_LATENESS": "1s",
              "IDLE_TIMEOUT": "1h", "WATERMARK_INPUTS": "source",
@@ -154,7 +154,7 @@ def test_lateness_mistakes_and_quiet_days_are_the_same_on_both(spark, streamed_s
         assert on_duck == _lateness(capsys, where, "spark", *flags), flags
         code, out, err = on_duck
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-        assert err.startswith("reckon lateness: error: "), err
+        assert err.startswith("reckon bound-whatif: error: "), err
 
 
 def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from audits.lateness_batches import (
+from audits.bound_whatif_batches import (
     BEST_PER_BATCH_ROWS,
     CURVES_NOTE,
     PER_BATCH,
