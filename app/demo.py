@@ -151,8 +151,8 @@ class DemoSummary:
     status_counts: dict[str, int]
     unexplained: int
     late_events_table: int
-    configured_lateness: str
-    recommended_lateness: str | None
+    configured_bound: str
+    recommended_bound: str | None
     target_completeness: str
     quarantined: int
     quarantined_expected: int
@@ -182,8 +182,8 @@ class DemoSummary:
             f"{self.duplicate_count:,} + residual {self.residual_count:,}",
             *(c.line() for c in self.currencies),
             f"  unexplained breaks    {self.unexplained:>10,}   ({statuses})",
-            f"  watermark bound       configured {self.configured_lateness}, recommended "
-            f"{self.recommended_lateness or 'none reaches the target'} for "
+            f"  watermark bound       configured {self.configured_bound}, recommended "
+            f"{self.recommended_bound or 'none reaches the target'} for "
             f"{Decimal(self.target_completeness) * 100:g}% completeness",
             f"  quarantined lines     {self.quarantined:>10,}   (injected by the generator: "
             f"{self.quarantined_expected})",
@@ -269,7 +269,7 @@ def _currency_figures(code: str, totals: dict[str, dict[str, tuple[Any, Any]]],
 def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorManifest,
                  dag_state: str = "", task_states: dict[str, str] | None = None,
                  stage_seconds: dict[str, float] | None = None,
-                 recommended_lateness: str | None = None) -> DemoSummary:
+                 recommended_bound: str | None = None) -> DemoSummary:
     """Every figure of the summary from the tables and the report DB (small aggregates)."""
     from pyspark.sql import functions as F
 
@@ -327,8 +327,8 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
         stream_watermark=format_micros(latest_watermark(spark, wh)),
         **{f"{name}_count": n for name, n in counts.items()}, currencies=figures,
         status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
-        configured_lateness=format_duration(rules.watermark.watermark_bound),
-        recommended_lateness=recommended_lateness,
+        configured_bound=format_duration(rules.watermark.watermark_bound),
+        recommended_bound=recommended_bound,
         target_completeness=str(settings.target_completeness),
         quarantined=quarantined, quarantined_expected=manifest.quarantined,
         audit_run_id=run_id, check_success=None if check is None else bool(check.success),
@@ -406,7 +406,7 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
     clock.start("summary", "reading the summary back from the warehouse and the report DB")
     recommended = _recommended_lateness(spark, settings, day)
     summary = read_summary(spark, settings, day, manifest, state, task_states,
-                           recommended_lateness=recommended)
+                           recommended_bound=recommended)
     clock.stop()
     clock.say("done")
     return replace(summary, stage_seconds=dict(clock.stages))

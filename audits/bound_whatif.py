@@ -1,5 +1,6 @@
-"""Lateness analysis on real data: a file of events (``reckon bound-whatif-curve``) or a day of the
-warehouse's event log (``reckon bound-whatif``).
+"""The bound what-if on real data: what other watermark bounds would have done (how many events
+late, how long windows wait), over a file of events (``reckon bound-whatif-curve``) or a day
+of the warehouse's event log (``reckon bound-whatif``).
 
 The arithmetic is ``reckon.whatif`` (numpy, per-event granularity, the rules of
 ``reckon.eventtime``). For the warehouse it runs inside Spark with ``applyInPandas``: one group
@@ -206,7 +207,7 @@ def _curve_group(windows: WindowSpec, bounds: list[int], allowed_lateness: int, 
 def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
                 bounds: Iterable[int | str] | None = None,
                 target: Decimal | float | str | None = None) -> LatenessAnalysis:
-    """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
+    """Bound what-if over the day's event log (``event_date == day``, duplicates flagged by
     the stream left out), in arrival order ``(arrival_time, partition, input_file, offset)``.
 
     Runs ``reckon.whatif.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one

@@ -1,4 +1,4 @@
-"""The lateness what-if of a warehouse day at the stream's granularity: per micro-batch.
+"""The bound what-if of a warehouse day at the stream's granularity: per micro-batch.
 
 ``audits.bound_whatif`` replays the day one event at a time; this module replays the batches the
 stream actually ran (``reckon.whatif_batches``), so its row at the configured bound is what
@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
-from reckon.timeutil import day_bounds, from_micros, parse_duration
+from reckon.spec import recorded_bound
+from reckon.timeutil import day_bounds, from_micros
 from reckon.whatif import CurvePoint, candidate_bounds, normalize_bounds
 from reckon.whatif_batches import (
     BatchStep,
@@ -56,7 +57,7 @@ __all__ = ["BEST_PER_BATCH_ROWS", "CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_
            "no_batch_curve",
            "per_source_batches", "per_source_policies", "whatif_of_day"]
 
-#: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
+#: The two bound what-if curves, labelled as every output shows them (the report's HTML,
 #: PDF and CSV, and ``reckon bound-whatif``; issue 39), per batch first: what the stream did.
 PER_BATCH = "per micro-batch, as the stream ran"
 PER_EVENT = "per event, as if every event moved the watermark"
@@ -161,9 +162,8 @@ def _start_state(spark: SparkSession, config: WhatIfConfig, lo: int, hi: int
                .select("state_json", "rules_json").limit(1).collect())
     if not row:
         return WatermarkState(), configured
-    bound = json.loads(row[0].rules_json).get("lateness", configured)
     return (WatermarkState.from_json(row[0].state_json),
-            parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
+            recorded_bound(row[0].rules_json, configured))
 
 
 def _dropped(judged: DataFrame, walks: list[list[BatchStep]], config: WhatIfConfig, day: date,

@@ -282,11 +282,11 @@ def _canonical(config: CheckConfig) -> TableSuite:
 def _late_events(config: CheckConfig) -> TableSuite:
     from storage.spec_log import recorded_versions
 
-    # a late event was judged by the allowed lateness (internally: allowed_lateness) in force when it
-    # came: past the smallest the warehouse ever had holds for every row, whichever version
+    # a late event was judged by the allowed lateness in force when it came: past the
+    # smallest the warehouse ever had holds for every row, whichever version
     allowed_lateness = min([config.rules.allowed_lateness,
-                 *(parse_duration(v.spec["grace"], "grace")
-                   for v in recorded_versions(config.warehouse))])
+                            *(parse_duration(v.spec["allowed_lateness"], "allowed_lateness")
+                              for v in recorded_versions(config.warehouse))])
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),

@@ -91,7 +91,7 @@ def settings_for(warehouse: Path, policy: WatermarkPolicy) -> Settings:
     """The stream's settings for ``policy`` (one file a micro-batch)."""
     from bench.harness import base_settings
 
-    rules: dict[str, Any] = {"lateness": format_duration(policy.watermark_bound)}
+    rules: dict[str, Any] = {"watermark_bound": format_duration(policy.watermark_bound)}
     if policy.by_source:
         rules["watermark_inputs"] = "source"
     if policy.source_bounds:

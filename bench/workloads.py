@@ -27,11 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.audit_bench import bench_audit
+from bench.bound_whatif_bench import bench_lateness
 from bench.compaction_bench import bench_compaction
 from bench.fixed_cost import bench_fixed_cost
 from bench.freshness import bench_freshness
 from bench.harness import Scale
-from bench.bound_whatif_bench import bench_lateness
 from bench.long_day import bench_long_day
 from bench.postmortem_bench import bench_postmortem
 from bench.postmortem_day_bench import bench_postmortem_day

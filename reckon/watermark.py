@@ -83,15 +83,15 @@ class WatermarkPolicy:
     arrival).
 
     ``L_i``: the source's override (``source_bounds``, by-source inputs only), else the
-    partition's (``partition_bounds``), else ``lateness``. With no override, every input has
-    the bound ``lateness``: exactly one bound for all.
+    partition's (``partition_bounds``), else ``watermark_bound``. With no override, every input has
+    the bound ``watermark_bound``: exactly one bound for all.
 
     >>> policy = WatermarkPolicy(3, 60, by_source=True, source_bounds=(("sat", 10),))
     >>> policy.bound((0, "sat")), policy.bound((0, "radar"))
     (10, 3)
     """
 
-    lateness: int
+    watermark_bound: int
     idle_timeout: int
     expected_partitions: tuple[int, ...] = ()
     by_source: bool = False
@@ -124,7 +124,7 @@ class WatermarkPolicy:
 
     @property
     def uniform(self) -> bool:
-        """One bound for every input (no override differs from ``lateness``)."""
+        """One bound for every input (no override differs from ``watermark_bound``)."""
         return all(b == self.watermark_bound for _, b in (*self.partition_bounds, *self.source_bounds))
 
     def input_of(self, partition: int, source: str | None) -> InputKey:
@@ -148,7 +148,7 @@ class WatermarkPolicy:
                           *overrides])
 
     def bound(self, key: InputKey) -> int:
-        """``L_i``: the source's override, else the partition's, else ``lateness``."""
+        """``L_i``: the source's override, else the partition's, else ``watermark_bound``."""
         if not isinstance(key, int):
             for source, bound in self.source_bounds:
                 if source == key[1]:
@@ -504,8 +504,8 @@ def _input_index(partition: Any, source: Any, policy: WatermarkPolicy, state: Wa
     return labels, np.asarray([row[k] for k in keys], dtype=np.int64)
 
 
-def shift_watermark_series(before: Any, lateness: int) -> Any:
-    """``watermark_series`` under bound ``lateness`` from the series under bound 0, for the
+def shift_watermark_series(before: Any, bound: int) -> Any:
+    """``watermark_series`` under bound ``bound`` from the series under bound 0, for the
     same events, idle timeout and expected partitions, started from an empty state.
 
     Each partition's watermark is its maximum event time minus L, and the min rule, the idle
@@ -516,4 +516,4 @@ def shift_watermark_series(before: Any, lateness: int) -> Any:
     import numpy as np
 
     series = np.asarray(before, dtype=np.int64)
-    return np.where(series == _UNDEFINED, _UNDEFINED, series - np.int64(lateness))
+    return np.where(series == _UNDEFINED, _UNDEFINED, series - np.int64(bound))

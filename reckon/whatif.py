@@ -1,4 +1,4 @@
-"""The lateness what-if, pure: completeness, drops and emit latency per watermark bound L, on
+"""The bound what-if, pure: completeness, drops and emit latency per watermark bound L, on
 an event log held in plain arrays (``audits.bound_whatif`` runs it on real data, in Spark).
 
 For each candidate bound L the event log is replayed in arrival order at per-event granularity

@@ -1,4 +1,4 @@
-"""The lateness what-if at the stream's own granularity: one watermark step per micro-batch.
+"""The bound what-if at the stream's own granularity: one watermark step per micro-batch.
 
 ``reckon.whatif`` replays a day one event at a time: every event moves the watermark before
 the next one is judged. The stream moves its watermark once per micro-batch: every event of

@@ -53,7 +53,8 @@ from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import EventTimeRules, PartitionObservation, WatermarkState
 from reckon.schema import AMOUNT_SCALE
-from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros, parse_duration
+from reckon.spec import recorded_bound
+from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros
 from reckon.whatif_inputs import PerInputRecommendation
 from reports.duck import SqlExpr, TableRef, _load, connect, lock
 from storage import table_names as tb
@@ -145,9 +146,8 @@ class DuckReads:
                             "batch_id DESC NULLS LAST LIMIT 1", [queries[0]])
         if not row:
             return WatermarkState(), configured
-        bound = json.loads(row[0]["rules_json"]).get("lateness", configured)
         return (WatermarkState.from_json(row[0]["state_json"]),
-                parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
+                recorded_bound(row[0]["rules_json"], configured))
 
     def dropped(self, judged: Any, walks: list[list[BatchStep]], config: WhatIfConfig,
                 day: date, bounds: list[list[int]]

@@ -290,8 +290,8 @@ class _Reads:
     exist), and the what-ifs' ``DuckReads`` on it when the warehouse has an event_log."""
 
     def __init__(self, warehouse: Path) -> None:
-        from reports.duck import TableRef, _load, connect, lock
         from reports.bound_whatif_duck import DuckReads
+        from reports.duck import TableRef, _load, connect, lock
 
         self.batch = DuckReads(warehouse) if tb.table_exists(warehouse, tb.EVENT_LOG) else None
         self.conn = connect() if self.batch is None else self.batch.conn

@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_allowed_lateness, is_open
+from reckon.eventtime import (
+    EventTimeRules,
+    WindowStatus,
+    ends_passed,
+    is_beyond_allowed_lateness,
+    is_open,
+)
 from reckon.sql_guard import QueryResult, Token, check_read_only, unquote
 from storage import table_names as tb
 

@@ -9,7 +9,7 @@ in name order, or a Kafka topic); every micro-batch goes through ``BatchProcesso
    earlier batches, or earlier in this batch in arrival order);
 3. archive every valid row to ``event_log`` (duplicates flagged), the log the replay reads;
 4. classify each (event, window) against the watermark left by the previous batch;
-5. append this batch's on-time and within-grace sums per (window, key, currency) to
+5. append this batch's sums of on-time events and revisions (within the allowed lateness) per (window, key, currency) to
    ``provisional_deltas`` and its late rows to ``late_events``. Nothing is rewritten:
    ``provisional_totals`` is the fold of the deltas, its statuses derived from the recorded
    watermarks (spark/provisional.py), so a window that closes needs no write at all;

@@ -1,4 +1,4 @@
-"""The per-batch lateness what-if: the pure reference, its fast path, and the warehouse (Spark)
+"""The per-batch bound what-if: the pure reference, its fast path, and the warehouse (Spark)
 implementation against the reference on random batched logs."""
 
 from __future__ import annotations

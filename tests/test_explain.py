@@ -87,7 +87,7 @@ def test_explain_cli_json_and_text(spark, streamed, capsys):
     assert [(e["event_id"], e["fate"]) for e in w["events"]] == [("e3-12", "on_time"),
                                                                  ("e4-15", "on_time")]
     assert w["provisional"]["total_amount"] == "2.00" and w["provisional"]["status"] == "CLOSED"
-    assert doc["rules"]["grace"] == "5s"
+    assert doc["rules"]["allowed_lateness"] == "5s"
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(
         f"window [{iso(10)}, {iso(20)}) key merchant-x, currency USD: 2 events: 2 counted on "

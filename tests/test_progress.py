@@ -124,7 +124,7 @@ def test_bad_durations_name_the_argument(spark, warehouse):
         wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="soon", poll="1s")
 
 
-@pytest.mark.parametrize(("window", "slide", "grace"), [
+@pytest.mark.parametrize(("window", "slide", "allowed_lateness"), [
     ("10s", "", "5s"), ("10s", "5s", "0s"), ("1m", "15s", "3s"), ("1h", "1m", "0s"),
     ("7m", "", "0s"), ("14s", "7s", "1s")])  # steps that do not divide a day
 def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, window, slide,

@@ -541,7 +541,7 @@ def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, 
     """Hypothesis drives the shape (seed, partitions, batch boundaries, allowed_lateness); the real batch
     processor and the pure reference must agree row for row, and nothing vanishes."""
     warehouse = tmp_path_factory.mktemp("prop") / "wh"
-    rules = {**RULES, "grace": allowed_lateness}
+    rules = {**RULES, "allowed_lateness": allowed_lateness}
     settings_ = stream_settings(warehouse, **rules)
     stream = random_batches(seed, n=24, partitions=partitions, batches=batches,
                             stragglers=stragglers)

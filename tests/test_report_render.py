@@ -490,13 +490,15 @@ def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp
     configuration.csv keeps the recorded keys its readers look up."""
     result = render_context(_ctx(), tmp_path / "r")
     html = unescape(Path(result.html_path).read_text())
-    for label in ("watermark bound (recorded as lateness)", "allowed lateness (recorded as allowed_lateness)"):
+    labels = ("watermark bound (recorded as lateness)",
+              "allowed lateness (recorded as grace)")  # vocabulary: keep
+    for label in labels:
         assert label in html, label
-    assert not re.search(r">\s*(lateness|allowed_lateness)\s*<", html)
+    assert not re.search(r">\s*(lateness|grace)\s*<", html)  # vocabulary: keep
     text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
                                    capture_output=True, text=True, timeout=120).stdout.split())
     assert "watermark bound (recorded as lateness) 3s" in text
-    assert "allowed lateness (recorded as allowed_lateness) 0s" in text
+    assert "allowed lateness (recorded as grace) 0s" in text  # vocabulary: keep
     rows = list(csv.reader(io.StringIO((Path(result.out_dir) / "configuration.csv").read_text())))
     assert rows[0] == ["setting", "value"]
     assert ["grace", "0s"] in rows and ["lateness", "3s"] in rows and ["window", "10s"] in rows

@@ -92,7 +92,7 @@ def test_who_may_sign():
     assert "signs as 'bob'" in (impersonation_refusal("eve", "bob", "the OS account") or "")
 
 
-@pytest.mark.parametrize(("window", "slide", "grace"), [("10s", None, "0s"), ("10s", None, "2s"),
+@pytest.mark.parametrize(("window", "slide", "allowed_lateness"), [("10s", None, "0s"), ("10s", None, "2s"),
                                                          ("10s", "5s", "1s"), ("7m", None, "0s")])
 def test_day_d_is_final_exactly_when_its_last_window_is(window, slide, allowed_lateness):
     rules = EventTimeRules.parse(window=window, slide=slide, allowed_lateness=allowed_lateness)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from app.cli import main
 from app.settings import load_settings
 from reckon.spec import merged_bounds, rules_of, spec_of, unseen_bounds, with_spec
+from reckon.vocabulary import to_stored
 from storage.spec_log import settings_for
 
 RECORDED = {"window": "10s", "lateness": "3s", "grace": "0s", "idle_timeout": "1m",
@@ -218,3 +219,7 @@ def test_a_spec_means_the_same_rules_to_settings_and_to_a_reader_of_rules(bounds
         assert with_spec(base, recorded).event_time_rules() == rules_of(
             recorded, base.event_time_rules())
     assert rules_of(recorded).to_config() == recorded | rules_of(recorded).to_config()
+    # the same spec recorded by the first names (every warehouse: EventTimeRules.to_record)
+    old = to_stored(recorded)
+    assert rules_of(old) == rules_of(recorded)
+    assert with_spec(load_settings(env={}), old) == with_spec(load_settings(env={}), recorded)

@@ -20,7 +20,8 @@ from app.settings import load_settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of
 from reckon.timeutil import from_micros
-from storage.spec_log import recorded_versions
+from reckon.vocabulary import to_stored
+from storage.spec_log import recorded_versions, rules_in_force
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 
@@ -69,7 +70,7 @@ def test_no_recorded_spec_leaves_the_settings_as_given() -> None:
 
 def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None:
     new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s", allowed_lateness="5s"))
-    assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
+    assert (new["watermark_bound"], new["allowed_lateness"], new["window"]) == ("2s", "5s", "1m")
     assert describe_change(RECORDED, new) == ("watermark_bound 5s -> 2s, "
                                               "allowed_lateness 0s -> 5s")
     with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
@@ -80,14 +81,17 @@ def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None
 
 
 def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
-    """The spec records ``lateness`` and ``allowed_lateness``; the flags, config and README say
+    """The warehouse records the settings' first names; the flags, config and README say
     watermark_bound and allowed_lateness, so every line a person reads does too."""
     new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s",
                                                allowed_lateness="5s"))
-    assert (new["lateness"], new["grace"]) == ("2s", "5s")  # the recorded keys stay
+    recorded = to_stored(new)  # what spark.spec writes: the recorded keys stay
+    assert (recorded["lateness"], recorded["grace"]) == ("2s", "5s")  # vocabulary: keep
     line = describe_change(RECORDED, new)
     assert line == "watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s"
-    assert not re.search(r"\b(lateness|allowed_lateness)\b", line.replace("allowed_lateness", ""))
+    assert describe_change(to_stored(RECORDED), recorded) == line
+    bare = line.replace("allowed_lateness", "")
+    assert not re.search(r"\b(lateness|grace)\b", bare)  # vocabulary: keep
     with pytest.raises(UsageError, match=r"^stream: the warehouse's event-time spec has "
                                          r"watermark_bound=5s, but --watermark-bound gives 2s"):
         resolve(load_settings(env={}, watermark_bound="2s"), RECORDED, "stream")
@@ -95,22 +99,33 @@ def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
 
 def test_a_change_recorded_in_the_first_names_reads_in_the_new_ones(tmp_path: Path) -> None:
     """A warehouse whose version 2 was recorded as ``lateness 5s -> 2s`` (before the
-    renaming) still opens, and its report line names watermark_bound."""
+    renaming) still opens, reads in the new names, and its report line names
+    watermark_bound; a version keyed by the new names after one keyed by the old (a later
+    writer) tells only what changed."""
     log = tmp_path / "event_time_spec" / "_delta_log"
     log.mkdir(parents=True)
-    new = {**RECORDED, "lateness": "2s"}
-    for version, (spec, change) in enumerate([(RECORDED, "first start"),
-                                              (new, "lateness 5s -> 2s")]):
+    old = to_stored(RECORDED)
+    assert "lateness" in old and "watermark_bound" not in old  # vocabulary: keep
+    second_spec = {**old, "lateness": "2s"}  # vocabulary: keep
+    third_spec = {**RECORDED, "watermark_bound": "2s", "allowed_lateness": "1s"}
+    for version, (spec, change) in enumerate([(old, "first start"),
+                                              (second_spec, "lateness 5s -> 2s"),
+                                              (third_spec, "grace 0s -> 1s")]):
         meta = {"reckon_spec": {"spec_version": version + 1, "spec": spec, "change": change,
                                 "after_batch_id": None if version == 0 else 2,
                                 "after_watermark": None, "recorded_at": "2026-01-01T00:00:00Z",
                                 "recorded_by": "ops"}}
         (log / f"{version:020d}.json").write_text(
             json.dumps({"commitInfo": {"userMetadata": json.dumps(meta)}}) + "\n")
-    first, second = recorded_versions(tmp_path)
-    assert (first.change, second.change) == ("first start", "watermark_bound 5s -> 2s")
-    assert second.spec["lateness"] == "2s"
+    first, second, third = recorded_versions(tmp_path)
+    assert (first.change, second.change, third.change) == (
+        "first start", "watermark_bound 5s -> 2s", "allowed_lateness 0s -> 1s")
+    assert first.spec == RECORDED and second.spec == {**RECORDED, "watermark_bound": "2s"}
     assert second.describe().startswith("version 2 (watermark_bound 5s -> 2s) from after batch 2")
+    rules = rules_in_force(tmp_path, version=2)
+    assert (rules.watermark.watermark_bound, rules.allowed_lateness, rules.windows.size) == (
+        2_000_000, 0, 60_000_000)
+    assert rules_in_force(tmp_path).allowed_lateness == 1_000_000
 
 
 # ----------------------------------------------------------------------------- Spark tier

@@ -1,4 +1,4 @@
-"""Fast tier: the lateness what-if (reference and vectorised), watermark_series, and the
+"""Fast tier: the bound what-if (reference and vectorised), watermark_series, and the
 ``reckon bound-whatif-curve`` command on CSV and Parquet files."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ spec_strategy = st.sampled_from([WindowSpec(10 * S), WindowSpec(10 * S, 5 * S),
 def test_vectorised_curve_equals_reference(log, spec, bounds, allowed_lateness, idle):
     events, expected = log
     t, a, p = as_arrays(events)
-    kw = {"grace": allowed_lateness, "idle_timeout": idle, "expected_partitions": expected}
+    kw = {"allowed_lateness": allowed_lateness, "idle_timeout": idle, "expected_partitions": expected}
     assert lateness_curve(t, a, p, spec, bounds, **kw) == lateness_curve_reference(
         events, spec, bounds, **kw)
 

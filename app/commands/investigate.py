@@ -1,4 +1,4 @@
-"""``reckon sql | explain | lateness-curve | lateness``: look into a warehouse, change nothing.
+"""``reckon sql | explain | bound-whatif-curve | bound-whatif``: look into a warehouse, change nothing.
 
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
 Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
@@ -28,7 +28,7 @@ from reckon.spec import unseen_bounds, unseen_inputs
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
 from reckon.whatif import normalize_bounds
 
-__all__ = ["cmd_explain", "cmd_bound_whatif_curve", "cmd_bound_whatif", "cmd_sql"]
+__all__ = ["cmd_bound_whatif", "cmd_bound_whatif_curve", "cmd_explain", "cmd_sql"]
 
 
 def _require_warehouse_dir(settings: Settings) -> None:
