@@ -532,7 +532,7 @@ def render_analysis(analysis: LatenessAnalysis,
                     batches: BatchCurve | None = None, why_not: str | None = None) -> str:
     """The human-readable form of ``reckon bound-whatif``: both curves (per batch, per event) with
     why they differ, the recommendation, per partition, who is late."""
-    lines = [f"lateness analysis of {analysis.day.isoformat()}: {analysis.events} events, "
+    lines = [f"bound what-if of {analysis.day.isoformat()}: {analysis.events} events, "
              f"configured bound {format_duration(analysis.configured_bound)}, "
              f"target completeness {analysis.target}",
              *_curve_lines(analysis, batches, why_not),

@@ -37,8 +37,8 @@ __all__ = ["REPORTED_SETTINGS", "AuditConfig", "CheckConfig", "CheckRunConfig",
 #: The settings a day's report shows in its configuration table (besides the audit run's own
 #: parameters, which win): the event-time rules, the tolerance, where it ran.
 REPORTED_SETTINGS = ("window", "slide", "watermark_bound", "allowed_lateness", "idle_timeout",
-                     "max_clock_skew", "dedup_horizon", "expected_partitions", "tolerance_abs", "tolerance_rel",
-                     "target_completeness", "spark_master", "report_db_url")
+                     "max_clock_skew", "dedup_horizon", "expected_partitions", "tolerance_abs",
+                     "tolerance_rel", "target_completeness", "spark_master", "report_db_url")
 
 
 @dataclass(frozen=True)

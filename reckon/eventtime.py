@@ -212,9 +212,9 @@ class EventTimeRules:
         """The watermark at which UTC day ``day`` is final: every window of the day (every
         window starting in it) is FINAL, so no event of the day can change a provisional
         total. That is the end of its last window plus the allowed lateness: ``end of the day
-        + allowed_lateness`` for tumbling windows; hopping windows (and a step that does not divide 24 hours) reach
-        into the next day. The nightly run waits for it; an audit before it may see
-        transient breaks.
+        + allowed_lateness`` for tumbling windows; hopping windows (and a step that does not
+        divide 24 hours) reach into the next day. The nightly run waits for it; an audit
+        before it may see transient breaks.
 
         >>> from reckon.timeutil import format_micros
         >>> rules = EventTimeRules.parse(window="10s", allowed_lateness="2s")

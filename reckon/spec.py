@@ -1,16 +1,15 @@
 """The warehouse's event-time spec: the rules its stream windows events by, recorded once.
 
-A warehouse is only as consistent as the rules every step applies to it. The stream records
-its spec (window, slide, watermark bound, allowed lateness, idle timeout, clock skew, dedup
+A warehouse is only as consistent as the rules every step applies to it. The stream records its
+spec (window, slide, watermark bound, allowed lateness, idle timeout, clock skew, dedup
 horizon, expected partitions) in the warehouse's ``event_time_spec`` table when it first
-starts; every later step (stream restart, replay, audit, check, report, bound what-if,
-explain) takes those values
-instead of its defaults. The code reads a spec in the names the CLI sets
+starts; every later step (stream restart, replay, audit, check, report, bound what-if, explain)
+takes those values instead of its defaults. The code reads a spec in the names the CLI sets
 (``watermark_bound``, ``allowed_lateness``); the warehouse records it by the settings' first
 names (``EventTimeRules.to_record``), and a recorded spec is read in either
-(``reckon.vocabulary.from_stored``), so old warehouses open unchanged. A value that was *given* (a flag, ``RECKON_*``, the config file) and
-disagrees is refused, naming both; silently replaying 60 s windows as 10 s ones would flood the
-audit with breaks that are not there.
+(``reckon.vocabulary.from_stored``), so old warehouses open unchanged. A value that was *given*
+(a flag, ``RECKON_*``, the config file) and disagrees is refused, naming both; silently
+replaying 60 s windows as 10 s ones would flood the audit with breaks that are not there.
 
 A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
 version with the batch and watermark from which it applies. Only the rules that decide *when*
@@ -48,7 +47,8 @@ __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "de
            "unseen_bounds", "unseen_inputs", "with_spec"]
 
 SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "watermark_bound", "allowed_lateness",
-                                "idle_timeout", "max_clock_skew", "dedup_horizon", "expected_partitions",
+                                "idle_timeout", "max_clock_skew", "dedup_horizon",
+                                "expected_partitions",
                                 "watermark_inputs", "watermark_bound_by_partition",
                                 "watermark_bound_by_source")
 # decide only when a window is final, never which window or which events: may change (after

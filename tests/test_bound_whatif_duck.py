@@ -172,5 +172,5 @@ def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("lateness analysis of 2026-01-01: 8 events")
+    assert run.stdout.startswith("bound what-if of 2026-01-01: 8 events")
     assert run.stdout.splitlines()[-1] == "False"

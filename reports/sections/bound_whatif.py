@@ -68,7 +68,7 @@ def _curve_table(ctx: ReportContext, label: str, points: tuple[CurveLine, ...]) 
 
 def _curve_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     if not (ctx.lateness_curve or ctx.lateness_curve_batches):
-        return (Note("No lateness analysis for this day."),
+        return (Note("No bound what-if for this day."),
                 *(Note(n) for n in curve_notes(ctx)))
     rec = ctx.recommended_bound_seconds
     out: list[Block] = [Note(
