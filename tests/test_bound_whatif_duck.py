@@ -45,14 +45,12 @@ def sources_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> t
                if rng.random() < 0.35 else e for e in batch]
               for batch in random_batches(58, n=30, partitions=2, batches=3, stragglers=3)]
     wh = tmp_path_factory.mktemp("lateness-duck") / "wh"
-    rules = {_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items() if v}
+    rules = {k.lower(): v for k, v in OWN_RULES.items() if v}
     run_batches(spark, stream_settings(wh, **rules), stream)
     return wh, DAY1.isoformat()
 
 
-#: the settings' environment names of the scenarios' rules (the old names still work, with
-#: a warning on stderr)
-_NAMES = {"WATERMARK_BOUND": "LATENESS", "ALLOWED_LATENESS": "GRACE"}
+#: the settings' environment names of the scenarios' rules
 _RULES = ("WINDOW", "WATERMARK_BOUND", "ALLOWED_LATENESS", "IDLE_TIMEOUT", "SLIDE",
           "EXPECTED_PARTITIONS", "WATERMARK_INPUTS", "WATERMARK_BOUND_BY_SOURCE")
 
@@ -69,14 +67,12 @@ def _env(monkeypatch: Any, tmp_path: Path, rules: dict[str, str]) -> None:
 
 
 def _scenario_env(rules: dict[str, object]) -> dict[str, str]:
-    by_rule = {old.lower(): new for new, old in _NAMES.items()}
-    return {by_rule.get(name, name.upper()): (",".join(map(str, value))
-                                              if isinstance(value, tuple) else str(value))
+    return {name.upper(): (",".join(map(str, value)) if isinstance(value, tuple) else str(value))
             for name, value in rules.items()}
 
 
 def _lateness(capsys: Any, wh: Path, engine: str, *flags: str) -> tuple[int, str, str]:
-    code = main(["lateness", "--warehouse", str(wh), "--engine", engine, *flags])
+    code = main(["bound-whatif", "--warehouse", str(wh), "--engine", engine, *flags])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -133,7 +129,7 @@ def test_the_reports_bounds_per_source_are_sparks(spark, sources_warehouse):
     from tests.test_report_render import _assert_context_is_sparks
 
     wh, day = sources_warehouse
-    settings = stream_settings(wh, **{_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items()})
+    settings = stream_settings(wh, **{k.lower(): v for k, v in OWN_RULES.items()})
     rec = _per_source(_Reads(wh), settings.whatif_config(), date.fromisoformat(day))
     assert rec is not None and "sat" in [b.unit for b in rec.bounds]
     _assert_context_is_sparks(spark, settings, day=date.fromisoformat(day))
@@ -166,7 +162,7 @@ def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):
     wh = streamed_scenario(IDLE.name).warehouse_path
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent),
            **{f"RECKON_{k}": v for k, v in _scenario_env(IDLE.rules).items()}}
-    probe = ("import sys; from app.cli import main; rc = main(['lateness', '--warehouse', "
+    probe = ("import sys; from app.cli import main; rc = main(['bound-whatif', '--warehouse', "
              f"{str(wh)!r}, '--date', '2026-01-01']); "
              "print('pyspark' in sys.modules); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -111,11 +111,11 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
                         "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
     wh = str(wh_settings.warehouse_path)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 2
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01"]) == 2
     assert "holds no reckon table: check --warehouse" in capsys.readouterr().err
 
     write_log(spark, wh_settings.warehouse_path, synthetic_log(n=60))
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",
                  "--target", "0.9", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["day"] == "2026-01-01" and payload["target"] == "0.9"
@@ -126,9 +126,9 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
     assert payload["attribution"] == []  # no late_events table in this warehouse
 
     # a day without events is a quiet day, not a mistake (28e80d5)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-02-01"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-02-01"]) == 0
     assert capsys.readouterr().out == "no events on 2026-02-01: nothing to analyse\n"
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target", "2"]) == 2
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--target", "2"]) == 2
     assert "target='2' is not valid" in capsys.readouterr().err
 
 
@@ -197,7 +197,7 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
                         "EXPECTED_PARTITIONS": "0,1", "SLIDE": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
 
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01"]) == 0
     out = capsys.readouterr().out
     assert out.index(f"Completeness {PER_BATCH}:") < out.index(f"Completeness {PER_EVENT}:")
     assert " ".join(CURVES_NOTE.split()) in " ".join(out.split())
@@ -205,7 +205,7 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
     assert per_batch["3s"][2] == str(len(case.late)) == "1"  # dropped: p1-t3-a107, as streamed
     assert per_batch.keys() == per_event.keys() and "5m" in per_batch
 
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--json"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     batch, event = payload["curves"]
     assert (batch["granularity"], batch["label"]) == ("per_batch", PER_BATCH)
@@ -251,7 +251,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
                         "SLIDE": "5s", "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
     wh = str(wh_settings.warehouse_path)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured",
@@ -265,7 +265,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     assert all(p["dropped"] == 0 for p in replay["per_batch"].values())
     assert replay["configured"] == "watermark bound 4s per partition"
     assert replay["configured_sources_without_events"] == []
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("bounds per source for 2026-01-01, target completeness 0.99")
@@ -273,7 +273,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     # a configured bound of a source that sent nothing that day ("Sat" for "sat"): the
     # analysis goes on, and stderr says so in one warning line naming the day's sources
     monkeypatch.setenv("RECKON_WATERMARK_BOUND_BY_SOURCE", "Sat=5s,http=5s")
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--target",
                  "0.99"]) == 0
     err = capsys.readouterr().err
     assert ("reckon bound-whatif: warning: bounds for inputs never seen on 2026-01-01: source "

@@ -69,7 +69,7 @@ def test_every_nightly_step_says_no_events_and_succeeds(spark, warehouse, capsys
     assert "No per-batch curve: the stream archived no events of 2025-12-31." in html
     assert "is not valid" not in html and "up to the one that closed the day" not in html
 
-    code, out, err = _run(capsys, "lateness", "--warehouse", wh, "--date", QUIET.isoformat())
+    code, out, err = _run(capsys, "bound-whatif", "--warehouse", wh, "--date", QUIET.isoformat())
     assert (code, out, err) == (0, "no events on 2025-12-31: nothing to analyse\n", "")
 
 

@@ -249,7 +249,7 @@ def cwd(tmp_path, monkeypatch) -> Path:
 
 
 def run_json(capsys, path: Path, bounds: str = "0s,3s,1h") -> list[dict]:
-    code = main(["lateness-curve", "--events", str(path), "--window", "10s",
+    code = main(["bound-whatif-curve", "--events", str(path), "--window", "10s",
                  "--bounds", bounds, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -330,7 +330,7 @@ def test_cli_accepts_offsets_and_reads_them_as_utc(cwd, capsys):
 
 def test_cli_prints_a_readable_table(cwd, capsys):
     example_frame().to_csv(cwd / "e.csv", index=False)
-    assert main(["lateness-curve", "--events", str(cwd / "e.csv"), "--window", "10s",
+    assert main(["bound-whatif-curve", "--events", str(cwd / "e.csv"), "--window", "10s",
                  "--bounds", "3s,1h"]) == 0
     out = capsys.readouterr().out
     assert "completeness" in out and "77.7778%" in out and "5.500s" in out
@@ -360,7 +360,7 @@ def test_cli_errors_name_the_file_column_and_what_is_allowed(cwd, capsys, setup,
         "badpart.csv": f"event_time,arrival_time,partition\n{t1},{t1},0\n{t2},{t2},p1\n",
         "ok.csv": f"event_time,arrival_time\n{t1},{t1}\n",
     }
-    argv = ["lateness-curve", "--window", "10s", "--bounds", "0s"]
+    argv = ["bound-whatif-curve", "--window", "10s", "--bounds", "0s"]
     if setup is not None:
         (cwd / setup).write_text(files[setup])
         argv += ["--events", str(cwd / setup)]
@@ -376,7 +376,7 @@ def test_the_text_curve_names_the_settings_as_the_cli_does(cwd, capsys):
     """``reckon bound-whatif-curve`` said "grace 0s", a name the flags no longer use."""
     path = cwd / "events.csv"
     example_frame().to_csv(path, index=False)
-    assert main(["lateness-curve", "--events", str(path), "--window", "10s",
+    assert main(["bound-whatif-curve", "--events", str(path), "--window", "10s",
                  "--bounds", "0s,3s"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "allowed lateness 0s" in head and "grace" not in head, head
