@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import load_settings
-from reckon.config import PROJECT_ROOT, RENAMED, Settings
+from reckon.config import PROJECT_ROOT, Settings
 from reckon.errors import ReckonError, invalid
 
 __all__ = ["DAG_ID", "DagRunOutcome", "logical_date_for_day", "prepare_airflow_home",
@@ -138,12 +138,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
             text = str(value)
         else:  # pragma: no cover - every Settings field is one of the kinds above
             raise TypeError(f"setting {name} has an unexpected type {type(value).__name__}")
-        env["RECKON_" + _NAME_OF_FIELD.get(name, name).upper()] = text
+        env["RECKON_" + name.upper()] = text
     return env
-
-
-# a field set under a clearer name (reckon.config.RENAMED): a worker reading the old one warns
-_NAME_OF_FIELD = {field: name for name, field in RENAMED.items()}
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,10 @@ from storage.sharing import share_process
 __all__ = ["main", "require_existing"]
 
 
-#: (clear flag, deprecated flag, the Settings field both set); see reckon.config.RENAMED.
-_RENAMED_FLAGS = (("--watermark-bound", "--lateness", "lateness"),
-                  ("--allowed-lateness", "--grace", "grace"))
+#: (flag, its deprecated name, the Settings field both set, the deprecated flag's dest); see
+#: reckon.vocabulary.DEPRECATED_SETTINGS.
+_RENAMED_FLAGS = (("--watermark-bound", "--lateness", "watermark_bound", "deprecated_lateness"),
+                  ("--allowed-lateness", "--grace", "allowed_lateness", "deprecated_grace"))
 
 
 def _deprecated_flags(args: argparse.Namespace) -> dict[str, str]:
@@ -42,8 +43,8 @@ def _deprecated_flags(args: argparse.Namespace) -> dict[str, str]:
     ``reckon: warning: --lateness is deprecated, use --watermark-bound``.
     """
     used: dict[str, str] = {}
-    for new, old, name in _RENAMED_FLAGS:
-        value = getattr(args, "deprecated_" + name, None)
+    for new, old, name, dest in _RENAMED_FLAGS:
+        value = getattr(args, dest, None)
         if value is None:
             continue
         if getattr(args, name, None) is not None:
@@ -58,7 +59,8 @@ def _deprecated_flags(args: argparse.Namespace) -> dict[str, str]:
 def _settings(args: argparse.Namespace) -> Settings:
     deprecated = _deprecated_flags(args)
     overrides: dict[str, Any] = {}
-    for name in ("warehouse", "window", "slide", "lateness", "grace", "idle_timeout",
+    for name in ("warehouse", "window", "slide", "watermark_bound", "allowed_lateness",
+                 "idle_timeout",
                  "max_files_per_trigger", "kafka_bootstrap", "kafka_topic", "spark_master",
                  "report_db_url", "expected_partitions", "tolerance_abs", "tolerance_rel",
                  "watermark_inputs", "watermark_bound_by_partition",
@@ -98,12 +100,12 @@ def _report_db_failure(exc: BaseException, settings: Settings | None) -> str | N
 # Commands that read a warehouse someone already has: a mistyped --warehouse must be an error,
 # not a new empty warehouse that "has no breaks" or "passes its checks".
 _READS_TABLES = frozenset({"compact", "replay", "audit", "check", "report", "sql", "explain",
-                           "lateness", "vacuum"})
+                           "bound-whatif", "vacuum"})
 # Commands that read the report database the audits wrote (SQLite: a file in the warehouse).
 _READS_REPORT_DB = frozenset({"breaks", "signoff", "verify-log"})
 # run with the warehouse's event-time spec (reckon.spec); the stream resolves its own
 _TAKES_WAREHOUSE_SPEC = frozenset({"compact", "replay", "audit", "check", "report", "explain",
-                                   "lateness"})
+                                   "bound-whatif"})
 
 
 def _holds_tables(warehouse: Path) -> bool:
@@ -141,6 +143,8 @@ def _quiet_broken_pipe() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "deprecated_command", None):  # `reckon bound-whatif`: runs, and warns once
+        warn_renamed(f"reckon {args.deprecated_command}", f"reckon {args.command}")
     settings: Settings | None = None
     try:
         from app.pipeline import quiet_libraries

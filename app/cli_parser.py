@@ -19,6 +19,7 @@ from typing import Any
 from reckon.config import Settings
 from reckon.errors import NotBuiltYetError
 from reckon.signoff import DECISIONS
+from reckon.vocabulary import DEPRECATED_COMMANDS
 
 __all__ = ["COMMANDS", "Handler", "build_parser"]
 
@@ -72,10 +73,10 @@ def _warehouse(p: argparse.ArgumentParser, required: bool = False) -> None:
 def _event_time_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--window", help="window width, e.g. 10s (default from config: 10s)")
     p.add_argument("--slide", help="hopping windows: slide, e.g. 5s (must divide the window)")
-    p.add_argument("--watermark-bound", dest="lateness", metavar="DURATION",
+    p.add_argument("--watermark-bound", dest="watermark_bound", metavar="DURATION",
                    help="watermark bound L: an input's watermark is its maximum event time "
                    "minus L, e.g. 3s")
-    p.add_argument("--allowed-lateness", dest="grace", metavar="DURATION",
+    p.add_argument("--allowed-lateness", dest="allowed_lateness", metavar="DURATION",
                    help="allowed lateness G: a closed window still takes events until the "
                    "watermark passes its end + G, e.g. 0s")
     p.add_argument("--lateness", dest="deprecated_lateness", metavar="DURATION",
@@ -426,29 +427,59 @@ def _explain_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _lateness_curve_parser(sub: Any) -> None:
-    """The flags of `reckon lateness-curve`:
+def _deprecated_command(sub: Any, old: str, new: str, handler: Handler
+                        ) -> argparse.ArgumentParser:
+    """``reckon <old>``, the first name of ``reckon <new>``: the same flags and handler, left
+    out of ``reckon --help``; ``main`` warns once that it is deprecated (args.command is the
+    new name, args.deprecated_command the one typed).
 
-    ``reckon lateness-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
+    Example: ``reckon bound-whatif --date D`` runs ``reckon bound-whatif --date D`` and prints
+    ``reckon: warning: reckon bound-whatif is deprecated, use reckon bound-whatif``.
     """
-    p = _add(sub, "lateness-curve", _lazy("app.commands.investigate:cmd_lateness_curve"),
-             "what-if analysis: completeness and emit latency for candidate watermark bounds")
+    parser = sub.add_parser(old, description=f"deprecated name of `reckon {new}`")
+    parser.set_defaults(handler=handler, command=new, deprecated_command=old)
+    return parser
+
+
+def _bound_whatif_curve_parser(sub: Any) -> None:
+    """The flags of `reckon bound-whatif-curve` (first name: `reckon bound-whatif-curve`):
+
+    ``reckon bound-whatif-curve --events EVENTS --window DURATION --bounds BOUNDS [--json]``
+    """
+    handler = _lazy("app.commands.investigate:cmd_bound_whatif_curve")
+    new = _add(sub, "bound-whatif-curve", handler, "bound what-if on a file of events: "
+               "completeness and emit latency for candidate watermark bounds")
+    for old, now in DEPRECATED_COMMANDS.items():
+        if now == "bound-whatif-curve":
+            _bound_whatif_curve_flags(_deprecated_command(sub, old, now, handler))
+    _bound_whatif_curve_flags(new)
+
+
+def _bound_whatif_curve_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--events", required=True, help="CSV or Parquet with event_time, arrival_time")
     p.add_argument("--window", required=True, metavar="DURATION", help="window width, e.g. 10s")
     p.add_argument("--bounds", required=True, help="comma-separated durations, e.g. 0s,2s,5s")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _lateness_parser(sub: Any) -> None:
-    """The flags of `reckon lateness`:
+def _bound_whatif_parser(sub: Any) -> None:
+    """The flags of `reckon bound-whatif` (first name: `reckon bound-whatif`):
 
-    ``reckon lateness [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
+    ``reckon bound-whatif [--warehouse WAREHOUSE] [--engine {duckdb,spark}] --date DATE [--bounds
     BOUNDS] [--target TARGET] [--per-source] [--json]``
     """
-    p = _add(sub, "lateness", _lazy("app.commands.investigate:cmd_lateness_warehouse"),
-             "lateness analysis of the warehouse's event log for a day: completeness per "
-             "micro-batch (as the stream ran) and per event, recommended bound overall and per "
-             "partition, who is late")
+    handler = _lazy("app.commands.investigate:cmd_bound_whatif")
+    new = _add(sub, "bound-whatif", handler,
+               "bound what-if on the warehouse's event log for a day: what other watermark "
+               "bounds would have done (completeness per micro-batch, as the stream ran, and "
+               "per event), recommended bound overall and per partition, who is late")
+    for old, now in DEPRECATED_COMMANDS.items():
+        if now == "bound-whatif":
+            _bound_whatif_flags(_deprecated_command(sub, old, now, handler))
+    _bound_whatif_flags(new)
+
+
+def _bound_whatif_flags(p: argparse.ArgumentParser) -> None:
     _warehouse(p)
     p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
                    help="duckdb (default): read the Delta tables without a JVM; spark: the "
@@ -494,8 +525,8 @@ _PARSERS: tuple[Callable[[Any], None], ...] = (
     _report_parser,
     _sql_parser,
     _explain_parser,
-    _lateness_curve_parser,
-    _lateness_parser,
+    _bound_whatif_curve_parser,
+    _bound_whatif_parser,
     _demo_parser,
 )
 

@@ -3,7 +3,7 @@ report, in a few minutes on a laptop.
 
 1. generate a landing directory for one UTC day D (app.generate: 4 partitions, a slow one,
    an idle one, heavy-tailed delays, duplicates, malformed lines, future-dated events);
-2. stream it (spark.stream.run_stream, available-now, default window/lateness/grace, the
+2. stream it (spark.stream.run_stream, available-now, default window/lateness/allowed_lateness, the
    manifest's partitions as the expected ones): provisional totals, late side output,
    quarantine, watermark progress;
 3. run the nightly DAG on a real Airflow (app.airflow_local: scheduler, dag-processor,
@@ -18,7 +18,7 @@ report, in a few minutes on a laptop.
    added across currencies (event counts are, on a line of their own).
 
 How the timeline is chosen. The nightly run may only start once the stream's watermark
-passed the end of D (+ grace): the events must therefore run a little past midnight. The
+passed the end of D (+ allowed_lateness): the events must therefore run a little past midnight. The
 demo places the events in the last minutes of D and a short tail on D+1 (at least 60 s,
 10 % of the span): every partition then carries the watermark well past ``end(D) + L + G``,
 while keeping the number of windows (and the run time) small. The span is
@@ -151,8 +151,8 @@ class DemoSummary:
     status_counts: dict[str, int]
     unexplained: int
     late_events_table: int
-    configured_lateness: str
-    recommended_lateness: str | None
+    configured_bound: str
+    recommended_bound: str | None
     target_completeness: str
     quarantined: int
     quarantined_expected: int
@@ -186,8 +186,8 @@ class DemoSummary:
             f"{self.duplicate_count:,} + residual {self.residual_count:,}",
             *(c.line() for c in self.currencies),
             f"  unexplained breaks    {self.unexplained:>10,}   ({statuses})",
-            f"  watermark bound       configured {self.configured_lateness}, recommended "
-            f"{self.recommended_lateness or 'none reaches the target'} for "
+            f"  watermark bound       configured {self.configured_bound}, recommended "
+            f"{self.recommended_bound or 'none reaches the target'} for "
             f"{Decimal(self.target_completeness) * 100:g}% completeness",
             f"  quarantined lines     {self.quarantined:>10,}   (injected by the generator: "
             f"{self.quarantined_expected})",
@@ -276,7 +276,7 @@ def _currency_figures(code: str, totals: dict[str, dict[str, tuple[Any, Any]]],
 def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorManifest,
                  dag_state: str = "", task_states: dict[str, str] | None = None,
                  stage_seconds: dict[str, float] | None = None,
-                 recommended_lateness: str | None = None) -> DemoSummary:
+                 recommended_bound: str | None = None) -> DemoSummary:
     """Every figure of the summary from the tables and the report DB (small aggregates)."""
     from pyspark.sql import functions as F
 
@@ -334,8 +334,8 @@ def read_summary(spark: Any, settings: Settings, day: date, manifest: GeneratorM
         stream_watermark=format_micros(latest_watermark(spark, wh)),
         **{f"{name}_count": n for name, n in counts.items()}, currencies=figures,
         status_counts=status_counts, unexplained=unexplained, late_events_table=late_rows,
-        configured_lateness=format_duration(rules.watermark.lateness),
-        recommended_lateness=recommended_lateness,
+        configured_bound=format_duration(rules.watermark.watermark_bound),
+        recommended_bound=recommended_bound,
         target_completeness=str(settings.target_completeness),
         quarantined=quarantined, quarantined_expected=manifest.quarantined,
         audit_run_id=run_id, check_success=None if check is None else bool(check.success),
@@ -351,7 +351,7 @@ def _recommended_lateness(spark: Any, settings: Settings, day: date) -> str | No
     """The smallest lateness bound reaching the target completeness for ``day``: the one the
     DAG's report recorded (its lateness_curve.csv), or, without a report, the analysis run
     here on the day's event log (the same function the report uses)."""
-    from audits.lateness import analyze_day
+    from audits.bound_whatif import analyze_day
     from reports.db.repository import ReportDB
 
     with ReportDB.from_settings(settings) as db:
@@ -413,7 +413,7 @@ def run_demo(settings: Settings, *, events: int, out: str | None = None,
     clock.start("summary", "reading the summary back from the warehouse and the report DB")
     recommended = _recommended_lateness(spark, settings, day)
     summary = read_summary(spark, settings, day, manifest, state, task_states,
-                           recommended_lateness=recommended)
+                           recommended_bound=recommended)
     clock.stop()
     clock.say("done")
     return replace(summary, stage_seconds=dict(clock.stages), task_seconds=timings.tasks,

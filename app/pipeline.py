@@ -182,7 +182,7 @@ def nightly_days(*, day: str | None, logical_date: datetime | None, run_after: d
 
 
 def check_watermark(settings: Settings, day: date) -> StepResult | None:
-    """One look at whether the stream's watermark passed the end of ``day`` plus grace: the
+    """One look at whether the stream's watermark passed the end of ``day`` plus the allowed lateness: the
     step's result when it has, else None. Reads the Delta log's statistics (no Spark); only
     when they cannot settle it does it start Spark for one aggregate. For a sensor that frees
     its worker slot between looks (the nightly DAG's wait_for_watermark)."""
@@ -213,7 +213,7 @@ def watermark_not_ready(settings: Settings, day: date, waited_seconds: float) ->
 
 def wait_for_watermark(settings: Settings, day: date, *, timeout: str | None = None,
                        poll: str = "30s") -> StepResult[None]:
-    """Block until the stream's global watermark passed the end of ``day`` plus grace.
+    """Block until the stream's global watermark passed the end of ``day`` plus the allowed lateness.
     Raises WatermarkNotReadyError (with the watermark it saw) when the timeout runs out."""
     from spark.progress import wait_for_day_closed
 
@@ -255,7 +255,7 @@ def run_replay(settings: Settings, day: date, *,
                       detail=result)
 
 
-#: Told (seen, required) when the stream's watermark has not yet passed the day's end + grace.
+#: Told (seen, required) when the stream's watermark has not yet passed the day's end + allowed_lateness.
 OpenDayNote = Callable[[int, int], None]
 
 

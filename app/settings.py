@@ -4,8 +4,8 @@ The values and their rules are reckon.config's (``Settings``, pure); this module
 they come from: the file (``$RECKON_CONFIG`` or ``./reckon.toml`` when present, see
 ``reckon.example.toml``) and the ``RECKON_*`` environment, refusing an unknown key or a
 misspelt variable in one line naming the nearest setting, and warning once per process about a
-deprecated name (``watermark_bound`` and ``allowed_lateness`` set the fields ``lateness`` and
-``grace``; the old names still work). Secrets (database passwords) belong in the
+deprecated name (reckon.vocabulary ``DEPRECATED_SETTINGS``: the watermark bound's and the
+allowed lateness's first names still work). Secrets (database passwords) belong in the
 environment, never in the file.
 
 Example::
@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from reckon.config import (
-    RENAMED,
+    DEPRECATED_SETTINGS,
     Settings,
     _coerce_all,
     flag,
-    fold_renamed,
+    fold_deprecated,
+    keywords_of,
     nearest,
     setting_names,
 )
@@ -63,7 +64,7 @@ def _warned(folded: tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]
 def load_settings(path: str | os.PathLike[str] | None = None,
                   env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
     """Defaults, then the TOML file, then RECKON_* variables, then keyword overrides (by
-    field: Python callers use field names, so those never warn)."""
+    setting name; a deprecated one, ``lateness=``, works with a DeprecationWarning)."""
     env = os.environ if env is None else env
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -73,14 +74,14 @@ def load_settings(path: str | os.PathLike[str] | None = None,
         from_file, keys, section = _read_file(Path(file))
         values.update(from_file)
         origins.update({k: f"{section}{keys[k]} in {str(file)!r}" for k in from_file})
-    names = setting_names() | set(RENAMED.values())
+    names = setting_names() | set(DEPRECATED_SETTINGS)
     _refuse_misspelt_env(env, names)
-    from_env, env_names = _warned(fold_renamed(
+    from_env, env_names = _warned(fold_deprecated(
         {n: env["RECKON_" + n.upper()] for n in sorted(names) if "RECKON_" + n.upper() in env},
         lambda n: "RECKON_" + n.upper()))
     values.update(from_env)
     origins.update({k: "RECKON_" + env_names[k].upper() for k in from_env})
-    given, _, _ = fold_renamed({k: v for k, v in overrides.items() if v is not None}, flag)
+    given = keywords_of(overrides)
     values.update(given)
     origins.update({k: flag(k) for k in given})
     return Settings(**_coerce_all(values), origins=origins)
@@ -117,10 +118,10 @@ def _read_file(p: Path) -> tuple[dict[str, Any], dict[str, str], str]:
                               f"as [{table}]: keep one")
         given[table] = value
     for key in given:
-        if key not in setting_names() | set(RENAMED.values()):
+        if key not in setting_names() | set(DEPRECATED_SETTINGS):
             raise ConfigError(f"unknown setting {key!r} in {str(p)!r}"
                               f"{nearest(key, setting_names())}")
-    values, keys = _warned(fold_renamed(given, lambda k: section + k, f" in {str(p)!r}"))
+    values, keys = _warned(fold_deprecated(given, lambda k: section + k, f" in {str(p)!r}"))
     return values, keys, section
 
 

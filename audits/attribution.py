@@ -123,7 +123,7 @@ def late_attribution(spark: SparkSession, wh: Path, rules: EventTimeRules, day: 
 
 def attribution_of_rows(rows: Iterable[Any]) -> list[AttributionRow]:
     """The attribution rows from per (dimension, value, currency) counts, whichever engine
-    aggregated them (Spark here, DuckDB in ``audits.lateness_duck``): each row has
+    aggregated them (Spark here, DuckDB in ``audits.bound_whatif_duck``): each row has
     ``late_events``, ``late_amount`` (exact, that currency's only) and ``all_events``, any of
     them null. Counts are added per (dimension, value); amounts stay per currency.
 

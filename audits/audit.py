@@ -157,7 +157,7 @@ def _audit_day(spark: SparkSession, config: AuditConfig, day: date, *, kind: str
             duration_seconds=round(time.monotonic() - t0, 3),
             # the OS account or DB login role, never a free name
             reconciler=recorder.ledger.principal(),
-            params={**tolerance.to_config(), **rules.to_config()},
+            params={**tolerance.to_config(), **rules.to_record()},
             status_counts=counts, rows=sum(counts.values()), unexplained=unexplained,
             table_versions=versions, currencies=currencies, completeness=completeness,
             material_gap={code: str(amount) for code, amount in config.material_gap})

@@ -129,7 +129,7 @@ class WindowChapter:
 
 
 def history_of(deltas: list[Any], after: dict[tuple[str, int], int | None],
-               row: dict[str, Any] | None, window_end: int, grace: int
+               row: dict[str, Any] | None, window_end: int, allowed_lateness: int
                ) -> list[ProvisionalVersion]:
     """The row after each of its deltas (cumulative, with the status the batch's watermark
     gave it), and after the batches that closed it and made it final when no delta of theirs
@@ -142,7 +142,7 @@ def history_of(deltas: list[Any], after: dict[tuple[str, int], int | None],
         with money_context():
             total = total + d.total_amount
         count, revision = count + d.event_count, revision + d.revised
-        status = window_status(window_end, after.get((d.query_id, d.batch_id)), grace).value
+        status = window_status(window_end, after.get((d.query_id, d.batch_id)), allowed_lateness).value
         told.append(ProvisionalVersion(d.batch_id, d.processed_at, "counted", d.batch_id,
                                        quantize_to_currency(total, d.currency), count, status,
                                        revision))
@@ -199,7 +199,7 @@ def watermarks_before_of(rows: Iterable[tuple[int, int | None]]) -> dict[int, in
 
 
 def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[str, Any] | None,
-           window_end: int, grace: int, before: dict[int, int | None]) -> list[EventFate]:
+           window_end: int, allowed_lateness: int, before: dict[int, int | None]) -> list[EventFate]:
     """Each event's fate. A counted event revised the window when its batch found the window
     closed (reckon.eventtime.classify against the batch's watermark_before, the rule the
     stream applied); a batch without a progress row falls back to "after the batch that
@@ -208,7 +208,7 @@ def _fates(rows: list[Any], late: dict[tuple[Any, ...], Any], provisional: dict[
 
     def revised(batch_id: int) -> bool:
         if batch_id in before:
-            return classify(window_end, before[batch_id], grace) is Disposition.REVISION
+            return classify(window_end, before[batch_id], allowed_lateness) is Disposition.REVISION
         return closed is not None and batch_id > closed
 
     revising = sorted({r.batch_id for r in rows
@@ -369,7 +369,7 @@ def chapter_of(reads: WindowReads, key: str, start: int, end: int, code: str,
     lines ``reckon explain`` prints for it. Pure: every input is in ``reads``."""
     prov = None if code not in reads.current else exact_amounts(reads.current[code], code)
     fates = _fates([r for r in reads.events if r.currency == code], reads.late, prov, end,
-                   rules.grace, reads.before)
+                   rules.allowed_lateness, reads.before)
     fates = [replace(e, amount=quantize_to_currency(e.amount, code)) for e in fates]
     counts: dict[str, int] = {}
     for e in fates:

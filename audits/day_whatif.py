@@ -9,8 +9,8 @@ the audit itself read (the event log its replay pinned), and the report database
 keyed by the run's id; ``reports/context.py`` only reads them back.
 
 What is computed is what the report's what-if sections show: the per-event curve with the
-configured, recommended and target values (``audits.lateness_duck.analyze_day_duck``), the
-per-batch curve or the one line saying why not (``audits.lateness_batches``), the bounds per
+configured, recommended and target values (``audits.bound_whatif_duck.analyze_day_duck``), the
+per-batch curve or the one line saying why not (``audits.bound_whatif_batches``), the bounds per
 source (``analyze_inputs_duck``) and the same comparison per micro-batch with the policy the
 day's batches ran with (``per_source_batches``, ``whatif_of_day``). All on DuckDB over delta-rs:
 no JVM, no pyspark imported by this module.
@@ -64,7 +64,7 @@ class DayWhatIf:
     smallest bound reaching the target (None: none does) and the target; ``per_source``: a
     bound per source against the best single bound (None: one source or no events);
     ``per_source_batches``: that comparison per micro-batch, by row name
-    (``audits.lateness_batches.PER_SOURCE_ROWS``), or empty with ``per_source_batches_note``;
+    (``audits.bound_whatif_batches.PER_SOURCE_ROWS``), or empty with ``per_source_batches_note``;
     ``configured_policy``: ``describe()`` of the watermark policy the day's batches ran with.
 
     Example: ``DayWhatIf(batch_curve_note="the warehouse has no event_log")`` is a day of a
@@ -109,7 +109,7 @@ def day_whatif(config: WhatIfConfig, day: date,
     versions (table -> Delta version; a table not named, or None, is read at its newest).
 
     Example: ``day_whatif(config, day, {"event_log": 12, "watermark_progress": 40})``."""
-    from audits.lateness_duck import DuckReads
+    from audits.bound_whatif_duck import DuckReads
 
     if not tb.table_exists(config.warehouse, tb.EVENT_LOG):
         return DayWhatIf(batch_curve_note=f"the warehouse has no {tb.EVENT_LOG}",
@@ -130,7 +130,7 @@ def day_whatif(config: WhatIfConfig, day: date,
 def _per_event(reads: Any, config: WhatIfConfig, day: date) -> dict[str, Any]:
     """The per-event curve and its configured, recommended and target values (all empty on
     a day without events)."""
-    from audits.lateness_duck import analyze_day_duck
+    from audits.bound_whatif_duck import analyze_day_duck
 
     try:
         analysis = analyze_day_duck(reads, config, day)
@@ -147,7 +147,7 @@ def _per_batch(reads: Any, config: WhatIfConfig, day: date
                ) -> tuple[tuple[CurveLine, ...], str | None]:
     """The per-batch curve, or no points and the one line that says why (no archived events
     that day, batches of several stream queries)."""
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     try:
         curve = analyze_day_batches(reads, config, day)
@@ -158,7 +158,7 @@ def _per_batch(reads: Any, config: WhatIfConfig, day: date
 
 def _per_source(reads: Any, config: WhatIfConfig, day: date) -> PerInputRecommendation | None:
     """Bounds per source for the day (issue 41), or None for a day of one source or none."""
-    from audits.lateness_duck import analyze_inputs_duck
+    from audits.bound_whatif_duck import analyze_inputs_duck
 
     try:
         rec = analyze_inputs_duck(reads, config, day)
@@ -173,7 +173,7 @@ def _per_source_batches(reads: Any, config: WhatIfConfig, day: date,
     """The per-source comparison per micro-batch, or nothing and the one line that says why;
     and the policy its "the stream as configured" row is: the one the day's batches ran with
     (``whatif_of_day``), not a spec changed since."""
-    from audits.lateness_batches import per_source_batches, whatif_of_day
+    from audits.bound_whatif_batches import per_source_batches, whatif_of_day
 
     if rec is None:
         return (), None, config.rules.watermark.describe()

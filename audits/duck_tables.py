@@ -2,7 +2,7 @@
 table loaded (at a version for time travel) and SQL text that composes from the core's rules.
 
 Why here, below reports/: the audits compute the day's lateness what-ifs on DuckDB when they
-record a run (``audits.lateness_duck``, ``audits.day_whatif``), and the audits may not import
+record a run (``audits.bound_whatif_duck``, ``audits.day_whatif``), and the audits may not import
 reports/ (docs/code-map.md's layers). ``reports.duck`` (``reckon sql``) builds its checked,
 read-only query path on these same pieces and re-exports them. No pyspark, no JVM.
 
@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules, WindowStatus, ends_passed, is_beyond_grace, is_open
+from reckon.eventtime import (
+    EventTimeRules,
+    WindowStatus,
+    ends_passed,
+    is_beyond_allowed_lateness,
+    is_open,
+)
 from storage import table_names as tb
 
 __all__ = ["SqlExpr", "TableRef", "connect", "load_table", "lock", "provisional_sql", "quoted"]
@@ -149,12 +155,12 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _status_sql(end_us: SqlExpr, watermark: SqlExpr, grace: int) -> str:
+def _status_sql(end_us: SqlExpr, watermark: SqlExpr, allowed_lateness: int) -> str:
     """OPEN / CLOSED / FINAL under the newest watermark: ``spark.rules.status_col``'s split,
     from the same core predicates (no watermark yet: every window is OPEN)."""
     return (f"CASE WHEN {watermark} IS NULL OR {is_open(end_us, watermark)} "
             f"THEN '{WindowStatus.OPEN.value}' "
-            f"WHEN {is_beyond_grace(end_us, watermark, grace)} "
+            f"WHEN {is_beyond_allowed_lateness(end_us, watermark, allowed_lateness)} "
             f"THEN '{WindowStatus.FINAL.value}' ELSE '{WindowStatus.CLOSED.value}' END")
 
 
@@ -189,7 +195,7 @@ def provisional_sql(rules: EventTimeRules, deltas: str = tb.PROVISIONAL_DELTAS,
     >>> "GROUP BY window_start, key, currency" in provisional_sql(rules)  # doctest: +SKIP
     True
     """
-    step, grace = rules.windows.step, rules.grace
+    step, allowed_lateness = rules.windows.step, rules.allowed_lateness
     wm = SqlExpr("(SELECT max(wm) FROM progress)")
     closed, final = _when_passed("c.passed"), _when_passed("f.passed")
     return f"""
@@ -211,11 +217,11 @@ r0 AS (
          first.pt AS first_pt, epoch_us(window_end) AS end_us FROM folded),
 bounds AS (SELECT min(end_us) AS lo, max(end_us) AS hi FROM r0),
 closes AS ({_passing_sql(step, 0)}),
-finals AS ({_passing_sql(step, grace)}),
+finals AS ({_passing_sql(step, allowed_lateness)}),
 at_first AS (SELECT query_id, batch_id, {{'pt': pt, 'batch_id': batch_id, 'wm': wm}}
              AS first_row FROM progress)
 SELECT r.window_start, r.window_end, r.key, r.currency, r.total_amount, r.event_count,
-       {_status_sql(SqlExpr("r.end_us"), wm, grace)} AS status,
+       {_status_sql(SqlExpr("r.end_us"), wm, allowed_lateness)} AS status,
        r.revision, r.first_batch_id, r.last_batch_id,
        ({closed}).pt AS closed_at, ({closed}).batch_id AS closed_batch_id,
        make_timestamp(({closed}).wm)::TIMESTAMPTZ AS watermark_at_close,

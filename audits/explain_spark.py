@@ -177,7 +177,7 @@ def _provisional(spark: Any, wh: Path, key: str, start: int, rules: EventTimeRul
     history: dict[str, list[ProvisionalVersion]] = {}
     for code in sorted({d.currency for d in deltas}):
         history[code] = history_of([d for d in deltas if d.currency == code], after,
-                                   current.get(code), start + rules.windows.size, rules.grace)
+                                   current.get(code), start + rules.windows.size, rules.allowed_lateness)
     return current, history
 
 

@@ -34,7 +34,7 @@ from audits.quality import (
     with_audit_tolerance,
 )
 from audits.suite_model import TableSuite
-from audits.suites import smallest_grace
+from audits.suites import smallest_allowed_lateness
 from audits.suites_local import LocalContext, Row, added_twice, local_derive, log_sums
 from reckon.engine_config import CheckConfig, CheckRunConfig, ReplayConfig
 from reckon.eventtime import EventTimeRules
@@ -160,7 +160,7 @@ def _context(reads: DayReads, config: CheckRunConfig, checks: CheckConfig, suite
                   else reads.rows("provisional_deltas", "window_date", [day], version))
         return LocalContext(config=checks, added_twice=added_twice(deltas))
     if suite.table == "late_events":
-        return LocalContext(config=checks, grace=smallest_grace(checks))
+        return LocalContext(config=checks, allowed_lateness=smallest_allowed_lateness(checks))
     if suite.table == "canonical_totals":
         return _log_context(reads, config.replay, checks, day, rows)
     return LocalContext(config=checks)

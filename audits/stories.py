@@ -258,7 +258,7 @@ class _Teller:
         deltas = sorted(listed("deltas"), key=lambda d: d.processed_at)
         history = {} if not deltas else {code: history_of(
             deltas, self.after, current.get(code), start + self.rules.windows.size,
-            self.rules.grace)}
+            self.rules.allowed_lateness)}
         canon = fields.get("canon")
         quarantined = sorted((QuarantinedRow(q.reason, q.detail, q.event_id, q.event_time,
                                              q.arrival_time, q.partition, q.offset, q.batch_id,

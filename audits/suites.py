@@ -3,7 +3,7 @@
 A suite is data (``TableSuite``): the table, its day partition column, the derived columns the
 expectations need (computed in Spark before validation, so that every rule is a plain column
 check GX can count and sample), and ``Check`` items. Rules are not restated: lateness uses
-``reckon.eventtime.is_beyond_grace``, the reconciliation invariant uses
+``reckon.eventtime.is_beyond_allowed_lateness``, the reconciliation invariant uses
 ``reckon.reconcile.residual`` / ``within_tolerance``, statuses come from their enums.
 
 Severity: ``blocking`` fails the nightly run (``reckon check`` exits 1); ``warning`` is
@@ -22,7 +22,7 @@ checked with ``ExpectColumnValuesToBeNull`` so that samples show the value:
   show how far ahead each offending clock ran.
 - totals and uncaught_duplicates ``window_width_error_seconds``: ``window_end - window_start``
   where it differs from the configured width.
-- late_events ``beyond_grace = watermark >= window_end + grace`` (the side-output rule) and
+- late_events ``beyond_grace = watermark >= window_end + allowed_lateness`` (the side-output rule) and
   ``lateness_error_seconds = lateness_seconds - (watermark - window_end)`` where not 0.
 - reconciliation ``invariant_holds``: where status is MATCHED or EXPLAINED, the residual
   ``(C - P) - late + duplicate`` recomputed from the row's inputs (null sides as 0, amounts and
@@ -69,7 +69,7 @@ from audits.suite_model import (
     offending,
 )
 from reckon.engine_config import CheckConfig
-from reckon.eventtime import WindowStatus, is_beyond_grace, is_future_dated
+from reckon.eventtime import WindowStatus, is_beyond_allowed_lateness, is_future_dated
 from reckon.money import accepted_currencies
 from reckon.reconcile import (
     UNEXPLAINED_STATUSES,
@@ -95,7 +95,7 @@ from spark.tables import (
     table_exists,
 )
 
-__all__ = ["build_suites", "smallest_grace"]
+__all__ = ["build_suites", "smallest_allowed_lateness"]
 
 _US = 1_000_000
 _SECONDS = "decimal(20,6)"
@@ -279,19 +279,19 @@ def _canonical(config: CheckConfig) -> TableSuite:
                       (*GRAIN, "event_count", "total_amount", "replay_id"), derive)
 
 
-def smallest_grace(config: CheckConfig) -> int:
-    """The allowed lateness (internally: grace, microseconds) late_events are judged by: a
-    late event was judged by the one in force when it came, and past the smallest the
-    warehouse ever had holds for every row, whichever version. Both engines' derives read it
-    (``audits.suites_local``)."""
+def smallest_allowed_lateness(config: CheckConfig) -> int:
+    """The allowed lateness (microseconds) late_events are judged by: a late event was judged
+    by the one in force when it came, and past the smallest the warehouse ever had holds for
+    every row, whichever version. Both engines' derives read it (``audits.suites_local``)."""
     from storage.spec_log import recorded_versions
 
-    return min([config.rules.grace, *(parse_duration(v.spec["grace"], "grace")
-                                      for v in recorded_versions(config.warehouse))])
+    return min([config.rules.allowed_lateness,
+                *(parse_duration(v.spec["allowed_lateness"], "allowed_lateness")
+                  for v in recorded_versions(config.warehouse))])
 
 
 def _late_events(config: CheckConfig) -> TableSuite:
-    grace = smallest_grace(config)
+    allowed_lateness = smallest_allowed_lateness(config)
     checks: tuple[Check, ...] = (
         *_not_null("event_id", "currency", "window_start", "window_end", "watermark",
                    "lateness_seconds"),
@@ -299,14 +299,14 @@ def _late_events(config: CheckConfig) -> TableSuite:
         _minor_units("amount is"),
         Check("ExpectColumnValuesToBeInSet", {"column": "beyond_grace", "value_set": [True]},
               BLOCKING, "late side output only past the allowed lateness: watermark >= "
-                        f"window_end + allowed lateness ({_as_seconds(grace)} s)"),
+                        f"window_end + allowed lateness ({_as_seconds(allowed_lateness)} s)"),
         Check("ExpectColumnPairValuesAToBeGreaterThanB",
               {"column_A": "watermark", "column_B": "window_end", "or_equal": True},
               BLOCKING, "the window had closed (window_end <= watermark) when the event came"),
         Check("ExpectColumnValuesToBeNull", {"column": "lateness_error_seconds"},
               BLOCKING, "lateness_seconds = watermark - window_end"),
     )
-    if grace > 0:
+    if allowed_lateness > 0:
         checks += (Check("ExpectColumnValuesToBeBetween",
                          {"column": "lateness_seconds", "min_value": 0, "strict_min": True},
                          WARNING, "with an allowed lateness > 0 a late event is strictly past "
@@ -315,7 +315,7 @@ def _late_events(config: CheckConfig) -> TableSuite:
     def derive(df: DataFrame, _scope: DayScope) -> DataFrame:
         end, wm = F.unix_micros("window_end"), F.unix_micros("watermark")
         return df.withColumns({
-            "beyond_grace": is_beyond_grace(end, wm, grace),
+            "beyond_grace": is_beyond_allowed_lateness(end, wm, allowed_lateness),
             "lateness_error_seconds": offending(
                 F.col("lateness_seconds") == _seconds(wm - end),
                 F.col("lateness_seconds") - _seconds(wm - end)),

@@ -3,7 +3,7 @@
 ``audits.suites`` states each suite's derived columns as Spark columns; a small day's check runs
 without a JVM (``audits.quality_local``) and needs the same columns on plain Python rows. This
 module is their twin, rule for rule, on the same core functions (``reckon.eventtime``'s
-``is_future_dated`` and ``is_beyond_grace``, ``reckon.reconcile``'s ``residual`` and
+``is_future_dated`` and ``is_beyond_allowed_lateness``, ``reckon.reconcile``'s ``residual`` and
 ``within_tolerance``, ``reckon.money``'s minor units), with Spark's null rules spelled out
 (a comparison with a null is null; ``offending`` keeps the value only where the rule is false).
 tests/test_quality_local.py runs both engines on streamed warehouses and compares every
@@ -30,7 +30,7 @@ from typing import Any
 
 from audits.suite_model import GRAIN
 from reckon.engine_config import CheckConfig, ParseConfig
-from reckon.eventtime import WindowSpec, is_beyond_grace, is_future_dated
+from reckon.eventtime import WindowSpec, is_beyond_allowed_lateness, is_future_dated
 from reckon.money import (
     accepted_currencies,
     breaks_minor_unit,
@@ -58,7 +58,7 @@ class LocalContext:
     pinned version could be read, and the smallest allowed lateness ever recorded)."""
 
     config: CheckConfig
-    grace: int = 0
+    allowed_lateness: int = 0
     added_twice: Mapping[Grain, str] = field(default_factory=dict)
     sums: Mapping[tuple[str, Grain], tuple[Decimal, int]] = field(default_factory=dict)
     read: frozenset[str] | None = None  # None: no pinned version could be read
@@ -136,7 +136,7 @@ def _provisional(row: Row, ctx: LocalContext) -> Row:
 def _late_events(row: Row, ctx: LocalContext) -> Row:
     end, wm, given = row["window_end"], row["watermark"], row["lateness_seconds"]
     expected = _seconds(_both(wm, end, lambda w, e: w - e))
-    return {"beyond_grace": _both(end, wm, lambda e, w: is_beyond_grace(e, w, ctx.grace)),
+    return {"beyond_grace": _both(end, wm, lambda e, w: is_beyond_allowed_lateness(e, w, ctx.allowed_lateness)),
             "lateness_error_seconds": _offending(
                 _both(given, expected, lambda g, x: g == x),
                 _both(given, expected, lambda g, x: g - x)),

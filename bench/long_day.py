@@ -222,7 +222,7 @@ def bench_long_day(spark: SparkSession, scale: Scale) -> dict[str, Any]:
                        evening["dashboard_read_seconds"], morning["dashboard_read_seconds"])},
         "targets": _targets(morning, evening),
         "profile": {"dashboard_read_seconds_evening": evening["dashboard_read_seconds"]},
-        "settings": {"window": settings.window, "lateness": settings.lateness,
+        "settings": {"window": settings.window, "lateness": settings.watermark_bound,
                      "trigger": f"available-now, {per_batch} files ({per_batch} s) a trigger",
                      "query": "spark.stream.run_stream (the dedup state)", "rounds": ROUNDS,
                      "reference": "reckon_stream_morning",

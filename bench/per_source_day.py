@@ -35,7 +35,7 @@ batch. What is measured:
    batches): every single bound of ``SWEEP``, by partition and by source, to find the best
    single bound (the earliest average emit that reaches the target) and the single bound that
    emits about as early as the bounds per source;
-2. the bounds per source recommended by ``reckon lateness --per-source`` (per event, on the
+2. the bounds per source recommended by ``reckon bound-whatif --per-source`` (per event, on the
    streamed day, the standard candidate ladder);
 3. with ``--compare-streams``: the real stream (landing dir, ``reckon stream``'s code) run
    twice, with the bounds per source and with the best single bound (``STREAMED``), each
@@ -44,7 +44,7 @@ batch. What is measured:
    events, the largest event time the stream had seen at the batch whose watermark first
    reached the window's end, minus the end; from ``watermark_progress`` and ``event_log``)
    computed from the tables that stream wrote; then the per-batch what-if of the report
-   (``audits.lateness_batches.batch_points``) replays the per-source stream's recorded batches
+   (``audits.bound_whatif_batches.batch_points``) replays the per-source stream's recorded batches
    under every compared configuration and every single bound of the sweep. Streams and
    replays must equal the pure figures of step 1 exactly (``checks`` in the result).
 
@@ -145,7 +145,7 @@ def run(scenario: Scenario, out: Path, compare_streams: bool) -> dict[str, Any]:
 
 
 def _recommend(day: Day) -> PerInputRecommendation:
-    """The recommendation, pure (per event, as a running stream): what `reckon lateness
+    """The recommendation, pure (per event, as a running stream): what `reckon bound-whatif
     --per-source` says on the streamed day; checked against it when streaming."""
     from reckon.whatif import DEFAULT_BOUNDS, normalize_bounds
     from reckon.whatif_inputs import recommend_per_input

@@ -1,6 +1,6 @@
 """The configurations the per-source benchmark compares, and their pure figures: a single
 bound (inputs by partition or by source) or bounds per source, judged per micro-batch as the
-stream judges (``pure_point``) or per event as ``reckon lateness --per-source`` does.
+stream judges (``pure_point``) or per event as ``reckon bound-whatif --per-source`` does.
 
 Example (the day from ``bench.per_source_scenarios``):
     >>> day = make_day(SCENARIOS["flushing_link"].scaled(minutes=1.5))  # doctest: +SKIP
@@ -49,7 +49,7 @@ def pure_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
 
 def per_event_point(day: Day, policy: WatermarkPolicy) -> CurvePoint:
     """The day judged one event at a time under ``policy``, as a running stream: the
-    per-event what-if that ``reckon lateness --per-source`` and the report show."""
+    per-event what-if that ``reckon bound-whatif --per-source`` and the report show."""
     from reckon.whatif_inputs import judge_policy, running_state
 
     point, _ = judge_policy(day.event_us, day.arrival_us, day.partition, day.source,
@@ -91,7 +91,7 @@ def settings_for(warehouse: Path, policy: WatermarkPolicy) -> Settings:
     """The stream's settings for ``policy`` (one file a micro-batch)."""
     from bench.harness import base_settings
 
-    rules: dict[str, Any] = {"lateness": format_duration(policy.lateness)}
+    rules: dict[str, Any] = {"watermark_bound": format_duration(policy.watermark_bound)}
     if policy.by_source:
         rules["watermark_inputs"] = "source"
     if policy.source_bounds:
@@ -105,7 +105,7 @@ def label(policy: WatermarkPolicy) -> str:
     if policy.source_bounds:
         return "bounds per source: " + ", ".join(
             f"{name} {format_duration(b)}" for name, b in policy.source_bounds)
-    return (f"one bound {format_duration(policy.lateness)}, inputs by "
+    return (f"one bound {format_duration(policy.watermark_bound)}, inputs by "
             + ("source" if policy.by_source else "partition"))
 
 

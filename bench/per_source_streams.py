@@ -99,9 +99,9 @@ def _agrees(streamed: dict[str, Any], point: CurvePoint) -> bool:
 
 def recommend_on(spark: Any, warehouse: Path, policy: WatermarkPolicy
                  ) -> PerInputRecommendation:
-    """``reckon lateness --per-source`` on a streamed day (per event, the standard candidate
+    """``reckon bound-whatif --per-source`` on a streamed day (per event, the standard candidate
     ladder plus the configured bound, the default target)."""
-    from audits.lateness import analyze_inputs
+    from audits.bound_whatif import analyze_inputs
 
     return analyze_inputs(spark, settings_for(warehouse, policy).whatif_config(), DAY,
                           target=TARGET)
@@ -114,7 +114,7 @@ def streamed_checks(out: Path, compared: dict[str, WatermarkPolicy],
     """Stream the STREAMED configurations for real, replay the per-source stream's recorded
     batches as the report does, add both to ``configurations`` and check every figure
     against the pure ones."""
-    from audits.lateness_batches import batch_points
+    from audits.bound_whatif_batches import batch_points
     from bench.harness import log
     from spark.session import get_spark
 

@@ -175,7 +175,7 @@ class AppendOnlyBatch:
                     .withColumn("ws_us", F.explode(starts))
                     .withColumn("we_us", F.col("ws_us") + F.lit(rules.windows.size)))
         disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)) \
-            .otherwise(disposition_col(F.col("we_us"), wm_before, rules.grace))
+            .otherwise(disposition_col(F.col("we_us"), wm_before, rules.allowed_lateness))
         return exploded.withColumn("disposition", disposition).persist(
             StorageLevel.MEMORY_AND_DISK)
 

@@ -71,7 +71,7 @@ def native_stream(spark: SparkSession, source: Any, settings: Settings, native_p
                      F.col("j.event_time").try_cast("timestamp").alias("event_time"))
              .filter(F.col("key").isNotNull() & F.col("currency").isNotNull()
                      & F.col("amount").isNotNull() & F.col("event_time").isNotNull()))
-    watermarked = valid.withWatermark("event_time", f"{parse_duration(settings.lateness) // 1000}"
+    watermarked = valid.withWatermark("event_time", f"{parse_duration(settings.watermark_bound) // 1000}"
                                                     " milliseconds")
     if dedup:
         watermarked = watermarked.dropDuplicatesWithinWatermark(["event_id"])
@@ -376,8 +376,8 @@ def bench_stream(spark: SparkSession, scale: Scale) -> dict[str, Any]:
                    "native_dedup_archive_vs_native_throughput": round(
                        eps["deduped"] / eps["theirs"], 3)},
         "targets": targets, "profile": _stream_profile(batches, ours, sweep),
-        "settings": {"window": settings.window, "lateness": settings.lateness,
-                     "grace": settings.grace, "shuffle_partitions": settings.shuffle_partitions,
+        "settings": {"window": settings.window, "lateness": settings.watermark_bound,
+                     "grace": settings.allowed_lateness, "shuffle_partitions": settings.shuffle_partitions,
                      "trigger": "availableNow"},
     }
 

@@ -6,7 +6,7 @@ everything Spark). Each family lives in its own module:
 - ``freshness``: landing -> committed latency under a steady feed;
 - ``replay_bench``: replay_day vs Spark's groupBy floor and DuckDB;
 - ``audit_bench``: audit_day vs DataComPy;
-- ``lateness_bench``: the vectorised lateness curve vs its pure-Python reference;
+- ``bound_whatif_bench``: the vectorised lateness curve vs its pure-Python reference;
 - ``scale_curve``: replay and audit at three sizes, and the driver's memory on a cluster;
 - ``compaction_bench``: the replay of a stream-laid day, its compaction, the replay after;
 - ``long_day``: stream batches late in a long day vs in the morning;
@@ -28,11 +28,11 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.audit_bench import bench_audit
+from bench.bound_whatif_bench import bench_lateness
 from bench.compaction_bench import bench_compaction
 from bench.fixed_cost import bench_fixed_cost
 from bench.freshness import bench_freshness
 from bench.harness import Scale
-from bench.lateness_bench import bench_lateness
 from bench.long_day import bench_long_day
 from bench.nightly_dag_bench import bench_nightly_dag
 from bench.postmortem_bench import bench_postmortem

@@ -205,7 +205,7 @@ def _plan(context: Any) -> dict[str, Any]:
 
 
 class WatermarkSensor(BaseSensorOperator):
-    """Waits until the stream's watermark passed the end of D's last window + grace.
+    """Waits until the stream's watermark passed the end of D's last window + allowed_lateness.
 
     Reschedule mode: each look is a short task try that gives its worker slot back until the
     next one, so a day whose watermark is hours away (the first night, a stopped stream) holds

@@ -8,11 +8,11 @@ the frozen configs of reckon/engine_config.py) without reading any file. Every k
 overridden by an environment variable named ``RECKON_`` + the key in upper case, e.g.
 ``RECKON_WATERMARK_BOUND=5s``, ``RECKON_REPORT_DB_URL=postgresql+psycopg://...``.
 
-Two settings have clearer names than their fields (RENAMED): ``watermark_bound`` (flag
-``--watermark-bound``) sets the field ``lateness``, the bound L behind each input's maximum
-event time; ``allowed_lateness`` (``--allowed-lateness``) sets ``grace``, what Flink and Beam
-call allowed lateness. The first names still work and warn once; the warehouse's recorded spec
-keeps them, so existing warehouses open unchanged.
+The event-time settings speak one vocabulary (reckon/vocabulary.py): ``watermark_bound``
+(flag ``--watermark-bound``), the bound L behind each input's maximum event time;
+``allowed_lateness`` (``--allowed-lateness``), what Flink and Beam call allowed lateness. Their
+first names (``DEPRECATED_SETTINGS``) still work and warn once; the warehouse records them by
+those first names, so existing warehouses open unchanged.
 
 Example:
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
@@ -52,9 +53,11 @@ from reckon.money import MAX_EVENT_AMOUNT, accepted_currencies
 from reckon.reconcile import Tolerance
 from reckon.schema import AMOUNT_PRECISION, AMOUNT_SCALE
 from reckon.timeutil import parse_duration, parse_timestamp
+from reckon.vocabulary import DEPRECATED_SETTINGS, stored_key
 
-__all__ = ["CLEAR_ALL", "PROJECT_ROOT", "RENAMED", "REPLAY_MODES", "WAREHOUSE_ORIGIN", "Settings",
-           "bounds_in_force", "flag", "fold_renamed", "nearest", "setting_names", "settings_of"]
+__all__ = ["CLEAR_ALL", "DEPRECATED_SETTINGS", "PROJECT_ROOT", "REPLAY_MODES", "WAREHOUSE_ORIGIN",
+           "Settings", "bounds_in_force", "flag", "fold_deprecated", "keywords_of", "nearest",
+           "setting_names", "settings_of"]
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: the origin of a value taken from the warehouse's recorded spec (reckon.spec.with_spec)
@@ -90,8 +93,8 @@ class Settings:
     # event time (see reckon.eventtime)
     window: str = "10s"
     slide: str = ""
-    lateness: str = "3s"  # set as watermark_bound (RENAMED)
-    grace: str = "0s"  # set as allowed_lateness (RENAMED)
+    watermark_bound: str = "3s"  # L: an input's watermark is its maximum event time minus L
+    allowed_lateness: str = "0s"  # G: a closed window takes events until WM >= end + G
     idle_timeout: str = "60s"
     max_clock_skew: str = "5m"
     dedup_horizon: str = "1h"
@@ -320,8 +323,8 @@ class Settings:
 
     def event_time_rules(self) -> EventTimeRules:
         return EventTimeRules.parse(
-            window=self.window, slide=self.slide or None, lateness=self.lateness,
-            grace=self.grace, idle_timeout=self.idle_timeout,
+            window=self.window, slide=self.slide or None, watermark_bound=self.watermark_bound,
+            allowed_lateness=self.allowed_lateness, idle_timeout=self.idle_timeout,
             max_clock_skew=self.max_clock_skew, dedup_horizon=self.dedup_horizon,
             expected_partitions=self.expected_partitions, inputs=self.watermark_inputs,
             bound_by_partition=bounds_in_force(self.watermark_bound_by_partition),
@@ -349,8 +352,8 @@ class Settings:
                            currencies=tuple(self.currencies))
 
     def whatif_config(self) -> WhatIfConfig:
-        """What the lateness what-if reads and judges by, built once here at the edge and
-        handed to ``audits.lateness`` and ``audits.lateness_batches`` (reckon/engine_config.py)."""
+        """What the bound what-if reads and judges by, built once here at the edge and
+        handed to ``audits.bound_whatif`` and ``audits.bound_whatif_batches`` (reckon/engine_config.py)."""
         return WhatIfConfig(warehouse=self.warehouse_path, rules=self.event_time_rules(),
                             target=self.target_completeness)
 
@@ -401,10 +404,11 @@ class Settings:
 
     def report_config(self) -> ReportConfig:
         """What the report of a day reads and shows, handed to ``reports.render.render_day``
-        (reckon/engine_config.py)."""
+        (reckon/engine_config.py); the settings it shows keyed as the warehouse records them
+        (``reckon.vocabulary.stored_key``), as the audit run's own parameters are."""
         shown = self.public_dict()
         return ReportConfig(whatif=self.whatif_config(), report_db=self.report_db,
-                            shown=tuple((k, shown[k]) for k in REPORTED_SETTINGS),
+                            shown=tuple((stored_key(k), shown[k]) for k in REPORTED_SETTINGS),
                             required_approvers=self.required_approvers,
                             material_gap=tuple(sorted(self.material_thresholds().items())))
 
@@ -429,8 +433,8 @@ class Settings:
         may be handed on to another process as if set there (app.airflow_env), so that a
         default never poses as a choice the warehouse's spec must agree with.
 
-        >>> sorted(settings_of(window="1m", lateness="5s").user_set())
-        ['lateness', 'window']
+        >>> sorted(settings_of(window="1m", watermark_bound="5s").user_set())
+        ['watermark_bound', 'window']
         """
         return {name: getattr(self, name) for name, origin in self.origins.items()
                 if origin != WAREHOUSE_ORIGIN}
@@ -595,52 +599,62 @@ def _coerce_all(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _coerce(k, v) for k, v in values.items()}
 
 
-#: Clear name (TOML key; RECKON_ + it upper-cased; --flag with dashes) -> the Settings field it
-#: sets. The field names stay: they are the keys of the warehouse's recorded spec.
-RENAMED: Mapping[str, str] = {"watermark_bound": "lateness", "allowed_lateness": "grace"}
-
-
-def fold_renamed(given: Mapping[str, Any], spell: Callable[[str], str], where: str = ""
-                 ) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
+def fold_deprecated(given: Mapping[str, Any], spell: Callable[[str], str], where: str = ""
+                    ) -> tuple[dict[str, Any], dict[str, str], list[tuple[str, str]]]:
     """``given`` keyed by Settings field, the name each field was given by, and each
-    deprecated name given with its new one, as the user would read them (the loader in
+    deprecated name given with its name now, as the user would read them (the loader in
     app.settings warns about those). A setting given by both its names is a ConfigError, even
-    with one value. ``spell`` shows a name as the user wrote it (``RECKON_LATENESS``),
-    ``where`` says where (`` in 'reckon.toml'``).
+    with one value. ``spell`` shows a name as the user wrote it (``RECKON_GRACE``), ``where``
+    says where (`` in 'reckon.toml'``).
 
-    >>> fold_renamed({"watermark_bound": "5s", "window": "1m"}, str)[0]
-    {'lateness': '5s', 'window': '1m'}
-    >>> fold_renamed({"grace": "1s"}, lambda n: "--" + n)[2]
+    >>> fold_deprecated({"watermark_bound": "5s", "window": "1m"}, str)[0]
+    {'watermark_bound': '5s', 'window': '1m'}
+    >>> fold_deprecated({"grace": "1s"}, lambda n: "--" + n)[2]  # vocabulary: keep
     [('--grace', '--allowed_lateness')]
     """
-    for new, old in RENAMED.items():
+    for old, new in DEPRECATED_SETTINGS.items():
         if new in given and old in given:
             raise ConfigError(f"{spell(new)} and {spell(old)}{where} set the same setting "
                               f"({spell(old)} is its deprecated name): give only {spell(new)}")
-    deprecated = [(spell(old) + where, spell(new)) for new, old in RENAMED.items()
+    deprecated = [(spell(old) + where, spell(new)) for old, new in DEPRECATED_SETTINGS.items()
                   if old in given]
-    values = {RENAMED.get(name, name): value for name, value in given.items()}
-    names = {RENAMED.get(name, name): name for name in given}
+    values = {DEPRECATED_SETTINGS.get(name, name): value for name, value in given.items()}
+    names = {DEPRECATED_SETTINGS.get(name, name): name for name in given}
     return values, names, deprecated
 
 
-def settings_of(**values: Any) -> Settings:
-    """Settings from the built-in defaults and ``values`` alone (by field or clear name,
-    None left out): no file, no environment. What a caller that already holds its values uses
-    (a test, a docstring, a job handed its values); ``app.settings.load_settings`` adds the
-    TOML file and ``RECKON_*``.
+def keywords_of(given: Mapping[str, Any]) -> dict[str, Any]:
+    """A Python caller's keywords by field, None left out: a deprecated name (``lateness=``)
+    still works, with a DeprecationWarning pointing at the caller's caller (the line that
+    called ``settings_of`` or ``load_settings``), so that a script written before the rename
+    runs and says what to write instead.
 
-    >>> settings_of(window="1m", watermark_bound="5s").lateness
+    >>> keywords_of({"watermark_bound": "5s", "window": None})
+    {'watermark_bound': '5s'}
+    """
+    values, _, deprecated = fold_deprecated({k: v for k, v in given.items() if v is not None},
+                                            lambda n: n + "=")
+    for old, new in deprecated:
+        warnings.warn(f"{old} is deprecated, use {new}", DeprecationWarning, stacklevel=3)
+    return values
+
+
+def settings_of(**values: Any) -> Settings:
+    """Settings from the built-in defaults and ``values`` alone (by setting name, None left
+    out; a deprecated name warns): no file, no environment. What a caller that already holds
+    its values uses (a test, a docstring, a job handed its values);
+    ``app.settings.load_settings`` adds the TOML file and ``RECKON_*``.
+
+    >>> settings_of(window="1m", watermark_bound="5s").watermark_bound
     '5s'
     """
-    given, _, _ = fold_renamed({k: v for k, v in values.items() if v is not None}, flag)
+    given = keywords_of(values)
     return Settings(**_coerce_all(given), origins={k: flag(k) for k in given})
 
 
 def setting_names() -> set[str]:
-    """Every name a setting is set by (the clear names, not the fields they renamed)."""
-    fields_ = {f.name for f in fields(Settings)} - {"origins"}
-    return (fields_ - set(RENAMED.values())) | set(RENAMED)
+    """Every name a setting is set by now (its deprecated names are ``DEPRECATED_SETTINGS``)."""
+    return {f.name for f in fields(Settings)} - {"origins"}
 
 
 def nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> str:
@@ -658,13 +672,13 @@ def nearest(name: str, known: set[str], spell: Callable[[str], str] = str) -> st
 
 
 _FLAGS = {"expected_partitions": "--partitions", "kafka_bootstrap": "--kafka",
-          "kafka_topic": "--topic", "lateness": "--watermark-bound", "grace": "--allowed-lateness"}
+          "kafka_topic": "--topic"}
 
 
 def flag(name: str) -> str:
     """The CLI flag that sets ``name`` (what a message about its value names).
 
-    >>> flag("lateness"), flag("idle_timeout")
+    >>> flag("watermark_bound"), flag("idle_timeout")
     ('--watermark-bound', '--idle-timeout')
     """
     return _FLAGS.get(name, "--" + name.replace("_", "-"))

@@ -36,9 +36,9 @@ __all__ = ["REPORTED_SETTINGS", "AuditConfig", "CheckConfig", "CheckRunConfig",
 
 #: The settings a day's report shows in its configuration table (besides the audit run's own
 #: parameters, which win): the event-time rules, the tolerance, where it ran.
-REPORTED_SETTINGS = ("window", "slide", "lateness", "grace", "idle_timeout", "max_clock_skew",
-                     "dedup_horizon", "expected_partitions", "tolerance_abs", "tolerance_rel",
-                     "target_completeness", "spark_master", "report_db_url")
+REPORTED_SETTINGS = ("window", "slide", "watermark_bound", "allowed_lateness", "idle_timeout",
+                     "max_clock_skew", "dedup_horizon", "expected_partitions", "tolerance_abs",
+                     "tolerance_rel", "target_completeness", "spark_master", "report_db_url")
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ class CheckConfig:
 
 @dataclass(frozen=True)
 class WhatIfConfig:
-    """What the lateness what-if reads and judges by (``audits.lateness``,
-    ``audits.lateness_batches``): the warehouse whose event log it replays, the event-time
+    """What the bound what-if reads and judges by (``audits.bound_whatif``,
+    ``audits.bound_whatif_batches``): the warehouse whose event log it replays, the event-time
     rules (windows, allowed lateness, the configured bound the candidate ladder always holds)
     and the completeness a recommended bound must reach when ``--target`` is not given.
     Built by ``Settings.whatif_config()``.

@@ -31,7 +31,7 @@ class UsageError(ReckonError):
 
 
 class NoEventsError(UsageError):
-    """A day with no events to analyse: a quiet day, not a mistake. ``reckon lateness`` says
+    """A day with no events to analyse: a quiet day, not a mistake. ``reckon bound-whatif`` says
     "no events on D: nothing to analyse" and exits 0; the report writes the message as a note
     ("No per-batch curve: the stream archived no events of D."). It stays a UsageError so that
     a caller that needs the day's events (the demo's summary) still stops with exit 2.

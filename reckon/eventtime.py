@@ -19,7 +19,7 @@ caller needs.
 Units: every time and duration is an integer number of microseconds since the Unix epoch (UTC).
 Intervals are half-open: a window ``[start, end)`` contains ``start`` and not ``end``.
 
-The arithmetic helpers (``WindowSpec.window_starts``, ``is_open``, ``is_beyond_grace``,
+The arithmetic helpers (``WindowSpec.window_starts``, ``is_open``, ``is_beyond_allowed_lateness``,
 ``is_future_dated``, ``is_duplicate_of_recent``) use only ``+ - % < <= >``, so the very same
 function applies to Python ints, numpy int64 arrays and Spark long Columns. ``t % step`` is a
 floor remainder for Python and numpy and a truncated one in Spark; they agree for ``t >= 0``,
@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from reckon.errors import ConfigError
 from reckon.timeutil import format_duration, parse_duration
+from reckon.vocabulary import to_stored
 from reckon.watermark import (
     Hold,
     InputKey,
@@ -69,7 +70,7 @@ __all__ = [
     "ends_passed",
     "input_label",
     "input_partition",
-    "is_beyond_grace",
+    "is_beyond_allowed_lateness",
     "is_duplicate_of_recent",
     "is_future_dated",
     "is_open",
@@ -89,7 +90,7 @@ class Disposition(StrEnum):
     """What became of one input row (per window, for valid events). Every row gets exactly one."""
 
     ON_TIME = "on_time"        # window open: counted in the provisional total
-    REVISION = "revision"      # window closed but within grace: counted, revision += 1
+    REVISION = "revision"      # window closed, within the allowed lateness: revision += 1
     LATE = "late"              # window final: side output, not counted
     DUPLICATE = "duplicate"    # same event_id seen within the dedup horizon: counted once
     QUARANTINED = "quarantined"  # failed parsing or validation: quarantine table with reason
@@ -97,8 +98,8 @@ class Disposition(StrEnum):
 
 class WindowStatus(StrEnum):
     OPEN = "OPEN"      # end > WM
-    CLOSED = "CLOSED"  # end <= WM < end + grace: emitted, may still be revised
-    FINAL = "FINAL"    # end + grace <= WM
+    CLOSED = "CLOSED"  # end <= WM < end + allowed_lateness: emitted, may still be revised
+    FINAL = "FINAL"    # end + allowed_lateness <= WM
 
 
 def is_open(window_end: T, watermark: Any) -> T:
@@ -106,9 +107,9 @@ def is_open(window_end: T, watermark: Any) -> T:
     return window_end > watermark  # type: ignore[no-any-return]
 
 
-def is_beyond_grace(window_end: T, watermark: Any, grace: int) -> T:
+def is_beyond_allowed_lateness(window_end: T, watermark: Any, allowed_lateness: int) -> T:
     """``end + G <= WM``: the window is final; an event for it goes to the late side output."""
-    return window_end + grace <= watermark  # type: ignore[operator, no-any-return]
+    return window_end + allowed_lateness <= watermark  # type: ignore[operator, no-any-return]
 
 
 def ends_passed(before: T, after: T, step: int) -> tuple[T, T]:
@@ -127,23 +128,23 @@ def ends_passed(before: T, after: T, step: int) -> tuple[T, T]:
     return first, last
 
 
-def classify(window_end: int, watermark: int | None, grace: int) -> Disposition:
+def classify(window_end: int, watermark: int | None, allowed_lateness: int) -> Disposition:
     """Classify one (event, window) pair against the watermark left by the previous batch.
 
     No watermark yet (None) means no window has closed: everything is on time.
     """
     if watermark is None or is_open(window_end, watermark):
         return Disposition.ON_TIME
-    if is_beyond_grace(window_end, watermark, grace):
+    if is_beyond_allowed_lateness(window_end, watermark, allowed_lateness):
         return Disposition.LATE
     return Disposition.REVISION
 
 
-def window_status(window_end: int, watermark: int | None, grace: int) -> WindowStatus:
+def window_status(window_end: int, watermark: int | None, allowed_lateness: int) -> WindowStatus:
     """Lifecycle of a window under watermark ``WM``: OPEN -> CLOSED -> FINAL."""
     if watermark is None or is_open(window_end, watermark):
         return WindowStatus.OPEN
-    if is_beyond_grace(window_end, watermark, grace):
+    if is_beyond_allowed_lateness(window_end, watermark, allowed_lateness):
         return WindowStatus.FINAL
     return WindowStatus.CLOSED
 
@@ -167,7 +168,7 @@ def is_duplicate_of_recent(latest_prior_arrival: T, arrival_time: Any, horizon: 
 class EventTimeRules:
     """Everything that decides what happens to an event, as one frozen value.
 
-    ``grace`` (allowed lateness G) keeps a closed window revisable until ``WM >= end + G``;
+    ``allowed_lateness`` G keeps a closed window revisable until ``WM >= end + G``;
     ``dedup_horizon`` bounds how far back (in arrival time) the stream looks for an earlier
     copy of an event_id; ``max_clock_skew`` bounds how far an event_time may run ahead of its
     arrival before it is quarantined as future-dated.
@@ -175,18 +176,18 @@ class EventTimeRules:
 
     windows: WindowSpec
     watermark: WatermarkPolicy
-    grace: int = 0
+    allowed_lateness: int = 0
     max_clock_skew: int = 5 * 60 * 1_000_000
     dedup_horizon: int = 3600 * 1_000_000
 
     def __post_init__(self) -> None:
-        for name in ("grace", "max_clock_skew", "dedup_horizon"):
+        for name in ("allowed_lateness", "max_clock_skew", "dedup_horizon"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)}us is not valid: it must be >= 0")
 
     @classmethod
     def parse(cls, *, window: str | int = "10s", slide: str | int | None = None,
-              lateness: str | int = "3s", grace: str | int = "0s",
+              watermark_bound: str | int = "3s", allowed_lateness: str | int = "0s",
               idle_timeout: str | int = "60s", max_clock_skew: str | int = "5m",
               dedup_horizon: str | int = "1h",
               expected_partitions: Iterable[int] = (), inputs: str = "",
@@ -194,7 +195,7 @@ class EventTimeRules:
               bound_by_source: Mapping[str, str | int] | None = None) -> EventTimeRules:
         return cls(
             WindowSpec.parse(window, slide),
-            WatermarkPolicy(parse_duration(lateness, "lateness"),
+            WatermarkPolicy(parse_duration(watermark_bound, "watermark_bound"),
                             parse_duration(idle_timeout, "idle_timeout"),
                             tuple(expected_partitions),
                             by_source=_by_source(inputs, bool(bound_by_source)),
@@ -202,7 +203,7 @@ class EventTimeRules:
                             source_bounds=tuple(
                                 (str(k), parse_duration(v, f"watermark bound of source {k}"))
                                 for k, v in (bound_by_source or {}).items())),
-            grace=parse_duration(grace, "grace"),
+            allowed_lateness=parse_duration(allowed_lateness, "allowed_lateness"),
             max_clock_skew=parse_duration(max_clock_skew, "max_clock_skew"),
             dedup_horizon=parse_duration(dedup_horizon, "dedup_horizon"),
         )
@@ -210,30 +211,32 @@ class EventTimeRules:
     def day_final_at(self, day: date) -> int:
         """The watermark at which UTC day ``day`` is final: every window of the day (every
         window starting in it) is FINAL, so no event of the day can change a provisional
-        total. That is the end of its last window plus grace: ``end of the day + grace`` for
-        tumbling windows; hopping windows (and a step that does not divide 24 hours) reach
-        into the next day. The nightly run waits for it; an audit before it may see
-        transient breaks.
+        total. That is the end of its last window plus the allowed lateness: ``end of the day
+        + allowed_lateness`` for tumbling windows; hopping windows (and a step that does not
+        divide 24 hours) reach into the next day. The nightly run waits for it; an audit
+        before it may see transient breaks.
 
         >>> from reckon.timeutil import format_micros
-        >>> rules = EventTimeRules.parse(window="10s", grace="2s")
+        >>> rules = EventTimeRules.parse(window="10s", allowed_lateness="2s")
         >>> format_micros(rules.day_final_at(date(2026, 1, 1)))
         '2026-01-02T00:00:02Z'
         """
         _, last_window_end = self.windows.day_event_times(day)
-        return last_window_end + self.grace
+        return last_window_end + self.allowed_lateness
 
     def is_day_final(self, day: date, watermark: int | None) -> bool:
         """Whether ``watermark`` (None: none yet) has made day ``day`` final
-        (``day_final_at(day) <= watermark``, the FINAL rule of ``is_beyond_grace``)."""
+        (``day_final_at(day) <= watermark``, the FINAL rule of ``is_beyond_allowed_lateness``)."""
         if watermark is None:
             return False
         _, last_window_end = self.windows.day_event_times(day)
-        return bool(is_beyond_grace(last_window_end, watermark, self.grace))
+        return bool(is_beyond_allowed_lateness(last_window_end, watermark,
+                                               self.allowed_lateness))
 
     def to_config(self) -> dict[str, Any]:
-        """The rules as settings; the bounds per input only when they are not the default
-        (one bound for all), so a default spec reads exactly as it did before they existed."""
+        """The rules as settings, by their names now; the bounds per input only when they are
+        not the default (one bound for all), so a default spec reads exactly as it did before
+        they existed. What a warehouse records is ``to_record``."""
         config = self._to_config()
         for name, default in (("watermark_inputs", "partition"),
                               ("watermark_bound_by_partition", {}),
@@ -242,10 +245,20 @@ class EventTimeRules:
                 del config[name]
         return config
 
+    def to_record(self) -> dict[str, Any]:
+        """The rules as a warehouse records them (the event-time spec, a batch's
+        ``rules_json``, an audit run's parameters, the replay's id): ``to_config`` keyed by
+        the first names (reckon.vocabulary), so that old readers and old warehouses agree.
+
+        >>> sorted(EventTimeRules.parse(watermark_bound="5s").to_record())[:3]
+        ['dedup_horizon', 'expected_partitions', 'grace']
+        """
+        return to_stored(self.to_config())
+
     def _to_config(self) -> dict[str, Any]:
         return {**self.windows.to_config(),
-                "lateness": format_duration(self.watermark.lateness),
-                "grace": format_duration(self.grace),
+                "watermark_bound": format_duration(self.watermark.watermark_bound),
+                "allowed_lateness": format_duration(self.allowed_lateness),
                 "idle_timeout": format_duration(self.watermark.idle_timeout),
                 "max_clock_skew": format_duration(self.max_clock_skew),
                 "dedup_horizon": format_duration(self.dedup_horizon),

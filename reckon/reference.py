@@ -194,7 +194,7 @@ class StreamOutcome:
     watermarks: list[int | None] = field(default_factory=list)
     admitted: list[tuple[Event, int]] = field(default_factory=list)  # not caught as duplicates
     counted: int = 0     # (event, window) pairs added to a provisional total
-    revised: int = 0     # of which arrived within grace after the window closed
+    revised: int = 0     # of which arrived within the allowed lateness after the window closed
     valid: int = 0       # events that passed validation (duplicates included)
 
 
@@ -229,7 +229,7 @@ def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) ->
                 continue
             out.admitted.append((event, batch_id))
             for window in rules.windows.assign(event.event_time):
-                verdict = classify(window.end, previous, rules.grace)
+                verdict = classify(window.end, previous, rules.allowed_lateness)
                 if verdict is Disposition.LATE:
                     assert previous is not None
                     out.late.append(LateRow(event, window, previous, batch_id))
@@ -251,7 +251,7 @@ def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) ->
         state = advance_watermark(state, _observations(valid), rules.watermark)
         out.watermarks.append(state.watermark)
         for row in out.totals.values():
-            status = window_status(row.window.end, state.watermark, rules.grace)
+            status = window_status(row.window.end, state.watermark, rules.allowed_lateness)
             if status is not WindowStatus.OPEN and row.closed_batch is None:
                 row.closed_batch, row.watermark_at_close = batch_id, state.watermark
             if status is WindowStatus.FINAL and row.final_batch is None:

@@ -89,7 +89,7 @@ def session_stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeR
             by_grain.setdefault((event.key, event.currency), []).append(event)
         for grain, events in sorted(by_grain.items()):
             merge = absorb(out.sessions.get(grain, []), [(e.event_time, e.amount) for e in events],
-                           gap, state.watermark, rules.grace)
+                           gap, state.watermark, rules.allowed_lateness)
             out.sessions[grain] = list(merge.sessions)
             out.late += [SessionLate(events[i], Window(start, end), state.watermark, batch_id)
                          for i, start, end in merge.late]

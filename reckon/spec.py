@@ -1,14 +1,15 @@
 """The warehouse's event-time spec: the rules its stream windows events by, recorded once.
 
-A warehouse is only as consistent as the rules every step applies to it. The stream records
-its spec (window, slide, watermark bound ``lateness``, allowed lateness ``grace``, idle
-timeout, clock skew, dedup horizon, expected partitions; the recorded keys keep the settings'
-first names, every line a person reads names them as the CLI does: ``watermark_bound``,
-``allowed_lateness``) in the warehouse's ``event_time_spec`` table when it first starts; every
-later step (stream restart, replay, audit, check, report, lateness, explain) takes those values
-instead of its defaults. A value that was *given* (a flag, ``RECKON_*``, the config file) and
-disagrees is refused, naming both; silently replaying 60 s windows as 10 s ones would flood the
-audit with breaks that are not there.
+A warehouse is only as consistent as the rules every step applies to it. The stream records its
+spec (window, slide, watermark bound, allowed lateness, idle timeout, clock skew, dedup
+horizon, expected partitions) in the warehouse's ``event_time_spec`` table when it first
+starts; every later step (stream restart, replay, audit, check, report, bound what-if, explain)
+takes those values instead of its defaults. The code reads a spec in the names the CLI sets
+(``watermark_bound``, ``allowed_lateness``); the warehouse records it by the settings' first
+names (``EventTimeRules.to_record``), and a recorded spec is read in either
+(``reckon.vocabulary.from_stored``), so old warehouses open unchanged. A value that was *given*
+(a flag, ``RECKON_*``, the config file) and disagrees is refused, naming both; silently
+replaying 60 s windows as 10 s ones would flood the audit with breaks that are not there.
 
 A deliberate change is an explicit act (``reckon stream --change-spec``), recorded as a new
 version with the batch and watermark from which it applies. Only the rules that decide *when*
@@ -30,27 +31,31 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reckon.config import CLEAR_ALL, RENAMED, WAREHOUSE_ORIGIN, Settings
+from reckon.config import CLEAR_ALL, WAREHOUSE_ORIGIN, Settings
 from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules, WatermarkPolicy
 from reckon.timeutil import format_duration, parse_duration
+from reckon.vocabulary import from_stored
 
 __all__ = ["CHANGEABLE_FIELDS", "SPEC_FIELDS", "Difference", "changed_spec", "describe_change",
-           "differences", "merged_bounds", "resolve", "rules_of", "shown_name", "spec_of",
+           "differences", "merged_bounds", "recorded_bound", "resolve", "rules_of", "spec_of",
            "unseen_bounds", "unseen_inputs", "with_spec"]
 
-SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "lateness", "grace", "idle_timeout",
-                                "max_clock_skew", "dedup_horizon", "expected_partitions",
+SPEC_FIELDS: tuple[str, ...] = ("window", "slide", "watermark_bound", "allowed_lateness",
+                                "idle_timeout", "max_clock_skew", "dedup_horizon",
+                                "expected_partitions",
                                 "watermark_inputs", "watermark_bound_by_partition",
                                 "watermark_bound_by_source")
 # decide only when a window is final, never which window or which events: may change (after
 # a change of watermark_inputs the old inputs hold the watermark where they stood until they
 # time out idle: nothing closes early)
-CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_partitions",
+CHANGEABLE_FIELDS = frozenset({"watermark_bound", "allowed_lateness", "idle_timeout",
+                               "expected_partitions",
                                "watermark_inputs", "watermark_bound_by_partition",
                                "watermark_bound_by_source"})
 #: the bounds per input, recorded only when not the default: a spec without them (every
@@ -58,22 +63,11 @@ CHANGEABLE_FIELDS = frozenset({"lateness", "grace", "idle_timeout", "expected_pa
 _ONE_BOUND: dict[str, Any] = {"watermark_inputs": "partition",
                               "watermark_bound_by_partition": {},
                               "watermark_bound_by_source": {}}
-#: recorded key -> the name a person sets it by (the spec keeps the first names)
-_SHOWN: Mapping[str, str] = {field: name for name, field in RENAMED.items()}
-
-
-def shown_name(field: str) -> str:
-    """The name a person knows spec key ``field`` by: the recorded spec keeps ``lateness`` and
-    ``grace`` (old warehouses open unchanged), the CLI, config and README say otherwise.
-
-    >>> shown_name("lateness"), shown_name("grace"), shown_name("window")
-    ('watermark_bound', 'allowed_lateness', 'window')
-    """
-    return _SHOWN.get(field, field)
 
 
 def spec_of(settings: Settings) -> dict[str, Any]:
-    """The spec ``settings`` describe, normalised (``60s`` and ``1m`` are one value)."""
+    """The spec ``settings`` describe, normalised (``60s`` and ``1m`` are one value), in the
+    names code uses (``EventTimeRules.to_record`` is what a warehouse records)."""
     config = settings.event_time_rules().to_config()
     return {name: config[name] for name in SPEC_FIELDS if name in config}
 
@@ -98,7 +92,7 @@ class Difference:
     origin: str
 
     def describe(self) -> str:
-        return (f"{shown_name(self.field)}={_show(self.recorded)}, but {self.origin} gives "
+        return (f"{self.field}={_show(self.recorded)}, but {self.origin} gives "
                 f"{_show(self.given)}")
 
 
@@ -107,7 +101,7 @@ def differences(recorded: Mapping[str, Any], settings: Settings) -> list[Differe
     defaults never disagree (they give way to the warehouse's values). A bounds map names
     bounds of some inputs: it is merged into the recorded one (``merged_bounds``), so
     ``sat=2s`` on a warehouse with ``sat=10s,http=30s`` means ``http=30s,sat=2s``."""
-    given = spec_of(settings)
+    given, recorded = spec_of(settings), from_stored(recorded)
     out = []
     for name in SPEC_FIELDS:
         origin = settings.origin(name)
@@ -165,8 +159,9 @@ def _setting_value(name: str, value: Any) -> Any:
 
 def _spec_values(recorded: Mapping[str, Any]) -> dict[str, Any]:
     """A recorded spec as the Settings fields hold it (the bounds per input default to one
-    bound for all when the spec predates them): the one reading of a spec."""
-    full = {**_ONE_BOUND, **recorded}
+    bound for all when the spec predates them; either key of a renamed setting is read):
+    the one reading of a spec."""
+    full = {**_ONE_BOUND, **from_stored(recorded)}
     return {name: _setting_value(name, full[name]) for name in SPEC_FIELDS if name in full}
 
 
@@ -184,7 +179,7 @@ def rules_of(recorded: Mapping[str, Any] | None, base: EventTimeRules | None = N
     from ``base`` (the built-in defaults when None). The pure rule every reader of a
     warehouse's rules goes through (storage.spec_log reads the table).
 
-    >>> rules = rules_of({"lateness": "3s", "watermark_inputs": "source",
+    >>> rules = rules_of({"watermark_bound": "3s", "watermark_inputs": "source",
     ...                   "watermark_bound_by_source": {"http": "8s"}})
     >>> rules.watermark.bound((0, "http")) // 1_000_000, rules.watermark.bound((0, "sat")) // 1_000_000
     (8, 3)
@@ -192,17 +187,29 @@ def rules_of(recorded: Mapping[str, Any] | None, base: EventTimeRules | None = N
     base = base or Settings().event_time_rules()
     if recorded is None:
         return base
-    spec = {name: value for name, value in recorded.items() if name in SPEC_FIELDS}
+    spec = {name: value for name, value in from_stored(recorded).items() if name in SPEC_FIELDS}
     values = _spec_values({**base.to_config(), **_ONE_BOUND, **spec})
     return EventTimeRules.parse(
         window=values["window"], slide=values.get("slide") or None,
-        lateness=values["lateness"], grace=values["grace"],
+        watermark_bound=values["watermark_bound"], allowed_lateness=values["allowed_lateness"],
         idle_timeout=values["idle_timeout"], max_clock_skew=values["max_clock_skew"],
         dedup_horizon=values["dedup_horizon"],
         expected_partitions=values.get("expected_partitions", ()),
         inputs=values["watermark_inputs"],
         bound_by_partition=values["watermark_bound_by_partition"],
         bound_by_source=values["watermark_bound_by_source"])
+
+
+def recorded_bound(rules_json: str, configured: int) -> int:
+    """The watermark bound a batch's recorded ``rules_json`` holds (microseconds), under
+    either of its names; ``configured`` when it holds none. Why: the per-batch what-if starts
+    from the state a batch left, under the bound that state was kept by.
+
+    >>> recorded_bound('{"lateness": "5s"}', 0), recorded_bound('{"window": "1m"}', 7)
+    (5000000, 7)
+    """
+    bound = from_stored(json.loads(rules_json)).get("watermark_bound", configured)
+    return parse_duration(bound, "watermark_bound") if isinstance(bound, str) else int(bound)
 
 
 def resolve(settings: Settings, recorded: Mapping[str, Any] | None, step: str) -> Settings:
@@ -253,7 +260,7 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
                          "warehouse (they decide when a window is "
                          f"final, not what it holds); stream into a new warehouse to "
                          f"{_verb([d.field for d in fixed])} differently")
-    new = {**recorded, **{d.field: d.given for d in diffs}}
+    new = {**from_stored(recorded), **{d.field: d.given for d in diffs}}
     by_source = new.get("watermark_bound_by_source") or {}
     if new.get("watermark_inputs", "partition") == "partition" and by_source:
         raise UsageError(
@@ -266,8 +273,15 @@ def changed_spec(recorded: Mapping[str, Any], settings: Settings) -> dict[str, A
 
 def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     """``watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s``: what a spec version changed,
-    in the names a person sets (recorded specs of either age read the same)."""
-    return ", ".join(f"{shown_name(name)} {_show(_normal(name, before.get(name)))} -> "
+    in the names a person sets; a spec keyed by the first names and one keyed by the new ones
+    read the same, so only a changed value is told.
+
+    >>> describe_change({"lateness": "5s", "grace": "0s"},  # vocabulary: keep
+    ...                 {"watermark_bound": "2s", "allowed_lateness": "0s"})
+    'watermark_bound 5s -> 2s'
+    """
+    before, after = from_stored(before), from_stored(after)
+    return ", ".join(f"{name} {_show(_normal(name, before.get(name)))} -> "
                      f"{_show(_normal(name, after.get(name)))}"
                      for name in SPEC_FIELDS
                      if _normal(name, before.get(name)) != _normal(name, after.get(name)))

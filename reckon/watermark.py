@@ -13,7 +13,7 @@ watermark estimators, one bound per input. Three forms of one rule:
 ``watermark_hold`` says which input holds the watermark back. Units: microseconds since the
 Unix epoch (UTC).
 
->>> policy = WatermarkPolicy(lateness=3, idle_timeout=60)
+>>> policy = WatermarkPolicy(watermark_bound=3, idle_timeout=60)
 >>> state = advance_watermark(WatermarkState(), [PartitionObservation(0, 100, 5),
 ...                                              PartitionObservation(1, 90, 5)], policy)
 >>> state.watermark
@@ -83,15 +83,15 @@ class WatermarkPolicy:
     arrival).
 
     ``L_i``: the source's override (``source_bounds``, by-source inputs only), else the
-    partition's (``partition_bounds``), else ``lateness``. With no override, every input has
-    the bound ``lateness``: exactly one bound for all.
+    partition's (``partition_bounds``), else ``watermark_bound``. With no override, every input has
+    the bound ``watermark_bound``: exactly one bound for all.
 
     >>> policy = WatermarkPolicy(3, 60, by_source=True, source_bounds=(("sat", 10),))
     >>> policy.bound((0, "sat")), policy.bound((0, "radar"))
     (10, 3)
     """
 
-    lateness: int
+    watermark_bound: int
     idle_timeout: int
     expected_partitions: tuple[int, ...] = ()
     by_source: bool = False
@@ -99,8 +99,8 @@ class WatermarkPolicy:
     source_bounds: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.lateness < 0:
-            raise ConfigError(f"lateness={self.lateness}us is not valid: it must be >= 0")
+        if self.watermark_bound < 0:
+            raise ConfigError(f"watermark_bound={self.watermark_bound}us is not valid: it must be >= 0")
         if self.idle_timeout <= 0:
             raise ConfigError(
                 f"idle_timeout={self.idle_timeout}us is not valid: it must be > 0 "
@@ -124,8 +124,8 @@ class WatermarkPolicy:
 
     @property
     def uniform(self) -> bool:
-        """One bound for every input (no override differs from ``lateness``)."""
-        return all(b == self.lateness for _, b in (*self.partition_bounds, *self.source_bounds))
+        """One bound for every input (no override differs from ``watermark_bound``)."""
+        return all(b == self.watermark_bound for _, b in (*self.partition_bounds, *self.source_bounds))
 
     def input_of(self, partition: int, source: str | None) -> InputKey:
         """The input an event of ``partition`` and ``source`` belongs to."""
@@ -144,11 +144,11 @@ class WatermarkPolicy:
         unit = "(partition, source)" if self.by_source else "partition"
         overrides = [f"partition {p} {format_duration(b)}" for p, b in self.partition_bounds]
         overrides += [f"source {name} {format_duration(b)}" for name, b in self.source_bounds]
-        return ", ".join([f"watermark bound {format_duration(self.lateness)} per {unit}",
+        return ", ".join([f"watermark bound {format_duration(self.watermark_bound)} per {unit}",
                           *overrides])
 
     def bound(self, key: InputKey) -> int:
-        """``L_i``: the source's override, else the partition's, else ``lateness``."""
+        """``L_i``: the source's override, else the partition's, else ``watermark_bound``."""
         if not isinstance(key, int):
             for source, bound in self.source_bounds:
                 if source == key[1]:
@@ -157,7 +157,7 @@ class WatermarkPolicy:
         for p, bound in self.partition_bounds:
             if p == partition:
                 return bound
-        return self.lateness
+        return self.watermark_bound
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,7 @@ def watermark_series(event_us: Any, arrival_us: Any, partition: Any, policy: Wat
     left by events ``0..i-1`` (``state.watermark`` for ``i = 0``), the one event i is
     classified against; ``final`` is the state after the last event. An undefined watermark
     is ``numpy.iinfo(int64).min``: every window end exceeds it, so ``is_open`` and
-    ``is_beyond_grace`` treat it exactly as they treat "no watermark yet". Memory stays below
+    ``is_beyond_allowed_lateness`` treat it exactly as they treat "no watermark yet". Memory stays below
     about ``max_cells`` input x event cells per step (the log is walked in chunks).
     """
     import numpy as np
@@ -504,8 +504,8 @@ def _input_index(partition: Any, source: Any, policy: WatermarkPolicy, state: Wa
     return labels, np.asarray([row[k] for k in keys], dtype=np.int64)
 
 
-def shift_watermark_series(before: Any, lateness: int) -> Any:
-    """``watermark_series`` under bound ``lateness`` from the series under bound 0, for the
+def shift_watermark_series(before: Any, bound: int) -> Any:
+    """``watermark_series`` under bound ``bound`` from the series under bound 0, for the
     same events, idle timeout and expected partitions, started from an empty state.
 
     Each partition's watermark is its maximum event time minus L, and the min rule, the idle
@@ -516,4 +516,4 @@ def shift_watermark_series(before: Any, lateness: int) -> Any:
     import numpy as np
 
     series = np.asarray(before, dtype=np.int64)
-    return np.where(series == _UNDEFINED, _UNDEFINED, series - np.int64(lateness))
+    return np.where(series == _UNDEFINED, _UNDEFINED, series - np.int64(bound))

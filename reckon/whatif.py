@@ -1,5 +1,5 @@
-"""The lateness what-if, pure: completeness, drops and emit latency per watermark bound L, on
-an event log held in plain arrays (``audits.lateness`` runs it on real data, in Spark).
+"""The bound what-if, pure: completeness, drops and emit latency per watermark bound L, on
+an event log held in plain arrays (``audits.bound_whatif`` runs it on real data, in Spark).
 
 For each candidate bound L the event log is replayed in arrival order at per-event granularity
 (one event per batch; the stream's own batches: reckon.whatif_batches, docs/semantics.md
@@ -46,7 +46,7 @@ from reckon.eventtime import (
     WindowSpec,
     advance_watermark,
     classify,
-    is_beyond_grace,
+    is_beyond_allowed_lateness,
     is_open,
     shift_watermark_series,
     watermark_series,
@@ -134,10 +134,10 @@ def default_bounds(settings: Settings) -> list[int]:
     """The standard ladder plus the configured lateness, sorted: both what-if curves (per event
     and per micro-batch) are drawn over the same bounds, so their rows line up.
 
-    >>> default_bounds(Settings(lateness="4s"))[:5]
+    >>> default_bounds(Settings(watermark_bound="4s"))[:5]
     [0, 1000000, 2000000, 3000000, 4000000]
     """
-    return candidate_bounds(None, settings.lateness)
+    return candidate_bounds(None, settings.watermark_bound)
 
 
 def candidate_bounds(given: Iterable[int | str] | None, configured: int | str) -> list[int]:
@@ -160,7 +160,7 @@ def _non_negative(b: object) -> int:
 
 
 def lateness_curve_reference(events: Sequence[tuple[int, int, int]], windows: WindowSpec,
-                             bounds: Iterable[int], *, grace: int = 0,
+                             bounds: Iterable[int], *, allowed_lateness: int = 0,
                              idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                              expected_partitions: Iterable[int] = ()) -> list[CurvePoint]:
     """The curve by the book: ``events`` are ``(event_us, arrival_us, partition)`` in arrival
@@ -178,7 +178,7 @@ def lateness_curve_reference(events: Sequence[tuple[int, int, int]], windows: Wi
         max_seen: int | None = None
         for t, a, p in events:
             for window in windows.assign(t):
-                if classify(window.end, state.watermark, grace) is Disposition.LATE:
+                if classify(window.end, state.watermark, allowed_lateness) is Disposition.LATE:
                     dropped += 1
                 else:
                     admitted += 1
@@ -196,7 +196,7 @@ def lateness_curve_reference(events: Sequence[tuple[int, int, int]], windows: Wi
 
 
 def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.ndarray | None,
-                   windows: WindowSpec, bounds: Iterable[int], *, grace: int = 0,
+                   windows: WindowSpec, bounds: Iterable[int], *, allowed_lateness: int = 0,
                    idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                    expected_partitions: Iterable[int] = (), source: Any = None,
                    by_source: bool = False, state: WatermarkState | None = None
@@ -205,7 +205,7 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
 
     The arrays are in arrival order (microseconds; ``partition`` None means one partition 0).
     ``watermark_series`` gives the watermark before each event once, with bound 0, and
-    ``shift_watermark_series`` the one of each bound; per bound, ``is_beyond_grace`` on whole
+    ``shift_watermark_series`` the one of each bound; per bound, ``is_beyond_allowed_lateness`` on whole
     arrays counts the dropped pairs, and a binary search on the (monotone) watermark after
     each event finds the moment each window's end is reached. With ``by_source`` the
     watermark inputs are (partition, source) pairs (``source``: one string per event), each
@@ -235,7 +235,7 @@ def lateness_curve(event_us: np.ndarray, arrival_us: np.ndarray, partition: np.n
     points = []
     for bound in normalize_bounds(bounds):
         before = shift_watermark_series(at_zero, bound)
-        dropped = sum(int(np.count_nonzero(is_beyond_grace(ends, before, grace)))
+        dropped = sum(int(np.count_nonzero(is_beyond_allowed_lateness(ends, before, allowed_lateness)))
                       for ends in pair_ends)
         after = shift_watermark_series(after_zero, bound)
         first_reach = np.searchsorted(after, window_ends, side="left")  # first WM >= end

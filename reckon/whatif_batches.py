@@ -1,4 +1,4 @@
-"""The lateness what-if at the stream's own granularity: one watermark step per micro-batch.
+"""The bound what-if at the stream's own granularity: one watermark step per micro-batch.
 
 ``reckon.whatif`` replays a day one event at a time: every event moves the watermark before
 the next one is judged. The stream moves its watermark once per micro-batch: every event of
@@ -19,7 +19,7 @@ once (``batch_steps``). A policy with a bound per input (issue 41) is walked on 
 Two implementations that must agree exactly (property-tested):
 - ``batch_curve_reference`` and ``batch_point_reference``: plain lists, ``advance_watermark``
   and ``classify`` per bound or per policy;
-- the warehouse one (``audits.lateness_batches``): ``batch_steps`` on the driver from the
+- the warehouse one (``audits.bound_whatif_batches``): ``batch_steps`` on the driver from the
   per-(batch, partition, source) summaries, the pairs judged in Spark, ``curve_points`` or
   ``policy_point`` to finish.
 
@@ -148,7 +148,7 @@ def state_under(state: WatermarkState, policy: WatermarkPolicy) -> WatermarkStat
 def batch_steps(batches: Sequence[tuple[int, Sequence[PartitionObservation]]],
                 policy: WatermarkPolicy, start: WatermarkState | None = None
                 ) -> list[BatchStep]:
-    """Walk the batches once with ``advance_watermark`` (``policy.lateness`` is normally 0 and
+    """Walk the batches once with ``advance_watermark`` (``policy.watermark_bound`` is normally 0 and
     ``start`` the recorded state shifted to it, ``shift_state``).
 
     >>> steps = batch_steps([(0, [PartitionObservation(0, 10, 10)])], WatermarkPolicy(0, 60))
@@ -205,11 +205,11 @@ def policy_point(steps: Sequence[BatchStep], policy: WatermarkPolicy, pairs: int
     7
     """
     (point,) = curve_points(steps, [0], pairs, {0: dropped}, window_ends)
-    return replace(point, bound=policy.lateness)
+    return replace(point, bound=policy.watermark_bound)
 
 
 def batch_curve_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
-                          bounds: Iterable[int], *, grace: int = 0,
+                          bounds: Iterable[int], *, allowed_lateness: int = 0,
                           idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                           expected_partitions: Iterable[int] = (),
                           start: WatermarkState | None = None, start_bound: int = 0,
@@ -228,12 +228,12 @@ def batch_curve_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
     expected = tuple(expected_partitions)
     return [batch_point_reference(
         events, windows, WatermarkPolicy(bound, idle_timeout, expected, by_source=by_source),
-        grace=grace, start=shift_state(start or WatermarkState(), start_bound - bound),
+        allowed_lateness=allowed_lateness, start=shift_state(start or WatermarkState(), start_bound - bound),
         starts=starts) for bound in normalize_bounds(bounds)]
 
 
 def batch_point_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
-                          policy: WatermarkPolicy, *, grace: int = 0,
+                          policy: WatermarkPolicy, *, allowed_lateness: int = 0,
                           start: WatermarkState | None = None,
                           starts: tuple[int, int] | None = None) -> CurvePoint:
     """The batches judged by the book under one ``policy``, a bound per input and all (the
@@ -262,12 +262,12 @@ def batch_point_reference(events: Sequence[BatchedEvent], windows: WindowSpec,
                 continue
             for w in windows.assign(e.event_us):
                 if lo <= w.start < hi and classify(w.end, state.watermark,
-                                                   grace) is Disposition.LATE:
+                                                   allowed_lateness) is Disposition.LATE:
                     dropped += 1
         state = advance_watermark(state, observations(batch), policy)
         seen = max([*([] if seen is None else [seen]), *(e.event_us for e in batch)])
         while pending and state.watermark is not None and pending[0] <= state.watermark:
             latency += seen - pending.pop(0)
             passed += 1
-    return CurvePoint.from_counts(policy.lateness, len(judged) - dropped, dropped, latency,
+    return CurvePoint.from_counts(policy.watermark_bound, len(judged) - dropped, dropped, latency,
                                   passed)

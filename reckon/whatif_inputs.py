@@ -45,7 +45,7 @@ from reckon.eventtime import (
     WatermarkPolicy,
     WatermarkState,
     WindowSpec,
-    is_beyond_grace,
+    is_beyond_allowed_lateness,
     watermark_series,
 )
 from reckon.timeutil import MICROS_PER_SECOND
@@ -124,7 +124,7 @@ class PerInputRecommendation:
                        {b.unit: b.bound for b in self.bounds}, idle_timeout, tuple(expected))
 
     def to_json_dict(self) -> dict[str, Any]:
-        """For scripts (``reckon lateness --per-source --json``); ``single`` is the best single
+        """For scripts (``reckon bound-whatif --per-source --json``); ``single`` is the best single
         bound's point, or the largest candidate's when none reaches the target."""
         single = self.single or self.single_fallback
         return {"inputs": "source" if self.by_source else "partition",
@@ -157,7 +157,7 @@ def _policy(by_source: bool, default: int, bounds: dict[Any, int], idle_timeout:
 
 
 def judge_policy(event_us: Any, arrival_us: Any, partition: Any, source: Any,
-                 windows: WindowSpec, policy: WatermarkPolicy, *, grace: int = 0,
+                 windows: WindowSpec, policy: WatermarkPolicy, *, allowed_lateness: int = 0,
                  unit_codes: Any = None, units: int = 0, state: WatermarkState | None = None
                  ) -> tuple[CurvePoint, Any]:
     """The log (arrival order) judged one event at a time under ``policy``, bounds per input
@@ -173,7 +173,7 @@ def judge_policy(event_us: Any, arrival_us: Any, partition: Any, source: Any,
     if n:
         after[-1] = _NO_WATERMARK if final.watermark is None else final.watermark
     pair_ends = [start + windows.size for start in windows.window_starts(t)]
-    lost = sum((is_beyond_grace(ends, before, grace).astype(np.int64) for ends in pair_ends),
+    lost = sum((is_beyond_allowed_lateness(ends, before, allowed_lateness).astype(np.int64) for ends in pair_ends),
                np.zeros(n, dtype=np.int64))
     window_ends = np.unique(np.concatenate(pair_ends)) if n else np.empty(0, dtype=np.int64)
     first_reach = np.searchsorted(after, window_ends, side="left")
@@ -181,7 +181,7 @@ def judge_policy(event_us: Any, arrival_us: Any, partition: Any, source: Any,
     max_seen = np.maximum.accumulate(t) if n else t
     latency = max_seen[first_reach[passed]] - window_ends[passed]
     dropped = int(lost.sum())
-    point = CurvePoint.from_counts(policy.lateness, n * windows.windows_per_event - dropped,
+    point = CurvePoint.from_counts(policy.watermark_bound, n * windows.windows_per_event - dropped,
                                    dropped, int(latency.sum()), int(passed.sum()))
     per_unit = (np.bincount(unit_codes, weights=lost, minlength=units).astype(np.int64)
                 if unit_codes is not None else None)
@@ -195,7 +195,7 @@ def _reaches(point: CurvePoint, goal: Fraction) -> bool:
 
 def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: Any,
                         windows: WindowSpec, bounds: Iterable[int | str],
-                        target: float | Decimal | str, *, grace: int = 0,
+                        target: float | Decimal | str, *, allowed_lateness: int = 0,
                         idle_timeout: int = DEFAULT_IDLE_TIMEOUT,
                         expected_partitions: Iterable[int] = (), by_source: bool = True,
                         running: bool = False) -> PerInputRecommendation:
@@ -219,7 +219,7 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
     names, codes = np.unique(keys.astype(str) if by_source else keys, return_inverse=True)
     units: list[int | str] = [str(x) if by_source else int(x) for x in names.tolist()]
     start = running_state(t, a, p, src, by_source) if running else None
-    single_curve = lateness_curve(t, a, p, windows, candidates, source=src, grace=grace,
+    single_curve = lateness_curve(t, a, p, windows, candidates, source=src, allowed_lateness=allowed_lateness,
                                   idle_timeout=idle_timeout, expected_partitions=expected,
                                   by_source=by_source, state=start)
     single = recommend(single_curve, target)
@@ -228,7 +228,7 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
     for k, unit in enumerate(units):
         mask = codes == k
         own[unit] = lateness_curve(t[mask], a[mask], p[mask], windows, candidates,
-                                   source=src[mask], grace=grace, idle_timeout=idle_timeout,
+                                   source=src[mask], allowed_lateness=allowed_lateness, idle_timeout=idle_timeout,
                                    by_source=by_source, state=None if not running else
                                    running_state(t[mask], a[mask], p[mask], src[mask],
                                                  by_source))
@@ -239,7 +239,7 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
     def judge(bounds: dict[int | str, int]) -> tuple[CurvePoint, Any]:
         return judge_policy(t, a, p, src, windows,
                             _policy(by_source, default, bounds, idle_timeout, expected),
-                            grace=grace, unit_codes=codes, units=len(units), state=start)
+                            allowed_lateness=allowed_lateness, unit_codes=codes, units=len(units), state=start)
 
     found = [_descend(_raise(chosen, judge(chosen), judge, candidates, goal), judge,
                       candidates, goal)]
@@ -257,7 +257,7 @@ def recommend_per_input(event_us: Any, arrival_us: Any, partition: Any, source: 
         per_input=point, single=single, single_fallback=single_curve[-1],
         reached=_reaches(point, goal),
         by_partition=recommend(lateness_curve(
-            t, a, p, windows, candidates, grace=grace, idle_timeout=idle_timeout,
+            t, a, p, windows, candidates, allowed_lateness=allowed_lateness, idle_timeout=idle_timeout,
             expected_partitions=expected,
             state=running_state(t, a, p, src, False) if running else None), target)
         if by_source else None)

@@ -208,7 +208,7 @@ def _watermarks(ctx: ReportContext, fig: Figure) -> bool:
 _CHARTS: tuple[tuple[str, str, Callable[[ReportContext, Figure], bool]], ...] = (
     ("gap_by_window", "Gap over the day", _gap),
     ("lateness_histogram", "Lateness distribution", _histogram),
-    ("lateness_curve", "Lateness what-if: completeness by bound", _curve),
+    ("lateness_curve", "Bound what-if: completeness by bound", _curve),
     ("watermark_progress", "Watermark: each partition against the global watermark",
      _watermarks),
 )

@@ -215,7 +215,7 @@ class ReportContext:
     gap_bucket_seconds: int = 0
     lateness_histogram: tuple[HistogramBucket, ...] = ()
     lateness_curve: tuple[CurveLine, ...] = ()     # per event, as if every event moved the WM
-    # per micro-batch, as the stream ran (audits.lateness_batches): at the configured bound,
+    # per micro-batch, as the stream ran (audits.bound_whatif_batches): at the configured bound,
     # what the stream did; empty with ``batch_curve_note`` saying why when it cannot be had
     lateness_curve_batches: tuple[CurveLine, ...] = ()
     batch_curve_note: str | None = None
@@ -223,12 +223,12 @@ class ReportContext:
     recommended_bound_seconds: Decimal | None = None
     target_completeness: Decimal | None = None
     watermark_series: tuple[WatermarkPoint, ...] = ()
-    # a bound per source against the best single bound (audits.lateness.analyze_inputs):
+    # a bound per source against the best single bound (audits.bound_whatif.analyze_inputs):
     # None when the day's log has one source or no events
     per_source: PerInputRecommendation | None = None
     # the same comparison per micro-batch: the day's batches as the stream ran them replayed
-    # under each compared policy (audits.lateness_batches.per_source_batches), by the row it
-    # belongs to (audits.lateness_batches.PER_SOURCE_ROWS), the stream's own last; empty with
+    # under each compared policy (audits.bound_whatif_batches.per_source_batches), by the row it
+    # belongs to (audits.bound_whatif_batches.PER_SOURCE_ROWS), the stream's own last; empty with
     # ``per_source_batches_note`` saying why when they cannot be had
     per_source_batches: tuple[tuple[str, CurveLine], ...] = ()
     per_source_batches_note: str | None = None
@@ -390,7 +390,7 @@ def _histogram(reads: _Reads, day: date) -> tuple[HistogramBucket, ...]:
 def _watermarks(reads: _Reads, rules: EventTimeRules, day: date
                 ) -> tuple[WatermarkPoint, ...]:
     """Batches whose watermark lies in the day, up to the first that closed it (passed the end
-    of its last window plus grace: ``EventTimeRules.day_final_at``), sampled evenly to at
+    of its last window plus the allowed lateness: ``EventTimeRules.day_final_at``), sampled evenly to at
     most WATERMARK_POINTS batches; per partition: max event time - the partition's bound
     (``rules.watermark.bound``); the global point says which input held the watermark back."""
     if tb.WATERMARK_PROGRESS not in reads.present:

@@ -19,7 +19,7 @@ rows (``sql_max_rows`` at most).
 
 provisional_totals is derived on read by ``provisional_sql``: the Spark fold
 (``spark.provisional.read_provisional``) in DuckDB SQL, built from the same core rules
-(``reckon.eventtime``'s ``ends_passed``, ``is_open``, ``is_beyond_grace``); the two are
+(``reckon.eventtime``'s ``ends_passed``, ``is_open``, ``is_beyond_allowed_lateness``); the two are
 compared on streamed warehouses (tests/test_duck.py).
 """
 

@@ -145,7 +145,7 @@ def _provisional(conn: Any, key: str, start: int, rules: EventTimeRules,
         [sorted({d.batch_id for d in deltas})])
         if (r.query_id, r.batch_id) in {(d.query_id, d.batch_id) for d in deltas}}
     history = {code: history_of([d for d in deltas if d.currency == code], after,
-                                current.get(code), start + rules.windows.size, rules.grace)
+                                current.get(code), start + rules.windows.size, rules.allowed_lateness)
                for code in sorted({d.currency for d in deltas})}
     return current, history
 

@@ -46,7 +46,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+from audits.bound_whatif_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
 from reckon.engine_config import ReportConfig
 from reckon.errors import LayoutError
 from reports import formatting as fmt

@@ -85,7 +85,7 @@ class _Families:
                 "on_time": counter("reckon_stream_on_time",
                                    "(event, window) rows counted in an open window."),
                 "revised": counter("reckon_stream_revised",
-                                   "(event, window) rows counted as a revision (in grace)."),
+                                   "(event, window) rows counted as a revision (within the allowed lateness)."),
                 "late": counter("reckon_stream_late",
                                 "(event, window) rows too late to count (late_events)."),
             },

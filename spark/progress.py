@@ -151,10 +151,10 @@ def not_ready_message(config: ProgressConfig, day: date, seen: int | None, timeo
     """Why day ``day`` cannot be processed yet, after waiting ``waited`` seconds: one line
     naming the day, the watermark it needs and the one seen, in words a person reads."""
     required = required_watermark(config.rules, day)
-    grace = format_duration(config.rules.grace)
+    allowed_lateness = format_duration(config.rules.allowed_lateness)
     head = (f"day {day.isoformat()} is not closed yet: the nightly run needs the stream's "
             f"watermark at or past {format_micros(required)} (end of the day's last "
-            f"window + allowed lateness {grace})")
+            f"window + allowed lateness {allowed_lateness})")
     table = f"{config.warehouse / tb.WATERMARK_PROGRESS}"
     if seen is None:
         if tb.table_exists(config.warehouse, tb.WATERMARK_PROGRESS):

@@ -53,7 +53,7 @@ def progress_row(spark: SparkSession, *, batch_id: int, query_id: str, processed
         "state_json": after.to_json(),
         **{name: counts[name] for name in PROGRESS_COUNTS if name != "duration_seconds"},
         "duration_seconds": float(counts["duration_seconds"]),
-        "rules_json": json.dumps(rules.to_config(), sort_keys=True),
+        "rules_json": json.dumps(rules.to_record(), sort_keys=True),
         **_hold_columns(after, rules.watermark),
     }
     return tb.single_row(spark, tb.WATERMARK_PROGRESS, row)

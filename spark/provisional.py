@@ -11,7 +11,7 @@ append-only tables, computed on read and bounded to the windows asked for:
 * ``status``: OPEN / CLOSED / FINAL under the newest recorded watermark (reckon.eventtime);
 * when it closed: the first batch, at or after the window's first delta, whose watermark
   reached the window's end (``closed_batch_id``, ``watermark_at_close``, ``closed_at``); when
-  it became final: the same with ``end + grace``. A window's end can only be passed once, since
+  it became final: the same with ``end + allowed_lateness``. A window's end can only be passed once, since
   the watermark never goes back, so "the batch that passed it" is found by an equi-join: each
   progress row names the window ends its advance passed (the step's multiples in
   ``(watermark_before, watermark]``).
@@ -104,7 +104,7 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
     folded = _folded(deltas)
     newest = progress.agg(F.max("wm").alias("wm")).first()
     watermark = None if newest is None or newest.wm is None else int(newest.wm)
-    size, step, grace = rules.windows.size, rules.windows.step, rules.grace
+    size, step, allowed_lateness = rules.windows.size, rules.windows.step, rules.allowed_lateness
     lowest = None if since_start is None else since_start + size
     highest = None if until_start is None else until_start - 1 + size
     if lowest is None or highest is None:
@@ -117,7 +117,7 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
         lowest = int(found.lo) if lowest is None else lowest
         highest = int(found.hi) if highest is None else highest
     closes = _passing(progress, step, lowest, highest, shift=0).alias("c")
-    finals = _passing(progress, step, lowest, highest, shift=grace).alias("f")
+    finals = _passing(progress, step, lowest, highest, shift=allowed_lateness).alias("f")
     at_first = progress.select("query_id", "batch_id", F.struct(
         "pt", "batch_id", "wm").alias("first_row")).alias("fp")
     end_us = _us("window_end")
@@ -129,7 +129,7 @@ def read_provisional(spark: SparkSession, warehouse: str | Path, rules: EventTim
     final = _when_passed(F.col("f.passed"), F.col("first_pt"), F.col("first_row"))
     return tb.conform(joined.select(
         "window_start", "window_end", "key", "currency", "total_amount", "event_count",
-        status_col(end_us, watermark, grace).alias("status"),
+        status_col(end_us, watermark, allowed_lateness).alias("status"),
         F.col("revision").cast("int").alias("revision"),
         "first_batch_id", "last_batch_id",
         closed["pt"].alias("closed_at"), closed["batch_id"].alias("closed_batch_id"),

@@ -263,7 +263,7 @@ def _window_columns(size: int, replay_id: str) -> dict[str, Column]:
 
 
 def _replay_id(day: date, source: str, version: int | None, config: ReplayConfig) -> str:
-    rules = json.dumps(config.rules.to_config(), sort_keys=True)
+    rules = json.dumps(config.rules.to_record(), sort_keys=True)
     parse = config.parse
     checks = f"{parse.amount_min}|{parse.amount_max}|{','.join(parse.currencies)}"
     digest = hashlib.sha256(f"{rules}|{checks}|{parse.min_event_time}".encode()).hexdigest()
@@ -574,7 +574,7 @@ def _record_run(read: _DayRead, *, summary: dict[str, Any], day_totals: Currency
     run_row = {**asdict(result), "window_date": read.day, "started_at": read.started_at,
                "arrived_after_close": result.arrived_after_day,
                "total_amounts": _currency_map(day_totals),
-               "rules_json": json.dumps(read.config.rules.to_config(),
+               "rules_json": json.dumps(read.config.rules.to_record(),
                                         sort_keys=True)}
     tb.replace_rows(tb.single_row(read.spark, tb.REPLAY_RUNS, run_row),
                     read.config.warehouse, tb.REPLAY_RUNS,

@@ -11,7 +11,7 @@ from reckon.eventtime import (
     Disposition,
     WindowSpec,
     WindowStatus,
-    is_beyond_grace,
+    is_beyond_allowed_lateness,
     is_open,
 )
 from reckon.reconcile import FALLBACK_STATUS, STATUS_RULES, Measure
@@ -32,31 +32,31 @@ def window_starts_col(event_us: Column, spec: WindowSpec) -> Column:
     return F.array(*spec.window_starts(event_us))
 
 
-def _by_watermark(window_end_us: Column, watermark: int | Column | None, grace: int, *,
-                  open_: str, beyond_grace: str, within_grace: str) -> Column:
+def _by_watermark(window_end_us: Column, watermark: int | Column | None, allowed_lateness: int, *,
+                  open_: str, beyond_allowed_lateness: str, within_allowed_lateness: str) -> Column:
     """The three-way split every verdict makes: end > WM, end + G <= WM, or in between.
     The watermark in microseconds, as a number or a column (spark.constants)."""
     if watermark is None:
         return F.lit(open_)
     wm = watermark if isinstance(watermark, Column) else F.lit(watermark)
     return (F.when(is_open(window_end_us, wm), F.lit(open_))
-            .when(is_beyond_grace(window_end_us, wm, grace), F.lit(beyond_grace))
-            .otherwise(F.lit(within_grace)))
+            .when(is_beyond_allowed_lateness(window_end_us, wm, allowed_lateness), F.lit(beyond_allowed_lateness))
+            .otherwise(F.lit(within_allowed_lateness)))
 
 
 def disposition_col(window_end_us: Column, watermark: int | Column | None,
-                    grace: int) -> Column:
+                    allowed_lateness: int) -> Column:
     """on_time / revision / late against the watermark left by the previous batch."""
-    return _by_watermark(window_end_us, watermark, grace, open_=Disposition.ON_TIME.value,
-                         beyond_grace=Disposition.LATE.value,
-                         within_grace=Disposition.REVISION.value)
+    return _by_watermark(window_end_us, watermark, allowed_lateness, open_=Disposition.ON_TIME.value,
+                         beyond_allowed_lateness=Disposition.LATE.value,
+                         within_allowed_lateness=Disposition.REVISION.value)
 
 
-def status_col(window_end_us: Column, watermark: int | None, grace: int) -> Column:
+def status_col(window_end_us: Column, watermark: int | None, allowed_lateness: int) -> Column:
     """OPEN / CLOSED / FINAL under the watermark after the current batch."""
-    return _by_watermark(window_end_us, watermark, grace, open_=WindowStatus.OPEN.value,
-                         beyond_grace=WindowStatus.FINAL.value,
-                         within_grace=WindowStatus.CLOSED.value)
+    return _by_watermark(window_end_us, watermark, allowed_lateness, open_=WindowStatus.OPEN.value,
+                         beyond_allowed_lateness=WindowStatus.FINAL.value,
+                         within_allowed_lateness=WindowStatus.CLOSED.value)
 
 
 def recon_status_col(measure: Measure) -> Column:

@@ -23,6 +23,7 @@ from reckon.config import Settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of, with_spec
 from reckon.timeutil import format_micros
+from reckon.vocabulary import stored_key, to_stored
 from storage import table_names as tb
 from storage.spec_log import META_KEY, NO_SPEC_TO_CHANGE, recorded_versions
 
@@ -62,7 +63,9 @@ def establish_spec(spark: SparkSession, settings: Settings, *, change: bool = Fa
 def _record(spark: SparkSession, settings: Settings, *, spec: dict[str, Any], version: int,
             change: str, after_batch_id: int | None, after_watermark: int | None) -> None:
     now = datetime.now(UTC)
-    origins = {k: v for k, v in settings.origins.items() if k in spec}
+    # recorded by the settings' first names (reckon.vocabulary): old readers read it unchanged
+    origins = {stored_key(k): v for k, v in settings.origins.items() if k in spec}
+    spec = to_stored(spec)
     row = {"spec_version": version, "spec_json": json.dumps(spec, sort_keys=True),
            "change": change, "after_batch_id": after_batch_id,
            "after_watermark": None if after_watermark is None

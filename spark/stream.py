@@ -9,7 +9,7 @@ in name order, or a Kafka topic); every micro-batch goes through ``BatchProcesso
    earlier batches, or earlier in this batch in arrival order);
 3. archive every valid row to ``event_log`` (duplicates flagged), the log the replay reads;
 4. classify each (event, window) against the watermark left by the previous batch;
-5. append this batch's on-time and within-grace sums per (window, key, currency) to
+5. append this batch's sums of on-time events and revisions (within the allowed lateness) per (window, key, currency) to
    ``provisional_deltas`` and its late rows to ``late_events``. Nothing is rewritten:
    ``provisional_totals`` is the fold of the deltas, its statuses derived from the recorded
    watermarks (spark/provisional.py), so a window that closes needs no write at all;
@@ -498,7 +498,7 @@ class BatchProcessor:
         exploded = deduped.withColumn("ws_us", F.explode(starts)).withColumn(
             "we_us", F.col("ws_us") + F.lit(rules.windows.size))
         disposition = F.when(F.col("is_duplicate"), F.lit(Disposition.DUPLICATE.value)).otherwise(
-            disposition_col(F.col("we_us"), batch.watermark_before_col, rules.grace))
+            disposition_col(F.col("we_us"), batch.watermark_before_col, rules.allowed_lateness))
         return exploded.withColumn("disposition", disposition)
 
     # ------------------------------------------------------------------ writes
@@ -594,7 +594,7 @@ def run_stream(spark: SparkSession, settings: Settings, source: StreamSource, *,
                timeout_seconds: float | None = None, change_spec: bool = False,
                writer_lock: WriterLock | None = None) -> str:
     """Run the stream until the source is drained (available-now) or forever (trigger).
-    ``change_spec``: record the given lateness/grace/idle timeout/partitions as the
+    ``change_spec``: record the given lateness/allowed_lateness/idle timeout/partitions as the
     warehouse's new event-time spec (reckon.spec). Returns the checkpoint location. One
     stream per warehouse (storage.writer_lock): a second one is refused before it writes.
     With ``metrics_port`` set, its batches are served in the Prometheus text format on that

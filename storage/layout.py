@@ -213,7 +213,7 @@ LAYOUT: dict[str, tuple[Column, ...]] = {
     # written when the stream first starts, each later one by an explicit --change-spec.
     EVENT_TIME_SPEC: (
         ("spec_version", "int", False),
-        ("spec_json", "string", False),       # window, slide, lateness, grace, ...
+        ("spec_json", "string", False),       # window, slide, lateness, allowed_lateness, ...
         ("change", "string", False),          # 'first start' or 'lateness 5s -> 2s'
         ("after_batch_id", "bigint", True),     # applies to the batches after this one
         ("after_watermark", "timestamp", True),  # the watermark when it was recorded

@@ -3,10 +3,12 @@
 The spec lives in the ``event_time_spec`` table. Each version is one row, appended in one
 commit whose ``userMetadata`` holds the same row as JSON, so any step reads the spec from the
 commit files alone, before (or without) starting Spark: the nightly DAG's watermark sensor,
-the report, ``reckon explain`` on DuckDB. Every command, DAG step, the lateness what-if and the
+the report, ``reckon explain`` on DuckDB. Every command, DAG step, the bound what-if and the
 audit's break stories take their rules from here: the settings a step runs with
 (``settings_for``) or the rules in force at a version (``rules_in_force``, bounds per input
-included). What a recorded spec *means* is the pure rule in reckon.spec (``rules_of``,
+included). A version is read in the names code uses, whichever names it was recorded by
+(``reckon.vocabulary.from_stored``: the warehouse records the settings' first names,
+``STORED_KEYS``). What a recorded spec *means* is the pure rule in reckon.spec (``rules_of``,
 ``with_spec``, ``changed_spec``); writing a version needs Spark and is spark/spec.py's.
 
 Example (on a warehouse whose stream windows by one minute, ``http`` bounded by 8 s)::
@@ -28,6 +30,7 @@ from reckon.errors import UsageError
 from reckon.eventtime import EventTimeRules
 from reckon.spec import changed_spec, describe_change, resolve, rules_of, with_spec
 from reckon.timeutil import format_micros
+from reckon.vocabulary import from_stored
 from storage import commits
 from storage import table_names as tb
 
@@ -71,7 +74,7 @@ def recorded_versions(warehouse: str | Path) -> list[SpecVersion]:
             continue
         row = json.loads(raw)[META_KEY]
         versions.append(SpecVersion(
-            version=int(row["spec_version"]), spec=dict(row["spec"]), change=row["change"],
+            version=int(row["spec_version"]), spec=from_stored(row["spec"]), change=row["change"],
             after_batch_id=row.get("after_batch_id"), after_watermark=row.get("after_watermark"),
             recorded_at=row["recorded_at"], recorded_by=row["recorded_by"]))
     return _in_shown_names(sorted(versions, key=lambda v: v.version))

@@ -61,16 +61,16 @@ WORKED = [1, 3, 7, 12, 15, 8, 22, 26, 4]
 
 SCENARIOS = [
     Scenario(
-        "worked example, grace 0",
-        dict(window="10s", lateness="3s", grace="0s"),
+        "worked example, allowed lateness 0",
+        dict(window="10s", watermark_bound="3s", allowed_lateness="0s"),
         one_per_batch(WORKED),
         {(0, "merchant-x", "USD"): ("3.00", 3, "FINAL", 0), (10, "merchant-x", "USD"): ("2.00", 2, "FINAL", 0),
          (20, "merchant-x", "USD"): ("2.00", 2, "OPEN", 0)},
         late=[("e5-8", 0, 2), ("e8-4", 0, 13)],
     ),
     Scenario(
-        "worked example, grace 5s: 8 revises [0,10), only 4 is late",
-        dict(window="10s", lateness="3s", grace="5s"),
+        "worked example, allowed lateness 5s: 8 revises [0,10), only 4 is late",
+        dict(window="10s", watermark_bound="3s", allowed_lateness="5s"),
         one_per_batch(WORKED),
         {(0, "merchant-x", "USD"): ("4.00", 4, "FINAL", 1), (10, "merchant-x", "USD"): ("2.00", 2, "CLOSED", 0),
          (20, "merchant-x", "USD"): ("2.00", 2, "OPEN", 0)},
@@ -81,8 +81,8 @@ SCENARIOS = [
 SCENARIOS += [
     Scenario(
         "two revisions of a closed window in one batch count once; the next batch's adds one",
-        dict(window="10s", lateness="3s", grace="10s"),
-        # WM 11 after the first batch: [0,10) is CLOSED (within grace until WM 20), so 2 and 3
+        dict(window="10s", watermark_bound="3s", allowed_lateness="10s"),
+        # WM 11 after the first batch: [0,10) is CLOSED (within the allowed lateness until WM 20), so 2 and 3
         # revise it in one batch (revision 1), 5 in the next (revision 2); 25 moves WM to 22
         [[ev(1, 100), ev(14, 101)], [ev(2, 102), ev(3, 103)], [ev(5, 104)], [ev(25, 105)]],
         {(0, "m0", "USD"): ("4.00", 4, "FINAL", 2), (10, "m0", "USD"): ("1.00", 1, "CLOSED", 0),
@@ -91,7 +91,7 @@ SCENARIOS += [
     ),
     Scenario(
         "partition 1 trails partition 0 by ~6s: the min rule holds the watermark, none late",
-        dict(window="10s", lateness="7s", grace="0s", expected_partitions=(0, 1)),
+        dict(window="10s", watermark_bound="7s", allowed_lateness="0s", expected_partitions=(0, 1)),
         [[ev(t0, 100 + i, 0), ev(t1, 100 + i, 1)]
          for i, (t0, t1) in enumerate(zip([20, 22, 24, 26, 28, 30], [15, 14, 19, 18, 23, 22],
                                           strict=True))],
@@ -101,7 +101,7 @@ SCENARIOS += [
     ),
     Scenario(
         "partition 1 goes idle, stops holding the watermark, rejoins late without moving it back",
-        dict(window="10s", lateness="3s", grace="0s", idle_timeout="5s",
+        dict(window="10s", watermark_bound="3s", allowed_lateness="0s", idle_timeout="5s",
              expected_partitions=(0, 1)),
         [[ev(1, 100, 0), ev(2, 100, 1)], [ev(5, 102, 0)], [ev(12, 104, 0)], [ev(16, 106, 0)],
          [ev(3, 107, 1)], [ev(22, 108, 0), ev(18, 108, 1)]],
@@ -113,7 +113,7 @@ SCENARIOS += [
     ),
     Scenario(
         "a future-dated event is quarantined and never moves the watermark",
-        dict(window="10s", lateness="3s", grace="0s", max_clock_skew="5m"),
+        dict(window="10s", watermark_bound="3s", allowed_lateness="0s", max_clock_skew="5m"),
         [[ev(1, 100)], [ev(1000, 101)], [ev(4, 102)]],
         {(0, "m0", "USD"): ("2.00", 2, "OPEN", 0)},
         quarantined=["p0-t1000-a101"],
@@ -122,7 +122,7 @@ SCENARIOS += [
     Scenario(
         "EUR, JPY and KWD on one key and window: three totals, never added; amounts finer "
         "than the currency's minor unit are quarantined",
-        dict(window="10s", lateness="3s", grace="0s"),
+        dict(window="10s", watermark_bound="3s", allowed_lateness="0s"),
         [[ev(1, 100, currency="EUR", amount="10.25"), ev(2, 100, currency="JPY", amount="1500"),
           ev(3, 100, currency="KWD", amount="0.125")],
          [ev(4, 101, currency="EUR", amount="0.75"), ev(5, 101, currency="JPY", amount="5.5"),

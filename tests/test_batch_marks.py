@@ -104,7 +104,7 @@ def test_marks_from_a_past_version_down_read_the_commit_files_as_the_history_say
 
     from spark import tables as tb
     from storage import commits
-    from tests.test_lateness_spark import BASE, S, log_row
+    from tests.test_bound_whatif_spark import BASE, S, log_row
 
     name = tb.EVENT_LOG
     tb.ensure_table(spark, tmp_path, name)
@@ -150,7 +150,7 @@ def test_the_current_version_from_the_log_files_is_the_one_the_history_gives(spa
 
     from spark import tables as tb
     from storage import commits
-    from tests.test_lateness_spark import BASE, S, log_row
+    from tests.test_bound_whatif_spark import BASE, S, log_row
 
     name = tb.EVENT_LOG
     assert commits.current_version(tmp_path, name) is None  # no table

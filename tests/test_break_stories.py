@@ -30,12 +30,12 @@ def explain(spark, settings, key, instant, currency=None):
                           instant, currency)
 
 
-GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 
 
 def _worked_example_in_five_batches() -> list[list[Event]]:
     """GRACE_CASE's events (same ids, times and arrivals) in 5 batches instead of 9: [1, 3, 7],
-    [12, 15] (watermark 12: [0,10) closed, within grace), [8] (revises it), [22, 26]
+    [12, 15] (watermark 12: [0,10) closed, within the allowed lateness), [8] (revises it), [22, 26]
     (watermark 23: [0,10) final), [4] (late by 13 s). Every event meets the watermark it met
     one batch at a time, so the stream judges each the same; the four batches saved only
     moved the watermark by steps the story does not tell."""
@@ -114,7 +114,7 @@ def test_an_uncaught_duplicate_and_an_unexplained_cell_name_their_inputs(spark, 
     from reports.db.repository import audit_recorder
     from spark.replay import replay_day
 
-    settings = stream_settings(tmp_path / "wh", window="10s", lateness="1h",
+    settings = stream_settings(tmp_path / "wh", window="10s", watermark_bound="1h",
                                dedup_horizon="5s")
     first = ev(1, 2, key="A", amount="3.00")
     again = replace(first, arrival_time=BASE + 20 * S, offset=20, partition=1, source="kiosk")
@@ -139,7 +139,7 @@ FIRSTS = [ev(1 + 10 * i, 2 + 10 * i, key=key, amount=f"{i + 1}.25")
 
 def _counted_twice_settings(warehouse: Path) -> Settings:
     """A 5 s dedup horizon, and lateness so wide that no copy is late."""
-    return stream_settings(warehouse, window="10s", lateness="1h", dedup_horizon="5s")
+    return stream_settings(warehouse, window="10s", watermark_bound="1h", dedup_horizon="5s")
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,7 @@ def test_a_per_source_warehouse_is_told_by_the_watermark_its_stream_used(spark, 
     from spark import tables as tb
     from spark.replay import replay_day
 
-    settings = stream_settings(tmp_path / "wh", window="10s", lateness="0s",
+    settings = stream_settings(tmp_path / "wh", window="10s", watermark_bound="0s",
                                watermark_bound_by_source="http=8s,radar=0s")
 
     def at(t: int, arrival: int, source: str) -> Event:

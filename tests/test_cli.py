@@ -11,7 +11,7 @@ import pytest
 from app.cli import build_parser, main
 
 CONTRACT = ["generate", "stream", "compact", "replay", "audit", "check", "report", "sql", "explain",
-            "lateness-curve", "demo"]
+            "bound-whatif-curve", "demo"]
 
 
 def test_help_lists_every_contract_command():
@@ -30,7 +30,7 @@ def test_every_command_has_help(command, capsys):
 
 
 # every command that reports something can say it as JSON (stream and demo report progress)
-REPORTING = [c for c in (*CONTRACT, "breaks", "signoff", "verify-log", "lateness", "vacuum")
+REPORTING = [c for c in (*CONTRACT, "breaks", "signoff", "verify-log", "bound-whatif", "vacuum")
              if c not in ("stream", "demo")]
 
 
@@ -133,7 +133,7 @@ def test_version_names_the_package(capsys):
     ["replay", "--date", "2026-01-01"], ["compact", "--date", "2026-01-01"],
     ["report", "--date", "2026-01-01", "--out", "r"], ["vacuum", "--dry-run"],
     ["sql", "SELECT 1"], ["explain", "--key", "k", "--window", "2026-01-01T00:00:00Z"],
-    ["lateness", "--date", "2026-01-01"]])
+    ["bound-whatif", "--date", "2026-01-01"]])
 def test_a_mistyped_warehouse_is_an_error_and_is_never_created(argv, tmp_path, capsys):
     """Reading a warehouse that is not there says so, exit 2, and creates nothing (before, a
     mistyped path gave "no breaks", "OK: 0 entries", "passed" and a new empty directory)."""
@@ -229,16 +229,16 @@ def test_a_report_of_a_day_never_audited_is_refused_before_spark_starts(tmp_path
 
 
 @pytest.mark.parametrize("flags", [[], ["--per-source"]])
-def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_path,
+def test_bound_whatif_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_path,
                                                                     monkeypatch, capsys):
     """A day the stream archived no events of went through "date='2026-11-25' is not valid:
     a day with events in ..." (exit 2): the flag is --date, and a quiet day is no mistake."""
     import json
     from datetime import date
 
-    import audits.lateness
+    import audits.bound_whatif
     import spark.session
-    from app.commands.investigate import cmd_lateness_warehouse
+    from app.commands.investigate import cmd_bound_whatif
     from app.settings import load_settings
     from reckon.errors import NoEventsError
 
@@ -246,31 +246,31 @@ def test_lateness_of_a_quiet_day_says_nothing_to_analyse_and_exits_0(flags, tmp_
         raise NoEventsError(day, f"no events of {day.isoformat()} in the event log")
 
     monkeypatch.setattr(spark.session, "get_spark", lambda *a, **k: object())
-    monkeypatch.setattr(audits.lateness, "analyze_day", no_events)
-    monkeypatch.setattr(audits.lateness, "analyze_inputs", no_events)
+    monkeypatch.setattr(audits.bound_whatif, "analyze_day", no_events)
+    monkeypatch.setattr(audits.bound_whatif, "analyze_inputs", no_events)
     (tmp_path / "wh" / "event_log" / "_delta_log").mkdir(parents=True)
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
-    flags = [*flags, "--engine", "spark"]  # DuckDB's quiet day: tests/test_lateness_duck.py
-    args = build_parser().parse_args(["lateness", "--date", "2026-11-25", *flags])
-    assert cmd_lateness_warehouse(args, settings) == 0
+    flags = [*flags, "--engine", "spark"]  # DuckDB's quiet day: tests/test_bound_whatif_duck.py
+    args = build_parser().parse_args(["bound-whatif", "--date", "2026-11-25", *flags])
+    assert cmd_bound_whatif(args, settings) == 0
     assert capsys.readouterr().out == "no events on 2026-11-25: nothing to analyse\n"
-    args = build_parser().parse_args(["lateness", "--date", "2026-11-25", "--json", *flags])
-    assert cmd_lateness_warehouse(args, settings) == 0
+    args = build_parser().parse_args(["bound-whatif", "--date", "2026-11-25", "--json", *flags])
+    assert cmd_bound_whatif(args, settings) == 0
     assert json.loads(capsys.readouterr().out) == {
         "day": "2026-11-25", "events": 0, "note": "no events on 2026-11-25: nothing to analyse"}
     assert NoEventsError(date(2026, 11, 25), "x").day == date(2026, 11, 25)
 
 
-def test_lateness_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
-    from app.commands.investigate import cmd_lateness_warehouse
+def test_bound_whatif_of_a_malformed_date_is_still_a_mistake(tmp_path, monkeypatch):
+    from app.commands.investigate import cmd_bound_whatif
     from app.settings import load_settings
     from reckon.errors import UsageError
 
     monkeypatch.setattr("spark.session.get_spark", lambda *a, **k: pytest.fail("started Spark"))
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"))
-    args = build_parser().parse_args(["lateness", "--date", "2026-11-31"])
+    args = build_parser().parse_args(["bound-whatif", "--date", "2026-11-31"])
     with pytest.raises(UsageError, match=r"--date='2026-11-31' is not valid"):
-        cmd_lateness_warehouse(args, settings)
+        cmd_bound_whatif(args, settings)
 
 
 def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():
@@ -300,3 +300,31 @@ def test_every_handler_lives_in_reckon_commands_and_is_imported_when_run():
         module, _, function = target.partition(":")
         assert module.startswith("app.commands.") or module == "workbench.cli", name
         assert callable(getattr(importlib.import_module(module), function)), name
+
+
+@pytest.mark.parametrize("old, new", [("lateness", "bound-whatif"),  # vocabulary: keep
+                                      ("lateness-curve", "bound-whatif-curve")])  # vocabulary: keep
+def test_the_what_ifs_first_names_still_run_and_warn_once(old, new, tmp_path, capsys,
+                                                          monkeypatch):
+    """The bound what-if's first names (reckon.vocabulary.DEPRECATED_COMMANDS) parse to the
+    same command and handler as its names now, are left out of `reckon --help`, and say once
+    that they are deprecated."""
+    import app.settings
+
+    monkeypatch.setattr(app.settings, "_WARNED", set())
+    flags = (["--date", "2026-01-01", "--warehouse", str(tmp_path / "none")]
+             if new == "bound-whatif" else
+             ["--events", str(tmp_path / "none.csv"), "--window", "10s", "--bounds", "0s"])
+    parser = build_parser()
+    args = parser.parse_args([old, *flags])
+    assert (args.command, args.deprecated_command) == (new, old)
+    assert args.handler is parser.parse_args([new, *flags]).handler
+    help_text = parser.format_help()
+    assert new in help_text and f" {old} " not in help_text
+    monkeypatch.delenv("RECKON_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        assert main([old, *flags]) == 2  # refused as `reckon {new}` refuses it
+    err = capsys.readouterr().err.splitlines()
+    warning = f"reckon: warning: reckon {old} is deprecated, use reckon {new}"
+    assert err.count(warning) == 1, err

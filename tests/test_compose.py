@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from reckon.config import PROJECT_ROOT, RENAMED, Settings
+from reckon.config import PROJECT_ROOT, Settings
 
 COMPOSE = PROJECT_ROOT / "docker-compose.yml"
 AIRFLOW_SERVICES = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
@@ -103,9 +103,8 @@ def test_every_dependency_has_a_healthcheck_or_is_a_one_shot(services):
 
 
 def test_reckon_variables_are_real_settings(services, compose):
-    known = {"RECKON_" + name.upper() for name in RENAMED} | {
-        "RECKON_" + f.name.upper() for f in dataclasses.fields(Settings)
-        if f.name not in RENAMED.values()}  # a deprecated name would warn on every start
+    # a setting's name now: a deprecated one (DEPRECATED_SETTINGS) would warn on every start
+    known = {"RECKON_" + f.name.upper() for f in dataclasses.fields(Settings)}
     text = COMPOSE.read_text()
     used = set(re.findall(r"\bRECKON_[A-Z0-9_]+\b", text))
     # the postgres container's init script reads the report role's password; not a setting

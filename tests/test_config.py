@@ -23,7 +23,7 @@ def test_file_then_environment_then_overrides(tmp_path):
     cfg.write_text('[reckon]\nlateness = "5s"\nwindow = "1m"\namount_max = "50.00"\n')
     s = load_settings(cfg, env={"RECKON_LATENESS": "7s", "RECKON_EXPECTED_PARTITIONS": "0,1,2"},
                       window="30s")
-    assert (s.lateness, s.window, s.amount_max) == ("7s", "30s", Decimal("50.00"))
+    assert (s.watermark_bound, s.window, s.amount_max) == ("7s", "30s", Decimal("50.00"))
     assert s.expected_partitions == (0, 1, 2)
 
 
@@ -45,7 +45,8 @@ def test_money_as_float_is_refused(tmp_path):
     ("window", "ten seconds", "window"),
     ("slide", "3s", "slide"),
     ("idle_timeout", "0s", "idle_timeout"),
-    ("lateness", "-1s", "lateness"),
+    ("watermark_bound", "-1s", "watermark_bound"),
+    ("allowed_lateness", "-1s", "allowed_lateness"),
 ])
 def test_invalid_event_time_settings_fail_at_start_up(key, value, match):
     with pytest.raises(Exception, match=match):
@@ -62,12 +63,12 @@ def test_the_example_file_lists_every_setting_with_its_default(tmp_path, monkeyp
     import dataclasses
     import tomllib
 
-    from reckon.config import PROJECT_ROOT, RENAMED, Settings
+    from reckon.config import DEPRECATED_SETTINGS, PROJECT_ROOT, Settings
 
     example = PROJECT_ROOT / "reckon.example.toml"
     keys = set(tomllib.loads(example.read_text())["reckon"])
-    assert not keys & set(RENAMED.values())  # the clear names, never the deprecated ones
-    assert {RENAMED.get(k, k) for k in keys} == {f.name for f in dataclasses.fields(Settings)} - {"origins"}
+    assert not keys & set(DEPRECATED_SETTINGS)  # the names now, never the deprecated ones
+    assert keys == {f.name for f in dataclasses.fields(Settings)} - {"origins"}
     monkeypatch.chdir(tmp_path)
     # the example's relative jars_dir means <project>/.cache/jars, the absolute default
     loaded = load_settings(example, env={}, jars_dir=Settings().jars_dir)
@@ -137,10 +138,11 @@ def test_the_clear_names_set_the_bound_and_the_allowed_lateness(tmp_path, capsys
     by_flag = _settings(args)
     for s in (by_file, by_env, by_flag):
         rules = s.event_time_rules()
-        assert (rules.watermark.lateness, rules.grace) == (4_000_000, 2_000_000)
-    assert by_env.origin("lateness") == "RECKON_WATERMARK_BOUND"
-    assert by_file.origin("grace") == f"[reckon] allowed_lateness in {str(tmp_path / 'reckon.toml')!r}"
-    assert by_flag.origin("lateness") == "--watermark-bound"
+        assert (rules.watermark.watermark_bound, rules.allowed_lateness) == (4_000_000, 2_000_000)
+    assert by_env.origin("watermark_bound") == "RECKON_WATERMARK_BOUND"
+    assert by_file.origin("allowed_lateness") == (
+        f"[reckon] allowed_lateness in {str(tmp_path / 'reckon.toml')!r}")
+    assert by_flag.origin("watermark_bound") == "--watermark-bound"
     assert capsys.readouterr().err == ""  # the clear names never warn
 
 
@@ -149,14 +151,14 @@ def test_the_old_names_still_work_and_warn_once(tmp_path, capsys, fresh_warnings
 
     by_env = load_settings(env={"RECKON_LATENESS": "4s", "RECKON_GRACE": "2s"})
     load_settings(env={"RECKON_LATENESS": "4s"})  # read again in the same run: no second line
-    assert (by_env.lateness, by_env.grace) == ("4s", "2s")
-    assert by_env.origin("lateness") == "RECKON_LATENESS"
+    assert (by_env.watermark_bound, by_env.allowed_lateness) == ("4s", "2s")
+    assert by_env.origin("watermark_bound") == "RECKON_LATENESS"
     assert capsys.readouterr().err.splitlines() == [
         "reckon: warning: RECKON_LATENESS is deprecated, use RECKON_WATERMARK_BOUND",
         "reckon: warning: RECKON_GRACE is deprecated, use RECKON_ALLOWED_LATENESS"]
 
     by_file = load_settings(_toml(tmp_path, 'lateness = "5s"\n'), env={})
-    assert by_file.lateness == "5s"
+    assert by_file.watermark_bound == "5s"
     assert capsys.readouterr().err == (
         f"reckon: warning: [reckon] lateness in {str(tmp_path / 'reckon.toml')!r} is deprecated, "
         "use [reckon] watermark_bound\n")
@@ -164,11 +166,29 @@ def test_the_old_names_still_work_and_warn_once(tmp_path, capsys, fresh_warnings
     args = build_parser().parse_args(["stream", "--landing", "l", "--lateness", "6s",
                                       "--grace", "1s"])
     by_flag = _settings(args)
-    assert (by_flag.lateness, by_flag.grace) == ("6s", "1s")
-    assert by_flag.origin("lateness") == "--lateness"  # a refusal names the flag typed
+    assert (by_flag.watermark_bound, by_flag.allowed_lateness) == ("6s", "1s")
+    assert by_flag.origin("watermark_bound") == "--lateness"  # a refusal names the flag typed
     assert capsys.readouterr().err.splitlines() == [
         "reckon: warning: --lateness is deprecated, use --watermark-bound",
         "reckon: warning: --grace is deprecated, use --allowed-lateness"]
+
+
+def test_a_python_callers_old_keyword_works_with_a_deprecation_warning():
+    """A keyword by a setting's first name (reckon.vocabulary.DEPRECATED_SETTINGS) to
+    ``load_settings`` or ``settings_of``: a script written before the rename runs, told what
+    to write instead, on its own line."""
+    from reckon.config import settings_of
+
+    with pytest.warns(DeprecationWarning, match="^lateness= is deprecated, use watermark_bound=$"
+                      ) as caught:
+        s = load_settings(env={}, lateness="5s")  # vocabulary: keep
+    assert s.watermark_bound == "5s" and s.origin("watermark_bound") == "--watermark-bound"
+    assert caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning,
+                      match="^grace= is deprecated, use allowed_lateness=$"):  # vocabulary: keep
+        assert settings_of(grace="2s").allowed_lateness == "2s"  # vocabulary: keep
+    with pytest.raises(ConfigError, match="give only allowed_lateness="):
+        settings_of(grace="2s", allowed_lateness="2s")  # vocabulary: keep
 
 
 def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkeypatch,
@@ -179,7 +199,8 @@ def test_both_names_of_one_setting_are_a_one_line_error(tmp_path, capsys, monkey
                        r"same setting \(RECKON_LATENESS is its deprecated name\): give only "
                        "RECKON_WATERMARK_BOUND$"):
         load_settings(env={"RECKON_LATENESS": "3s", "RECKON_WATERMARK_BOUND": "3s"})
-    with pytest.raises(ConfigError, match=r"^\[reckon\] allowed_lateness and \[reckon\] grace in "
+    with pytest.raises(ConfigError, match=r"^\[reckon\] allowed_lateness and "
+                       r"\[reckon\] grace in "  # vocabulary: keep
                        r"'.*reckon\.toml' set the same setting"):
         load_settings(_toml(tmp_path, 'grace = "1s"\nallowed_lateness = "1s"\n'), env={})
 
@@ -261,7 +282,7 @@ def test_the_engines_configs_carry_the_settings_they_are_built_from(tmp_path):
 
     from reckon.reconcile import Tolerance
 
-    s = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="1m", lateness="5s",
+    s = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="1m", watermark_bound="5s",
                       tolerance_abs="0.01", allow_unexplained=True, currencies="EUR,JPY",
                       amount_max="500.00", target_completeness="0.99")
     audit, check, whatif = s.audit_config(), s.check_config(), s.whatif_config()

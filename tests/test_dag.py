@@ -229,7 +229,7 @@ def test_each_days_report_goes_to_its_own_folder(airflow_env):
 def test_settings_env_round_trips_through_load_settings(tmp_path):
     from app.airflow_env import settings_env
 
-    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), lateness="5s",
+    settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), watermark_bound="5s",
                              expected_partitions="0,1,2", tolerance_abs="0.01",
                              extra_spark_conf='{"spark.a": "1", "spark.sql.extensions": '
                                               '"a.B,c.D"}')

@@ -28,7 +28,7 @@ def test_the_demo_day_ends_inside_the_events_so_the_watermark_can_close_it(tmp_p
     first = parse_timestamp(manifest.event_time_min)
     last = parse_timestamp(manifest.event_time_max)
     assert d0 <= first < d1
-    # the tail on the next day is far longer than lateness + grace + the slow skew
+    # the tail on the next day is far longer than lateness + allowed_lateness + the slow skew
     assert last - d1 > 50 * MICROS_PER_SECOND
     assert (last - first) >= 590 * MICROS_PER_SECOND
     assert 6 <= len(manifest.files) <= 8
@@ -76,7 +76,7 @@ def test_the_summary_prints_one_headline_line_per_currency_and_never_adds_them()
                     _figures("KWD", "10.500 10.625 0.125 0.125 0.000 0.000",
                              (1400, 1420, 20, 20, 0, 0))],
         status_counts={"EXPLAINED": 30, "MATCHED": 300}, unexplained=0, late_events_table=61,
-        configured_lateness="3s", recommended_lateness="5s", target_completeness="0.999",
+        configured_bound="3s", recommended_bound="5s", target_completeness="0.999",
         quarantined=10, quarantined_expected=10, audit_run_id="audit-1", check_success=True,
         report_html="", report_pdf="", data_docs="", dag_state="success", task_states={})
     text = summary.render()
@@ -217,7 +217,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
 
     from app.cli import main
     from app.settings import load_settings
-    from audits.lateness import analyze_day
+    from audits.bound_whatif import analyze_day
     from spark import tables as tb
     from tests.streamkit import canonical_rows, landing_reference_canonical
     from tests.test_dag import EXPECTED_UPSTREAM
@@ -343,7 +343,7 @@ def test_demo_end_to_end_summary_matches_the_tables(spark, tmp_path, capsys):
                              expected_partitions=tuple(manifest["expected_partitions"]))
     analysis = analyze_day(spark, settings.whatif_config(), DEMO_DAY)
     assert analysis.recommended is not None
-    assert parse_duration(summary["recommended_lateness"]) == analysis.recommended.bound
+    assert parse_duration(summary["recommended_bound"]) == analysis.recommended.bound
     for path in (summary["report_html"], summary["report_pdf"], summary["data_docs"]):
         assert path and Path(path).is_file(), path
     assert summary["dag_state"] == "success"

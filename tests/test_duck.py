@@ -244,12 +244,12 @@ def test_the_folds_sql_computes_the_core_rules_ends_passed(before, advance, step
 
 
 @given(end=st.integers(0, 10**6), watermark=st.none() | st.integers(0, 10**6),
-       grace=st.integers(0, 10**5))
+       allowed_lateness=st.integers(0, 10**5))
 @settings(max_examples=60, deadline=None)
-def test_the_folds_sql_status_is_the_core_window_status(end, watermark, grace):
+def test_the_folds_sql_status_is_the_core_window_status(end, watermark, allowed_lateness):
     from reckon.eventtime import window_status
     from reports.duck import SqlExpr, _status_sql
 
     wm = SqlExpr("NULL::BIGINT" if watermark is None else f"({watermark})::BIGINT")
-    assert _evaluated(_status_sql(SqlExpr(f"({end})::BIGINT"), wm, grace)) == \
-        window_status(end, watermark, grace).value
+    assert _evaluated(_status_sql(SqlExpr(f"({end})::BIGINT"), wm, allowed_lateness)) == \
+        window_status(end, watermark, allowed_lateness).value

@@ -2,7 +2,7 @@
 
 Every query runs through ``spark.sql_query.run_query`` (Spark SQL over Delta) and through
 ``reports.duck.run_duck_query`` (DuckDB over delta-rs) on warehouses the real stream wrote
-(tests/scenarios.py: the worked example with revisions, late events and grace; EUR, JPY and
+(tests/scenarios.py: the worked example with revisions, late events and allowed_lateness; EUR, JPY and
 KWD on one key). Results must be equal value for value: Decimals compared with their scale
 (``Decimal('12.500')`` is not ``Decimal('12.5')``), only row order and how a timestamp
 carries its UTC zone normalised. provisional_totals is folded by each engine on its own
@@ -22,7 +22,7 @@ from spark.sql_query import run_query
 from storage import commits
 from tests.scenarios import SCENARIOS
 
-CASES = [next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s")),
+CASES = [next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s")),
          next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))]
 
 PT = "provisional_totals"

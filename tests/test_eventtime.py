@@ -91,7 +91,7 @@ def test_bad_window_specs_are_rejected_with_the_value(size, slide):
 
 
 def test_classify_boundaries():
-    # end 10, grace 5: open while WM < 10; revision while 10 <= WM < 15; late from 15
+    # end 10, allowed lateness 5: open while WM < 10; revision while 10 <= WM < 15; late from 15
     assert classify(10, None, 5) is Disposition.ON_TIME
     assert classify(10, 9, 5) is Disposition.ON_TIME
     assert classify(10, 10, 5) is Disposition.REVISION
@@ -111,7 +111,7 @@ def _feed(policy, batches):
 
 
 def test_min_rule_holds_the_watermark_for_the_slow_partition():
-    policy = WatermarkPolicy(lateness=3 * S, idle_timeout=100 * S, expected_partitions=(0, 1))
+    policy = WatermarkPolicy(watermark_bound=3 * S, idle_timeout=100 * S, expected_partitions=(0, 1))
     _, marks = _feed(policy, [
         [(0, 20 * S, 20 * S)],                 # partition 1 not seen yet: undefined
         [(1, 12 * S, 21 * S)],                 # min(20, 12) - 3 = 9
@@ -122,7 +122,7 @@ def test_min_rule_holds_the_watermark_for_the_slow_partition():
 
 
 def test_idle_partition_stops_holding_back_and_rejoins_without_going_backwards():
-    policy = WatermarkPolicy(lateness=0, idle_timeout=10 * S, expected_partitions=(0, 1))
+    policy = WatermarkPolicy(watermark_bound=0, idle_timeout=10 * S, expected_partitions=(0, 1))
     _, marks = _feed(policy, [
         [(0, 5 * S, 5 * S), (1, 5 * S, 5 * S)],   # both at 5
         [(0, 12 * S, 12 * S)],                     # 1 silent 7s: not idle, WM stays 5
@@ -134,7 +134,7 @@ def test_idle_partition_stops_holding_back_and_rejoins_without_going_backwards()
 
 
 def test_expected_partition_that_never_delivers_times_out_from_first_arrival():
-    policy = WatermarkPolicy(lateness=0, idle_timeout=10 * S, expected_partitions=(0, 1, 2))
+    policy = WatermarkPolicy(watermark_bound=0, idle_timeout=10 * S, expected_partitions=(0, 1, 2))
     _, marks = _feed(policy, [[(0, 1 * S, 1 * S), (1, 1 * S, 1 * S)],
                               [(0, 5 * S, 5 * S), (1, 5 * S, 5 * S)],
                               [(0, 11 * S, 11 * S), (1, 11 * S, 11 * S)]])
@@ -145,7 +145,7 @@ def test_an_expected_partition_times_out_from_the_first_arrival_within_a_batch()
     """One batch of partition 0 arriving over 0..120 s, partition 1 expected but silent, idle
     timeout 60 s: partition 1 has been silent 120 s since the stream's first arrival, so it is
     idle and the watermark is defined, exactly as when the same events come one per batch."""
-    policy = WatermarkPolicy(lateness=3 * S, idle_timeout=60 * S, expected_partitions=(0, 1))
+    policy = WatermarkPolicy(watermark_bound=3 * S, idle_timeout=60 * S, expected_partitions=(0, 1))
     events = [(0, t * S, t * S) for t in range(0, 121, 10)]
     one_by_one, _ = _feed(policy, [[e] for e in events])
     whole = advance_watermark(WatermarkState(), [
@@ -159,7 +159,7 @@ def test_watermark_never_moves_backwards_and_never_passes_a_live_partition(batch
     """No idle partitions (timeout out of reach), none expected: after each batch the
     watermark is max(previous, min over the partitions seen of their max event time - L),
     a running figure this test keeps itself."""
-    policy = WatermarkPolicy(lateness=S, idle_timeout=10**16 + 1, expected_partitions=())
+    policy = WatermarkPolicy(watermark_bound=S, idle_timeout=10**16 + 1, expected_partitions=())
     state = WatermarkState()
     previous = None
     maxima: dict[int, int] = {}
@@ -178,7 +178,7 @@ def test_watermark_never_moves_backwards_and_never_passes_a_live_partition(batch
 
 def test_zero_idle_timeout_is_rejected_because_it_can_lose_data():
     with pytest.raises(ConfigError, match="idle_timeout"):
-        WatermarkPolicy(lateness=0, idle_timeout=0)
+        WatermarkPolicy(watermark_bound=0, idle_timeout=0)
 
 
 @given(st.integers(-10**16, 10**16), st.integers(0, 10**10),

@@ -51,7 +51,7 @@ def test_a_small_day_is_interpreted_a_big_one_compiled_and_the_session_kept(
     from spark.session import session_conf
     from tests.test_stream_codegen import GENERATED_CODE
 
-    wh = streamed_scenario("worked example, grace 0").warehouse_path
+    wh = streamed_scenario("worked example, allowed lateness 0").warehouse_path
     rows = tb.read_table(spark, wh, tb.EVENT_LOG).filter(F.col("event_date") == DAY).count()
     assert rows > 0 and day_rows(wh, [DAY]) == rows
     assert day_rows(wh, [date(2025, 12, 31)]) == 0

@@ -1,5 +1,5 @@
 """`reckon explain` tells the story of a window the real stream processed: the worked example
-with grace 5 s has, in window [0,10), three events on time, one (at 8 s) that revised the
+with allowed lateness 5 s has, in window [0,10), three events on time, one (at 8 s) that revised the
 closed window and one (at 4 s) that arrived 13 s past its close and went to late_events.
 Money is per currency: a key's window with EUR, JPY and KWD events is three chapters, each
 with its own totals in its own digits, never added."""
@@ -25,7 +25,7 @@ def explain(spark, settings, key, instant, currency=None):
                           instant, currency)
 
 
-GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 CURRENCY_CASE = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 
 
@@ -87,7 +87,7 @@ def test_explain_cli_json_and_text(spark, streamed, capsys):
     assert [(e["event_id"], e["fate"]) for e in w["events"]] == [("e3-12", "on_time"),
                                                                  ("e4-15", "on_time")]
     assert w["provisional"]["total_amount"] == "2.00" and w["provisional"]["status"] == "CLOSED"
-    assert doc["rules"]["grace"] == "5s"
+    assert doc["rules"]["allowed_lateness"] == "5s"
     assert main(args) == 0
     assert capsys.readouterr().out.startswith(
         f"window [{iso(10)}, {iso(20)}) key merchant-x, currency USD: 2 events: 2 counted on "
@@ -160,7 +160,7 @@ def test_explain_rejects_a_time_without_zone(tmp_path):
 
 def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, tmp_path):
     """Key B's only event (at 8 s) arrives after key A moved the watermark to 12 s: window
-    [0,10) is closed but within grace, so the stream inserts B's row already CLOSED, in the
+    [0,10) is closed but within the allowed lateness, so the stream inserts B's row already CLOSED, in the
     same batch, as revision 1. The story must say the event revised the window, as the stream
     judged it (its batch's watermark_before), not "on time" because no batch followed the close."""
     from app.settings import load_settings
@@ -169,7 +169,7 @@ def test_an_event_that_opens_a_closed_windows_row_is_its_first_revision(spark, t
     from tests.test_replay_audit import _raw
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="10s",
-                             lateness="0s", grace="5s", shuffle_partitions=2)
+                             watermark_bound="0s", allowed_lateness="5s", shuffle_partitions=2)
     processor = BatchProcessor.of(spark, settings, query_id="explain-revision")
     processor(_raw(spark, [ev(12, 13, key="A")]), 0)
     processor(_raw(spark, [ev(8, 14, key="B")]), 1)
@@ -194,7 +194,7 @@ def test_a_copy_admitted_past_the_dedup_horizon_is_told_as_an_uncaught_duplicate
     from tests.test_replay_audit import _raw
 
     settings = load_settings(env={}, warehouse=str(tmp_path / "wh"), window="10s",
-                             lateness="1h", dedup_horizon="5s", shuffle_partitions=2)
+                             watermark_bound="1h", dedup_horizon="5s", shuffle_partitions=2)
     first = ev(1, 2, key="A", amount="3.00")
     again = replace(first, arrival_time=BASE + 20 * S, offset=20)
     processor = BatchProcessor.of(spark, settings, query_id="explain-uncaught")

@@ -2,7 +2,7 @@
 ``--engine spark``, byte for byte, text and ``--json``, through the real CLI.
 
 Warehouses the real stream wrote (tests/scenarios.py, shared with tests/test_duck_spark.py):
-the worked example with grace 5 s (events on time, one that revised a closed window, one
+the worked example with allowed lateness 5 s (events on time, one that revised a closed window, one
 late event), EUR, JPY and KWD on one key (0-, 2- and 3-decimal currencies, quarantined lines
 naming a currency), and a small stream of this module's own with a copy the stream caught as a
 duplicate, one admitted past the dedup horizon and a replayed day (canonical totals).
@@ -22,7 +22,7 @@ from app.cli import main
 from reckon.timeutil import format_micros
 from tests.scenarios import BASE, SCENARIOS, S, ev
 
-GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 CURRENCIES = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 
 
@@ -40,7 +40,7 @@ def duplicates_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -
     from tests.test_replay_audit import _raw
 
     wh = tmp_path_factory.mktemp("explain-dups") / "wh"
-    settings = load_settings(env={}, warehouse=str(wh), window="10s", lateness="1h",
+    settings = load_settings(env={}, warehouse=str(wh), window="10s", watermark_bound="1h",
                              dedup_horizon="5s", shuffle_partitions=2)
     caught, uncaught = ev(3, 4, key="A", amount="2.50"), ev(1, 2, key="A", amount="3.00")
     processor = BatchProcessor.of(spark, settings, query_id="explain-duck-dups")
@@ -69,11 +69,11 @@ def _same_on_both(capsys: Any, wh: Path, *flags: str) -> str:
 
 def test_explain_tells_the_same_story_on_duckdb_and_spark(spark, streamed_scenario, capsys,
                                                           duplicates_warehouse):
-    grace = streamed_scenario(GRACE.name).warehouse_path
-    story = _same_on_both(capsys, grace, "--key", "merchant-x", "--window", iso(6))
+    allowed_lateness = streamed_scenario(GRACE.name).warehouse_path
+    story = _same_on_both(capsys, allowed_lateness, "--key", "merchant-x", "--window", iso(6))
     assert "revised the closed window (revision 1)" in story and "late by 13.0 s" in story
     for at in (12, 600):  # a closed window, a quiet window of a busy key
-        _same_on_both(capsys, grace, "--key", "merchant-x", "--window", iso(at))
+        _same_on_both(capsys, allowed_lateness, "--key", "merchant-x", "--window", iso(at))
 
     money = streamed_scenario(CURRENCIES.name).warehouse_path
     story = _same_on_both(capsys, money, "--key", "m0", "--window", iso(5))

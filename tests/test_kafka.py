@@ -98,7 +98,7 @@ def _assert_matches_reference(spark, warehouse: Path, batches: list[list[Event]]
 
 
 def test_worked_example_from_kafka_matches_the_transcript(spark, kafka_broker, tmp_path):
-    # grace 0 (the grace variant differs only in classification, which the landing-source
+    # allowed lateness 0 (the allowed lateness variant differs only in classification, which the landing-source
     # scenario test covers; here the transport is under test)
     case = SCENARIOS[0]
     topic = kafka_broker.create_topic("worked-example", partitions=1)

@@ -154,7 +154,7 @@ def test_the_reference_sums_38_digit_totals_exactly() -> None:
     from reckon.eventtime import EventTimeRules
     from reckon.reference import Event, canonical_totals
 
-    rules = EventTimeRules.parse(window="10s", lateness="3s")
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s")
     half = D("49999999999999999999999999999999999.999")
     events = [Event(f"e{i}", "k", half, 1_000_000 * i, 1_000_000 * i, currency="KWD")
               for i in range(2)]
@@ -171,7 +171,7 @@ def test_a_storys_provisional_history_adds_38_digit_deltas_exactly() -> None:
     deltas = [SimpleNamespace(query_id="q", batch_id=b, processed_at=b, total_amount=amount,
                               event_count=1, revised=0, currency="KWD")
               for b, amount in enumerate((TOP, D("-0.001"), BOTTOM))]
-    told = history_of(deltas, {}, None, window_end=10**9, grace=0)
+    told = history_of(deltas, {}, None, window_end=10**9, allowed_lateness=0)
     assert [h.total_amount for h in told] == [
         TOP, D("99999999999999999999999999999999999.998"), D("-0.001")]
 

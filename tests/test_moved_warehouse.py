@@ -54,7 +54,7 @@ def test_a_copied_warehouse_re_audits_keeps_the_signed_copy_and_verifies_its_log
     from tests.streamkit import copy_warehouse
     from workbench import queries
 
-    streamed = streamed_scenario("worked example, grace 0").warehouse_path
+    streamed = streamed_scenario("worked example, allowed lateness 0").warehouse_path
     wh = copy_warehouse(streamed, clean_env)
     day = DAY.isoformat()
     for step in ("replay", "audit"):

@@ -1,7 +1,7 @@
 """Issue 41, "a streamed day where one source is slow": on a small day of the bench's
 ``flushing_link`` scenario (bench/per_source_day.py) bounds per source are more complete or
 as complete, and emit earlier, than the best single bound, by the pure reference (per event,
-as ``reckon lateness --per-source`` judges, and per micro-batch, as the stream judges) and in
+as ``reckon bound-whatif --per-source`` judges, and per micro-batch, as the stream judges) and in
 one small real stream. The full day, its streams and the same claim on other seeds are the
 bench's (BENCHMARKS.md section 9).
 
@@ -66,7 +66,7 @@ def test_every_input_delivers_first_and_the_day_is_deterministic():
 
 
 def test_per_event_the_recommended_bounds_per_source_beat_every_single_bound():
-    """What ``reckon lateness --per-source`` recommends (per event, as a running stream), on
+    """What ``reckon bound-whatif --per-source`` recommends (per event, as a running stream), on
     the day judged per event, against the best single bound of a fine sweep with inputs by
     partition and by source (not only the recommender's own candidates)."""
     day = _small()
@@ -117,7 +117,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     batches, does exactly that: the Spark stream equals the reference under every policy,
     tests/test_watermark_inputs_stream.py), later than the stream's; the per-batch
     what-if's configured row (``analyze_day_batches``) is what the stream did."""
-    from audits.lateness_batches import (
+    from audits.bound_whatif_batches import (
         BEST_PER_BATCH_ROWS,
         analyze_day_batches,
         batch_points,
@@ -137,7 +137,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
         batches.setdefault(b, []).append(Event(f"e{i}", f"m{i % 7}", Decimal("1.00"), t, a,
                                                partition=p, offset=i, source=s,
                                                currency="EUR"))
-    settings_ = stream_settings(tmp_path / "wh", window="10s", lateness="0s",
+    settings_ = stream_settings(tmp_path / "wh", window="10s", watermark_bound="0s",
                                 idle_timeout="60s",
                                 watermark_bound_by_source="http=8s,radar=0s,sat=0s")
     assert settings_.event_time_rules().watermark == per_source(8)
@@ -154,7 +154,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
     assert got["avg_emit_latency_seconds"] < replayed["one_bound"].avg_emit_latency  # type: ignore[operator]
     assert analyze_day_batches(spark, settings_.whatif_config(), DAY).configured == replayed["per_source"]
 
-    # the report's and `reckon lateness --per-source`'s comparison per micro-batch: the
+    # the report's and `reckon bound-whatif --per-source`'s comparison per micro-batch: the
     # recommendation's rows, the single bound best per micro-batch, the stream's own
     rec = recommend_per_input(day.event_us, day.arrival_us, day.partition, day.source,
                               windows(), default_bounds(settings_), TARGET,
@@ -172,7 +172,7 @@ def test_a_real_stream_with_bounds_per_source_beats_the_best_single_bound(spark,
 
     # bounds changed since (--change-spec to http 5s) are not what the day ran with: the
     # comparison's last row is replayed under the bounds the day's batches recorded
-    later = stream_settings(tmp_path / "wh", window="10s", lateness="0s", idle_timeout="60s",
+    later = stream_settings(tmp_path / "wh", window="10s", watermark_bound="0s", idle_timeout="60s",
                             watermark_bound_by_source="http=5s,radar=0s,sat=0s")
     assert whatif_of_day(spark, later.whatif_config(), DAY).rules.watermark == per_source(8)
     assert analyze_day_batches(spark, later.whatif_config(), DAY).configured == mine  # per batch

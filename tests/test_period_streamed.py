@@ -41,7 +41,7 @@ from workbench.app import create_app
 from workbench.auth import add_user
 from workbench.server import serve_in_thread
 
-GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE_CASE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 DAYS = [date(2026, 1, d) for d in (1, 2, 3, 4)]
 DAY_S = 86_400 * S
 PASSWORD = "correct horse battery staple"

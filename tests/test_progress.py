@@ -19,8 +19,8 @@ DAY = date(2026, 1, 1)
 END = datetime(2026, 1, 2, tzinfo=UTC)
 
 
-def _settings(warehouse: Path, grace: str = "5s") -> Settings:
-    return load_settings(env={}, warehouse=str(warehouse), grace=grace, shuffle_partitions=2)
+def _settings(warehouse: Path, allowed_lateness: str = "5s") -> Settings:
+    return load_settings(env={}, warehouse=str(warehouse), allowed_lateness=allowed_lateness, shuffle_partitions=2)
 
 
 def _append_progress(spark, warehouse: Path, batch_id: int, watermark: datetime | None) -> None:
@@ -43,7 +43,7 @@ def test_no_progress_table_means_no_watermark_and_a_clear_error(spark, warehouse
         wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="0s", poll="1s")
     text = str(err.value)
     assert "2026-01-01" in text
-    assert "2026-01-02T00:00:05Z" in text  # end of day + grace 5s
+    assert "2026-01-02T00:00:05Z" in text  # end of day + allowed lateness 5s
     assert "has not written any progress yet" in text
     assert "Is the stream running" in text and "lookback_days" in text
 
@@ -71,8 +71,8 @@ def test_latest_watermark_is_the_largest_recorded(spark, warehouse):
 def test_short_of_end_plus_grace_times_out_naming_day_and_watermark(spark, warehouse):
     from spark.progress import wait_for_day_closed
 
-    settings = _settings(warehouse, grace="5s")
-    # past the end of the day, but not past end + grace
+    settings = _settings(warehouse, allowed_lateness="5s")
+    # past the end of the day, but not past end + allowed_lateness
     _append_progress(spark, warehouse, 0, END + timedelta(seconds=4))
     with pytest.raises(WatermarkNotReadyError) as err:
         wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="1s", poll="300ms")
@@ -86,7 +86,7 @@ def test_short_of_end_plus_grace_times_out_naming_day_and_watermark(spark, wareh
 def test_passes_once_watermark_reaches_end_plus_grace(spark, warehouse):
     from spark.progress import wait_for_day_closed
 
-    settings = _settings(warehouse, grace="5s")
+    settings = _settings(warehouse, allowed_lateness="5s")
     _append_progress(spark, warehouse, 0, END + timedelta(seconds=5))
     result = wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="0s", poll="1s")
     assert json.loads(json.dumps(result)) == result  # JSON-safe, what an Airflow task passes on
@@ -100,7 +100,7 @@ def test_passes_once_watermark_reaches_end_plus_grace(spark, warehouse):
 def test_keeps_polling_until_the_stream_gets_there(spark, warehouse):
     from spark.progress import wait_for_day_closed
 
-    settings = _settings(warehouse, grace="0s")
+    settings = _settings(warehouse, allowed_lateness="0s")
     _append_progress(spark, warehouse, 0, END - timedelta(seconds=1))
     writer = threading.Timer(1.0, _append_progress, (spark, warehouse, 1, END))
     writer.start()
@@ -124,31 +124,31 @@ def test_bad_durations_name_the_argument(spark, warehouse):
         wait_for_day_closed(spark, settings.progress_config(), DAY, timeout="soon", poll="1s")
 
 
-@pytest.mark.parametrize(("window", "slide", "grace"), [
+@pytest.mark.parametrize(("window", "slide", "allowed_lateness"), [
     ("10s", "", "5s"), ("10s", "5s", "0s"), ("1m", "15s", "3s"), ("1h", "1m", "0s"),
     ("7m", "", "0s"), ("14s", "7s", "1s")])  # steps that do not divide a day
 def test_required_watermark_is_where_the_days_last_window_turns_final(tmp_path, window, slide,
-                                                                      grace):
+                                                                      allowed_lateness):
     """Fast tier: the wait threshold against the one lifecycle rule (reckon.eventtime). Every
     window starting in the day is FINAL at it, and one microsecond earlier one is not: with
-    hopping windows, or a step that does not divide 24 hours, that is past midnight + grace,
+    hopping windows, or a step that does not divide 24 hours, that is past midnight + allowed_lateness,
     since the last ones end in the next day."""
     from reckon.eventtime import WindowStatus, window_status
     from spark.progress import required_watermark
 
     settings = load_settings(env={}, warehouse=str(tmp_path), window=window, slide=slide,
-                             grace=grace)
+                             allowed_lateness=allowed_lateness)
     rules = settings.event_time_rules()
     start, end = day_bounds(DAY)
     step = rules.windows.step
     first_start = -(-start // step) * step  # windows sit on the epoch's grid, not midnight's
     day_window_ends = [s + rules.windows.size for s in range(first_start, end, step)]
     required = required_watermark(settings.event_time_rules(), DAY)
-    assert all(window_status(e, required, rules.grace) is WindowStatus.FINAL
+    assert all(window_status(e, required, rules.allowed_lateness) is WindowStatus.FINAL
                for e in day_window_ends)
-    assert any(window_status(e, required - 1, rules.grace) is not WindowStatus.FINAL
+    assert any(window_status(e, required - 1, rules.allowed_lateness) is not WindowStatus.FINAL
                for e in day_window_ends)
-    assert required == max(day_window_ends) + rules.grace
+    assert required == max(day_window_ends) + rules.allowed_lateness
 
 
 def test_the_log_statistics_give_the_watermark_without_spark(spark, warehouse):

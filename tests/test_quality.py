@@ -105,7 +105,7 @@ def _clean_rows() -> dict[str, list[dict[str, Any]]]:
         # what the replay sums from the event log: one row per currency of (window, key)
         "canonical_totals": [_canonical("k1", 2, "15.00"), _canonical("k2", 1, "7.50", "EUR"),
                              _canonical("k2", 1, "7", "JPY")],
-        # grace 0: lateness 0 (watermark exactly at the window's end) is late, and valid
+        # allowed lateness 0: lateness 0 (watermark exactly at the window's end) is late, and valid
         "late_events": [_late("e2", 12, "2.000000"), _late("e4", 10, "0.000000")],
         "uncaught_duplicates": [_duplicate("k2", 1, "7.50")],
         "reconciliation": [
@@ -376,7 +376,7 @@ def test_each_suite_catches_its_fault(spark: Any, faulty_wh: Path) -> None:
             "duplicate_count: 1 unexpected") in message and '"key": "k6"' in message
     assert "late_events: expect_column_values_to_be_in_set on column beyond_grace" in message
     assert '"event_id": "e5"' in message and '"lateness_seconds": "-2.000000"' in message
-    assert '"event_id": "e4"' not in message  # lateness 0 with grace 0 is legitimately late
+    assert '"event_id": "e4"' not in message  # lateness 0 with allowed lateness 0 is legitimately late
     assert "reconciliation: expect_column_values_to_be_in_set on column invariant_holds" \
            in message
     assert '"canonical_amount": "20.000"' in message

@@ -5,7 +5,7 @@ Each case runs ``audits.quality.run_checks`` (Spark: the suites' derives as Spar
 warehouse and day, and compares every expectation's record (success, severity, unexpected
 count, the sample the report shows, its kwargs), every suite's figures and verdict, the day's
 verdict and the Data Docs validation pages. Warehouses the real stream wrote
-(tests/scenarios.py), replayed and audited: late events (grace 5 s), EUR, JPY and KWD on one
+(tests/scenarios.py), replayed and audited: late events (allowed lateness 5 s), EUR, JPY and KWD on one
 key, a caught and an uncaught duplicate, a hand-edited delta (an unexplained break: a blocking
 failure), a quiet day; and tests/test_quality.py's hand-written day with one fault per table.
 Then ``reckon check`` in its own process on a small streamed day: no JVM, the same verdict.
@@ -29,7 +29,7 @@ from tests.streamkit import copy_warehouse, edit_a_provisional_delta
 from tests.test_quality import _faulty_rows, _replay_run, _validation_pages, _what_it_says, _write
 
 DAY = date(2026, 1, 1)
-GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 CURRENCIES = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 
 
@@ -83,7 +83,7 @@ def duplicates(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.test_replay_audit import _raw
 
     wh = tmp_path_factory.mktemp("local-dups") / "wh"
-    settings = load_settings(env={}, warehouse=str(wh), window="10s", lateness="1h",
+    settings = load_settings(env={}, warehouse=str(wh), window="10s", watermark_bound="1h",
                              dedup_horizon="5s", shuffle_partitions=2)
     caught = ev(3, 4, key="A", amount="2.50", currency="KWD")
     uncaught = ev(1, 2, key="A", amount="3.00")

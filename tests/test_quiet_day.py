@@ -29,7 +29,7 @@ def warehouse(spark, tmp_path_factory) -> Path:
 
     wh = tmp_path_factory.mktemp("quiet") / "wh"
     one_batch = [[e for batch in SCENARIOS[0].batches for e in batch]]
-    run_batches(spark, stream_settings(wh, window="10s", lateness="3s"), one_batch)
+    run_batches(spark, stream_settings(wh, window="10s", watermark_bound="3s"), one_batch)
     return wh
 
 
@@ -69,7 +69,7 @@ def test_every_nightly_step_says_no_events_and_succeeds(spark, warehouse, capsys
     assert "No per-batch curve: the stream archived no events of 2025-12-31." in html
     assert "is not valid" not in html and "up to the one that closed the day" not in html
 
-    code, out, err = _run(capsys, "lateness", "--warehouse", wh, "--date", QUIET.isoformat())
+    code, out, err = _run(capsys, "bound-whatif", "--warehouse", wh, "--date", QUIET.isoformat())
     assert (code, out, err) == (0, "no events on 2025-12-31: nothing to analyse\n", "")
 
 

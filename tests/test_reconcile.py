@@ -78,11 +78,11 @@ def _log(raw):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(events, max_size=40), st.integers(1, 5), st.sampled_from(["0s", "4s"]),
        st.sampled_from(["1s", "1h"]))
-def test_clean_streams_are_fully_explained(raw, cut, grace, horizon):
+def test_clean_streams_are_fully_explained(raw, cut, allowed_lateness, horizon):
     """Nothing injected: canonical = provisional + late - duplicate for every row, no break
     is unexplained, and the late amounts equal the total gap plus what duplicates added."""
     log = _log(raw)
-    rules = EventTimeRules.parse(window="10s", lateness="3s", grace=grace,
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", allowed_lateness=allowed_lateness,
                                  dedup_horizon=horizon, idle_timeout="1h")
     out = stream_outcome([log[i:i + cut] for i in range(0, len(log), cut)], rules)
     rows = reconcile_outcome(out, log, rules)
@@ -107,7 +107,7 @@ def test_clean_streams_are_fully_explained(raw, cut, grace, horizon):
 @given(st.lists(events, min_size=1, max_size=30), st.integers(1, 300))
 def test_a_changed_provisional_amount_is_exactly_that_row_unexplained(raw, cents):
     log = _log(raw)
-    rules = EventTimeRules.parse(window="10s", lateness="3s", idle_timeout="1h")
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", idle_timeout="1h")
     out = stream_outcome([log], rules)
     if not out.totals:
         return

@@ -31,7 +31,7 @@ def test_scenarios_through_the_reference(case):
 
 
 def test_worked_example_watermark_trace():
-    out = stream_outcome(SCENARIOS[0].batches, EventTimeRules.parse(window="10s", lateness="3s"))
+    out = stream_outcome(SCENARIOS[0].batches, EventTimeRules.parse(window="10s", watermark_bound="3s"))
     assert [None if w is None else (w - BASE) // S for w in out.watermarks] == \
         [-2, 0, 4, 9, 12, 12, 19, 23, 23]
 
@@ -71,13 +71,13 @@ _LATE_AND_UNCAUGHT = [("a", 100, "EUR", 50, 0, 0, 0), ("b", 250, "JPY", 80, 1, 0
 
 
 @settings(max_examples=200, deadline=None)
-@example(raw=_LATE_AND_UNCAUGHT, cut=1, grace="0s")
+@example(raw=_LATE_AND_UNCAUGHT, cut=1, allowed_lateness="0s")
 @given(st.lists(events, max_size=40), st.integers(1, 6), st.sampled_from(["0s", "4s"]))
 def test_nothing_vanishes_and_canonical_equals_provisional_plus_late_minus_duplicates(
-        raw, cut, grace):
+        raw, cut, allowed_lateness):
     stream = _stream(raw)
     batches = [stream[i:i + cut] for i in range(0, len(stream), cut)]
-    rules = EventTimeRules.parse(window="10s", lateness="3s", grace=grace, dedup_horizon="5s",
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", allowed_lateness=allowed_lateness, dedup_horizon="5s",
                                  idle_timeout="1h")
     out = stream_outcome(batches, rules)
     assert out.valid == len(stream) == out.counted + len(out.late) + len(out.duplicates)
@@ -104,7 +104,7 @@ def test_copies_arriving_together_in_two_landing_files_count_the_earlier_file_fi
     """Same arrival time, same partition, two landing files: the first copy is the one in the
     file whose name sorts first, whatever its line number (Spark's arrival order breaks the
     tie by input_file, then offset), so a conflict keeps that file's payload."""
-    rules = EventTimeRules.parse(window="10s", lateness="0s")
+    rules = EventTimeRules.parse(window="10s", watermark_bound="0s")
     later_file = Event("x", "k", Decimal("1.00"), BASE, BASE + S, 0, 1, input_file="f-2.ndjson")
     earlier_file = replace(later_file, amount=Decimal("2.00"), offset=9,
                            input_file="f-1.ndjson")

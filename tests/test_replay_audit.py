@@ -50,7 +50,7 @@ from tests.streamkit import (
 S = 1_000_000
 DAY1, DAY2 = date(2026, 1, 1), date(2026, 1, 2)
 MIDNIGHT = day_bounds(DAY2)[0]
-RULES = dict(window="10s", lateness="3s", grace="2s", dedup_horizon="4s", idle_timeout="1h")
+RULES = dict(window="10s", watermark_bound="3s", allowed_lateness="2s", dedup_horizon="4s", idle_timeout="1h")
 
 
 def random_batches(seed: int, n: int = 40, partitions: int = 3, batches: int = 3,
@@ -535,13 +535,13 @@ def test_a_changed_provisional_amount_is_caught_with_its_residual(spark, replaye
 @settings(max_examples=4, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(100, 10**6), partitions=st.integers(1, 3), batches=st.integers(2, 4),
-       grace=st.sampled_from(["0s", "2s"]), stragglers=st.integers(0, 2))
+       allowed_lateness=st.sampled_from(["0s", "2s"]), stragglers=st.integers(0, 2))
 def test_stream_equals_the_reference_on_random_streams(spark, tmp_path_factory, seed,
-                                                       partitions, batches, grace, stragglers):
-    """Hypothesis drives the shape (seed, partitions, batch boundaries, grace); the real batch
+                                                       partitions, batches, allowed_lateness, stragglers):
+    """Hypothesis drives the shape (seed, partitions, batch boundaries, allowed_lateness); the real batch
     processor and the pure reference must agree row for row, and nothing vanishes."""
     warehouse = tmp_path_factory.mktemp("prop") / "wh"
-    rules = {**RULES, "grace": grace}
+    rules = {**RULES, "allowed_lateness": allowed_lateness}
     settings_ = stream_settings(warehouse, **rules)
     stream = random_batches(seed, n=24, partitions=partitions, batches=batches,
                             stragglers=stragglers)

@@ -491,13 +491,15 @@ def test_configuration_names_settings_as_the_cli_does_and_the_csv_keeps_keys(tmp
     configuration.csv keeps the recorded keys its readers look up."""
     result = render_context(_ctx(), tmp_path / "r")
     html = unescape(Path(result.html_path).read_text())
-    for label in ("watermark bound (recorded as lateness)", "allowed lateness (recorded as grace)"):
+    labels = ("watermark bound (recorded as lateness)",
+              "allowed lateness (recorded as grace)")  # vocabulary: keep
+    for label in labels:
         assert label in html, label
-    assert not re.search(r">\s*(lateness|grace)\s*<", html)
+    assert not re.search(r">\s*(lateness|grace)\s*<", html)  # vocabulary: keep
     text = " ".join(subprocess.run([_need("pdftotext"), result.pdf_path, "-"], check=True,
                                    capture_output=True, text=True, timeout=120).stdout.split())
     assert "watermark bound (recorded as lateness) 3s" in text
-    assert "allowed lateness (recorded as grace) 0s" in text
+    assert "allowed lateness (recorded as grace) 0s" in text  # vocabulary: keep
     rows = list(csv.reader(io.StringIO((Path(result.out_dir) / "configuration.csv").read_text())))
     assert rows[0] == ["setting", "value"]
     assert ["grace", "0s"] in rows and ["lateness", "3s"] in rows and ["window", "10s"] in rows
@@ -586,13 +588,13 @@ def test_the_pdf_break_list_keeps_every_word_and_figure_on_one_line(tmp_path):
 
 
 #: Streamed once a session (two late events: their windows are the day's breaks).
-WORKED_GRACE_0 = "worked example, grace 0"
+WORKED_GRACE_0 = "worked example, allowed lateness 0"
 
 
 @pytest.fixture(scope="module")
 def replayed_worked_example(spark, streamed_scenario,
                             tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The worked example (grace 0) streamed and its day replayed, once for the tests that
+    """The worked example (allowed lateness 0) streamed and its day replayed, once for the tests that
     audit it: each starts from the same replay, so each copies this warehouse and audits (and
     renders) its own copy; the replay itself is not what they assert."""
     from spark.replay import replay_day
@@ -605,7 +607,7 @@ def replayed_worked_example(spark, streamed_scenario,
 
 
 def _worked_settings(warehouse: Path) -> Settings:
-    """The settings the worked example (grace 0) was streamed with, on ``warehouse``."""
+    """The settings the worked example (allowed lateness 0) was streamed with, on ``warehouse``."""
     from tests.scenarios import SCENARIOS
     from tests.streamkit import stream_settings
 
@@ -614,7 +616,7 @@ def _worked_settings(warehouse: Path) -> Settings:
 
 
 def test_render_day_from_a_real_warehouse(spark, replayed_worked_example, tmp_path, caplog):
-    """Stream the worked example (grace 0: two late events), replay, audit, then render the
+    """Stream the worked example (allowed lateness 0: two late events), replay, audit, then render the
     day: the report shows the audit's figures and is recorded with its HTML's SHA-256."""
     import hashlib
 
@@ -743,14 +745,14 @@ def test_render_a_day_with_three_currencies_from_a_real_warehouse(spark, streame
 
 def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_path):
     """The report's watermark chart shows the day's batches up to the first whose watermark
-    passed the end of the day's last window plus grace (hopping 10 s every 5 s, grace 2 s:
+    passed the end of the day's last window plus the allowed lateness (hopping 10 s every 5 s, allowed lateness 2 s:
     the last window ends 00:00:05, so the day closes at 00:00:07), and nothing after it."""
     from app.settings import load_settings
     from reports.context import _Reads, _watermarks
     from tests.test_progress import _append_progress
 
     wh = tmp_path / "wh"
-    settings = load_settings(env={}, warehouse=str(wh), window="10s", slide="5s", grace="2s",
+    settings = load_settings(env={}, warehouse=str(wh), window="10s", slide="5s", allowed_lateness="2s",
                              shuffle_partitions=2)
     midnight = T0 + timedelta(days=1)
     marks = [T0 - timedelta(seconds=1), midnight - timedelta(seconds=10),
@@ -759,7 +761,7 @@ def test_watermark_series_runs_until_the_batch_that_closed_the_day(spark, tmp_pa
     for batch_id, mark in enumerate(marks):
         _append_progress(spark, wh, batch_id, mark)
     rules = settings.event_time_rules()
-    rules = dataclasses.replace(rules, watermark=dataclasses.replace(rules.watermark, lateness=0))
+    rules = dataclasses.replace(rules, watermark=dataclasses.replace(rules.watermark, watermark_bound=0))
     series = _watermarks(_Reads(wh), rules, DAY)
     assert sorted({p.batch_id for p in series if p.partition is None}) == [1, 2, 3]
 
@@ -1014,7 +1016,7 @@ def test_a_missing_per_batch_curve_says_why_in_every_format(tmp_path):
 def test_a_quiet_day_says_the_stream_archived_no_events_not_an_error(tmp_path):
     """The note was the --date error's text: "No per-batch curve: date='2026-11-25' is not
     valid: a day with events the stream archived (that day has none)"."""
-    from audits.lateness_batches import no_batch_curve
+    from audits.bound_whatif_batches import no_batch_curve
     from reckon.errors import NoEventsError
 
     why = str(NoEventsError(date(2026, 11, 25), "the stream archived no events of 2026-11-25"))
@@ -1147,7 +1149,7 @@ def test_bounds_per_source_show_against_the_best_single_bound_in_html_pdf_and_cs
         single=CurvePoint(10 * s, 1.0, 1900, 0, 17.25),
         single_fallback=CurvePoint(10 * s, 1.0, 1900, 0, 17.25), reached=True,
         by_partition=CurvePoint(20 * s, 0.9995, 1899, 1, 21.0))
-    from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
+    from audits.bound_whatif_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
     from reports.context import CurveLine
 
     batches = (*zip(PER_SOURCE_ROWS[:3], (
@@ -1316,11 +1318,11 @@ def _spark_watermarks(spark, warehouse: Path, rules, day: date) -> tuple:
 
 
 def _spark_whatifs(spark, settings: Settings, day: date) -> tuple:
-    """The report's what-ifs as Spark computes them (audits.lateness, .lateness_batches)."""
+    """The report's what-ifs as Spark computes them (audits.bound_whatif, .lateness_batches)."""
+    from audits.bound_whatif import analyze_day, analyze_inputs
+    from audits.bound_whatif_batches import analyze_day_batches, per_source_batches, whatif_of_day
     from audits.day_whatif import curve_line as _line
     from audits.day_whatif import exact_seconds as _seconds
-    from audits.lateness import analyze_day, analyze_inputs
-    from audits.lateness_batches import analyze_day_batches, per_source_batches, whatif_of_day
 
     whatif = settings.whatif_config()
     analysis = analyze_day(spark, whatif, day)

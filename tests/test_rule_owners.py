@@ -18,7 +18,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from reckon.errors import UsageError
-from reckon.eventtime import EventTimeRules, is_beyond_grace
+from reckon.eventtime import EventTimeRules, is_beyond_allowed_lateness
 from reckon.signoff import (
     BREAK_ACTIONS,
     DECISIONS,
@@ -92,15 +92,15 @@ def test_who_may_sign():
     assert "signs as 'bob'" in (impersonation_refusal("eve", "bob", "the OS account") or "")
 
 
-@pytest.mark.parametrize(("window", "slide", "grace"), [("10s", None, "0s"), ("10s", None, "2s"),
+@pytest.mark.parametrize(("window", "slide", "allowed_lateness"), [("10s", None, "0s"), ("10s", None, "2s"),
                                                          ("10s", "5s", "1s"), ("7m", None, "0s")])
-def test_day_d_is_final_exactly_when_its_last_window_is(window, slide, grace):
-    rules = EventTimeRules.parse(window=window, slide=slide, grace=grace)
+def test_day_d_is_final_exactly_when_its_last_window_is(window, slide, allowed_lateness):
+    rules = EventTimeRules.parse(window=window, slide=slide, allowed_lateness=allowed_lateness)
     day = date(2026, 1, 1)
     at = rules.day_final_at(day)
-    assert at >= day_bounds(day)[1] + rules.grace
+    assert at >= day_bounds(day)[1] + rules.allowed_lateness
     last_end = rules.windows.day_event_times(day)[1]
     for wm in (at - 1, at, at + 1):
-        assert rules.is_day_final(day, wm) == bool(is_beyond_grace(last_end, wm, rules.grace))
+        assert rules.is_day_final(day, wm) == bool(is_beyond_allowed_lateness(last_end, wm, rules.allowed_lateness))
     assert not rules.is_day_final(day, at - 1) and rules.is_day_final(day, at)
     assert not rules.is_day_final(day, None)

@@ -96,7 +96,7 @@ def test_worked_example_a_late_event_bridging_two_published_sessions_explains_th
     8 s arrives (its batch's watermark is 40 s). The stream keeps two sessions and sends the
     event to the late side output; the replay sees one session 0-26 s. Its gap is the late
     event's amount exactly."""
-    rules = EventTimeRules.parse(window="10s", lateness="3s", idle_timeout="1h")
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", idle_timeout="1h")
     batches = [[_event(0, 0, 0, "1.00"), _event(1, 2, 2, "2.00")],
                [_event(2, 14, 14, "4.00"), _event(3, 16, 16, "8.00")],
                [_event(4, 43, 43, "5", "JPY")],  # moves the watermark past both
@@ -133,7 +133,7 @@ def test_nothing_vanishes_and_every_session_gap_is_its_late_events_and_duplicate
         raw, cut, allowed):
     stream = _stream(raw)
     batches = [stream[i:i + cut] for i in range(0, len(stream), cut)]
-    rules = EventTimeRules.parse(window="10s", lateness="3s", grace=allowed, dedup_horizon="5s",
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", allowed_lateness=allowed, dedup_horizon="5s",
                                  idle_timeout="1h")
     out = session_stream_outcome(batches, rules, GAP)
     assert len(stream) == out.counted + len(out.late) + len(out.duplicates)
@@ -146,7 +146,7 @@ def test_one_batch_with_nothing_late_gives_the_replays_sessions():
     batch = [_event(i, rng.randrange(0, 200), 0, f"{rng.randrange(1, 999)}.00")
              for i in range(60)]
     batch = [replace(e, arrival_time=BASE) for e in batch]
-    rules = EventTimeRules.parse(window="10s", lateness="3s", idle_timeout="1h")
+    rules = EventTimeRules.parse(window="10s", watermark_bound="3s", idle_timeout="1h")
     out = session_stream_outcome([batch], rules, GAP)
     assert out.sessions == canonical_sessions(batch, rules, GAP) and out.late == []
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from app.cli import main
 from app.settings import load_settings
 from reckon.spec import merged_bounds, rules_of, spec_of, unseen_bounds, with_spec
+from reckon.vocabulary import to_stored
 from storage.spec_log import settings_for
 
 RECORDED = {"window": "10s", "lateness": "3s", "grace": "0s", "idle_timeout": "1m",
@@ -205,16 +206,20 @@ def test_a_merged_map_keeps_what_it_does_not_name(recorded, given_, removed):
 
 
 @given(bounds=_bounds, window=st.sampled_from(["10s", "1m"]),
-       bound=st.sampled_from(["0s", "3s", "1m"]), grace=st.sampled_from(["0s", "5s"]))
+       bound=st.sampled_from(["0s", "3s", "1m"]), allowed_lateness=st.sampled_from(["0s", "5s"]))
 def test_a_spec_means_the_same_rules_to_settings_and_to_a_reader_of_rules(bounds, window,
-                                                                           bound, grace):
+                                                                           bound, allowed_lateness):
     """The one reading of a recorded spec: the settings a step runs with (``with_spec``) and
     the rules an engine reads it as (``rules_of``, e.g. explain's) agree, bounds per source
     included, whatever the base they start from; a spec without bounds means one bound."""
-    recorded = spec_of(load_settings(env={}, window=window, lateness=bound, grace=grace,
+    recorded = spec_of(load_settings(env={}, window=window, watermark_bound=bound, allowed_lateness=allowed_lateness,
                                      watermark_bound_by_source=bounds or None))
     for base in (load_settings(env={}),
                  load_settings(env={}, watermark_bound_by_source="other=9s")):
         assert with_spec(base, recorded).event_time_rules() == rules_of(
             recorded, base.event_time_rules())
     assert rules_of(recorded).to_config() == recorded | rules_of(recorded).to_config()
+    # the same spec recorded by the first names (every warehouse: EventTimeRules.to_record)
+    old = to_stored(recorded)
+    assert rules_of(old) == rules_of(recorded)
+    assert with_spec(load_settings(env={}), old) == with_spec(load_settings(env={}), recorded)

@@ -20,11 +20,12 @@ from app.settings import load_settings
 from reckon.errors import UsageError
 from reckon.spec import changed_spec, describe_change, resolve, spec_of
 from reckon.timeutil import from_micros
-from storage.spec_log import recorded_versions
+from reckon.vocabulary import to_stored
+from storage.spec_log import recorded_versions, rules_in_force
 from tests.scenarios import BASE, ev
 from tests.streamkit import write_landing
 
-RECORDED = spec_of(load_settings(env={}, window="60s", lateness="5s"))
+RECORDED = spec_of(load_settings(env={}, window="60s", watermark_bound="5s"))
 
 
 # ------------------------------------------------------------------------------ fast tier
@@ -32,7 +33,7 @@ RECORDED = spec_of(load_settings(env={}, window="60s", lateness="5s"))
 
 def test_defaults_give_way_to_the_warehouse_spec() -> None:
     settings = resolve(load_settings(env={}), RECORDED, "replay")
-    assert (settings.window, settings.lateness, settings.grace) == ("1m", "5s", "0s")
+    assert (settings.window, settings.watermark_bound, settings.allowed_lateness) == ("1m", "5s", "0s")
     assert settings.origin("window") == "the warehouse"
     # resolving again is harmless: the warehouse's values never disagree with themselves
     assert resolve(settings, RECORDED, "audit").window == "1m"
@@ -68,26 +69,29 @@ def test_no_recorded_spec_leaves_the_settings_as_given() -> None:
 
 
 def test_a_change_may_move_when_windows_are_final_never_what_they_hold() -> None:
-    new = changed_spec(RECORDED, load_settings(env={}, lateness="2s", grace="5s"))
-    assert (new["lateness"], new["grace"], new["window"]) == ("2s", "5s", "1m")
+    new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s", allowed_lateness="5s"))
+    assert (new["watermark_bound"], new["allowed_lateness"], new["window"]) == ("2s", "5s", "1m")
     assert describe_change(RECORDED, new) == ("watermark_bound 5s -> 2s, "
                                               "allowed_lateness 0s -> 5s")
     with pytest.raises(UsageError, match=r"window=1m, but --window gives 30s: only the "
                                          r"watermark bound.*new warehouse to window events"):
-        changed_spec(RECORDED, load_settings(env={}, window="30s", lateness="2s"))
+        changed_spec(RECORDED, load_settings(env={}, window="30s", watermark_bound="2s"))
     with pytest.raises(UsageError, match="nothing to change"):
-        changed_spec(RECORDED, load_settings(env={}, lateness="5s"))
+        changed_spec(RECORDED, load_settings(env={}, watermark_bound="5s"))
 
 
 def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
-    """The spec records ``lateness`` and ``grace``; the flags, config and README say
+    """The warehouse records the settings' first names; the flags, config and README say
     watermark_bound and allowed_lateness, so every line a person reads does too."""
     new = changed_spec(RECORDED, load_settings(env={}, watermark_bound="2s",
                                                allowed_lateness="5s"))
-    assert (new["lateness"], new["grace"]) == ("2s", "5s")  # the recorded keys stay
+    recorded = to_stored(new)  # what spark.spec writes: the recorded keys stay
+    assert (recorded["lateness"], recorded["grace"]) == ("2s", "5s")  # vocabulary: keep
     line = describe_change(RECORDED, new)
     assert line == "watermark_bound 5s -> 2s, allowed_lateness 0s -> 5s"
-    assert not re.search(r"\b(lateness|grace)\b", line.replace("allowed_lateness", ""))
+    assert describe_change(to_stored(RECORDED), recorded) == line
+    bare = line.replace("allowed_lateness", "")
+    assert not re.search(r"\b(lateness|grace)\b", bare)  # vocabulary: keep
     with pytest.raises(UsageError, match=r"^stream: the warehouse's event-time spec has "
                                          r"watermark_bound=5s, but --watermark-bound gives 2s"):
         resolve(load_settings(env={}, watermark_bound="2s"), RECORDED, "stream")
@@ -95,22 +99,33 @@ def test_a_changed_spec_is_told_in_the_names_a_person_sets() -> None:
 
 def test_a_change_recorded_in_the_first_names_reads_in_the_new_ones(tmp_path: Path) -> None:
     """A warehouse whose version 2 was recorded as ``lateness 5s -> 2s`` (before the
-    renaming) still opens, and its report line names watermark_bound."""
+    renaming) still opens, reads in the new names, and its report line names
+    watermark_bound; a version keyed by the new names after one keyed by the old (a later
+    writer) tells only what changed."""
     log = tmp_path / "event_time_spec" / "_delta_log"
     log.mkdir(parents=True)
-    new = {**RECORDED, "lateness": "2s"}
-    for version, (spec, change) in enumerate([(RECORDED, "first start"),
-                                              (new, "lateness 5s -> 2s")]):
+    old = to_stored(RECORDED)
+    assert "lateness" in old and "watermark_bound" not in old  # vocabulary: keep
+    second_spec = {**old, "lateness": "2s"}  # vocabulary: keep
+    third_spec = {**RECORDED, "watermark_bound": "2s", "allowed_lateness": "1s"}
+    for version, (spec, change) in enumerate([(old, "first start"),
+                                              (second_spec, "lateness 5s -> 2s"),
+                                              (third_spec, "grace 0s -> 1s")]):
         meta = {"reckon_spec": {"spec_version": version + 1, "spec": spec, "change": change,
                                 "after_batch_id": None if version == 0 else 2,
                                 "after_watermark": None, "recorded_at": "2026-01-01T00:00:00Z",
                                 "recorded_by": "ops"}}
         (log / f"{version:020d}.json").write_text(
             json.dumps({"commitInfo": {"userMetadata": json.dumps(meta)}}) + "\n")
-    first, second = recorded_versions(tmp_path)
-    assert (first.change, second.change) == ("first start", "watermark_bound 5s -> 2s")
-    assert second.spec["lateness"] == "2s"
+    first, second, third = recorded_versions(tmp_path)
+    assert (first.change, second.change, third.change) == (
+        "first start", "watermark_bound 5s -> 2s", "allowed_lateness 0s -> 1s")
+    assert first.spec == RECORDED and second.spec == {**RECORDED, "watermark_bound": "2s"}
     assert second.describe().startswith("version 2 (watermark_bound 5s -> 2s) from after batch 2")
+    rules = rules_in_force(tmp_path, version=2)
+    assert (rules.watermark.watermark_bound, rules.allowed_lateness, rules.windows.size) == (
+        2_000_000, 0, 60_000_000)
+    assert rules_in_force(tmp_path).allowed_lateness == 1_000_000
 
 
 # ----------------------------------------------------------------------------- Spark tier
@@ -217,14 +232,14 @@ def test_a_spec_recorded_before_bounds_per_input_means_one_bound() -> None:
     assert "watermark_inputs" not in RECORDED
     settings = resolve(load_settings(env={}), RECORDED, "stream")
     policy = settings.event_time_rules().watermark
-    assert not policy.by_source and policy.uniform and policy.lateness == 5_000_000
+    assert not policy.by_source and policy.uniform and policy.watermark_bound == 5_000_000
     # asking for the default explicitly is no conflict with an old spec
     assert resolve(load_settings(env={"RECKON_WATERMARK_INPUTS": "partition"}), RECORDED,
                    "audit").watermark_inputs == "partition"
 
 
 def test_bounds_per_input_are_recorded_and_a_change_of_them_is_explicit() -> None:
-    given = load_settings(env={}, window="60s", lateness="5s", watermark_inputs="source",
+    given = load_settings(env={}, window="60s", watermark_bound="5s", watermark_inputs="source",
                           watermark_bound_by_source="sat=10000ms")
     recorded = spec_of(given)
     assert recorded["watermark_inputs"] == "source"

@@ -239,8 +239,8 @@ def test_the_reference_with_overrides_equal_to_L_is_todays_stream(rows, lateness
     events = [Event(f"e{i}", "k", __import__("decimal").Decimal("1.00"), BASE + t * S,
                     BASE + i * S, partition=p, source=s) for i, (t, p, s) in enumerate(rows)]
     batches = [events[i:i + 3] for i in range(0, len(events), 3)]
-    plain = EventTimeRules.parse(lateness=lateness_s * S, idle_timeout="5s")
-    same = EventTimeRules.parse(lateness=lateness_s * S, idle_timeout="5s",
+    plain = EventTimeRules.parse(watermark_bound=lateness_s * S, idle_timeout="5s")
+    same = EventTimeRules.parse(watermark_bound=lateness_s * S, idle_timeout="5s",
                                 bound_by_partition={0: lateness_s * S, 2: lateness_s * S})
     a, b = stream_outcome(batches, plain), stream_outcome(batches, same)
     assert a.watermarks == b.watermarks and a.late == b.late and a.totals == b.totals

@@ -56,7 +56,7 @@ def _multi_source(seed: int, batches: int) -> list[list]:
        inputs=st.sampled_from(["source", "partition"]))
 def test_the_stream_equals_the_reference_with_a_bound_per_input(spark, tmp_path_factory, seed,
                                                                 batches, sat, web, p1, inputs):
-    rules = dict(window="10s", lateness="2s", grace="1s", dedup_horizon="4s", idle_timeout="1h",
+    rules = dict(window="10s", watermark_bound="2s", allowed_lateness="1s", dedup_horizon="4s", idle_timeout="1h",
                  watermark_inputs=inputs, watermark_bound_by_partition=f"1={p1}")
     if inputs == "source":
         rules["watermark_bound_by_source"] = f"sat={sat},web={web}"
@@ -95,7 +95,7 @@ def test_a_progress_table_from_before_the_hold_columns_gains_them(spark, tmp_pat
                     type(old)([f for f in old.fields if f.name not in ("held_by",
                                                                         "held_back_seconds")]))
     tb.require_layout(spark, warehouse)
-    settings_ = stream_settings(warehouse, window="10s", lateness="2s", idle_timeout="1h")
+    settings_ = stream_settings(warehouse, window="10s", watermark_bound="2s", idle_timeout="1h")
     stream = _multi_source(7, 2)
     run_batches(spark, settings_, stream)
     tb.require_layout(spark, warehouse)

@@ -1,5 +1,5 @@
-"""Fast tier: the lateness what-if (reference and vectorised), watermark_series, and the
-``reckon lateness-curve`` command on CSV and Parquet files."""
+"""Fast tier: the bound what-if (reference and vectorised), watermark_series, and the
+``reckon bound-whatif-curve`` command on CSV and Parquet files."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import main
-from audits.lateness import LatenessAnalysis, PartitionCurve, render_analysis
-from audits.lateness_file import read_events_file
+from audits.bound_whatif import LatenessAnalysis, PartitionCurve, render_analysis
+from audits.bound_whatif_file import read_events_file
 from audits.records import AttributionRow
 from reckon.errors import UsageError
 from reckon.eventtime import (
@@ -25,7 +25,7 @@ from reckon.eventtime import (
     WatermarkState,
     WindowSpec,
     advance_watermark,
-    is_beyond_grace,
+    is_beyond_allowed_lateness,
     shift_watermark_series,
     watermark_series,
 )
@@ -77,7 +77,7 @@ def test_worked_example_drops_8_and_4_with_bound_3s(impl):
 
 def test_worked_example_with_grace_5s_drops_only_4():
     (point,) = lateness_curve_reference(example_events(), WindowSpec(10 * S), [3 * S],
-                                        grace=5 * S)
+                                        allowed_lateness=5 * S)
     assert (point.admitted, point.dropped) == (8, 1)
 
 
@@ -136,20 +136,20 @@ spec_strategy = st.sampled_from([WindowSpec(10 * S), WindowSpec(10 * S, 5 * S),
 @given(event_logs(), spec_strategy,
        st.lists(st.integers(0, 16).map(lambda k: k * S // 2), min_size=1, max_size=4),
        st.sampled_from([0, S, 5 * S]), st.sampled_from([2 * S, 10 * S, 20 * S]))
-def test_vectorised_curve_equals_reference(log, spec, bounds, grace, idle):
+def test_vectorised_curve_equals_reference(log, spec, bounds, allowed_lateness, idle):
     events, expected = log
     t, a, p = as_arrays(events)
-    kw = {"grace": grace, "idle_timeout": idle, "expected_partitions": expected}
+    kw = {"allowed_lateness": allowed_lateness, "idle_timeout": idle, "expected_partitions": expected}
     assert lateness_curve(t, a, p, spec, bounds, **kw) == lateness_curve_reference(
         events, spec, bounds, **kw)
 
 
 @settings(max_examples=100, deadline=None)
 @given(event_logs(max_events=40), spec_strategy, st.sampled_from([0, 2 * S]))
-def test_completeness_never_falls_as_the_bound_grows(log, spec, grace):
+def test_completeness_never_falls_as_the_bound_grows(log, spec, allowed_lateness):
     events, expected = log
     t, a, p = as_arrays(events)
-    points = lateness_curve(t, a, p, spec, [k * S // 2 for k in range(0, 30, 3)], grace=grace,
+    points = lateness_curve(t, a, p, spec, [k * S // 2 for k in range(0, 30, 3)], allowed_lateness=allowed_lateness,
                             idle_timeout=10 * S, expected_partitions=expected)
     dropped = [pt.dropped for pt in points]
     assert dropped == sorted(dropped, reverse=True)
@@ -189,7 +189,7 @@ def test_watermark_series_equals_iterated_advance_watermark(log, shuffle, latene
 
 
 def test_watermark_series_waits_for_expected_partitions_until_they_time_out():
-    policy = WatermarkPolicy(lateness=0, idle_timeout=10 * S, expected_partitions=(0, 1))
+    policy = WatermarkPolicy(watermark_bound=0, idle_timeout=10 * S, expected_partitions=(0, 1))
     events = [(BASE + 5 * S, BASE, 0), (BASE + 6 * S, BASE + 4 * S, 0),
               (BASE + 7 * S, BASE + 10 * S, 0), (BASE + 8 * S, BASE + 11 * S, 0)]
     before, state = watermark_series(*as_arrays(events), policy)
@@ -211,7 +211,7 @@ def test_a_million_events_drop_what_each_bounds_own_watermark_drops():
     ends = spec.window_starts(t)[0] + spec.size
     for point, bound in zip(points, bounds, strict=True):
         before, _ = watermark_series(t, a, p, WatermarkPolicy(bound, DEFAULT_IDLE_TIMEOUT))
-        assert point.dropped == int(np.count_nonzero(is_beyond_grace(ends, before, 0)))
+        assert point.dropped == int(np.count_nonzero(is_beyond_allowed_lateness(ends, before, 0)))
     assert points[0].dropped > points[1].dropped > points[2].dropped > 0
 
 
@@ -249,7 +249,7 @@ def cwd(tmp_path, monkeypatch) -> Path:
 
 
 def run_json(capsys, path: Path, bounds: str = "0s,3s,1h") -> list[dict]:
-    code = main(["lateness-curve", "--events", str(path), "--window", "10s",
+    code = main(["bound-whatif-curve", "--events", str(path), "--window", "10s",
                  "--bounds", bounds, "--json"])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -330,7 +330,7 @@ def test_cli_accepts_offsets_and_reads_them_as_utc(cwd, capsys):
 
 def test_cli_prints_a_readable_table(cwd, capsys):
     example_frame().to_csv(cwd / "e.csv", index=False)
-    assert main(["lateness-curve", "--events", str(cwd / "e.csv"), "--window", "10s",
+    assert main(["bound-whatif-curve", "--events", str(cwd / "e.csv"), "--window", "10s",
                  "--bounds", "3s,1h"]) == 0
     out = capsys.readouterr().out
     assert "completeness" in out and "77.7778%" in out and "5.500s" in out
@@ -360,7 +360,7 @@ def test_cli_errors_name_the_file_column_and_what_is_allowed(cwd, capsys, setup,
         "badpart.csv": f"event_time,arrival_time,partition\n{t1},{t1},0\n{t2},{t2},p1\n",
         "ok.csv": f"event_time,arrival_time\n{t1},{t1}\n",
     }
-    argv = ["lateness-curve", "--window", "10s", "--bounds", "0s"]
+    argv = ["bound-whatif-curve", "--window", "10s", "--bounds", "0s"]
     if setup is not None:
         (cwd / setup).write_text(files[setup])
         argv += ["--events", str(cwd / setup)]
@@ -373,10 +373,10 @@ def test_cli_errors_name_the_file_column_and_what_is_allowed(cwd, capsys, setup,
 
 
 def test_the_text_curve_names_the_settings_as_the_cli_does(cwd, capsys):
-    """``reckon lateness-curve`` said "grace 0s", a name the flags no longer use."""
+    """``reckon bound-whatif-curve`` said "grace 0s", a name the flags no longer use."""
     path = cwd / "events.csv"
     example_frame().to_csv(path, index=False)
-    assert main(["lateness-curve", "--events", str(path), "--window", "10s",
+    assert main(["bound-whatif-curve", "--events", str(path), "--window", "10s",
                  "--bounds", "0s,3s"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "allowed lateness 0s" in head and "grace" not in head, head

@@ -1,5 +1,5 @@
 """Fast tier: bounds per input recommended from the data (reckon.whatif_inputs), and the
-``reckon lateness --per-source`` rendering."""
+``reckon bound-whatif --per-source`` rendering."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.lateness import render_per_input
+from audits.bound_whatif import render_per_input
 from reckon.eventtime import (
     PartitionObservation,
     WatermarkPolicy,
@@ -114,7 +114,7 @@ def test_a_slow_source_gets_its_bound_and_the_others_wait_less_than_under_one_bo
 
 
 def test_the_configure_lines_set_the_recommended_bounds_from_a_file_or_flags(tmp_path):
-    """What ``reckon lateness --per-source`` says to write, pasted into reckon.toml or given
+    """What ``reckon bound-whatif --per-source`` says to write, pasted into reckon.toml or given
     as flags, configures exactly the recommended bounds."""
     from app.cli import _settings, build_parser
     from app.settings import load_settings

@@ -33,7 +33,7 @@ __all__ = ["sample_day"]
 CURRENCIES = ("EUR", "JPY", "KWD")
 CAUSES = ("EXPLAINED", "UNEXPLAINED", "EXPLAINED", "MISSING_IN_STREAM", "UNEXPLAINED")
 SOURCES = ("pos", "mobile", "partner")
-RULES = EventTimeRules.parse(window="10s", lateness="3s")
+RULES = EventTimeRules.parse(window="10s", watermark_bound="3s")
 _S = 1_000_000
 
 

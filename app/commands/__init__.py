@@ -10,7 +10,7 @@ The modules are imported only when their command runs (app.cli_parser's ``_lazy`
 - ``stream``: the streaming aggregator;
 - ``review``: breaks, signoff, verify-log;
 - ``keys``: the signers' ed25519 keys (init, register, list);
-- ``investigate``: sql, explain, lateness-curve, lateness;
+- ``investigate``: sql, explain, bound-whatif-curve, bound-whatif;
 - ``sample``: generate (sample landing data), demo (the whole flow on it).
 
 Example: ``reckon replay --date 2026-01-01`` runs ``app.commands.nightly.cmd_replay``,

@@ -1,10 +1,10 @@
-"""``reckon sql | explain | lateness-curve | lateness``: look into a warehouse, change nothing.
+"""``reckon sql | explain | bound-whatif-curve | bound-whatif``: look into a warehouse, change nothing.
 
 Each handler checks its flags first (a mistake is refused before a JVM starts), then starts
 Spark only when it needs it and calls one engine: ``reports.duck.run_duck_query`` (or
 ``spark.sql_query.run_query`` on ``--engine spark``), ``reports.explain_duck.explain_window_duck``
-(or ``audits.explain_spark.explain_window`` on ``--engine spark``), ``audits.lateness_duck`` (the
-curves and their analysis; ``audits.lateness`` on ``--engine spark``). What it
+(or ``audits.explain_spark.explain_window`` on ``--engine spark``), ``audits.bound_whatif_duck`` (the
+curves and their analysis; ``audits.bound_whatif`` on ``--engine spark``). What it
 prints is made here or by the engine's ``render_*``. Example::
 
     reckon explain --warehouse wh --key merchant-7 --window 2026-01-01T10:00:00Z
@@ -28,7 +28,7 @@ from reckon.spec import unseen_bounds, unseen_inputs
 from reckon.timeutil import parse_date, parse_duration, parse_timestamp
 from reckon.whatif import normalize_bounds
 
-__all__ = ["cmd_explain", "cmd_lateness_curve", "cmd_lateness_warehouse", "cmd_sql"]
+__all__ = ["cmd_bound_whatif", "cmd_bound_whatif_curve", "cmd_explain", "cmd_sql"]
 
 
 def _require_warehouse_dir(settings: Settings) -> None:
@@ -131,14 +131,14 @@ def _bounds_arg(text: str | None, name: str = "--bounds") -> list[int]:
     return normalize_bounds(parse_duration(b, name) for b in items)
 
 
-def cmd_lateness_curve(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness-curve --events FILE --window W --bounds B1,B2 [--json]``.
+def cmd_bound_whatif_curve(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon bound-whatif-curve --events FILE --window W --bounds B1,B2 [--json]``.
 
     The window width comes from --window; slide, allowed lateness, idle timeout and expected
     partitions from the configuration (file / RECKON_* environment), like every other
     command."""
-    from audits.lateness import curve_of_events, render_curve
-    from audits.lateness_file import read_events_file
+    from audits.bound_whatif import curve_of_events, render_curve
+    from audits.bound_whatif_file import read_events_file
 
     rules = settings.event_time_rules()  # --window arrives through settings
     bounds = _bounds_arg(args.bounds)
@@ -172,14 +172,14 @@ def _warn_unseen(engine: _LatenessEngine, whatif: WhatIfConfig, day: date) -> No
         warning = unseen_bounds(policy, *engine.inputs_of_day(whatif, day),
                                 f"on {day.isoformat()}")
         if warning:
-            print(f"reckon lateness: {warning}", file=sys.stderr)
+            print(f"reckon bound-whatif: {warning}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
 class _LatenessEngine:
-    """The reads of ``reckon lateness`` on one engine; everything else (the walks, the
-    recommendation, the rendering) is shared. ``batches`` is what ``audits.lateness_batches``
-    reads through: a Spark session or ``audits.lateness_duck.DuckReads``.
+    """The reads of ``reckon bound-whatif`` on one engine; everything else (the walks, the
+    recommendation, the rendering) is shared. ``batches`` is what ``audits.bound_whatif_batches``
+    reads through: a Spark session or ``audits.bound_whatif_duck.DuckReads``.
 
     Example: ``_lateness_engine("duckdb", settings).analyze_day(whatif, day, None, target)``.
     """
@@ -193,9 +193,9 @@ class _LatenessEngine:
 
 
 def _lateness_engine(name: str, settings: Settings) -> _LatenessEngine:
-    """DuckDB (``audits.lateness_duck``, no JVM) or Spark (``audits.lateness``)."""
+    """DuckDB (``audits.bound_whatif_duck``, no JVM) or Spark (``audits.bound_whatif``)."""
     if name == "duckdb":
-        from audits import lateness_duck as duck
+        from audits import bound_whatif_duck as duck
 
         reads = duck.open_reads(settings.warehouse_path)
         return _LatenessEngine(
@@ -206,7 +206,7 @@ def _lateness_engine(name: str, settings: Settings) -> _LatenessEngine:
             batch_curve=lambda *a: duck.batch_curve_of_day_duck(reads, *a),
             attribution=lambda s, day: duck.late_attribution_duck(
                 reads, s.event_time_rules(), day))
-    from audits import lateness as spark_lateness
+    from audits import bound_whatif as spark_whatif
     from audits.attribution import late_attribution
     from spark import tables
     from spark.session import get_spark
@@ -220,20 +220,20 @@ def _lateness_engine(name: str, settings: Settings) -> _LatenessEngine:
 
     return _LatenessEngine(
         batches=spark,
-        analyze_day=lambda *a, **k: spark_lateness.analyze_day(spark, *a, **k),
-        analyze_inputs=lambda *a, **k: spark_lateness.analyze_inputs(spark, *a, **k),
-        inputs_of_day=lambda whatif, day: spark_lateness.inputs_of_day(spark, whatif, day),
-        batch_curve=lambda *a: spark_lateness.batch_curve_of_day(spark, *a),
+        analyze_day=lambda *a, **k: spark_whatif.analyze_day(spark, *a, **k),
+        analyze_inputs=lambda *a, **k: spark_whatif.analyze_inputs(spark, *a, **k),
+        inputs_of_day=lambda whatif, day: spark_whatif.inputs_of_day(spark, whatif, day),
+        batch_curve=lambda *a: spark_whatif.batch_curve_of_day(spark, *a),
         attribution=attribution)
 
 
-def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
-    """``reckon lateness --warehouse WH [--engine duckdb|spark] --date D [--bounds B1,B2]
+def cmd_bound_whatif(args: argparse.Namespace, settings: Settings) -> int:
+    """``reckon bound-whatif --warehouse WH [--engine duckdb|spark] --date D [--bounds B1,B2]
     [--target T] [--json]``: both what-if curves of the day, per micro-batch (what the stream
     did) and per event, labelled as the report labels them, then the recommendation and who is
     late. With ``--per-source``: a bound per source against the best single bound. DuckDB
-    (audits.lateness_duck) by default, no JVM; Spark on ``--engine spark``; the same output."""
-    from audits.lateness import (
+    (audits.bound_whatif_duck) by default, no JVM; Spark on ``--engine spark``; the same output."""
+    from audits.bound_whatif import (
         analysis_json,
         completeness_target,
         render_analysis,
@@ -251,7 +251,7 @@ def cmd_lateness_warehouse(args: argparse.Namespace, settings: Settings) -> int:
     engine = _lateness_engine(getattr(args, "engine", "duckdb"), settings)
     try:
         if getattr(args, "per_source", False):
-            from audits.lateness_batches import per_source_batches, whatif_of_day
+            from audits.bound_whatif_batches import per_source_batches, whatif_of_day
 
             rec = engine.analyze_inputs(whatif, day, bounds=bounds, target=target)
             _warn_unseen(engine, whatif, day)

@@ -40,7 +40,7 @@ def cmd_stream(args: argparse.Namespace, settings: Settings) -> int:
         rules = running.event_time_rules()
         _note(f"{source.name} -> {running.warehouse_path}: {rules.windows.describe()} "
               f"windows, {rules.watermark.describe()}, allowed lateness "
-              f"{running.grace}, idle timeout {running.idle_timeout}")
+              f"{running.allowed_lateness}, idle timeout {running.idle_timeout}")
         if not source.landing:
             return print_progress
         at_start = survey(source.landing)

@@ -11,7 +11,7 @@ The sections are declared by family, each module owning its sections' blocks and
 
 - ``headline``: the headline, the configuration, the rows per status;
 - ``breaks``: the break summary, the breaks, the gap over the day, who is late;
-- ``lateness``: the lateness distribution, the what-if curves, the bounds per source, the
+- ``bound_whatif``: the lateness distribution, the bound what-if's curves, the bounds per source, the
   watermark's progress;
 - ``approval``: the data-quality check and the approval (sign-off) block.
 
@@ -24,13 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reports.context import ReportContext
-from reports.sections import approval, breaks, headline, lateness
+from reports.sections import approval, bound_whatif, breaks, headline
 from reports.sections.blocks import Block, Section
 
 __all__ = ["SECTIONS", "Laid", "lay_out"]
 
 #: Every section, in report order: the run's figures, the breaks, event time, the approval.
-SECTIONS: tuple[Section, ...] = (*headline.SECTIONS, *breaks.SECTIONS, *lateness.SECTIONS,
+SECTIONS: tuple[Section, ...] = (*headline.SECTIONS, *breaks.SECTIONS, *bound_whatif.SECTIONS,
                                  *approval.SECTIONS)
 
 

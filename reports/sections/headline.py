@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from audits.records import CurrencySummary
-from reckon.config import RENAMED
+from reckon.vocabulary import STORED_KEYS
 from reports import formatting as fmt
 from reports.context import ReportContext, unexplained_amount
 from reports.sections.blocks import (
@@ -24,7 +24,7 @@ from reports.sections.blocks import (
     Section,
     Table,
 )
-from reports.sections.lateness import curve_summary_rows
+from reports.sections.bound_whatif import curve_summary_rows
 
 __all__ = ["SECTIONS", "headline_groups", "status_table"]
 
@@ -118,9 +118,10 @@ def _currency_rows(c: CurrencySummary) -> list[tuple[str, str, Any]]:
 # ----------------------------------------------------------------------------- configuration
 
 
-# the page names a setting as the CLI and README do; configuration.csv and the recorded spec
-# keep the field's key (``lateness``, ``grace``), which CSV readers and old warehouses use
-_SETTING_LABELS = {key: name.replace("_", " ") for name, key in RENAMED.items()}
+# the page names a setting as the CLI and README do; configuration.csv, the audit run's
+# parameters and the recorded spec keep the key the warehouse records (reckon.vocabulary
+# STORED_KEYS), which CSV readers and old warehouses use
+_SETTING_LABELS = {key: name.replace("_", " ") for name, key in STORED_KEYS.items()}
 
 
 def _setting_label(key: str) -> str:

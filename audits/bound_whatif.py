@@ -1,5 +1,6 @@
-"""Lateness analysis on real data: a file of events (``reckon lateness-curve``) or a day of the
-warehouse's event log (``reckon lateness``).
+"""The bound what-if on real data: what other watermark bounds would have done (how many events
+late, how long windows wait), over a file of events (``reckon bound-whatif-curve``) or a day
+of the warehouse's event log (``reckon bound-whatif``).
 
 The arithmetic is ``reckon.whatif`` (numpy, per-event granularity, the rules of
 ``reckon.eventtime``). For the warehouse it runs inside Spark with ``applyInPandas``: one group
@@ -41,7 +42,7 @@ from reckon.whatif_inputs import PerInputRecommendation, recommend_per_input
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from audits.lateness_batches import BatchCurve
+    from audits.bound_whatif_batches import BatchCurve
     from audits.records import AttributionRow
 
 __all__ = [
@@ -66,20 +67,20 @@ _OVERALL = "all"
 
 def curve_of_events(rules: EventTimeRules, event_us: np.ndarray, arrival_us: np.ndarray,
                     partition: np.ndarray | None, bounds: Sequence[int]) -> list[CurvePoint]:
-    """``reckon lateness-curve``'s what-if per bound over events read from a file, with the
-    rules' windows, grace, idle timeout and expected partitions.
+    """``reckon bound-whatif-curve``'s what-if per bound over events read from a file, with the
+    rules' windows, allowed_lateness, idle timeout and expected partitions.
 
-    Example: ``curve_of_events(rules, *read_events_file("events.csv"), [0, 2_000_000])`` (``audits.lateness_file``).
+    Example: ``curve_of_events(rules, *read_events_file("events.csv"), [0, 2_000_000])`` (``audits.bound_whatif_file``).
     """
     return _curve(rules, event_us, arrival_us, partition, bounds)
 
 
 def render_curve(source: str, events: int, rules: EventTimeRules,
                  points: Sequence[CurvePoint], target: Decimal) -> str:
-    """The human-readable form of ``reckon lateness-curve``: what was read, the curve, and the
+    """The human-readable form of ``reckon bound-whatif-curve``: what was read, the curve, and the
     recommended bound for ``target``."""
     return "\n".join([f"{source}: {events} events, {rules.windows.describe()} windows, "
-                      f"allowed lateness {format_duration(rules.grace)}, "
+                      f"allowed lateness {format_duration(rules.allowed_lateness)}, "
                       f"idle timeout {format_duration(rules.watermark.idle_timeout)}",
                       _table(points),
                       _recommendation_line(recommend(points, target), target)])
@@ -89,7 +90,7 @@ def _curve(rules: EventTimeRules, event_us: np.ndarray, arrival_us: np.ndarray,
            partition: np.ndarray | None, bounds: Sequence[int],
            expected: Iterable[int] | None = None) -> list[CurvePoint]:
     return lateness_curve(
-        event_us, arrival_us, partition, rules.windows, bounds, grace=rules.grace,
+        event_us, arrival_us, partition, rules.windows, bounds, allowed_lateness=rules.allowed_lateness,
         idle_timeout=rules.watermark.idle_timeout,
         expected_partitions=rules.watermark.expected_partitions if expected is None else expected)
 
@@ -176,7 +177,7 @@ _CURVE_SCHEMA = ("scope string, events long, bound_us long, completeness double,
                  "admitted long, dropped long, avg_emit_latency double")
 
 
-def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeout: int,
+def _curve_group(windows: WindowSpec, bounds: list[int], allowed_lateness: int, idle_timeout: int,
                  expected: tuple[int, ...]) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The applyInPandas function: one group (the day, or one partition) -> its curve rows."""
 
@@ -189,7 +190,7 @@ def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeou
                             group["file_rank"].to_numpy(np.int64), part, arrival))
         points = lateness_curve(
             group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order], windows,
-            bounds, grace=grace, idle_timeout=idle_timeout,
+            bounds, allowed_lateness=allowed_lateness, idle_timeout=idle_timeout,
             expected_partitions=expected if scope == _OVERALL else ())
         return pd.DataFrame({
             "scope": [scope] * len(points), "events": [len(group)] * len(points),
@@ -206,7 +207,7 @@ def _curve_group(windows: WindowSpec, bounds: list[int], grace: int, idle_timeou
 def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
                 bounds: Iterable[int | str] | None = None,
                 target: Decimal | float | str | None = None) -> LatenessAnalysis:
-    """Lateness what-if over the day's event log (``event_date == day``, duplicates flagged by
+    """Bound what-if over the day's event log (``event_date == day``, duplicates flagged by
     the stream left out), in arrival order ``(arrival_time, partition, input_file, offset)``.
 
     Runs ``reckon.whatif.lateness_curve`` inside Spark (``groupBy().applyInPandas``), one
@@ -225,7 +226,7 @@ def analyze_day(spark: SparkSession, config: WhatIfConfig, day: date,
     scoped = log.withColumn("scope", F.lit(_OVERALL)).unionByName(
         log.withColumn("scope", F.col("partition").cast("string")))
     rows = scoped.groupBy("scope").applyInPandas(run, schema=_CURVE_SCHEMA).collect()
-    return analysis_of_rows(rows, day, goal, rules.watermark.lateness,
+    return analysis_of_rows(rows, day, goal, rules.watermark.watermark_bound,
                             tables.table_path(config.warehouse, "event_log"))
 
 
@@ -233,7 +234,7 @@ def analysis_of_rows(rows: Sequence[Mapping[str, Any]], day: date, goal: Decimal
                      configured_bound: int, log_path: str) -> LatenessAnalysis:
     """The analysis from the curve rows of every scope (``_CURVE_SCHEMA``: the day's, "all",
     and one per partition), whichever engine grouped them: Spark's ``applyInPandas`` or
-    ``audits.lateness_duck`` on DuckDB. No rows is ``NoEventsError``.
+    ``audits.bound_whatif_duck`` on DuckDB. No rows is ``NoEventsError``.
 
     Example: ``analysis_of_rows([], day, Decimal("0.99"), 0, "wh/event_log")`` raises
     ``NoEventsError`` ("no events of 2026-01-01 in wh/event_log").
@@ -267,15 +268,15 @@ def curve_groups(config: WhatIfConfig, bounds: Iterable[int | str] | None
     candidate bound (``analysis_of_rows`` reads them).
     """
     rules = config.rules
-    return _curve_group(rules.windows, candidate_bounds(bounds, rules.watermark.lateness),
-                        rules.grace, rules.watermark.idle_timeout,
+    return _curve_group(rules.windows, candidate_bounds(bounds, rules.watermark.watermark_bound),
+                        rules.allowed_lateness, rules.watermark.idle_timeout,
                         rules.watermark.expected_partitions)
 
 
 def completeness_target(value: Decimal | float | str | None, default: Decimal) -> Decimal:
     """``--target`` as a completeness in (0, 1] (``default``, the ``target_completeness``
     setting, when None), refused
-    in one line otherwise, so that ``reckon lateness`` refuses it before Spark starts.
+    in one line otherwise, so that ``reckon bound-whatif`` refuses it before Spark starts.
 
     Example: ``completeness_target("0.999", Decimal("0.99"))`` is ``Decimal("0.999")``.
     """
@@ -349,7 +350,7 @@ def per_input_group(config: WhatIfConfig, bounds: Iterable[int | str] | None, go
     Example: ``per_input_group(config, None, Decimal("0.99"), True)(day_frame)["json"][0]``.
     """
     rules = config.rules
-    candidates = candidate_bounds(bounds, rules.watermark.lateness)
+    candidates = candidate_bounds(bounds, rules.watermark.watermark_bound)
 
     def run(group: pd.DataFrame) -> pd.DataFrame:
         arrival = group["arrival_us"].to_numpy(np.int64)
@@ -359,7 +360,7 @@ def per_input_group(config: WhatIfConfig, bounds: Iterable[int | str] | None, go
         rec = recommend_per_input(
             group["event_us"].to_numpy(np.int64)[order], arrival[order], part[order],
             group["source"].to_numpy(object)[order], rules.windows, candidates, goal,
-            grace=rules.grace, idle_timeout=rules.watermark.idle_timeout,
+            allowed_lateness=rules.allowed_lateness, idle_timeout=rules.watermark.idle_timeout,
             expected_partitions=rules.watermark.expected_partitions, by_source=by_source,
             running=True)
         return pd.DataFrame({"json": [json.dumps(rec.to_json_dict())]})
@@ -371,11 +372,11 @@ def render_per_input(rec: PerInputRecommendation, day: date,
                      batches: Mapping[str, CurvePoint] | None = None,
                      batches_why_not: str | None = None, configured: str | None = None,
                      unheard: Sequence[str] = ()) -> str:
-    """``reckon lateness --per-source``: the bound per source, then what it buys, per event
-    and (given ``batches``, audits.lateness_batches.per_source_batches) per micro-batch, the
+    """``reckon bound-whatif --per-source``: the bound per source, then what it buys, per event
+    and (given ``batches``, audits.bound_whatif_batches.per_source_batches) per micro-batch, the
     day's batches replayed under each, with the stream as ``configured`` last; ``unheard``:
     sources with a configured bound that sent nothing that day (reckon.spec ``unseen_inputs``)."""
-    from audits.lateness_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
+    from audits.bound_whatif_batches import BEST_PER_BATCH_ROWS, PER_SOURCE_ROWS
 
     unit = "source" if rec.by_source else "partition"
     lines = [f"bounds per {unit} for {day.isoformat()}, target completeness {rec.target} "
@@ -466,7 +467,7 @@ def _compare_line(label: str, point: CurvePoint | None,
 def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionRow] = (),
                   batches: BatchCurve | None = None, why_not: str | None = None
                   ) -> dict[str, Any]:
-    """The JSON form of ``reckon lateness``: the per-event analysis, both curves (per batch
+    """The JSON form of ``reckon bound-whatif``: the per-event analysis, both curves (per batch
     first, as in the report) and who is late."""
     payload = analysis.to_json_dict()
     payload.update(curves_json(analysis, batches, why_not))
@@ -476,9 +477,9 @@ def analysis_json(analysis: LatenessAnalysis, attribution: Sequence[AttributionR
 
 def batch_curve_of_day(spark: SparkSession, config: WhatIfConfig, day: date,
                        bounds: Iterable[int] | None) -> tuple[BatchCurve | None, str | None]:
-    """``reckon lateness``'s per-batch curve over the same bounds, or None and the one line
+    """``reckon bound-whatif``'s per-batch curve over the same bounds, or None and the one line
     that says why it cannot be had (no archived events, batches of several stream queries)."""
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     try:
         return analyze_day_batches(spark, config, day, bounds=bounds), None
@@ -493,7 +494,7 @@ def curves_json(analysis: LatenessAnalysis, batches: BatchCurve | None,
 
     Example: ``[c["granularity"] for c in curves_json(a, b, None)["curves"]]`` is
     ``["per_batch", "per_event"]``; a missing per-batch curve has no points and a ``note``."""
-    from audits.lateness_batches import (
+    from audits.bound_whatif_batches import (
         CURVES_NOTE,
         PER_BATCH,
         PER_EVENT,
@@ -512,7 +513,7 @@ def curves_json(analysis: LatenessAnalysis, batches: BatchCurve | None,
 def _curve_lines(analysis: LatenessAnalysis, batches: BatchCurve | None,
                  why_not: str | None) -> list[str]:
     """Both curves as text, each under its label; why they differ, or why one is missing."""
-    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
+    from audits.bound_whatif_batches import CURVES_NOTE, PER_BATCH, PER_EVENT, no_batch_curve
 
     lines = ["", f"Completeness {PER_BATCH}:"]
     if batches is None:
@@ -529,9 +530,9 @@ def _curve_lines(analysis: LatenessAnalysis, batches: BatchCurve | None,
 def render_analysis(analysis: LatenessAnalysis,
                     attribution: Sequence[AttributionRow] = (),
                     batches: BatchCurve | None = None, why_not: str | None = None) -> str:
-    """The human-readable form of ``reckon lateness``: both curves (per batch, per event) with
+    """The human-readable form of ``reckon bound-whatif``: both curves (per batch, per event) with
     why they differ, the recommendation, per partition, who is late."""
-    lines = [f"lateness analysis of {analysis.day.isoformat()}: {analysis.events} events, "
+    lines = [f"bound what-if of {analysis.day.isoformat()}: {analysis.events} events, "
              f"configured bound {format_duration(analysis.configured_bound)}, "
              f"target completeness {analysis.target}",
              *_curve_lines(analysis, batches, why_not),

@@ -1,4 +1,4 @@
-"""The per-batch lateness what-if: the pure reference, its fast path, and the warehouse (Spark)
+"""The per-batch bound what-if: the pure reference, its fast path, and the warehouse (Spark)
 implementation against the reference on random batched logs."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def batched_logs(draw, max_events: int = 24):
     return out
 
 
-def fast_path(events, windows, bounds, grace, idle, start, start_bound, starts):
+def fast_path(events, windows, bounds, allowed_lateness, idle, start, start_bound, starts):
     """What the warehouse implementation does, on lists: batch_steps once at bound 0, each
     pair late under L when before0 - end - G >= L, curve_points to finish."""
     batches = {}
@@ -117,7 +117,7 @@ def fast_path(events, windows, bounds, grace, idle, start, start_bound, starts):
     ends = [(e.batch, w.end) for e in events if e.judged for w in windows.assign(e.event_us)
             if starts[0] <= w.start < starts[1]]
     dropped = {b: sum(1 for batch, end in ends if before[batch] is not None
-                      and before[batch] - end - grace >= b) for b in bounds}
+                      and before[batch] - end - allowed_lateness >= b) for b in bounds}
     return curve_points(steps, bounds, len(ends), dropped, {end for _, end in ends})
 
 
@@ -125,11 +125,11 @@ def fast_path(events, windows, bounds, grace, idle, start, start_bound, starts):
 @given(batched_logs(), st.sampled_from([WindowSpec(10 * S), WindowSpec(10 * S, 5 * S)]),
        st.sampled_from([0, 2 * S]), st.sampled_from([4 * S, 60 * S]),
        st.sampled_from([None, 10 * S]), st.sampled_from([0, 3 * S]))
-def test_the_fast_path_equals_the_reference(events, windows, grace, idle, seed_wm, seed_bound):
+def test_the_fast_path_equals_the_reference(events, windows, allowed_lateness, idle, seed_wm, seed_bound):
     start = WatermarkState(watermark=None if seed_wm is None else D0 + seed_wm)
     bounds = [0, S, 3 * S, 7 * S]
-    assert fast_path(events, windows, bounds, grace, idle, start, seed_bound, (D0, D1)) == \
-        batch_curve_reference(events, windows, bounds, grace=grace, idle_timeout=idle,
+    assert fast_path(events, windows, bounds, allowed_lateness, idle, start, seed_bound, (D0, D1)) == \
+        batch_curve_reference(events, windows, bounds, allowed_lateness=allowed_lateness, idle_timeout=idle,
                               start=start, start_bound=seed_bound, starts=(D0, D1))
 
 
@@ -139,9 +139,9 @@ def test_the_fast_path_equals_the_reference(events, windows, grace, idle, seed_w
        st.lists(st.sampled_from([0, S, 3 * S, 7 * S]), min_size=3, max_size=3),
        st.booleans(), st.integers(0, 2**32))
 def test_bounds_per_input_per_batch_the_fast_path_equals_the_reference(
-        events, windows, grace, idle, bounds, by_source, seed):
+        events, windows, allowed_lateness, idle, bounds, by_source, seed):
     """Issue 41: the per-batch what-if under a policy with a bound per input (what
-    ``audits.lateness_batches.batch_points`` does: ``batch_steps`` under the policy, pairs
+    ``audits.bound_whatif_batches.batch_points`` does: ``batch_steps`` under the policy, pairs
     late against their batch's ``before``, ``policy_point``) equals the reference walk; with
     every bound equal it is the curve's row of that bound."""
     import random
@@ -161,13 +161,13 @@ def test_bounds_per_input_per_batch_the_fast_path_equals_the_reference(
     ends = [(e.batch, w.end) for e in events if e.judged for w in windows.assign(e.event_us)
             if D0 <= w.start < D1]
     dropped = sum(1 for batch, end in ends if before[batch] is not None
-                  and end + grace <= before[batch])
+                  and end + allowed_lateness <= before[batch])
     fast = policy_point(steps, policy, len(ends), dropped, sorted({end for _, end in ends}))
-    reference = batch_point_reference(events, windows, policy, grace=grace, starts=(D0, D1))
+    reference = batch_point_reference(events, windows, policy, allowed_lateness=allowed_lateness, starts=(D0, D1))
     assert fast == reference
     uniform = WatermarkPolicy(bounds[0], idle, by_source=by_source)
-    assert batch_point_reference(events, windows, uniform, grace=grace, starts=(D0, D1)) == \
-        batch_curve_reference(events, windows, [bounds[0]], grace=grace, idle_timeout=idle,
+    assert batch_point_reference(events, windows, uniform, allowed_lateness=allowed_lateness, starts=(D0, D1)) == \
+        batch_curve_reference(events, windows, [bounds[0]], allowed_lateness=allowed_lateness, idle_timeout=idle,
                               starts=(D0, D1), by_source=by_source)[0]
 
 
@@ -227,18 +227,18 @@ def _write(spark, settings_, events, seed: WatermarkState | None, seed_batch: in
 
 @settings(max_examples=5, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(events=batched_logs(max_events=30), grace=st.sampled_from(["0s", "2s"]),
+@given(events=batched_logs(max_events=30), allowed_lateness=st.sampled_from(["0s", "2s"]),
        slide=st.sampled_from(["", "5s"]))
-def test_the_warehouse_curve_equals_the_reference(spark, tmp_path_factory, events, grace,
+def test_the_warehouse_curve_equals_the_reference(spark, tmp_path_factory, events, allowed_lateness,
                                                   slide):
     """The Spark implementation against the reference on the same batches, the state before
     the day's first judged batch read from watermark_progress as the stream records it."""
     from app.settings import load_settings
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     settings_ = load_settings(env={}, warehouse=str(tmp_path_factory.mktemp("wh")),
-                              shuffle_partitions=2, window="10s", slide=slide, grace=grace,
-                              lateness="3s", idle_timeout="20s")
+                              shuffle_partitions=2, window="10s", slide=slide, allowed_lateness=allowed_lateness,
+                              watermark_bound="3s", idle_timeout="20s")
     rules: EventTimeRules = settings_.event_time_rules()
     if not any(e.judged and _in_day(e, rules.windows) for e in events):
         return
@@ -252,7 +252,7 @@ def test_the_warehouse_curve_equals_the_reference(spark, tmp_path_factory, event
     bounds = [0, 3 * S, 7 * S]
     curve = analyze_day_batches(spark, settings_.whatif_config(), DAY, bounds=bounds)
     expected = batch_curve_reference(
-        [e for e in events if lo <= e.batch <= hi], rules.windows, bounds, grace=rules.grace,
+        [e for e in events if lo <= e.batch <= hi], rules.windows, bounds, allowed_lateness=rules.allowed_lateness,
         idle_timeout=rules.watermark.idle_timeout, start=seed, start_bound=3 * S,
         starts=(D0, D1))
     assert list(curve.points) == expected
@@ -266,7 +266,7 @@ def _in_day(e: BatchedEvent, windows: WindowSpec) -> bool:
 
 def test_a_day_without_archived_events_is_refused_in_one_line(spark, warehouse):
     from app.settings import load_settings
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
     from reckon.errors import NoEventsError, UsageError
 
     settings_ = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2)
@@ -283,8 +283,8 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     At the configured bound the per-batch what-if drops exactly the day's late_events and
     gives the headline's completeness; the per-event what-if drops more."""
     from audits.audit import audit_day
-    from audits.lateness import analyze_day
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif import analyze_day
+    from audits.bound_whatif_batches import analyze_day_batches
     from reports.db.repository import audit_recorder
     from reports.render import render_day
     from spark import tables as tb
@@ -299,7 +299,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
                [ev(22, 102), ev(26, 102), ev(4, 102), ev(9, 102)],
                [ev(31, 103), ev(18, 103), ev(24, 103), ev(35, 103), ev(29, 103)],
                [ev(41, 104), ev(33, 104), ev(38, 104), ev(27, 104)]]
-    settings_ = stream_settings(tmp_path / "wh", window="10s", lateness="3s", grace="0s")
+    settings_ = stream_settings(tmp_path / "wh", window="10s", watermark_bound="3s", allowed_lateness="0s")
     processor = BatchProcessor.of(spark, settings_, query_id="q-39")
     for batch_id, batch in enumerate(batches):
         processor(spark.createDataFrame(
@@ -315,7 +315,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
     assert per_batch.dropped == late and per_batch.admitted == 15  # of 19
     # a bound changed since (--change-spec to 5s) is not what the day ran with: the configured
     # row is still the recorded 3s, what the stream did; the current bound's row is also shown
-    later = stream_settings(tmp_path / "wh", window="10s", lateness="5s", grace="0s")
+    later = stream_settings(tmp_path / "wh", window="10s", watermark_bound="5s", allowed_lateness="0s")
     curve = analyze_day_batches(spark, later.whatif_config(), DAY)
     assert curve.configured_bound == 3 * S and curve.configured == per_batch
     assert {3 * S, 5 * S} <= {pt.bound for pt in curve.points}
@@ -332,7 +332,7 @@ def test_on_a_streamed_day_the_configured_row_is_what_the_stream_did(spark, tmp_
 
 
 def analyze_day_batches_configured(spark, settings_):
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     point = analyze_day_batches(spark, settings_.whatif_config(), DAY).configured
     assert point is not None

@@ -1,5 +1,5 @@
-"""`reckon lateness` without a JVM: the reads of ``audits.lateness``,
-``audits.lateness_batches`` and ``audits.attribution``, through DuckDB over the warehouse's
+"""`reckon bound-whatif` without a JVM: the reads of ``audits.bound_whatif``,
+``audits.bound_whatif_batches`` and ``audits.attribution``, through DuckDB over the warehouse's
 Delta tables (delta-rs, ``audits.duck_tables``).
 
 Why: the what-if of a day is a postmortem question; starting Spark for it took most of two
@@ -11,7 +11,7 @@ a second. Every rule stays where it lives, so both engines answer alike:
   ``per_input_group``: ``reckon.whatif``'s numpy walk), fed the same columns in the same
   arrival order; only the day's six columns are read, into numpy arrays, never
   Python lists; their rows become the analysis through ``analysis_of_rows``;
-* the per-batch walks are ``audits.lateness_batches``' (``BatchReads``): this module only
+* the per-batch walks are ``audits.bound_whatif_batches``' (``BatchReads``): this module only
   reads the judged events' span, the batches' summaries, the start state and counts the late
   pairs in SQL (window starts from ``WindowSpec.window_starts`` written as SQL by
   ``audits.duck_tables.SqlExpr``);
@@ -19,7 +19,7 @@ a second. Every rule stays where it lives, so both engines answer alike:
   per (dimension, value, currency) counts, amounts summed per currency as DECIMAL(38, 3).
 
 Orders are Spark's: ascending puts nulls first (said here with ``NULLS FIRST``), descending
-last. tests/test_lateness_duck.py compares the two engines' output on streamed warehouses.
+last. tests/test_bound_whatif_duck.py compares the two engines' output on streamed warehouses.
 
 Example::
 
@@ -39,9 +39,7 @@ from typing import Any
 import pandas as pd
 
 from audits.attribution import LATENESS_BUCKETS, attribution_of_rows
-from audits.duck_tables import SqlExpr, TableRef, connect, lock
-from audits.duck_tables import load_table as _load
-from audits.lateness import (
+from audits.bound_whatif import (
     _OVERALL,
     LatenessAnalysis,
     _as_target,
@@ -49,13 +47,16 @@ from audits.lateness import (
     curve_groups,
     per_input_group,
 )
-from audits.lateness_batches import BatchStep, _DayBatches
+from audits.bound_whatif_batches import BatchStep, _DayBatches
+from audits.duck_tables import SqlExpr, TableRef, connect, lock
+from audits.duck_tables import load_table as _load
 from audits.records import AttributionRow
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import EventTimeRules, PartitionObservation, WatermarkState
 from reckon.schema import AMOUNT_SCALE
-from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros, parse_duration
+from reckon.spec import recorded_bound
+from reckon.timeutil import MICROS_PER_DAY, day_bounds, from_micros
 from reckon.whatif_inputs import PerInputRecommendation
 from storage import table_names as tb
 
@@ -105,7 +106,7 @@ class DuckReads:
     # ------------------------------------------------------------------ BatchReads
 
     def day_batches(self, config: WhatIfConfig, the_day: date) -> _DayBatches:
-        """``audits.lateness_batches._day_batches`` on DuckDB: the judged events stay a SQL
+        """``audits.bound_whatif_batches._day_batches`` on DuckDB: the judged events stay a SQL
         relation (their text and parameters), only the span and summaries come back."""
         judged = _judged_sql(config, the_day)
         (span,) = self.rows(f"SELECT min(batch_id) AS lo, max(batch_id) AS hi, count(*) AS n "
@@ -132,7 +133,7 @@ class DuckReads:
 
     def _start_state(self, config: WhatIfConfig, lo: int, hi: int
                      ) -> tuple[WatermarkState, int]:
-        configured = config.rules.watermark.lateness
+        configured = config.rules.watermark.watermark_bound
         if tb.WATERMARK_PROGRESS not in self.present:
             return WatermarkState(), configured
         progress = tb.WATERMARK_PROGRESS
@@ -152,14 +153,13 @@ class DuckReads:
                             "batch_id DESC NULLS LAST LIMIT 1", [queries[0]])
         if not row:
             return WatermarkState(), configured
-        bound = json.loads(row[0]["rules_json"]).get("lateness", configured)
         return (WatermarkState.from_json(row[0]["state_json"]),
-                parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
+                recorded_bound(row[0]["rules_json"], configured))
 
     def dropped(self, judged: Any, walks: list[list[BatchStep]], config: WhatIfConfig,
                 day: date, bounds: list[list[int]]
                 ) -> tuple[int, list[dict[int, int]], list[int]]:
-        """``audits.lateness_batches._dropped`` in SQL: each judged event's windows of the
+        """``audits.bound_whatif_batches._dropped`` in SQL: each judged event's windows of the
         day, late at bound L under walk k when ``before_k - end - G >= L``."""
         import pyarrow as pa
 
@@ -173,8 +173,8 @@ class DuckReads:
         self.conn.register(marks, pa.table({c: pa.array(v, pa.int64())
                                             for c, v in columns.items()}))
         starts = ", ".join(str(ws) for ws in rules.windows.window_starts(SqlExpr("event_us")))
-        size, grace = rules.windows.size, rules.grace
-        slack = [f"(before{k} - we - {grace})" for k in range(len(walks))]
+        size, allowed_lateness = rules.windows.size, rules.allowed_lateness
+        slack = [f"(before{k} - we - {allowed_lateness})" for k in range(len(walks))]
         sums = [f"sum(CASE WHEN {slack[k]} >= {int(b)} THEN 1 ELSE 0 END) AS d{k}_{i}"
                 for k, walk_bounds in enumerate(bounds) for i, b in enumerate(walk_bounds)]
         pairs = (f"SELECT m.*, ws + {size} AS we FROM (SELECT j.*, unnest([{starts}]) AS ws "
@@ -204,7 +204,7 @@ class DuckReads:
 
 
 def _judged_sql(config: WhatIfConfig, day: date) -> tuple[str, list[Any]]:
-    """``audits.lateness_batches._judged_events``: the day's windows' event times, not
+    """``audits.bound_whatif_batches._judged_events``: the day's windows' event times, not
     flagged duplicates, archived by a batch; (SQL, parameters)."""
     lo, hi = config.rules.windows.day_event_times(day)
     return (f"SELECT epoch_us(event_time) AS event_us, batch_id FROM {tb.EVENT_LOG} "
@@ -215,7 +215,7 @@ def _judged_sql(config: WhatIfConfig, day: date) -> tuple[str, list[Any]]:
 
 
 def _day_log(reads: DuckReads, day: date) -> pd.DataFrame:
-    """``audits.lateness._day_log``: the day's events without flagged duplicates, with the
+    """``audits.bound_whatif._day_log``: the day's events without flagged duplicates, with the
     arrival-order keys (the day's input files ranked, nulls first) and the source."""
     return reads.frame(f"""
         WITH d AS (SELECT * FROM {tb.EVENT_LOG}
@@ -233,7 +233,7 @@ def _day_log(reads: DuckReads, day: date) -> pd.DataFrame:
 def analyze_day_duck(reads: DuckReads, config: WhatIfConfig, day: date,
                      bounds: Iterable[int | str] | None = None,
                      target: Decimal | float | str | None = None) -> LatenessAnalysis:
-    """``audits.lateness.analyze_day`` on DuckDB: the same curve function over the day and
+    """``audits.bound_whatif.analyze_day`` on DuckDB: the same curve function over the day and
     over each partition, the same rows, the same analysis. A quiet day is ``NoEventsError``.
 
     Example: ``analyze_day_duck(DuckReads(wh), config, day).recommended.bound``.
@@ -249,7 +249,7 @@ def analyze_day_duck(reads: DuckReads, config: WhatIfConfig, day: date,
             curve = run(group.reset_index(drop=True))
             rows += [{k: (None if k == "avg_emit_latency" and pd.isna(v) else v)
                       for k, v in r.items()} for r in curve.to_dict("records")]
-    return analysis_of_rows(rows, day, goal, config.rules.watermark.lateness,
+    return analysis_of_rows(rows, day, goal, config.rules.watermark.watermark_bound,
                             tb.table_path(config.warehouse, tb.EVENT_LOG))
 
 
@@ -257,7 +257,7 @@ def analyze_inputs_duck(reads: DuckReads, config: WhatIfConfig, day: date,
                         bounds: Iterable[int | str] | None = None,
                         target: Decimal | float | str | None = None,
                         by_source: bool = True) -> PerInputRecommendation:
-    """``audits.lateness.analyze_inputs`` on DuckDB (the same ``per_input_group``).
+    """``audits.bound_whatif.analyze_inputs`` on DuckDB (the same ``per_input_group``).
 
     Example: ``analyze_inputs_duck(DuckReads(wh), config, day).bounds[0].unit``."""
     run = per_input_group(config, bounds, _as_target(target, config.target), by_source)
@@ -268,7 +268,7 @@ def analyze_inputs_duck(reads: DuckReads, config: WhatIfConfig, day: date,
 
 
 def inputs_of_day_duck(reads: DuckReads, day: date) -> tuple[set[int], set[str]]:
-    """``audits.lateness.inputs_of_day`` on DuckDB: (partitions, sources) of the day.
+    """``audits.bound_whatif.inputs_of_day`` on DuckDB: (partitions, sources) of the day.
 
     Example: ``inputs_of_day_duck(reads, day)`` -> ``({0, 1}, {"sat"})``."""
     rows = reads.rows(f"SELECT DISTINCT \"partition\", coalesce(source, '') AS source "
@@ -279,9 +279,9 @@ def inputs_of_day_duck(reads: DuckReads, day: date) -> tuple[set[int], set[str]]
 
 def batch_curve_of_day_duck(reads: DuckReads, config: WhatIfConfig, day: date,
                             bounds: Iterable[int] | None) -> tuple[Any, str | None]:
-    """``audits.lateness.batch_curve_of_day`` on DuckDB: the per-batch curve, or None and
+    """``audits.bound_whatif.batch_curve_of_day`` on DuckDB: the per-batch curve, or None and
     the one line that says why not."""
-    from audits.lateness_batches import analyze_day_batches
+    from audits.bound_whatif_batches import analyze_day_batches
 
     try:
         return analyze_day_batches(reads, config, day, bounds=bounds), None

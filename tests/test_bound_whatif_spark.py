@@ -11,7 +11,7 @@ import pytest
 
 from app.cli import main
 from app.settings import load_settings
-from audits.lateness import DEFAULT_BOUNDS, analyze_day, analyze_inputs
+from audits.bound_whatif import DEFAULT_BOUNDS, analyze_day, analyze_inputs
 from reckon.errors import UsageError
 from reckon.timeutil import from_micros
 from reckon.whatif import lateness_curve, normalize_bounds, recommend
@@ -70,7 +70,7 @@ def pure_curve(rows, settings, bounds, partition=None):
     a = np.array([micros(r["arrival_time"]) for r in kept], dtype=np.int64)
     p = np.array([r["partition"] for r in kept], dtype=np.int64)
     expected = rules.watermark.expected_partitions if partition is None else ()
-    return len(kept), lateness_curve(t, a, p, rules.windows, bounds, grace=rules.grace,
+    return len(kept), lateness_curve(t, a, p, rules.windows, bounds, allowed_lateness=rules.allowed_lateness,
                                      idle_timeout=rules.watermark.idle_timeout,
                                      expected_partitions=expected)
 
@@ -78,7 +78,7 @@ def pure_curve(rows, settings, bounds, partition=None):
 @pytest.fixture()
 def wh_settings(warehouse):
     return load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2,
-                         lateness="4s", idle_timeout="10s", window="10s", slide="5s",
+                         watermark_bound="4s", idle_timeout="10s", window="10s", slide="5s",
                          expected_partitions="0,1,2,3")
 
 
@@ -111,11 +111,11 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
                         "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
     wh = str(wh_settings.warehouse_path)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 2
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01"]) == 2
     assert "holds no reckon table: check --warehouse" in capsys.readouterr().err
 
     write_log(spark, wh_settings.warehouse_path, synthetic_log(n=60))
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--bounds", "0s,4s,1m",
                  "--target", "0.9", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["day"] == "2026-01-01" and payload["target"] == "0.9"
@@ -126,9 +126,9 @@ def test_lateness_command_json_and_errors(spark, wh_settings, capsys, monkeypatc
     assert payload["attribution"] == []  # no late_events table in this warehouse
 
     # a day without events is a quiet day, not a mistake (28e80d5)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-02-01"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-02-01"]) == 0
     assert capsys.readouterr().out == "no events on 2026-02-01: nothing to analyse\n"
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target", "2"]) == 2
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--target", "2"]) == 2
     assert "target='2' is not valid" in capsys.readouterr().err
 
 
@@ -143,7 +143,7 @@ def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark
     then b, so with bound 0 b's first three events find their windows closed (3 dropped);
     interleaved line by line (a0, b0, a1, ...) none would be."""
     settings = load_settings(env={}, warehouse=str(warehouse), shuffle_partitions=2,
-                             window="10s", lateness="0s")
+                             window="10s", watermark_bound="0s")
     arrival = BASE + 3600 * S
     rows = [{**log_row(i, BASE + t * S, arrival, 0, offset=line), "input_file": name}
             for i, (name, line, t) in enumerate(
@@ -156,9 +156,9 @@ def test_two_files_landing_at_the_same_moment_are_read_one_after_the_other(spark
 
 
 def test_attribution_json_keeps_late_amounts_per_currency():
-    """`reckon lateness --json`: a value's late amounts per currency, exact decimal text; the
+    """`reckon bound-whatif --json`: a value's late amounts per currency, exact decimal text; the
     amounts of two currencies are never added (counts are)."""
-    from audits.lateness import _attribution_json
+    from audits.bound_whatif import _attribution_json
     from audits.records import AttributionRow
 
     row = AttributionRow("partition", "1", 3, {"USD": Decimal("10.100"), "EUR": Decimal("20.25"),
@@ -182,11 +182,11 @@ def _curve_rows(out: str, label: str) -> dict[str, list[str]]:
 
 def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario, capsys,
                                                                monkeypatch, tmp_path):
-    """`reckon lateness` on a day the real stream ran (partition 1 idles, then rejoins late):
+    """`reckon bound-whatif` on a day the real stream ran (partition 1 idles, then rejoins late):
     the per-batch curve, labelled as in the report, drops at the configured bound exactly the
     events the stream put in late_events; the per-event curve follows under its own label,
     with the one sentence on why they differ; `--json` carries both, per batch first."""
-    from audits.lateness_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
+    from audits.bound_whatif_batches import CURVES_NOTE, PER_BATCH, PER_EVENT
     from tests.scenarios import SCENARIOS
 
     case = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
@@ -197,7 +197,7 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
                         "EXPECTED_PARTITIONS": "0,1", "SLIDE": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
 
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01"]) == 0
     out = capsys.readouterr().out
     assert out.index(f"Completeness {PER_BATCH}:") < out.index(f"Completeness {PER_EVENT}:")
     assert " ".join(CURVES_NOTE.split()) in " ".join(out.split())
@@ -205,7 +205,7 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
     assert per_batch["3s"][2] == str(len(case.late)) == "1"  # dropped: p1-t3-a107, as streamed
     assert per_batch.keys() == per_event.keys() and "5m" in per_batch
 
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--json"]) == 0
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     batch, event = payload["curves"]
     assert (batch["granularity"], batch["label"]) == ("per_batch", PER_BATCH)
@@ -221,7 +221,7 @@ def test_lateness_command_shows_both_curves_of_a_streamed_day(streamed_scenario,
 def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark, wh_settings,
                                                                            capsys, monkeypatch,
                                                                            tmp_path):
-    """``reckon lateness --per-source``: the day's log, in arrival order, through
+    """``reckon bound-whatif --per-source``: the day's log, in arrival order, through
     recommend_per_input inside Spark gives the pure recommendation; text and --json."""
     from reckon.whatif_inputs import recommend_per_input
 
@@ -240,7 +240,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
         np.array([micros(r["event_time"]) for r in kept]),
         np.array([micros(r["arrival_time"]) for r in kept]),
         np.array([r["partition"] for r in kept]), [r["source"] for r in kept], rules.windows,
-        normalize_bounds([*DEFAULT_BOUNDS, "4s"]), "0.99", grace=rules.grace,
+        normalize_bounds([*DEFAULT_BOUNDS, "4s"]), "0.99", allowed_lateness=rules.allowed_lateness,
         idle_timeout=rules.watermark.idle_timeout, running=True)
     assert rec.to_json_dict() == want.to_json_dict()
     assert [b.unit for b in rec.bounds] == ["http", "radar", "sat"]
@@ -251,7 +251,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
                         "SLIDE": "5s", "GRACE": "0s", "EXPECTED_PARTITIONS": ""}.items():
         monkeypatch.setenv(f"RECKON_{name}", value)
     wh = str(wh_settings.warehouse_path)
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     replay = {k: payload.pop(k) for k in ("per_batch", "per_batch_unavailable", "configured",
@@ -265,7 +265,7 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     assert all(p["dropped"] == 0 for p in replay["per_batch"].values())
     assert replay["configured"] == "watermark bound 4s per partition"
     assert replay["configured_sources_without_events"] == []
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--per-source",
                  "--target", "0.99"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("bounds per source for 2026-01-01, target completeness 0.99")
@@ -273,8 +273,8 @@ def test_bounds_per_source_on_the_warehouse_equal_the_pure_recommendation(spark,
     # a configured bound of a source that sent nothing that day ("Sat" for "sat"): the
     # analysis goes on, and stderr says so in one warning line naming the day's sources
     monkeypatch.setenv("RECKON_WATERMARK_BOUND_BY_SOURCE", "Sat=5s,http=5s")
-    assert main(["lateness", "--warehouse", wh, "--date", "2026-01-01", "--target",
+    assert main(["bound-whatif", "--warehouse", wh, "--date", "2026-01-01", "--target",
                  "0.99"]) == 0
     err = capsys.readouterr().err
-    assert ("reckon lateness: warning: bounds for inputs never seen on 2026-01-01: source "
+    assert ("reckon bound-whatif: warning: bounds for inputs never seen on 2026-01-01: source "
             "'Sat' (seen: http, radar, sat): a misspelt name?") in err

@@ -1,4 +1,4 @@
-"""A file of events for the lateness what-if (``reckon lateness-curve FILE``): CSV or
+"""A file of events for the bound what-if (``reckon bound-whatif-curve FILE``): CSV or
 Parquet with event_time and arrival_time (and optionally partition), read into the plain
 arrays ``reckon.whatif`` works on. A file a user hands in: every bad value is one clear line
 naming the file, the column and the row.
@@ -104,6 +104,6 @@ def _partitions(column: pd.Series, file: Path) -> np.ndarray:
     return column.to_numpy(dtype=np.int64)
 
 
-# --------------------------------------------------------------------------- lateness-curve
+# ----------------------------------------------------------------------- bound-whatif-curve
 
 

@@ -1,6 +1,6 @@
-"""The lateness what-if of a warehouse day at the stream's granularity: per micro-batch.
+"""The bound what-if of a warehouse day at the stream's granularity: per micro-batch.
 
-``audits.lateness`` replays the day one event at a time; this module replays the batches the
+``audits.bound_whatif`` replays the day one event at a time; this module replays the batches the
 stream actually ran (``reckon.whatif_batches``), so its row at the configured bound is what
 the stream did: its dropped pairs are the day's ``late_events`` and its completeness the
 audit's headline (on a day without uncaught duplicates and without a spec change).
@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from reckon.engine_config import WhatIfConfig
 from reckon.errors import NoEventsError, UsageError, invalid
 from reckon.eventtime import PartitionObservation, WatermarkPolicy, WatermarkState
-from reckon.timeutil import day_bounds, from_micros, parse_duration
+from reckon.spec import recorded_bound
+from reckon.timeutil import day_bounds, from_micros
 from reckon.whatif import CurvePoint, candidate_bounds, normalize_bounds
 from reckon.whatif_batches import (
     BatchStep,
@@ -56,8 +57,8 @@ __all__ = ["BEST_PER_BATCH_ROWS", "CURVES_NOTE", "PER_BATCH", "PER_EVENT", "PER_
            "no_batch_curve",
            "per_source_batches", "per_source_policies", "whatif_of_day"]
 
-#: The two lateness what-if curves, labelled as every output shows them (the report's HTML,
-#: PDF and CSV, and ``reckon lateness``; issue 39), per batch first: what the stream did.
+#: The two bound what-if curves, labelled as every output shows them (the report's HTML,
+#: PDF and CSV, and ``reckon bound-whatif``; issue 39), per batch first: what the stream did.
 PER_BATCH = "per micro-batch, as the stream ran"
 PER_EVENT = "per event, as if every event moved the watermark"
 CURVES_NOTE = ("The two curves differ because the stream moves its watermark once per "
@@ -140,7 +141,7 @@ def _start_state(spark: SparkSession, config: WhatIfConfig, lo: int, hi: int
 
     from spark import tables as tb
 
-    configured = config.rules.watermark.lateness
+    configured = config.rules.watermark.watermark_bound
     wh = config.warehouse
     if not tb.table_exists(wh, tb.WATERMARK_PROGRESS):
         return WatermarkState(), configured
@@ -161,9 +162,8 @@ def _start_state(spark: SparkSession, config: WhatIfConfig, lo: int, hi: int
                .select("state_json", "rules_json").limit(1).collect())
     if not row:
         return WatermarkState(), configured
-    bound = json.loads(row[0].rules_json).get("lateness", configured)
     return (WatermarkState.from_json(row[0].state_json),
-            parse_duration(bound, "lateness") if isinstance(bound, str) else int(bound))
+            recorded_bound(row[0].rules_json, configured))
 
 
 def _dropped(judged: DataFrame, walks: list[list[BatchStep]], config: WhatIfConfig, day: date,
@@ -188,7 +188,7 @@ def _dropped(judged: DataFrame, walks: list[list[BatchStep]], config: WhatIfConf
              .withColumn("we", F.col("ws") + F.lit(rules.windows.size)))
 
     def slack(k: int) -> Any:  # null: no watermark yet
-        return F.col(f"before{k}") - F.col("we") - F.lit(rules.grace)
+        return F.col(f"before{k}") - F.col("we") - F.lit(rules.allowed_lateness)
 
     counts = pairs.agg(F.count(F.lit(1)).alias("n"), *[
         F.sum(F.when(slack(k) >= F.lit(b), 1).otherwise(0)).alias(f"d{k}_{i}")
@@ -214,7 +214,7 @@ class _DayBatches:
 
 class BatchReads(Protocol):
     """What the per-batch walks read from a warehouse, per engine: Spark (``_SparkReads``, the
-    functions above) or DuckDB (``audits.lateness_duck.DuckReads``). The walks themselves
+    functions above) or DuckDB (``audits.bound_whatif_duck.DuckReads``). The walks themselves
     (``batch_steps``, ``curve_points``) are pure and shared, so both engines replay alike.
 
     Example: ``analyze_day_batches(DuckReads(wh), config, day)`` runs without a JVM.
@@ -302,7 +302,7 @@ def _start_under(db: _DayBatches, policy: WatermarkPolicy, configured: Watermark
     if policy == configured:
         return db.start
     if policy.uniform and configured.uniform and _fits(db.start, policy):
-        return shift_state(db.start, db.start_bound - policy.lateness)
+        return shift_state(db.start, db.start_bound - policy.watermark_bound)
     return state_under(db.start, policy)
 
 
@@ -321,9 +321,9 @@ def analyze_day_batches(spark: SparkSession | BatchReads, config: WhatIfConfig, 
     """
     ran = whatif_of_day(spark, config, day)  # not a spec changed since
     configured = ran.rules.watermark
-    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
+    candidates = candidate_bounds(bounds, config.rules.watermark.watermark_bound)
     if bounds is None:  # and the day's bound: the configured row is one of the rows
-        candidates = normalize_bounds([*candidates, configured.lateness])
+        candidates = normalize_bounds([*candidates, configured.watermark_bound])
     reads = _reads(spark)
     db = reads.day_batches(ran, day)
     zero = WatermarkPolicy(0, configured.idle_timeout, configured.expected_partitions,
@@ -333,7 +333,7 @@ def analyze_day_batches(spark: SparkSession | BatchReads, config: WhatIfConfig, 
         walks.append(batch_steps(db.summaries, configured, db.start))
     pairs, dropped, ends = reads.dropped(db.judged, walks, ran, day,
                                          [candidates, [0]][:len(walks)])
-    return BatchCurve(day=day, configured_bound=configured.lateness,
+    return BatchCurve(day=day, configured_bound=configured.watermark_bound,
                       batches=len(walks[0]), events=db.events,
                       points=tuple(curve_points(walks[0], candidates, pairs, dropped[0], ends)),
                       configured_point=None if configured.uniform else policy_point(
@@ -363,7 +363,7 @@ def batch_points(spark: SparkSession | BatchReads, config: WhatIfConfig, day: da
             for k, n in enumerate(names)}
 
 
-#: The rows of the per-source comparison (``reckon lateness --per-source``, the report), in
+#: The rows of the per-source comparison (``reckon bound-whatif --per-source``, the report), in
 #: order: the recommended bounds per source, the best single bound (same inputs), one bound
 #: with inputs by partition (the default rule), and the stream as configured.
 PER_SOURCE_ROWS = ("bounds per source", "one bound", "one bound, inputs by partition",
@@ -432,7 +432,7 @@ def per_source_batches(spark: SparkSession | BatchReads, config: WhatIfConfig, d
     the fair single bound to set a stream's bounds per source against."""
     configured = config.rules.watermark
     policies = per_source_policies(rec, configured)
-    candidates = candidate_bounds(bounds, config.rules.watermark.lateness)
+    candidates = candidate_bounds(bounds, config.rules.watermark.watermark_bound)
     sweep = {(by_source, b): WatermarkPolicy(b, configured.idle_timeout,
                                               configured.expected_partitions,
                                               by_source=by_source)
@@ -465,7 +465,7 @@ def no_batch_curve(why_not: str) -> str:
 
 
 def batch_curve_json(curve: BatchCurve) -> dict[str, Any]:
-    """The per-batch curve as JSON (``reckon lateness --json`` carries it), labelled.
+    """The per-batch curve as JSON (``reckon bound-whatif --json`` carries it), labelled.
 
     Example: ``batch_curve_json(curve)["granularity"] == "per_batch"``."""
     return {"granularity": "per_batch", "label": PER_BATCH, "batches": curve.batches,

@@ -1,9 +1,9 @@
-"""Spark tier: `reckon lateness` gives the same answer on DuckDB (its default, no JVM) and on
+"""Spark tier: `reckon bound-whatif` gives the same answer on DuckDB (its default, no JVM) and on
 ``--engine spark``, byte for byte, text and ``--json``, through the real CLI (issue 58).
 
 Warehouses the real stream wrote: the scenario where partition 1 idles and rejoins late
 (expected partitions, an idle timeout, one late event: the per-partition curves and the
-min rule), the worked example with grace 5 s, EUR, JPY and KWD on one key (tests/scenarios.py,
+min rule), the worked example with allowed lateness 5 s, EUR, JPY and KWD on one key (tests/scenarios.py,
 streamed once a session), and one of this module's own: two partitions, events around
 midnight in EUR, JPY and KWD, a slow source ``sat`` with a bound of its own
 (``watermark_inputs = source``), stragglers the stream put in late_events (who is late, amounts
@@ -25,7 +25,7 @@ from app.cli import main
 from tests.scenarios import SCENARIOS
 
 IDLE = next(c for c in SCENARIOS if c.name.startswith("partition 1 goes idle"))
-GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, grace 5s"))
+GRACE = next(c for c in SCENARIOS if c.name.startswith("worked example, allowed lateness 5s"))
 CURRENCIES = next(c for c in SCENARIOS if c.name.startswith("EUR, JPY and KWD"))
 OWN_RULES = {"WINDOW": "10s", "WATERMARK_BOUND": "2s", "ALLOWED_LATENESS": "1s",
              "IDLE_TIMEOUT": "1h", "WATERMARK_INPUTS": "source",
@@ -45,14 +45,12 @@ def sources_warehouse(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> t
                if rng.random() < 0.35 else e for e in batch]
               for batch in random_batches(58, n=30, partitions=2, batches=3, stragglers=3)]
     wh = tmp_path_factory.mktemp("lateness-duck") / "wh"
-    rules = {_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items() if v}
+    rules = {k.lower(): v for k, v in OWN_RULES.items() if v}
     run_batches(spark, stream_settings(wh, **rules), stream)
     return wh, DAY1.isoformat()
 
 
-#: the settings' environment names of the scenarios' rules (the old names still work, with
-#: a warning on stderr)
-_NAMES = {"WATERMARK_BOUND": "LATENESS", "ALLOWED_LATENESS": "GRACE"}
+#: the settings' environment names of the scenarios' rules
 _RULES = ("WINDOW", "WATERMARK_BOUND", "ALLOWED_LATENESS", "IDLE_TIMEOUT", "SLIDE",
           "EXPECTED_PARTITIONS", "WATERMARK_INPUTS", "WATERMARK_BOUND_BY_SOURCE")
 
@@ -69,14 +67,12 @@ def _env(monkeypatch: Any, tmp_path: Path, rules: dict[str, str]) -> None:
 
 
 def _scenario_env(rules: dict[str, object]) -> dict[str, str]:
-    by_rule = {old.lower(): new for new, old in _NAMES.items()}
-    return {by_rule.get(name, name.upper()): (",".join(map(str, value))
-                                              if isinstance(value, tuple) else str(value))
+    return {name.upper(): (",".join(map(str, value)) if isinstance(value, tuple) else str(value))
             for name, value in rules.items()}
 
 
 def _lateness(capsys: Any, wh: Path, engine: str, *flags: str) -> tuple[int, str, str]:
-    code = main(["lateness", "--warehouse", str(wh), "--engine", engine, *flags])
+    code = main(["bound-whatif", "--warehouse", str(wh), "--engine", engine, *flags])
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -134,7 +130,7 @@ def test_the_reports_bounds_per_source_are_sparks(spark, sources_warehouse):
     from tests.test_report_render import _assert_context_is_sparks
 
     wh, day = sources_warehouse
-    settings = stream_settings(wh, **{_NAMES.get(k, k).lower(): v for k, v in OWN_RULES.items()})
+    settings = stream_settings(wh, **{k.lower(): v for k, v in OWN_RULES.items()})
     rec = day_whatif(settings.whatif_config(), date.fromisoformat(day)).per_source
     assert rec is not None and "sat" in [b.unit for b in rec.bounds]
     _assert_context_is_sparks(spark, settings, day=date.fromisoformat(day))
@@ -155,7 +151,7 @@ def test_lateness_mistakes_and_quiet_days_are_the_same_on_both(spark, streamed_s
         assert on_duck == _lateness(capsys, where, "spark", *flags), flags
         code, out, err = on_duck
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-        assert err.startswith("reckon lateness: error: "), err
+        assert err.startswith("reckon bound-whatif: error: "), err
 
 
 def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):
@@ -167,11 +163,11 @@ def test_lateness_on_duckdb_starts_no_jvm(streamed_scenario, tmp_path):
     wh = streamed_scenario(IDLE.name).warehouse_path
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent),
            **{f"RECKON_{k}": v for k, v in _scenario_env(IDLE.rules).items()}}
-    probe = ("import sys; from app.cli import main; rc = main(['lateness', '--warehouse', "
+    probe = ("import sys; from app.cli import main; rc = main(['bound-whatif', '--warehouse', "
              f"{str(wh)!r}, '--date', '2026-01-01']); "
              "print('pyspark' in sys.modules); sys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=120, cwd=tmp_path, env=env)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("lateness analysis of 2026-01-01: 8 events")
+    assert run.stdout.startswith("bound what-if of 2026-01-01: 8 events")
     assert run.stdout.splitlines()[-1] == "False"

@@ -1,4 +1,4 @@
-"""The report's sections on event time: the lateness distribution, the lateness what-if
+"""The report's sections on event time: the lateness distribution, the bound what-if
 curves, the bounds per source, and the watermark's progress (which input held it back).
 
 Each section's body (blocks) and CSV rows are built here from the ``ReportContext``;
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from audits.lateness_batches import (
+from audits.bound_whatif_batches import (
     BEST_PER_BATCH_ROWS,
     CURVES_NOTE,
     PER_BATCH,
@@ -41,7 +41,7 @@ def _histogram_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
 
 
 def curves(ctx: ReportContext) -> list[tuple[str, tuple[CurveLine, ...]]]:
-    """The lateness what-if curves, labelled, per batch first (what the stream did): every
+    """The bound what-if curves, labelled, per batch first (what the stream did): every
     format lists them in this order. ``curves(ctx)[0][0] == PER_BATCH``."""
     return [(PER_BATCH, ctx.lateness_curve_batches), (PER_EVENT, ctx.lateness_curve)]
 
@@ -73,7 +73,7 @@ def _curve_body(ctx: ReportContext, _docs: str | None) -> tuple[Block, ...]:
     if ctx.whatif_note:
         return (Note(ctx.whatif_note),)
     if not (ctx.lateness_curve or ctx.lateness_curve_batches):
-        return (Note("No lateness analysis for this day."),
+        return (Note("No bound what-if for this day."),
                 *(Note(n) for n in curve_notes(ctx)))
     rec = ctx.recommended_bound_seconds
     out: list[Block] = [Note(
@@ -252,7 +252,7 @@ SECTIONS: tuple[Section, ...] = (
             lambda ctx: [(b.lo_seconds, b.hi_seconds, b.events, b.late_events)
                          for b in ctx.lateness_histogram],
             _histogram_body, charts=("lateness_histogram",)),
-    Section("lateness-curve", "Lateness what-if", "lateness_curve.csv",
+    Section("lateness-curve", "Bound what-if", "lateness_curve.csv",
             ("granularity", "bound_seconds", "completeness", "admitted", "dropped",
              "avg_emit_latency_seconds", "configured", "recommended"),
             _curve_rows, _curve_body, charts=("lateness_curve",)),
