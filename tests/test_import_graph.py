@@ -37,6 +37,10 @@ RANKS = {folder: rank for rank, folders in enumerate(LAYERS) for folder in folde
 PACKAGES = tuple(RANKS)
 #: Third-party packages the core must never import: it runs where no JVM is.
 SPARK_PACKAGES = ("pyspark", "delta", "py4j")
+#: Layers that start no engine: they read the warehouse through storage/ and DuckDB, so they
+#: import nothing from spark/ and no Spark package, not even lazily (a report renders and the
+#: workbench serves where pyspark cannot be imported).
+ENGINE_FREE = ("storage", "reports", "workbench")
 #: Standard modules that reach outside the process (files, processes, sockets, accounts,
 #: the clock of the machine, the environment): the core takes what they would give as values.
 IO_MODULES = frozenset({"os", "sys", "subprocess", "shutil", "socket", "fcntl", "tempfile",
@@ -153,6 +157,14 @@ def spark_in_core(files: Mapping[str, Path]) -> list[str]:
                   for n in imported_names(m, p) if n.split(".")[0] in SPARK_PACKAGES)
 
 
+def engines_in_engine_free_layers(files: Mapping[str, Path]) -> list[str]:
+    """``module imports name`` for each import of spark/ or a Spark package in a layer of
+    ENGINE_FREE."""
+    return sorted(f"{m} imports {n}" for m, p in files.items() if layer(m) in ENGINE_FREE
+                  for n in imported_names(m, p)
+                  if n.split(".")[0] in ("spark", *SPARK_PACKAGES))
+
+
 def io_in_core(files: Mapping[str, Path]) -> list[str]:
     """``module imports/calls name`` for each I/O module imported or I/O call made in a core
     module: the core's rules take values, so they run the same in a test, a Spark task and
@@ -216,6 +228,11 @@ def test_the_core_imports_no_spark(files):
     assert spark_in_core(files) == []
 
 
+def test_storage_reports_and_the_workbench_import_no_engine(files):
+    assert engines_in_engine_free_layers(files) == [], (
+        "move the Spark part to spark/ or audits/ (the report and the workbench only read)")
+
+
 def test_the_core_does_no_io(files):
     assert io_in_core(files) == [], ("the core (reckon/) takes values: move file, process, "
                                      "account or environment work to storage/ or app/")
@@ -249,10 +266,13 @@ def test_an_engine_imported_by_the_core_and_spark_in_the_core_are_found(tmp_path
     assert spark_in_core(files) == ["reckon.eventtime imports pyspark.sql.functions"]
 
 
-def test_io_in_the_core_and_an_unplaced_folder_are_found(tmp_path):
+def test_io_in_the_core_an_engine_in_reports_and_an_unplaced_folder_are_found(tmp_path):
     files = _tree(tmp_path, {
         "reckon.__init__": "", "reckon.money": "import os\n\ndef f():\n    print(os.sep)\n",
         "reckon.rules": "def g(x):\n    return x.print()\n",
+        "reports.__init__": "", "reports.render": "def f():\n    from spark import tables\n",
         "newthing.__init__": ""})
     assert io_in_core(files) == ["reckon.money calls print", "reckon.money imports os"]
+    assert engines_in_engine_free_layers(files) == ["reports.render imports spark",
+                                                    "reports.render imports spark.tables"]
     assert unplaced_folders(tmp_path) == ["newthing"]
