@@ -223,8 +223,14 @@ def _replay_parser(sub: Any) -> None:
     p.add_argument("--kafka", dest="kafka_bootstrap", metavar="HOST:PORT",
                    help="replay straight from a Kafka topic (earliest to latest) instead")
     p.add_argument("--topic", dest="kafka_topic", help="Kafka topic (with --kafka)")
+    _days(p, "replay")
+
+
+def _days(p: Any, verb: str) -> None:
+    """``--json`` and the day or range a nightly step runs for (``--date``, ``--from``,
+    ``--to``), as ``reckon replay`` and ``reckon compact`` take them."""
     p.add_argument("--json", action="store_true", help="machine-readable summary")
-    p.add_argument("--date", help="day to replay, YYYY-MM-DD (UTC)")
+    p.add_argument("--date", help=f"day to {verb}, YYYY-MM-DD (UTC)")
     p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of a range")
     p.add_argument("--to", dest="date_to", metavar="DATE",
                    help="last day of a range (inclusive)")
@@ -241,11 +247,7 @@ def _compact_parser(sub: Any) -> None:
              "(Delta OPTIMIZE of that day's partitions; the nightly DAG runs it before the "
              "replay)")
     _warehouse(p)
-    p.add_argument("--json", action="store_true", help="machine-readable summary")
-    p.add_argument("--date", help="day to compact, YYYY-MM-DD (UTC)")
-    p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of a range")
-    p.add_argument("--to", dest="date_to", metavar="DATE",
-                   help="last day of a range (inclusive)")
+    _days(p, "compact")
 
 
 def _vacuum_parser(sub: Any) -> None:

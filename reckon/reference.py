@@ -46,6 +46,7 @@ __all__ = [
     "TotalRow",
     "arrival_order",
     "canonical_totals",
+    "caught_duplicate",
     "duplicate_overcount",
     "landing_file_lines",
     "line_problem",
@@ -220,11 +221,7 @@ def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) ->
                 valid.append(event)
         revised_keys: set[TotalKey] = set()
         for event in valid:
-            prior = latest_arrival.get(event.event_id)
-            latest_arrival[event.event_id] = event.arrival_time if prior is None else max(
-                prior, event.arrival_time)
-            if prior is not None and is_duplicate_of_recent(prior, event.arrival_time,
-                                                            rules.dedup_horizon):
+            if caught_duplicate(latest_arrival, event, rules.dedup_horizon):
                 out.duplicates.append((event, batch_id))
                 continue
             out.admitted.append((event, batch_id))
@@ -258,6 +255,23 @@ def stream_outcome(batches: Sequence[Sequence[Event]], rules: EventTimeRules) ->
                 row.final_batch = batch_id
             row.status = status
     return out
+
+
+def caught_duplicate(latest_arrival: dict[str, int], event: Event, horizon: int) -> bool:
+    """Whether the stream catches ``event`` as a duplicate: an earlier copy of its event_id
+    arrived within ``horizon`` of it. ``latest_arrival`` (event_id -> latest arrival among
+    the copies seen) is updated with this copy, as the stream's dedup state is.
+
+    >>> seen = {}
+    >>> first = caught_duplicate(seen, Event("e", "k", Decimal(1), 0, 10), 5)
+    >>> first, caught_duplicate(seen, Event("e", "k", Decimal(1), 0, 13), 5)
+    (False, True)
+    """
+    prior = latest_arrival.get(event.event_id)
+    latest_arrival[event.event_id] = event.arrival_time if prior is None else max(
+        prior, event.arrival_time)
+    return prior is not None and bool(is_duplicate_of_recent(prior, event.arrival_time,
+                                                             horizon))
 
 
 def _observations(events: Iterable[Event]) -> list[PartitionObservation]:

@@ -26,11 +26,16 @@ from reckon.eventtime import (
     WatermarkState,
     Window,
     advance_watermark,
-    is_duplicate_of_recent,
 )
 from reckon.money import money_sum
 from reckon.reconcile import ReconRow, Tolerance, reconcile
-from reckon.reference import Event, _observations, arrival_order, typed_problem
+from reckon.reference import (
+    Event,
+    _observations,
+    arrival_order,
+    caught_duplicate,
+    typed_problem,
+)
 from reckon.sessions import Session, absorb, sessions_of
 
 __all__ = ["SessionLate", "SessionOutcome", "canonical_sessions", "reconcile_sessions",
@@ -115,11 +120,7 @@ def _deduplicate(out: SessionOutcome, valid: Sequence[Event], rules: EventTimeRu
                  latest_arrival: dict[str, int], batch_id: int) -> list[Event]:
     admitted: list[Event] = []
     for event in valid:
-        prior = latest_arrival.get(event.event_id)
-        latest_arrival[event.event_id] = event.arrival_time if prior is None else max(
-            prior, event.arrival_time)
-        if prior is not None and is_duplicate_of_recent(prior, event.arrival_time,
-                                                        rules.dedup_horizon):
+        if caught_duplicate(latest_arrival, event, rules.dedup_horizon):
             out.duplicates.append((event, batch_id))
             continue
         out.admitted.append((event, batch_id))
