@@ -12,7 +12,8 @@ from typing import Any
 __all__ = ["NOTES_DIR", "read_note", "write_markdown"]
 
 ORDER = ("stream", "freshness", "replay", "audit", "lateness", "scale", "compaction",
-         "long_day", "per_source_day", "fixed_cost", "postmortem", "postmortem_day")
+         "long_day", "per_source_day", "fixed_cost", "postmortem", "postmortem_day",
+         "nightly_dag")
 
 TITLES = {
     "stream": "1. Stream throughput: reckon aggregator vs Spark withWatermark + groupBy(window, key, currency)",
@@ -30,6 +31,7 @@ TITLES = {
     "postmortem": "11. Postmortem questions: `reckon sql` as a whole command, DuckDB vs Spark",
     "postmortem_day": "12. Postmortem questions on a 20M-event day: a per-key aggregate and a "
                       "join, DuckDB vs Spark",
+    "nightly_dag": "13. The nightly DAG on the demo day through a real scheduler, task by task",
 }
 
 #: One short note per workload, what dominates it: ``<name>.md`` here. The dated history of
