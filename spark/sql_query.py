@@ -1,4 +1,5 @@
-"""`reckon sql` on Spark: one read-only SQL query over the warehouse's Delta tables, with time travel.
+"""`reckon sql --engine spark`: one read-only query over the warehouse's Delta tables, with time
+travel.
 
 Every Delta table of the warehouse (spark/tables.py ``TABLES`` that exist) is visible by its
 name as a temporary view. Temporary views cannot time-travel, so a table name followed by
@@ -10,14 +11,9 @@ the target of ``DESCRIBE HISTORY`` / ``DESCRIBE DETAIL``, and the table argument
     reckon sql --warehouse wh "SELECT * FROM provisional_deltas VERSION AS OF 3"
     reckon sql --warehouse wh "SELECT * FROM provisional_totals WHERE status = 'OPEN'"
 
-Read-only is checked on tokens (strings, quoted identifiers and comments are recognised, so
-neither ``'DROP'`` in a literal nor ``-- DROP`` in a comment fools it): exactly one statement,
-starting with SELECT / WITH / VALUES / FROM / TABLE / SHOW / DESCRIBE / EXPLAIN, and no
-keyword of a writing or session-changing statement anywhere outside literals and comments;
-no script transform (``USING 'program'``), no ``IDENTIFIER(...)`` and no table by path. The
-scanner draws token boundaries as Spark's lexer does (raw strings, CR-ended comments, hints).
-Then, before anything runs, Spark's own parser reads the query and its plan is checked the same
-way (``check_plan_read_only``), so a keyword the scanner missed is still refused.
+The query first passes ``reckon.sql_guard.check_read_only`` (the read-only rule on tokens both
+engines apply); then, before anything runs, Spark's own parser reads it and its plan is checked
+the same way (``check_plan_read_only``), so a keyword the token scan missed is still refused.
 
 Spark's variable substitution is off for the query (``spark.sql.variable.substitute=false``):
 ``SELECT '${env:HOME}'`` returns the text ``${env:HOME}``, never the environment. Any error of
