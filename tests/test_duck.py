@@ -247,8 +247,8 @@ def test_the_folds_sql_computes_the_core_rules_ends_passed(before, advance, step
        allowed_lateness=st.integers(0, 10**5))
 @settings(max_examples=60, deadline=None)
 def test_the_folds_sql_status_is_the_core_window_status(end, watermark, allowed_lateness):
-    from reckon.eventtime import window_status
     from audits.duck_tables import SqlExpr, _status_sql
+    from reckon.eventtime import window_status
 
     wm = SqlExpr("NULL::BIGINT" if watermark is None else f"({watermark})::BIGINT")
     assert _evaluated(_status_sql(SqlExpr(f"({end})::BIGINT"), wm, allowed_lateness)) == \

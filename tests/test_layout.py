@@ -16,6 +16,7 @@ from spark import tables as tb
 from spark.replay import replay_day
 from spark.stream import BatchProcessor
 from storage import commits
+from storage.layout import logged_columns, require_logged_layout
 from tests.streamkit import stream_settings
 
 _OLD_TOTALS = T.StructType([
@@ -69,9 +70,10 @@ def test_the_current_layout_passes_and_a_missing_table_is_no_problem(spark, tmp_
     tb.require_layout(spark, warehouse)  # nothing exists yet
     tb.ensure_table(spark, warehouse, tb.PROVISIONAL_DELTAS)
     tb.require_layout(spark, warehouse)
-    tb.require_logged_layout(warehouse)  # the report's check, from the Delta log, agrees
-    assert tb.logged_schema(warehouse, tb.PROVISIONAL_DELTAS).simpleString() == tb.read_table(
-        spark, warehouse, tb.PROVISIONAL_DELTAS).schema.simpleString()
+    require_logged_layout(warehouse)  # every step's check, from the Delta log, agrees
+    assert logged_columns(warehouse, tb.PROVISIONAL_DELTAS) == {
+        f.name: f.dataType.simpleString()
+        for f in tb.read_table(spark, warehouse, tb.PROVISIONAL_DELTAS).schema.fields}
     assert tb.layout_problem(tb.SCHEMAS[tb.RECONCILIATION], tb.RECONCILIATION) is None
     assert tb.layout_problem(_OLD_TOTALS, tb.CANONICAL_TOTALS) == (
         "canonical_totals has no column currency")

@@ -110,7 +110,7 @@ def test_under_airflow_the_jvm_writes_nothing_to_stderr(tmp_path):
     import sys
 
     code = ("import sys\n"
-            "from reckon.config import load_settings\n"
+            "from app.settings import load_settings\n"
             "from spark.session import get_spark\n"
             f"s = get_spark(load_settings(env={{}}, warehouse={str(tmp_path / 'wh')!r}, "
             "spark_log_to_stdout=sys.argv[1] == 'on'))\n"
