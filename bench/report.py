@@ -131,6 +131,19 @@ def _rows(name: str, r: dict[str, Any]) -> list[list[str]]:
                         f"{events / x['wall_seconds']:,.0f} events/s" if x.get("wall_seconds")
                         else "-", _fmt(x.get("peak_driver_rss_mb")), "-", _cpu(x)])
         return out
+    if name == "nightly_dag":  # the run, then its tasks in the order the DAG runs them
+        from app.demo import STEP_ORDER
+
+        size = f"{r.get('scale', {}).get('events', 0):,} events"
+        run = r["results"].get("reckon_nightly_run", {})
+        out.append(["nightly run (Airflow's start to end)", size, _fmt(run.get("wall_seconds")),
+                    "-", "-", run.get("dag_state", "-"), "-"])
+        for task in STEP_ORDER:
+            x = r["results"].get(f"task {task}")
+            if x:
+                out.append([f"task {task}", size, _fmt(x.get("wall_seconds")), "-", "-",
+                            "-", "-"])
+        return out
     if name == "scale":
         for n, x in sorted(r["results"].items(), key=lambda kv: int(kv[0])):
             for part in ("replay", "audit"):
